@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookhub/hookhub/hub/service"
+	"github.com/hookhub/hookhub/migrations"
+)
+
+func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	fs.Usage = func() {
+		io.WriteString(stdout, `Usage: hub dev
+
+The quick start: runs the whole hub on embedded defaults.
+  - creates the database named in HUB_DATABASE_URL if it is missing, and migrates it;
+  - with HUB_NATS_URL empty, embeds a JetStream server on 127.0.0.1:4222
+    (or a free port when 4222 is taken; the URL is logged), store in HUB_DATA_DIR;
+  - uses public development secrets for providers without one (printed);
+  - logs as text unless HUB_LOG_FORMAT is set;
+  - prints a command that sends a first signed event.
+Stop it with Ctrl-C.
+
+Environment:
+`)
+		printEnv(stdout)
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErr("dev takes no arguments")
+	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	if !envSet("LOG_FORMAT") {
+		cfg.LogFormat = "text"
+	}
+	log := newLogger(cfg, stderr)
+
+	created, err := service.CreateDatabase(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	if created {
+		log.Info("created database", "url", cfg.DatabaseURL)
+	}
+	if err := migrateUp(ctx, cfg.DatabaseURL, stdout); err != nil {
+		return err
+	}
+	for _, name := range cfg.WithDevSecrets() {
+		secrets := cfg.ProviderSecrets()[name]
+		fmt.Fprintf(stdout, "dev: HUB_%s_SECRETS not set; using the public development secret %s\n", strings.ToUpper(name), secrets[0])
+	}
+	svc, err := service.New(ctx, cfg, service.Deps{Logger: log})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, `
+hookhub is running: webhooks at http://%[1]s/webhooks/{paddle,clerk}, NATS at %[2]s
+Send a first signed event from another shell:
+
+    go run ./hub/cmd/hub send paddle subscription.created
+    go run ./hub/cmd/hub send clerk user.created --repeat 3
+
+`, displayAddr(svc.Addr().String()), svc.NATSURL())
+	return svc.Run(ctx)
+}
+
+func migrateUp(ctx context.Context, url string, stdout io.Writer) error {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return fmt.Errorf("HUB_DATABASE_URL: %w", err)
+	}
+	defer pool.Close()
+	m, err := migrations.Hub(pool)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	rs, err := m.Up(ctx)
+	for _, r := range rs {
+		fmt.Fprintf(stdout, "dev: applied migration %d %s\n", r.Version, r.Name)
+	}
+	return err
+}
+
+// displayAddr turns a listen address like "[::]:8080" into one a browser
+// or curl can use.
+func displayAddr(addr string) string {
+	if i := strings.LastIndex(addr, ":"); i >= 0 {
+		host := addr[:i]
+		if host == "" || host == "[::]" || host == "0.0.0.0" {
+			return "127.0.0.1" + addr[i:]
+		}
+	}
+	return addr
+}

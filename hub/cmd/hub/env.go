@@ -1,0 +1,51 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/kelseyhightower/envconfig"
+
+	"github.com/hookhub/hookhub/hub/service"
+)
+
+// loadConfig reads HUB_* variables into the configuration and validates it.
+func loadConfig() (service.Config, error) {
+	var cfg service.Config
+	if err := envconfig.Process(service.EnvPrefix, &cfg); err != nil {
+		return cfg, fmt.Errorf("configuration: %w", err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("configuration: %w", err)
+	}
+	return cfg, nil
+}
+
+// printEnv prints a table of every HUB_* variable with its default.
+func printEnv(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  VARIABLE\tDEFAULT\tDESCRIPTION")
+	_ = envconfig.Usagef(service.EnvPrefix, &service.Config{}, tw,
+		"{{range .}}  {{usage_key .}}\t{{usage_default .}}\t{{usage_description .}}\n{{end}}")
+	_ = tw.Flush()
+}
+
+func newLogger(cfg service.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if strings.EqualFold(cfg.LogFormat, "text") {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// envSet reports whether the variable HUB_<name> is set.
+func envSet(name string) bool {
+	_, ok := os.LookupEnv(service.EnvPrefix + "_" + name)
+	return ok
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookhub/hookhub/migrations"
+)
+
+func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	asJSON := fs.Bool("json", false, "print one JSON object per line")
+	fs.Usage = func() {
+		io.WriteString(stdout, `Usage: hub migrate [--json] up | down | status
+
+  up      apply every pending migration (idempotent; safe from several replicas at once)
+  down    roll back the most recent migration (drops data: the archive and the dedup rows)
+  status  list the migrations and whether each is applied
+
+Uses HUB_DATABASE_URL.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErr("migrate needs exactly one of up, down, status")
+	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return fmt.Errorf("HUB_DATABASE_URL: %w", err)
+	}
+	defer pool.Close()
+	m, err := migrations.Hub(pool)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	enc := json.NewEncoder(stdout)
+	switch fs.Arg(0) {
+	case "up":
+		rs, err := m.Up(ctx)
+		for _, r := range rs {
+			if *asJSON {
+				_ = enc.Encode(r)
+			} else {
+				fmt.Fprintf(stdout, "applied %d %s (%s)\n", r.Version, r.Name, r.Duration)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if len(rs) == 0 && !*asJSON {
+			fmt.Fprintln(stdout, "no pending migrations: the database is current")
+		}
+	case "down":
+		r, err := m.Down(ctx)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return enc.Encode(r)
+		}
+		fmt.Fprintf(stdout, "rolled back %d %s (%s)\n", r.Version, r.Name, r.Duration)
+	case "status":
+		ss, err := m.Status(ctx)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			for _, s := range ss {
+				_ = enc.Encode(s)
+			}
+			return nil
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "VERSION\tNAME\tAPPLIED AT")
+		for _, s := range ss {
+			at := "pending"
+			if s.Applied {
+				at = s.At
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\n", s.Version, s.Name, at)
+		}
+		return tw.Flush()
+	default:
+		return usageErr(fmt.Sprintf("unknown migrate action %q: want up, down or status", fs.Arg(0)))
+	}
+	return nil
+}
+
+func usageErr(msg string) error { return fmt.Errorf("%w: %s", errUsage, msg) }

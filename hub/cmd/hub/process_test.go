@@ -1,0 +1,272 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookhub/hookhub/hub/hubtest"
+	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/schema"
+)
+
+const testPaddleSecret = "pdl_ntfset_01proc000000000000000000000_ProcessTestSecret000000000"
+
+// buildHub compiles the hub binary once per test binary run.
+var buildHub = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "hub-bin-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "hub")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// hubProcess is the hub binary running as a child process.
+type hubProcess struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	addr string
+	logs *bytes.Buffer
+}
+
+func startHubProcess(t *testing.T, env []string, addr string) *hubProcess {
+	t.Helper()
+	bin, err := buildHub()
+	require.NoError(t, err)
+	cmd := exec.Command(bin, "serve")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(cmd.Env, "HUB_HTTP_ADDR="+addr)
+	logs := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	require.NoError(t, cmd.Start())
+	p := &hubProcess{t: t, cmd: cmd, addr: addr, logs: logs}
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			_ = p.cmd.Process.Kill()
+			_ = p.cmd.Wait()
+		}
+		if t.Failed() {
+			t.Logf("hub logs:\n%s", logs.String())
+		}
+	})
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 30*time.Second, 20*time.Millisecond, "hub process not ready")
+	return p
+}
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func processEnv(dbURL, natsURL string) []string {
+	return []string{
+		"HUB_DATABASE_URL=" + dbURL,
+		"HUB_NATS_URL=" + natsURL,
+		"HUB_PADDLE_SECRETS=" + testPaddleSecret,
+		"HUB_LOG_FORMAT=text",
+		"HUB_SHUTDOWN_TIMEOUT=10s",
+	}
+}
+
+func deliver(client *http.Client, addr string, s provider.Sender, eventID string) (int, error) {
+	body, err := s.Sample(eventID, "subscription.created", nil, time.Now())
+	if err != nil {
+		return 0, err
+	}
+	hdr, err := s.Sign(eventID, body, time.Now())
+	if err != nil {
+		return 0, err
+	}
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/webhooks/paddle", bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header = hdr
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// TestSIGKILLUnderLoad kills the hub with SIGKILL in the middle of a
+// burst, restarts it, and lets "providers" retry every delivery that got
+// no 2xx. Every event must end up on the stream exactly once, and every
+// 2xx must have been backed by a commit.
+func TestSIGKILLUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills the hub binary")
+	}
+	pool, dbURL := hubtest.Pool(t)
+	n := hubtest.JetStream(t)
+	_, js := n.Connect(t)
+	p, err := provider.New("paddle", []string{testPaddleSecret}, 0)
+	require.NoError(t, err)
+	sender := p.(provider.Sender)
+	env := processEnv(dbURL, n.URL())
+	addr := freeAddr(t)
+	hub := startHubProcess(t, env, addr)
+
+	const workers, perWorker = 8, 150
+	client := &http.Client{Timeout: 5 * time.Second}
+	var mu sync.Mutex
+	acked := map[string]bool{}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range perWorker {
+				id := fmt.Sprintf("evt_kill_%d_%03d", w, i)
+				// Every fifth delivery repeats an earlier event, as providers do.
+				if i%5 == 4 {
+					id = fmt.Sprintf("evt_kill_%d_%03d", w, i-1)
+				}
+				status, err := deliver(client, addr, sender, id)
+				if err == nil && status == http.StatusOK {
+					mu.Lock()
+					acked[id] = true
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	// Kill once some deliveries have been acknowledged: mid-burst.
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acked) >= 100
+	}, 60*time.Second, 5*time.Millisecond)
+	require.NoError(t, hub.cmd.Process.Signal(syscall.SIGKILL))
+	_ = hub.cmd.Wait()
+	wg.Wait()
+
+	// Every 2xx was backed by a commit.
+	mu.Lock()
+	for id := range acked {
+		var n int
+		require.NoError(t, pool.QueryRow(context.Background(),
+			`SELECT count(*) FROM processed_webhook_events WHERE event_id = $1`, id).Scan(&n))
+		require.Equal(t, 1, n, "event %s was acknowledged without a commit", id)
+	}
+	mu.Unlock()
+
+	// Restart; providers retry everything that got no 2xx.
+	startHubProcess(t, env, addr)
+	all := map[string]bool{}
+	for w := range workers {
+		for i := range perWorker {
+			all[fmt.Sprintf("evt_kill_%d_%03d", w, i-(i%5/4))] = true
+		}
+	}
+	for id := range all {
+		mu.Lock()
+		done := acked[id]
+		mu.Unlock()
+		if done {
+			continue
+		}
+		status, err := deliver(client, addr, sender, id)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, status)
+	}
+	require.Eventually(t, func() bool {
+		var pending int
+		require.NoError(t, pool.QueryRow(context.Background(),
+			`SELECT count(*) FROM webhook_events WHERE processing_status = 'PENDING'`).Scan(&pending))
+		return pending == 0
+	}, 30*time.Second, 20*time.Millisecond)
+
+	ids := streamMsgIDs(t, js)
+	require.Len(t, ids, len(all), "one message per event")
+	for id := range all {
+		require.Equal(t, 1, ids["paddle:"+id], "event %s", id)
+	}
+	var dedup int
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM processed_webhook_events`).Scan(&dedup))
+	require.Equal(t, len(all), dedup)
+	t.Logf("%d events, %d acknowledged before SIGKILL", len(all), len(acked))
+}
+
+// TestSIGTERMExitsZero checks the graceful path of the real binary.
+func TestSIGTERMExitsZero(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the hub binary")
+	}
+	pool, dbURL := hubtest.Pool(t)
+	n := hubtest.JetStream(t)
+	p, err := provider.New("paddle", []string{testPaddleSecret}, 0)
+	require.NoError(t, err)
+	addr := freeAddr(t)
+	hub := startHubProcess(t, processEnv(dbURL, n.URL()), addr)
+	status, err := deliver(http.DefaultClient, addr, p.(provider.Sender), "evt_term")
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, status)
+	require.NoError(t, hub.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, hub.cmd.Wait(), "exit status after SIGTERM; logs:\n%s", hub.logs)
+	require.Equal(t, 0, hub.cmd.ProcessState.ExitCode())
+	var pending int
+	require.NoError(t, pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM webhook_events WHERE processing_status = 'PENDING'`).Scan(&pending))
+	require.Zero(t, pending, "the relay drains before exit")
+}
+
+func TestServeRefusesPendingMigrations(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the hub binary")
+	}
+	dbURL := hubtest.DatabaseURL(t) // empty: not migrated
+	bin, err := buildHub()
+	require.NoError(t, err)
+	cmd := exec.Command(bin, "serve")
+	cmd.Env = append(os.Environ(), processEnv(dbURL, "nats://127.0.0.1:1")...)
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err)
+	require.Contains(t, string(out), "hub migrate up")
+}
+
+func streamMsgIDs(t *testing.T, js jetstream.JetStream) map[string]int {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	st, err := js.Stream(ctx, "WEBHOOKS")
+	require.NoError(t, err)
+	info, err := st.Info(ctx)
+	require.NoError(t, err)
+	out := map[string]int{}
+	c, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{HeadersOnly: true})
+	require.NoError(t, err)
+	for seen := uint64(0); seen < info.State.Msgs; {
+		batch, err := c.Fetch(500, jetstream.FetchMaxWait(2*time.Second))
+		require.NoError(t, err)
+		for m := range batch.Messages() {
+			out[m.Headers().Get(schema.HeaderMsgID)]++
+			seen++
+		}
+	}
+	return out
+}

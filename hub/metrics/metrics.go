@@ -1,0 +1,74 @@
+// Package metrics defines the hub's Prometheus metrics. They are
+// registered on the Registerer the hub is given, never on the global one.
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Delivery outcomes, the "outcome" label of hub_deliveries_total.
+const (
+	OutcomeAccepted         = "accepted"          // first delivery, committed PENDING
+	OutcomeDuplicate        = "duplicate"         // committed SKIPPED
+	OutcomeUnpublishable    = "unpublishable"     // committed FAILED (type cannot form a subject)
+	OutcomeInvalidSignature = "invalid_signature" // 401
+	OutcomeStaleTimestamp   = "stale_timestamp"   // 401
+	OutcomeBadRequest       = "bad_request"       // 400
+	OutcomeTooLarge         = "too_large"         // 413
+	OutcomeUnavailable      = "unavailable"       // 503: nothing committed
+)
+
+// Publish outcomes, the "outcome" label of hub_publish_total.
+const (
+	PublishOK        = "ok"
+	PublishDuplicate = "duplicate" // JetStream already had the message id: also a success
+	PublishFound     = "found"     // found in the stream after an uncertain attempt
+	PublishError     = "error"
+)
+
+// Metrics are the hub's collectors.
+type Metrics struct {
+	Deliveries       *prometheus.CounterVec
+	IngestSeconds    *prometheus.HistogramVec
+	Published        *prometheus.CounterVec
+	PublishLagSecond prometheus.Histogram
+	OutboxPending    prometheus.Gauge
+	OutboxOldest     prometheus.Gauge
+	NATSConnected    prometheus.Gauge
+}
+
+// New creates the hub's metrics and registers them on reg.
+func New(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hub_deliveries_total",
+			Help: "Webhook deliveries received, by provider and outcome.",
+		}, []string{"provider", "outcome"}),
+		IngestSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "hub_ingest_duration_seconds",
+			Help:    "Time from reading a delivery to answering it, by provider and outcome.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"provider", "outcome"}),
+		Published: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hub_publish_total",
+			Help: "Outbox publishes to JetStream, by outcome.",
+		}, []string{"outcome"}),
+		PublishLagSecond: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "hub_publish_lag_seconds",
+			Help:    "Time from receiving an event to JetStream acknowledging it.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5, 30, 120, 600},
+		}),
+		OutboxPending: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "hub_outbox_pending",
+			Help: "Committed events not yet acknowledged by JetStream (PENDING rows).",
+		}),
+		OutboxOldest: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "hub_outbox_oldest_pending_seconds",
+			Help: "Age of the oldest PENDING row; 0 when the outbox is empty.",
+		}),
+		NATSConnected: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "hub_nats_connected",
+			Help: "1 while the hub's NATS connection is up.",
+		}),
+	}
+	reg.MustRegister(m.Deliveries, m.IngestSeconds, m.Published, m.PublishLagSecond, m.OutboxPending, m.OutboxOldest, m.NATSConnected)
+	return m
+}

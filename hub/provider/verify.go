@@ -1,0 +1,177 @@
+// Helpers shared by the providers: pooled HMAC keys, timestamp checks,
+// error wrapping and payload limits.
+
+package provider
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"sync"
+	"time"
+)
+
+// macSize is the size of an HMAC-SHA256 tag, the only MAC the built-in
+// providers use.
+const macSize = sha256.Size
+
+// maxSignatures bounds how many signatures a header may contribute; later
+// entries are ignored. Providers send one or two (during a rotation); the
+// bound keeps a huge header from costing memory and comparisons.
+const maxSignatures = 16
+
+// maxTimestampLen bounds a signed timestamp's text. Unix seconds fit in 19
+// digits; the bound keeps pathological leading zeros out of the MAC input.
+const maxTimestampLen = 20
+
+// macKey is one secret's HMAC-SHA256 key. Keyed hash states are pooled, so
+// Verify neither re-derives the key pads nor allocates per call, and a
+// macKey is safe for concurrent use.
+type macKey struct {
+	pool sync.Pool // of *macState
+}
+
+// macState is a pooled keyed hash plus scratch space for the signed prefix
+// and the tag, so that nothing escapes to the heap per call.
+type macState struct {
+	h   hash.Hash
+	buf []byte // signed prefix (timestamp, id, separators)
+	sum [macSize]byte
+}
+
+func newMACKey(key []byte) *macKey {
+	key = append([]byte(nil), key...)
+	k := &macKey{}
+	k.pool.New = func() any {
+		return &macState{h: hmac.New(sha256.New, key), buf: make([]byte, 0, 64)}
+	}
+	return k
+}
+
+// sum writes HMAC-SHA256(key, parts[0] sep parts[1] sep … sep body) to out:
+// every part is followed by sep, which covers "ts:body" and "id.ts.body".
+func (k *macKey) sum(out *[macSize]byte, body []byte, sep byte, parts ...string) {
+	st := k.pool.Get().(*macState)
+	st.h.Reset()
+	st.buf = st.buf[:0]
+	for _, p := range parts {
+		st.buf = append(st.buf, p...)
+		st.buf = append(st.buf, sep)
+	}
+	st.h.Write(st.buf)
+	st.h.Write(body)
+	*out = [macSize]byte(st.h.Sum(st.sum[:0]))
+	k.pool.Put(st)
+}
+
+// anyMatch reports whether mac equals one of sigs, in constant time per
+// comparison. Every signature is compared, whatever the outcome.
+func anyMatch(mac *[macSize]byte, sigs [][macSize]byte) bool {
+	ok := false
+	for i := range sigs {
+		if hmac.Equal(mac[:], sigs[i][:]) {
+			ok = true
+		}
+	}
+	return ok
+}
+
+// authenticate reports whether, for any key, the MAC over parts and body
+// (see macKey.sum) matches any of sigs.
+func authenticate(keys []*macKey, sigs [][macSize]byte, body []byte, sep byte, parts ...string) bool {
+	var mac [macSize]byte
+	for _, k := range keys {
+		k.sum(&mac, body, sep, parts...)
+		if anyMatch(&mac, sigs) {
+			return true
+		}
+	}
+	return false
+}
+
+// withinTolerance reports whether |now - signedAt| <= tol.
+func withinTolerance(signedAt, now time.Time, tol time.Duration) bool {
+	d := now.Sub(signedAt) // saturates instead of overflowing
+	return d <= tol && d >= -tol
+}
+
+// parseUnixDigits parses a signed timestamp: 1 to maxTimestampLen ASCII
+// digits, nothing else (no sign, no spaces), within int64.
+func parseUnixDigits(s string) (int64, bool) {
+	if len(s) == 0 || len(s) > maxTimestampLen {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := int64(c - '0')
+		if n > (1<<63-1-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
+	}
+	return n, true
+}
+
+// detailError is a sentinel plus detail for logs. Its text is
+// "<sentinel>: <detail>" and errors.Is sees the sentinel.
+type detailError struct {
+	kind   error
+	detail string
+}
+
+// Error returns "<sentinel>: <detail>".
+func (e *detailError) Error() string { return e.kind.Error() + ": " + e.detail }
+
+// Unwrap returns the sentinel.
+func (e *detailError) Unwrap() error { return e.kind }
+
+func errSig(detail string) error     { return &detailError{ErrInvalidSignature, detail} }
+func errPayload(detail string) error { return &detailError{ErrPayload, detail} }
+
+// Limits on what an event may carry. The archive stores event types in
+// VARCHAR(128); ids are bounded alike.
+const (
+	maxEventIDLen   = 255
+	maxEventTypeLen = 128
+)
+
+// timestampError wraps ErrTimestamp with how far off the signed time is.
+// Only authentic deliveries reach it, so it may spend an allocation.
+func timestampError(signedAt, now time.Time, tol time.Duration) error {
+	d := now.Sub(signedAt)
+	if d > 0 {
+		return fmt.Errorf("%w: signed %v ago, tolerance %v", ErrTimestamp, d, tol)
+	}
+	return fmt.Errorf("%w: signed %v in the future, tolerance %v", ErrTimestamp, -d, tol)
+}
+
+// jsonPayloadError turns a json.Unmarshal error into an ErrPayload with a
+// precise message.
+func jsonPayloadError(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Field == "" {
+			return fmt.Errorf("%w: body is a JSON %s, not an object", ErrPayload, te.Value)
+		}
+		return fmt.Errorf("%w: %s is a JSON %s, not a string", ErrPayload, te.Field, te.Value)
+	}
+	return fmt.Errorf("%w: body is not JSON: %v", ErrPayload, err)
+}
+
+// hasControl reports whether s holds an ASCII control character. Event ids
+// and types end up in message headers, where CR and LF must never appear.
+func hasControl(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] == 0x7f {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,154 @@
+package relay_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookhub/hookhub/hub/hubtest"
+	"github.com/hookhub/hookhub/hub/metrics"
+	"github.com/hookhub/hookhub/hub/relay"
+	"github.com/hookhub/hookhub/hub/store"
+	"github.com/hookhub/hookhub/schema"
+)
+
+type bundle struct {
+	store   *store.Store
+	js      jetstream.JetStream
+	stream  jetstream.Stream
+	metrics *metrics.Metrics
+}
+
+func setup(t *testing.T, window time.Duration) *bundle {
+	t.Helper()
+	pool, _ := hubtest.Pool(t)
+	_, js := hubtest.JetStream(t).Connect(t)
+	st, err := relay.EnsureStream(context.Background(), js, relay.StreamConfig{
+		Name: "WEBHOOKS", Providers: []string{"paddle"}, Replicas: 1, DuplicateWindow: window,
+	})
+	require.NoError(t, err)
+	return &bundle{store: store.New(pool), js: js, stream: st, metrics: metrics.New(prometheus.NewRegistry())}
+}
+
+func (b *bundle) ingest(t *testing.T, eventID string) uuid.UUID {
+	t.Helper()
+	id := uuid.Must(uuid.NewV7())
+	_, err := b.store.Ingest(context.Background(), []store.Delivery{{
+		ArchiveID: id, Provider: "paddle", EventID: eventID, EventType: "subscription.created",
+		Body: []byte(`{"event_id":"` + eventID + `"}`), ReceivedAt: time.Now(),
+	}})
+	require.NoError(t, err)
+	return id
+}
+
+func (b *bundle) msgs(t *testing.T) uint64 {
+	info, err := b.stream.Info(context.Background())
+	require.NoError(t, err)
+	return info.State.Msgs
+}
+
+func TestEnsureStreamUpdatesSubjects(t *testing.T) {
+	t.Parallel()
+	_, js := hubtest.JetStream(t).Connect(t)
+	ctx := context.Background()
+	_, err := relay.EnsureStream(ctx, js, relay.StreamConfig{Name: "S", Providers: []string{"paddle"}, Replicas: 1, DuplicateWindow: time.Minute})
+	require.NoError(t, err)
+	st, err := relay.EnsureStream(ctx, js, relay.StreamConfig{Name: "S", Providers: []string{"paddle", "clerk"}, Replicas: 1, DuplicateWindow: 2 * time.Minute})
+	require.NoError(t, err)
+	info, err := st.Info(ctx)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"paddle.>", "clerk.>"}, info.Config.Subjects)
+	require.Equal(t, 2*time.Minute, info.Config.Duplicates)
+	require.Equal(t, jetstream.FileStorage, info.Config.Storage)
+}
+
+// A row whose earlier publish attempt may have been stored, retried after
+// JetStream forgot the message id: the relay must find it in the stream
+// instead of storing the event a second time.
+func TestRetryAfterDuplicateWindowLooksInTheStream(t *testing.T) {
+	t.Parallel()
+	const window = 200 * time.Millisecond
+	b := setup(t, window)
+	ctx := context.Background()
+	id := b.ingest(t, "evt_lost_ack")
+
+	// The earlier attempt: JetStream stored it, the PubAck never came back.
+	msg := nats.NewMsg("paddle.subscription.created")
+	msg.Data = []byte(`{}`)
+	msg.Header = schema.Metadata{MsgID: "paddle:evt_lost_ack", EventID: "evt_lost_ack", Provider: "paddle",
+		EventType: "subscription.created", ReceivedAt: time.Now()}.Header()
+	ack, err := b.js.PublishMsg(ctx, msg)
+	require.NoError(t, err)
+	_, err = b.store.Claim(ctx, 10, func(_ context.Context, rows []store.OutboxRow) []store.PublishResult {
+		return []store.PublishResult{{ArchiveID: rows[0].ArchiveID, Err: "timeout", RetryIn: 0}}
+	})
+	require.NoError(t, err)
+
+	// Wait out the server's duplicate window: a plain re-publish would now
+	// be stored again. (Time must pass on the server's clock; nothing can
+	// signal it.)
+	time.Sleep(3 * window)
+
+	r, err := relay.New(b.store, b.js, relay.Config{Stream: "WEBHOOKS", DuplicateWindow: window, Metrics: b.metrics})
+	require.NoError(t, err)
+	require.NoError(t, r.Drain(ctx))
+
+	require.EqualValues(t, 1, b.msgs(t), "the event must not be stored twice")
+	var seq uint64
+	var status string
+	require.NoError(t, b.store.Pool().QueryRow(ctx, `SELECT processing_status, stream_seq FROM webhook_events WHERE id = $1`, id).Scan(&status, &seq))
+	require.Equal(t, "PROCESSED", status)
+	require.Equal(t, ack.Sequence, seq)
+	require.Equal(t, 1.0, testutil.ToFloat64(b.metrics.Published.WithLabelValues(metrics.PublishFound)))
+}
+
+// The same, when the earlier attempt never reached the stream: the lookup
+// finds nothing and the relay publishes.
+func TestRetryAfterDuplicateWindowPublishesWhenAbsent(t *testing.T) {
+	t.Parallel()
+	const window = 200 * time.Millisecond
+	b := setup(t, window)
+	ctx := context.Background()
+	b.ingest(t, "evt_never_sent")
+	_, err := b.store.Claim(ctx, 10, func(_ context.Context, rows []store.OutboxRow) []store.PublishResult {
+		return []store.PublishResult{{ArchiveID: rows[0].ArchiveID, Err: "nats down"}}
+	})
+	require.NoError(t, err)
+	time.Sleep(3 * window)
+
+	r, err := relay.New(b.store, b.js, relay.Config{Stream: "WEBHOOKS", DuplicateWindow: window, Metrics: b.metrics})
+	require.NoError(t, err)
+	require.NoError(t, r.Drain(ctx))
+	require.EqualValues(t, 1, b.msgs(t))
+	require.Equal(t, 1.0, testutil.ToFloat64(b.metrics.Published.WithLabelValues(metrics.PublishOK)))
+}
+
+// Publish failures back off and leave the row PENDING with the error.
+func TestPublishFailureBacksOff(t *testing.T) {
+	t.Parallel()
+	b := setup(t, time.Minute)
+	ctx := context.Background()
+	// A stream that does not hold the subject makes the publish fail.
+	require.NoError(t, b.js.DeleteStream(ctx, "WEBHOOKS"))
+	b.ingest(t, "evt_nostream")
+	r, err := relay.New(b.store, b.js, relay.Config{Stream: "WEBHOOKS", DuplicateWindow: time.Minute, PublishTimeout: 2 * time.Second})
+	require.NoError(t, err)
+	require.NoError(t, r.Drain(ctx))
+	var status string
+	var attempts int
+	var errMsg string
+	var first, next time.Time
+	require.NoError(t, b.store.Pool().QueryRow(ctx, `SELECT processing_status, publish_attempts, error_message,
+		first_attempt_at, next_attempt_at FROM webhook_events`).Scan(&status, &attempts, &errMsg, &first, &next))
+	require.Equal(t, "PENDING", status)
+	require.Equal(t, 1, attempts)
+	require.Contains(t, errMsg, "publish:")
+	require.True(t, next.After(first.Add(100*time.Millisecond)), "the retry waits at least the minimum backoff after the attempt")
+}

@@ -1,0 +1,19 @@
+// Package server is the hub's HTTP interface (fiber): POST
+// /webhooks/{provider} for each configured provider, and /healthz,
+// /readyz and /metrics.
+//
+// The contract providers and tests rely on:
+//
+//	200 {"event_id": "...", "idempotent": false}  first delivery, committed
+//	200 {"event_id": "...", "idempotent": true}   duplicate, committed as SKIPPED
+//	401 invalid signature | timestamp outside tolerance   nothing archived
+//	400 body not JSON, or no event id / type             nothing archived
+//	404 unknown or unconfigured provider
+//	405 method other than POST
+//	413 body over the limit
+//	415 compressed body
+//	503 the database could not commit: nothing was acknowledged
+//
+// No 2xx is ever sent before the commit that contains the delivery. All
+// status mapping lives in errors.go.
+package server

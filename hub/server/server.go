@@ -1,0 +1,258 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
+	"github.com/gofiber/fiber/v2/utils"
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/hookhub/hookhub/hub/metrics"
+	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/store"
+	"github.com/hookhub/hookhub/schema"
+)
+
+// Ingester commits verified deliveries: the store, or a group committer in
+// front of it.
+type Ingester interface {
+	Ingest(ctx context.Context, ds []store.Delivery) ([]store.Outcome, error)
+}
+
+// Config configures a Server.
+type Config struct {
+	Providers    []provider.Provider // required
+	Ingester     Ingester            // required
+	MaxBodyBytes int                 // default 1 MiB
+	// CommitTimeout bounds the wait for the database; past it the answer is
+	// 503. Default 10s.
+	CommitTimeout time.Duration
+	// Ready reports whether the hub can accept deliveries (database
+	// reachable, migrations current). Required.
+	Ready func(ctx context.Context) error
+	// NATSStatus describes the NATS connection for /readyz. Optional.
+	NATSStatus func() string
+	// Committed is called after a commit that produced a PENDING row.
+	// Optional; the hub wakes the relay with it.
+	Committed func()
+	Now       func() time.Time // default time.Now
+	Logger    *slog.Logger
+	Metrics   *metrics.Metrics    // required
+	Gatherer  prometheus.Gatherer // for /metrics; required
+}
+
+// Server is the hub's HTTP server.
+type Server struct {
+	cfg       Config
+	app       *fiber.App
+	providers map[string]provider.Provider
+	draining  atomic.Bool
+}
+
+// New builds a Server.
+func New(cfg Config) (*Server, error) {
+	if len(cfg.Providers) == 0 || cfg.Ingester == nil || cfg.Ready == nil || cfg.Metrics == nil || cfg.Gatherer == nil {
+		return nil, errors.New("server: Providers, Ingester, Ready, Metrics and Gatherer are required")
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.CommitTimeout <= 0 {
+		cfg.CommitTimeout = 10 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.NATSStatus == nil {
+		cfg.NATSStatus = func() string { return "unknown" }
+	}
+	if cfg.Committed == nil {
+		cfg.Committed = func() {}
+	}
+	s := &Server{cfg: cfg, providers: make(map[string]provider.Provider, len(cfg.Providers))}
+	for _, p := range cfg.Providers {
+		s.providers[p.Name()] = p
+	}
+	s.app = fiber.New(fiber.Config{
+		AppName:               "hookhub",
+		BodyLimit:             cfg.MaxBodyBytes,
+		DisableStartupMessage: true,
+		ErrorHandler:          s.errorHandler,
+		ReadTimeout:           30 * time.Second,
+		WriteTimeout:          30 * time.Second,
+		IdleTimeout:           120 * time.Second,
+	})
+	s.app.All("/webhooks/:provider", s.webhook)
+	s.app.Get("/healthz", s.healthz)
+	s.app.Get("/readyz", s.readyz)
+	s.app.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{})))
+	return s, nil
+}
+
+// Serve accepts connections on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error { return s.app.Listener(ln) }
+
+// Drain makes /readyz fail, so load balancers stop sending new requests,
+// while the server keeps serving.
+func (s *Server) Drain() { s.draining.Store(true) }
+
+// Shutdown drains, stops accepting connections, and waits for in-flight
+// requests until ctx is done.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.Drain()
+	return s.app.ShutdownWithContext(ctx)
+}
+
+// App exposes the fiber app, for tests (app.Test).
+func (s *Server) App() *fiber.App { return s.app }
+
+type answer struct {
+	EventID    string `json:"event_id"`
+	Idempotent bool   `json:"idempotent"`
+}
+
+// fiberHeader adapts a request's headers to provider.Header.
+type fiberHeader struct{ c *fiber.Ctx }
+
+// Get copies the value: fiber's strings alias fasthttp's buffers, which
+// are reused once the handler returns.
+func (h fiberHeader) Get(name string) string { return utils.CopyString(h.c.Get(name)) }
+
+func (s *Server) webhook(c *fiber.Ctx) error {
+	start := time.Now()
+	p, ok := s.providers[c.Params("provider")]
+	if !ok {
+		return s.refuse(c, "", fmt.Errorf("%w %q", errUnknownProvider, c.Params("provider")), start)
+	}
+	name := p.Name() // not c.Params: its memory is reused after the request
+	if c.Method() != fiber.MethodPost {
+		c.Set(fiber.HeaderAllow, fiber.MethodPost)
+		return s.refuse(c, name, errMethod, start)
+	}
+	if enc := c.Get(fiber.HeaderContentEncoding); enc != "" && !strings.EqualFold(enc, "identity") {
+		return s.refuse(c, name, errEncoding, start)
+	}
+	// The raw bytes as received: c.Body() would decompress. Copied, because
+	// fasthttp reuses the buffer once the handler returns.
+	body := append([]byte(nil), c.Request().Body()...)
+	now := s.cfg.Now()
+	ev, err := p.Verify(fiberHeader{c}, body, now)
+	if err != nil {
+		s.cfg.Logger.Info("delivery refused", "provider", name, "err", err, "remote", utils.CopyString(c.IP()))
+		return s.refuse(c, name, err, start)
+	}
+	if err := checkText("event id", ev.ID, 255); err != nil {
+		return s.refuse(c, name, err, start)
+	}
+	if err := checkText("event type", ev.Type, 128); err != nil {
+		return s.refuse(c, name, err, start)
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return fmt.Errorf("archive id: %w", err)
+	}
+	d := store.Delivery{
+		ArchiveID:  id,
+		Provider:   name,
+		EventID:    ev.ID,
+		EventType:  ev.Type,
+		Body:       body,
+		Signature:  ev.Signature,
+		SignedAt:   ev.SignedAt,
+		OccurredAt: ev.OccurredAt,
+		ReceivedAt: now,
+	}
+	if _, err := schema.Subject(name, ev.Type); err != nil {
+		d.Error = "cannot publish: " + err.Error()
+	}
+	ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.CommitTimeout)
+	defer cancel()
+	outs, err := s.cfg.Ingester.Ingest(ctx, []store.Delivery{d})
+	if err != nil {
+		s.cfg.Logger.Error("delivery not committed", "provider", name, "event_id", ev.ID, "err", err)
+		c.Set(fiber.HeaderRetryAfter, "5")
+		return s.refuse(c, name, err, start)
+	}
+	out := outs[0]
+	outcome := metrics.OutcomeAccepted
+	switch {
+	case out.Duplicate:
+		outcome = metrics.OutcomeDuplicate
+	case out.Status == store.Failed:
+		outcome = metrics.OutcomeUnpublishable
+		s.cfg.Logger.Warn("event archived FAILED", "provider", name, "event_id", ev.ID, "reason", d.Error)
+	default:
+		s.cfg.Committed()
+	}
+	s.observe(name, outcome, start)
+	return c.JSON(answer{EventID: ev.ID, Idempotent: out.Duplicate})
+}
+
+// checkText rejects ids and types Postgres text columns cannot hold, or
+// that no operator could read: invalid UTF-8, control characters, too long.
+func checkText(what, s string, maxLen int) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("%w: empty %s", provider.ErrPayload, what)
+	case len(s) > maxLen:
+		return fmt.Errorf("%w: %s longer than %d bytes", provider.ErrPayload, what, maxLen)
+	case !utf8.ValidString(s):
+		return fmt.Errorf("%w: %s is not valid UTF-8", provider.ErrPayload, what)
+	case strings.ContainsFunc(s, unicode.IsControl):
+		return fmt.Errorf("%w: %s contains control characters", provider.ErrPayload, what)
+	}
+	return nil
+}
+
+func (s *Server) refuse(c *fiber.Ctx, providerName string, err error, start time.Time) error {
+	p := classify(err)
+	if p.outcome != "" && providerName != "" {
+		s.observe(providerName, p.outcome, start)
+	}
+	return c.Status(p.status).JSON(errorBody{Error: p.message})
+}
+
+func (s *Server) observe(providerName, outcome string, start time.Time) {
+	s.cfg.Metrics.Deliveries.WithLabelValues(providerName, outcome).Inc()
+	s.cfg.Metrics.IngestSeconds.WithLabelValues(providerName, outcome).Observe(time.Since(start).Seconds())
+}
+
+func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
+	p := classify(err)
+	if p.status >= 500 {
+		s.cfg.Logger.Error("request failed", "path", c.Path(), "err", err)
+	}
+	return c.Status(p.status).JSON(errorBody{Error: p.message})
+}
+
+func (s *Server) healthz(c *fiber.Ctx) error {
+	return c.JSON(fiber.Map{"status": "ok"})
+}
+
+func (s *Server) readyz(c *fiber.Ctx) error {
+	nats := s.cfg.NATSStatus()
+	if s.draining.Load() {
+		return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "draining", "nats": nats})
+	}
+	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+	defer cancel()
+	if err := s.cfg.Ready(ctx); err != nil {
+		return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "not ready", "error": err.Error(), "nats": nats})
+	}
+	return c.JSON(fiber.Map{"status": "ready", "database": "ok", "migrations": "current", "nats": nats})
+}

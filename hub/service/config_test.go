@@ -1,0 +1,71 @@
+package service_test
+
+import (
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kelseyhightower/envconfig"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookhub/hookhub/hub/service"
+)
+
+func TestDefaultsAreValid(t *testing.T) {
+	var cfg service.Config
+	require.NoError(t, envconfig.Process("HUB_TEST_UNSET_PREFIX", &cfg))
+	require.NoError(t, cfg.Validate())
+	require.Equal(t, "postgres://postgres@127.0.0.1:5432/hub?sslmode=disable", cfg.DatabaseURL)
+	require.Equal(t, ":8080", cfg.HTTPAddr)
+	require.Equal(t, "WEBHOOKS", cfg.Stream)
+	require.Equal(t, 1, cfg.StreamReplicas)
+	require.Equal(t, 2*time.Minute, cfg.DuplicateWindow)
+	require.Equal(t, 5*time.Minute, cfg.SignatureTolerance)
+	require.Equal(t, 1<<20, cfg.MaxBodyBytes)
+	require.Equal(t, 25*time.Second, cfg.ShutdownTimeout)
+	require.Empty(t, cfg.NATSURL)
+}
+
+func TestInvalidConfigNamesTheVariable(t *testing.T) {
+	base := func() service.Config {
+		var cfg service.Config
+		require.NoError(t, envconfig.Process("HUB_TEST_UNSET_PREFIX", &cfg))
+		return cfg
+	}
+	cases := []struct {
+		variable string
+		mod      func(*service.Config)
+	}{
+		{"HUB_STREAM_REPLICAS", func(c *service.Config) { c.StreamReplicas = 0 }},
+		{"HUB_STREAM", func(c *service.Config) { c.Stream = "WEB.HOOKS" }},
+		{"HUB_DUPLICATE_WINDOW", func(c *service.Config) { c.DuplicateWindow = time.Millisecond }},
+		{"HUB_PADDLE_SECRETS", func(c *service.Config) { c.PaddleSecrets = []string{"a", " "} }},
+		{"HUB_SIGNATURE_TOLERANCE", func(c *service.Config) { c.SignatureTolerance = 0 }},
+		{"HUB_MAX_BODY_BYTES", func(c *service.Config) { c.MaxBodyBytes = 10 }},
+		{"HUB_SHUTDOWN_TIMEOUT", func(c *service.Config) { c.ShutdownTimeout = -time.Second }},
+		{"HUB_LOG_LEVEL", func(c *service.Config) { c.LogLevel = "loud" }},
+		{"HUB_DATABASE_MAX_CONNS", func(c *service.Config) { c.DatabaseMaxConns = 1 }},
+	}
+	for _, c := range cases {
+		t.Run(c.variable, func(t *testing.T) {
+			cfg := base()
+			c.mod(&cfg)
+			err := cfg.Validate()
+			require.Error(t, err)
+			require.Contains(t, err.Error(), c.variable)
+		})
+	}
+}
+
+// The README's configuration table documents every variable.
+func TestREADMEDocumentsEveryVariable(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	typ := reflect.TypeFor[service.Config]()
+	for i := range typ.NumField() {
+		key := service.EnvPrefix + "_" + typ.Field(i).Tag.Get("envconfig")
+		require.True(t, strings.Contains(string(readme), "| `"+key+"` |"), "README.md has no table row for %s", key)
+	}
+}

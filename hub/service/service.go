@@ -1,0 +1,353 @@
+// Package service wires the hub together: Postgres store, outbox relay,
+// JetStream, HTTP server, and their startup and graceful shutdown. The
+// hub binary (hub/cmd/hub) is a thin command line around it, and tests run
+// it in-process against real Postgres and JetStream.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/hookhub/hookhub/hub/metrics"
+	"github.com/hookhub/hookhub/hub/natsembed"
+	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/relay"
+	"github.com/hookhub/hookhub/hub/server"
+	"github.com/hookhub/hookhub/hub/store"
+	"github.com/hookhub/hookhub/migrations"
+)
+
+// ErrNoProviders is returned when no provider has a secret configured.
+var ErrNoProviders = errors.New("no provider configured: set HUB_PADDLE_SECRETS and/or HUB_CLERK_SECRETS")
+
+// Deps are the service's injected dependencies. Zero values take defaults.
+type Deps struct {
+	Logger   *slog.Logger
+	Now      func() time.Time
+	Registry *prometheus.Registry
+}
+
+// Service is a running hub.
+type Service struct {
+	cfg      Config
+	log      *slog.Logger
+	pool     *pgxpool.Pool
+	migrator *migrations.Migrator
+	embedded *natsembed.Server
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	store    *store.Store
+	relay    *relay.Relay
+	server   *server.Server
+	ln       net.Listener
+	metrics  *metrics.Metrics
+	names    []string
+	// natsUp receives a value whenever the NATS connection (re)opens; Run
+	// hands it to the relay. A channel, because nats.go calls its handlers
+	// from its own goroutine, possibly before New has returned.
+	natsUp chan struct{}
+}
+
+// New connects to Postgres and NATS (starting an embedded server when
+// cfg.NATSURL is empty), checks that migrations are applied, and builds
+// the relay and the HTTP server. It listens on cfg.HTTPAddr but serves
+// nothing until Run.
+func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	if deps.Registry == nil {
+		deps.Registry = prometheus.NewRegistry()
+		deps.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	s := &Service{cfg: cfg, log: deps.Logger, metrics: metrics.New(deps.Registry), natsUp: make(chan struct{}, 1)}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+
+	var providers []provider.Provider
+	for name, secrets := range cfg.ProviderSecrets() {
+		p, err := provider.New(name, secrets, cfg.SignatureTolerance)
+		if err != nil {
+			return nil, fmt.Errorf("HUB_%s_SECRETS: %w", strings.ToUpper(name), err)
+		}
+		providers = append(providers, p)
+		s.names = append(s.names, name)
+	}
+	if len(providers) == 0 {
+		return nil, ErrNoProviders
+	}
+	slices.Sort(s.names)
+
+	if err := s.openDatabase(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.connectNATS(ctx); err != nil {
+		return nil, err
+	}
+	s.store = store.New(s.pool)
+	s.relay, err = relay.New(s.store, s.js, relay.Config{
+		Stream:          cfg.Stream,
+		DuplicateWindow: cfg.DuplicateWindow,
+		BatchSize:       cfg.RelayBatchSize,
+		Logger:          s.log.With("component", "relay"),
+		Metrics:         s.metrics,
+		Now:             deps.Now,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.server, err = server.New(server.Config{
+		Providers:     providers,
+		Ingester:      s.store,
+		MaxBodyBytes:  cfg.MaxBodyBytes,
+		CommitTimeout: cfg.CommitTimeout,
+		Ready:         s.ready,
+		NATSStatus:    func() string { return s.nc.Status().String() },
+		Committed:     s.relay.Notify,
+		Now:           deps.Now,
+		Logger:        s.log.With("component", "http"),
+		Metrics:       s.metrics,
+		Gatherer:      deps.Registry,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.ln, err = net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("HUB_HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
+	}
+	return s, nil
+}
+
+func (s *Service) openDatabase(ctx context.Context) error {
+	pcfg, err := pgxpool.ParseConfig(s.cfg.DatabaseURL)
+	if err != nil {
+		return fmt.Errorf("HUB_DATABASE_URL: %w", err)
+	}
+	pcfg.MaxConns = s.cfg.DatabaseMaxConns
+	s.pool, err = pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return fmt.Errorf("connect to database: %w", err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := s.pool.Ping(pingCtx); err != nil {
+		return fmt.Errorf("connect to database %s: %w", redact(s.cfg.DatabaseURL), err)
+	}
+	s.migrator, err = migrations.Hub(s.pool)
+	if err != nil {
+		return err
+	}
+	if err := s.migrator.Check(ctx); err != nil {
+		if errors.Is(err, migrations.ErrPending) {
+			return fmt.Errorf("%w; run `hub migrate up` first", err)
+		}
+		return err
+	}
+	return nil
+}
+
+func (s *Service) connectNATS(ctx context.Context) error {
+	url := s.cfg.NATSURL
+	if url == "" {
+		srv, err := natsembed.Start(natsembed.Options{
+			StoreDir: filepath.Join(s.cfg.DataDir, "nats"),
+			Logger:   s.log.With("component", "nats-embedded"),
+		})
+		if err != nil {
+			return fmt.Errorf("start embedded NATS (HUB_NATS_URL is empty): %w", err)
+		}
+		s.embedded = srv
+		url = srv.ClientURL()
+		s.log.Info("embedded JetStream server started", "url", url, "store", filepath.Join(s.cfg.DataDir, "nats"))
+	}
+	var err error
+	s.nc, err = nats.Connect(url,
+		nats.Name("hookhub"),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250*time.Millisecond),
+		nats.RetryOnFailedConnect(true),
+		nats.ConnectHandler(s.onNATSUp),
+		nats.ReconnectHandler(s.onNATSUp),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			s.metrics.NATSConnected.Set(0)
+			if err != nil {
+				s.log.Warn("NATS disconnected; deliveries are still accepted and queued in the outbox", "err", err)
+			}
+		}),
+	)
+	if err != nil {
+		return fmt.Errorf("connect to NATS %s: %w", url, err)
+	}
+	s.js, err = jetstream.New(s.nc,
+		jetstream.WithPublishAsyncTimeout(10*time.Second),
+		jetstream.WithPublishAsyncMaxPending(4*s.cfg.RelayBatchSize),
+	)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	if s.nc.IsConnected() {
+		s.metrics.NATSConnected.Set(1)
+	}
+	return nil
+}
+
+// onNATSUp runs (on a nats.go goroutine) when the connection (re)opens.
+func (s *Service) onNATSUp(nc *nats.Conn) {
+	s.metrics.NATSConnected.Set(1)
+	s.log.Info("NATS connected", "url", nc.ConnectedUrlRedacted())
+	select {
+	case s.natsUp <- struct{}{}:
+	default:
+	}
+}
+
+// relayOnReconnect makes the outbox's backlog due whenever NATS comes
+// back, so what piled up during an outage drains at once.
+func (s *Service) relayOnReconnect(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.natsUp:
+			s.relay.Reconnected(ctx)
+		}
+	}
+}
+
+// ready is /readyz: the database answers and the schema is current.
+func (s *Service) ready(ctx context.Context) error {
+	if err := s.store.Ping(ctx); err != nil {
+		return err
+	}
+	return s.migrator.Check(ctx)
+}
+
+// Addr is the HTTP listener's address.
+func (s *Service) Addr() net.Addr { return s.ln.Addr() }
+
+// NATSURL is the URL of the NATS server in use (the embedded one's when
+// the hub started it).
+func (s *Service) NATSURL() string { return s.nc.ConnectedUrl() }
+
+// Run serves until ctx is cancelled, then shuts down gracefully: /readyz
+// fails first, the listener closes, in-flight requests finish, the relay
+// drains, all within cfg.ShutdownTimeout. It returns nil after a clean
+// shutdown.
+func (s *Service) Run(ctx context.Context) error {
+	defer s.close()
+	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRelay()
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = s.relay.Run(relayCtx) })
+	wg.Go(func() { s.ensureStream(relayCtx) })
+	wg.Go(func() { s.relayOnReconnect(relayCtx) })
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- s.server.Serve(s.ln) }()
+	s.log.Info("hub listening", "addr", s.ln.Addr().String(), "providers", s.names, "stream", s.cfg.Stream)
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		runErr = fmt.Errorf("http server: %w", err)
+	}
+	s.log.Info("shutting down", "timeout", s.cfg.ShutdownTimeout)
+	shutCtx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := s.server.Shutdown(shutCtx); err != nil {
+		s.log.Warn("http shutdown incomplete", "err", err)
+	}
+	stopRelay()
+	wg.Wait()
+	if err := s.relay.Drain(shutCtx); err != nil {
+		s.log.Warn("relay drain incomplete; rows stay PENDING and are published after restart", "err", err)
+	}
+	s.log.Info("hub stopped")
+	return runErr
+}
+
+// ensureStream creates or updates the stream, retrying while NATS is
+// unreachable: the hub accepts deliveries meanwhile.
+func (s *Service) ensureStream(ctx context.Context) {
+	backoff := 250 * time.Millisecond
+	for {
+		attempt, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := relay.EnsureStream(attempt, s.js, relay.StreamConfig{
+			Name:            s.cfg.Stream,
+			Providers:       s.names,
+			Replicas:        s.cfg.StreamReplicas,
+			DuplicateWindow: s.cfg.DuplicateWindow,
+		})
+		cancel()
+		if err == nil {
+			s.relay.Notify()
+			return
+		}
+		s.log.Warn("stream not ready; retrying", "stream", s.cfg.Stream, "err", err, "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 10*time.Second)
+	}
+}
+
+func (s *Service) close() {
+	if s.ln != nil {
+		_ = s.ln.Close()
+	}
+	if s.nc != nil {
+		s.nc.Close()
+	}
+	if s.embedded != nil {
+		s.embedded.Shutdown()
+	}
+	if s.migrator != nil {
+		_ = s.migrator.Close()
+	}
+	if s.pool != nil {
+		s.pool.Close()
+	}
+}
+
+// redact hides the password of a database URL for messages.
+func redact(url string) string {
+	scheme, rest, ok := strings.Cut(url, "://")
+	if !ok {
+		return url
+	}
+	userinfo, host, ok := strings.Cut(rest, "@")
+	if !ok {
+		return url
+	}
+	if user, _, hasPass := strings.Cut(userinfo, ":"); hasPass {
+		return scheme + "://" + user + ":***@" + host
+	}
+	return url
+}

@@ -1,0 +1,440 @@
+package service_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookhub/hookhub/hub/hubtest"
+	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/service"
+	"github.com/hookhub/hookhub/schema"
+)
+
+const (
+	paddleSecret = "pdl_ntfset_01test0000000000000000000000_TestSecretForHookhubTests00"
+	clerkSecret  = "whsec_dGVzdC1zZWNyZXQtZm9yLWhvb2todWItdGVzdHMh"
+)
+
+// testHub is a hub running in-process against a fresh database and an
+// embedded JetStream server.
+type testHub struct {
+	t      *testing.T
+	cfg    service.Config
+	base   string
+	pool   *pgxpool.Pool
+	nats   *hubtest.NATS
+	js     jetstream.JetStream
+	paddle provider.Sender
+	clerk  provider.Sender
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func newTestHub(t *testing.T, mod ...func(*service.Config)) *testHub {
+	t.Helper()
+	pool, url := hubtest.Pool(t)
+	n := hubtest.JetStream(t)
+	_, js := n.Connect(t)
+	cfg := newTestConfig(url, n.URL())
+	for _, m := range mod {
+		m(&cfg)
+	}
+	h := &testHub{t: t, cfg: cfg, pool: pool, nats: n, js: js}
+	h.paddle = mustSender(t, "paddle", paddleSecret)
+	h.clerk = mustSender(t, "clerk", clerkSecret)
+	h.start()
+	return h
+}
+
+func newTestConfig(dbURL, natsURL string) service.Config {
+	return service.Config{
+		DatabaseURL:        dbURL,
+		DatabaseMaxConns:   8,
+		NATSURL:            natsURL,
+		HTTPAddr:           "127.0.0.1:0",
+		Stream:             "WEBHOOKS",
+		StreamReplicas:     1,
+		DuplicateWindow:    2 * time.Minute,
+		PaddleSecrets:      []string{paddleSecret},
+		ClerkSecrets:       []string{clerkSecret},
+		SignatureTolerance: 5 * time.Minute,
+		MaxBodyBytes:       1 << 20,
+		ShutdownTimeout:    10 * time.Second,
+		CommitTimeout:      5 * time.Second,
+		RelayBatchSize:     256,
+		LogLevel:           "info",
+		LogFormat:          "text",
+	}
+}
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
+
+func mustSender(t *testing.T, name, secret string) provider.Sender {
+	p, err := provider.New(name, []string{secret}, 0)
+	require.NoError(t, err)
+	return p.(provider.Sender)
+}
+
+func (h *testHub) start() {
+	h.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	svc, err := service.New(ctx, h.cfg, service.Deps{})
+	require.NoError(h.t, err)
+	h.base = "http://" + svc.Addr().String()
+	h.cancel = cancel
+	h.done = make(chan error, 1)
+	go func() { h.done <- svc.Run(ctx) }()
+	h.t.Cleanup(h.stop)
+	if h.js != nil {
+		h.waitStream()
+	}
+}
+
+// waitStream waits until the hub has created its stream.
+func (h *testHub) waitStream() {
+	h.t.Helper()
+	require.Eventually(h.t, func() bool {
+		_, err := h.js.Stream(context.Background(), h.cfg.Stream)
+		return err == nil
+	}, 20*time.Second, 10*time.Millisecond, "the hub did not create its stream")
+}
+
+// stop shuts the hub down gracefully and returns Run's error.
+func (h *testHub) stop() {
+	if h.cancel == nil {
+		return
+	}
+	h.cancel()
+	h.cancel = nil
+	select {
+	case err := <-h.done:
+		require.NoError(h.t, err)
+	case <-time.After(30 * time.Second):
+		h.t.Fatal("hub did not stop within 30s")
+	}
+}
+
+type answer struct {
+	status int
+	body   map[string]any
+}
+
+// deliver signs a sample event of the given provider and POSTs it.
+func (h *testHub) deliver(name, eventID, eventType string) answer {
+	h.t.Helper()
+	s := h.sender(name)
+	body, err := s.Sample(eventID, eventType, nil, time.Now())
+	require.NoError(h.t, err)
+	hdr, err := s.Sign(eventID, body, time.Now())
+	require.NoError(h.t, err)
+	return h.post(name, hdr, body)
+}
+
+func (h *testHub) sender(name string) provider.Sender {
+	if name == "clerk" {
+		return h.clerk
+	}
+	return h.paddle
+}
+
+func (h *testHub) post(name string, hdr http.Header, body []byte) answer {
+	h.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, h.base+"/webhooks/"+name, bytes.NewReader(body))
+	require.NoError(h.t, err)
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(h.t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(h.t, err)
+	a := answer{status: resp.StatusCode}
+	require.NoError(h.t, json.Unmarshal(raw, &a.body), "body %q", raw)
+	return a
+}
+
+// statusCounts counts archive rows of one event by status.
+func (h *testHub) statusCounts(name, eventID string) map[string]int {
+	h.t.Helper()
+	rows, err := h.pool.Query(context.Background(),
+		`SELECT processing_status, count(*) FROM webhook_events WHERE provider = $1 AND event_id = $2 GROUP BY 1`, name, eventID)
+	require.NoError(h.t, err)
+	out := map[string]int{}
+	var st string
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&st, &n}, func() error { out[st] = n; return nil })
+	require.NoError(h.t, err)
+	return out
+}
+
+func (h *testHub) count(sql string, args ...any) int {
+	h.t.Helper()
+	var n int
+	require.NoError(h.t, h.pool.QueryRow(context.Background(), sql, args...).Scan(&n))
+	return n
+}
+
+// streamMsgIDs reads every message of the stream and counts them by
+// Nats-Msg-Id. It fails the test if the stream does not exist.
+func (h *testHub) streamMsgIDs() map[string]int {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	st, err := h.js.Stream(ctx, h.cfg.Stream)
+	require.NoError(h.t, err)
+	info, err := st.Info(ctx)
+	require.NoError(h.t, err)
+	out := map[string]int{}
+	total := info.State.Msgs
+	if total == 0 {
+		return out
+	}
+	c, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{HeadersOnly: true})
+	require.NoError(h.t, err)
+	for seen := uint64(0); seen < total; {
+		batch, err := c.Fetch(500, jetstream.FetchMaxWait(2*time.Second))
+		require.NoError(h.t, err)
+		for m := range batch.Messages() {
+			out[m.Headers().Get(schema.HeaderMsgID)]++
+			seen++
+		}
+		require.NoError(h.t, batch.Error())
+	}
+	return out
+}
+
+// waitPublished waits until no archive row is PENDING.
+func (h *testHub) waitPublished() {
+	h.t.Helper()
+	require.Eventually(h.t, func() bool {
+		return h.count(`SELECT count(*) FROM webhook_events WHERE processing_status = 'PENDING'`) == 0
+	}, 30*time.Second, 20*time.Millisecond, "outbox did not drain")
+}
+
+func TestSequentialDuplicates(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"paddle", "clerk"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			h := newTestHub(t)
+			eventID := "evt_seq_" + name
+			typ := map[string]string{"paddle": "subscription.created", "clerk": "user.created"}[name]
+			for i := range 10 {
+				a := h.deliver(name, eventID, typ)
+				require.Equal(t, http.StatusOK, a.status)
+				require.Equal(t, eventID, a.body["event_id"])
+				require.Equal(t, i > 0, a.body["idempotent"], "delivery %d", i+1)
+			}
+			h.waitPublished()
+			require.Equal(t, map[string]int{"PROCESSED": 1, "SKIPPED": 9}, h.statusCounts(name, eventID))
+			require.Equal(t, 1, h.count(`SELECT count(*) FROM processed_webhook_events WHERE provider = $1 AND event_id = $2`, name, eventID))
+			require.Equal(t, map[string]int{name + ":" + eventID: 1}, h.streamMsgIDs())
+		})
+	}
+}
+
+func TestConcurrentDuplicates(t *testing.T) {
+	t.Parallel()
+	h := newTestHub(t)
+	const eventID = "evt_concurrent"
+	answers := make([]answer, 10)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range answers {
+		wg.Go(func() {
+			<-start
+			answers[i] = h.deliver("paddle", eventID, "subscription.created")
+		})
+	}
+	close(start)
+	wg.Wait()
+	first := 0
+	for _, a := range answers {
+		require.Equal(t, http.StatusOK, a.status)
+		if a.body["idempotent"] == false {
+			first++
+		}
+	}
+	require.Equal(t, 1, first, "exactly one delivery must win")
+	h.waitPublished()
+	require.Equal(t, map[string]int{"PROCESSED": 1, "SKIPPED": 9}, h.statusCounts("paddle", eventID))
+	require.Equal(t, map[string]int{"paddle:" + eventID: 1}, h.streamMsgIDs())
+}
+
+func TestMessageShape(t *testing.T) {
+	t.Parallel()
+	h := newTestHub(t)
+	body, err := h.paddle.Sample("evt_shape", "subscription.created", nil, time.Now())
+	require.NoError(t, err)
+	hdr, err := h.paddle.Sign("evt_shape", body, time.Now())
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, h.post("paddle", hdr, body).status)
+	h.waitPublished()
+
+	ctx := context.Background()
+	st, err := h.js.Stream(ctx, "WEBHOOKS")
+	require.NoError(t, err)
+	m, err := st.GetMsg(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, "paddle.subscription.created", m.Subject)
+	require.Equal(t, body, m.Data, "message data must be the exact request body")
+	md, err := schema.ParseMetadata(m.Header)
+	require.NoError(t, err)
+	require.Equal(t, "paddle:evt_shape", md.MsgID)
+	require.Equal(t, "evt_shape", md.EventID)
+	require.Equal(t, "paddle", md.Provider)
+	require.Equal(t, "subscription.created", md.EventType)
+	require.NotEmpty(t, md.ArchiveID)
+	require.False(t, md.ReceivedAt.IsZero())
+
+	var seq int64
+	var archiveID string
+	require.NoError(t, h.pool.QueryRow(ctx, `SELECT stream_seq, id::text FROM webhook_events WHERE event_id = 'evt_shape'`).Scan(&seq, &archiveID))
+	require.EqualValues(t, 1, seq)
+	require.Equal(t, archiveID, md.ArchiveID)
+}
+
+func TestRejectedDeliveriesWriteNothing(t *testing.T) {
+	t.Parallel()
+	h := newTestHub(t)
+	now := time.Now()
+	body, err := h.paddle.Sample("evt_bad", "subscription.created", nil, now)
+	require.NoError(t, err)
+	good, err := h.paddle.Sign("evt_bad", body, now)
+	require.NoError(t, err)
+	wrong := mustSender(t, "paddle", "pdl_ntfset_wrong")
+	wrongHdr, err := wrong.Sign("evt_bad", body, now)
+	require.NoError(t, err)
+	stale, err := h.paddle.Sign("evt_bad", body, now.Add(-6*time.Minute))
+	require.NoError(t, err)
+	future, err := h.paddle.Sign("evt_bad", body, now.Add(6*time.Minute))
+	require.NoError(t, err)
+	clerkBody, err := h.clerk.Sample("msg_bad", "user.created", nil, now)
+	require.NoError(t, err)
+	clerkStale, err := h.clerk.Sign("msg_bad", clerkBody, now.Add(-6*time.Minute))
+	require.NoError(t, err)
+	clerkGood, err := h.clerk.Sign("msg_bad", clerkBody, now)
+	require.NoError(t, err)
+	notJSON := []byte("not json")
+	notJSONHdr, err := h.paddle.Sign("x", notJSON, now)
+	require.NoError(t, err)
+	noID := []byte(`{"event_type":"subscription.created","data":{}}`)
+	noIDHdr, err := h.paddle.Sign("x", noID, now)
+	require.NoError(t, err)
+
+	tampered := append([]byte(nil), body...)
+	tampered[len(tampered)-2] ^= 1
+	hdr := func(k, v string) http.Header { return http.Header{k: {v}} }
+	cases := []struct {
+		name, provider string
+		hdr            http.Header
+		body           []byte
+		status         int
+		message        string
+	}{
+		{"tampered body", "paddle", good, tampered, 401, "invalid signature"},
+		{"wrong secret", "paddle", wrongHdr, body, 401, "invalid signature"},
+		{"stale timestamp", "paddle", stale, body, 401, "timestamp outside tolerance"},
+		{"future timestamp", "paddle", future, body, 401, "timestamp outside tolerance"},
+		{"missing header", "paddle", http.Header{}, body, 401, "invalid signature"},
+		{"malformed header", "paddle", hdr("Paddle-Signature", "ts=abc;h1=zz"), body, 401, "invalid signature"},
+		{"clerk stale", "clerk", clerkStale, clerkBody, 401, "timestamp outside tolerance"},
+		{"clerk missing headers", "clerk", http.Header{}, clerkBody, 401, "invalid signature"},
+		{"clerk malformed signature", "clerk", func() http.Header {
+			c := clerkGood.Clone()
+			c.Set("svix-signature", "v1,!!!")
+			return c
+		}(), clerkBody, 401, "invalid signature"},
+		{"clerk tampered id", "clerk", func() http.Header {
+			c := clerkGood.Clone()
+			c.Set("svix-id", "msg_other")
+			return c
+		}(), clerkBody, 401, "invalid signature"},
+		{"signed but not JSON", "paddle", notJSONHdr, notJSON, 400, ""},
+		{"signed but no event id", "paddle", noIDHdr, noID, 400, ""},
+		{"unknown provider", "stripe", good, body, 404, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a := h.post(c.provider, c.hdr, c.body)
+			require.Equal(t, c.status, a.status, "%v", a.body)
+			if c.message != "" {
+				require.Equal(t, c.message, a.body["error"])
+			}
+		})
+	}
+	require.Zero(t, h.count(`SELECT count(*) FROM webhook_events`), "rejected deliveries must leave no archive row")
+	require.Zero(t, h.count(`SELECT count(*) FROM processed_webhook_events`))
+}
+
+func TestMethodAndSizeLimits(t *testing.T) {
+	t.Parallel()
+	h := newTestHub(t, func(c *service.Config) { c.MaxBodyBytes = 4096 })
+	resp, err := http.Get(h.base + "/webhooks/paddle")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+	require.Equal(t, "POST", resp.Header.Get("Allow"))
+
+	big := bytes.Repeat([]byte("x"), 8192)
+	hdr, err := h.paddle.Sign("x", big, time.Now())
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodPost, h.base+"/webhooks/paddle", bytes.NewReader(big))
+	require.NoError(t, err)
+	req.Header = hdr
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+	require.Zero(t, h.count(`SELECT count(*) FROM webhook_events`))
+}
+
+func TestUnpublishableTypeIsArchivedFailed(t *testing.T) {
+	t.Parallel()
+	h := newTestHub(t)
+	for _, typ := range []string{"subscription created", "a.*", "a.>", "a..b", ".a", "sub/x"} {
+		eventID := fmt.Sprintf("evt_badtype_%x", typ)
+		a := h.deliver("paddle", eventID, typ)
+		require.Equal(t, http.StatusOK, a.status, "type %q: %v", typ, a.body)
+		require.Equal(t, false, a.body["idempotent"])
+		require.Equal(t, map[string]int{"FAILED": 1}, h.statusCounts("paddle", eventID), "type %q", typ)
+		var msg string
+		require.NoError(t, h.pool.QueryRow(context.Background(),
+			`SELECT error_message FROM webhook_events WHERE event_id = $1`, eventID).Scan(&msg))
+		require.Contains(t, msg, "cannot publish")
+		// A provider retry is a duplicate: the dedup row is kept.
+		a = h.deliver("paddle", eventID, typ)
+		require.Equal(t, true, a.body["idempotent"])
+	}
+	h.waitPublished()
+	require.Empty(t, h.streamMsgIDs())
+}
+
+func TestHealthAndReadiness(t *testing.T) {
+	t.Parallel()
+	h := newTestHub(t)
+	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/metrics": 200} {
+		resp, err := http.Get(h.base + path)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, want, resp.StatusCode, "%s: %s", path, body)
+		if path == "/metrics" {
+			require.Contains(t, string(body), "hub_outbox_pending")
+		}
+	}
+}

@@ -1,0 +1,164 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// OutboxRow is a committed first delivery that JetStream has not
+// acknowledged yet: a row of the outbox.
+type OutboxRow struct {
+	ArchiveID  uuid.UUID
+	Provider   string
+	EventID    string
+	EventType  string
+	Body       []byte
+	ReceivedAt time.Time
+	OccurredAt time.Time // zero if unknown
+	Attempts   int
+	// FirstAttemptAt is when a publish of this row was first tried, or zero.
+	// A publish that failed may still have been stored by the server, so
+	// once this is older than the stream's duplicate window a retry could
+	// store the event twice; the relay checks the stream first.
+	FirstAttemptAt time.Time
+}
+
+// PublishResult is the relay's verdict on one claimed row.
+type PublishResult struct {
+	ArchiveID uuid.UUID
+	// Seq is the stream sequence of the acknowledged message; 0 means the
+	// publish failed.
+	Seq uint64
+	// Err describes the failure when Seq is 0.
+	Err string
+	// RetryIn delays the next attempt of a failed row.
+	RetryIn time.Duration
+	// Permanent marks a failure no retry can fix: the row becomes FAILED.
+	Permanent bool
+}
+
+const claimSQL = `
+SELECT id, provider, event_id, event_type, body, created_at, occurred_at, publish_attempts, first_attempt_at
+FROM webhook_events
+WHERE processing_status = 'PENDING' AND next_attempt_at <= now()
+ORDER BY next_attempt_at
+LIMIT $1
+FOR UPDATE SKIP LOCKED`
+
+// Claim locks up to limit due PENDING rows (skipping rows another relay
+// holds), passes them to publish, records the results it returns, and
+// commits. publish runs while the rows are locked, so no other hub replica
+// publishes them at the same time. It returns how many rows were claimed.
+// Rows publish gives no result for stay PENDING and due.
+func (s *Store) Claim(ctx context.Context, limit int, publish func(context.Context, []OutboxRow) []PublishResult) (int, error) {
+	var n int
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, claimSQL, limit)
+		if err != nil {
+			return fmt.Errorf("claim outbox rows: %w", err)
+		}
+		pending, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (OutboxRow, error) {
+			var p OutboxRow
+			var occurred, first *time.Time
+			err := r.Scan(&p.ArchiveID, &p.Provider, &p.EventID, &p.EventType, &p.Body, &p.ReceivedAt, &occurred, &p.Attempts, &first)
+			if occurred != nil {
+				p.OccurredAt = *occurred
+			}
+			if first != nil {
+				p.FirstAttemptAt = *first
+			}
+			return p, err
+		})
+		if err != nil {
+			return fmt.Errorf("claim outbox rows: %w", err)
+		}
+		n = len(pending)
+		if n == 0 {
+			return nil
+		}
+		return record(ctx, tx, publish(ctx, pending))
+	})
+	return n, err
+}
+
+const markPublishedSQL = `
+UPDATE webhook_events w
+SET processing_status = 'PROCESSED', published_at = clock_timestamp(), stream_seq = u.seq,
+    publish_attempts = w.publish_attempts + 1, next_attempt_at = NULL, error_message = NULL,
+    first_attempt_at = COALESCE(w.first_attempt_at, now())
+FROM unnest($1::uuid[], $2::bigint[]) AS u(id, seq)
+WHERE w.id = u.id AND w.processing_status = 'PENDING'`
+
+const markFailedSQL = `
+UPDATE webhook_events w
+SET publish_attempts = w.publish_attempts + 1,
+    first_attempt_at = COALESCE(w.first_attempt_at, now()),
+    next_attempt_at = clock_timestamp() + u.retry_ms * interval '1 millisecond',
+    error_message = u.err,
+    processing_status = CASE WHEN u.permanent THEN 'FAILED' ELSE 'PENDING' END
+FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::bool[]) AS u(id, retry_ms, err, permanent)
+WHERE w.id = u.id AND w.processing_status = 'PENDING'`
+
+func record(ctx context.Context, tx pgx.Tx, results []PublishResult) error {
+	var okIDs, failIDs []uuid.UUID
+	var seqs, retryMS []int64
+	var errs []string
+	var permanent []bool
+	for _, r := range results {
+		if r.Seq > 0 {
+			okIDs = append(okIDs, r.ArchiveID)
+			seqs = append(seqs, int64(r.Seq))
+			continue
+		}
+		failIDs = append(failIDs, r.ArchiveID)
+		retryMS = append(retryMS, r.RetryIn.Milliseconds())
+		errs = append(errs, cleanText(r.Err))
+		permanent = append(permanent, r.Permanent)
+	}
+	if len(okIDs) > 0 {
+		if _, err := tx.Exec(ctx, markPublishedSQL, okIDs, seqs); err != nil {
+			return fmt.Errorf("mark published: %w", err)
+		}
+	}
+	if len(failIDs) > 0 {
+		if _, err := tx.Exec(ctx, markFailedSQL, failIDs, retryMS, errs, permanent); err != nil {
+			return fmt.Errorf("record publish failures: %w", err)
+		}
+	}
+	return nil
+}
+
+// RetryNow makes every PENDING row due now, e.g. when NATS comes back after
+// an outage, so the backlog drains without waiting out each row's backoff.
+func (s *Store) RetryNow(ctx context.Context) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE webhook_events SET next_attempt_at = now()
+		WHERE processing_status = 'PENDING' AND next_attempt_at > now()`)
+	if err != nil {
+		return 0, fmt.Errorf("retry pending rows: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// Backlog is the state of the outbox.
+type Backlog struct {
+	Pending int64
+	Oldest  time.Time // created_at of the oldest PENDING row; zero if none
+}
+
+// OutboxBacklog counts PENDING rows and finds the oldest.
+func (s *Store) OutboxBacklog(ctx context.Context) (Backlog, error) {
+	var b Backlog
+	var oldest *time.Time
+	err := s.pool.QueryRow(ctx, `SELECT count(*), min(created_at) FROM webhook_events WHERE processing_status = 'PENDING'`).Scan(&b.Pending, &oldest)
+	if err != nil {
+		return Backlog{}, fmt.Errorf("outbox backlog: %w", err)
+	}
+	if oldest != nil {
+		b.Oldest = *oldest
+	}
+	return b, nil
+}

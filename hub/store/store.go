@@ -1,0 +1,230 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Status is a webhook_events.processing_status.
+type Status string
+
+// The archive statuses.
+const (
+	Pending   Status = "PENDING"   // committed, not yet acknowledged by JetStream
+	Processed Status = "PROCESSED" // published: JetStream acknowledged it
+	Skipped   Status = "SKIPPED"   // a duplicate delivery, archived for forensics
+	Failed    Status = "FAILED"    // verified but cannot be published; see error_message
+)
+
+// ParseStatus returns the Status named s (case-insensitive).
+func ParseStatus(s string) (Status, error) {
+	switch st := Status(strings.ToUpper(s)); st {
+	case Pending, Processed, Skipped, Failed:
+		return st, nil
+	}
+	return "", fmt.Errorf("unknown status %q (want PENDING, PROCESSED, SKIPPED or FAILED)", s)
+}
+
+// ErrUnavailable wraps every error that kept a delivery from being
+// committed: the database is unreachable, the transaction failed, or the
+// commit's outcome is unknown. Nothing may be acknowledged to the provider.
+var ErrUnavailable = errors.New("database unavailable")
+
+// Delivery is one verified delivery to archive.
+type Delivery struct {
+	ArchiveID  uuid.UUID // new for every delivery
+	Provider   string
+	EventID    string
+	EventType  string
+	Body       []byte // the exact request body; must be JSON
+	Signature  string // the signature header value
+	SignedAt   time.Time
+	OccurredAt time.Time
+	ReceivedAt time.Time
+	// Error, when not empty, marks an event that cannot be published (its
+	// type cannot form a subject): the first delivery is archived FAILED
+	// with this message instead of PENDING.
+	Error string
+}
+
+// Outcome is what became of one delivery.
+type Outcome struct {
+	Status    Status // PENDING or FAILED for a first delivery, SKIPPED for a duplicate
+	Duplicate bool
+}
+
+// Store is the hub's Postgres store.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// New returns a Store on pool. The pool's database must be migrated.
+func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+// Pool returns the store's pool.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return nil
+}
+
+const ingestSQL = `
+WITH input AS (
+    SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[],
+                         $7::text[], $8::timestamptz[], $9::timestamptz[], $10::timestamptz[], $11::text[])
+        WITH ORDINALITY AS t(id, provider, event_id, event_type, payload, body,
+                             signature, signed_at, occurred_at, received_at, error_message, ord)
+), dedup AS (
+    INSERT INTO processed_webhook_events (id, provider, event_id, event_type, processed_at)
+    SELECT id, provider, event_id, event_type, received_at FROM input ORDER BY ord
+    ON CONFLICT ON CONSTRAINT uq_processed_webhook_events_provider_event_id DO NOTHING
+    RETURNING id
+)
+INSERT INTO webhook_events (id, provider, event_id, event_type, payload, signature, processing_status,
+                            error_message, created_at, body, signed_at, occurred_at, next_attempt_at)
+SELECT i.id, i.provider, i.event_id, i.event_type, i.payload::jsonb, i.signature,
+       CASE WHEN d.id IS NULL THEN 'SKIPPED' WHEN i.error_message IS NOT NULL THEN 'FAILED' ELSE 'PENDING' END,
+       CASE WHEN d.id IS NULL THEN NULL ELSE i.error_message END,
+       i.received_at,
+       CASE WHEN d.id IS NULL THEN NULL ELSE i.body END,
+       i.signed_at, i.occurred_at,
+       CASE WHEN d.id IS NOT NULL AND i.error_message IS NULL THEN now() END
+FROM input i LEFT JOIN dedup d ON d.id = i.id
+ORDER BY i.ord
+RETURNING id, processing_status`
+
+// Ingest archives deliveries and records their dedup rows in one
+// transaction, and commits it. It returns one Outcome per delivery, in
+// order: the first delivery of an event is PENDING (or FAILED when
+// Delivery.Error is set), every later one, including a second copy in the
+// same batch, is SKIPPED. An error means nothing was committed, or that the
+// commit's outcome is unknown; either way it wraps ErrUnavailable and no
+// delivery may be acknowledged.
+//
+// A payload Postgres cannot store as JSONB (a \u0000 escape, an unpaired
+// surrogate, a number beyond numeric's range) does not fail the batch: that
+// delivery's payload column records why, and its exact body is kept.
+func (s *Store) Ingest(ctx context.Context, ds []Delivery) ([]Outcome, error) {
+	if len(ds) == 0 {
+		return nil, nil
+	}
+	payloads := make([]string, len(ds))
+	for i := range ds {
+		payloads[i] = string(ds[i].Body)
+	}
+	out, err := s.ingest(ctx, ds, payloads)
+	var pgErr *pgconn.PgError
+	if err != nil && errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22") {
+		// A data exception: some payload is JSON that Postgres's jsonb
+		// rejects. Find which, replace their payload view, and try again.
+		if fixErr := s.replaceUnstorable(ctx, payloads); fixErr != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUnavailable, fixErr)
+		}
+		out, err = s.ingest(ctx, ds, payloads)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return out, nil
+}
+
+func (s *Store) ingest(ctx context.Context, ds []Delivery, payloads []string) ([]Outcome, error) {
+	n := len(ds)
+	ids := make([]uuid.UUID, n)
+	providers := make([]string, n)
+	eventIDs := make([]string, n)
+	types := make([]string, n)
+	bodies := make([][]byte, n)
+	sigs := make([]*string, n)
+	signedAt := make([]*time.Time, n)
+	occurredAt := make([]*time.Time, n)
+	receivedAt := make([]time.Time, n)
+	errs := make([]*string, n)
+	for i := range ds {
+		d := &ds[i]
+		ids[i], providers[i], eventIDs[i], types[i], bodies[i] = d.ArchiveID, d.Provider, d.EventID, d.EventType, d.Body
+		if d.Signature != "" {
+			sig := cleanText(d.Signature)
+			sigs[i] = &sig
+		}
+		signedAt[i] = optTime(d.SignedAt)
+		occurredAt[i] = optTime(d.OccurredAt)
+		receivedAt[i] = d.ReceivedAt
+		if d.Error != "" {
+			e := cleanText(d.Error)
+			errs[i] = &e
+		}
+	}
+	statuses := make(map[uuid.UUID]Status, n)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, ingestSQL, ids, providers, eventIDs, types, payloads, bodies,
+			sigs, signedAt, occurredAt, receivedAt, errs)
+		if err != nil {
+			return err
+		}
+		var id uuid.UUID
+		var st string
+		_, err = pgx.ForEachRow(rows, []any{&id, &st}, func() error {
+			statuses[id] = Status(st)
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Outcome, n)
+	for i := range ds {
+		st, ok := statuses[ds[i].ArchiveID]
+		if !ok {
+			return nil, fmt.Errorf("ingest: no row returned for archive id %s", ds[i].ArchiveID)
+		}
+		out[i] = Outcome{Status: st, Duplicate: st == Skipped}
+	}
+	return out, nil
+}
+
+// replaceUnstorable checks each payload on its own and replaces those
+// Postgres cannot parse as jsonb with a small JSON object saying why.
+func (s *Store) replaceUnstorable(ctx context.Context, payloads []string) error {
+	for i, p := range payloads {
+		_, err := s.pool.Exec(ctx, `SELECT $1::text::jsonb`, p)
+		var pgErr *pgconn.PgError
+		switch {
+		case err == nil:
+		case errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22"):
+			payloads[i] = `{"hub_unstorable_payload": "Postgres jsonb rejected this body; the exact bytes are in the body column"}`
+		default:
+			return fmt.Errorf("check payload: %w", err)
+		}
+	}
+	return nil
+}
+
+// cleanText makes s storable in a text column: valid UTF-8 without NUL.
+func cleanText(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsRune(s, 0) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}

@@ -1,0 +1,218 @@
+package store_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookhub/hookhub/hub/hubtest"
+	"github.com/hookhub/hookhub/hub/store"
+)
+
+func delivery(eventID string, body string) store.Delivery {
+	return store.Delivery{
+		ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle", EventID: eventID,
+		EventType: "subscription.created", Body: []byte(body), Signature: "ts=1;h1=00",
+		ReceivedAt: time.Now(),
+	}
+}
+
+func TestIngestBatch(t *testing.T) {
+	t.Parallel()
+	pool, _ := hubtest.Pool(t)
+	s := store.New(pool)
+	ctx := context.Background()
+
+	failed := delivery("evt_c", `{}`)
+	failed.Error = "cannot publish: bad type"
+	outs, err := s.Ingest(ctx, []store.Delivery{
+		delivery("evt_a", `{"n":1}`),
+		delivery("evt_b", `{"n":2}`),
+		delivery("evt_a", `{"n":1}`), // the same event twice in one batch
+		failed,
+	})
+	require.NoError(t, err)
+	require.Equal(t, []store.Outcome{
+		{Status: store.Pending},
+		{Status: store.Pending},
+		{Status: store.Skipped, Duplicate: true},
+		{Status: store.Failed},
+	}, outs)
+
+	outs, err = s.Ingest(ctx, []store.Delivery{delivery("evt_a", `{"n":1}`), delivery("evt_c", `{}`)})
+	require.NoError(t, err)
+	require.Equal(t, []store.Outcome{{Status: store.Skipped, Duplicate: true}, {Status: store.Skipped, Duplicate: true}}, outs)
+
+	var dedup, archive, bodies int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM processed_webhook_events`).Scan(&dedup))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*), count(body) FROM webhook_events`).Scan(&archive, &bodies))
+	require.Equal(t, 3, dedup)
+	require.Equal(t, 6, archive)
+	require.Equal(t, 3, bodies, "only first deliveries keep the body")
+}
+
+func TestIngestUnstorablePayloadDoesNotFailTheBatch(t *testing.T) {
+	t.Parallel()
+	pool, _ := hubtest.Pool(t)
+	s := store.New(pool)
+	ctx := context.Background()
+	bad := []string{
+		`{"a":"\u0000"}`,       // NUL escape: valid JSON, rejected by jsonb
+		`{"a":"\ud800"}`,       // unpaired surrogate
+		"{\"a\":\"\xff\xfe\"}", // invalid UTF-8
+		`{"n":1e1000000}`,      // beyond numeric's range
+	}
+	ds := []store.Delivery{delivery("evt_ok", `{"fine":true}`)}
+	for i, b := range bad {
+		ds = append(ds, delivery("evt_bad_"+string(rune('a'+i)), b))
+	}
+	outs, err := s.Ingest(ctx, ds)
+	require.NoError(t, err)
+	for i, o := range outs {
+		require.Equal(t, store.Pending, o.Status, "delivery %d", i)
+	}
+	for i, b := range bad {
+		var body []byte
+		var payload string
+		require.NoError(t, pool.QueryRow(ctx, `SELECT body, payload::text FROM webhook_events WHERE event_id = $1`,
+			"evt_bad_"+string(rune('a'+i))).Scan(&body, &payload))
+		require.Equal(t, b, string(body), "the exact body is kept")
+		require.Contains(t, payload, "hub_unstorable_payload")
+	}
+}
+
+func TestIngestUnavailable(t *testing.T) {
+	t.Parallel()
+	pool, _ := hubtest.Pool(t)
+	s := store.New(pool)
+	pool.Close()
+	_, err := s.Ingest(context.Background(), []store.Delivery{delivery("evt_x", `{}`)})
+	require.ErrorIs(t, err, store.ErrUnavailable)
+}
+
+func TestClaimRecordsResults(t *testing.T) {
+	t.Parallel()
+	pool, _ := hubtest.Pool(t)
+	s := store.New(pool)
+	ctx := context.Background()
+	_, err := s.Ingest(ctx, []store.Delivery{delivery("evt_1", `{}`), delivery("evt_2", `{}`), delivery("evt_3", `{}`)})
+	require.NoError(t, err)
+
+	n, err := s.Claim(ctx, 10, func(_ context.Context, rows []store.OutboxRow) []store.PublishResult {
+		require.Len(t, rows, 3)
+		res := make([]store.PublishResult, len(rows))
+		for i, r := range rows {
+			res[i].ArchiveID = r.ArchiveID
+			switch r.EventID {
+			case "evt_1":
+				res[i].Seq = 7
+			case "evt_2":
+				res[i].Err, res[i].RetryIn = "nats down", time.Hour
+			case "evt_3":
+				res[i].Err, res[i].Permanent = "bad subject", true
+			}
+		}
+		return res
+	})
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+
+	type row struct {
+		status   string
+		seq      *int64
+		attempts int
+		errMsg   *string
+	}
+	get := func(id string) row {
+		var r row
+		require.NoError(t, pool.QueryRow(ctx, `SELECT processing_status, stream_seq, publish_attempts, error_message
+			FROM webhook_events WHERE event_id = $1`, id).Scan(&r.status, &r.seq, &r.attempts, &r.errMsg))
+		return r
+	}
+	r1 := get("evt_1")
+	require.Equal(t, "PROCESSED", r1.status)
+	require.EqualValues(t, 7, *r1.seq)
+	r2 := get("evt_2")
+	require.Equal(t, "PENDING", r2.status)
+	require.Equal(t, 1, r2.attempts)
+	require.Equal(t, "nats down", *r2.errMsg)
+	require.Equal(t, "FAILED", get("evt_3").status)
+
+	// evt_2 is not due for an hour: nothing to claim.
+	n, err = s.Claim(ctx, 10, func(context.Context, []store.OutboxRow) []store.PublishResult { panic("no rows expected") })
+	require.NoError(t, err)
+	require.Zero(t, n)
+
+	b, err := s.OutboxBacklog(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, b.Pending)
+
+	// RetryNow makes it due again.
+	moved, err := s.RetryNow(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, moved)
+	n, err = s.Claim(ctx, 10, func(_ context.Context, rows []store.OutboxRow) []store.PublishResult {
+		require.Equal(t, 1, rows[0].Attempts)
+		require.False(t, rows[0].FirstAttemptAt.IsZero())
+		return []store.PublishResult{{ArchiveID: rows[0].ArchiveID, Seq: 8}}
+	})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+}
+
+func TestConcurrentClaimsAreDisjoint(t *testing.T) {
+	t.Parallel()
+	pool, _ := hubtest.Pool(t)
+	s := store.New(pool)
+	ctx := context.Background()
+	var ds []store.Delivery
+	for i := range 200 {
+		ds = append(ds, delivery(uuid.NewString()+string(rune('a'+i%26)), `{}`))
+	}
+	_, err := s.Ingest(ctx, ds)
+	require.NoError(t, err)
+
+	var mu sync.Mutex
+	seen := map[uuid.UUID]int{}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				n, err := s.Claim(ctx, 10, func(_ context.Context, rows []store.OutboxRow) []store.PublishResult {
+					res := make([]store.PublishResult, len(rows))
+					mu.Lock()
+					for i, r := range rows {
+						seen[r.ArchiveID]++
+						res[i] = store.PublishResult{ArchiveID: r.ArchiveID, Seq: 1}
+					}
+					mu.Unlock()
+					time.Sleep(time.Millisecond) // hold the locks a little
+					return res
+				})
+				require.NoError(t, err)
+				if n == 0 {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.Len(t, seen, 200)
+	for id, n := range seen {
+		require.Equal(t, 1, n, "row %s claimed twice", id)
+	}
+}
+
+func TestParseStatus(t *testing.T) {
+	for in, want := range map[string]store.Status{"pending": store.Pending, "FAILED": store.Failed, "Skipped": store.Skipped, "processed": store.Processed} {
+		got, err := store.ParseStatus(in)
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+	}
+	_, err := store.ParseStatus("DONE")
+	require.Error(t, err)
+}
