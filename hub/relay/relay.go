@@ -105,7 +105,9 @@ func (r *Relay) Reconnected(ctx context.Context) {
 }
 
 // Run publishes due rows until ctx is done. It returns nil when ctx is
-// cancelled; database errors are logged and retried.
+// cancelled; database errors are logged and retried. Several Run loops may
+// share a Relay: while one waits for its batch's PubAcks, another claims
+// the next batch (SKIP LOCKED keeps their rows apart).
 func (r *Relay) Run(ctx context.Context) error {
 	poll := time.NewTicker(r.cfg.PollInterval)
 	defer poll.Stop()
@@ -128,9 +130,14 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 }
 
-// Drain publishes due rows until none is left or ctx is done, for a
-// graceful shutdown.
+// Drain publishes every PENDING row, including those waiting out a
+// backoff, until none is left or ctx is done: one last attempt before a
+// graceful shutdown. Rows it cannot publish stay PENDING for the next
+// start.
 func (r *Relay) Drain(ctx context.Context) error {
+	if _, err := r.outbox.RetryNow(ctx); err != nil {
+		return err
+	}
 	return r.pass(ctx)
 }
 

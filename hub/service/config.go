@@ -28,7 +28,10 @@ type Config struct {
 	MaxBodyBytes       int           `envconfig:"MAX_BODY_BYTES" default:"1048576" desc:"Largest accepted request body; larger is answered 413"`
 	ShutdownTimeout    time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"25s" desc:"On SIGTERM, time allowed for in-flight requests and the relay to finish"`
 	CommitTimeout      time.Duration `envconfig:"COMMIT_TIMEOUT" default:"10s" desc:"Longest wait for Postgres to commit a delivery before answering 503"`
-	RelayBatchSize     int           `envconfig:"RELAY_BATCH_SIZE" default:"256" desc:"Outbox rows the relay claims and publishes per round trip"`
+	BatchMax           int           `envconfig:"BATCH_MAX" default:"64" desc:"Group commit: most deliveries that share one transaction; 1 disables batching (one transaction per request)"`
+	BatchCommitters    int           `envconfig:"BATCH_COMMITTERS" default:"2" desc:"Group commit: transactions committing concurrently"`
+	RelayBatchSize     int           `envconfig:"RELAY_BATCH_SIZE" default:"256" desc:"Outbox rows the relay claims and publishes per round trip (async publishes in flight per worker)"`
+	RelayWorkers       int           `envconfig:"RELAY_WORKERS" default:"2" desc:"Relay loops claiming and publishing concurrently (pipelining)"`
 	DataDir            string        `envconfig:"DATA_DIR" default:"./.hub" desc:"Directory of the embedded NATS server's store"`
 	LogLevel           string        `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
 	LogFormat          string        `envconfig:"LOG_FORMAT" default:"json" desc:"json or text"`
@@ -79,6 +82,18 @@ func (c *Config) Validate() error {
 	}
 	if c.CommitTimeout <= 0 {
 		bad("COMMIT_TIMEOUT", "must be positive, got %s", c.CommitTimeout)
+	}
+	if c.BatchMax < 1 || c.BatchMax > 10000 {
+		bad("BATCH_MAX", "must be between 1 and 10000, got %d", c.BatchMax)
+	}
+	if c.BatchCommitters < 1 || c.BatchCommitters > 64 {
+		bad("BATCH_COMMITTERS", "must be between 1 and 64, got %d", c.BatchCommitters)
+	}
+	if c.RelayWorkers < 1 || c.RelayWorkers > 64 {
+		bad("RELAY_WORKERS", "must be between 1 and 64, got %d", c.RelayWorkers)
+	}
+	if int(c.DatabaseMaxConns) < c.RelayWorkers+1 {
+		bad("DATABASE_MAX_CONNS", "must exceed HUB_RELAY_WORKERS (%d): each relay worker holds a connection while it publishes", c.RelayWorkers)
 	}
 	if c.RelayBatchSize < 1 || c.RelayBatchSize > 10000 {
 		bad("RELAY_BATCH_SIZE", "must be between 1 and 10000, got %d", c.RelayBatchSize)

@@ -51,6 +51,7 @@ type Service struct {
 	nc       *nats.Conn
 	js       jetstream.JetStream
 	store    *store.Store
+	batcher  *store.GroupCommitter // nil when HUB_BATCH_MAX is 1
 	relay    *relay.Relay
 	server   *server.Server
 	ln       net.Listener
@@ -119,9 +120,14 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 	if err != nil {
 		return nil, err
 	}
+	var ingester server.Ingester = s.store
+	if cfg.BatchMax > 1 {
+		s.batcher = s.store.GroupCommitter(cfg.BatchMax, cfg.BatchCommitters, cfg.CommitTimeout)
+		ingester = s.batcher
+	}
 	s.server, err = server.New(server.Config{
 		Providers:     providers,
-		Ingester:      s.store,
+		Ingester:      ingester,
 		MaxBodyBytes:  cfg.MaxBodyBytes,
 		CommitTimeout: cfg.CommitTimeout,
 		Ready:         s.ready,
@@ -261,8 +267,15 @@ func (s *Service) Run(ctx context.Context) error {
 	defer s.close()
 	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRelay()
+	// The stream should exist before the first publish; if NATS is not
+	// reachable yet, keep trying in the background while serving.
+	if err := s.ensureStreamOnce(ctx, 3*time.Second); err != nil {
+		s.log.Warn("stream not ready; retrying in the background", "stream", s.cfg.Stream, "err", err)
+	}
 	var wg sync.WaitGroup
-	wg.Go(func() { _ = s.relay.Run(relayCtx) })
+	for range s.cfg.RelayWorkers {
+		wg.Go(func() { _ = s.relay.Run(relayCtx) })
+	}
 	wg.Go(func() { s.ensureStream(relayCtx) })
 	wg.Go(func() { s.relayOnReconnect(relayCtx) })
 
@@ -282,6 +295,9 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := s.server.Shutdown(shutCtx); err != nil {
 		s.log.Warn("http shutdown incomplete", "err", err)
 	}
+	if s.batcher != nil {
+		s.batcher.Close() // commits what in-flight requests queued
+	}
 	stopRelay()
 	wg.Wait()
 	if err := s.relay.Drain(shutCtx); err != nil {
@@ -292,20 +308,14 @@ func (s *Service) Run(ctx context.Context) error {
 }
 
 // ensureStream creates or updates the stream, retrying while NATS is
-// unreachable: the hub accepts deliveries meanwhile.
+// unreachable: the hub accepts deliveries meanwhile. Once the stream
+// exists, rows that failed for its absence are retried at once.
 func (s *Service) ensureStream(ctx context.Context) {
 	backoff := 250 * time.Millisecond
 	for {
-		attempt, cancel := context.WithTimeout(ctx, 10*time.Second)
-		_, err := relay.EnsureStream(attempt, s.js, relay.StreamConfig{
-			Name:            s.cfg.Stream,
-			Providers:       s.names,
-			Replicas:        s.cfg.StreamReplicas,
-			DuplicateWindow: s.cfg.DuplicateWindow,
-		})
-		cancel()
+		err := s.ensureStreamOnce(ctx, 10*time.Second)
 		if err == nil {
-			s.relay.Notify()
+			s.relay.Reconnected(ctx)
 			return
 		}
 		s.log.Warn("stream not ready; retrying", "stream", s.cfg.Stream, "err", err, "retry_in", backoff)
@@ -318,7 +328,22 @@ func (s *Service) ensureStream(ctx context.Context) {
 	}
 }
 
+func (s *Service) ensureStreamOnce(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	_, err := relay.EnsureStream(ctx, s.js, relay.StreamConfig{
+		Name:            s.cfg.Stream,
+		Providers:       s.names,
+		Replicas:        s.cfg.StreamReplicas,
+		DuplicateWindow: s.cfg.DuplicateWindow,
+	})
+	return err
+}
+
 func (s *Service) close() {
+	if s.batcher != nil {
+		s.batcher.Close()
+	}
 	if s.ln != nil {
 		_ = s.ln.Close()
 	}

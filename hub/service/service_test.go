@@ -73,7 +73,10 @@ func newTestConfig(dbURL, natsURL string) service.Config {
 		MaxBodyBytes:       1 << 20,
 		ShutdownTimeout:    10 * time.Second,
 		CommitTimeout:      5 * time.Second,
+		BatchMax:           64,
+		BatchCommitters:    2,
 		RelayBatchSize:     256,
+		RelayWorkers:       2,
 		LogLevel:           "info",
 		LogFormat:          "text",
 	}
@@ -249,30 +252,37 @@ func TestSequentialDuplicates(t *testing.T) {
 
 func TestConcurrentDuplicates(t *testing.T) {
 	t.Parallel()
-	h := newTestHub(t)
-	const eventID = "evt_concurrent"
-	answers := make([]answer, 10)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range answers {
-		wg.Go(func() {
-			<-start
-			answers[i] = h.deliver("paddle", eventID, "subscription.created")
+	// With group commit (the default) and without it (one transaction per
+	// request): exactly one of ten concurrent identical deliveries wins.
+	for _, batchMax := range []int{64, 1} {
+		t.Run(fmt.Sprintf("batch_max=%d", batchMax), func(t *testing.T) {
+			t.Parallel()
+			h := newTestHub(t, func(c *service.Config) { c.BatchMax = batchMax })
+			const eventID = "evt_concurrent"
+			answers := make([]answer, 10)
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for i := range answers {
+				wg.Go(func() {
+					<-start
+					answers[i] = h.deliver("paddle", eventID, "subscription.created")
+				})
+			}
+			close(start)
+			wg.Wait()
+			first := 0
+			for _, a := range answers {
+				require.Equal(t, http.StatusOK, a.status)
+				if a.body["idempotent"] == false {
+					first++
+				}
+			}
+			require.Equal(t, 1, first, "exactly one delivery must win")
+			h.waitPublished()
+			require.Equal(t, map[string]int{"PROCESSED": 1, "SKIPPED": 9}, h.statusCounts("paddle", eventID))
+			require.Equal(t, map[string]int{"paddle:" + eventID: 1}, h.streamMsgIDs())
 		})
 	}
-	close(start)
-	wg.Wait()
-	first := 0
-	for _, a := range answers {
-		require.Equal(t, http.StatusOK, a.status)
-		if a.body["idempotent"] == false {
-			first++
-		}
-	}
-	require.Equal(t, 1, first, "exactly one delivery must win")
-	h.waitPublished()
-	require.Equal(t, map[string]int{"PROCESSED": 1, "SKIPPED": 9}, h.statusCounts("paddle", eventID))
-	require.Equal(t, map[string]int{"paddle:" + eventID: 1}, h.streamMsgIDs())
 }
 
 func TestMessageShape(t *testing.T) {

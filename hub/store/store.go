@@ -89,7 +89,9 @@ WITH input AS (
                              signature, signed_at, occurred_at, received_at, error_message, ord)
 ), dedup AS (
     INSERT INTO processed_webhook_events (id, provider, event_id, event_type, processed_at)
-    SELECT id, provider, event_id, event_type, received_at FROM input ORDER BY ord
+    -- Sorted by key, so concurrent batches take row locks in one order and
+    -- never deadlock; within a key the earliest delivery wins.
+    SELECT id, provider, event_id, event_type, received_at FROM input ORDER BY provider, event_id, ord
     ON CONFLICT ON CONSTRAINT uq_processed_webhook_events_provider_event_id DO NOTHING
     RETURNING id
 )

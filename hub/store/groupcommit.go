@@ -1,0 +1,184 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// ErrClosed is returned by GroupCommitter.Ingest after Close.
+var ErrClosed = errors.New("group committer closed")
+
+// GroupCommitter shares one transaction and one commit among concurrent
+// Ingest calls. Each committer goroutine takes everything queued while
+// the previous commit ran, up to a cap, and commits it at once: no
+// artificial wait at low load (a lone delivery is committed immediately),
+// and far fewer commits, statements and round trips under a burst.
+//
+// Each caller still gets its own outcome: first delivery, duplicate (also
+// when the same event appears twice in one batch) or error. If a shared
+// transaction fails, its deliveries are retried one caller at a time, so
+// one bad delivery does not fail the others.
+type GroupCommitter struct {
+	store   *Store
+	max     int
+	timeout time.Duration
+	reqs    chan *ingestRequest
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	once    sync.Once
+	mu      sync.RWMutex // held for reading while enqueueing, for writing by Close
+	closed  bool
+}
+
+type ingestRequest struct {
+	ctx  context.Context
+	ds   []Delivery
+	outs []Outcome
+	err  error
+	done chan struct{}
+}
+
+// GroupCommitter starts committers goroutines that commit up to maxBatch
+// deliveries per transaction, each transaction bounded by timeout. Close
+// stops them.
+func (s *Store) GroupCommitter(maxBatch, committers int, timeout time.Duration) *GroupCommitter {
+	g := &GroupCommitter{
+		store:   s,
+		max:     max(1, maxBatch),
+		timeout: timeout,
+		reqs:    make(chan *ingestRequest, max(1, maxBatch)*max(1, committers)),
+		stop:    make(chan struct{}),
+	}
+	for range max(1, committers) {
+		g.wg.Go(g.run)
+	}
+	return g
+}
+
+// Ingest queues deliveries for the next shared commit and waits for their
+// outcome. Like Store.Ingest, an error means nothing may be acknowledged.
+func (g *GroupCommitter) Ingest(ctx context.Context, ds []Delivery) ([]Outcome, error) {
+	r := &ingestRequest{ctx: ctx, ds: ds, done: make(chan struct{})}
+	g.mu.RLock()
+	if g.closed {
+		g.mu.RUnlock()
+		return nil, ErrClosed
+	}
+	select {
+	case g.reqs <- r:
+		g.mu.RUnlock()
+	case <-ctx.Done():
+		g.mu.RUnlock()
+		return nil, errors.Join(ErrUnavailable, ctx.Err())
+	}
+	// Once queued, the request is always answered: the committers drain
+	// the queue before they exit. Waiting for the answer, even past ctx,
+	// keeps the caller from reporting a failure for a delivery that is
+	// being committed.
+	<-r.done
+	return r.outs, r.err
+}
+
+// Close commits what is queued, then stops the committers. Ingest calls
+// after Close fail with ErrClosed.
+func (g *GroupCommitter) Close() {
+	g.once.Do(func() {
+		g.mu.Lock()
+		g.closed = true
+		g.mu.Unlock()
+		close(g.stop)
+		g.wg.Wait()
+	})
+}
+
+func (g *GroupCommitter) run() {
+	batch := make([]*ingestRequest, 0, g.max)
+	for {
+		batch = batch[:0]
+		select {
+		case r := <-g.reqs:
+			batch = append(batch, r)
+		case <-g.stop:
+			// Drain: nothing can be queued any more.
+			for {
+				select {
+				case r := <-g.reqs:
+					g.commit([]*ingestRequest{r})
+				default:
+					return
+				}
+			}
+		}
+		n := len(batch[0].ds)
+	fill:
+		for n < g.max {
+			select {
+			case r := <-g.reqs:
+				batch = append(batch, r)
+				n += len(r.ds)
+			default:
+				break fill
+			}
+		}
+		g.commit(batch)
+	}
+}
+
+func (g *GroupCommitter) commit(batch []*ingestRequest) {
+	// Callers that gave up before their turn are not committed: they have
+	// already answered 503, and the provider will retry.
+	live := batch[:0:0]
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.err = errors.Join(ErrUnavailable, err)
+			close(r.done)
+			continue
+		}
+		live = append(live, r)
+	}
+	if len(live) == 0 {
+		return
+	}
+	var all []Delivery
+	if len(live) == 1 {
+		all = live[0].ds
+	} else {
+		for _, r := range live {
+			all = append(all, r.ds...)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+	outs, err := g.store.Ingest(ctx, all)
+	cancel()
+	if err == nil {
+		off := 0
+		for _, r := range live {
+			r.outs = outs[off : off+len(r.ds)]
+			off += len(r.ds)
+			close(r.done)
+		}
+		return
+	}
+	var pgErr *pgconn.PgError
+	if len(live) == 1 || !errors.As(err, &pgErr) {
+		// Postgres is unreachable or too slow: every caller gets the error
+		// now rather than after one more timeout each.
+		for _, r := range live {
+			r.err = err
+			close(r.done)
+		}
+		return
+	}
+	// Postgres refused the shared transaction: retry each caller on its
+	// own, so a failure is only reported where it belongs.
+	for _, r := range live {
+		ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+		r.outs, r.err = g.store.Ingest(ctx, r.ds)
+		cancel()
+		close(r.done)
+	}
+}

@@ -1,0 +1,105 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookhub/hookhub/hub/hubtest"
+	"github.com/hookhub/hookhub/hub/store"
+)
+
+func TestGroupCommitterAnswersEachCaller(t *testing.T) {
+	t.Parallel()
+	pool, _ := hubtest.Pool(t)
+	g := store.New(pool).GroupCommitter(16, 2, 10*time.Second)
+	defer g.Close()
+
+	// 200 callers, 50 distinct events, each event delivered 4 times at once.
+	const callers, events = 200, 50
+	outs := make([]store.Outcome, callers)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range callers {
+		wg.Go(func() {
+			<-start
+			o, err := g.Ingest(context.Background(), []store.Delivery{delivery(fmt.Sprintf("evt_%02d", i%events), `{}`)})
+			require.NoError(t, err)
+			require.Len(t, o, 1)
+			outs[i] = o[0]
+		})
+	}
+	close(start)
+	wg.Wait()
+	firsts := map[int]int{}
+	for i, o := range outs {
+		if !o.Duplicate {
+			require.Equal(t, store.Pending, o.Status)
+			firsts[i%events]++
+		} else {
+			require.Equal(t, store.Skipped, o.Status)
+		}
+	}
+	require.Len(t, firsts, events)
+	for e, n := range firsts {
+		require.Equal(t, 1, n, "event %d has %d first deliveries", e, n)
+	}
+	var archive, dedup int
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook_events`).Scan(&archive))
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM processed_webhook_events`).Scan(&dedup))
+	require.Equal(t, callers, archive)
+	require.Equal(t, events, dedup)
+}
+
+// One delivery Postgres refuses must not fail the others of its batch.
+func TestGroupCommitterIsolatesAFailingDelivery(t *testing.T) {
+	t.Parallel()
+	pool, _ := hubtest.Pool(t)
+	// One committer and a large batch, so the callers below share a transaction.
+	g := store.New(pool).GroupCommitter(64, 1, 10*time.Second)
+	defer g.Close()
+
+	bad := delivery(strings.Repeat("x", 300), `{}`) // longer than VARCHAR(255)
+	var wg sync.WaitGroup
+	errs := make([]error, 20)
+	start := make(chan struct{})
+	for i := range errs {
+		wg.Go(func() {
+			<-start
+			d := delivery(fmt.Sprintf("evt_ok_%d", i), `{}`)
+			if i == 7 {
+				d = bad
+			}
+			_, errs[i] = g.Ingest(context.Background(), []store.Delivery{d})
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if i == 7 {
+			require.ErrorIs(t, err, store.ErrUnavailable)
+			continue
+		}
+		require.NoError(t, err, "caller %d", i)
+	}
+	var dedup int
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM processed_webhook_events`).Scan(&dedup))
+	require.Equal(t, 19, dedup)
+}
+
+func TestGroupCommitterClose(t *testing.T) {
+	t.Parallel()
+	pool, _ := hubtest.Pool(t)
+	g := store.New(pool).GroupCommitter(8, 1, 10*time.Second)
+	_, err := g.Ingest(context.Background(), []store.Delivery{delivery("evt_before_close", `{}`)})
+	require.NoError(t, err)
+	g.Close()
+	g.Close() // idempotent
+	_, err = g.Ingest(context.Background(), []store.Delivery{delivery("evt_after_close", `{}`)})
+	require.ErrorIs(t, err, store.ErrClosed)
+}
