@@ -32,6 +32,7 @@ type Config struct {
 	BatchCommitters    int           `envconfig:"BATCH_COMMITTERS" default:"2" desc:"Group commit: transactions committing concurrently"`
 	RelayBatchSize     int           `envconfig:"RELAY_BATCH_SIZE" default:"256" desc:"Outbox rows the relay claims and publishes per round trip (async publishes in flight per worker)"`
 	RelayWorkers       int           `envconfig:"RELAY_WORKERS" default:"2" desc:"Relay loops claiming and publishing concurrently (pipelining)"`
+	DebugAddr          string        `envconfig:"DEBUG_ADDR" desc:"Listen address of the pprof endpoints (/debug/pprof/); empty disables them. Keep it private"`
 	DataDir            string        `envconfig:"DATA_DIR" default:"./.hub" desc:"Directory of the embedded NATS server's store"`
 	LogLevel           string        `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
 	LogFormat          string        `envconfig:"LOG_FORMAT" default:"json" desc:"json or text"`

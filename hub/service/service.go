@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/pprof"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -279,6 +281,16 @@ func (s *Service) Run(ctx context.Context) error {
 	wg.Go(func() { s.ensureStream(relayCtx) })
 	wg.Go(func() { s.relayOnReconnect(relayCtx) })
 
+	if s.cfg.DebugAddr != "" {
+		dbg := &http.Server{Addr: s.cfg.DebugAddr, Handler: debugMux(), ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := dbg.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.log.Warn("debug server stopped", "err", err)
+			}
+		}()
+		defer dbg.Close()
+		s.log.Info("pprof endpoints enabled", "addr", s.cfg.DebugAddr)
+	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- s.server.Serve(s.ln) }()
 	s.log.Info("hub listening", "addr", s.ln.Addr().String(), "providers", s.names, "stream", s.cfg.Stream)
@@ -359,6 +371,17 @@ func (s *Service) close() {
 	if s.pool != nil {
 		s.pool.Close()
 	}
+}
+
+// debugMux serves net/http/pprof, without touching http.DefaultServeMux.
+func debugMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }
 
 // redact hides the password of a database URL for messages.

@@ -38,6 +38,7 @@ func commands() []command {
 		{"dev", "run the hub on embedded defaults: creates the database, migrates, embeds NATS, dev secrets", runDev},
 		{"migrate", "apply, roll back or list database migrations (up | down | status)", runMigrate},
 		{"send", "sign and POST a realistic test delivery to a running hub", runSend},
+		{"bench", "measure throughput and latency end to end, against batching disabled and the raw ceiling", runBench},
 		{"version", "print the version", func(_ context.Context, _ []string, stdout, _ io.Writer) error {
 			_, err := fmt.Fprintln(stdout, "hub", version)
 			return err

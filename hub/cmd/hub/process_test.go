@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub/bench"
 	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/schema"
@@ -269,4 +270,30 @@ func streamMsgIDs(t *testing.T, js jetstream.JetStream) map[string]int {
 		}
 	}
 	return out
+}
+
+// TestBenchSmall runs `hub bench`'s machinery on a small workload: the
+// hub with and without batching and the raw ceiling, then the end-of-run
+// check of the stream and the tables.
+func TestBenchSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the hub binary")
+	}
+	bin, err := buildHub()
+	require.NoError(t, err)
+	rep, err := bench.Run(context.Background(), bench.Config{
+		AdminURL: hubtest.AdminURL(), HubCommand: []string{bin},
+		Count: 400, Concurrency: 8, Duplicates: 0.2, BatchMax: 64, Baseline: true, Ceiling: true,
+	})
+	require.NoError(t, err)
+	require.Len(t, rep.Runs, 3)
+	require.True(t, rep.NothingLostOrDuped, "%+v", rep.Runs)
+	for _, r := range rep.Runs {
+		require.Equal(t, 400, r.ArchiveRows, r.Name)
+		require.Equal(t, r.Events, r.DedupRows, r.Name)
+		require.Greater(t, r.PerSecond, 0.0, r.Name)
+	}
+	require.Equal(t, rep.Runs[0].Events, rep.Runs[0].StreamMsgs)
+	require.Greater(t, rep.VsUnbatched, 0.0)
+	require.Greater(t, rep.VsCeiling, 0.0)
 }

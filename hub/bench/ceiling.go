@@ -1,0 +1,94 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookhub/hookhub/hub/store"
+)
+
+// ceilingBatch and ceilingConns define the raw ceiling: up to 64
+// deliveries per commit over 2 connections, no HTTP, no publish.
+const (
+	ceilingBatch = 64
+	ceilingConns = 2
+)
+
+// runCeiling inserts the workload's archive and dedup rows straight into
+// Postgres, with the hub's own multi-row statement.
+func runCeiling(ctx context.Context, cfg Config, w *workload) (Result, error) {
+	dbName := fmt.Sprintf("hub_bench_%d_ceiling", time.Now().Unix())
+	dbURL, drop, err := freshDatabase(ctx, cfg.AdminURL, dbName)
+	if err != nil {
+		return Result{}, err
+	}
+	if !cfg.Keep {
+		defer drop()
+	}
+	pcfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		return Result{}, err
+	}
+	pcfg.MaxConns = ceilingConns
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return Result{}, err
+	}
+	defer pool.Close()
+	st := store.New(pool)
+
+	now := time.Now()
+	ds := make([]store.Delivery, len(w.bodies))
+	for i := range ds {
+		ds[i] = store.Delivery{
+			ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle", EventID: eventID(w.eventOf[i]),
+			EventType: "subscription.created", Body: w.bodies[i], Signature: w.headers[i].Get("Paddle-Signature"),
+			SignedAt: now, ReceivedAt: now,
+		}
+	}
+	var next atomic.Int64
+	var mu sync.Mutex
+	var lat []time.Duration
+	var firstErr error
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range ceilingConns {
+		wg.Go(func() {
+			for {
+				lo := int(next.Add(ceilingBatch) - ceilingBatch)
+				if lo >= len(ds) {
+					return
+				}
+				hi := min(lo+ceilingBatch, len(ds))
+				t0 := time.Now()
+				if _, err := st.Ingest(ctx, ds[lo:hi]); err != nil {
+					mu.Lock()
+					firstErr = err
+					mu.Unlock()
+					return
+				}
+				d := time.Since(t0)
+				mu.Lock()
+				for range hi - lo {
+					lat = append(lat, d)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if firstErr != nil {
+		return Result{}, firstErr
+	}
+	slices.Sort(lat)
+	res := summarize(lat, elapsed, len(ds), w.events)
+	return res, verify(ctx, &res, dbURL, nil)
+}

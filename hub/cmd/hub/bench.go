@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"text/tabwriter"
+
+	"github.com/hookhub/hookhub/hub/bench"
+)
+
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	count := fs.Int("count", 20000, "deliveries per hub run")
+	concurrency := fs.Int("concurrency", 64, "concurrent HTTP clients (keep-alive connections)")
+	dups := fs.Float64("duplicates", 0.10, "share of deliveries that repeat an earlier event (0..0.9)")
+	batchMax := fs.Int("batch-max", 64, "HUB_BATCH_MAX of the measured hub")
+	baseline := fs.Bool("baseline", true, "also measure the hub with batching disabled (HUB_BATCH_MAX=1)")
+	ceiling := fs.Bool("ceiling", true, "also measure the raw batched insert (no HTTP, no publish)")
+	keep := fs.Bool("keep", false, "keep the bench databases")
+	asJSON := fs.Bool("json", false, "print only the final JSON report")
+	fs.Usage = func() {
+		io.WriteString(stdout, `Usage: hub bench [flags]
+
+Measures the hub end to end on this machine. It starts this binary's
+`+"`hub serve`"+` against a fresh database (created next to HUB_DATABASE_URL,
+dropped afterwards) and an embedded JetStream server, sends pre-signed
+Paddle deliveries over keep-alive connections, and reports accepted
+deliveries/s, p50/p90/p99/max latency of the 2xx, end-to-end latency until
+each event is on the stream, and the hub's peak RSS. In the same run it
+measures the hub with batching disabled and a raw batched insert of the same
+rows (64 per commit over 2 connections, no HTTP, no publish) as the ceiling,
+and prints the ratios. Each run ends with a check of the stream and the
+tables: nothing lost, nothing duplicated. The last line is JSON.
+
+Extra HUB_* variables in the environment (pool size, relay settings) apply
+to the measured hubs.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *count < 1 || *concurrency < 1 || *dups < 0 || *dups > 0.9 || *batchMax < 1 {
+		return usageErr("--count, --concurrency and --batch-max must be positive, --duplicates within 0..0.9")
+	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	logw := stdout
+	if *asJSON {
+		logw = stderr
+	}
+	rep, err := bench.Run(ctx, bench.Config{
+		AdminURL: cfg.DatabaseURL, HubCommand: []string{self},
+		Count: *count, Concurrency: *concurrency, Duplicates: *dups, BatchMax: *batchMax,
+		Baseline: *baseline, Ceiling: *ceiling, Keep: *keep, Log: logw,
+	})
+	if err != nil {
+		return err
+	}
+	if !*asJSON {
+		fmt.Fprintf(stdout, "\nmachine: %d CPUs, %s/%s; body ~%d B, concurrency %d, %.0f%% duplicates\n\n",
+			runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, rep.BodyBytes, rep.Concurrency, rep.DuplicateShare*100)
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "run\tdeliveries/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\te2e p50\te2e p99\tpeak RSS MB\tnon-2xx\tlost\tduplicated\t")
+		for _, r := range rep.Runs {
+			fmt.Fprintf(tw, "%s\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%d\t%d\t%d\t\n",
+				r.Name, r.PerSecond, r.P50ms, r.P90ms, r.P99ms, r.MaxMs, r.E2EP50ms, r.E2EP99ms, r.PeakRSSMB, r.Non2xx, r.Lost, r.Duplicated)
+		}
+		_ = tw.Flush()
+		if rep.VsUnbatched > 0 {
+			fmt.Fprintf(stdout, "\nthroughput vs batching disabled: %.2fx\n", rep.VsUnbatched)
+		}
+		if rep.VsCeiling > 0 {
+			fmt.Fprintf(stdout, "throughput vs raw batched insert ceiling: %.0f%%\n", rep.VsCeiling*100)
+		}
+		fmt.Fprintf(stdout, "nothing lost or duplicated: %t\n", rep.NothingLostOrDuped)
+	}
+	line, _ := json.Marshal(rep)
+	fmt.Fprintf(stdout, "BENCH %s\n", line)
+	if !rep.NothingLostOrDuped {
+		return fmt.Errorf("the run lost or duplicated events")
+	}
+	return nil
+}
