@@ -30,6 +30,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/valyala/fasthttp"
 
 	"github.com/hookhub/hookhub/hub/natsembed"
 	"github.com/hookhub/hookhub/hub/provider"
@@ -53,18 +54,22 @@ type Config struct {
 
 // Result is one measured run.
 type Result struct {
-	Name        string  `json:"name"`
-	Deliveries  int     `json:"deliveries"`
-	Events      int     `json:"events"`
-	Seconds     float64 `json:"seconds"`
-	PerSecond   float64 `json:"per_second"`
-	P50ms       float64 `json:"p50_ms"`
-	P90ms       float64 `json:"p90_ms"`
-	P99ms       float64 `json:"p99_ms"`
-	MaxMs       float64 `json:"max_ms"`
-	E2EP50ms    float64 `json:"e2e_p50_ms,omitempty"`
-	E2EP99ms    float64 `json:"e2e_p99_ms,omitempty"`
-	PeakRSSMB   float64 `json:"peak_rss_mb,omitempty"`
+	Name       string  `json:"name"`
+	Deliveries int     `json:"deliveries"`
+	Events     int     `json:"events"`
+	Seconds    float64 `json:"seconds"`
+	PerSecond  float64 `json:"per_second"`
+	P50ms      float64 `json:"p50_ms"`
+	P90ms      float64 `json:"p90_ms"`
+	P99ms      float64 `json:"p99_ms"`
+	MaxMs      float64 `json:"max_ms"`
+	E2EP50ms   float64 `json:"e2e_p50_ms,omitempty"`
+	E2EP99ms   float64 `json:"e2e_p99_ms,omitempty"`
+	PeakRSSMB  float64 `json:"peak_rss_mb,omitempty"`
+	// HubCPUus is the hub process's CPU time (user + system) per accepted
+	// delivery during the load, in microseconds: a figure other processes
+	// on the machine disturb far less than throughput.
+	HubCPUus    float64 `json:"hub_cpu_us_per_delivery,omitempty"`
 	Non2xx      int     `json:"non_2xx"`
 	Lost        int     `json:"lost"`
 	Duplicated  int     `json:"duplicated"`
@@ -321,19 +326,30 @@ func runHub(ctx context.Context, cfg Config, w *workload, natsURL string, batchM
 	defer cc.Stop()
 
 	firstSent := make([]int64, w.events)
+	cpu0 := cpuTime(cmd.Process.Pid)
 	lat, non2xx, elapsed := load(ctx, base, w, cfg.Concurrency, func(i int, at time.Time) {
 		atomic.CompareAndSwapInt64(&firstSent[w.eventOf[i]], 0, at.UnixNano())
 	})
+	cpu := cpuTime(cmd.Process.Pid) - cpu0
 	peak := peakRSS(cmd.Process.Pid)
 
-	// Wait for the outbox to drain into the stream.
+	// Wait for the outbox to drain: every event on the stream and every
+	// row marked (the last PubAcks and marks may still be in flight).
 	deadline := time.Now().Add(60 * time.Second)
-	for arrivals.Load() < int64(w.events) && time.Now().Before(deadline) {
+	for time.Now().Before(deadline) {
+		if arrivals.Load() >= int64(w.events) {
+			if n, err := countPending(ctx, dbURL); err == nil && n == 0 {
+				break
+			}
+		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	res := summarize(lat, elapsed, len(w.bodies), w.events)
 	res.Non2xx = non2xx
 	res.PeakRSSMB = peak
+	if len(lat) > 0 {
+		res.HubCPUus = float64(cpu.Microseconds()) / float64(len(lat))
+	}
 	var e2e []time.Duration
 	for i, a := range arrived {
 		if a != 0 && firstSent[i] != 0 {
@@ -349,11 +365,19 @@ func runHub(ctx context.Context, cfg Config, w *workload, natsURL string, batchM
 }
 
 // load sends every delivery of w with concurrency clients over keep-alive
-// connections and returns the latencies of the 2xx answers.
+// connections and returns the latencies of the 2xx answers. It uses
+// fasthttp's client: the load generator shares the machine with the hub,
+// Postgres and NATS, and the lighter it is the more the figures say about
+// the hub.
 func load(ctx context.Context, base string, w *workload, concurrency int, sent func(i int, at time.Time)) ([]time.Duration, int, time.Duration) {
-	tr := &http.Transport{MaxIdleConns: concurrency, MaxIdleConnsPerHost: concurrency, MaxConnsPerHost: concurrency, IdleConnTimeout: time.Minute}
-	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
-	defer tr.CloseIdleConnections()
+	client := &fasthttp.HostClient{
+		Addr:               strings.TrimPrefix(base, "http://"),
+		MaxConns:           concurrency,
+		ReadTimeout:        30 * time.Second,
+		WriteTimeout:       30 * time.Second,
+		MaxConnWaitTimeout: 30 * time.Second,
+	}
+	defer client.CloseIdleConnections()
 	url := base + "/webhooks/paddle"
 	var next atomic.Int64
 	var non2xx atomic.Int64
@@ -362,23 +386,25 @@ func load(ctx context.Context, base string, w *workload, concurrency int, sent f
 	start := time.Now()
 	for c := range concurrency {
 		wg.Go(func() {
+			req := fasthttp.AcquireRequest()
+			resp := fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(resp)
 			for ctx.Err() == nil {
 				i := int(next.Add(1) - 1)
 				if i >= len(w.bodies) {
 					return
 				}
-				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(string(w.bodies[i])))
-				req.Header = w.headers[i]
+				req.Reset()
+				req.SetRequestURI(url)
+				req.Header.SetMethod(http.MethodPost)
+				for k, v := range w.headers[i] {
+					req.Header.Set(k, v[0])
+				}
+				req.SetBodyRaw(w.bodies[i])
 				t0 := time.Now()
 				sent(i, t0)
-				resp, err := client.Do(req)
-				if err != nil {
-					non2xx.Add(1)
-					continue
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode/100 != 2 {
+				if err := client.Do(req, resp); err != nil || resp.StatusCode()/100 != 2 {
 					non2xx.Add(1)
 					continue
 				}
@@ -491,6 +517,17 @@ func verify(ctx context.Context, r *Result, dbURL string, js jetstream.JetStream
 	return nil
 }
 
+func countPending(ctx context.Context, dbURL string) (int, error) {
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(ctx)
+	var n int
+	err = conn.QueryRow(ctx, `SELECT count(*) FROM webhook_events WHERE processing_status = 'PENDING'`).Scan(&n)
+	return n, err
+}
+
 func freeAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -531,6 +568,27 @@ func waitStream(ctx context.Context, js jetstream.JetStream, timeout time.Durati
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// cpuTime reads a process's user + system CPU time from /proc.
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses and may hold spaces.
+	_, rest, ok := strings.Cut(string(b), ") ")
+	if !ok {
+		return 0
+	}
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	const ticksPerSecond = 100 // USER_HZ on Linux
+	return time.Duration(utime+stime) * time.Second / ticksPerSecond
 }
 
 // peakRSS reads a process's peak resident set (VmHWM), in MB.

@@ -22,6 +22,7 @@ const (
 	PublishDuplicate = "duplicate" // JetStream already had the message id: also a success
 	PublishFound     = "found"     // found in the stream after an uncertain attempt
 	PublishError     = "error"
+	PublishDeferred  = "deferred" // the fast path was saturated: left to the relay
 )
 
 // Metrics are the hub's collectors.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -20,6 +21,7 @@ type Outbox interface {
 	Claim(ctx context.Context, limit int, publish func(context.Context, []store.OutboxRow) []store.PublishResult) (int, error)
 	RetryNow(ctx context.Context) (int64, error)
 	OutboxBacklog(ctx context.Context) (store.Backlog, error)
+	MarkPublished(ctx context.Context, results []store.PublishResult) error
 }
 
 // Config configures a Relay. Zero values take the defaults.
@@ -76,6 +78,7 @@ type Relay struct {
 	outbox Outbox
 	js     jetstream.JetStream
 	wake   chan struct{}
+	fresh  chan store.OutboxRow // the fast path: rows just committed
 }
 
 // New returns a Relay. js should be created with
@@ -84,7 +87,59 @@ func New(outbox Outbox, js jetstream.JetStream, cfg Config) (*Relay, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	return &Relay{cfg: cfg, outbox: outbox, js: js, wake: make(chan struct{}, 1)}, nil
+	return &Relay{cfg: cfg, outbox: outbox, js: js, wake: make(chan struct{}, 1),
+		fresh: make(chan store.OutboxRow, 16*cfg.BatchSize)}, nil
+}
+
+// Enqueue hands a just-committed PENDING delivery to the fast path, which
+// publishes it from memory and marks it PROCESSED without reading it back.
+// It never blocks: when the fast path is saturated the row is left to the
+// claiming relay, which takes it once its grace has passed.
+func (r *Relay) Enqueue(d store.Delivery) {
+	row := store.OutboxRow{
+		ArchiveID: d.ArchiveID, Provider: d.Provider, EventID: d.EventID, EventType: d.EventType,
+		Body: d.Body, ReceivedAt: d.ReceivedAt, OccurredAt: d.OccurredAt,
+	}
+	select {
+	case r.fresh <- row:
+	default:
+		if r.cfg.Metrics != nil {
+			r.cfg.Metrics.Published.WithLabelValues(metrics.PublishDeferred).Inc()
+		}
+	}
+}
+
+// RunFast runs the fast path until ctx is done: it takes what was enqueued
+// while its previous batch was in flight (up to BatchSize), publishes it
+// with async publishes, and marks the acknowledged rows PROCESSED in one
+// statement. Several RunFast loops may share a Relay.
+func (r *Relay) RunFast(ctx context.Context) error {
+	batch := make([]store.OutboxRow, 0, r.cfg.BatchSize)
+	for {
+		batch = batch[:0]
+		select {
+		case <-ctx.Done():
+			return nil
+		case row := <-r.fresh:
+			batch = append(batch, row)
+		}
+	fill:
+		for len(batch) < r.cfg.BatchSize {
+			select {
+			case row := <-r.fresh:
+				batch = append(batch, row)
+			default:
+				break fill
+			}
+		}
+		results := r.publish(ctx, batch)
+		// Marking outlives ctx: the messages are on the stream already.
+		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		if err := r.outbox.MarkPublished(mctx, results); err != nil {
+			r.cfg.Logger.Warn("fast path: mark published failed; the relay will find the rows on the stream", "err", err)
+		}
+		cancel()
+	}
 }
 
 // Notify wakes the relay: new rows were committed. It never blocks.
@@ -171,40 +226,53 @@ func (r *Relay) updateGauges(ctx context.Context) {
 	r.cfg.Metrics.OutboxOldest.Set(age)
 }
 
-// publish sends a claimed batch with async publishes and waits for every
-// PubAck (or its failure) within PublishTimeout.
+// publish sends a batch with async publishes and waits for every PubAck
+// (or its failure) within PublishTimeout. Rows whose first attempt is
+// older than half the duplicate window are first looked up in the stream.
 func (r *Relay) publish(ctx context.Context, rows []store.OutboxRow) []store.PublishResult {
 	now := r.cfg.Now()
 	results := make([]store.PublishResult, len(rows))
 	futures := make([]jetstream.PubAckFuture, len(rows))
+	subjects := make([]string, len(rows))
+	var lookups []int
 	for i, row := range rows {
-		res := &results[i]
-		res.ArchiveID = row.ArchiveID
+		results[i].ArchiveID = row.ArchiveID
 		subject, err := schema.Subject(row.Provider, row.EventType)
 		if err != nil {
-			res.Err, res.Permanent = err.Error(), true
+			results[i].Err, results[i].Permanent = err.Error(), true
 			continue
 		}
-		msgID := schema.MsgID(row.Provider, row.EventID)
+		subjects[i] = subject
 		if !row.FirstAttemptAt.IsZero() && now.Sub(row.FirstAttemptAt) > r.cfg.DuplicateWindow/2 {
-			// An earlier attempt may have been stored, and JetStream will
-			// soon (or already) not remember its id: look before publishing.
-			seq, found, err := r.findInStream(ctx, subject, msgID, row.FirstAttemptAt.Add(-time.Minute))
-			if err != nil {
-				r.fail(res, row, fmt.Errorf("look up earlier attempt: %w", err))
-				continue
-			}
-			if found {
-				res.Seq = seq
-				r.count(metrics.PublishFound, row)
-				continue
+			lookups = append(lookups, i)
+		}
+	}
+	skip := make([]bool, len(rows))
+	if len(lookups) > 0 {
+		// An earlier attempt may have been stored, and JetStream will soon
+		// (or already) not remember its id: look before publishing.
+		found, err := r.findInStream(ctx, rows, subjects, lookups)
+		for _, i := range lookups {
+			switch seq, ok := found[schema.MsgID(rows[i].Provider, rows[i].EventID)]; {
+			case err != nil:
+				r.fail(&results[i], rows[i], fmt.Errorf("look up earlier attempt: %w", err))
+				skip[i] = true
+			case ok:
+				results[i].Seq = seq
+				r.count(metrics.PublishFound, rows[i])
+				skip[i] = true
 			}
 		}
+	}
+	for i, row := range rows {
+		if skip[i] || subjects[i] == "" {
+			continue
+		}
 		msg := &nats.Msg{
-			Subject: subject,
+			Subject: subjects[i],
 			Data:    row.Body,
 			Header: schema.Metadata{
-				MsgID:      msgID,
+				MsgID:      schema.MsgID(row.Provider, row.EventID),
 				EventID:    row.EventID,
 				Provider:   row.Provider,
 				EventType:  row.EventType,
@@ -215,7 +283,7 @@ func (r *Relay) publish(ctx context.Context, rows []store.OutboxRow) []store.Pub
 		}
 		f, err := r.js.PublishMsgAsync(msg, jetstream.WithExpectStream(r.cfg.Stream))
 		if err != nil {
-			r.fail(res, row, err)
+			r.fail(&results[i], row, err)
 			continue
 		}
 		futures[i] = f
@@ -273,42 +341,61 @@ func (r *Relay) backoff(attempts int) time.Duration {
 	return min(d, r.cfg.MaxBackoff)
 }
 
-// findInStream looks for a message with the given id on subject, stored at
-// or after since, reading headers only.
-func (r *Relay) findInStream(ctx context.Context, subject, msgID string, since time.Time) (uint64, bool, error) {
+// findInStream reads the stream's headers on the rows' subjects from the
+// earliest first attempt on (less a minute of clock skew), and returns the
+// stream sequence of each wanted message id it finds. One scan serves a
+// whole batch.
+func (r *Relay) findInStream(ctx context.Context, rows []store.OutboxRow, subjects []string, idx []int) (map[string]uint64, error) {
+	want := make(map[string]bool, len(idx))
+	var filters []string
+	since := rows[idx[0]].FirstAttemptAt
+	for _, i := range idx {
+		want[schema.MsgID(rows[i].Provider, rows[i].EventID)] = true
+		if !slices.Contains(filters, subjects[i]) {
+			filters = append(filters, subjects[i])
+		}
+		if rows[i].FirstAttemptAt.Before(since) {
+			since = rows[i].FirstAttemptAt
+		}
+	}
+	since = since.Add(-time.Minute)
 	c, err := r.js.OrderedConsumer(ctx, r.cfg.Stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subject},
+		FilterSubjects: filters,
 		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
 		OptStartTime:   &since,
 		HeadersOnly:    true,
 	})
 	if err != nil {
-		return 0, false, err
+		return nil, err
 	}
+	found := make(map[string]uint64, len(idx))
 	for {
-		batch, err := c.Fetch(256, jetstream.FetchMaxWait(time.Second))
+		batch, err := c.Fetch(512, jetstream.FetchMaxWait(time.Second))
 		if err != nil {
-			return 0, false, err
+			return nil, err
 		}
 		got := 0
 		for m := range batch.Messages() {
 			got++
 			md, err := m.Metadata()
 			if err != nil {
-				return 0, false, err
+				return nil, err
 			}
-			if m.Headers().Get(schema.HeaderMsgID) == msgID {
-				return md.Sequence.Stream, true, nil
+			if id := m.Headers().Get(schema.HeaderMsgID); want[id] {
+				found[id] = md.Sequence.Stream
+				if len(found) == len(want) {
+					return found, nil
+				}
 			}
 			if md.NumPending == 0 {
-				return 0, false, nil
+				return found, nil
 			}
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-			return 0, false, err
+			return nil, err
 		}
 		if got == 0 {
-			return 0, false, nil
+			return found, nil
 		}
 	}
 }

@@ -44,9 +44,10 @@ type Config struct {
 	Ready func(ctx context.Context) error
 	// NATSStatus describes the NATS connection for /readyz. Optional.
 	NATSStatus func() string
-	// Committed is called after a commit that produced a PENDING row.
-	// Optional; the hub wakes the relay with it.
-	Committed func()
+	// Committed is called with each delivery committed PENDING (a first
+	// delivery that can be published). Optional; the hub hands it to the
+	// relay's fast path.
+	Committed func(store.Delivery)
 	Now       func() time.Time // default time.Now
 	Logger    *slog.Logger
 	Metrics   *metrics.Metrics    // required
@@ -82,7 +83,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.NATSStatus = func() string { return "unknown" }
 	}
 	if cfg.Committed == nil {
-		cfg.Committed = func() {}
+		cfg.Committed = func(store.Delivery) {}
 	}
 	s := &Server{cfg: cfg, providers: make(map[string]provider.Provider, len(cfg.Providers))}
 	for _, p := range cfg.Providers {
@@ -197,7 +198,7 @@ func (s *Server) webhook(c *fiber.Ctx) error {
 		outcome = metrics.OutcomeUnpublishable
 		s.cfg.Logger.Warn("event archived FAILED", "provider", name, "event_id", ev.ID, "reason", d.Error)
 	default:
-		s.cfg.Committed()
+		s.cfg.Committed(d)
 	}
 	s.observe(name, outcome, start)
 	return c.JSON(answer{EventID: ev.ID, Idempotent: out.Duplicate})

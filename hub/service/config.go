@@ -30,8 +30,8 @@ type Config struct {
 	CommitTimeout      time.Duration `envconfig:"COMMIT_TIMEOUT" default:"10s" desc:"Longest wait for Postgres to commit a delivery before answering 503"`
 	BatchMax           int           `envconfig:"BATCH_MAX" default:"64" desc:"Group commit: most deliveries that share one transaction; 1 disables batching (one transaction per request)"`
 	BatchCommitters    int           `envconfig:"BATCH_COMMITTERS" default:"2" desc:"Group commit: transactions committing concurrently"`
-	RelayBatchSize     int           `envconfig:"RELAY_BATCH_SIZE" default:"256" desc:"Outbox rows the relay claims and publishes per round trip (async publishes in flight per worker)"`
-	RelayWorkers       int           `envconfig:"RELAY_WORKERS" default:"2" desc:"Relay loops claiming and publishing concurrently (pipelining)"`
+	RelayBatchSize     int           `envconfig:"RELAY_BATCH_SIZE" default:"256" desc:"Most rows one publish batch holds (async publishes in flight per loop), fast path and relay alike"`
+	RelayWorkers       int           `envconfig:"RELAY_WORKERS" default:"2" desc:"Fast-path publish loops: each publishes what was committed while its previous batch was in flight"`
 	DebugAddr          string        `envconfig:"DEBUG_ADDR" desc:"Listen address of the pprof endpoints (/debug/pprof/); empty disables them. Keep it private"`
 	DataDir            string        `envconfig:"DATA_DIR" default:"./.hub" desc:"Directory of the embedded NATS server's store"`
 	LogLevel           string        `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`

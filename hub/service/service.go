@@ -33,6 +33,12 @@ import (
 	"github.com/hookhub/hookhub/migrations"
 )
 
+// relayGrace is how long a new PENDING row belongs to the fast path of the
+// process that committed it before the claiming relay takes it over. It
+// exceeds the fast path's publish timeout, so the two rarely overlap (and
+// when they do, the message id makes JetStream drop the second publish).
+const relayGrace = 15 * time.Second
+
 // ErrNoProviders is returned when no provider has a secret configured.
 var ErrNoProviders = errors.New("no provider configured: set HUB_PADDLE_SECRETS and/or HUB_CLERK_SECRETS")
 
@@ -110,7 +116,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 	if err := s.connectNATS(ctx); err != nil {
 		return nil, err
 	}
-	s.store = store.New(s.pool)
+	s.store = store.New(s.pool, store.WithRelayGrace(relayGrace))
 	s.relay, err = relay.New(s.store, s.js, relay.Config{
 		Stream:          cfg.Stream,
 		DuplicateWindow: cfg.DuplicateWindow,
@@ -134,7 +140,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 		CommitTimeout: cfg.CommitTimeout,
 		Ready:         s.ready,
 		NATSStatus:    func() string { return s.nc.Status().String() },
-		Committed:     s.relay.Notify,
+		Committed:     s.relay.Enqueue,
 		Now:           deps.Now,
 		Logger:        s.log.With("component", "http"),
 		Metrics:       s.metrics,
@@ -198,6 +204,9 @@ func (s *Service) connectNATS(ctx context.Context) error {
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250*time.Millisecond),
 		nats.RetryOnFailedConnect(true),
+		// No reconnect buffer: a publish while disconnected fails at once
+		// instead of being sent minutes later; the outbox keeps the row.
+		nats.ReconnectBufSize(-1),
 		nats.ConnectHandler(s.onNATSUp),
 		nats.ReconnectHandler(s.onNATSUp),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
@@ -276,8 +285,9 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	for range s.cfg.RelayWorkers {
-		wg.Go(func() { _ = s.relay.Run(relayCtx) })
+		wg.Go(func() { _ = s.relay.RunFast(relayCtx) })
 	}
+	wg.Go(func() { _ = s.relay.Run(relayCtx) })
 	wg.Go(func() { s.ensureStream(relayCtx) })
 	wg.Go(func() { s.relayOnReconnect(relayCtx) })
 

@@ -132,6 +132,29 @@ func record(ctx context.Context, tx pgx.Tx, results []PublishResult) error {
 	return nil
 }
 
+// MarkPublished records acknowledged publishes of the fast path (rows
+// published from memory right after their commit, without a claim): the
+// rows with Seq > 0 become PROCESSED. Rows already PROCESSED, or
+// published meanwhile by the relay, are left as they are. Failed results
+// are ignored: the relay retries those rows once their grace has passed.
+func (s *Store) MarkPublished(ctx context.Context, results []PublishResult) error {
+	var ids []uuid.UUID
+	var seqs []int64
+	for _, r := range results {
+		if r.Seq > 0 {
+			ids = append(ids, r.ArchiveID)
+			seqs = append(seqs, int64(r.Seq))
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := s.pool.Exec(ctx, markPublishedSQL, ids, seqs); err != nil {
+		return fmt.Errorf("mark published: %w", err)
+	}
+	return nil
+}
+
 // RetryNow makes every PENDING row due now, e.g. when NATS comes back after
 // an outage, so the backlog drains without waiting out each row's backoff.
 func (s *Store) RetryNow(ctx context.Context) (int64, error) {

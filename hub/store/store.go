@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -64,11 +65,28 @@ type Outcome struct {
 
 // Store is the hub's Postgres store.
 type Store struct {
-	pool *pgxpool.Pool
+	pool       *pgxpool.Pool
+	relayGrace time.Duration
 }
 
+// Option configures a Store.
+type Option func(*Store)
+
+// WithRelayGrace leaves a new PENDING row to the process that committed it
+// for d: the relay claims it only once d has passed. The committing
+// process publishes it from memory right after the commit (the fast path),
+// so the relay only covers what that path did not finish (a crash, a NATS
+// outage). Default 0: the relay may claim rows at once.
+func WithRelayGrace(d time.Duration) Option { return func(s *Store) { s.relayGrace = d } }
+
 // New returns a Store on pool. The pool's database must be migrated.
-func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+func New(pool *pgxpool.Pool, opts ...Option) *Store {
+	s := &Store{pool: pool}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
 
 // Pool returns the store's pool.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
@@ -81,6 +99,12 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
+// ingestSQL archives a batch and records its dedup rows in one statement,
+// hence one implicit transaction: Postgres commits it before it answers
+// the Sync that ends the statement, so a successful return means a durable
+// commit, in one round trip. Optional values travel as ” (text) or the
+// zero time (timestamps) and become NULL here, which keeps every array on
+// pgx's reflection-free encoders.
 const ingestSQL = `
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[],
@@ -96,14 +120,18 @@ WITH input AS (
     RETURNING id
 )
 INSERT INTO webhook_events (id, provider, event_id, event_type, payload, signature, processing_status,
-                            error_message, created_at, body, signed_at, occurred_at, next_attempt_at)
-SELECT i.id, i.provider, i.event_id, i.event_type, i.payload::jsonb, i.signature,
-       CASE WHEN d.id IS NULL THEN 'SKIPPED' WHEN i.error_message IS NOT NULL THEN 'FAILED' ELSE 'PENDING' END,
-       CASE WHEN d.id IS NULL THEN NULL ELSE i.error_message END,
+                            error_message, created_at, body, signed_at, occurred_at, next_attempt_at,
+                            first_attempt_at)
+SELECT i.id, i.provider, i.event_id, i.event_type, i.payload::jsonb, NULLIF(i.signature, ''),
+       CASE WHEN d.id IS NULL THEN 'SKIPPED' WHEN i.error_message <> '' THEN 'FAILED' ELSE 'PENDING' END,
+       CASE WHEN d.id IS NULL THEN NULL ELSE NULLIF(i.error_message, '') END,
        i.received_at,
        CASE WHEN d.id IS NULL THEN NULL ELSE i.body END,
-       i.signed_at, i.occurred_at,
-       CASE WHEN d.id IS NOT NULL AND i.error_message IS NULL THEN now() END
+       NULLIF(i.signed_at, $13), NULLIF(i.occurred_at, $13),
+       CASE WHEN d.id IS NOT NULL AND i.error_message = '' THEN now() + $12 * interval '1 millisecond' END,
+       -- The committing process publishes right after the commit, so a
+       -- first attempt may happen from now on.
+       CASE WHEN d.id IS NOT NULL AND i.error_message = '' THEN now() END
 FROM input i LEFT JOIN dedup d ON d.id = i.id
 ORDER BY i.ord
 RETURNING id, processing_status`
@@ -145,47 +173,35 @@ func (s *Store) Ingest(ctx context.Context, ds []Delivery) ([]Outcome, error) {
 
 func (s *Store) ingest(ctx context.Context, ds []Delivery, payloads []string) ([]Outcome, error) {
 	n := len(ds)
-	ids := make([]uuid.UUID, n)
+	ids := make([][16]byte, n)
 	providers := make([]string, n)
 	eventIDs := make([]string, n)
 	types := make([]string, n)
 	bodies := make([][]byte, n)
-	sigs := make([]*string, n)
-	signedAt := make([]*time.Time, n)
-	occurredAt := make([]*time.Time, n)
+	sigs := make([]string, n)
+	signedAt := make([]time.Time, n)
+	occurredAt := make([]time.Time, n)
 	receivedAt := make([]time.Time, n)
-	errs := make([]*string, n)
+	errs := make([]string, n)
 	for i := range ds {
 		d := &ds[i]
 		ids[i], providers[i], eventIDs[i], types[i], bodies[i] = d.ArchiveID, d.Provider, d.EventID, d.EventType, d.Body
-		if d.Signature != "" {
-			sig := cleanText(d.Signature)
-			sigs[i] = &sig
-		}
-		signedAt[i] = optTime(d.SignedAt)
-		occurredAt[i] = optTime(d.OccurredAt)
-		receivedAt[i] = d.ReceivedAt
-		if d.Error != "" {
-			e := cleanText(d.Error)
-			errs[i] = &e
-		}
+		sigs[i], errs[i] = cleanText(d.Signature), cleanText(d.Error)
+		signedAt[i], occurredAt[i], receivedAt[i] = d.SignedAt, d.OccurredAt, d.ReceivedAt
+	}
+	rows, err := s.pool.Query(ctx, ingestSQL, ids, providers, eventIDs, types, payloads,
+		pgtype.FlatArray[[]byte](bodies), sigs, signedAt, occurredAt, receivedAt, errs,
+		s.relayGrace.Milliseconds(), time.Time{})
+	if err != nil {
+		return nil, err
 	}
 	statuses := make(map[uuid.UUID]Status, n)
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, ingestSQL, ids, providers, eventIDs, types, payloads, bodies,
-			sigs, signedAt, occurredAt, receivedAt, errs)
-		if err != nil {
-			return err
-		}
-		var id uuid.UUID
-		var st string
-		_, err = pgx.ForEachRow(rows, []any{&id, &st}, func() error {
-			statuses[id] = Status(st)
-			return nil
-		})
-		return err
-	})
-	if err != nil {
+	var id uuid.UUID
+	var st string
+	if _, err := pgx.ForEachRow(rows, []any{&id, &st}, func() error {
+		statuses[id] = Status(st)
+		return nil
+	}); err != nil {
 		return nil, err
 	}
 	out := make([]Outcome, n)
@@ -222,11 +238,4 @@ func cleanText(s string) string {
 		return s
 	}
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
-}
-
-func optTime(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
 }

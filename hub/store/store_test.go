@@ -53,6 +53,11 @@ func TestIngestBatch(t *testing.T) {
 	require.Equal(t, 3, dedup)
 	require.Equal(t, 6, archive)
 	require.Equal(t, 3, bodies, "only first deliveries keep the body")
+	var signedAt, errMsgs, sigs int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(signed_at), count(error_message), count(signature) FROM webhook_events`).Scan(&signedAt, &errMsgs, &sigs))
+	require.Zero(t, signedAt, "a zero time is stored as NULL")
+	require.Equal(t, 1, errMsgs, "only the FAILED row has an error message")
+	require.Equal(t, 6, sigs)
 }
 
 func TestIngestUnstorablePayloadDoesNotFailTheBatch(t *testing.T) {
