@@ -1,70 +1,59 @@
 package provider
 
 import (
-	"net/http"
 	"testing"
 	"time"
 )
 
-// BenchmarkVerify measures Verify on a realistic signed delivery of about
-// 1 KB: with one secret, and with two where only the second matches (a
-// rotation whose new secret the sender does not use yet).
+// BenchmarkVerify measures verification of a realistic signed delivery
+// (Sample's body, about 1 KB): with one secret, with two where only the
+// second matches (a rotation whose new secret the sender does not use
+// yet), and forged (signed with another secret). It verifies the way the
+// server does: VerifyRequest for Twilio, Verify otherwise.
 func BenchmarkVerify(b *testing.B) {
 	now := time.Unix(1750000000, 0)
-	type setup struct {
-		name      string
-		newSigner func(secrets []string) (Provider, error)
-		secret    string
-		other     string
-		eventID   string
-		eventType string
-	}
-	setups := []setup{
-		{"paddle", func(s []string) (Provider, error) { return NewPaddle(s, 0) }, paddleSecret, paddleOldSecret, "evt_01hv8x2a5b9bf4yc3mj0c0ahqm", "subscription.created"},
-		{"clerk", func(s []string) (Provider, error) { return NewClerk(s, 0) }, clerkSecret, clerkOldSecret, clerkMsgID, "user.created"},
+	setups := []struct {
+		name, eventID, eventType string
+	}{
+		{"paddle", "evt_01hv8x2a5b9bf4yc3mj0c0ahqm", "subscription.created"},
+		{"clerk", clerkMsgID, "user.created"},
+		{"stripe", "evt_1PqRsTuVwXyZ0123456789ab", "customer.subscription.created"},
+		{"standard-webhooks", standardMsgID, "email.clicked"},
+		{"github", githubDelivery, "pull_request.opened"},
+		{"shopify", "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043", "orders.create"},
+		{"twilio", "evt_0123456789abcdef", "call.completed"},
 	}
 	for _, s := range setups {
-		signer, err := s.newSigner([]string{s.secret})
+		secret, other := testSecrets[s.name][0], testSecrets[s.name][1]
+		signer := newTestProvider(b, s.name, secret)
+		d, err := sampleDelivery(signer, s.eventID, s.eventType, now)
 		if err != nil {
 			b.Fatal(err)
 		}
-		body, err := signer.(Sender).Sample(s.eventID, s.eventType, nil, now)
+		forged, err := signDelivery(newTestProvider(b, s.name, other), s.eventID, s.eventType, d.body, now)
 		if err != nil {
 			b.Fatal(err)
-		}
-		h, err := signer.(Sender).Sign(s.eventID, body, now)
-		if err != nil {
-			b.Fatal(err)
-		}
-		forged := h.Clone()
-		if s.name == "paddle" {
-			forged.Set("Paddle-Signature", "ts=1750000000;h1="+refPaddleH1(s.other, "1750000000", body))
-		} else {
-			forged.Set("Svix-Signature", "v1,"+refSvixV1(s.other, s.eventID, "1750000000", body))
 		}
 		cases := []struct {
 			name    string
 			secrets []string
-			header  http.Header
+			d       delivery
 			wantErr bool
 		}{
-			{"1-secret", []string{s.secret}, h, false},
-			{"2-secrets-second-matches", []string{s.other, s.secret}, h, false},
-			{"forged", []string{s.secret}, forged, true},
+			{"1-secret", []string{secret}, d, false},
+			{"2-secrets-second-matches", []string{other, secret}, d, false},
+			{"forged", []string{secret}, forged, true},
 		}
 		for _, c := range cases {
 			b.Run(s.name+"/"+c.name, func(b *testing.B) {
-				p, err := s.newSigner(c.secrets)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := p.Verify(c.header, body, now); (err != nil) != c.wantErr {
+				p := newTestProvider(b, s.name, c.secrets...)
+				if _, err := verifyDelivery(p, c.d, now); (err != nil) != c.wantErr {
 					b.Fatalf("Verify: %v", err)
 				}
-				b.SetBytes(int64(len(body)))
+				b.SetBytes(int64(len(c.d.body)))
 				b.ReportAllocs()
 				for b.Loop() {
-					_, _ = p.Verify(c.header, body, now)
+					_, _ = verifyDelivery(p, c.d, now)
 				}
 			})
 		}
@@ -90,6 +79,50 @@ func BenchmarkParse(b *testing.B) {
 			var buf [4][macSize]byte
 			if len(parseSvixSignatures(header, buf[:0])) != 2 {
 				b.Fatal("want 2 signatures")
+			}
+		}
+	})
+	b.Run("stripe", func(b *testing.B) {
+		header := "t=1750000000,v1=" + refStripeV1(stripeSecret, "1750000000", nil) + ",v1=" + refStripeV1(stripeOldSecret, "1750000000", nil) + ",v0=" + refStripeV1("x", "1", nil)
+		b.ReportAllocs()
+		for b.Loop() {
+			var buf [4][macSize]byte
+			if _, sigs, err := parseStripeSignature(header, buf[:0]); err != nil || len(sigs) != 2 {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("github", func(b *testing.B) {
+		header := githubSig(githubSecret, nil)
+		b.ReportAllocs()
+		for b.Loop() {
+			var sig [macSize]byte
+			if !parseGitHubSignature(&sig, header) {
+				b.Fatal("malformed")
+			}
+		}
+	})
+	b.Run("shopify", func(b *testing.B) {
+		header := shopifySig(shopifySecret, nil)
+		b.ReportAllocs()
+		for b.Loop() {
+			var sig [macSize]byte
+			if !parseShopifyHmac(&sig, header) {
+				b.Fatal("malformed")
+			}
+		}
+	})
+	b.Run("twilio", func(b *testing.B) {
+		header := refTwilio(twilioSecret, testPublicURL, nil, false)
+		b.ReportAllocs()
+		for b.Loop() {
+			var sig [macSize]byte
+			alg, ok := parseTwilioSettings("")
+			if !ok {
+				b.Fatal("settings")
+			}
+			if _, ok := parseTwilioSignature(&sig, header, alg); !ok {
+				b.Fatal("malformed")
 			}
 		}
 	})

@@ -1,12 +1,9 @@
 package provider
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -23,11 +20,8 @@ const (
 // 0: Svix's own five minutes, applied to both past and future timestamps.
 const ClerkDefaultTolerance = 5 * time.Minute
 
-// clerkSecretPrefix prefixes Svix endpoint secrets. It is optional.
-const clerkSecretPrefix = "whsec_"
-
 // Clerk verifies Clerk webhooks, which Clerk delivers through Svix (the
-// Standard Webhooks HMAC scheme).
+// Standard Webhooks HMAC scheme, under svix-* header names).
 //
 // The svix-signature header holds space-separated "v1,<base64>" entries;
 // each is the standard base64 HMAC-SHA256 of "<svix-id>.<svix-timestamp>.<raw
@@ -38,8 +32,7 @@ const clerkSecretPrefix = "whsec_"
 //
 // A Clerk is safe for concurrent use. It implements Provider and Sender.
 type Clerk struct {
-	keys      []*macKey
-	tolerance time.Duration
+	svix *svixScheme
 }
 
 var (
@@ -55,175 +48,29 @@ var (
 // valid base64 or decodes to an empty key (the error names the secret's
 // index, never its value), or tolerance is negative.
 func NewClerk(secrets []string, tolerance time.Duration) (*Clerk, error) {
-	if len(secrets) == 0 {
-		return nil, errors.New("clerk: no secret configured")
+	s, err := newSvixScheme("clerk", "svix", secrets, tolerance)
+	if err != nil {
+		return nil, err
 	}
-	if tolerance < 0 {
-		return nil, fmt.Errorf("clerk: negative tolerance %v", tolerance)
-	}
-	if tolerance == 0 {
-		tolerance = ClerkDefaultTolerance
-	}
-	c := &Clerk{tolerance: tolerance, keys: make([]*macKey, len(secrets))}
-	for i, s := range secrets {
-		key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(s, clerkSecretPrefix))
-		if err != nil {
-			return nil, fmt.Errorf("clerk: secret %d is not whsec_ followed by standard base64", i)
-		}
-		if len(key) == 0 {
-			return nil, fmt.Errorf("clerk: secret %d decodes to an empty key", i)
-		}
-		c.keys[i] = newMACKey(key)
-	}
-	return c, nil
+	return &Clerk{svix: s}, nil
 }
 
 // Name returns "clerk".
 func (c *Clerk) Name() string { return "clerk" }
 
 // Tolerance returns the timestamp tolerance in effect.
-func (c *Clerk) Tolerance() time.Duration { return c.tolerance }
-
-// Static errors of the Clerk verifier.
-var (
-	errClerkNoID         = errSig("missing svix-id header")
-	errClerkNoTS         = errSig("missing svix-timestamp header")
-	errClerkNoSig        = errSig("missing svix-signature header")
-	errClerkLongID       = errSig("svix-id is longer than 255 bytes")
-	errClerkBadID        = errSig("svix-id contains '.' or a control character")
-	errClerkBadTS        = errSig("svix-timestamp is not a unix time")
-	errClerkNoV1         = errSig("svix-signature has no well-formed v1 entry")
-	errClerkMismatch     = errSig("no v1 signature matches any secret")
-	errClerkNoType       = errPayload("body has no type")
-	errClerkLongType     = errPayload("type is longer than 128 bytes")
-	errClerkBadTypeChars = errPayload("type contains control characters")
-)
+func (c *Clerk) Tolerance() time.Duration { return c.svix.tolerance }
 
 // Verify authenticates a Clerk (Svix) delivery and returns its event. The
 // signature is checked before the timestamp, so a forged delivery reports
 // ErrInvalidSignature and an authentic but stale (or future) one
-// ErrTimestamp.
+// ErrTimestamp. OccurredAt comes from the body's "timestamp", integer
+// milliseconds.
 func (c *Clerk) Verify(h Header, body []byte, now time.Time) (Event, error) {
-	id := h.Get(SvixIDHeader)
-	ts := h.Get(SvixTimestampHeader)
-	header := h.Get(SvixSignatureHeader)
-	switch {
-	case id == "":
-		return Event{}, errClerkNoID
-	case ts == "":
-		return Event{}, errClerkNoTS
-	case header == "":
-		return Event{}, errClerkNoSig
-	case len(id) > maxEventIDLen:
-		return Event{}, errClerkLongID
-	case !validSvixID(id):
-		return Event{}, errClerkBadID
-	}
-	unix, ok := parseUnixDigits(ts)
-	if !ok {
-		return Event{}, errClerkBadTS
-	}
-	var buf [4][macSize]byte
-	sigs := parseSvixSignatures(header, buf[:0])
-	if len(sigs) == 0 {
-		return Event{}, errClerkNoV1
-	}
-	if !authenticate(c.keys, sigs, body, '.', id, ts) {
-		return Event{}, errClerkMismatch
-	}
-	signedAt := time.Unix(unix, 0)
-	if !withinTolerance(signedAt, now, c.tolerance) {
-		return Event{}, timestampError(signedAt, now, c.tolerance)
-	}
-	ev, err := parseClerkBody(body)
-	if err != nil {
-		return Event{}, err
-	}
-	ev.ID = id
-	ev.Signature = header
-	ev.SignedAt = signedAt
-	return ev, nil
+	return c.svix.verify(h, body, now, clerkOccurredAt)
 }
 
-// validSvixID reports whether id can be part of the signed string: it must
-// not contain '.', the separator, which would make "<id>.<ts>.<body>"
-// ambiguous, nor control characters, since it becomes a message header.
-func validSvixID(id string) bool {
-	for i := 0; i < len(id); i++ {
-		if c := id[i]; c == '.' || c < 0x20 || c == 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
-// svixB64 decodes signatures strictly, so that an accepted entry is the
-// canonical encoding of its MAC.
-var svixB64 = base64.StdEncoding.Strict()
-
-// svixSigLen is the length of a base64 HMAC-SHA256 with padding.
-const svixSigLen = 44
-
-// parseSvixSignatures parses an svix-signature header value: entries
-// separated by spaces, each "<version>,<base64>". It appends to dst the MAC
-// of every v1 entry whose signature is the canonical standard base64 of 32
-// bytes (at most maxSignatures of them), skipping other versions and
-// malformed entries. It never fails; no well-formed v1 entry yields dst
-// unchanged.
-func parseSvixSignatures(header string, dst [][macSize]byte) [][macSize]byte {
-	start := len(dst)
-	for rest := header; rest != "" && len(dst)-start < maxSignatures; {
-		var entry string
-		entry, rest, _ = strings.Cut(rest, " ")
-		version, sig, ok := strings.Cut(entry, ",")
-		if !ok || version != "v1" || len(sig) != svixSigLen {
-			continue
-		}
-		var src [svixSigLen]byte
-		var mac [macSize + 1]byte // DecodedLen(44) is 33
-		copy(src[:], sig)
-		if n, err := svixB64.Decode(mac[:], src[:]); err != nil || n != macSize {
-			continue
-		}
-		dst = append(dst, [macSize]byte(mac[:macSize]))
-	}
-	return dst
-}
-
-// clerkBody is the part of a Clerk event the hub reads.
-type clerkBody struct {
-	Type      string        `json:"type"`
-	Timestamp lenientMillis `json:"timestamp"`
-}
-
-func parseClerkBody(body []byte) (Event, error) {
-	var b clerkBody
-	if err := json.Unmarshal(body, &b); err != nil {
-		return Event{}, jsonPayloadError(err)
-	}
-	switch {
-	case b.Type == "":
-		return Event{}, errClerkNoType
-	case len(b.Type) > maxEventTypeLen:
-		return Event{}, errClerkLongType
-	case hasControl(b.Type):
-		return Event{}, errClerkBadTypeChars
-	}
-	return Event{Type: b.Type, OccurredAt: b.Timestamp.t}, nil
-}
-
-// lenientMillis decodes an optional integer count of milliseconds since the
-// Unix epoch; anything else (null, a string, a fraction, 0) leaves it zero
-// instead of failing the body.
-type lenientMillis struct{ t time.Time }
-
-// UnmarshalJSON implements json.Unmarshaler; it never fails.
-func (l *lenientMillis) UnmarshalJSON(b []byte) error {
-	if ms, ok := parseUnixDigits(string(b)); ok && ms > 0 {
-		l.t = time.UnixMilli(ms)
-	}
-	return nil
-}
+func clerkOccurredAt(t svixTime) time.Time { return t.millis }
 
 // clerkInstanceID is the instance every sample comes from.
 var clerkInstanceID = clerkID("ins", "instance")
@@ -373,18 +220,5 @@ func clerkSessionStatus(action string) string {
 // headers for body, signed with the first secret. eventID must be a valid
 // svix-id: non-empty, at most 255 bytes, without '.' or control characters.
 func (c *Clerk) Sign(eventID string, body []byte, now time.Time) (http.Header, error) {
-	if eventID == "" || len(eventID) > maxEventIDLen || !validSvixID(eventID) {
-		return nil, errors.New("clerk: event id is not a valid svix-id")
-	}
-	if now.Unix() < 0 {
-		return nil, errors.New("clerk: cannot sign before 1970")
-	}
-	ts := strconv.FormatInt(now.Unix(), 10)
-	var mac [macSize]byte
-	c.keys[0].sum(&mac, body, '.', eventID, ts)
-	h := http.Header{}
-	h.Set(SvixIDHeader, eventID)
-	h.Set(SvixTimestampHeader, ts)
-	h.Set(SvixSignatureHeader, "v1,"+base64.StdEncoding.EncodeToString(mac[:]))
-	return h, nil
+	return c.svix.sign(eventID, body, now)
 }

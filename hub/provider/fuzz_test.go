@@ -2,10 +2,14 @@ package provider
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -270,5 +274,484 @@ func FuzzClerkVerify(f *testing.F) {
 			}
 		}
 		t.Fatalf("Verify accepted an unsigned delivery: id %q ts %q sig %q body %q", id, ts, sig, body)
+	})
+}
+
+func FuzzStripeSignatureHeader(f *testing.F) {
+	for _, h := range vectorHeaders(f, "stripe", "Stripe-Signature") {
+		f.Add(h)
+	}
+	v1 := "v1=" + strings.Repeat("a", 64)
+	for _, h := range []string{"", "t=", "t=1", v1, "t=1," + v1, "t=01, " + v1 + " ,v0=x", "t=1,t=2," + v1, "t=-1," + v1, "t=1,v1=zz", "=,=", "t=99999999999999999999," + v1, "t=1,v1=" + strings.Repeat("F", 64)} {
+		f.Add(h)
+	}
+	f.Fuzz(func(t *testing.T, header string) {
+		unix, sigs, err := parseStripeSignature(header, nil)
+		// A naive reference: split on ',', trim, cut '='; exactly one t of
+		// digits; v1 entries of 64 hex digits, at most 16.
+		var ts []string
+		var want [][]byte
+		for _, part := range strings.Split(header, ",") {
+			key, value, ok := strings.Cut(strings.Trim(part, " \t"), "=")
+			if !ok {
+				continue
+			}
+			switch key {
+			case "t":
+				ts = append(ts, value)
+			case "v1":
+				if b, err := hex.DecodeString(value); err == nil && len(b) == macSize && len(want) < maxSignatures {
+					want = append(want, b)
+				}
+			}
+		}
+		var refUnix int64
+		refOK := len(ts) == 1 && len(want) > 0 && len(ts[0]) <= maxTimestampLen && strings.Trim(ts[0], "0123456789") == "" && ts[0] != ""
+		if refOK {
+			n, perr := strconv.ParseInt(ts[0], 10, 64)
+			refOK, refUnix = perr == nil, n
+		}
+		if err != nil {
+			if !errors.Is(err, ErrInvalidSignature) || unix != 0 || sigs != nil {
+				t.Fatalf("failed parse: %v, %d, %d signatures", err, unix, len(sigs))
+			}
+			if refOK {
+				t.Fatalf("parse of %q failed (%v), the reference accepts it", header, err)
+			}
+			return
+		}
+		if !refOK || unix != refUnix || len(sigs) != len(want) {
+			t.Fatalf("parse of %q: t=%d, %d signatures; reference ok=%v t=%d, %d signatures", header, unix, len(sigs), refOK, refUnix, len(want))
+		}
+		for i := range sigs {
+			if !bytes.Equal(sigs[i][:], want[i]) {
+				t.Fatalf("signature %d is %x, reference %x", i, sigs[i], want[i])
+			}
+		}
+		if canon := canonicalStripeT(header, unix); canon != strconv.FormatInt(unix, 10) {
+			t.Fatalf("canonical t %q for %d", canon, unix)
+		}
+	})
+}
+
+func FuzzGitHubSignatureHeader(f *testing.F) {
+	for _, h := range vectorHeaders(f, "github", "X-Hub-Signature-256") {
+		f.Add(h)
+	}
+	for _, h := range []string{"", "sha256=", "sha1=126f2c800419c60137ce748d7672e77b65cf16d6", "SHA256=" + strings.Repeat("a", 64), "sha256=" + strings.Repeat("G", 64), "sha256= " + strings.Repeat("a", 63)} {
+		f.Add(h)
+	}
+	f.Fuzz(func(t *testing.T, header string) {
+		var sig [macSize]byte
+		ok := parseGitHubSignature(&sig, header)
+		rest, prefixed := strings.CutPrefix(header, "sha256=")
+		want, err := hex.DecodeString(rest)
+		refOK := prefixed && err == nil && len(want) == macSize
+		if ok != refOK {
+			t.Fatalf("parse of %q: %v, reference %v", header, ok, refOK)
+		}
+		if ok && !bytes.Equal(sig[:], want) {
+			t.Fatalf("signature %x, reference %x", sig, want)
+		}
+	})
+}
+
+func FuzzShopifyHmacHeader(f *testing.F) {
+	for _, h := range vectorHeaders(f, "shopify", "X-Shopify-Hmac-Sha256") {
+		f.Add(h)
+	}
+	for _, h := range []string{"", "=", strings.Repeat("A", 43) + "=", strings.Repeat("A", 43) + "B", strings.Repeat("A", 44), strings.Repeat("A", 42) + "B=", strings.Repeat("_", 43) + "="} {
+		f.Add(h)
+	}
+	f.Fuzz(func(t *testing.T, header string) {
+		var sig [macSize]byte
+		ok := parseShopifyHmac(&sig, header)
+		want, err := base64.StdEncoding.DecodeString(header)
+		refOK := err == nil && len(want) == macSize && base64.StdEncoding.EncodeToString(want) == header
+		if ok != refOK {
+			t.Fatalf("parse of %q: %v, reference %v", header, ok, refOK)
+		}
+		if ok && !bytes.Equal(sig[:], want) {
+			t.Fatalf("signature %x, reference %x", sig, want)
+		}
+	})
+}
+
+func FuzzTwilioSignatureHeaders(f *testing.F) {
+	for _, v := range loadVectors(f) {
+		if v.Provider == "twilio" {
+			f.Add(v.Headers["X-Twilio-Signature"], "")
+		}
+	}
+	sha256Sig := base64.StdEncoding.EncodeToString(make([]byte, 32))
+	for _, c := range [][2]string{
+		{"", ""}, {"RSOYDt4T1cUTdK1PDd93/VVr8B8", ""}, {"RSOYDt4T1cUTdK1PDd93/VVr8B9=", ""},
+		{sha256Sig, "key=KS1,algorithm=HMAC_SHA256"}, {sha256Sig, "algorithm=hmac_sha256 , key=x"},
+		{sha256Sig, "algorithm=HMAC_SHA512"}, {"x", "algorithm=HMAC_SHA1,algorithm=HMAC_SHA1"}, {"x", "=,=,algorithm"},
+	} {
+		f.Add(c[0], c[1])
+	}
+	f.Fuzz(func(t *testing.T, header, settings string) {
+		alg, ok := parseTwilioSettings(settings)
+		// Reference: the algorithm named once, case-insensitively.
+		var named []string
+		for _, part := range strings.Split(settings, ",") {
+			key, value, _ := strings.Cut(strings.Trim(part, " \t"), "=")
+			if strings.EqualFold(key, "algorithm") {
+				named = append(named, strings.ToUpper(value))
+			}
+		}
+		refAlg, refOK := twilioSHA1, true
+		switch {
+		case len(named) > 1:
+			refOK = false
+		case len(named) == 1 && named[0] == "HMAC_SHA256":
+			refAlg = twilioSHA256
+		case len(named) == 1 && named[0] != "HMAC_SHA1":
+			refOK = false
+		}
+		if ok != refOK || (ok && alg != refAlg) {
+			t.Fatalf("settings %q: %v %v, reference %v %v", settings, alg, ok, refAlg, refOK)
+		}
+		if !ok {
+			return
+		}
+		var sig [macSize]byte
+		n, ok := parseTwilioSignature(&sig, header, alg)
+		size := 20
+		if alg == twilioSHA256 {
+			size = 32
+		}
+		want, err := base64.StdEncoding.DecodeString(header)
+		refOK = err == nil && len(want) == size && base64.StdEncoding.EncodeToString(want) == header
+		if ok != refOK {
+			t.Fatalf("signature %q (%v): %v, reference %v", header, alg, ok, refOK)
+		}
+		if ok && (n != size || !bytes.Equal(sig[:n], want)) {
+			t.Fatalf("signature %x, reference %x", sig[:n], want)
+		}
+	})
+}
+
+// FuzzTwilioForm checks the form handling Twilio's signature and archive
+// depend on: the signed parameter string against a naive reference, and
+// PayloadJSON's JSON against the form it came from.
+func FuzzTwilioForm(f *testing.F) {
+	for _, v := range loadVectors(f) {
+		if v.Provider == "twilio" {
+			f.Add(v.Body)
+		}
+	}
+	for _, b := range []string{"", "a=1&a=0&b=", "Digits=5678&Digits=1234&Digits=1234", "x=%zz", "a;b=1", "=&=&", "k=%E2%82%AC+%00", `{"a":1}`} {
+		f.Add(b)
+	}
+	tw, err := NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		form, err := url.ParseQuery(body)
+		if err == nil {
+			got := string(appendTwilioParams(nil, form))
+			var want strings.Builder
+			names := make([]string, 0, len(form))
+			for name := range form {
+				names = append(names, name)
+			}
+			sort.Strings(names)
+			for _, name := range names {
+				values := append([]string(nil), form[name]...)
+				sort.Strings(values)
+				for _, v := range values {
+					want.WriteString(name + v)
+				}
+			}
+			if got != want.String() {
+				t.Fatalf("signed params %q, reference %q", got, want.String())
+			}
+		}
+		payload, perr := tw.PayloadJSON([]byte(body))
+		if perr != nil {
+			if !errors.Is(perr, ErrPayload) || err == nil {
+				t.Fatalf("PayloadJSON(%q): %v (form error %v)", body, perr, err)
+			}
+			return
+		}
+		if !json.Valid(payload) {
+			t.Fatalf("PayloadJSON(%q) = %q, not JSON", body, payload)
+		}
+		if c := firstNonSpace([]byte(body)); (c == '{' || c == '[') && json.Valid([]byte(body)) {
+			return
+		}
+		var obj map[string]any
+		if err := json.Unmarshal(payload, &obj); err != nil || len(obj) != len(form) {
+			t.Fatalf("PayloadJSON(%q) = %q: %v", body, payload, err)
+		}
+	})
+}
+
+// signTwilioRef signs a request to testPublicURL+target with the reference
+// signer, for seeds.
+func signTwilioRef(target string, body []byte) string {
+	if _, hash, ok := strings.Cut(target, "bodySHA256="); ok && hash != "" {
+		return refTwilio(twilioSecret, testPublicURL+target, nil, false)
+	}
+	form, _ := url.ParseQuery(string(body))
+	return refTwilio(twilioSecret, testPublicURL+target, form, false)
+}
+
+func FuzzStripeVerify(f *testing.F) {
+	s, err := NewStripe([]string{stripeOldSecret, stripeSecret}, 0)
+	if err != nil {
+		f.Fatal(err)
+	}
+	seedBody, err := s.Sample("evt_1PqRsTuVwXyZ0123456789ab", "customer.subscription.created", nil, fuzzNow)
+	if err != nil {
+		f.Fatal(err)
+	}
+	signed, err := s.Sign("", seedBody, fuzzNow)
+	if err != nil {
+		f.Fatal(err)
+	}
+	seedHeader := signed.Get("Stripe-Signature")
+	f.Add(seedHeader, seedBody)
+	f.Add(seedHeader+",v1="+strings.Repeat("0", 64)+",v0=ab", seedBody)
+	f.Add("t=0"+seedHeader[2:], seedBody)
+	f.Add(seedHeader, append(bytes.Clone(seedBody), ' '))
+	for _, body := range []string{`{"id":"evt_1","type":"a.b"}`, `{"id":"","type":"a.b"}`, `{}`, `[]`} {
+		h, err := s.Sign("", []byte(body), fuzzNow)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(h.Get("Stripe-Signature"), []byte(body))
+	}
+	for _, v := range loadVectors(f) {
+		if v.Provider == "stripe" {
+			f.Add(v.Headers["Stripe-Signature"], []byte(v.Body))
+		}
+	}
+	f.Fuzz(func(t *testing.T, header string, body []byte) {
+		ev, err := s.Verify(http.Header{"Stripe-Signature": {header}}, body, fuzzNow)
+		if err != nil {
+			checkVerifyError(t, err)
+			if ev != (Event{}) {
+				t.Fatalf("failed Verify returned %+v", ev)
+			}
+			return
+		}
+		checkEvent(t, ev, s.Tolerance())
+		if ev.Signature != header {
+			t.Fatalf("Signature %q, header %q", ev.Signature, header)
+		}
+		// Independently: some secret must sign the decimal t and this very
+		// body, and the header must list that MAC as a v1 entry.
+		ts := strconv.FormatInt(ev.SignedAt.Unix(), 10)
+		lower := strings.ToLower(header)
+		for _, secret := range []string{stripeOldSecret, stripeSecret} {
+			if strings.Contains(lower, "v1="+refStripeV1(secret, ts, body)) {
+				return
+			}
+		}
+		t.Fatalf("Verify accepted an unsigned delivery: header %q, body %q", header, body)
+	})
+}
+
+func FuzzStandardWebhooksVerify(f *testing.F) {
+	s, err := NewStandardWebhooks("acme", []string{standardOldSecret, standardSecret}, 0)
+	if err != nil {
+		f.Fatal(err)
+	}
+	seedBody, err := s.Sample(standardMsgID, "email.delivered", nil, fuzzNow)
+	if err != nil {
+		f.Fatal(err)
+	}
+	signed, err := s.Sign(standardMsgID, seedBody, fuzzNow)
+	if err != nil {
+		f.Fatal(err)
+	}
+	ts, seedSig := signed.Get("webhook-timestamp"), signed.Get("webhook-signature")
+	f.Add(standardMsgID, ts, seedSig, seedBody)
+	f.Add(standardMsgID, ts, "v1a,"+strings.Repeat("A", 86)+"== "+seedSig, seedBody)
+	f.Add(standardMsgID, ts, "v1a,"+seedSig[3:], seedBody)
+	f.Add(standardMsgID, ts+"0", seedSig, seedBody)
+	for _, v := range loadVectors(f) {
+		if v.Provider == "standard-webhooks" {
+			f.Add(v.Headers["webhook-id"], v.Headers["webhook-timestamp"], v.Headers["webhook-signature"], []byte(v.Body))
+		}
+	}
+	f.Fuzz(func(t *testing.T, id, ts, sig string, body []byte) {
+		h := http.Header{"Webhook-Id": {id}, "Webhook-Timestamp": {ts}, "Webhook-Signature": {sig}}
+		ev, err := s.Verify(h, body, fuzzNow)
+		if err != nil {
+			checkVerifyError(t, err)
+			if ev != (Event{}) {
+				t.Fatalf("failed Verify returned %+v", ev)
+			}
+			return
+		}
+		checkEvent(t, ev, s.Tolerance())
+		if ev.ID != id || ev.Signature != sig || strings.Contains(id, ".") {
+			t.Fatalf("event %+v from id %q, signature %q", ev, id, sig)
+		}
+		for _, secret := range []string{standardOldSecret, standardSecret} {
+			want := "v1," + refSvixV1(secret, id, ts, body)
+			for _, entry := range strings.Split(sig, " ") {
+				if entry == want {
+					return
+				}
+			}
+		}
+		t.Fatalf("Verify accepted an unsigned delivery: id %q ts %q sig %q body %q", id, ts, sig, body)
+	})
+}
+
+func FuzzGitHubVerify(f *testing.F) {
+	g, err := NewGitHub([]string{githubOldSecret, githubSecret})
+	if err != nil {
+		f.Fatal(err)
+	}
+	seedBody, err := g.Sample(githubDelivery, "pull_request.opened", nil, fuzzNow)
+	if err != nil {
+		f.Fatal(err)
+	}
+	seedSig := githubSig(githubSecret, seedBody)
+	form := []byte("payload=" + url.QueryEscape(`{"action":"closed"}`))
+	f.Add(seedSig, "pull_request", seedBody)
+	f.Add(seedSig, "pull_request", append(bytes.Clone(seedBody), '\n'))
+	f.Add(githubSig(githubSecret, form), "issues", form)
+	f.Add(githubSig(githubSecret, []byte(`{"action":5}`)), "x", []byte(`{"action":5}`))
+	for _, v := range loadVectors(f) {
+		if v.Provider == "github" {
+			f.Add(v.Headers["X-Hub-Signature-256"], v.Headers["X-GitHub-Event"], []byte(v.Body))
+		}
+	}
+	f.Fuzz(func(t *testing.T, sig, event string, body []byte) {
+		h := http.Header{"X-Hub-Signature-256": {sig}, "X-Github-Event": {event}, "X-Github-Delivery": {githubDelivery}}
+		ev, err := g.Verify(h, body, time.Time{})
+		if err != nil {
+			checkVerifyError(t, err)
+			if errors.Is(err, ErrTimestamp) || ev != (Event{}) {
+				t.Fatalf("failed Verify: %v, %+v", err, ev)
+			}
+			return
+		}
+		if ev.ID != githubDelivery || (ev.Type != event && !strings.HasPrefix(ev.Type, event+".")) || !ev.SignedAt.IsZero() {
+			t.Fatalf("event %+v from event %q", ev, event)
+		}
+		if len(ev.Type) > maxEventTypeLen || hasControl(ev.Type) {
+			t.Fatalf("bad type %q", ev.Type)
+		}
+		for _, secret := range []string{githubOldSecret, githubSecret} {
+			// The hex may be in either case; the prefix may not.
+			if want := githubSig(secret, body); strings.HasPrefix(sig, "sha256=") && strings.EqualFold(sig, want) {
+				if _, err := g.PayloadJSON(body); err != nil {
+					t.Fatalf("PayloadJSON of an accepted body: %v", err)
+				}
+				return
+			}
+		}
+		t.Fatalf("Verify accepted an unsigned delivery: sig %q body %q", sig, body)
+	})
+}
+
+func FuzzShopifyVerify(f *testing.F) {
+	s, err := NewShopify([]string{shopifyOldSecret, shopifySecret})
+	if err != nil {
+		f.Fatal(err)
+	}
+	seedBody, err := s.Sample("1", "orders.create", nil, fuzzNow)
+	if err != nil {
+		f.Fatal(err)
+	}
+	seedSig := shopifySig(shopifySecret, seedBody)
+	f.Add(seedSig, "orders/create", seedBody)
+	f.Add(hex.EncodeToString(refHMACSHA256(shopifySecret, seedBody)), "orders/create", seedBody)
+	f.Add(seedSig, "orders/create", seedBody[1:])
+	for _, v := range loadVectors(f) {
+		if v.Provider == "shopify" {
+			f.Add(v.Headers["X-Shopify-Hmac-Sha256"], v.Headers["X-Shopify-Topic"], []byte(v.Body))
+		}
+	}
+	f.Fuzz(func(t *testing.T, sig, topic string, body []byte) {
+		h := http.Header{"X-Shopify-Hmac-Sha256": {sig}, "X-Shopify-Topic": {topic}, "X-Shopify-Webhook-Id": {"1"}}
+		ev, err := s.Verify(h, body, time.Time{})
+		if err != nil {
+			checkVerifyError(t, err)
+			if errors.Is(err, ErrTimestamp) || ev != (Event{}) {
+				t.Fatalf("failed Verify: %v, %+v", err, ev)
+			}
+			return
+		}
+		if ev.ID != "1" || ev.Type != strings.ReplaceAll(topic, "/", ".") || hasControl(ev.Type) || len(ev.Type) > maxEventTypeLen {
+			t.Fatalf("event %+v from topic %q", ev, topic)
+		}
+		for _, secret := range []string{shopifyOldSecret, shopifySecret} {
+			if sig == shopifySig(secret, body) {
+				return
+			}
+		}
+		t.Fatalf("Verify accepted an unsigned delivery: sig %q body %q", sig, body)
+	})
+}
+
+func FuzzTwilioVerify(f *testing.F) {
+	tw, err := NewTwilio([]string{twilioOldSecret, twilioSecret}, TwilioConfig{PublicURL: testPublicURL})
+	if err != nil {
+		f.Fatal(err)
+	}
+	seedBody, err := tw.Sample("evt_1", "message.delivered", nil, fuzzNow)
+	if err != nil {
+		f.Fatal(err)
+	}
+	const target = "/webhooks/twilio?type=sms.status"
+	seedSig := signTwilioRef(target, seedBody)
+	f.Add(seedSig, target, seedBody)
+	f.Add(seedSig, "/webhooks/twilio?type=sms.statuz", seedBody)
+	f.Add(seedSig, target, append(bytes.Clone(seedBody), "&x=1"...))
+	f.Add(signTwilioRef("/webhooks/twilio", seedBody), "/webhooks/twilio", seedBody)
+	jsonBody := []byte(`{"a":1}`)
+	sum := sha256.Sum256(jsonBody)
+	jsonTarget := "/webhooks/twilio?type=x&bodySHA256=" + hex.EncodeToString(sum[:])
+	f.Add(signTwilioRef(jsonTarget, jsonBody), jsonTarget, jsonBody)
+	f.Add(signTwilioRef(jsonTarget, jsonBody), jsonTarget, []byte(`{"a":2}`))
+	f.Fuzz(func(t *testing.T, sig, target string, body []byte) {
+		h := http.Header{"X-Twilio-Signature": {sig}}
+		ev, err := tw.VerifyRequest(Request{Header: h, Body: body, URI: target, Now: fuzzNow})
+		if err != nil {
+			checkVerifyError(t, err)
+			if errors.Is(err, ErrTimestamp) || ev != (Event{}) {
+				t.Fatalf("failed Verify: %v, %+v", err, ev)
+			}
+			return
+		}
+		if ev.ID == "" || ev.Type == "" || hasControl(ev.ID) || hasControl(ev.Type) || len(ev.ID) > maxEventIDLen || len(ev.Type) > maxEventTypeLen {
+			t.Fatalf("bad event %+v", ev)
+		}
+		payload, err := tw.PayloadJSON(body)
+		if err != nil || !json.Valid(payload) {
+			t.Fatalf("PayloadJSON of an accepted body: %q, %v", payload, err)
+		}
+		// Independently: some secret signs some base URL plus target (plus
+		// the parameters, or with the body matching bodySHA256).
+		path, _ := twilioRequestTarget(target) // absolute-form: the path on
+		_, rawQuery, _ := strings.Cut(path, "?")
+		query, _ := url.ParseQuery(rawQuery)
+		var form url.Values
+		if hashes, ok := query["bodySHA256"]; ok {
+			got := sha256.Sum256(body)
+			if !strings.EqualFold(hashes[0], hex.EncodeToString(got[:])) {
+				t.Fatalf("accepted a body whose hash is not bodySHA256")
+			}
+		} else {
+			form, _ = url.ParseQuery(string(body))
+		}
+		for _, base := range []string{testPublicURL, testPublicURL + ":443"} {
+			for _, secret := range []string{twilioOldSecret, twilioSecret} {
+				if sig == refTwilio(secret, base+path, form, false) {
+					return
+				}
+			}
+		}
+		t.Fatalf("VerifyRequest accepted an unsigned request: sig %q target %q body %q", sig, target, body)
 	})
 }

@@ -2,11 +2,18 @@ package provider
 
 import (
 	"crypto/hmac"
+	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"net/http"
+	"net/url"
+	"sort"
 	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // Reference signers, written straight from the documented schemes and
@@ -49,4 +56,120 @@ func svixHeader(id, ts, sig string) http.Header {
 		}
 	}
 	return h
+}
+
+// Test secrets of the newer providers: the current one and an older one
+// still accepted during a rotation.
+const (
+	stripeSecret      = "whsec_test_secret"
+	stripeOldSecret   = "whsec_0ldR0lledSecretStillActiveFor24h"
+	githubSecret      = "It's a Secret to Everybody"
+	githubOldSecret   = "0123456789abcdef"
+	shopifySecret     = "test_secret_key"
+	shopifyOldSecret  = "shpss_0ld5ecret0ld5ecret0ld5ecret"
+	standardSecret    = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"
+	standardOldSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	twilioSecret      = "12345"
+	twilioOldSecret   = "0f9e8d7c6b5a49382716051f2e3d4c5b"
+	testPublicURL     = "https://hub.example.com"
+)
+
+// testSecrets maps every registered provider to its current and old test
+// secret.
+var testSecrets = map[string][2]string{
+	"paddle":            {paddleSecret, paddleOldSecret},
+	"clerk":             {clerkSecret, clerkOldSecret},
+	"stripe":            {stripeSecret, stripeOldSecret},
+	"github":            {githubSecret, githubOldSecret},
+	"shopify":           {shopifySecret, shopifyOldSecret},
+	"standard-webhooks": {standardSecret, standardOldSecret},
+	"twilio":            {twilioSecret, twilioOldSecret},
+}
+
+// newTestProvider builds a registered provider with the test public URL.
+func newTestProvider(t testing.TB, name string, secrets ...string) Provider {
+	t.Helper()
+	p, err := NewWithOptions(name, secrets, Options{PublicURL: testPublicURL})
+	require.NoError(t, err)
+	return p
+}
+
+// delivery is a signed request: headers, request-target and body.
+type delivery struct {
+	header http.Header
+	target string
+	body   []byte
+}
+
+// sampleDelivery builds a realistic signed delivery of p, as `hub send`
+// does: Sample, then SignTyped when p has it, else Sign.
+func sampleDelivery(p Provider, eventID, eventType string, now time.Time) (delivery, error) {
+	s := p.(Sender)
+	body, err := s.Sample(eventID, eventType, nil, now)
+	if err != nil {
+		return delivery{}, err
+	}
+	return signDelivery(p, eventID, eventType, body, now)
+}
+
+// signDelivery signs body as eventType with p, as `hub send` does.
+func signDelivery(p Provider, eventID, eventType string, body []byte, now time.Time) (delivery, error) {
+	if ts, ok := p.(TypedSender); ok {
+		h, target, err := ts.SignTyped(eventID, eventType, body, now)
+		return delivery{h, target, body}, err
+	}
+	h, err := p.(Sender).Sign(eventID, body, now)
+	return delivery{h, "/webhooks/" + p.Name(), body}, err
+}
+
+// verifyDelivery verifies d with p, as the HTTP server does: through
+// VerifyRequest when p is a RequestVerifier.
+func verifyDelivery(p Provider, d delivery, now time.Time) (Event, error) {
+	if rv, ok := p.(RequestVerifier); ok {
+		return rv.VerifyRequest(Request{Header: d.header, Body: d.body, URI: d.target, Now: now})
+	}
+	return p.Verify(d.header, d.body, now)
+}
+
+// refStripeV1 returns the hex v1 for t and body under a Stripe secret,
+// used whole as the key.
+func refStripeV1(secret, t string, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(t + "."))
+	m.Write(body)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// refHMACSHA256 returns HMAC-SHA256(secret, body).
+func refHMACSHA256(secret string, body []byte) []byte {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(body)
+	return m.Sum(nil)
+}
+
+// refTwilio returns Twilio's signature of a request to fullURL: the URL,
+// then for a form body every parameter's name and value, sorted by name
+// (and by value within a name), keyed with token. sha256 selects the
+// Webhooks Rule variant.
+func refTwilio(token, fullURL string, form url.Values, useSHA256 bool) string {
+	s := fullURL
+	names := make([]string, 0, len(form))
+	for name := range form {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		values := append([]string(nil), form[name]...)
+		sort.Strings(values)
+		for _, v := range values {
+			s += name + v
+		}
+	}
+	newHash := sha1.New
+	if useSHA256 {
+		newHash = sha256.New
+	}
+	m := hmac.New(newHash, []byte(token))
+	m.Write([]byte(s))
+	return base64.StdEncoding.EncodeToString(m.Sum(nil))
 }

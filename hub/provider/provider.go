@@ -1,7 +1,9 @@
 // Package provider verifies webhook deliveries and extracts the event they
-// carry. Each provider (Paddle, Clerk, …) lives in one file and implements
-// Provider; adding one means one new file, its registration line in
-// registry.go, and its tests.
+// carry. Each provider (Paddle, Clerk, Stripe, GitHub, Shopify, Standard
+// Webhooks, Twilio) lives in one file and implements Provider; adding one
+// means one new file, its registration line in registry.go, and its tests.
+// Schemes that need more than headers and body implement the optional
+// interfaces of request.go (RequestVerifier, Payloader, TypedSender).
 //
 // Verification always happens on the raw request bytes, before any JSON
 // parsing; MACs are compared in constant time; every configured secret is

@@ -6,6 +6,7 @@ package provider
 import (
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,8 +15,8 @@ import (
 	"time"
 )
 
-// macSize is the size of an HMAC-SHA256 tag, the only MAC the built-in
-// providers use.
+// macSize is the size of an HMAC-SHA256 tag, the MAC of every built-in
+// provider but Twilio (HMAC-SHA1 by default).
 const macSize = sha256.Size
 
 // maxSignatures bounds how many signatures a header may contribute; later
@@ -42,13 +43,36 @@ type macState struct {
 	sum [macSize]byte
 }
 
-func newMACKey(key []byte) *macKey {
+func newMACKey(key []byte) *macKey { return newMACKeyHash(sha256.New, key) }
+
+// newMACKeyHash returns a macKey for HMAC over newHash (SHA-1 for Twilio).
+// Only SHA-256 keys may use sum; others go through acquire and release.
+func newMACKeyHash(newHash func() hash.Hash, key []byte) *macKey {
 	key = append([]byte(nil), key...)
 	k := &macKey{}
 	k.pool.New = func() any {
-		return &macState{h: hmac.New(sha256.New, key), buf: make([]byte, 0, 64)}
+		return &macState{h: hmac.New(newHash, key), buf: make([]byte, 0, 64)}
 	}
 	return k
+}
+
+// acquire returns a reset pooled state, for MACs whose input is assembled
+// piecewise in st.buf; the tag is st.h.Sum(st.sum[:0]). Give it back with
+// release.
+func (k *macKey) acquire() *macState {
+	st := k.pool.Get().(*macState)
+	st.h.Reset()
+	st.buf = st.buf[:0]
+	return st
+}
+
+// release returns st to the pool. Oversized scratch buffers are dropped so
+// that one huge request does not pin its memory.
+func (k *macKey) release(st *macState) {
+	if cap(st.buf) > 64<<10 {
+		st.buf = make([]byte, 0, 64)
+	}
+	k.pool.Put(st)
 }
 
 // sum writes HMAC-SHA256(key, parts[0] sep parts[1] sep … sep body) to out:
@@ -174,4 +198,56 @@ func hasControl(s string) bool {
 		}
 	}
 	return false
+}
+
+// checkText checks an event id or type a provider takes from a body field
+// or a header: present, at most maxLen bytes, no control characters. The
+// ErrPayload detail is missing when it is empty, and otherwise starts with
+// name ("id", "X-GitHub-Delivery").
+func checkText(missing, name, s string, maxLen int) error {
+	switch {
+	case s == "":
+		return errPayload(missing)
+	case len(s) > maxLen:
+		return errPayload(fmt.Sprintf("%s is longer than %d bytes", name, maxLen))
+	case hasControl(s):
+		return errPayload(name + " contains control characters")
+	}
+	return nil
+}
+
+// b64MACLen is the length of a padded standard base64 HMAC-SHA256.
+const b64MACLen = 44
+
+// strictB64 decodes signatures strictly, so that an accepted signature is
+// the canonical encoding of its MAC.
+var strictB64 = base64.StdEncoding.Strict()
+
+// decodeB64MAC decodes s, the canonical padded standard base64 of exactly
+// macSize bytes, into dst without allocating.
+func decodeB64MAC(dst *[macSize]byte, s string) bool {
+	if len(s) != b64MACLen {
+		return false
+	}
+	var src [b64MACLen]byte
+	var mac [macSize + 1]byte // DecodedLen(44) is 33
+	copy(src[:], s)
+	if n, err := strictB64.Decode(mac[:], src[:]); err != nil || n != macSize {
+		return false
+	}
+	*dst = [macSize]byte(mac[:macSize])
+	return true
+}
+
+// firstNonSpace returns the first byte of b that is not JSON whitespace,
+// or 0.
+func firstNonSpace(b []byte) byte {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+		default:
+			return c
+		}
+	}
+	return 0
 }

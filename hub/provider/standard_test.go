@@ -1,0 +1,241 @@
+package provider
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+const (
+	standardMsgID = "msg_27UH4WbU6Z5A5EzD8u03UvzRbpk"
+	standardTS    = int64(1649367553)
+)
+
+var standardTestBody = []byte(`{"type":"contact.created","timestamp":"2022-11-03T20:26:10.344522Z","data":{"id":"1f81eb52-5198-4599-803e-771906343485","email":"ada@example.com"}}`)
+
+func standardHeader(id, ts, sig string) http.Header {
+	h := http.Header{}
+	for name, v := range map[string]string{"webhook-id": id, "webhook-timestamp": ts, "webhook-signature": sig} {
+		if v != "" {
+			h.Set(name, v)
+		}
+	}
+	return h
+}
+
+func TestNewStandardWebhooks(t *testing.T) {
+	tests := []struct {
+		name, provider string
+		secrets        []string
+		tol            time.Duration
+		wantErr        string
+		wantTol        time.Duration
+	}{
+		{"default", "resend", []string{standardSecret}, 0, "", 5 * time.Minute},
+		{"without prefix", "acme", []string{strings.TrimPrefix(standardSecret, "whsec_")}, time.Second, "", time.Second},
+		{"no secrets", "resend", nil, 0, "resend: no secret configured", 0},
+		{"empty key", "resend", []string{"whsec_"}, 0, "resend: secret 0 decodes to an empty key", 0},
+		{"not base64", "resend", []string{standardSecret, "whsec_test_secret"}, 0, "resend: secret 1 is not whsec_ followed by standard base64", 0},
+		{"negative tolerance", "resend", []string{standardSecret}, -time.Second, "resend: negative tolerance -1s", 0},
+		{"bad name", "Resend!", []string{standardSecret}, 0, `standard webhooks: invalid provider name "Resend!": want 1 to 32 of [a-z0-9_-], starting with a letter or digit`, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := NewStandardWebhooks(tt.provider, tt.secrets, tt.tol)
+			if tt.wantErr != "" {
+				require.EqualError(t, err, tt.wantErr)
+				require.Nil(t, s)
+				for _, secret := range tt.secrets {
+					if rest := strings.TrimPrefix(secret, "whsec_"); rest != "" {
+						require.NotContains(t, err.Error(), rest, "the error must not print a secret")
+					}
+				}
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.provider, s.Name())
+			require.Equal(t, tt.wantTol, s.Tolerance())
+		})
+	}
+}
+
+func TestStandardWebhooksVerify(t *testing.T) {
+	ts := strconv.FormatInt(standardTS, 10)
+	good := "v1," + refSvixV1(standardSecret, standardMsgID, ts, standardTestBody)
+	old := "v1," + refSvixV1(standardOldSecret, standardMsgID, ts, standardTestBody)
+	junk := "v1," + base64.StdEncoding.EncodeToString(make([]byte, 32))
+	signedAt := time.Unix(standardTS, 0)
+
+	tests := []struct {
+		name    string
+		secrets []string
+		tol     time.Duration
+		header  http.Header
+		body    []byte
+		now     time.Time
+		wantErr error
+	}{
+		{"valid", []string{standardSecret}, 0, standardHeader(standardMsgID, ts, good), standardTestBody, signedAt, nil},
+		{"rotation: second secret matches", []string{standardOldSecret, standardSecret}, 0, standardHeader(standardMsgID, ts, good), standardTestBody, signedAt, nil},
+		{"several v1, one matches", []string{standardSecret}, 0, standardHeader(standardMsgID, ts, junk+" "+old+" "+good), standardTestBody, signedAt, nil},
+		{"v1a (ed25519) entries skipped", []string{standardSecret}, 0, standardHeader(standardMsgID, ts, "v1a,"+strings.Repeat("A", 86)+"== "+good), standardTestBody, signedAt, nil},
+		{"tampered body", []string{standardSecret}, 0, standardHeader(standardMsgID, ts, good), append(standardTestBody, ' '), signedAt, ErrInvalidSignature},
+		{"tampered id", []string{standardSecret}, 0, standardHeader(standardMsgID+"x", ts, good), standardTestBody, signedAt, ErrInvalidSignature},
+		{"wrong secret", []string{standardOldSecret}, 0, standardHeader(standardMsgID, ts, good), standardTestBody, signedAt, ErrInvalidSignature},
+		{"v1a with the right MAC is not compared", []string{standardSecret}, 0, standardHeader(standardMsgID, ts, "v1a,"+good[3:]), standardTestBody, signedAt, ErrInvalidSignature},
+		{"svix-* headers are Clerk's, not these", []string{standardSecret}, 0, svixHeader(standardMsgID, ts, good), standardTestBody, signedAt, ErrInvalidSignature},
+		{"stale by 301s", []string{standardSecret}, 0, standardHeader(standardMsgID, ts, good), standardTestBody, signedAt.Add(301 * time.Second), ErrTimestamp},
+		{"future by 301s", []string{standardSecret}, 0, standardHeader(standardMsgID, ts, good), standardTestBody, signedAt.Add(-301 * time.Second), ErrTimestamp},
+		{"exactly 300s old", []string{standardSecret}, 0, standardHeader(standardMsgID, ts, good), standardTestBody, signedAt.Add(300 * time.Second), nil},
+		{"exactly 300s ahead", []string{standardSecret}, 0, standardHeader(standardMsgID, ts, good), standardTestBody, signedAt.Add(-300 * time.Second), nil},
+		{"narrow tolerance", []string{standardSecret}, time.Second, standardHeader(standardMsgID, ts, good), standardTestBody, signedAt.Add(2 * time.Second), ErrTimestamp},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := NewStandardWebhooks("resend", tt.secrets, tt.tol)
+			require.NoError(t, err)
+			ev, err := s.Verify(tt.header, tt.body, tt.now)
+			if tt.wantErr != nil {
+				require.ErrorIs(t, err, tt.wantErr)
+				require.Equal(t, Event{}, ev)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, Event{
+				ID:         standardMsgID,
+				Type:       "contact.created",
+				Signature:  tt.header.Get("webhook-signature"),
+				SignedAt:   signedAt,
+				OccurredAt: time.Date(2022, 11, 3, 20, 26, 10, 344522000, time.UTC),
+			}, ev)
+		})
+	}
+}
+
+func TestStandardWebhooksMalformedHeaders(t *testing.T) {
+	ts := strconv.FormatInt(standardTS, 10)
+	good := "v1," + refSvixV1(standardSecret, standardMsgID, ts, standardTestBody)
+	tests := []struct{ name, id, ts, sig, wantDetail string }{
+		{"missing id", "", ts, good, "missing webhook-id header"},
+		{"missing timestamp", standardMsgID, "", good, "missing webhook-timestamp header"},
+		{"missing signature", standardMsgID, ts, "", "missing webhook-signature header"},
+		{"id with '.'", "msg.1", ts, good, "webhook-id contains '.' or a control character"},
+		{"id of 256 bytes", strings.Repeat("m", 256), ts, good, "webhook-id is longer than 255 bytes"},
+		{"timestamp in milliseconds with a fraction", standardMsgID, ts + ".5", good, "webhook-timestamp is not a unix time"},
+		{"RFC 3339 timestamp", standardMsgID, "2022-04-07T21:39:13Z", good, "webhook-timestamp is not a unix time"},
+		{"v1 without signature (official partial-signature case)", standardMsgID, ts, "v1,", "webhook-signature has no well-formed v1 entry"},
+		{"hex MAC", standardMsgID, ts, "v1," + strings.Repeat("ab", 32), "webhook-signature has no well-formed v1 entry"},
+		{"comma separated", standardMsgID, ts, good + "," + good, "webhook-signature has no well-formed v1 entry"},
+		{"good but junk MAC", standardMsgID, ts, "v1," + base64.StdEncoding.EncodeToString(make([]byte, 32)), "no v1 signature matches any secret"},
+	}
+	s, err := NewStandardWebhooks("acme", []string{standardSecret}, 0)
+	require.NoError(t, err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := s.Verify(standardHeader(tt.id, tt.ts, tt.sig), standardTestBody, time.Unix(standardTS, 0))
+			require.ErrorIs(t, err, ErrInvalidSignature)
+			require.EqualError(t, err, "invalid signature: "+tt.wantDetail)
+		})
+	}
+}
+
+func TestStandardWebhooksPayload(t *testing.T) {
+	tests := []struct {
+		name, body, wantErr, wantType string
+		wantOcc                       time.Time
+	}{
+		{"no type", `{"email":"test@example.com","username":"test_user"}`, "invalid payload: body has no type", "", time.Time{}},
+		{"array", `[]`, "invalid payload: body is a JSON array, not an object", "", time.Time{}},
+		{"type with LF", `{"type":"a\n"}`, "invalid payload: type contains control characters", "", time.Time{}},
+		{"no timestamp", `{"type":"email.sent"}`, "", "email.sent", time.Time{}},
+		{"millisecond timestamp is Clerk's, ignored here", `{"type":"email.sent","timestamp":1654012591835}`, "", "email.sent", time.Time{}},
+		{"malformed timestamp", `{"type":"email.sent","timestamp":"yesterday"}`, "", "email.sent", time.Time{}},
+		{"RFC 3339 timestamp", `{"type":"email.sent","timestamp":"2024-02-22T23:41:12.126Z"}`, "", "email.sent", time.Date(2024, 2, 22, 23, 41, 12, 126000000, time.UTC)},
+	}
+	s, err := NewStandardWebhooks("resend", []string{standardSecret}, 0)
+	require.NoError(t, err)
+	now := time.Unix(standardTS, 0)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, err := s.Sign(standardMsgID, []byte(tt.body), now)
+			require.NoError(t, err)
+			ev, err := s.Verify(h, []byte(tt.body), now)
+			if tt.wantErr != "" {
+				require.ErrorIs(t, err, ErrPayload)
+				require.EqualError(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.wantType, ev.Type)
+			require.True(t, tt.wantOcc.Equal(ev.OccurredAt), "OccurredAt %v", ev.OccurredAt)
+		})
+	}
+}
+
+func TestStandardWebhooksSampleSign(t *testing.T) {
+	now := time.Date(2025, 6, 1, 12, 30, 45, 123456000, time.UTC)
+	s, err := NewStandardWebhooks("resend", []string{standardSecret, standardOldSecret}, 0)
+	require.NoError(t, err)
+	type envelope struct {
+		Type      string         `json:"type"`
+		Timestamp string         `json:"timestamp"`
+		Data      map[string]any `json:"data"`
+	}
+	for _, eventType := range []string{"email.delivered", "email.clicked", "email.bounced", "contact.created", "domain.updated"} {
+		t.Run(eventType, func(t *testing.T) {
+			body, err := s.Sample(standardMsgID, eventType, nil, now)
+			require.NoError(t, err)
+			again, err := s.Sample(standardMsgID, eventType, nil, now)
+			require.NoError(t, err)
+			require.Equal(t, body, again, "Sample is deterministic")
+			var env envelope
+			require.NoError(t, json.Unmarshal(body, &env))
+			require.Equal(t, eventType, env.Type)
+			require.Equal(t, "2025-06-01T12:30:45.123456Z", env.Timestamp)
+			require.NotEmpty(t, env.Data)
+			require.Greater(t, len(body), 300)
+
+			h, err := s.Sign(standardMsgID, body, now)
+			require.NoError(t, err)
+			require.Equal(t, standardMsgID, h.Get("webhook-id"))
+			require.Equal(t, "1748781045", h.Get("webhook-timestamp"))
+			require.Equal(t, "v1,"+refSvixV1(standardSecret, standardMsgID, "1748781045", body), h.Get("webhook-signature"))
+			require.Empty(t, h.Get("svix-id"))
+
+			ev, err := s.Verify(h, body, now.Add(time.Minute))
+			require.NoError(t, err)
+			require.Equal(t, standardMsgID, ev.ID)
+			require.Equal(t, eventType, ev.Type)
+			require.True(t, ev.SignedAt.Equal(now.Truncate(time.Second)))
+			require.True(t, ev.OccurredAt.Equal(now))
+
+			// The same bytes, delivered to Clerk under svix-* names, verify
+			// there too: one scheme, two header sets.
+			c, err := NewClerk([]string{standardSecret}, 0)
+			require.NoError(t, err)
+			_, err = c.Verify(svixHeader(h.Get("webhook-id"), h.Get("webhook-timestamp"), h.Get("webhook-signature")), body, now)
+			require.NoError(t, err)
+
+			other, err := NewStandardWebhooks("resend", []string{standardOldSecret}, 0)
+			require.NoError(t, err)
+			_, err = other.Verify(h, body, now)
+			require.ErrorIs(t, err, ErrInvalidSignature)
+		})
+	}
+	t.Run("invalid input", func(t *testing.T) {
+		_, err := s.Sample("", "email.sent", nil, now)
+		require.Error(t, err)
+		_, err = s.Sample(standardMsgID, "email.sent", []byte("nope"), now)
+		require.Error(t, err)
+		_, err = s.Sign("msg.1", []byte("{}"), now)
+		require.EqualError(t, err, "resend: event id is not a valid webhook-id")
+		_, err = s.Sign(standardMsgID, []byte("{}"), time.Unix(-1, 0))
+		require.EqualError(t, err, "resend: cannot sign before 1970")
+	})
+}

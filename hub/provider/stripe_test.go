@@ -1,0 +1,320 @@
+package provider
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+const stripeTS = int64(1700000000)
+
+var stripeTestBody = []byte(`{"id":"evt_1NG8Du2eZvKYlo2CUI79vXWy","object":"event","api_version":"2024-06-20","created":1686089970,"data":{"object":{"id":"cus_O2Dnbgvaj1YZJv","object":"customer","email":"ada@example.com"}},"livemode":false,"pending_webhooks":1,"request":{"id":"req_a1b2c3","idempotency_key":"f0e1d2c3"},"type":"customer.created"}`)
+
+func stripeHeader(value string) http.Header {
+	h := http.Header{}
+	if value != "" {
+		h.Set("Stripe-Signature", value)
+	}
+	return h
+}
+
+func TestNewStripe(t *testing.T) {
+	tests := []struct {
+		name    string
+		secrets []string
+		tol     time.Duration
+		wantErr string
+		wantTol time.Duration
+	}{
+		{"nil secrets", nil, 0, "stripe: no secret configured", 0},
+		{"no secrets", []string{}, 0, "stripe: no secret configured", 0},
+		{"empty secret", []string{stripeSecret, ""}, 0, "stripe: secret 1 is empty", 0},
+		{"negative tolerance", []string{stripeSecret}, -time.Second, "stripe: negative tolerance -1s", 0},
+		{"default tolerance", []string{stripeSecret}, 0, "", 300 * time.Second},
+		{"custom tolerance", []string{stripeSecret, stripeOldSecret}, time.Minute, "", time.Minute},
+		{"a secret that is not base64 is fine", []string{"whsec_test_secret!"}, 0, "", 300 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := NewStripe(tt.secrets, tt.tol)
+			if tt.wantErr != "" {
+				require.EqualError(t, err, tt.wantErr)
+				require.Nil(t, s)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, "stripe", s.Name())
+			require.Equal(t, tt.wantTol, s.Tolerance())
+		})
+	}
+}
+
+func TestStripeVerify(t *testing.T) {
+	ts := strconv.FormatInt(stripeTS, 10)
+	good := refStripeV1(stripeSecret, ts, stripeTestBody)
+	old := refStripeV1(stripeOldSecret, ts, stripeTestBody)
+	junk := strings.Repeat("ab", 32)
+	signedAt := time.Unix(stripeTS, 0)
+	// The key Svix would use for the same whsec_ string: the decoded rest.
+	svixKey, err := base64.StdEncoding.DecodeString("dGVzdF9zZWNyZXQ=")
+	require.NoError(t, err)
+	svixStyle := refStripeV1(string(svixKey), ts, stripeTestBody)
+
+	tests := []struct {
+		name    string
+		secrets []string
+		tol     time.Duration
+		header  string
+		body    []byte
+		now     time.Time
+		wantErr error
+	}{
+		{"valid", []string{stripeSecret}, 0, "t=" + ts + ",v1=" + good, stripeTestBody, signedAt, nil},
+		{"rotation: second secret matches", []string{stripeOldSecret, stripeSecret}, 0, "t=" + ts + ",v1=" + good, stripeTestBody, signedAt, nil},
+		{"rolled secret: two v1, second matches", []string{stripeSecret}, 0, "t=" + ts + ",v1=" + old + ",v1=" + good, stripeTestBody, signedAt, nil},
+		{"v0 and unknown keys ignored", []string{stripeSecret}, 0, "t=" + ts + ",v0=" + junk + ",v1=" + good + ",v2=x,x", stripeTestBody, signedAt, nil},
+		{"v1 before t", []string{stripeSecret}, 0, "v1=" + good + ",t=" + ts, stripeTestBody, signedAt, nil},
+		{"spaces around pairs", []string{stripeSecret}, 0, "t=" + ts + ", v1=" + good + " ", stripeTestBody, signedAt, nil},
+		{"uppercase hex", []string{stripeSecret}, 0, "t=" + ts + ",v1=" + strings.ToUpper(good), stripeTestBody, signedAt, nil},
+		{"leading zeros: the decimal t is signed, as stripe-go does", []string{stripeSecret}, 0, "t=00" + ts + ",v1=" + good, stripeTestBody, signedAt, nil},
+		{"malformed v1 next to a good one", []string{stripeSecret}, 0, "t=" + ts + ",v1=zz,v1=" + good[:63] + ",v1=" + good, stripeTestBody, signedAt, nil},
+		{"tampered body", []string{stripeSecret}, 0, "t=" + ts + ",v1=" + good, append(stripeTestBody, '\n'), signedAt, ErrInvalidSignature},
+		{"tampered t", []string{stripeSecret}, 0, "t=" + strconv.FormatInt(stripeTS+1, 10) + ",v1=" + good, stripeTestBody, signedAt, ErrInvalidSignature},
+		{"wrong secret", []string{stripeOldSecret}, 0, "t=" + ts + ",v1=" + good, stripeTestBody, signedAt, ErrInvalidSignature},
+		{"key decoded as Svix would: rejected", []string{stripeSecret}, 0, "t=" + ts + ",v1=" + svixStyle, stripeTestBody, signedAt, ErrInvalidSignature},
+		{"right MAC under v0 only", []string{stripeSecret}, 0, "t=" + ts + ",v0=" + good, stripeTestBody, signedAt, ErrInvalidSignature},
+		{"stale by 301s", []string{stripeSecret}, 0, "t=" + ts + ",v1=" + good, stripeTestBody, signedAt.Add(301 * time.Second), ErrTimestamp},
+		{"future by 301s (stripe-go would accept)", []string{stripeSecret}, 0, "t=" + ts + ",v1=" + good, stripeTestBody, signedAt.Add(-301 * time.Second), ErrTimestamp},
+		{"future by an hour", []string{stripeSecret}, 0, "t=" + ts + ",v1=" + good, stripeTestBody, signedAt.Add(-time.Hour), ErrTimestamp},
+		{"exactly 300s old", []string{stripeSecret}, 0, "t=" + ts + ",v1=" + good, stripeTestBody, signedAt.Add(300 * time.Second), nil},
+		{"exactly 300s ahead", []string{stripeSecret}, 0, "t=" + ts + ",v1=" + good, stripeTestBody, signedAt.Add(-300 * time.Second), nil},
+		{"narrow tolerance", []string{stripeSecret}, 10 * time.Second, "t=" + ts + ",v1=" + good, stripeTestBody, signedAt.Add(11 * time.Second), ErrTimestamp},
+		{"match beyond the 16th v1 is ignored", []string{stripeSecret}, 0, "t=" + ts + strings.Repeat(",v1="+junk, 16) + ",v1=" + good, stripeTestBody, signedAt, ErrInvalidSignature},
+		{"match as the 16th v1", []string{stripeSecret}, 0, "t=" + ts + strings.Repeat(",v1="+junk, 15) + ",v1=" + good, stripeTestBody, signedAt, nil},
+		{"forged and stale reports the signature", []string{stripeSecret}, 0, "t=" + ts + ",v1=" + junk, stripeTestBody, signedAt.Add(time.Hour), ErrInvalidSignature},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := NewStripe(tt.secrets, tt.tol)
+			require.NoError(t, err)
+			ev, err := s.Verify(stripeHeader(tt.header), tt.body, tt.now)
+			if tt.wantErr != nil {
+				require.ErrorIs(t, err, tt.wantErr)
+				require.Equal(t, Event{}, ev)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, Event{
+				ID:         "evt_1NG8Du2eZvKYlo2CUI79vXWy",
+				Type:       "customer.created",
+				Signature:  tt.header,
+				SignedAt:   signedAt,
+				OccurredAt: time.Unix(1686089970, 0),
+			}, ev)
+		})
+	}
+}
+
+func TestStripeMalformedHeader(t *testing.T) {
+	ts := strconv.FormatInt(stripeTS, 10)
+	good := refStripeV1(stripeSecret, ts, stripeTestBody)
+	tests := []struct{ name, header, wantDetail string }{
+		{"missing header", "", "missing Stripe-Signature header"},
+		{"no t", "v1=" + good, "Stripe-Signature has no t"},
+		{"t without value", "t=,v1=" + good, "Stripe-Signature t is not a unix time"},
+		{"two t", "t=" + ts + ",t=" + ts + ",v1=" + good, "Stripe-Signature has more than one t"},
+		{"non-numeric t", "t=abc,v1=" + good, "Stripe-Signature t is not a unix time"},
+		{"negative t", "t=-1,v1=" + good, "Stripe-Signature t is not a unix time"},
+		{"signed t", "t=+" + ts + ",v1=" + good, "Stripe-Signature t is not a unix time"},
+		{"fractional t", "t=" + ts + ".5,v1=" + good, "Stripe-Signature t is not a unix time"},
+		{"t beyond int64", "t=99999999999999999999,v1=" + good, "Stripe-Signature t is not a unix time"},
+		{"T is not t", "T=" + ts + ",v1=" + good, "Stripe-Signature has no t"},
+		{"no v1", "t=" + ts, "Stripe-Signature has no well-formed v1"},
+		{"v0 only", "t=" + ts + ",v0=" + good, "Stripe-Signature has no well-formed v1"},
+		{"V1 is not v1", "t=" + ts + ",V1=" + good, "Stripe-Signature has no well-formed v1"},
+		{"short v1", "t=" + ts + ",v1=" + good[:62], "Stripe-Signature has no well-formed v1"},
+		{"long v1", "t=" + ts + ",v1=" + good + "00", "Stripe-Signature has no well-formed v1"},
+		{"non-hex v1", "t=" + ts + ",v1=" + strings.Repeat("g", 64), "Stripe-Signature has no well-formed v1"},
+		{"base64 v1", "t=" + ts + ",v1=" + base64.StdEncoding.EncodeToString([]byte(good[:32])), "Stripe-Signature has no well-formed v1"},
+		{"semicolons instead of commas", "t=" + ts + ";v1=" + good, "Stripe-Signature t is not a unix time"},
+		{"junk", "=,=,,=", "Stripe-Signature has no t"},
+		{"well-formed, junk MAC", "t=" + ts + ",v1=" + strings.Repeat("0", 64), "no v1 matches any secret"},
+	}
+	s, err := NewStripe([]string{stripeSecret}, 0)
+	require.NoError(t, err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := s.Verify(stripeHeader(tt.header), stripeTestBody, time.Unix(stripeTS, 0))
+			require.ErrorIs(t, err, ErrInvalidSignature)
+			require.EqualError(t, err, "invalid signature: "+tt.wantDetail)
+		})
+	}
+}
+
+func TestParseStripeSignature(t *testing.T) {
+	a, b := strings.Repeat("a", 64), strings.Repeat("B", 64)
+	tests := []struct {
+		name, header string
+		wantUnix     int64
+		wantSigs     int
+	}{
+		{"one", "t=1,v1=" + a, 1, 1},
+		{"two and v0", "t=17,v1=" + a + ",v0=" + a + ",v1=" + b, 17, 2},
+		{"leading zeros", "t=0017,v1=" + a, 17, 1},
+		{"zero", "t=0,v1=" + a, 0, 1},
+		{"empty pairs", ",,t=5,,v1=" + a + ",", 5, 1},
+		{"at most 16", "t=1" + strings.Repeat(",v1="+a, 20), 1, 16},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			unix, sigs, err := parseStripeSignature(tt.header, nil)
+			require.NoError(t, err)
+			require.Equal(t, tt.wantUnix, unix)
+			require.Len(t, sigs, tt.wantSigs)
+		})
+	}
+}
+
+func TestStripePayload(t *testing.T) {
+	tests := []struct {
+		name     string
+		body     string
+		wantErr  string
+		wantOcc  time.Time
+		wantType string
+	}{
+		{"not JSON", `{"id":`, "invalid payload: body is not JSON: unexpected end of JSON input", time.Time{}, ""},
+		{"array", `[]`, "invalid payload: body is a JSON array, not an object", time.Time{}, ""},
+		{"no id", `{"type":"customer.created"}`, "invalid payload: body has no id", time.Time{}, ""},
+		{"no type", `{"id":"evt_1"}`, "invalid payload: body has no type", time.Time{}, ""},
+		{"numeric id", `{"id":1,"type":"a.b"}`, "invalid payload: id is a JSON number, not a string", time.Time{}, ""},
+		{"id of 256 bytes", `{"id":"` + strings.Repeat("e", 256) + `","type":"a.b"}`, "invalid payload: id is longer than 255 bytes", time.Time{}, ""},
+		{"type of 129 bytes", `{"id":"evt_1","type":"` + strings.Repeat("t", 129) + `"}`, "invalid payload: type is longer than 128 bytes", time.Time{}, ""},
+		{"id with CR", `{"id":"evt_1\r","type":"a.b"}`, "invalid payload: id contains control characters", time.Time{}, ""},
+		{"type with LF", `{"id":"evt_1","type":"a.b\n"}`, "invalid payload: type contains control characters", time.Time{}, ""},
+		{"no created", `{"id":"evt_1","type":"a.b"}`, "", time.Time{}, "a.b"},
+		{"string created", `{"id":"evt_1","type":"a.b","created":"1686089970"}`, "", time.Time{}, "a.b"},
+		{"huge created", `{"id":"evt_1","type":"a.b","created":99999999999999}`, "", time.Time{}, "a.b"},
+		{"created", `{"id":"evt_1","type":"v1.billing.meter.error_report_triggered","created":1686089970}`, "", time.Unix(1686089970, 0), "v1.billing.meter.error_report_triggered"},
+	}
+	s, err := NewStripe([]string{stripeSecret}, 0)
+	require.NoError(t, err)
+	now := time.Unix(stripeTS, 0)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, err := s.Sign("", []byte(tt.body), now)
+			require.NoError(t, err)
+			ev, err := s.Verify(h, []byte(tt.body), now)
+			if tt.wantErr != "" {
+				require.ErrorIs(t, err, ErrPayload)
+				require.EqualError(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, "evt_1", ev.ID)
+			require.Equal(t, tt.wantType, ev.Type)
+			require.True(t, tt.wantOcc.Equal(ev.OccurredAt), "OccurredAt %v", ev.OccurredAt)
+		})
+	}
+}
+
+func TestStripeSampleSign(t *testing.T) {
+	now := time.Date(2025, 6, 1, 12, 30, 45, 0, time.UTC)
+	s, err := NewStripe([]string{stripeSecret, stripeOldSecret}, 0)
+	require.NoError(t, err)
+	type envelope struct {
+		ID         string `json:"id"`
+		Object     string `json:"object"`
+		APIVersion string `json:"api_version"`
+		Created    int64  `json:"created"`
+		Data       struct {
+			Object struct {
+				ID       string `json:"id"`
+				Object   string `json:"object"`
+				Status   string `json:"status"`
+				Customer string `json:"customer"`
+			} `json:"object"`
+		} `json:"data"`
+		Type string `json:"type"`
+	}
+	tests := []struct {
+		eventType, wantObject, wantPrefix, wantStatus string
+	}{
+		{"customer.subscription.created", "subscription", "sub_", "active"},
+		{"customer.subscription.deleted", "subscription", "sub_", "canceled"},
+		{"customer.created", "customer", "cus_", ""},
+		{"payment_intent.succeeded", "payment_intent", "pi_", "succeeded"},
+		{"payment_intent.payment_failed", "payment_intent", "pi_", "requires_payment_method"},
+		{"invoice.paid", "invoice", "in_", "paid"},
+		{"checkout.session.completed", "checkout.session", "cs_test_", "complete"},
+		{"charge.refunded", "charge", "cha_", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.eventType, func(t *testing.T) {
+			const eventID = "evt_1PqRsTuVwXyZ0123456789ab"
+			body, err := s.Sample(eventID, tt.eventType, nil, now)
+			require.NoError(t, err)
+			again, err := s.Sample(eventID, tt.eventType, nil, now)
+			require.NoError(t, err)
+			require.Equal(t, body, again, "Sample is deterministic")
+
+			var env envelope
+			require.NoError(t, json.Unmarshal(body, &env))
+			require.Equal(t, eventID, env.ID)
+			require.Equal(t, "event", env.Object)
+			require.Equal(t, StripeAPIVersion, env.APIVersion)
+			require.Equal(t, now.Unix(), env.Created)
+			require.Equal(t, tt.eventType, env.Type)
+			require.Equal(t, tt.wantObject, env.Data.Object.Object)
+			require.True(t, strings.HasPrefix(env.Data.Object.ID, tt.wantPrefix), "data.object.id %q", env.Data.Object.ID)
+			require.Equal(t, tt.wantStatus, env.Data.Object.Status)
+			if tt.eventType != "charge.refunded" {
+				require.Greater(t, len(body), 900)
+				require.Less(t, len(body), 4000)
+			}
+
+			h, err := s.Sign("ignored", body, now)
+			require.NoError(t, err)
+			require.Equal(t, "t=1748781045,v1="+refStripeV1(stripeSecret, "1748781045", body), h.Get("Stripe-Signature"))
+
+			ev, err := s.Verify(h, body, now.Add(time.Minute))
+			require.NoError(t, err)
+			require.Equal(t, eventID, ev.ID)
+			require.Equal(t, tt.eventType, ev.Type)
+			require.True(t, ev.SignedAt.Equal(now))
+			require.True(t, ev.OccurredAt.Equal(now))
+
+			other, err := NewStripe([]string{stripeOldSecret}, 0)
+			require.NoError(t, err)
+			_, err = other.Verify(h, body, now)
+			require.ErrorIs(t, err, ErrInvalidSignature)
+		})
+	}
+	t.Run("given data", func(t *testing.T) {
+		body, err := s.Sample("evt_1", "customer.created", []byte(`{"id":"cus_1","object":"customer"}`), now)
+		require.NoError(t, err)
+		var env envelope
+		require.NoError(t, json.Unmarshal(body, &env))
+		require.Equal(t, "cus_1", env.Data.Object.ID)
+	})
+	t.Run("invalid data", func(t *testing.T) {
+		_, err := s.Sample("evt_1", "customer.created", []byte(`nope`), now)
+		require.Error(t, err)
+	})
+	t.Run("no id or type", func(t *testing.T) {
+		_, err := s.Sample("", "customer.created", nil, now)
+		require.Error(t, err)
+		_, err = s.Sample("evt_1", "", nil, now)
+		require.Error(t, err)
+	})
+	t.Run("sign before 1970", func(t *testing.T) {
+		_, err := s.Sign("", []byte("{}"), time.Unix(-1, 0))
+		require.Error(t, err)
+	})
+}

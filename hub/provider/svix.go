@@ -1,0 +1,229 @@
+package provider
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// svixSecretPrefix prefixes Svix and Standard Webhooks secrets. It is
+// optional.
+const svixSecretPrefix = "whsec_"
+
+// svixDefaultTolerance is Svix's and the Standard Webhooks libraries' five
+// minutes, applied to both past and future timestamps.
+const svixDefaultTolerance = 5 * time.Minute
+
+// svixScheme is the Svix / Standard Webhooks HMAC scheme, shared by Clerk
+// (svix-* headers) and StandardWebhooks (webhook-* headers).
+//
+// The signature header holds space-separated "v1,<base64>" entries; each
+// is the standard base64 HMAC-SHA256 of "<id>.<timestamp>.<raw body>",
+// keyed with the base64-decoded secret (after an optional whsec_ prefix).
+// Entries of other versions (v1a is ed25519, v2, …) and malformed entries
+// are ignored; every entry and every secret is tried. The event id is the
+// id header, the type the body's "type".
+//
+// A svixScheme is immutable once built, hence safe for concurrent use.
+type svixScheme struct {
+	name      string // provider name, also the prefix of constructor errors
+	keys      []*macKey
+	tolerance time.Duration
+	idHeader  string // canonical header names
+	tsHeader  string
+	sigHeader string
+	errs      svixErrors
+}
+
+// svixErrors are a scheme's static errors, built once with its header
+// names so that Verify never formats.
+type svixErrors struct {
+	noID, noTS, noSig, longID, badID, badTS, noV1, mismatch error
+	noType, longType, badTypeChars                          error
+}
+
+// newSvixScheme builds the scheme for provider name, whose headers are
+// <label>-id, <label>-timestamp and <label>-signature ("svix", "webhook").
+// See NewClerk for the rules on secrets and tolerance.
+func newSvixScheme(name, label string, secrets []string, tolerance time.Duration) (*svixScheme, error) {
+	if len(secrets) == 0 {
+		return nil, fmt.Errorf("%s: no secret configured", name)
+	}
+	if tolerance < 0 {
+		return nil, fmt.Errorf("%s: negative tolerance %v", name, tolerance)
+	}
+	if tolerance == 0 {
+		tolerance = svixDefaultTolerance
+	}
+	canon := http.CanonicalHeaderKey
+	s := &svixScheme{
+		name:      name,
+		tolerance: tolerance,
+		keys:      make([]*macKey, len(secrets)),
+		idHeader:  canon(label + "-id"),
+		tsHeader:  canon(label + "-timestamp"),
+		sigHeader: canon(label + "-signature"),
+		errs: svixErrors{
+			noID:         errSig("missing " + label + "-id header"),
+			noTS:         errSig("missing " + label + "-timestamp header"),
+			noSig:        errSig("missing " + label + "-signature header"),
+			longID:       errSig(label + "-id is longer than 255 bytes"),
+			badID:        errSig(label + "-id contains '.' or a control character"),
+			badTS:        errSig(label + "-timestamp is not a unix time"),
+			noV1:         errSig(label + "-signature has no well-formed v1 entry"),
+			mismatch:     errSig("no v1 signature matches any secret"),
+			noType:       errPayload("body has no type"),
+			longType:     errPayload("type is longer than 128 bytes"),
+			badTypeChars: errPayload("type contains control characters"),
+		},
+	}
+	for i, secret := range secrets {
+		key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, svixSecretPrefix))
+		if err != nil {
+			return nil, fmt.Errorf("%s: secret %d is not whsec_ followed by standard base64", name, i)
+		}
+		if len(key) == 0 {
+			return nil, fmt.Errorf("%s: secret %d decodes to an empty key", name, i)
+		}
+		s.keys[i] = newMACKey(key)
+	}
+	return s, nil
+}
+
+// verify authenticates a delivery and returns its event, with OccurredAt
+// from the body's "timestamp" read by occurred. The signature is checked
+// before the timestamp, so a forged delivery reports ErrInvalidSignature
+// and an authentic but stale (or future) one ErrTimestamp.
+func (s *svixScheme) verify(h Header, body []byte, now time.Time, occurred func(svixTime) time.Time) (Event, error) {
+	id := h.Get(s.idHeader)
+	ts := h.Get(s.tsHeader)
+	header := h.Get(s.sigHeader)
+	switch {
+	case id == "":
+		return Event{}, s.errs.noID
+	case ts == "":
+		return Event{}, s.errs.noTS
+	case header == "":
+		return Event{}, s.errs.noSig
+	case len(id) > maxEventIDLen:
+		return Event{}, s.errs.longID
+	case !validSvixID(id):
+		return Event{}, s.errs.badID
+	}
+	unix, ok := parseUnixDigits(ts)
+	if !ok {
+		return Event{}, s.errs.badTS
+	}
+	var buf [4][macSize]byte
+	sigs := parseSvixSignatures(header, buf[:0])
+	if len(sigs) == 0 {
+		return Event{}, s.errs.noV1
+	}
+	if !authenticate(s.keys, sigs, body, '.', id, ts) {
+		return Event{}, s.errs.mismatch
+	}
+	signedAt := time.Unix(unix, 0)
+	if !withinTolerance(signedAt, now, s.tolerance) {
+		return Event{}, timestampError(signedAt, now, s.tolerance)
+	}
+	var b svixBody
+	if err := json.Unmarshal(body, &b); err != nil {
+		return Event{}, jsonPayloadError(err)
+	}
+	switch {
+	case b.Type == "":
+		return Event{}, s.errs.noType
+	case len(b.Type) > maxEventTypeLen:
+		return Event{}, s.errs.longType
+	case hasControl(b.Type):
+		return Event{}, s.errs.badTypeChars
+	}
+	return Event{ID: id, Type: b.Type, Signature: header, SignedAt: signedAt, OccurredAt: occurred(b.Timestamp)}, nil
+}
+
+// sign returns the id, timestamp and signature headers for body, signed
+// with the first secret at now. eventID must be a valid id: non-empty, at
+// most 255 bytes, without '.' or control characters.
+func (s *svixScheme) sign(eventID string, body []byte, now time.Time) (http.Header, error) {
+	if eventID == "" || len(eventID) > maxEventIDLen || !validSvixID(eventID) {
+		return nil, fmt.Errorf("%s: event id is not a valid %s", s.name, strings.ToLower(s.idHeader))
+	}
+	if now.Unix() < 0 {
+		return nil, fmt.Errorf("%s: cannot sign before 1970", s.name)
+	}
+	ts := strconv.FormatInt(now.Unix(), 10)
+	var mac [macSize]byte
+	s.keys[0].sum(&mac, body, '.', eventID, ts)
+	h := http.Header{}
+	h.Set(s.idHeader, eventID)
+	h.Set(s.tsHeader, ts)
+	h.Set(s.sigHeader, "v1,"+base64.StdEncoding.EncodeToString(mac[:]))
+	return h, nil
+}
+
+// validSvixID reports whether id can be part of the signed string: it must
+// not contain '.', the separator, which would make "<id>.<ts>.<body>"
+// ambiguous, nor control characters, since it becomes a message header.
+func validSvixID(id string) bool {
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c == '.' || c < 0x20 || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// parseSvixSignatures parses a Svix or Standard Webhooks signature header
+// value: entries separated by spaces, each "<version>,<base64>". It
+// appends to dst the MAC of every v1 entry whose signature is the
+// canonical standard base64 of 32 bytes (at most maxSignatures of them),
+// skipping other versions (v1a is an ed25519 signature, not an HMAC) and
+// malformed entries. It never fails; no well-formed v1 entry yields dst
+// unchanged.
+func parseSvixSignatures(header string, dst [][macSize]byte) [][macSize]byte {
+	start := len(dst)
+	for rest := header; rest != "" && len(dst)-start < maxSignatures; {
+		var entry string
+		entry, rest, _ = strings.Cut(rest, " ")
+		version, sig, ok := strings.Cut(entry, ",")
+		if !ok || version != "v1" {
+			continue
+		}
+		var mac [macSize]byte
+		if decodeB64MAC(&mac, sig) {
+			dst = append(dst, mac)
+		}
+	}
+	return dst
+}
+
+// svixBody is the part of a Svix-scheme body the hub reads.
+type svixBody struct {
+	Type      string   `json:"type"`
+	Timestamp svixTime `json:"timestamp"`
+}
+
+// svixTime decodes an optional body timestamp, leniently: Clerk writes
+// integer milliseconds since the epoch, the Standard Webhooks spec an
+// RFC 3339 string. Anything else (null, a fraction, 0, a malformed date)
+// leaves both zero instead of failing the body.
+type svixTime struct {
+	millis  time.Time // from an integer count of milliseconds
+	rfc3339 time.Time // from an RFC 3339 string
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it never fails.
+func (l *svixTime) UnmarshalJSON(b []byte) error {
+	if ms, ok := parseUnixDigits(string(b)); ok && ms > 0 {
+		l.millis = time.UnixMilli(ms)
+		return nil
+	}
+	var r lenientRFC3339
+	_ = r.UnmarshalJSON(b)
+	l.rfc3339 = r.t
+	return nil
+}
