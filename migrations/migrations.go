@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io/fs"
+	"regexp"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -57,17 +58,36 @@ func Hub(pool *pgxpool.Pool) (*Migrator, error) {
 // missing, and its version table lives inside it
 // ("<schema>.schema_version"), so each owner migrates independently.
 func ForSchema(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS, schema string) (*Migrator, error) {
+	return ForSchemaTable(ctx, pool, fsys, schema, "schema_version")
+}
+
+// ForSchemaTable is ForSchema with the version table's name chosen by the
+// caller, for several migration sets in one schema (a library's tables
+// and a service's own).
+func ForSchemaTable(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS, schema, versionTable string) (*Migrator, error) {
+	if !identifier.MatchString(schema) || !identifier.MatchString(versionTable) {
+		return nil, fmt.Errorf("migrations: %q.%q: schema and table must be lower-case identifiers", schema, versionTable)
+	}
 	if err := createSchema(ctx, pool, schema); err != nil {
 		return nil, err
 	}
-	return New(pool, fsys, pgx.Identifier{schema, "schema_version"}.Sanitize(), schema)
+	// Unquoted: goose looks "schema.table" up in pg_tables verbatim, so a
+	// quoted name is never found and the second run fails with "relation
+	// already exists". The identifier check above makes quoting needless.
+	return New(pool, fsys, schema+"."+versionTable, schema+"."+versionTable)
 }
+
+// identifier matches the names ForSchema accepts: plain lower-case
+// Postgres identifiers, the same quoted or not.
+var identifier = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 // New returns a Migrator for the *.sql files at the root of fsys, recording
 // versions in versionTable. lockName names the advisory lock that
 // serialises concurrent runs of this set.
 func New(pool *pgxpool.Pool, fsys fs.FS, versionTable, lockName string) (*Migrator, error) {
-	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(lockID(lockName)))
+	// Replicas starting together wait for the lock in 1 s steps (goose's
+	// default is 5 s), for up to 5 minutes.
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(lockID(lockName)), lock.WithLockTimeout(1, 300))
 	if err != nil {
 		return nil, fmt.Errorf("migration lock: %w", err)
 	}

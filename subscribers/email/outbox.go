@@ -1,0 +1,143 @@
+package email
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hookhub/hookhub/schema"
+)
+
+type metrics struct {
+	skipped *prometheus.CounterVec // kind, reason
+	sent    *prometheus.CounterVec // kind
+	failed  *prometheus.CounterVec // kind, permanent
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookhub_email_skipped_total", Help: "Emails not queued: the event had no usable address."}, []string{"kind", "reason"}),
+		sent:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookhub_email_sent_total", Help: "Emails sent (accepted by the SMTP server, or logged)."}, []string{"kind"}),
+		failed:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookhub_email_send_failures_total", Help: "Failed send attempts; final=true when the email was given up."}, []string{"kind", "final"}),
+	}
+	for _, c := range []**prometheus.CounterVec{&m.skipped, &m.sent, &m.failed} {
+		if err := reg.Register(*c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				return nil, fmt.Errorf("email: metrics: %w", err)
+			}
+			*c = are.ExistingCollector.(*prometheus.CounterVec)
+		}
+	}
+	return m, nil
+}
+
+// outbox sends the queued emails.
+type outbox struct {
+	opts Options
+	log  *slog.Logger
+	m    *metrics
+}
+
+// run sends due emails every SendInterval until ctx is done. A send in
+// progress when ctx is cancelled completes (it is bounded by the sender's
+// timeout): cutting it short could only widen the duplicate window.
+func (o *outbox) run(ctx context.Context) error {
+	t := time.NewTicker(o.opts.SendInterval)
+	defer t.Stop()
+	for {
+		for ctx.Err() == nil {
+			more, err := o.sendOne(context.WithoutCancel(ctx))
+			if err != nil {
+				o.log.Warn("email outbox", "error", err)
+				break
+			}
+			if !more {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// sendOne claims the oldest due email, sends it and records the result.
+// It reports whether there was one.
+func (o *outbox) sendOne(ctx context.Context) (bool, error) {
+	tx, err := o.opts.Pool.Begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	var (
+		id                      int64
+		msg                     Message
+		kind, provider, eventID string
+		attempts                int
+	)
+	now := o.opts.Now().UTC()
+	err = tx.QueryRow(ctx, `SELECT id, message_id, kind, provider, event_id, recipient, subject, body, created_at, attempts
+		FROM email.outbox
+		WHERE sent_at IS NULL AND failed_at IS NULL AND next_attempt_at <= $1
+		ORDER BY next_attempt_at, id
+		LIMIT 1
+		FOR UPDATE SKIP LOCKED`, now).Scan(&id, &msg.MessageID, &kind, &provider, &eventID, &msg.To, &msg.Subject, &msg.Body, &msg.Date, &attempts)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("claim email: %w", err)
+	}
+	msg.From = o.opts.From
+	msg.EventRef = schema.MsgID(provider, eventID)
+	log := o.log.With("outbox_id", id, "kind", kind, "message_id", msg.MessageID, "event", msg.EventRef)
+
+	sendErr := o.opts.Sender.Send(ctx, msg)
+	attempts++
+	if sendErr == nil {
+		if _, err := tx.Exec(ctx, `UPDATE email.outbox SET sent_at = $2, attempts = $3, last_error = NULL WHERE id = $1`, id, o.opts.Now().UTC(), attempts); err != nil {
+			return false, fmt.Errorf("mark email %d sent: %w", id, err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return false, fmt.Errorf("mark email %d sent: %w", id, err)
+		}
+		o.m.sent.WithLabelValues(kind).Inc()
+		log.Info("email sent", "to", msg.To, "attempts", attempts)
+		return true, nil
+	}
+
+	var perm *PermanentError
+	final := errors.As(sendErr, &perm) || attempts >= o.opts.MaxAttempts
+	if final {
+		_, err = tx.Exec(ctx, `UPDATE email.outbox SET failed_at = $2, attempts = $3, last_error = $4 WHERE id = $1`, id, now, attempts, sendErr.Error())
+		log.Error("email given up", "to", msg.To, "attempts", attempts, "error", sendErr)
+	} else {
+		delay := o.retryDelay(attempts)
+		_, err = tx.Exec(ctx, `UPDATE email.outbox SET next_attempt_at = $2, attempts = $3, last_error = $4 WHERE id = $1`, id, now.Add(delay), attempts, sendErr.Error())
+		log.Warn("email send failed; will retry", "to", msg.To, "attempts", attempts, "retry_in", delay, "error", sendErr)
+	}
+	if err != nil {
+		return false, fmt.Errorf("record failed send of email %d: %w", id, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return false, fmt.Errorf("record failed send of email %d: %w", id, err)
+	}
+	o.m.failed.WithLabelValues(kind, fmt.Sprint(final)).Inc()
+	return true, nil
+}
+
+func (o *outbox) retryDelay(attempts int) time.Duration {
+	d := o.opts.RetryBackoff
+	for i := 1; i < attempts && d < 10*time.Minute; i++ {
+		d *= 2
+	}
+	return min(d, 10*time.Minute)
+}

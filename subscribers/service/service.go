@@ -1,0 +1,295 @@
+// Package service runs a subscriber service as a process: configuration
+// from the environment (envconfig, one prefix per service), logging,
+// Postgres and NATS connections, the metrics/health HTTP server, signal
+// handling and the exit code. The credits, email and downgrade commands
+// are each a Program and a three-line main.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/kelseyhightower/envconfig"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/hookhub/hookhub/subscribers/subscriber"
+)
+
+// Common is the configuration every subscriber service has. A service
+// embeds it in its own configuration struct, next to its HTTP address and
+// its own variables. Variable names come from the field names
+// (split_words), never from an unprefixed fallback: envconfig would read a
+// bare DATABASE_URL for a field tagged envconfig:"DATABASE_URL".
+type Common struct {
+	DatabaseURL      string        `split_words:"true" default:"postgres://postgres@127.0.0.1:5432/hub?sslmode=disable" desc:"Postgres URL; the service's tables live in its own schema of this database (the hub's, by default)"`
+	DatabaseMaxConns int32         `split_words:"true" default:"8" desc:"Postgres connection pool size (at least CONCURRENCY + 2)"`
+	NatsURL          string        `split_words:"true" default:"nats://127.0.0.1:4222" desc:"NATS server URL(s), comma-separated"`
+	Stream           string        `default:"WEBHOOKS" desc:"JetStream stream the hub publishes to"`
+	Concurrency      int           `default:"4" desc:"Messages handled at once"`
+	MaxDeliver       int           `split_words:"true" default:"5" desc:"Attempts before a failing message is dead-lettered"`
+	AckWait          time.Duration `split_words:"true" default:"30s" desc:"JetStream redelivers a message not acked within this time (InProgress is sent every third of it while a handler runs)"`
+	MaxAckPending    int           `split_words:"true" default:"256" desc:"Messages delivered and not yet acked, across all replicas"`
+	ShutdownTimeout  time.Duration `split_words:"true" default:"25s" desc:"On SIGTERM, time allowed for in-flight messages to finish and be acked"`
+	LogLevel         string        `split_words:"true" default:"info" desc:"debug, info, warn or error"`
+	LogFormat        string        `split_words:"true" default:"json" desc:"json or text"`
+}
+
+// Program describes one subscriber service.
+type Program struct {
+	// Name is the subscriber's name (consumer and schema); the environment
+	// prefix is its upper case.
+	Name string
+	// Config points to the service's configuration struct, which embeds
+	// Common; Common and HTTPAddr point into it.
+	Config   any
+	Common   *Common
+	HTTPAddr *string
+	// Validate checks the service's own variables (optional).
+	Validate func() error
+	// Migrations are the service's own migrations.
+	Migrations fs.FS
+	// Setup registers the handlers, background tasks and HTTP routes.
+	Setup func(ctx context.Context, d Deps) error
+}
+
+// Deps is what a Program's Setup gets.
+type Deps struct {
+	Pool       *pgxpool.Pool
+	Subscriber *subscriber.Subscriber
+	Mux        *http.ServeMux
+	Registry   *prometheus.Registry
+	Logger     *slog.Logger
+}
+
+// Prefix is the program's environment variable prefix.
+func (p Program) Prefix() string { return strings.ToUpper(p.Name) }
+
+// PrintEnv prints a table of the program's variables with their defaults.
+func (p Program) PrintEnv(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  VARIABLE\tDEFAULT\tDESCRIPTION")
+	_ = envconfig.Usagef(p.Prefix(), p.Config, tw,
+		"{{range .}}  {{usage_key .}}\t{{usage_default .}}\t{{usage_description .}}\n{{end}}")
+	_ = tw.Flush()
+}
+
+// Load reads the program's variables and validates them.
+func (p Program) Load() error {
+	if err := envconfig.Process(p.Prefix(), p.Config); err != nil {
+		return err
+	}
+	var errs []error
+	bad := func(name, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s_%s %s", p.Prefix(), name, fmt.Sprintf(format, args...)))
+	}
+	c := p.Common
+	if c.DatabaseURL == "" {
+		bad("DATABASE_URL", "must not be empty")
+	} else if _, err := pgxpool.ParseConfig(c.DatabaseURL); err != nil {
+		bad("DATABASE_URL", "is not a Postgres URL: %v", err)
+	}
+	if c.NatsURL == "" {
+		bad("NATS_URL", "must not be empty")
+	}
+	if c.Concurrency < 1 || c.Concurrency > subscriber.MaxConcurrency {
+		bad("CONCURRENCY", "must be between 1 and %d, got %d", subscriber.MaxConcurrency, c.Concurrency)
+	}
+	if c.DatabaseMaxConns < int32(min(c.Concurrency, subscriber.MaxConcurrency))+2 {
+		bad("DATABASE_MAX_CONNS", "must be at least CONCURRENCY + 2 (%d), got %d", c.Concurrency+2, c.DatabaseMaxConns)
+	}
+	if c.MaxDeliver < 1 {
+		bad("MAX_DELIVER", "must be at least 1, got %d", c.MaxDeliver)
+	}
+	if c.AckWait < time.Second {
+		bad("ACK_WAIT", "must be at least 1s, got %s", c.AckWait)
+	}
+	if c.MaxAckPending < c.Concurrency {
+		bad("MAX_ACK_PENDING", "must be at least CONCURRENCY (%d), got %d", c.Concurrency, c.MaxAckPending)
+	}
+	if c.ShutdownTimeout <= 0 {
+		bad("SHUTDOWN_TIMEOUT", "must be positive, got %s", c.ShutdownTimeout)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		bad("LOG_LEVEL", "must be debug, info, warn or error, got %q", c.LogLevel)
+	}
+	if !strings.EqualFold(c.LogFormat, "json") && !strings.EqualFold(c.LogFormat, "text") {
+		bad("LOG_FORMAT", "must be json or text, got %q", c.LogFormat)
+	}
+	if *p.HTTPAddr == "" {
+		bad("HTTP_ADDR", "must not be empty")
+	}
+	if p.Validate != nil {
+		if err := p.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Logger returns the logger the configuration asks for.
+func (c Common) Logger(w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if strings.EqualFold(c.LogFormat, "text") {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// Main runs the program with the process arguments (without the program
+// name) and returns the exit code: 0 after a graceful shutdown on SIGTERM
+// or SIGINT, 1 on a failure, 2 on bad usage or configuration.
+func Main(p Program, args []string, stdout, stderr io.Writer) int {
+	for _, a := range args {
+		switch a {
+		case "-h", "-help", "--help", "help":
+			fmt.Fprintf(stdout, "Usage: %s\n\nThe %s subscriber. It takes no arguments and is configured by these environment variables:\n\n", p.Name, p.Name)
+			p.PrintEnv(stdout)
+			return 0
+		default:
+			fmt.Fprintf(stderr, "%s: unexpected argument %q (it is configured by the environment; see --help)\n", p.Name, a)
+			return 2
+		}
+	}
+	if err := p.Load(); err != nil {
+		fmt.Fprintf(stderr, "%s: configuration: %v\n", p.Name, err)
+		return 2
+	}
+	log := p.Common.Logger(stderr).With("service", p.Name)
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal kills the process at once
+	}()
+	if err := run(ctx, p, log); err != nil {
+		log.Error("exiting", "error", err)
+		return 1
+	}
+	log.Info("exited cleanly")
+	return 0
+}
+
+func run(ctx context.Context, p Program, log *slog.Logger) error {
+	c := p.Common
+	pcfg, err := pgxpool.ParseConfig(c.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	pcfg.MaxConns = c.DatabaseMaxConns
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	defer pool.Close()
+	if err := waitForPostgres(ctx, pool, log); err != nil {
+		return nil // cancelled while waiting: nothing to shut down
+	}
+
+	nc, err := nats.Connect(c.NatsURL,
+		nats.Name("hookhub-"+p.Name),
+		nats.MaxReconnects(-1),
+		nats.RetryOnFailedConnect(true),
+		nats.ReconnectWait(time.Second),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("NATS disconnected", "error", err) }),
+		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("NATS connected", "url", nc.ConnectedUrlRedacted()) }),
+	)
+	if err != nil {
+		return fmt.Errorf("nats %s: %w", c.NatsURL, err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	sub, err := subscriber.New(subscriber.Config{
+		Name:            p.Name,
+		Pool:            pool,
+		JetStream:       js,
+		Stream:          c.Stream,
+		Migrations:      p.Migrations,
+		Concurrency:     c.Concurrency,
+		MaxDeliver:      c.MaxDeliver,
+		AckWait:         c.AckWait,
+		MaxAckPending:   c.MaxAckPending,
+		ShutdownTimeout: c.ShutdownTimeout,
+		Logger:          log,
+		Registerer:      reg,
+	})
+	if err != nil {
+		return err
+	}
+	mux := subscriber.NewServeMux(reg, sub)
+	if err := p.Setup(ctx, Deps{Pool: pool, Subscriber: sub, Mux: mux, Registry: reg, Logger: log}); err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", *p.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("%s_HTTP_ADDR: %w", p.Prefix(), err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server", "error", err)
+		}
+	}()
+	log.Info("serving metrics and health", "addr", ln.Addr().String())
+
+	runErr := sub.Run(ctx)
+
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	if err := nc.FlushTimeout(2 * time.Second); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+		log.Warn("nats flush", "error", err)
+	}
+	return runErr
+}
+
+// waitForPostgres pings until Postgres answers, logging while it does not,
+// so the service can start before its database (docker compose, k8s).
+func waitForPostgres(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
+	delay := 250 * time.Millisecond
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := pool.Ping(pctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		log.Warn("waiting for Postgres", "error", err, "retry_in", delay)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		delay = min(delay*2, 5*time.Second)
+	}
+}

@@ -1,0 +1,194 @@
+package subscriber
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Defaults applied by New to zero Config fields.
+const (
+	DefaultStream          = "WEBHOOKS"
+	DefaultConcurrency     = 4
+	DefaultMaxDeliver      = 5
+	DefaultAckWait         = 30 * time.Second
+	DefaultMaxAckPending   = 256
+	DefaultShutdownTimeout = 25 * time.Second
+	DefaultRedriveInterval = 5 * time.Second
+)
+
+// DefaultBackoff is the redelivery delay after the 1st, 2nd, 3rd and every
+// later failed attempt.
+var DefaultBackoff = []time.Duration{time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute}
+
+// Limits on Config values.
+const (
+	MaxConcurrency   = 1024
+	MaxMaxAckPending = 10000
+	MinAckWait       = 100 * time.Millisecond
+)
+
+// Config configures a Subscriber. Only Name, Pool and JetStream are
+// required; every other zero field gets its default.
+type Config struct {
+	// Name identifies the subscriber. It is the durable consumer's name and
+	// the Postgres schema that holds the subscriber's tables, so it must be
+	// a lower-case identifier: [a-z][a-z0-9_]*, at most 63 bytes, not
+	// starting with "pg_".
+	Name string
+	// Pool is the Postgres pool handlers' transactions run on.
+	Pool *pgxpool.Pool
+	// JetStream is the client the consumer is created and read with.
+	JetStream jetstream.JetStream
+	// Stream is the hub's stream. Default DefaultStream.
+	Stream string
+	// Migrations are the service's own goose migrations (*.sql at the
+	// root), applied to schema Name by Run, after the library's tables.
+	// Nil means the service has none.
+	Migrations fs.FS
+	// Concurrency is the number of messages handled at once. Default
+	// DefaultConcurrency.
+	Concurrency int
+	// MaxDeliver is the number of attempts (deliveries) after which a
+	// message whose handler keeps failing is dead-lettered. Default
+	// DefaultMaxDeliver.
+	MaxDeliver int
+	// Backoff is the redelivery delay after a failed attempt: Backoff[n-1]
+	// after the n-th attempt, the last value repeating. Default
+	// DefaultBackoff.
+	Backoff []time.Duration
+	// AckWait is how long JetStream waits for an ack before redelivering.
+	// Handlers may run longer: the library sends InProgress every AckWait/3.
+	// Default DefaultAckWait; at least MinAckWait.
+	AckWait time.Duration
+	// MaxAckPending bounds the messages delivered and not yet acked, across
+	// every replica of the subscriber. At least Concurrency. Default
+	// DefaultMaxAckPending.
+	MaxAckPending int
+	// HandlerTimeout bounds one handler call; 0 means no bound.
+	HandlerTimeout time.Duration
+	// ShutdownTimeout is how long Run waits, once its context is cancelled,
+	// for in-flight messages to finish and be acked. Default
+	// DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+	// RedriveInterval is how often the subscriber looks for dead letters an
+	// operator asked to redrive. Default DefaultRedriveInterval.
+	RedriveInterval time.Duration
+	// Logger receives the subscriber's logs. Default slog.Default().
+	Logger *slog.Logger
+	// Registerer receives the subscriber's metrics. Nil registers them on a
+	// private registry (never the global one).
+	Registerer prometheus.Registerer
+	// Now is the clock used for the rows the library writes. Default
+	// time.Now.
+	Now func() time.Time
+}
+
+var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
+
+// ValidName reports whether name can name a subscriber (see Config.Name).
+func ValidName(name string) bool {
+	return nameRE.MatchString(name) && !strings.HasPrefix(name, "pg_")
+}
+
+// withDefaults returns a copy of c with defaults filled in.
+func (c Config) withDefaults() Config {
+	if c.Stream == "" {
+		c.Stream = DefaultStream
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	if c.MaxDeliver == 0 {
+		c.MaxDeliver = DefaultMaxDeliver
+	}
+	if len(c.Backoff) == 0 {
+		c.Backoff = DefaultBackoff
+	}
+	c.Backoff = append([]time.Duration(nil), c.Backoff...)
+	if c.AckWait == 0 {
+		c.AckWait = DefaultAckWait
+	}
+	if c.MaxAckPending == 0 {
+		c.MaxAckPending = max(DefaultMaxAckPending, c.Concurrency)
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.RedriveInterval == 0 {
+		c.RedriveInterval = DefaultRedriveInterval
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Registerer == nil {
+		c.Registerer = prometheus.NewRegistry()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// validate checks a Config that has its defaults.
+func (c Config) validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if !ValidName(c.Name) {
+		bad("Name %q must be a lower-case identifier ([a-z][a-z0-9_]*, at most 63 bytes, not starting with pg_): it names the consumer and the Postgres schema", c.Name)
+	}
+	if c.Pool == nil {
+		bad("Pool is required")
+	}
+	if c.JetStream == nil {
+		bad("JetStream is required")
+	}
+	if c.Stream == "" || strings.ContainsAny(c.Stream, " \t\r\n.*>/\\") {
+		bad("Stream %q must be a stream name without spaces, '.', '*', '>', '/' or '\\'", c.Stream)
+	}
+	if c.Concurrency < 1 || c.Concurrency > MaxConcurrency {
+		bad("Concurrency must be between 1 and %d, got %d", MaxConcurrency, c.Concurrency)
+	}
+	if c.MaxDeliver < 1 {
+		bad("MaxDeliver must be at least 1, got %d", c.MaxDeliver)
+	}
+	for i, d := range c.Backoff {
+		if d <= 0 {
+			bad("Backoff[%d] must be positive, got %s", i, d)
+		}
+	}
+	if c.AckWait < MinAckWait {
+		bad("AckWait must be at least %s, got %s", MinAckWait, c.AckWait)
+	}
+	if c.MaxAckPending < c.Concurrency || c.MaxAckPending > MaxMaxAckPending {
+		bad("MaxAckPending must be between Concurrency (%d) and %d, got %d", c.Concurrency, MaxMaxAckPending, c.MaxAckPending)
+	}
+	if c.HandlerTimeout < 0 {
+		bad("HandlerTimeout must not be negative, got %s", c.HandlerTimeout)
+	}
+	if c.ShutdownTimeout < 0 {
+		bad("ShutdownTimeout must not be negative, got %s", c.ShutdownTimeout)
+	}
+	if c.RedriveInterval < 0 {
+		bad("RedriveInterval must not be negative, got %s", c.RedriveInterval)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
+	}
+	return nil
+}
+
+// backoff returns the delay before redelivering a message whose attempt
+// number attempt (1-based) failed.
+func (c Config) backoff(attempt uint64) time.Duration {
+	i := int(min(max(attempt, 1), uint64(len(c.Backoff)))) - 1
+	return c.Backoff[i]
+}

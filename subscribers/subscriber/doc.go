@@ -1,0 +1,116 @@
+// Package subscriber is the library hookhub's subscriber services are built
+// on. It consumes the hub's JetStream stream with a durable pull consumer
+// and runs a handler for each event inside a Postgres transaction that also
+// records the event as processed, so that at-least-once delivery becomes
+// one side effect per event.
+//
+// A subscriber is a name, handlers and migrations:
+//
+//	sub, err := subscriber.New(subscriber.Config{Name: "credits", Pool: pool, JetStream: js, Migrations: credits.Migrations})
+//	sub.Handle("paddle.subscription.created", func(ctx context.Context, tx pgx.Tx, ev subscriber.Event) error {
+//		_, s, err := ev.PaddleSubscription()
+//		if err != nil {
+//			return err
+//		}
+//		_, err = tx.Exec(ctx, `INSERT INTO credits.ledger ...`, s.CustomerID, ev.EventID)
+//		return err
+//	})
+//	err = sub.Run(ctx) // until ctx is cancelled
+//
+// # Names, schema and tables
+//
+// Config.Name is the durable consumer's name and the Postgres schema the
+// subscriber owns. Run creates the schema and applies, each under its own
+// advisory lock (several replicas may start at once):
+//
+//   - the library's tables, versioned in <name>.subscriber_schema_version:
+//     processed_messages (subscriber, provider, event_id, subject,
+//     stream_seq, processed_at, outcome), dead_letters and entity_versions;
+//   - the service's own goose migrations (Config.Migrations), versioned in
+//     <name>.schema_version by migrations.ForSchema.
+//
+// # The consumer
+//
+// Run creates or updates the durable consumer: filter subjects = the
+// subjects handlers are registered for (they must not overlap, JetStream
+// rejects that), DeliverAll (operators can rewind it with a consumer
+// reset), AckExplicit, AckWait and a bounded MaxAckPending. It pulls at
+// most Concurrency messages ahead and hands them to Concurrency workers.
+//
+// The consumer's server-side MaxDeliver is unlimited, on purpose: the
+// library counts attempts itself (the delivery count JetStream reports) and
+// dead-letters a message whose handler fails for the MaxDeliver-th time.
+// With a server-side limit, a message whose last attempt could not be
+// dead-lettered (Postgres down at that moment) or was cut short (a crash)
+// would silently never be delivered again. Redelivery delays come from
+// NakWithDelay(Backoff[attempt-1]), not from the consumer's BackOff, which
+// applies to ack timeouts only.
+//
+// # One message
+//
+//  1. BEGIN; INSERT INTO <name>.processed_messages ... ON CONFLICT
+//     (subscriber, provider, event_id) DO NOTHING.
+//  2. If the row existed, the event was processed before (a redelivery, a
+//     re-publication under a new Nats-Msg-Id, a consumer reset): COMMIT,
+//     ack, count skipped_duplicate. The handler is not called.
+//  3. Otherwise call the handler with the transaction (inside a savepoint)
+//     and the Event; COMMIT; then ack.
+//  4. Handler error or panic (recovered): ROLLBACK and
+//     NakWithDelay(Backoff[attempt-1]), never a bare Nak. At attempt
+//     MaxDeliver, or at once for a Permanent error (an undecodable payload,
+//     missing hub headers), the message goes to <name>.dead_letters with
+//     its headers, exact body, error and attempt count, and is terminated
+//     (TermWithReason); other messages keep flowing.
+//  5. While the handler runs, InProgress is sent every AckWait/3, so a slow
+//     handler does not get its message redelivered to another worker.
+//
+// The ack is a DoubleAck: it waits for the server's confirmation, so a
+// graceful shutdown returns only after every ack reached the server, and a
+// message counted as done is known to be acked. A lost ack is harmless
+// anyway: the redelivery finds the processed row and is skipped. That is
+// why a crash at any point neither loses nor duplicates: before COMMIT,
+// nothing was written and the message is redelivered after AckWait; after
+// COMMIT, the redelivery is skipped.
+//
+// Handlers must do their side effects through the transaction. Effects
+// outside the database (email, HTTP calls) go through an outbox table
+// written in the transaction and a sender (see the email service), which
+// narrows duplicates to the sender's own crash window.
+//
+// # Ordering
+//
+// JetStream keeps the stream's order, but retries, redrives, concurrency
+// and providers themselves deliver events late. ApplyIfNewer records the
+// provider's occurred-at time per entity and tells a handler whether its
+// event is newer than the last one applied; a handler that returns
+// ErrStale has its writes undone and the event recorded (and counted) as
+// skipped_stale, not failed.
+//
+// # Dead letters and redrive
+//
+// ListDeadLetters, GetDeadLetter, RequestRedrive and RequestRedriveAll work
+// on any subscriber's tables from any process (the hub's operator CLI).
+// A running subscriber picks up requested redrives every RedriveInterval
+// (SELECT ... FOR UPDATE SKIP LOCKED, so one replica takes each), processes
+// them through the same transaction path (processed row, then handler) and
+// marks them redriven_at; a redrive of an event processed meanwhile is a
+// skip. A failed redrive records redrive_error and clears the request.
+//
+// # Shutdown
+//
+// When Run's context is cancelled it stops fetching, hands back the
+// messages it pulled but did not start (Nak: they did not fail, another
+// replica may take them now), lets the in-flight ones finish, commit and
+// be acked within ShutdownTimeout, stops the redrive loop and the
+// Background tasks, and returns nil. Past the timeout it cancels the
+// handlers' contexts and returns ErrShutdownTimeout; their transactions
+// roll back and JetStream redelivers their messages.
+//
+// # Metrics and health
+//
+// Counters hookhub_subscriber_{processed,skipped_duplicate,skipped_stale,
+// failed,dead_lettered,redriven}_total, the histogram
+// hookhub_subscriber_handler_duration_seconds and the gauge
+// hookhub_subscriber_in_flight, all labelled subscriber, go to
+// Config.Registerer. NewServeMux serves them on /metrics with /healthz.
+package subscriber

@@ -1,0 +1,151 @@
+package subscriber
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metric names. Every metric has the label "subscriber".
+const (
+	MetricProcessed        = "hookhub_subscriber_processed_total"
+	MetricSkippedDuplicate = "hookhub_subscriber_skipped_duplicate_total"
+	MetricSkippedStale     = "hookhub_subscriber_skipped_stale_total"
+	MetricFailed           = "hookhub_subscriber_failed_total"
+	MetricDeadLettered     = "hookhub_subscriber_dead_lettered_total"
+	MetricRedriven         = "hookhub_subscriber_redriven_total"
+	MetricHandlerDuration  = "hookhub_subscriber_handler_duration_seconds"
+	MetricInFlight         = "hookhub_subscriber_in_flight"
+)
+
+// Stats are the subscriber's counters since New, the same as its metrics.
+type Stats struct {
+	Processed        uint64 // handler succeeded and committed
+	SkippedDuplicate uint64 // already processed: handler not called
+	SkippedStale     uint64 // handler returned ErrStale (or ApplyIfNewer said stale)
+	Failed           uint64 // failed attempts (handler error, panic, or the database)
+	DeadLettered     uint64 // messages stored as dead letters and terminated
+	Redriven         uint64 // dead letters redriven successfully (processed or skipped)
+}
+
+type metrics struct {
+	processed, duplicate, stale, failed, dead, redriven prometheus.Counter
+	duration                                            prometheus.Observer
+	inFlight                                            prometheus.Gauge
+
+	stats struct{ processed, duplicate, stale, failed, dead, redriven atomic.Uint64 }
+}
+
+func newMetrics(reg prometheus.Registerer, name string) (*metrics, error) {
+	labels := []string{"subscriber"}
+	counter := func(n, help string) (prometheus.Counter, error) {
+		v, err := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: n, Help: help}, labels))
+		if err != nil {
+			return nil, err
+		}
+		return v.WithLabelValues(name), nil
+	}
+	m := &metrics{}
+	var errs []error
+	for _, c := range []struct {
+		dst        *prometheus.Counter
+		name, help string
+	}{
+		{&m.processed, MetricProcessed, "Events handled and committed."},
+		{&m.duplicate, MetricSkippedDuplicate, "Deliveries of events already processed (handler not called)."},
+		{&m.stale, MetricSkippedStale, "Events skipped as older than the state already applied."},
+		{&m.failed, MetricFailed, "Failed attempts (handler error or panic, or database failure)."},
+		{&m.dead, MetricDeadLettered, "Messages stored as dead letters and terminated."},
+		{&m.redriven, MetricRedriven, "Dead letters redriven successfully."},
+	} {
+		var err error
+		if *c.dst, err = counter(c.name, c.help); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	h, err := register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    MetricHandlerDuration,
+		Help:    "Time spent in the handler, per attempt.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 4, 9), // 1ms .. ~65s
+	}, labels))
+	if err != nil {
+		errs = append(errs, err)
+	} else {
+		m.duration = h.WithLabelValues(name)
+	}
+	g, err := register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: MetricInFlight,
+		Help: "Messages being handled now.",
+	}, labels))
+	if err != nil {
+		errs = append(errs, err)
+	} else {
+		m.inFlight = g.WithLabelValues(name)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("subscriber: register metrics: %w", errors.Join(errs...))
+	}
+	return m, nil
+}
+
+// register registers c, or returns the collector already registered under
+// the same description, so several subscribers (told apart by their label)
+// can share one registry.
+func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(T); ok {
+				return existing, nil
+			}
+		}
+		var zero T
+		return zero, err
+	}
+	return c, nil
+}
+
+func (m *metrics) observe(d time.Duration) { m.duration.Observe(d.Seconds()) }
+
+func (m *metrics) count(o outcome) {
+	switch o {
+	case outcomeProcessed:
+		m.processed.Inc()
+		m.stats.processed.Add(1)
+	case outcomeDuplicate:
+		m.duplicate.Inc()
+		m.stats.duplicate.Add(1)
+	case outcomeStale:
+		m.stale.Inc()
+		m.stats.stale.Add(1)
+	}
+}
+
+func (m *metrics) countFailed() {
+	m.failed.Inc()
+	m.stats.failed.Add(1)
+}
+
+func (m *metrics) countDead() {
+	m.dead.Inc()
+	m.stats.dead.Add(1)
+}
+
+func (m *metrics) countRedriven() {
+	m.redriven.Inc()
+	m.stats.redriven.Add(1)
+}
+
+func (m *metrics) snapshot() Stats {
+	return Stats{
+		Processed:        m.stats.processed.Load(),
+		SkippedDuplicate: m.stats.duplicate.Load(),
+		SkippedStale:     m.stats.stale.Load(),
+		Failed:           m.stats.failed.Load(),
+		DeadLettered:     m.stats.dead.Load(),
+		Redriven:         m.stats.redriven.Load(),
+	}
+}

@@ -1,0 +1,439 @@
+package subscriber
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Subscriber consumes the hub's stream with one durable consumer and hands
+// each event to the handler registered for its subject, exactly once per
+// event as far as the database can tell (see the package doc).
+//
+// Register handlers (Handle) and background tasks (Background) before Run.
+type Subscriber struct {
+	cfg Config
+	log *slog.Logger
+	m   *metrics
+	q   queries
+
+	mu         sync.Mutex
+	started    bool
+	exact      map[string]HandlerFunc
+	patterns   []route // wildcard patterns, in registration order
+	subjects   []string
+	background []task
+
+	state atomic.Int32
+	hooks hooks // test hooks, set by export_test.go only
+}
+
+type route struct {
+	pattern string
+	h       HandlerFunc
+}
+
+type task struct {
+	name string
+	fn   func(context.Context) error
+}
+
+// Run states, for Healthy.
+const (
+	stateNew int32 = iota
+	stateStarting
+	stateConsuming
+	stateStopping
+	stateStopped
+)
+
+// hooks let tests stop a subscriber at the exact points a crash matters.
+type hooks struct {
+	// beforeCommit runs after the handler succeeded, before COMMIT; an
+	// error rolls the transaction back.
+	beforeCommit func(Event) error
+	// afterCommit runs after COMMIT, before the ack.
+	afterCommit func(Event)
+	// dropAck, when it returns true, skips the ack as if it were lost.
+	dropAck func(Event) bool
+}
+
+// New returns a Subscriber for cfg, with defaults applied to its zero
+// fields. It registers the subscriber's metrics but touches neither
+// Postgres nor NATS: Run does.
+func New(cfg Config) (*Subscriber, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(cfg.Registerer, cfg.Name)
+	if err != nil {
+		return nil, err
+	}
+	return &Subscriber{
+		cfg:   cfg,
+		log:   cfg.Logger.With("subscriber", cfg.Name),
+		m:     m,
+		q:     newQueries(cfg.Name),
+		exact: map[string]HandlerFunc{},
+	}, nil
+}
+
+// Name is the subscriber's name (consumer and schema).
+func (s *Subscriber) Name() string { return s.cfg.Name }
+
+// Stats returns the subscriber's counters.
+func (s *Subscriber) Stats() Stats { return s.m.snapshot() }
+
+// Handle registers h for subject: an exact subject such as
+// "paddle.subscription.created" (schema.Subject), or a pattern with the
+// NATS wildcards "*" and ">" such as "clerk.user.*". The registered subjects
+// become the consumer's filter subjects, so they must not overlap. Handle
+// panics on an invalid or overlapping subject, a nil handler, or a call
+// after Run started, as http.ServeMux does: these are programming errors.
+func (s *Subscriber) Handle(subject string, h HandlerFunc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		panic("subscriber: Handle called after Run")
+	}
+	if h == nil {
+		panic("subscriber: nil handler for " + subject)
+	}
+	if err := validPattern(subject); err != nil {
+		panic("subscriber: " + err.Error())
+	}
+	for _, other := range s.subjects {
+		if overlaps(subject, other) {
+			panic(fmt.Sprintf("subscriber: subject %q overlaps %q (consumer filter subjects must not overlap)", subject, other))
+		}
+	}
+	s.subjects = append(s.subjects, subject)
+	if isPattern(subject) {
+		s.patterns = append(s.patterns, route{subject, h})
+	} else {
+		s.exact[subject] = h
+	}
+}
+
+// Background registers fn to run alongside the consumer while Run runs
+// (after the migrations are applied), with a context cancelled when Run
+// stops. Run waits for it, within ShutdownTimeout, before returning. A
+// non-nil error from fn (other than its context's) stops Run, which
+// returns it. Email's outbox sender is such a task.
+func (s *Subscriber) Background(name string, fn func(ctx context.Context) error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		panic("subscriber: Background called after Run")
+	}
+	if fn == nil {
+		panic("subscriber: nil background task " + name)
+	}
+	s.background = append(s.background, task{name, fn})
+}
+
+// Subjects returns the registered subjects, sorted.
+func (s *Subscriber) Subjects() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(slices.Values(s.subjects))
+}
+
+func isPattern(subject string) bool {
+	for i := 0; i < len(subject); i++ {
+		if subject[i] == '*' || subject[i] == '>' {
+			return true
+		}
+	}
+	return false
+}
+
+// handler returns the handler for a message subject, or nil.
+func (s *Subscriber) handler(subject string) HandlerFunc {
+	if h, ok := s.exact[subject]; ok {
+		return h
+	}
+	for _, r := range s.patterns {
+		if matches(r.pattern, subject) {
+			return r.h
+		}
+	}
+	return nil
+}
+
+// Healthy returns nil while Run is consuming and the NATS connection is
+// up, and an error saying what is wrong otherwise.
+func (s *Subscriber) Healthy() error {
+	switch s.state.Load() {
+	case stateConsuming:
+		if nc := s.cfg.JetStream.Conn(); nc != nil && !nc.IsConnected() {
+			return fmt.Errorf("subscriber %s: NATS connection %s", s.cfg.Name, nc.Status())
+		}
+		return nil
+	case stateStarting:
+		return fmt.Errorf("subscriber %s: starting", s.cfg.Name)
+	case stateStopping:
+		return fmt.Errorf("subscriber %s: stopping", s.cfg.Name)
+	default:
+		return fmt.Errorf("subscriber %s: not running", s.cfg.Name)
+	}
+}
+
+// Run applies the migrations, creates or updates the durable consumer and
+// consumes until ctx is cancelled or consuming becomes impossible (the
+// NATS connection was closed, a background task failed). On cancellation
+// it stops fetching, lets in-flight messages finish and be acked within
+// ShutdownTimeout, waits for the background tasks and returns nil; past
+// the timeout it cancels the handlers' contexts and returns
+// ErrShutdownTimeout. Run may be called once.
+func (s *Subscriber) Run(ctx context.Context) error {
+	s.mu.Lock()
+	if s.started {
+		s.mu.Unlock()
+		return errors.New("subscriber: Run called twice")
+	}
+	s.started = true
+	n := len(s.subjects)
+	s.mu.Unlock()
+	if n == 0 {
+		return fmt.Errorf("subscriber %s: no handlers registered", s.cfg.Name)
+	}
+	s.state.Store(stateStarting)
+	defer s.state.Store(stateStopped)
+
+	if err := Migrate(ctx, s.cfg.Pool, s.cfg.Name, s.cfg.Migrations); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	cons, err := s.ensureConsumer(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	s.log.Info("consuming", "stream", s.cfg.Stream, "subjects", s.Subjects(), "concurrency", s.cfg.Concurrency, "max_deliver", s.cfg.MaxDeliver)
+	s.state.Store(stateConsuming)
+
+	// runCtx stops fetching, redrives and background tasks; work already
+	// taken runs on workCtx, which is only cancelled past ShutdownTimeout.
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	workCtx, hardStop := context.WithCancel(context.WithoutCancel(ctx))
+	defer hardStop()
+
+	work := make(chan jetstream.Msg)
+	var workers, others sync.WaitGroup
+	for range s.cfg.Concurrency {
+		workers.Go(func() {
+			for msg := range work {
+				s.handleMessage(workCtx, msg)
+			}
+		})
+	}
+	workers.Go(func() {
+		defer close(work)
+		if err := s.fetch(runCtx, cons, work); err != nil {
+			stop(err)
+		}
+	})
+	others.Go(func() { s.redriveLoop(runCtx, workCtx) })
+	s.mu.Lock()
+	tasks := slices.Clone(s.background)
+	s.mu.Unlock()
+	for _, t := range tasks {
+		others.Go(func() {
+			if err := t.fn(runCtx); err != nil && runCtx.Err() == nil {
+				s.log.Error("background task failed", "task", t.name, "error", err)
+				stop(fmt.Errorf("subscriber %s: background task %s: %w", s.cfg.Name, t.name, err))
+			}
+		})
+	}
+
+	<-runCtx.Done()
+	s.state.Store(stateStopping)
+	cause := context.Cause(runCtx)
+	if ctx.Err() != nil {
+		cause = nil // asked to stop: a graceful shutdown
+		s.log.Info("stopping: finishing in-flight messages", "timeout", s.cfg.ShutdownTimeout)
+	} else {
+		s.log.Error("stopping", "error", cause)
+	}
+	done := make(chan struct{})
+	go func() {
+		workers.Wait()
+		others.Wait()
+		close(done)
+	}()
+	timer := time.NewTimer(s.cfg.ShutdownTimeout)
+	defer timer.Stop()
+	select {
+	case <-done:
+		s.log.Info("stopped")
+		return cause
+	case <-timer.C:
+	}
+	// Past the timeout: cancel the handlers, whose transactions roll back
+	// and whose messages JetStream redelivers; give them a moment to do so.
+	hardStop()
+	grace := time.NewTimer(min(s.cfg.ShutdownTimeout, 5*time.Second) + time.Second)
+	defer grace.Stop()
+	select {
+	case <-done:
+	case <-grace.C:
+	}
+	s.log.Error("stopped before in-flight messages finished", "timeout", s.cfg.ShutdownTimeout)
+	return errors.Join(ErrShutdownTimeout, cause)
+}
+
+// ensureConsumer creates or updates the durable consumer, waiting (and
+// logging) while the stream does not exist yet or NATS is unreachable.
+func (s *Subscriber) ensureConsumer(ctx context.Context) (jetstream.Consumer, error) {
+	cfg := jetstream.ConsumerConfig{
+		Durable:       s.cfg.Name,
+		Description:   "hookhub subscriber " + s.cfg.Name,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       s.cfg.AckWait,
+		// The library enforces MaxDeliver itself (see the package doc):
+		// the server's limit would silently stop delivering a message
+		// whose last attempt could not be dead-lettered.
+		MaxDeliver:     -1,
+		MaxAckPending:  s.cfg.MaxAckPending,
+		FilterSubjects: s.Subjects(),
+	}
+	delay := 250 * time.Millisecond
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		cons, err := s.cfg.JetStream.CreateOrUpdateConsumer(cctx, s.cfg.Stream, cfg)
+		cancel()
+		if err == nil {
+			return cons, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && apiErr.ErrorCode != jetstream.JSErrCodeStreamNotFound {
+			return nil, fmt.Errorf("subscriber %s: create consumer on stream %s: %w", s.cfg.Name, s.cfg.Stream, err)
+		}
+		if errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, jetstream.ErrConnectionClosed) {
+			return nil, fmt.Errorf("subscriber %s: create consumer: %w", s.cfg.Name, err)
+		}
+		s.log.Warn("cannot create consumer yet; retrying", "stream", s.cfg.Stream, "error", err, "retry_in", delay)
+		if !sleep(ctx, delay) {
+			return nil, ctx.Err()
+		}
+		delay = min(delay*2, 5*time.Second)
+	}
+}
+
+// fetch pulls messages and hands them to the workers until ctx is
+// cancelled. It pulls at most Concurrency messages ahead, so a message
+// never waits in the client's buffer for long. It returns nil when ctx is
+// cancelled, and an error when consuming cannot go on.
+func (s *Subscriber) fetch(ctx context.Context, cons jetstream.Consumer, work chan<- jetstream.Msg) error {
+	delay := 250 * time.Millisecond
+	for {
+		it, err := cons.Messages(jetstream.PullMaxMessages(s.cfg.Concurrency), jetstream.WithMessagesErrOnMissingHeartbeat(false))
+		if err == nil {
+			err = s.pump(ctx, it, work)
+			delay = 250 * time.Millisecond
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, jetstream.ErrConnectionClosed) {
+			return fmt.Errorf("subscriber %s: %w", s.cfg.Name, err)
+		}
+		// The iterator ended on its own (consumer deleted, a terminal pull
+		// error): recreate the consumer and go on.
+		s.log.Warn("consumer stopped; recreating it", "error", err, "retry_in", delay)
+		if !sleep(ctx, delay) {
+			return nil
+		}
+		delay = min(delay*2, 5*time.Second)
+		if cons, err = s.ensureConsumer(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// pump moves messages from it to work until ctx is cancelled or it ends.
+// On the way out it releases the messages pulled but not started, so
+// another replica gets them at once rather than after AckWait.
+func (s *Subscriber) pump(ctx context.Context, it jetstream.MessagesContext, work chan<- jetstream.Msg) error {
+	defer func() {
+		it.Drain()
+		for {
+			msg, err := it.Next(jetstream.NextMaxWait(time.Second))
+			if err != nil {
+				return
+			}
+			s.release(msg)
+		}
+	}()
+	for {
+		msg, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return err
+			}
+			// Missed heartbeats, leadership changes, reconnects: the
+			// iterator recovers by itself.
+			s.log.Debug("pull", "error", err)
+			if !sleep(ctx, 50*time.Millisecond) {
+				return nil
+			}
+			continue
+		}
+		if ctx.Err() != nil {
+			s.release(msg)
+			return nil
+		}
+		select {
+		case work <- msg:
+		case <-ctx.Done():
+			s.release(msg)
+			return nil
+		}
+	}
+}
+
+// release hands back a message this subscriber took but will not handle
+// because it is stopping. This is the one place a bare Nak is right: the
+// message did not fail, and any replica may take it now.
+func (s *Subscriber) release(msg jetstream.Msg) {
+	if err := msg.Nak(); err != nil {
+		s.log.Debug("release message", "subject", msg.Subject(), "error", err)
+	}
+}
+
+// sleep waits d or until ctx is done; it reports whether d elapsed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
