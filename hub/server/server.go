@@ -152,7 +152,15 @@ func (s *Server) webhook(c *fiber.Ctx) error {
 	// fasthttp reuses the buffer once the handler returns.
 	body := append([]byte(nil), c.Request().Body()...)
 	now := s.cfg.Now()
-	ev, err := p.Verify(fiberHeader{c}, body, now)
+	var ev provider.Event
+	var err error
+	if rv, ok := p.(provider.RequestVerifier); ok {
+		// The scheme signs the URL: pass the request-target exactly as
+		// received (copied: fasthttp reuses its buffer).
+		ev, err = rv.VerifyRequest(provider.Request{Header: fiberHeader{c}, Body: body, URI: utils.CopyString(c.OriginalURL()), Now: now})
+	} else {
+		ev, err = p.Verify(fiberHeader{c}, body, now)
+	}
 	if err != nil {
 		s.cfg.Logger.Info("delivery refused", "provider", name, "err", err, "remote", utils.CopyString(c.IP()))
 		return s.refuse(c, name, err, start)
@@ -177,6 +185,11 @@ func (s *Server) webhook(c *fiber.Ctx) error {
 		SignedAt:   ev.SignedAt,
 		OccurredAt: ev.OccurredAt,
 		ReceivedAt: now,
+	}
+	if pl, ok := p.(provider.Payloader); ok {
+		if d.Payload, err = pl.PayloadJSON(body); err != nil {
+			return s.refuse(c, name, err, start)
+		}
 	}
 	if _, err := schema.Subject(name, ev.Type); err != nil {
 		d.Error = "cannot publish: " + err.Error()

@@ -3,10 +3,16 @@ package service
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"net/url"
+	"os"
+	"slices"
 	"strings"
 	"time"
 
-	"github.com/hookhub/hookhub/schema"
+	"github.com/kelseyhightower/envconfig"
+
+	"github.com/hookhub/hookhub/hub/provider"
 )
 
 // EnvPrefix is the prefix of every hub environment variable.
@@ -14,28 +20,41 @@ const EnvPrefix = "HUB"
 
 // Config is the hub's whole configuration, read from HUB_* environment
 // variables by envconfig. The README's configuration table mirrors it.
+// Tags carry the full variable names and are processed without a prefix:
+// with a prefix, envconfig would fall back to the bare name (DATABASE_URL,
+// HTTP_ADDR, ...) when the HUB_ one is unset, and a stray variable meant
+// for another program would configure the hub.
 type Config struct {
-	DatabaseURL        string        `envconfig:"DATABASE_URL" default:"postgres://postgres@127.0.0.1:5432/hub?sslmode=disable" desc:"Postgres URL of the hub's database"`
-	DatabaseMaxConns   int32         `envconfig:"DATABASE_MAX_CONNS" default:"8" desc:"Postgres connection pool size"`
-	NATSURL            string        `envconfig:"NATS_URL" desc:"NATS server URL(s), comma-separated; empty starts an embedded JetStream server (file store under HUB_DATA_DIR)"`
-	HTTPAddr           string        `envconfig:"HTTP_ADDR" default:":8080" desc:"HTTP listen address for webhooks, /healthz, /readyz and /metrics"`
-	Stream             string        `envconfig:"STREAM" default:"WEBHOOKS" desc:"JetStream stream the hub publishes to (created or updated at start)"`
-	StreamReplicas     int           `envconfig:"STREAM_REPLICAS" default:"1" desc:"Stream replicas: 1 on one server, 3 in production clusters"`
-	DuplicateWindow    time.Duration `envconfig:"DUPLICATE_WINDOW" default:"2m" desc:"Stream duplicate window; the relay's retry horizon stays inside it"`
-	PaddleSecrets      []string      `envconfig:"PADDLE_SECRETS" desc:"Paddle endpoint secrets (pdl_ntfset_...), comma-separated; several during a rotation"`
-	ClerkSecrets       []string      `envconfig:"CLERK_SECRETS" desc:"Clerk (Svix) signing secrets (whsec_...), comma-separated; several during a rotation"`
-	SignatureTolerance time.Duration `envconfig:"SIGNATURE_TOLERANCE" default:"5m" desc:"Largest accepted difference between a signed timestamp and the hub's clock, past or future"`
-	MaxBodyBytes       int           `envconfig:"MAX_BODY_BYTES" default:"1048576" desc:"Largest accepted request body; larger is answered 413"`
-	ShutdownTimeout    time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"25s" desc:"On SIGTERM, time allowed for in-flight requests and the relay to finish"`
-	CommitTimeout      time.Duration `envconfig:"COMMIT_TIMEOUT" default:"10s" desc:"Longest wait for Postgres to commit a delivery before answering 503"`
-	BatchMax           int           `envconfig:"BATCH_MAX" default:"64" desc:"Group commit: most deliveries that share one transaction; 1 disables batching (one transaction per request)"`
-	BatchCommitters    int           `envconfig:"BATCH_COMMITTERS" default:"2" desc:"Group commit: transactions committing concurrently"`
-	RelayBatchSize     int           `envconfig:"RELAY_BATCH_SIZE" default:"256" desc:"Most rows one publish batch holds (async publishes in flight per loop), fast path and relay alike"`
-	RelayWorkers       int           `envconfig:"RELAY_WORKERS" default:"2" desc:"Fast-path publish loops: each publishes what was committed while its previous batch was in flight"`
-	DebugAddr          string        `envconfig:"DEBUG_ADDR" desc:"Listen address of the pprof endpoints (/debug/pprof/); empty disables them. Keep it private"`
-	DataDir            string        `envconfig:"DATA_DIR" default:"./.hub" desc:"Directory of the embedded NATS server's store"`
-	LogLevel           string        `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
-	LogFormat          string        `envconfig:"LOG_FORMAT" default:"json" desc:"json or text"`
+	DatabaseURL       string        `envconfig:"HUB_DATABASE_URL" default:"postgres://postgres@127.0.0.1:5432/hub?sslmode=disable" desc:"Postgres URL of the hub's database"`
+	DatabaseMaxConns  int32         `envconfig:"HUB_DATABASE_MAX_CONNS" default:"8" desc:"Postgres connection pool size"`
+	NATSURL           string        `envconfig:"HUB_NATS_URL" desc:"NATS server URL(s), comma-separated; empty starts an embedded JetStream server (file store under HUB_DATA_DIR)"`
+	HTTPAddr          string        `envconfig:"HUB_HTTP_ADDR" default:":8080" desc:"HTTP listen address for webhooks, /healthz, /readyz and /metrics"`
+	Stream            string        `envconfig:"HUB_STREAM" default:"WEBHOOKS" desc:"JetStream stream the hub publishes to (created or updated at start)"`
+	StreamReplicas    int           `envconfig:"HUB_STREAM_REPLICAS" default:"1" desc:"Stream replicas: 1 on one server, 3 in production clusters"`
+	DuplicateWindow   time.Duration `envconfig:"HUB_DUPLICATE_WINDOW" default:"2m" desc:"Stream duplicate window; the relay's retry horizon stays inside it"`
+	PaddleSecrets     []string      `envconfig:"HUB_PADDLE_SECRETS" desc:"Paddle endpoint secrets (pdl_ntfset_...), comma-separated; several during a rotation"`
+	ClerkSecrets      []string      `envconfig:"HUB_CLERK_SECRETS" desc:"Clerk (Svix) signing secrets (whsec_...), comma-separated; several during a rotation"`
+	StripeSecrets     []string      `envconfig:"HUB_STRIPE_SECRETS" desc:"Stripe endpoint secrets (whsec_..., used whole), comma-separated"`
+	GitHubSecrets     []string      `envconfig:"HUB_GITHUB_SECRETS" desc:"GitHub webhook secrets, comma-separated (try old and new during a rotation)"`
+	ShopifySecrets    []string      `envconfig:"HUB_SHOPIFY_SECRETS" desc:"Shopify app client secrets, comma-separated"`
+	TwilioSecrets     []string      `envconfig:"HUB_TWILIO_SECRETS" desc:"Twilio Auth Tokens (primary first, the secondary while promoting), comma-separated; needs HUB_PUBLIC_URL"`
+	PublicURL         string        `envconfig:"HUB_PUBLIC_URL" desc:"The hub's public base URL as providers call it (e.g. https://hub.example.com), for schemes that sign the URL (Twilio)"`
+	StandardProviders []string      `envconfig:"HUB_STANDARD_PROVIDERS" desc:"Standard Webhooks providers to mount under names of your choice (resend,acme); each needs HUB_STANDARD_<NAME>_SECRETS"`
+	// StandardSecrets holds HUB_STANDARD_<NAME>_SECRETS for each name in
+	// StandardProviders (upper-cased, '-' as '_'); LoadConfig reads them.
+	StandardSecrets    map[string][]string `ignored:"true"`
+	SignatureTolerance time.Duration       `envconfig:"HUB_SIGNATURE_TOLERANCE" default:"5m" desc:"Largest accepted difference between a signed timestamp and the hub's clock, past or future"`
+	MaxBodyBytes       int                 `envconfig:"HUB_MAX_BODY_BYTES" default:"1048576" desc:"Largest accepted request body; larger is answered 413"`
+	ShutdownTimeout    time.Duration       `envconfig:"HUB_SHUTDOWN_TIMEOUT" default:"25s" desc:"On SIGTERM, time allowed for in-flight requests and the relay to finish"`
+	CommitTimeout      time.Duration       `envconfig:"HUB_COMMIT_TIMEOUT" default:"10s" desc:"Longest wait for Postgres to commit a delivery before answering 503"`
+	BatchMax           int                 `envconfig:"HUB_BATCH_MAX" default:"64" desc:"Group commit: most deliveries that share one transaction; 1 disables batching (one transaction per request)"`
+	BatchCommitters    int                 `envconfig:"HUB_BATCH_COMMITTERS" default:"2" desc:"Group commit: transactions committing concurrently"`
+	RelayBatchSize     int                 `envconfig:"HUB_RELAY_BATCH_SIZE" default:"256" desc:"Most rows one publish batch holds (async publishes in flight per loop), fast path and relay alike"`
+	RelayWorkers       int                 `envconfig:"HUB_RELAY_WORKERS" default:"2" desc:"Fast-path publish loops: each publishes what was committed while its previous batch was in flight"`
+	DebugAddr          string              `envconfig:"HUB_DEBUG_ADDR" desc:"Listen address of the pprof endpoints (/debug/pprof/); empty disables them. Keep it private"`
+	DataDir            string              `envconfig:"HUB_DATA_DIR" default:"./.hub" desc:"Directory of the embedded NATS server's store"`
+	LogLevel           string              `envconfig:"HUB_LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
+	LogFormat          string              `envconfig:"HUB_LOG_FORMAT" default:"json" desc:"json or text"`
 }
 
 // Validate checks the configuration and names the variable at fault.
@@ -62,14 +81,34 @@ func (c *Config) Validate() error {
 	if c.DuplicateWindow < time.Second {
 		bad("DUPLICATE_WINDOW", "must be at least 1s (the relay's retries must fit inside it), got %s", c.DuplicateWindow)
 	}
-	for _, s := range []struct {
-		name    string
-		secrets []string
-	}{{"PADDLE_SECRETS", c.PaddleSecrets}, {"CLERK_SECRETS", c.ClerkSecrets}} {
-		for i, v := range s.secrets {
+	for name, secrets := range c.secretVars() {
+		for i, v := range secrets {
 			if strings.TrimSpace(v) == "" {
-				bad(s.name, "has an empty secret at position %d", i+1)
+				bad(name, "has an empty secret at position %d", i+1)
 			}
+		}
+	}
+	envNames := map[string]string{}
+	for _, name := range c.StandardProviders {
+		name = strings.TrimSpace(name)
+		switch {
+		case !provider.ValidName(name):
+			bad("STANDARD_PROVIDERS", "has %q: a provider name is 1-32 characters of [a-z0-9_-], starting with a letter or digit", name)
+		case slices.Contains(provider.Names(), name):
+			bad("STANDARD_PROVIDERS", "has %q, the name of a built-in provider", name)
+		case envNames[StandardSecretsVar(name)] != "":
+			bad("STANDARD_PROVIDERS", "has %q and %q, which share the variable %s", envNames[StandardSecretsVar(name)], name, StandardSecretsVar(name))
+		case len(c.StandardSecrets[name]) == 0:
+			errs = append(errs, fmt.Errorf("%s must hold the secrets of %q (listed in HUB_STANDARD_PROVIDERS)", StandardSecretsVar(name), name))
+		}
+		envNames[StandardSecretsVar(name)] = name
+	}
+	if len(c.TwilioSecrets) > 0 && c.PublicURL == "" {
+		bad("PUBLIC_URL", "is required with HUB_TWILIO_SECRETS: Twilio signs the URL it calls")
+	}
+	if c.PublicURL != "" {
+		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			bad("PUBLIC_URL", "must be an absolute http(s) URL without query, e.g. https://hub.example.com, got %q", c.PublicURL)
 		}
 	}
 	if c.SignatureTolerance <= 0 {
@@ -112,20 +151,92 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// secretVars maps each built-in provider's secrets variable (without the
+// prefix) to its value.
+func (c *Config) secretVars() map[string][]string {
+	return map[string][]string{
+		"PADDLE_SECRETS": c.PaddleSecrets, "CLERK_SECRETS": c.ClerkSecrets, "STRIPE_SECRETS": c.StripeSecrets,
+		"GITHUB_SECRETS": c.GitHubSecrets, "SHOPIFY_SECRETS": c.ShopifySecrets, "TWILIO_SECRETS": c.TwilioSecrets,
+	}
+}
+
+// builtinSecrets returns the built-in providers' secrets by provider name.
+func (c *Config) builtinSecrets() map[string]*[]string {
+	return map[string]*[]string{
+		"paddle": &c.PaddleSecrets, "clerk": &c.ClerkSecrets, "stripe": &c.StripeSecrets,
+		"github": &c.GitHubSecrets, "shopify": &c.ShopifySecrets, "twilio": &c.TwilioSecrets,
+	}
+}
+
 // ProviderSecrets returns the configured secrets by provider name, for the
-// providers that have any, with surrounding spaces trimmed.
+// providers that have any (Standard Webhooks names included), with
+// surrounding spaces trimmed.
 func (c *Config) ProviderSecrets() map[string][]string {
 	out := map[string][]string{}
-	for name, secrets := range map[string][]string{"paddle": c.PaddleSecrets, "clerk": c.ClerkSecrets} {
+	add := func(name string, secrets []string) {
 		for _, s := range secrets {
 			if s = strings.TrimSpace(s); s != "" {
 				out[name] = append(out[name], s)
 			}
 		}
 	}
+	for name, secrets := range c.builtinSecrets() {
+		add(name, *secrets)
+	}
+	for _, name := range c.StandardProviders {
+		add(strings.TrimSpace(name), c.StandardSecrets[strings.TrimSpace(name)])
+	}
 	return out
 }
 
-// ValidProviderName reports whether name can be a provider: a subject token
-// that fits the archive's VARCHAR(32).
-func ValidProviderName(name string) bool { return len(name) <= 32 && schema.ValidToken(name) }
+// Providers builds every configured provider, sorted by name.
+func (c *Config) Providers() ([]provider.Provider, error) {
+	secrets := c.ProviderSecrets()
+	names := slices.Sorted(maps.Keys(secrets))
+	out := make([]provider.Provider, 0, len(names))
+	for _, name := range names {
+		var p provider.Provider
+		var err error
+		if _, builtin := c.builtinSecrets()[name]; builtin {
+			p, err = provider.NewWithOptions(name, secrets[name], provider.Options{Tolerance: c.SignatureTolerance, PublicURL: c.PublicURL})
+		} else {
+			p, err = provider.NewStandard(name, secrets[name], c.SignatureTolerance)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", secretsVarOf(name, c), err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func secretsVarOf(name string, c *Config) string {
+	if _, builtin := c.builtinSecrets()[name]; builtin {
+		return EnvPrefix + "_" + strings.ToUpper(name) + "_SECRETS"
+	}
+	return StandardSecretsVar(name)
+}
+
+// StandardSecretsVar is the variable holding the secrets of the Standard
+// Webhooks provider mounted as name: HUB_STANDARD_<NAME>_SECRETS, the name
+// upper-cased with '-' as '_'.
+func StandardSecretsVar(name string) string {
+	return EnvPrefix + "_STANDARD_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "_SECRETS"
+}
+
+// LoadConfig reads the HUB_* variables (and the HUB_STANDARD_<NAME>_SECRETS
+// of each Standard Webhooks provider) and validates them.
+func LoadConfig() (Config, error) {
+	var c Config
+	if err := envconfig.Process("", &c); err != nil {
+		return c, err
+	}
+	c.StandardSecrets = map[string][]string{}
+	for _, name := range c.StandardProviders {
+		name = strings.TrimSpace(name)
+		if v, ok := os.LookupEnv(StandardSecretsVar(name)); ok {
+			c.StandardSecrets[name] = strings.Split(v, ",")
+		}
+	}
+	return c, c.Validate()
+}

@@ -15,7 +15,7 @@ import (
 
 func TestDefaultsAreValid(t *testing.T) {
 	var cfg service.Config
-	require.NoError(t, envconfig.Process("HUB_TEST_UNSET_PREFIX", &cfg))
+	require.NoError(t, envconfig.Process("", &cfg))
 	require.NoError(t, cfg.Validate())
 	require.Equal(t, "postgres://postgres@127.0.0.1:5432/hub?sslmode=disable", cfg.DatabaseURL)
 	require.Equal(t, ":8080", cfg.HTTPAddr)
@@ -31,7 +31,7 @@ func TestDefaultsAreValid(t *testing.T) {
 func TestInvalidConfigNamesTheVariable(t *testing.T) {
 	base := func() service.Config {
 		var cfg service.Config
-		require.NoError(t, envconfig.Process("HUB_TEST_UNSET_PREFIX", &cfg))
+		require.NoError(t, envconfig.Process("", &cfg))
 		return cfg
 	}
 	cases := []struct {
@@ -59,13 +59,26 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 	}
 }
 
+// A bare variable meant for another program never configures the hub.
+func TestNoUnprefixedFallback(t *testing.T) {
+	t.Setenv("HTTP_ADDR", ":1234")
+	t.Setenv("DATABASE_URL", "postgres://elsewhere/db")
+	cfg, err := service.LoadConfig()
+	require.NoError(t, err)
+	require.Equal(t, ":8080", cfg.HTTPAddr)
+	require.Equal(t, "postgres://postgres@127.0.0.1:5432/hub?sslmode=disable", cfg.DatabaseURL)
+}
+
 // The README's configuration table documents every variable.
 func TestREADMEDocumentsEveryVariable(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	require.NoError(t, err)
 	typ := reflect.TypeFor[service.Config]()
 	for i := range typ.NumField() {
-		key := service.EnvPrefix + "_" + typ.Field(i).Tag.Get("envconfig")
+		if typ.Field(i).Tag.Get("ignored") == "true" {
+			continue
+		}
+		key := typ.Field(i).Tag.Get("envconfig")
 		require.True(t, strings.Contains(string(readme), "| `"+key+"` |"), "README.md has no table row for %s", key)
 	}
 }

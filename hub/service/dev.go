@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -13,23 +15,43 @@ import (
 // configured. They are public: never use them in production (`hub serve`
 // does not fall back to them).
 var devSecrets = map[string]string{
-	"paddle": "pdl_ntfset_01hookhubdev0000000000000000_DevOnlyNotASecret000000000",
-	"clerk":  "whsec_aG9va2h1Yi1kZXZlbG9wbWVudC1vbmx5LWtleSE=",
+	"paddle":  "pdl_ntfset_01hookhubdev0000000000000000_DevOnlyNotASecret000000000",
+	"clerk":   "whsec_aG9va2h1Yi1kZXZlbG9wbWVudC1vbmx5LWtleSE=",
+	"stripe":  "whsec_hookhub_development_only_not_a_secret",
+	"github":  "hookhub-development-only-not-a-secret",
+	"shopify": "hookhub-development-only-not-a-secret",
+	"twilio":  "hookhubdevelopmentonlynotasecret",
 }
 
-// WithDevSecrets fills in the development secret of every provider that
-// has none configured, and returns the names it filled in.
+// WithDevSecrets fills in the development secret of every built-in
+// provider that has none configured (and, for Twilio, a public URL on
+// HUB_HTTP_ADDR), and returns the names it filled in.
 func (c *Config) WithDevSecrets() []string {
 	var filled []string
-	if len(c.ProviderSecrets()["paddle"]) == 0 {
-		c.PaddleSecrets = []string{devSecrets["paddle"]}
-		filled = append(filled, "paddle")
+	have := c.ProviderSecrets()
+	for name, secrets := range c.builtinSecrets() {
+		if len(have[name]) == 0 {
+			*secrets = []string{devSecrets[name]}
+			filled = append(filled, name)
+		}
 	}
-	if len(c.ProviderSecrets()["clerk"]) == 0 {
-		c.ClerkSecrets = []string{devSecrets["clerk"]}
-		filled = append(filled, "clerk")
+	if c.PublicURL == "" {
+		c.PublicURL = "http://" + DisplayAddr(c.HTTPAddr)
 	}
+	slices.Sort(filled)
 	return filled
+}
+
+// DisplayAddr turns a listen address like ":8080" or "[::]:8080" into one
+// a browser or curl can use.
+func DisplayAddr(addr string) string {
+	if i := strings.LastIndex(addr, ":"); i >= 0 {
+		host := addr[:i]
+		if host == "" || host == "[::]" || host == "0.0.0.0" {
+			return "127.0.0.1" + addr[i:]
+		}
+	}
+	return addr
 }
 
 // CreateDatabase creates the database named in url if it does not exist,

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -26,7 +25,6 @@ import (
 
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/natsembed"
-	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/hub/server"
 	"github.com/hookhub/hookhub/hub/store"
@@ -40,7 +38,7 @@ import (
 const relayGrace = 15 * time.Second
 
 // ErrNoProviders is returned when no provider has a secret configured.
-var ErrNoProviders = errors.New("no provider configured: set HUB_PADDLE_SECRETS and/or HUB_CLERK_SECRETS")
+var ErrNoProviders = errors.New("no provider configured: set at least one of HUB_PADDLE_SECRETS, HUB_CLERK_SECRETS, HUB_STRIPE_SECRETS, HUB_GITHUB_SECRETS, HUB_SHOPIFY_SECRETS, HUB_TWILIO_SECRETS, HUB_STANDARD_PROVIDERS")
 
 // Deps are the service's injected dependencies. Zero values take defaults.
 type Deps struct {
@@ -96,19 +94,16 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 		}
 	}()
 
-	var providers []provider.Provider
-	for name, secrets := range cfg.ProviderSecrets() {
-		p, err := provider.New(name, secrets, cfg.SignatureTolerance)
-		if err != nil {
-			return nil, fmt.Errorf("HUB_%s_SECRETS: %w", strings.ToUpper(name), err)
-		}
-		providers = append(providers, p)
-		s.names = append(s.names, name)
+	providers, err := cfg.Providers()
+	if err != nil {
+		return nil, err
 	}
 	if len(providers) == 0 {
 		return nil, ErrNoProviders
 	}
-	slices.Sort(s.names)
+	for _, p := range providers {
+		s.names = append(s.names, p.Name())
+	}
 
 	if err := s.openDatabase(ctx); err != nil {
 		return nil, err
@@ -262,6 +257,9 @@ func (s *Service) ready(ctx context.Context) error {
 	}
 	return s.migrator.Check(ctx)
 }
+
+// Providers are the names of the mounted providers, sorted.
+func (s *Service) Providers() []string { return s.names }
 
 // Addr is the HTTP listener's address.
 func (s *Service) Addr() net.Addr { return s.ln.Addr() }

@@ -42,11 +42,14 @@ var ErrUnavailable = errors.New("database unavailable")
 
 // Delivery is one verified delivery to archive.
 type Delivery struct {
-	ArchiveID  uuid.UUID // new for every delivery
-	Provider   string
-	EventID    string
-	EventType  string
-	Body       []byte // the exact request body; must be JSON
+	ArchiveID uuid.UUID // new for every delivery
+	Provider  string
+	EventID   string
+	EventType string
+	Body      []byte // the exact request body
+	// Payload, when not nil, is the JSON archived in the payload column
+	// instead of Body (for providers whose bodies are form-encoded).
+	Payload    []byte
 	Signature  string // the signature header value
 	SignedAt   time.Time
 	OccurredAt time.Time
@@ -153,7 +156,11 @@ func (s *Store) Ingest(ctx context.Context, ds []Delivery) ([]Outcome, error) {
 	}
 	payloads := make([]string, len(ds))
 	for i := range ds {
-		payloads[i] = string(ds[i].Body)
+		if ds[i].Payload != nil {
+			payloads[i] = string(ds[i].Payload)
+		} else {
+			payloads[i] = string(ds[i].Body)
+		}
 	}
 	out, err := s.ingest(ctx, ds, payloads)
 	var pgErr *pgconn.PgError

@@ -66,13 +66,13 @@ Environment:
 		return err
 	}
 	fmt.Fprintf(stdout, `
-hookhub is running: webhooks at http://%[1]s/webhooks/{paddle,clerk}, NATS at %[2]s
+hookhub is running: webhooks at http://%[1]s/webhooks/{%[3]s}, NATS at %[2]s
 Send a first signed event from another shell:
 
     go run ./hub/cmd/hub send paddle subscription.created
     go run ./hub/cmd/hub send clerk user.created --repeat 3
 
-`, displayAddr(svc.Addr().String()), svc.NATSURL())
+`, service.DisplayAddr(svc.Addr().String()), svc.NATSURL(), strings.Join(svc.Providers(), ","))
 	return svc.Run(ctx)
 }
 
@@ -92,16 +92,4 @@ func migrateUp(ctx context.Context, url string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "dev: applied migration %d %s\n", r.Version, r.Name)
 	}
 	return err
-}
-
-// displayAddr turns a listen address like "[::]:8080" into one a browser
-// or curl can use.
-func displayAddr(addr string) string {
-	if i := strings.LastIndex(addr, ":"); i >= 0 {
-		host := addr[:i]
-		if host == "" || host == "[::]" || host == "0.0.0.0" {
-			return "127.0.0.1" + addr[i:]
-		}
-	}
-	return addr
 }

@@ -15,11 +15,8 @@ import (
 
 // loadConfig reads HUB_* variables into the configuration and validates it.
 func loadConfig() (service.Config, error) {
-	var cfg service.Config
-	if err := envconfig.Process(service.EnvPrefix, &cfg); err != nil {
-		return cfg, fmt.Errorf("configuration: %w", err)
-	}
-	if err := cfg.Validate(); err != nil {
+	cfg, err := service.LoadConfig()
+	if err != nil {
 		return cfg, fmt.Errorf("configuration: %w", err)
 	}
 	return cfg, nil
@@ -29,8 +26,9 @@ func loadConfig() (service.Config, error) {
 func printEnv(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  VARIABLE\tDEFAULT\tDESCRIPTION")
-	_ = envconfig.Usagef(service.EnvPrefix, &service.Config{}, tw,
+	_ = envconfig.Usagef("", &service.Config{}, tw,
 		"{{range .}}  {{usage_key .}}\t{{usage_default .}}\t{{usage_description .}}\n{{end}}")
+	fmt.Fprintln(tw, "  HUB_STANDARD_<NAME>_SECRETS\t\tsecrets of each Standard Webhooks provider named in HUB_STANDARD_PROVIDERS (NAME upper-cased, '-' as '_')")
 	_ = tw.Flush()
 }
 

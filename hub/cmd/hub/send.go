@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/service"
 )
 
 func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -35,7 +36,7 @@ Examples:
   hub send paddle subscription.created --data '{"id":"sub_1","customer_id":"ctm_1","custom_data":{"credits":250}}'
   hub send clerk user.created --repeat 10
 
-Providers: `+strings.Join(provider.Names(), ", ")+`
+Providers: `+strings.Join(provider.Names(), ", ")+`, and each name in HUB_STANDARD_PROVIDERS
 
 Flags:
 `)
@@ -71,23 +72,29 @@ Flags:
 		return err
 	}
 	cfg.WithDevSecrets()
-	secrets := cfg.ProviderSecrets()[name]
-	p, err := provider.New(name, secrets, cfg.SignatureTolerance)
+	providers, err := cfg.Providers()
 	if err != nil {
-		return fmt.Errorf("provider %q: %w (known: %s)", name, err, strings.Join(provider.Names(), ", "))
+		return err
 	}
-	sender, ok := p.(provider.Sender)
-	if !ok {
-		return fmt.Errorf("provider %q cannot build test deliveries", name)
+	var sender provider.Sender
+	var known []string
+	for _, p := range providers {
+		known = append(known, p.Name())
+		if p.Name() == name {
+			sender, _ = p.(provider.Sender)
+		}
+	}
+	if sender == nil {
+		return usageErr(fmt.Sprintf("unknown provider %q (configured: %s)", name, strings.Join(known, ", ")))
 	}
 	if *eventID == "" {
 		*eventID = newEventID(name)
 	}
 	base := *url
 	if base == "" {
-		base = "http://" + displayAddr(cfg.HTTPAddr)
+		base = "http://" + service.DisplayAddr(cfg.HTTPAddr)
 	}
-	target := strings.TrimRight(base, "/") + "/webhooks/" + name
+	base = strings.TrimRight(base, "/")
 	body, err := sender.Sample(*eventID, eventType, dataBytes, time.Now())
 	if err != nil {
 		return err
@@ -95,19 +102,22 @@ Flags:
 	client := &http.Client{Timeout: 15 * time.Second}
 	failed := 0
 	for i := 0; i < *repeat; i++ {
-		h, err := sender.Sign(*eventID, body, time.Now())
+		// Sign each attempt anew, as providers do on retries.
+		h, target, err := sign(sender, *eventID, eventType, body, name)
 		if err != nil {
 			return err
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+target, bytes.NewReader(body))
 		if err != nil {
 			return err
 		}
 		req.Header = h
-		req.Header.Set("Content-Type", "application/json")
+		if req.Header.Get("Content-Type") == "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		resp, err := client.Do(req)
 		if err != nil {
-			return fmt.Errorf("POST %s: %w (is the hub running? start it with `hub dev`)", target, err)
+			return fmt.Errorf("POST %s: %w (is the hub running? start it with `hub dev`)", req.URL, err)
 		}
 		answer, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		resp.Body.Close()
@@ -120,6 +130,16 @@ Flags:
 		return fmt.Errorf("%d of %d deliveries were not accepted", failed, *repeat)
 	}
 	return nil
+}
+
+// sign signs one delivery; senders whose type travels outside the body
+// (GitHub, Shopify, Twilio) also choose the request-target.
+func sign(s provider.Sender, eventID, eventType string, body []byte, name string) (http.Header, string, error) {
+	if ts, ok := s.(provider.TypedSender); ok {
+		return ts.SignTyped(eventID, eventType, body, time.Now())
+	}
+	h, err := s.Sign(eventID, body, time.Now())
+	return h, "/webhooks/" + name, err
 }
 
 // newEventID returns a fresh id in the provider's style.
