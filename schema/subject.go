@@ -71,3 +71,35 @@ func SplitEventRef(ref string) (provider, eventID string, ok bool) {
 	}
 	return provider, eventID, true
 }
+
+// MatchSubject reports whether subject (no wildcards) matches pattern, in
+// which "*" stands for one token and a final ">" for one or more.
+func MatchSubject(pattern, subject string) bool {
+	p, s := strings.Split(pattern, "."), strings.Split(subject, ".")
+	for i := range p {
+		if p[i] == ">" {
+			return len(s) > i
+		}
+		if i >= len(s) || (p[i] != "*" && p[i] != s[i]) {
+			return false
+		}
+	}
+	return len(p) == len(s)
+}
+
+// SubjectsOverlap reports whether some subject matches both patterns.
+// (JetStream rejects a consumer whose filter subjects overlap.)
+func SubjectsOverlap(a, b string) bool {
+	x, y := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; ; i++ {
+		if i == len(x) || i == len(y) {
+			return len(x) == len(y)
+		}
+		if x[i] == ">" || y[i] == ">" {
+			return true
+		}
+		if x[i] != y[i] && x[i] != "*" && y[i] != "*" {
+			return false
+		}
+	}
+}

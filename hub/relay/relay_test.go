@@ -64,7 +64,7 @@ func TestEnsureStreamUpdatesSubjects(t *testing.T) {
 	require.NoError(t, err)
 	info, err := st.Info(ctx)
 	require.NoError(t, err)
-	require.ElementsMatch(t, []string{"paddle.>", "clerk.>"}, info.Config.Subjects)
+	require.ElementsMatch(t, []string{"paddle.>", "clerk.>", "_replay.>"}, info.Config.Subjects)
 	require.Equal(t, 2*time.Minute, info.Config.Duplicates)
 	require.Equal(t, jetstream.FileStorage, info.Config.Storage)
 }

@@ -14,7 +14,7 @@ import (
 // StreamConfig describes the stream the hub publishes to.
 type StreamConfig struct {
 	Name            string
-	Providers       []string // each contributes the subjects "<provider>.>"
+	Providers       []string // each contributes the subjects "<provider>.>"; "_replay.>" is always added
 	Replicas        int
 	DuplicateWindow time.Duration
 }
@@ -26,10 +26,12 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, c StreamConfig) (
 	if len(c.Providers) == 0 {
 		return nil, errors.New("ensure stream: no providers configured")
 	}
-	subjects := make([]string, len(c.Providers))
-	for i, p := range c.Providers {
-		subjects[i] = schema.ProviderFilter(p)
+	subjects := make([]string, 0, len(c.Providers)+1)
+	for _, p := range c.Providers {
+		subjects = append(subjects, schema.ProviderFilter(p))
 	}
+	// Replay copies for one subscriber (hub replay).
+	subjects = append(subjects, schema.ReplayFilter())
 	cfg := jetstream.StreamConfig{
 		Name:        c.Name,
 		Description: "hookhub: verified webhook events, one message per event",

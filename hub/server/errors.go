@@ -6,8 +6,10 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/hookhub/hookhub/hub/metrics"
+	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/store"
+	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
 // Errors the handler returns for requests it refuses before verification.
@@ -45,6 +47,12 @@ func classify(err error) problem {
 		return problem{fiber.StatusUnsupportedMediaType, err.Error(), metrics.OutcomeBadRequest}
 	case errors.Is(err, errTooLarge):
 		return problem{fiber.StatusRequestEntityTooLarge, err.Error(), metrics.OutcomeTooLarge}
+	case errors.Is(err, ops.ErrNotFound), errors.Is(err, ops.ErrUnknownSubscriber), errors.Is(err, subscriber.ErrUnknownSubscriber):
+		return problem{fiber.StatusNotFound, err.Error(), ""}
+	case errors.Is(err, ops.ErrInvalid), errors.Is(err, ops.ErrBadTime):
+		return problem{fiber.StatusBadRequest, err.Error(), ""}
+	case errors.Is(err, ops.ErrNoStream):
+		return problem{fiber.StatusServiceUnavailable, err.Error(), ""}
 	case errors.Is(err, store.ErrUnavailable):
 		return problem{fiber.StatusServiceUnavailable, "unavailable: the event was not stored, retry later", metrics.OutcomeUnavailable}
 	}

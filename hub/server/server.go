@@ -52,6 +52,10 @@ type Config struct {
 	Logger    *slog.Logger
 	Metrics   *metrics.Metrics    // required
 	Gatherer  prometheus.Gatherer // for /metrics; required
+	// AdminToken, when set, mounts the admin API under /admin/ (bearer
+	// token) over Operator; empty leaves it off.
+	AdminToken string
+	Operator   Operator
 }
 
 // Server is the hub's HTTP server.
@@ -102,6 +106,12 @@ func New(cfg Config) (*Server, error) {
 	s.app.Get("/healthz", s.healthz)
 	s.app.Get("/readyz", s.readyz)
 	s.app.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{})))
+	if cfg.AdminToken != "" {
+		if cfg.Operator == nil {
+			return nil, errors.New("server: AdminToken needs an Operator")
+		}
+		s.mountAdmin(cfg.AdminToken, cfg.Operator)
+	}
 	return s, nil
 }
 

@@ -51,6 +51,7 @@ type Config struct {
 	BatchCommitters    int                 `envconfig:"HUB_BATCH_COMMITTERS" default:"2" desc:"Group commit: transactions committing concurrently"`
 	RelayBatchSize     int                 `envconfig:"HUB_RELAY_BATCH_SIZE" default:"256" desc:"Most rows one publish batch holds (async publishes in flight per loop), fast path and relay alike"`
 	RelayWorkers       int                 `envconfig:"HUB_RELAY_WORKERS" default:"2" desc:"Fast-path publish loops: each publishes what was committed while its previous batch was in flight"`
+	AdminToken         string              `envconfig:"HUB_ADMIN_TOKEN" desc:"Bearer token of the admin API under /admin/ (at least 32 characters); empty leaves the API off"`
 	DebugAddr          string              `envconfig:"HUB_DEBUG_ADDR" desc:"Listen address of the pprof endpoints (/debug/pprof/); empty disables them. Keep it private"`
 	DataDir            string              `envconfig:"HUB_DATA_DIR" default:"./.hub" desc:"Directory of the embedded NATS server's store"`
 	LogLevel           string              `envconfig:"HUB_LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
@@ -105,6 +106,9 @@ func (c *Config) Validate() error {
 	}
 	if len(c.TwilioSecrets) > 0 && c.PublicURL == "" {
 		bad("PUBLIC_URL", "is required with HUB_TWILIO_SECRETS: Twilio signs the URL it calls")
+	}
+	if c.AdminToken != "" && len(c.AdminToken) < 32 {
+		bad("ADMIN_TOKEN", "must be at least 32 characters (e.g. openssl rand -hex 32), got %d", len(c.AdminToken))
 	}
 	if c.PublicURL != "" {
 		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {

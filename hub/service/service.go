@@ -25,6 +25,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/natsembed"
+	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/hub/server"
 	"github.com/hookhub/hookhub/hub/store"
@@ -128,7 +129,13 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 		s.batcher = s.store.GroupCommitter(cfg.BatchMax, cfg.BatchCommitters, cfg.CommitTimeout)
 		ingester = s.batcher
 	}
+	var operator server.Operator
+	if cfg.AdminToken != "" {
+		operator = ops.New(s.pool, s.js, cfg.Stream)
+	}
 	s.server, err = server.New(server.Config{
+		AdminToken:    cfg.AdminToken,
+		Operator:      operator,
 		Providers:     providers,
 		Ingester:      ingester,
 		MaxBodyBytes:  cfg.MaxBodyBytes,

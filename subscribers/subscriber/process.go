@@ -49,8 +49,14 @@ func (s *Subscriber) handleMessage(ctx context.Context, msg jetstream.Msg) {
 		_ = msg.TermWithReason("no jetstream metadata")
 		return
 	}
+	subject := msg.Subject()
+	if sub, original, ok := schema.SplitReplaySubject(subject); ok && sub == s.cfg.Name {
+		// A copy `hub replay` made for this subscriber: handled exactly as
+		// the original (and skipped if that was processed).
+		subject = original
+	}
 	ev := Event{
-		Subject:      msg.Subject(),
+		Subject:      subject,
 		Data:         msg.Data(),
 		Header:       msg.Headers(),
 		StreamSeq:    meta.Sequence.Stream,

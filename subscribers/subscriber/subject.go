@@ -30,32 +30,8 @@ func validPattern(p string) error {
 }
 
 // matches reports whether subject (no wildcards) matches pattern.
-func matches(pattern, subject string) bool {
-	p, s := strings.Split(pattern, "."), strings.Split(subject, ".")
-	for i := range p {
-		if p[i] == ">" {
-			return len(s) > i
-		}
-		if i >= len(s) || (p[i] != "*" && p[i] != s[i]) {
-			return false
-		}
-	}
-	return len(p) == len(s)
-}
+func matches(pattern, subject string) bool { return schema.MatchSubject(pattern, subject) }
 
 // overlaps reports whether some subject matches both patterns. JetStream
 // rejects a consumer whose filter subjects overlap.
-func overlaps(a, b string) bool {
-	x, y := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; ; i++ {
-		if i == len(x) || i == len(y) {
-			return len(x) == len(y)
-		}
-		if x[i] == ">" || y[i] == ">" {
-			return true
-		}
-		if x[i] != y[i] && x[i] != "*" && y[i] != "*" {
-			return false
-		}
-	}
-}
+func overlaps(a, b string) bool { return schema.SubjectsOverlap(a, b) }

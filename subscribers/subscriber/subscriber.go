@@ -12,6 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookhub/hookhub/schema"
 )
 
 // Subscriber consumes the hub's stream with one durable consumer and hands
@@ -146,6 +148,16 @@ func (s *Subscriber) Subjects() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Sorted(slices.Values(s.subjects))
+}
+
+// filterSubjects are the consumer's filters: the registered subjects, and
+// the same on this subscriber's private replay subjects (hub replay).
+func (s *Subscriber) filterSubjects() []string {
+	subjects := s.Subjects()
+	for _, subj := range s.Subjects() {
+		subjects = append(subjects, schema.ReplaySubject(s.cfg.Name, subj))
+	}
+	return subjects
 }
 
 func isPattern(subject string) bool {
@@ -311,7 +323,7 @@ func (s *Subscriber) ensureConsumer(ctx context.Context) (jetstream.Consumer, er
 		// whose last attempt could not be dead-lettered.
 		MaxDeliver:     -1,
 		MaxAckPending:  s.cfg.MaxAckPending,
-		FilterSubjects: s.Subjects(),
+		FilterSubjects: s.filterSubjects(),
 	}
 	delay := 250 * time.Millisecond
 	for {

@@ -38,6 +38,12 @@ func commands() []command {
 		{"dev", "run the hub on embedded defaults: creates the database, migrates, embeds NATS, dev secrets", runDev},
 		{"migrate", "apply, roll back or list database migrations (up | down | status)", runMigrate},
 		{"send", "sign and POST a realistic test delivery to a running hub", runSend},
+		{"events", "forensics: list the archive, or show one event's deliveries and subscriber outcomes", runEvents},
+		{"replay", "redeliver a range of the stream to one subscriber (already processed events are skipped)", runReplay},
+		{"republish", "publish archived events back into the stream (after retention or a lost stream)", runRepublish},
+		{"dlq", "list a subscriber's dead letters, or redrive them after a fix", runDLQ},
+		{"purge", "delete old archive rows in batches (the dedup table is kept)", runPurge},
+		{"status", "stream, consumers, outbox backlog and dead letters at a glance", runStatus},
 		{"bench", "measure throughput and latency end to end, against batching disabled and the raw ceiling", runBench},
 		{"version", "print the version", func(_ context.Context, _ []string, stdout, _ io.Writer) error {
 			_, err := fmt.Fprintln(stdout, "hub", version)

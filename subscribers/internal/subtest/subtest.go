@@ -59,7 +59,7 @@ func New(t testing.TB) *Env {
 	defer cancel()
 	_, err = js.CreateStream(ctx, jetstream.StreamConfig{
 		Name:     Stream,
-		Subjects: []string{schema.ProviderFilter("paddle"), schema.ProviderFilter("clerk")},
+		Subjects: []string{schema.ProviderFilter("paddle"), schema.ProviderFilter("clerk"), schema.ReplayFilter()},
 		Storage:  jetstream.FileStorage,
 	})
 	require.NoError(t, err)

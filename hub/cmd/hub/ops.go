@@ -1,0 +1,530 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookhub/hookhub/hub/ops"
+	"github.com/hookhub/hookhub/hub/service"
+	"github.com/hookhub/hookhub/hub/store"
+)
+
+// opsEnv is what an operator command connects to.
+type opsEnv struct {
+	ops  *ops.Ops
+	pool *pgxpool.Pool
+	nc   *nats.Conn
+}
+
+func (e *opsEnv) Close() {
+	if e.nc != nil {
+		e.nc.Close()
+	}
+	e.pool.Close()
+}
+
+// connectOps connects to the hub's database and, when needNATS, to NATS
+// (HUB_NATS_URL must then be set: an operator command never starts an
+// embedded server).
+func connectOps(ctx context.Context, needNATS bool) (*opsEnv, service.Config, error) {
+	cfg, err := loadConfig()
+	if err != nil {
+		return nil, cfg, err
+	}
+	pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, cfg, fmt.Errorf("HUB_DATABASE_URL: %w", err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		pool.Close()
+		return nil, cfg, fmt.Errorf("connect to the hub's database (HUB_DATABASE_URL): %w", err)
+	}
+	env := &opsEnv{pool: pool}
+	var js jetstream.JetStream
+	if cfg.NATSURL != "" {
+		nc, err := nats.Connect(cfg.NATSURL, nats.Name("hookhub-operator"), nats.Timeout(5*time.Second))
+		if err != nil && needNATS {
+			pool.Close()
+			return nil, cfg, fmt.Errorf("connect to NATS (HUB_NATS_URL=%s): %w", cfg.NATSURL, err)
+		}
+		if err == nil {
+			env.nc = nc
+			js, err = jetstream.New(nc, jetstream.WithPublishAsyncTimeout(30*time.Second))
+			if err != nil {
+				env.Close()
+				return nil, cfg, err
+			}
+		}
+	} else if needNATS {
+		pool.Close()
+		return nil, cfg, errors.New("set HUB_NATS_URL to the NATS server the hub uses (for `hub dev`, the URL it printed)")
+	}
+	env.ops = ops.New(pool, js, cfg.Stream)
+	return env, cfg, nil
+}
+
+// printJSONLines writes one JSON object per line.
+func printJSONLines[T any](w io.Writer, items []T) error {
+	enc := json.NewEncoder(w)
+	for _, it := range items {
+		if err := enc.Encode(it); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func newFlags(name, usage string, stdout io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	fs.Usage = func() {
+		io.WriteString(stdout, usage)
+		io.WriteString(stdout, "\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseInterleaved parses flags that may come before or after positional
+// arguments and returns the positional ones.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+func parseWindow(o *ops.Ops, since, until string) (time.Time, time.Time, error) {
+	var s, u time.Time
+	var err error
+	if since != "" {
+		if s, err = ops.ParseTime(since, o.Now()); err != nil {
+			return s, u, usageErr("--since: " + err.Error())
+		}
+	}
+	if until != "" {
+		if u, err = ops.ParseTime(until, o.Now()); err != nil {
+			return s, u, usageErr("--until: " + err.Error())
+		}
+	}
+	if !s.IsZero() && !u.IsZero() && !u.After(s) {
+		return s, u, usageErr("--until must be after --since")
+	}
+	return s, u, nil
+}
+
+func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		io.WriteString(stdout, `Usage: hub events list [flags]
+       hub events show [--json] <archive-id | provider:event_id>
+
+  list   the archive, newest first: one line per first delivery (add --status SKIPPED
+         for the duplicates), with how many deliveries the event had
+  show   every delivery of one event (first and duplicates), its body, signature
+         headers, status, error, stream sequence, and what each subscriber did with it
+
+Run `+"`hub events list --help`"+` for the filters.
+`)
+		if len(args) == 0 {
+			return usageErr("events needs list or show")
+		}
+		return nil
+	}
+	switch args[0] {
+	case "list":
+		return runEventsList(ctx, args[1:], stdout)
+	case "show":
+		return runEventsShow(ctx, args[1:], stdout)
+	}
+	return usageErr(fmt.Sprintf("unknown events action %q: want list or show", args[0]))
+}
+
+func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := newFlags("events list", "Usage: hub events list [--provider P] [--type T] [--status S] [--since T] [--until T] [--limit N] [--json]\n\nTimes are durations before now (90m, 36h, 7d) or times (2026-11-30, 2026-11-30T08:00:00Z).\n", stdout)
+	provider := fs.String("provider", "", "only this provider")
+	typ := fs.String("type", "", "only this event type, e.g. subscription.created")
+	status := fs.String("status", "", "PENDING, PROCESSED, SKIPPED or FAILED (default: all but SKIPPED)")
+	since := fs.String("since", "", "received at or after")
+	until := fs.String("until", "", "received before")
+	limit := fs.Int("limit", 100, "at most this many rows")
+	asJSON := fs.Bool("json", false, "one JSON object per line")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErr("events list takes no arguments; filters are flags")
+	}
+	env, _, err := connectOps(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	f := ops.EventFilter{Provider: *provider, Type: *typ, Limit: *limit}
+	if *status != "" {
+		if f.Status, err = store.ParseStatus(*status); err != nil {
+			return usageErr("--status: " + err.Error())
+		}
+	}
+	if f.Since, f.Until, err = parseWindow(env.ops, *since, *until); err != nil {
+		return err
+	}
+	rows, err := env.ops.ListEvents(ctx, f)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSONLines(stdout, rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(stdout, "no events match")
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RECEIVED\tPROVIDER\tEVENT ID\tTYPE\tSTATUS\tDELIVERIES\tSEQ\tARCHIVE ID\tERROR")
+	for _, r := range rows {
+		seq := "-"
+		if r.StreamSeq > 0 {
+			seq = fmt.Sprint(r.StreamSeq)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.ReceivedAt.UTC().Format(time.RFC3339), r.Provider, r.EventID, r.EventType, r.Status, r.Deliveries, seq, r.ArchiveID, oneLine(r.Error, 60))
+	}
+	return tw.Flush()
+}
+
+func runEventsShow(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := newFlags("events show", "Usage: hub events show [--json] <archive-id | provider:event_id>\n", stdout)
+	asJSON := fs.Bool("json", false, "print the whole record as one JSON object")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageErr("events show needs exactly one archive id or provider:event_id")
+	}
+	env, _, err := connectOps(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	d, err := env.ops.ShowEvent(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(d)
+	}
+	fmt.Fprintf(stdout, "event      %s:%s\ntype       %s\nsubject    %s\nfirst seen %s\nstatus     %s\n",
+		d.Provider, d.EventID, d.EventType, orDash(d.Subject), d.FirstSeen.UTC().Format(time.RFC3339Nano), orDash(d.Status))
+	if d.Purged {
+		fmt.Fprintln(stdout, "archive    purged (the dedup row remains: retries are still answered as duplicates)")
+	}
+	fmt.Fprintf(stdout, "\ndeliveries (%d):\n", len(d.Deliveries))
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  RECEIVED\tSTATUS\tSEQ\tATTEMPTS\tARCHIVE ID\tSIGNATURE\tERROR")
+	for _, dl := range d.Deliveries {
+		seq := "-"
+		if dl.StreamSeq > 0 {
+			seq = fmt.Sprint(dl.StreamSeq)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\t%s\n", dl.ReceivedAt.UTC().Format(time.RFC3339Nano), dl.Status, seq, dl.Attempts, dl.ArchiveID, oneLine(dl.Signature, 40), oneLine(dl.Error, 60))
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(stdout, "\nsubscribers:\n")
+	tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  SUBSCRIBER\tOUTCOME\tAT\tSEQ\tDEAD LETTER\tERROR")
+	for _, s := range d.Subscribers {
+		at, seq, dl := "-", "-", "-"
+		if !s.At.IsZero() {
+			at = s.At.UTC().Format(time.RFC3339)
+		}
+		if s.StreamSeq > 0 {
+			seq = fmt.Sprint(s.StreamSeq)
+		}
+		if s.DeadLetter > 0 {
+			dl = fmt.Sprint(s.DeadLetter)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", s.Subscriber, s.Outcome, at, seq, dl, oneLine(s.Error, 60))
+	}
+	_ = tw.Flush()
+	switch {
+	case d.Payload != nil:
+		fmt.Fprintf(stdout, "\nbody (exact bytes of the first delivery):\n%s\n", d.Payload)
+	case d.Body != "":
+		fmt.Fprintf(stdout, "\nbody (exact bytes of the first delivery):\n%s\n", d.Body)
+	}
+	return nil
+}
+
+func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("status", "Usage: hub status [--json]\n\nThe stream (messages, bytes, sequences, duplicate window), each consumer (pending,\nack floor, redelivered, paused), the outbox backlog and its oldest row, and the\ndead letters waiting per subscriber. Needs HUB_DATABASE_URL; HUB_NATS_URL for the stream.\n", stdout)
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	env, _, err := connectOps(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	st, err := env.ops.Status(ctx)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(st)
+	}
+	if st.Stream != nil {
+		s := st.Stream
+		fmt.Fprintf(stdout, "stream %s: %d messages, %d bytes, seq %d..%d, duplicate window %s, replicas %d, subjects %s\n",
+			s.Name, s.Messages, s.Bytes, s.FirstSeq, s.LastSeq, s.DuplicateWindow, s.Replicas, strings.Join(s.Subjects, " "))
+	} else {
+		fmt.Fprintf(stdout, "stream: unavailable (%s)\n", st.StreamError)
+	}
+	if len(st.Consumers) > 0 {
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "\nCONSUMER\tPENDING\tACK PENDING\tACK FLOOR\tREDELIVERED\tPAUSED")
+		for _, c := range st.Consumers {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%t\n", c.Name, c.Pending, c.AckPending, c.AckFloor, c.Redelivered, c.Paused)
+		}
+		_ = tw.Flush()
+	}
+	oldest := "-"
+	if !st.OldestPending.IsZero() {
+		oldest = fmt.Sprintf("%s (%.0fs ago)", st.OldestPending.UTC().Format(time.RFC3339), st.OldestAgeSec)
+	}
+	fmt.Fprintf(stdout, "\noutbox: %d PENDING, oldest %s\n", st.OutboxPending, oldest)
+	fmt.Fprintln(stdout, "dead letters waiting:")
+	for sub, n := range st.DeadLetters {
+		fmt.Fprintf(stdout, "  %s: %d\n", sub, n)
+	}
+	return nil
+}
+
+func runPurge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("purge", `Usage: hub purge --older-than AGE [--dry-run] [--batch N] [--json]
+
+Deletes archive rows (webhook_events) received more than AGE ago (e.g. 90d), in
+batches. PENDING rows (not yet on the stream) are never deleted, and the dedup
+table (processed_webhook_events) is never touched: a provider's retry of a purged
+event is still answered as a duplicate.
+`, stdout)
+	olderThan := fs.String("older-than", "", "age of the rows to delete: 90d, 12w, 2160h (required)")
+	dryRun := fs.Bool("dry-run", false, "count the rows without deleting them")
+	batch := fs.Int("batch", 5000, "rows per delete transaction")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *olderThan == "" {
+		return usageErr("--older-than is required (e.g. --older-than 90d)")
+	}
+	age, err := ops.ParseAge(*olderThan)
+	if err != nil {
+		return usageErr("--older-than: " + err.Error())
+	}
+	env, _, err := connectOps(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	res, err := env.ops.Purge(ctx, env.ops.Now().Add(-age), *batch, *dryRun)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(res)
+	}
+	verb := "deleted"
+	if res.DryRun {
+		verb = "would delete"
+	}
+	fmt.Fprintf(stdout, "%s %d archive rows received before %s (dedup rows kept)\n", verb, res.Rows, res.Cutoff.UTC().Format(time.RFC3339))
+	return nil
+}
+
+func runRepublish(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("republish", `Usage: hub republish [--provider P] [--status S] [--since T] [--until T] [--event provider:event_id] [--dry-run] [--json]
+
+Publishes archived events back into the stream: for events the stream no longer
+holds (retention, a lost stream). Each copy carries the exact body and the hub's
+headers under the message id <provider>:<event_id>:republish:<run>, which the
+duplicate window cannot drop. Every subscriber receives it; their idempotency
+skips what they already processed, so side effects stay single.
+`, stdout)
+	provider := fs.String("provider", "", "only this provider")
+	status := fs.String("status", "PROCESSED", "PROCESSED or FAILED")
+	since := fs.String("since", "", "received at or after (90m, 7d, 2026-11-30, RFC 3339)")
+	until := fs.String("until", "", "received before")
+	event := fs.String("event", "", "just this event")
+	dryRun := fs.Bool("dry-run", false, "count what would be published")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *since == "" && *event == "" {
+		return usageErr("give --since (and optionally --until) or --event: republishing the whole archive is never the default")
+	}
+	env, _, err := connectOps(ctx, !*dryRun)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	f := ops.RepublishFilter{Provider: *provider, Event: *event, DryRun: *dryRun}
+	if f.Status, err = store.ParseStatus(*status); err != nil {
+		return usageErr("--status: " + err.Error())
+	}
+	if f.Since, f.Until, err = parseWindow(env.ops, *since, *until); err != nil {
+		return err
+	}
+	res, err := env.ops.Republish(ctx, f)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(res)
+	}
+	if res.DryRun {
+		fmt.Fprintf(stdout, "would republish %d events\n", res.Matched)
+		return nil
+	}
+	fmt.Fprintf(stdout, "republished %d of %d events (stream seq %d..%d, run %s); %d failed\n", res.Published, res.Matched, res.FirstSeq, res.LastSeq, res.RunID, res.Failed)
+	if res.Failed > 0 {
+		return fmt.Errorf("%d events could not be republished; run the same command again (copies already published are skipped by subscribers)", res.Failed)
+	}
+	return nil
+}
+
+func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		io.WriteString(stdout, `Usage: hub dlq list --subscriber NAME [--json]
+       hub dlq redrive --subscriber NAME (--id ID | --all)
+
+  list     the subscriber's dead letters: messages its handler failed on too often
+  redrive  ask the running subscriber to process them again (after a fix); an event it
+           processed meanwhile is skipped
+`)
+		if len(args) == 0 {
+			return usageErr("dlq needs list or redrive")
+		}
+		return nil
+	}
+	action := args[0]
+	fs := newFlags("dlq "+action, "Usage: hub dlq "+action+" --subscriber NAME ...\n", stdout)
+	sub := fs.String("subscriber", "", "the subscriber (credits, email, downgrade, ...)")
+	id := fs.Int64("id", 0, "redrive: this dead letter")
+	all := fs.Bool("all", false, "redrive: every dead letter not yet redriven")
+	asJSON := fs.Bool("json", false, "one JSON object per line")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if *sub == "" {
+		return usageErr("--subscriber is required")
+	}
+	env, _, err := connectOps(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	switch action {
+	case "list":
+		dls, err := env.ops.DeadLetters(ctx, *sub)
+		if err != nil {
+			return err
+		}
+		rows := make([]deadLetterRow, len(dls))
+		for i, d := range dls {
+			rows[i] = deadLetterRow{ID: d.ID, Provider: d.Provider, EventID: d.EventID, Subject: d.Subject, StreamSeq: d.StreamSeq,
+				Error: d.Error, Attempts: d.Attempts, CreatedAt: d.CreatedAt, RedriveRequestedAt: d.RedriveRequestedAt, RedrivenAt: d.RedrivenAt, RedriveError: d.RedriveError}
+		}
+		if *asJSON {
+			return printJSONLines(stdout, rows)
+		}
+		if len(rows) == 0 {
+			fmt.Fprintf(stdout, "%s has no dead letters\n", *sub)
+			return nil
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tCREATED\tEVENT\tSUBJECT\tATTEMPTS\tSTATE\tERROR")
+		for _, r := range rows {
+			state := "waiting"
+			switch {
+			case r.RedrivenAt != nil:
+				state = "redriven"
+			case r.RedriveRequestedAt != nil:
+				state = "redrive requested"
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s:%s\t%s\t%d\t%s\t%s\n", r.ID, r.CreatedAt.UTC().Format(time.RFC3339), r.Provider, r.EventID, r.Subject, r.Attempts, state, oneLine(r.Error, 70))
+		}
+		return tw.Flush()
+	case "redrive":
+		if (*id > 0) == *all {
+			return usageErr("redrive needs exactly one of --id ID or --all")
+		}
+		n, err := env.ops.Redrive(ctx, *sub, *id)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			if *id > 0 {
+				return fmt.Errorf("%w: %s has no dead letter %d waiting for a redrive", ops.ErrNotFound, *sub, *id)
+			}
+			return fmt.Errorf("%w: %s has no dead letter waiting for a redrive", ops.ErrNotFound, *sub)
+		}
+		fmt.Fprintf(stdout, "requested a redrive of %d dead letter(s) of %s; the running subscriber picks them up within seconds (see `hub dlq list --subscriber %s`)\n", n, *sub, *sub)
+		return nil
+	}
+	return usageErr(fmt.Sprintf("unknown dlq action %q: want list or redrive", action))
+}
+
+type deadLetterRow struct {
+	ID                 int64      `json:"id"`
+	Provider           string     `json:"provider"`
+	EventID            string     `json:"event_id"`
+	Subject            string     `json:"subject"`
+	StreamSeq          uint64     `json:"stream_seq,omitempty"`
+	Error              string     `json:"error"`
+	Attempts           int        `json:"attempts"`
+	CreatedAt          time.Time  `json:"created_at"`
+	RedriveRequestedAt *time.Time `json:"redrive_requested_at,omitempty"`
+	RedrivenAt         *time.Time `json:"redriven_at,omitempty"`
+	RedriveError       string     `json:"redrive_error,omitempty"`
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		return s[:n-1] + "…"
+	}
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

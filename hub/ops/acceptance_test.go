@@ -1,0 +1,284 @@
+package ops_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookhub/hookhub/hub/hubtest"
+	"github.com/hookhub/hookhub/hub/ops"
+	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/service"
+	"github.com/hookhub/hookhub/subscribers/credits"
+	"github.com/hookhub/hookhub/subscribers/subscriber"
+)
+
+// system is the whole thing in one test: the hub, the real credits service
+// and a "flaky" subscriber whose handler can be broken and fixed, against
+// real Postgres and JetStream.
+type system struct {
+	t      *testing.T
+	base   string
+	pool   *pgxpool.Pool
+	js     jetstream.JetStream
+	ops    *ops.Ops
+	paddle provider.Sender
+	broken atomic.Bool
+	subs   map[string]*subscriber.Subscriber
+}
+
+const paddleSecret = "pdl_ntfset_01opstest00000000000000000000_OpsTestSecret00000000000"
+
+func newSystem(t *testing.T) *system {
+	t.Helper()
+	pool, url := hubtest.Pool(t)
+	n := hubtest.JetStream(t)
+	_, js := n.Connect(t)
+	cfg, err := service.LoadConfig()
+	require.NoError(t, err)
+	cfg.DatabaseURL, cfg.NATSURL, cfg.HTTPAddr = url, n.URL(), "127.0.0.1:0"
+	cfg.PaddleSecrets = []string{paddleSecret}
+	ctx, cancel := context.WithCancel(context.Background())
+	svc, err := service.New(ctx, cfg, service.Deps{})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	p, err := provider.New("paddle", []string{paddleSecret}, 0)
+	require.NoError(t, err)
+	s := &system{t: t, base: "http://" + svc.Addr().String(), pool: pool, js: js, ops: ops.New(pool, js, "WEBHOOKS"),
+		paddle: p.(provider.Sender), subs: map[string]*subscriber.Subscriber{}}
+	require.Eventually(t, func() bool { _, err := js.Stream(ctx, "WEBHOOKS"); return err == nil }, 20*time.Second, 10*time.Millisecond)
+	return s
+}
+
+// startSubscriber runs a subscriber until the test ends.
+func (s *system) startSubscriber(name string, register func(*subscriber.Subscriber), migrations fs.FS) *subscriber.Subscriber {
+	s.t.Helper()
+	cfg := subscriber.Config{Name: name, Pool: s.pool, JetStream: s.js, MaxDeliver: 2,
+		Backoff: []time.Duration{50 * time.Millisecond}, AckWait: 2 * time.Second, RedriveInterval: 100 * time.Millisecond}
+	if migrations != nil {
+		cfg.Migrations = migrations
+	}
+	sub, err := subscriber.New(cfg)
+	require.NoError(s.t, err)
+	register(sub)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sub.Run(ctx) }()
+	s.t.Cleanup(func() {
+		cancel()
+		require.NoError(s.t, <-done)
+	})
+	require.Eventually(s.t, func() bool { return sub.Healthy() == nil }, 20*time.Second, 10*time.Millisecond)
+	s.subs[name] = sub
+	return sub
+}
+
+// startFlaky starts a subscriber that records one effect row per handler
+// run, and fails on odd-numbered events while broken is set.
+func (s *system) startFlaky(name string) {
+	migrations := fstest.MapFS{"00001_effects.sql": {Data: []byte(fmt.Sprintf(
+		"-- +goose Up\nCREATE TABLE %[1]s.effects (event_id TEXT NOT NULL);\n-- +goose Down\nDROP TABLE %[1]s.effects;\n", name))}}
+	s.startSubscriber(name, func(sub *subscriber.Subscriber) {
+		sub.Handle("paddle.subscription.created", func(ctx context.Context, tx pgx.Tx, ev subscriber.Event) error {
+			var n int
+			_, _ = fmt.Sscanf(ev.EventID, "evt_ops_%d", &n)
+			if s.broken.Load() && n%2 == 1 {
+				return fmt.Errorf("bug: cannot handle %s", ev.EventID)
+			}
+			_, err := tx.Exec(ctx, "INSERT INTO "+name+".effects (event_id) VALUES ($1)", ev.EventID)
+			return err
+		})
+	}, migrations)
+}
+
+func (s *system) startCredits() {
+	s.startSubscriber(credits.Name, func(sub *subscriber.Subscriber) {
+		require.NoError(s.t, credits.Register(sub, credits.Options{}))
+	}, credits.Migrations)
+}
+
+// deliver signs and POSTs a Paddle subscription.created event, as Paddle would.
+func (s *system) deliver(eventID string) bool {
+	s.t.Helper()
+	body, err := s.paddle.Sample(eventID, "subscription.created", nil, time.Now())
+	require.NoError(s.t, err)
+	h, err := s.paddle.Sign(eventID, body, time.Now())
+	require.NoError(s.t, err)
+	req, err := http.NewRequest(http.MethodPost, s.base+"/webhooks/paddle", bytes.NewReader(body))
+	require.NoError(s.t, err)
+	req.Header = h
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(s.t, err)
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	require.Equal(s.t, http.StatusOK, resp.StatusCode, "%s", raw)
+	var a struct{ Idempotent bool }
+	require.NoError(s.t, json.Unmarshal(raw, &a))
+	return a.Idempotent
+}
+
+func (s *system) count(sql string, args ...any) int {
+	s.t.Helper()
+	var n int
+	require.NoError(s.t, s.pool.QueryRow(context.Background(), sql, args...).Scan(&n))
+	return n
+}
+
+func (s *system) eventually(cond func() bool, msg string) {
+	s.t.Helper()
+	require.Eventually(s.t, cond, 30*time.Second, 20*time.Millisecond, msg)
+}
+
+// A subscriber whose handler failed for some events (dead-lettered), then
+// fixed: a replay of the whole range processes every event exactly once,
+// adds nothing for those that had succeeded, and leaves the other
+// subscribers untouched.
+func TestReplayAfterFix(t *testing.T) {
+	t.Parallel()
+	s := newSystem(t)
+	s.broken.Store(true)
+	s.startFlaky("flaky")
+	s.startCredits()
+	const events = 10
+	for i := range events {
+		require.False(t, s.deliver(fmt.Sprintf("evt_ops_%d", i)))
+	}
+	s.eventually(func() bool {
+		return s.count(`SELECT count(*) FROM flaky.effects`) == events/2 && s.count(`SELECT count(*) FROM flaky.dead_letters`) == events/2
+	}, "half the events dead-lettered")
+	s.eventually(func() bool { return s.count(`SELECT count(*) FROM credits.ledger`) == events }, "credits processed everything")
+	creditsBefore := s.subs["credits"].Stats()
+
+	ctx := context.Background()
+	dry, err := s.ops.Replay(ctx, ops.ReplayRequest{Subscriber: "flaky", Since: time.Now().Add(-time.Hour), DryRun: true})
+	require.NoError(t, err)
+	require.Equal(t, events, dry.Matched)
+	require.Equal(t, events/2, dry.Skipped)
+
+	s.broken.Store(false) // the fix
+	res, err := s.ops.Replay(ctx, ops.ReplayRequest{Subscriber: "flaky", Since: time.Now().Add(-time.Hour), Wait: 30 * time.Second})
+	require.NoError(t, err)
+	require.Equal(t, ops.ReplayResult{RunID: res.RunID, Matched: events, Delivered: events, Processed: events / 2, Skipped: events / 2,
+		FirstSeq: res.FirstSeq, LastSeq: res.LastSeq}, res)
+
+	for i := range events {
+		require.Equal(t, 1, s.count(`SELECT count(*) FROM flaky.effects WHERE event_id = $1`, fmt.Sprintf("evt_ops_%d", i)), "event %d", i)
+	}
+	require.Equal(t, events, s.count(`SELECT count(*) FROM credits.ledger`))
+	require.Equal(t, creditsBefore, s.subs["credits"].Stats(), "the other subscriber saw nothing of the replay")
+
+	// Operator mistakes get clear errors.
+	_, err = s.ops.Replay(ctx, ops.ReplayRequest{Subscriber: "nobody", Since: time.Now().Add(-time.Hour)})
+	require.ErrorIs(t, err, ops.ErrUnknownSubscriber)
+	_, err = s.ops.Replay(ctx, ops.ReplayRequest{Subscriber: "flaky", Since: time.Now().Add(time.Hour)})
+	require.ErrorIs(t, err, ops.ErrNotFound)
+	_, err = s.ops.Replay(ctx, ops.ReplayRequest{Subscriber: "flaky", Since: time.Now().Add(-time.Hour), Subject: "clerk.user.created"})
+	require.ErrorIs(t, err, ops.ErrInvalid)
+}
+
+// The stream purged: republishing the range gives a new subscriber every
+// event once, and the others, who had processed them, no second side
+// effect. Then an archive purge: a provider retry is still a duplicate.
+func TestRepublishAfterStreamLossAndArchivePurge(t *testing.T) {
+	t.Parallel()
+	s := newSystem(t)
+	s.startCredits()
+	const events = 8
+	for i := range events {
+		s.deliver(fmt.Sprintf("evt_ops_%d", i))
+	}
+	s.eventually(func() bool { return s.count(`SELECT count(*) FROM credits.ledger`) == events }, "credits processed everything")
+	s.eventually(func() bool {
+		return s.count(`SELECT count(*) FROM webhook_events WHERE processing_status = 'PROCESSED'`) == events
+	}, "all published")
+
+	ctx := context.Background()
+	st, err := s.js.Stream(ctx, "WEBHOOKS")
+	require.NoError(t, err)
+	require.NoError(t, st.Purge(ctx)) // the stream lost its messages
+
+	s.startFlaky("late") // a subscriber that never saw them
+	res, err := s.ops.Republish(ctx, ops.RepublishFilter{Since: time.Now().Add(-time.Hour)})
+	require.NoError(t, err)
+	require.Equal(t, events, res.Matched)
+	require.Equal(t, events, res.Published)
+	s.eventually(func() bool { return s.count(`SELECT count(*) FROM late.effects`) == events }, "the late subscriber got every event")
+	s.eventually(func() bool { return s.subs["credits"].Stats().SkippedDuplicate == events }, "credits skipped the copies")
+	require.Equal(t, events, s.count(`SELECT count(*) FROM credits.ledger`), "no second side effect")
+	for i := range events {
+		require.Equal(t, 1, s.count(`SELECT count(*) FROM late.effects WHERE event_id = $1`, fmt.Sprintf("evt_ops_%d", i)))
+	}
+
+	// Purge the whole archive; a provider retries a purged event.
+	purged, err := s.ops.Purge(ctx, time.Now().Add(time.Second), 3, false)
+	require.NoError(t, err)
+	require.EqualValues(t, events, purged.Rows)
+	require.True(t, s.deliver("evt_ops_3"), "a retry after the purge is still a duplicate")
+	require.Equal(t, events, s.count(`SELECT count(*) FROM processed_webhook_events`))
+}
+
+// An event delivered 10 times: show lists the 10 deliveries and what each
+// subscriber did with it.
+func TestShowEventDeliveredTenTimes(t *testing.T) {
+	t.Parallel()
+	s := newSystem(t)
+	s.startCredits()
+	s.broken.Store(true)
+	s.startFlaky("flaky")
+	for i := range 10 {
+		require.Equal(t, i > 0, s.deliver("evt_ops_1")) // odd: flaky fails on it
+	}
+	s.eventually(func() bool {
+		return s.count(`SELECT count(*) FROM credits.processed_messages`) == 1 && s.count(`SELECT count(*) FROM flaky.dead_letters`) == 1
+	}, "both subscribers settled")
+	d, err := s.ops.ShowEvent(context.Background(), "paddle:evt_ops_1")
+	require.NoError(t, err)
+	require.Len(t, d.Deliveries, 10)
+	skipped := 0
+	for _, dl := range d.Deliveries {
+		if dl.Status == "SKIPPED" {
+			skipped++
+		}
+	}
+	require.Equal(t, 9, skipped)
+	require.Equal(t, "PROCESSED", d.Status)
+	outcomes := map[string]string{}
+	for _, so := range d.Subscribers {
+		outcomes[so.Subscriber] = so.Outcome
+	}
+	require.Equal(t, map[string]string{"credits": "processed", "flaky": "dead_lettered"}, outcomes)
+
+	// Redrive after the fix: processed once.
+	s.broken.Store(false)
+	n, err := s.ops.Redrive(context.Background(), "flaky", 0)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	s.eventually(func() bool { return s.count(`SELECT count(*) FROM flaky.effects`) == 1 }, "redriven")
+	d, err = s.ops.ShowEvent(context.Background(), "paddle:evt_ops_1")
+	require.NoError(t, err)
+	for _, so := range d.Subscribers {
+		if so.Subscriber == "flaky" {
+			require.Equal(t, "processed_after_redrive", so.Outcome)
+		}
+	}
+	_, err = s.ops.DeadLetters(context.Background(), "nobody")
+	require.ErrorIs(t, err, ops.ErrUnknownSubscriber)
+}

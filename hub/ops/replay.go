@@ -1,0 +1,305 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookhub/hookhub/schema"
+)
+
+// ReplayRequest selects a range of the stream to redeliver to one
+// subscriber.
+type ReplayRequest struct {
+	Subscriber string
+	Since      time.Time // required
+	Until      time.Time // zero: up to now
+	Subject    string    // optional filter, may use * and >; must be one the subscriber consumes
+	DryRun     bool
+	Rate       float64       // copies published per second; 0: as fast as acknowledged
+	Wait       time.Duration // how long to wait for the subscriber to settle; 0: 2 minutes
+}
+
+// ReplayResult counts what a replay did. Events are counted once even if
+// the stream held several copies (republishes).
+type ReplayResult struct {
+	RunID        string `json:"run_id"`
+	Matched      int    `json:"matched"`       // events in the range the subscriber consumes
+	Delivered    int    `json:"delivered"`     // copies published to the subscriber
+	Processed    int    `json:"processed"`     // processed now (had not been before)
+	Skipped      int    `json:"skipped"`       // already processed before: skipped by the subscriber
+	DeadLettered int    `json:"dead_lettered"` // failed again and were dead-lettered
+	Unsettled    int    `json:"unsettled"`     // not settled within the wait
+	FirstSeq     uint64 `json:"first_stream_seq,omitempty"`
+	LastSeq      uint64 `json:"last_stream_seq,omitempty"`
+	DryRun       bool   `json:"dry_run"`
+}
+
+type replayMsg struct {
+	provider, eventID, subject string
+	seq                        uint64
+	data                       []byte
+	header                     nats.Header
+}
+
+// Replay redelivers the stream's messages of [Since, Until) that the
+// subscriber consumes to that subscriber alone. It publishes copies on the
+// subscriber's private replay subjects (schema.ReplaySubject), which only
+// its own durable consumer filters, so no other subscriber sees anything.
+// The subscriber's idempotency makes the replay safe: events it processed
+// already are skipped without running the handler, so replaying a whole day
+// re-runs only what never succeeded (dead letters included).
+//
+// Replay then waits for the subscriber to settle every copy (up to Wait)
+// and reports how many were processed, skipped and dead-lettered.
+func (o *Ops) Replay(ctx context.Context, req ReplayRequest) (ReplayResult, error) {
+	res := ReplayResult{DryRun: req.DryRun, RunID: strconv.FormatInt(o.now().UnixNano(), 36)}
+	if err := o.needStream(); err != nil {
+		return res, err
+	}
+	if req.Since.IsZero() {
+		return res, fmt.Errorf("%w: --since is required", ErrInvalid)
+	}
+	if !req.Until.IsZero() && !req.Until.After(req.Since) {
+		return res, fmt.Errorf("%w: --until must be after --since", ErrInvalid)
+	}
+	if err := o.checkSubscriber(ctx, req.Subscriber); err != nil {
+		return res, err
+	}
+	cons, err := o.js.Consumer(ctx, o.stream, req.Subscriber)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return res, fmt.Errorf("%w %q: no consumer of that name on stream %s (has the subscriber ever run?)", ErrUnknownSubscriber, req.Subscriber, o.stream)
+	}
+	if err != nil {
+		return res, fmt.Errorf("consumer %s: %w", req.Subscriber, err)
+	}
+	var filters []string
+	for _, f := range cons.CachedInfo().Config.FilterSubjects {
+		if _, _, replay := schema.SplitReplaySubject(f); !replay {
+			filters = append(filters, f)
+		}
+	}
+	if f := cons.CachedInfo().Config.FilterSubject; f != "" {
+		filters = append(filters, f)
+	}
+	if req.Subject != "" && !slices.ContainsFunc(filters, func(f string) bool { return schema.SubjectsOverlap(f, req.Subject) }) {
+		return res, fmt.Errorf("%w: %s does not consume %s (it consumes %s)", ErrInvalid, req.Subscriber, req.Subject, strings.Join(filters, ", "))
+	}
+	msgs, err := o.readRange(ctx, filters, req)
+	if err != nil {
+		return res, err
+	}
+	res.Matched = len(msgs)
+	if res.Matched == 0 {
+		return res, fmt.Errorf("%w: no message in that range for %s", ErrNotFound, req.Subscriber)
+	}
+	res.FirstSeq, res.LastSeq = msgs[0].seq, msgs[len(msgs)-1].seq
+	before, err := o.processedSet(ctx, req.Subscriber, msgs)
+	if err != nil {
+		return res, err
+	}
+	res.Skipped = len(before)
+	if req.DryRun {
+		return res, nil
+	}
+
+	// Dead letters written from here on are the replay's.
+	var lastDeadLetter int64
+	if err := o.pool.QueryRow(ctx, `SELECT COALESCE(max(id), 0) FROM `+pgx.Identifier{req.Subscriber}.Sanitize()+`.dead_letters`).Scan(&lastDeadLetter); err != nil {
+		return res, fmt.Errorf("dead letters of %s: %w", req.Subscriber, err)
+	}
+	if err := o.publishReplay(ctx, req, msgs, &res); err != nil {
+		return res, err
+	}
+	wait := req.Wait
+	if wait <= 0 {
+		wait = 2 * time.Minute
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		done, dead, err := o.settled(ctx, req.Subscriber, msgs, lastDeadLetter)
+		if err != nil {
+			return res, err
+		}
+		res.Processed = len(done) - len(before)
+		res.DeadLettered = len(dead)
+		res.Unsettled = res.Matched - len(done) - len(dead)
+		if res.Unsettled <= 0 || time.Now().After(deadline) {
+			return res, nil
+		}
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// readRange reads [Since, Until) of the stream on filters, keeping one
+// message per event (the first), and only those matching req.Subject.
+func (o *Ops) readRange(ctx context.Context, filters []string, req ReplayRequest) ([]replayMsg, error) {
+	since := req.Since
+	c, err := o.js.OrderedConsumer(ctx, o.stream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: filters,
+		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
+		OptStartTime:   &since,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read stream: %w", err)
+	}
+	seen := map[string]bool{}
+	var out []replayMsg
+	for {
+		batch, err := c.Fetch(500, jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			return nil, fmt.Errorf("read stream: %w", err)
+		}
+		got, done := 0, false
+		for m := range batch.Messages() {
+			got++
+			md, err := m.Metadata()
+			if err != nil {
+				return nil, err
+			}
+			if !req.Until.IsZero() && !md.Timestamp.Before(req.Until) {
+				done = true
+				break
+			}
+			if req.Subject == "" || schema.MatchSubject(req.Subject, m.Subject()) {
+				meta, err := schema.ParseMetadata(m.Headers())
+				key := meta.Provider + ":" + meta.EventID
+				if err == nil && !seen[key] {
+					seen[key] = true
+					out = append(out, replayMsg{provider: meta.Provider, eventID: meta.EventID, subject: m.Subject(),
+						seq: md.Sequence.Stream, data: m.Data(), header: m.Headers()})
+				}
+			}
+			if md.NumPending == 0 {
+				done = true
+				break
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+			return nil, fmt.Errorf("read stream: %w", err)
+		}
+		if done || got == 0 {
+			return out, nil
+		}
+	}
+}
+
+// publishReplay publishes a copy of each message on the subscriber's
+// replay subject, under a message id of its own, at most req.Rate a second.
+func (o *Ops) publishReplay(ctx context.Context, req ReplayRequest, msgs []replayMsg, res *ReplayResult) error {
+	var tick <-chan time.Time
+	if req.Rate > 0 {
+		t := time.NewTicker(time.Duration(float64(time.Second) / req.Rate))
+		defer t.Stop()
+		tick = t.C
+	}
+	futures := make([]jetstream.PubAckFuture, 0, 256)
+	flush := func() error {
+		for _, f := range futures {
+			select {
+			case <-f.Ok():
+				res.Delivered++
+			case err := <-f.Err():
+				return fmt.Errorf("publish replay copy: %w (%d delivered so far; running the replay again is safe)", err, res.Delivered)
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		futures = futures[:0]
+		return nil
+	}
+	for _, m := range msgs {
+		if tick != nil {
+			select {
+			case <-tick:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		h := nats.Header{}
+		for k, v := range m.header {
+			h[k] = slices.Clone(v)
+		}
+		h.Set(schema.HeaderMsgID, schema.MsgID(m.provider, m.eventID)+":replay:"+req.Subscriber+":"+res.RunID)
+		h.Set(schema.HeaderReplayOf, strconv.FormatUint(m.seq, 10))
+		f, err := o.js.PublishMsgAsync(&nats.Msg{Subject: schema.ReplaySubject(req.Subscriber, m.subject), Data: m.data, Header: h},
+			jetstream.WithExpectStream(o.stream))
+		if err != nil {
+			return fmt.Errorf("publish replay copy: %w", err)
+		}
+		futures = append(futures, f)
+		if len(futures) == cap(futures) || tick != nil {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return flush()
+}
+
+// processedSet returns the events of msgs the subscriber has processed.
+func (o *Ops) processedSet(ctx context.Context, sub string, msgs []replayMsg) (map[string]bool, error) {
+	providers, ids := keys(msgs)
+	rows, err := o.pool.Query(ctx, `SELECT provider || ':' || event_id FROM `+pgx.Identifier{sub}.Sanitize()+`.processed_messages
+		WHERE subscriber = $1 AND (provider, event_id) IN (SELECT * FROM unnest($2::text[], $3::text[]))`, sub, providers, ids)
+	if err != nil {
+		return nil, fmt.Errorf("processed events of %s: %w", sub, err)
+	}
+	done, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("processed events of %s: %w", sub, err)
+	}
+	out := make(map[string]bool, len(done))
+	for _, k := range done {
+		out[k] = true
+	}
+	return out, nil
+}
+
+// settled returns the events of msgs now processed, and those (not
+// processed) dead-lettered after dead letter afterID.
+func (o *Ops) settled(ctx context.Context, sub string, msgs []replayMsg, afterID int64) (map[string]bool, map[string]bool, error) {
+	done, err := o.processedSet(ctx, sub, msgs)
+	if err != nil {
+		return nil, nil, err
+	}
+	providers, ids := keys(msgs)
+	rows, err := o.pool.Query(ctx, `SELECT DISTINCT provider || ':' || event_id FROM `+pgx.Identifier{sub}.Sanitize()+`.dead_letters
+		WHERE subscriber = $1 AND id > $4 AND (provider, event_id) IN (SELECT * FROM unnest($2::text[], $3::text[]))`,
+		sub, providers, ids, afterID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("dead letters of %s: %w", sub, err)
+	}
+	deadKeys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, nil, fmt.Errorf("dead letters of %s: %w", sub, err)
+	}
+	dead := map[string]bool{}
+	for _, k := range deadKeys {
+		if !done[k] {
+			dead[k] = true
+		}
+	}
+	return done, dead, nil
+}
+
+func keys(msgs []replayMsg) ([]string, []string) {
+	providers := make([]string, len(msgs))
+	ids := make([]string, len(msgs))
+	for i, m := range msgs {
+		providers[i], ids[i] = m.provider, m.eventID
+	}
+	return providers, ids
+}

@@ -1,0 +1,114 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// StreamStatus is the stream's state.
+type StreamStatus struct {
+	Name            string        `json:"name"`
+	Messages        uint64        `json:"messages"`
+	Bytes           uint64        `json:"bytes"`
+	FirstSeq        uint64        `json:"first_seq"`
+	LastSeq         uint64        `json:"last_seq"`
+	FirstTime       time.Time     `json:"first_time,omitzero"`
+	LastTime        time.Time     `json:"last_time,omitzero"`
+	DuplicateWindow time.Duration `json:"duplicate_window_ns"`
+	Replicas        int           `json:"replicas"`
+	Subjects        []string      `json:"subjects"`
+}
+
+// ConsumerStatus is one durable consumer's state.
+type ConsumerStatus struct {
+	Name        string    `json:"name"`
+	Pending     uint64    `json:"pending"`     // messages not yet delivered
+	AckPending  int       `json:"ack_pending"` // delivered, not yet acknowledged
+	Redelivered int       `json:"redelivered"`
+	AckFloor    uint64    `json:"ack_floor_stream_seq"`
+	Paused      bool      `json:"paused"`
+	PausedUntil time.Time `json:"paused_until,omitzero"`
+	Filters     []string  `json:"filter_subjects,omitempty"`
+}
+
+// Status is the whole system at a glance.
+type Status struct {
+	Stream        *StreamStatus    `json:"stream,omitempty"`
+	StreamError   string           `json:"stream_error,omitempty"`
+	Consumers     []ConsumerStatus `json:"consumers"`
+	OutboxPending int64            `json:"outbox_pending"`
+	OldestPending time.Time        `json:"oldest_pending,omitzero"`
+	OldestAgeSec  float64          `json:"oldest_pending_age_seconds"`
+	DeadLetters   map[string]int64 `json:"dead_letters"` // waiting (not redriven) per subscriber
+}
+
+// Status reports the stream, its consumers, the outbox and the dead
+// letters. Without a NATS connection the stream part says why it is
+// missing and the rest is still reported.
+func (o *Ops) Status(ctx context.Context) (Status, error) {
+	var st Status
+	var oldest *time.Time
+	if err := o.pool.QueryRow(ctx, `SELECT count(*), min(created_at) FROM webhook_events WHERE processing_status = 'PENDING'`).
+		Scan(&st.OutboxPending, &oldest); err != nil {
+		return st, fmt.Errorf("outbox: %w", err)
+	}
+	if oldest != nil {
+		st.OldestPending = *oldest
+		st.OldestAgeSec = o.now().Sub(*oldest).Seconds()
+	}
+	subs, err := o.Subscribers(ctx)
+	if err != nil {
+		return st, err
+	}
+	st.DeadLetters = make(map[string]int64, len(subs))
+	for _, sub := range subs {
+		var n int64
+		if err := o.pool.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{sub}.Sanitize()+`.dead_letters WHERE redriven_at IS NULL`).Scan(&n); err != nil {
+			return st, fmt.Errorf("dead letters of %s: %w", sub, err)
+		}
+		st.DeadLetters[sub] = n
+	}
+	if o.js == nil {
+		st.StreamError = ErrNoStream.Error()
+		return st, nil
+	}
+	s, err := o.js.Stream(ctx, o.stream)
+	if err != nil {
+		st.StreamError = err.Error()
+		return st, nil
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		st.StreamError = err.Error()
+		return st, nil
+	}
+	st.Stream = &StreamStatus{
+		Name: info.Config.Name, Messages: info.State.Msgs, Bytes: info.State.Bytes,
+		FirstSeq: info.State.FirstSeq, LastSeq: info.State.LastSeq,
+		FirstTime: info.State.FirstTime, LastTime: info.State.LastTime,
+		DuplicateWindow: info.Config.Duplicates, Replicas: info.Config.Replicas, Subjects: info.Config.Subjects,
+	}
+	lister := s.ListConsumers(ctx)
+	for ci := range lister.Info() {
+		cs := ConsumerStatus{
+			Name: ci.Name, Pending: ci.NumPending, AckPending: ci.NumAckPending, Redelivered: ci.NumRedelivered,
+			AckFloor: ci.AckFloor.Stream, Paused: ci.Paused, Filters: ci.Config.FilterSubjects,
+		}
+		if ci.Config.FilterSubject != "" {
+			cs.Filters = append(cs.Filters, ci.Config.FilterSubject)
+		}
+		if ci.Paused && ci.Config.PauseUntil != nil {
+			cs.PausedUntil = *ci.Config.PauseUntil
+		}
+		st.Consumers = append(st.Consumers, cs)
+	}
+	if err := lister.Err(); err != nil && !errors.Is(err, jetstream.ErrEndOfData) {
+		st.StreamError = "list consumers: " + err.Error()
+	}
+	return st, nil
+}

@@ -1,0 +1,70 @@
+package ops
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrBadTime reports a time or duration an operator typed that cannot be
+// understood.
+var ErrBadTime = errors.New("bad time")
+
+// ParseTime reads an operator's point in time: an RFC 3339 time
+// ("2026-11-30T08:00:00Z"), a date ("2026-11-30", midnight UTC), or a
+// duration before now ("90m", "36h", "7d", "2w"; see ParseAge).
+func ParseTime(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return time.Time{}, fmt.Errorf("%w: empty", ErrBadTime)
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse("2006-01-02", s); err == nil {
+		return t, nil
+	}
+	if d, err := ParseAge(s); err == nil {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, fmt.Errorf("%w: %q is neither a duration (90m, 36h, 7d) nor a time (2026-11-30 or 2026-11-30T08:00:00Z)", ErrBadTime, s)
+}
+
+// maxAge bounds ages: a century, far from time.Duration's overflow.
+const maxAge = 100 * 365 * 24 * time.Hour
+
+// ParseAge reads a positive duration: Go's syntax ("90m", "1h30m") plus
+// days and weeks ("7d", "2w", "1d12h").
+func ParseAge(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	var total time.Duration
+	rest := s
+	for _, unit := range []struct {
+		suffix string
+		size   time.Duration
+	}{{"w", 7 * 24 * time.Hour}, {"d", 24 * time.Hour}} {
+		i := strings.Index(rest, unit.suffix)
+		if i < 0 {
+			continue
+		}
+		n, err := strconv.ParseUint(rest[:i], 10, 31)
+		if err != nil || i == 0 || time.Duration(n)*unit.size > maxAge {
+			return 0, fmt.Errorf("%w: %q", ErrBadTime, s)
+		}
+		total += time.Duration(n) * unit.size
+		rest = rest[i+1:]
+	}
+	if rest != "" {
+		d, err := time.ParseDuration(rest)
+		if err != nil {
+			return 0, fmt.Errorf("%w: %q", ErrBadTime, s)
+		}
+		total += d
+	}
+	if total <= 0 || total > maxAge {
+		return 0, fmt.Errorf("%w: %q must be positive and at most a century", ErrBadTime, s)
+	}
+	return total, nil
+}
