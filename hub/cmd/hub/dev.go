@@ -16,8 +16,9 @@ import (
 func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	fs.SetOutput(stdout)
+	noSubscribers := fs.Bool("no-subscribers", false, "do not run the credits, email and downgrade subscribers in-process")
 	fs.Usage = func() {
-		io.WriteString(stdout, `Usage: hub dev
+		io.WriteString(stdout, `Usage: hub dev [--no-subscribers]
 
 The quick start: runs the whole hub on embedded defaults.
   - creates the database named in HUB_DATABASE_URL if it is missing, and migrates it;
@@ -25,6 +26,9 @@ The quick start: runs the whole hub on embedded defaults.
     (or a free port when 4222 is taken; the URL is logged), store in HUB_DATA_DIR;
   - uses public development secrets for providers without one (printed);
   - logs as text unless HUB_LOG_FORMAT is set;
+  - runs the credits, email and downgrade subscribers in-process (emails go to the
+    log unless EMAIL_SMTP_ADDR names an SMTP server), so an event flows from the
+    POST to its side effects;
   - prints a command that sends a first signed event.
 Stop it with Ctrl-C.
 
@@ -65,6 +69,16 @@ Environment:
 	if err != nil {
 		return err
 	}
+	// Shutdown order: the subscribers finish and ack first, then the hub
+	// (which owns the embedded NATS server) drains and stops.
+	subsCtx, stopSubs := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopSubs()
+	waitSubs := func() {}
+	if !*noSubscribers {
+		if waitSubs, err = runDevSubscribers(subsCtx, cfg.DatabaseURL, svc.NATSURL(), cfg.Stream, log); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(stdout, `
 hookhub is running: webhooks at http://%[1]s/webhooks/{%[3]s}, NATS at %[2]s
 Send a first signed event from another shell:
@@ -73,7 +87,21 @@ Send a first signed event from another shell:
     go run ./hub/cmd/hub send clerk user.created --repeat 3
 
 `, service.DisplayAddr(svc.Addr().String()), svc.NATSURL(), strings.Join(svc.Providers(), ","))
-	return svc.Run(ctx)
+	hubCtx, stopHub := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopHub()
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(hubCtx) }()
+	select {
+	case err := <-done:
+		stopSubs()
+		waitSubs()
+		return err
+	case <-ctx.Done():
+	}
+	stopSubs()
+	waitSubs()
+	stopHub()
+	return <-done
 }
 
 func migrateUp(ctx context.Context, url string, stdout io.Writer) error {
