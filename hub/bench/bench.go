@@ -69,13 +69,18 @@ type Result struct {
 	// HubCPUus is the hub process's CPU time (user + system) per accepted
 	// delivery during the load, in microseconds: a figure other processes
 	// on the machine disturb far less than throughput.
-	HubCPUus    float64 `json:"hub_cpu_us_per_delivery,omitempty"`
-	Non2xx      int     `json:"non_2xx"`
-	Lost        int     `json:"lost"`
-	Duplicated  int     `json:"duplicated"`
-	StreamMsgs  int     `json:"stream_msgs,omitempty"`
-	ArchiveRows int     `json:"archive_rows"`
-	DedupRows   int     `json:"dedup_rows"`
+	HubCPUus float64 `json:"hub_cpu_us_per_delivery,omitempty"`
+	// PostgresCPUus is the CPU time of every postgres process on the
+	// machine per accepted delivery, and SelfCPUus that of the benchmark's
+	// own process (load generator and embedded NATS server).
+	PostgresCPUus float64 `json:"postgres_cpu_us_per_delivery,omitempty"`
+	SelfCPUus     float64 `json:"bench_cpu_us_per_delivery,omitempty"`
+	Non2xx        int     `json:"non_2xx"`
+	Lost          int     `json:"lost"`
+	Duplicated    int     `json:"duplicated"`
+	StreamMsgs    int     `json:"stream_msgs,omitempty"`
+	ArchiveRows   int     `json:"archive_rows"`
+	DedupRows     int     `json:"dedup_rows"`
 }
 
 // OK reports whether the run lost and duplicated nothing.
@@ -326,11 +331,11 @@ func runHub(ctx context.Context, cfg Config, w *workload, natsURL string, batchM
 	defer cc.Stop()
 
 	firstSent := make([]int64, w.events)
-	cpu0 := cpuTime(cmd.Process.Pid)
+	cpu0, pg0, self0 := cpuTime(cmd.Process.Pid), postgresCPU(), cpuTime(os.Getpid())
 	lat, non2xx, elapsed := load(ctx, base, w, cfg.Concurrency, func(i int, at time.Time) {
 		atomic.CompareAndSwapInt64(&firstSent[w.eventOf[i]], 0, at.UnixNano())
 	})
-	cpu := cpuTime(cmd.Process.Pid) - cpu0
+	cpu, pg, self := cpuTime(cmd.Process.Pid)-cpu0, postgresCPU()-pg0, cpuTime(os.Getpid())-self0
 	peak := peakRSS(cmd.Process.Pid)
 
 	// Wait for the outbox to drain: every event on the stream and every
@@ -348,7 +353,9 @@ func runHub(ctx context.Context, cfg Config, w *workload, natsURL string, batchM
 	res.Non2xx = non2xx
 	res.PeakRSSMB = peak
 	if len(lat) > 0 {
-		res.HubCPUus = float64(cpu.Microseconds()) / float64(len(lat))
+		res.HubCPUus = perDelivery(cpu, len(lat))
+		res.PostgresCPUus = perDelivery(pg, len(lat))
+		res.SelfCPUus = perDelivery(self, len(lat))
 	}
 	var e2e []time.Duration
 	for i, a := range arrived {
@@ -568,6 +575,27 @@ func waitStream(ctx context.Context, js jetstream.JetStream, timeout time.Durati
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+func perDelivery(d time.Duration, n int) float64 { return float64(d.Microseconds()) / float64(n) }
+
+// postgresCPU sums the CPU time of every process named postgres.
+func postgresCPU() time.Duration {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	var total time.Duration
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil && strings.TrimSpace(string(comm)) == "postgres" {
+			total += cpuTime(pid)
+		}
+	}
+	return total
 }
 
 // cpuTime reads a process's user + system CPU time from /proc.

@@ -58,6 +58,7 @@ func runCeiling(ctx context.Context, cfg Config, w *workload) (Result, error) {
 	var lat []time.Duration
 	var firstErr error
 	var wg sync.WaitGroup
+	pg0 := postgresCPU()
 	start := time.Now()
 	for range ceilingConns {
 		wg.Go(func() {
@@ -85,10 +86,12 @@ func runCeiling(ctx context.Context, cfg Config, w *workload) (Result, error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	pg := postgresCPU() - pg0
 	if firstErr != nil {
 		return Result{}, firstErr
 	}
 	slices.Sort(lat)
 	res := summarize(lat, elapsed, len(ds), w.events)
+	res.PostgresCPUus = perDelivery(pg, len(ds))
 	return res, verify(ctx, &res, dbURL, nil)
 }

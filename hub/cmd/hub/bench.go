@@ -75,10 +75,10 @@ Flags:
 		fmt.Fprintf(stdout, "\nmachine: %d CPUs, %s/%s; body ~%d B, concurrency %d, %.0f%% duplicates\n\n",
 			runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, rep.BodyBytes, rep.Concurrency, rep.DuplicateShare*100)
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "run\tdeliveries/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\te2e p50\te2e p99\tpeak RSS MB\thub CPU µs/dlv\tnon-2xx\tlost\tduplicated\t")
+		fmt.Fprintln(tw, "run\tdeliveries/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\te2e p50\te2e p99\tpeak RSS MB\tCPU µs/dlv hub\tpostgres\tbench+nats\tnon-2xx\tlost\tduplicated\t")
 		for _, r := range rep.Runs {
-			fmt.Fprintf(tw, "%s\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f\t%d\t%d\t%d\t\n",
-				r.Name, r.PerSecond, r.P50ms, r.P90ms, r.P99ms, r.MaxMs, r.E2EP50ms, r.E2EP99ms, r.PeakRSSMB, r.HubCPUus, r.Non2xx, r.Lost, r.Duplicated)
+			fmt.Fprintf(tw, "%s\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%d\t%d\t\n",
+				r.Name, r.PerSecond, r.P50ms, r.P90ms, r.P99ms, r.MaxMs, r.E2EP50ms, r.E2EP99ms, r.PeakRSSMB, r.HubCPUus, r.PostgresCPUus, r.SelfCPUus, r.Non2xx, r.Lost, r.Duplicated)
 		}
 		_ = tw.Flush()
 		if rep.VsUnbatched > 0 {

@@ -1,0 +1,82 @@
+package server_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
+
+	"github.com/hookhub/hookhub/hub/metrics"
+	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/server"
+	"github.com/hookhub/hookhub/hub/store"
+)
+
+// memoryIngester answers every delivery as a first delivery without any
+// I/O: the benchmarks below measure the request path alone (routing,
+// verification, event extraction, answer), not Postgres.
+type memoryIngester struct{}
+
+func (memoryIngester) Ingest(_ context.Context, ds []store.Delivery) ([]store.Outcome, error) {
+	return make([]store.Outcome, len(ds)), nil
+}
+
+func benchmarkWebhook(b *testing.B, name, secret, eventType string) {
+	p, err := provider.New(name, []string{secret}, time.Hour)
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	srv, err := server.New(server.Config{
+		Providers: []provider.Provider{p},
+		Ingester:  memoryIngester{},
+		Ready:     func(context.Context) error { return nil },
+		Metrics:   metrics.New(reg),
+		Gatherer:  reg,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := p.(provider.Sender)
+	now := time.Now()
+	body, err := s.Sample("evt_bench", eventType, nil, now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	hdr, err := s.Sign("evt_bench", body, now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	handler := srv.App().Handler()
+	var ctx fasthttp.RequestCtx
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		ctx.Request.Reset()
+		ctx.Response.Reset()
+		ctx.Request.Header.SetMethod(fasthttp.MethodPost)
+		ctx.Request.SetRequestURI("/webhooks/" + name)
+		for k, v := range hdr {
+			ctx.Request.Header.Set(k, v[0])
+		}
+		ctx.Request.SetBodyRaw(body)
+		handler(&ctx)
+		if ctx.Response.StatusCode() != fasthttp.StatusOK {
+			b.Fatalf("status %d: %s", ctx.Response.StatusCode(), ctx.Response.Body())
+		}
+	}
+}
+
+// BenchmarkRequestPath measures one webhook through the HTTP layer
+// without I/O. Compare with BenchmarkVerify in hub/provider: the
+// difference is routing, the archive delivery, metrics and the answer.
+func BenchmarkRequestPath(b *testing.B) {
+	b.Run("paddle", func(b *testing.B) {
+		benchmarkWebhook(b, "paddle", "pdl_ntfset_01bench000000000000000000000_BenchmarkSecretNotSecret0", "subscription.created")
+	})
+	b.Run("clerk", func(b *testing.B) {
+		benchmarkWebhook(b, "clerk", "whsec_dGVzdC1zZWNyZXQtZm9yLWhvb2todWItdGVzdHMh", "user.created")
+	})
+}
