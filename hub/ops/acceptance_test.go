@@ -216,13 +216,24 @@ func TestRepublishAfterStreamLossAndArchivePurge(t *testing.T) {
 	require.NoError(t, st.Purge(ctx)) // the stream lost its messages
 
 	s.startFlaky("late") // a subscriber that never saw them
-	res, err := s.ops.Republish(ctx, ops.RepublishFilter{Since: time.Now().Add(-time.Hour)})
+	rec, err := s.ops.Reconcile(ctx, time.Now().Add(-time.Hour), time.Time{})
+	require.NoError(t, err)
+	require.Equal(t, events, rec.Checked)
+	require.Len(t, rec.Missing, events, "the stream lost every message")
+	var ids []string
+	for _, m := range rec.Missing {
+		ids = append(ids, m.ArchiveID)
+	}
+	res, err := s.ops.Republish(ctx, ops.RepublishFilter{Since: time.Now().Add(-time.Hour), ArchiveIDs: ids})
 	require.NoError(t, err)
 	require.Equal(t, events, res.Matched)
 	require.Equal(t, events, res.Published)
 	s.eventually(func() bool { return s.count(`SELECT count(*) FROM late.effects`) == events }, "the late subscriber got every event")
 	s.eventually(func() bool { return s.subs["credits"].Stats().SkippedDuplicate == events }, "credits skipped the copies")
 	require.Equal(t, events, s.count(`SELECT count(*) FROM credits.ledger`), "no second side effect")
+	rec, err = s.ops.Reconcile(ctx, time.Now().Add(-time.Hour), time.Time{})
+	require.NoError(t, err)
+	require.Empty(t, rec.Missing, "the republished copies count as held")
 	for i := range events {
 		require.Equal(t, 1, s.count(`SELECT count(*) FROM late.effects WHERE event_id = $1`, fmt.Sprintf("evt_ops_%d", i)))
 	}

@@ -45,6 +45,14 @@ func (o *Ops) needStream() error {
 	return nil
 }
 
+// streamErr explains a missing stream.
+func (o *Ops) streamErr(err error) error {
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("%w: stream %s not found (is HUB_NATS_URL the hub's NATS server and HUB_STREAM its stream?)", ErrNotFound, o.stream)
+	}
+	return fmt.Errorf("read stream %s: %w", o.stream, err)
+}
+
 // Subscribers lists the subscribers whose tables live in the hub's
 // database: every schema holding a processed_messages table (the
 // subscriber library creates one per subscriber, named after it).

@@ -153,7 +153,7 @@ func (o *Ops) readRange(ctx context.Context, filters []string, req ReplayRequest
 		OptStartTime:   &since,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read stream: %w", err)
+		return nil, o.streamErr(err)
 	}
 	seen := map[string]bool{}
 	var out []replayMsg

@@ -20,8 +20,11 @@ type RepublishFilter struct {
 	Since    time.Time
 	Until    time.Time
 	Event    string // "<provider>:<event_id>": just this one
-	DryRun   bool
-	Limit    int // 0: no limit
+	// ArchiveIDs, when set, selects exactly these first deliveries (what
+	// Reconcile found missing).
+	ArchiveIDs []string
+	DryRun     bool
+	Limit      int // 0: no limit
 }
 
 // RepublishResult reports a republish.
@@ -77,7 +80,8 @@ func (o *Ops) Republish(ctx context.Context, f RepublishFilter) (RepublishResult
 		WHERE processing_status = $1 AND body IS NOT NULL
 		  AND ($2 = '' OR provider = $2) AND ($3 = '' OR event_id = $3)
 		  AND ($4::timestamptz IS NULL OR created_at >= $4) AND ($5::timestamptz IS NULL OR created_at < $5)
-		ORDER BY created_at, id LIMIT $6`, string(f.Status), f.Provider, eventID, optTime(f.Since), optTime(f.Until), limit)
+		  AND ($7::uuid[] IS NULL OR id = ANY($7))
+		ORDER BY created_at, id LIMIT $6`, string(f.Status), f.Provider, eventID, optTime(f.Since), optTime(f.Until), limit, f.ArchiveIDs)
 	if err != nil {
 		return res, fmt.Errorf("republish: %w", err)
 	}

@@ -57,6 +57,7 @@ func commands() []command {
 		{"events", "forensics: list the archive, or show one event's deliveries and subscriber outcomes", runEvents},
 		{"replay", "redeliver a range of the stream to one subscriber (already processed events are skipped)", runReplay},
 		{"republish", "publish archived events back into the stream (after retention or a lost stream)", runRepublish},
+		{"reconcile", "list PROCESSED events the stream no longer holds (and republish them)", runReconcile},
 		{"dlq", "list a subscriber's dead letters, or redrive them after a fix", runDLQ},
 		{"purge", "delete old archive rows in batches (the dedup table is kept)", runPurge},
 		{"status", "stream, consumers, outbox backlog and dead letters at a glance", runStatus},

@@ -52,6 +52,8 @@ func TestOperatorCommands(t *testing.T) {
 		{[]string{"republish"}, 2, "", "give --since"},
 		{[]string{"replay", "--help"}, 0, "private replay subjects", ""},
 		{[]string{"nonsense"}, 2, "", "unknown command"},
+		{[]string{"reconcile"}, 2, "", "--since is required"},
+		{[]string{"reconcile", "--since", "1h"}, 1, "", "stream WEBHOOKS not found"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
