@@ -1,0 +1,181 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+// composeFile is the part of `docker-compose config` output (normalized:
+// anchors merged, variables interpolated) that the checks read.
+type composeFile struct {
+	Services map[string]composeService `json:"services"`
+}
+
+type composeService struct {
+	Image           string                       `json:"image"`
+	Command         []string                     `json:"command"`
+	Environment     map[string]*string           `json:"environment"`
+	DependsOn       map[string]map[string]string `json:"depends_on"`
+	Healthcheck     *struct{ Test []string }     `json:"healthcheck"`
+	Profiles        []string                     `json:"profiles"`
+	StopGracePeriod string                       `json:"stop_grace_period"`
+	Ports           []any                        `json:"ports"`
+	PullPolicy      string                       `json:"pull_policy"`
+	Build           any                          `json:"build"`
+}
+
+func runCompose(args []string) ([]string, error) {
+	fs := newFlags("compose")
+	envDir := fs.String("env-dir", "", "directory of <binary>.env files")
+	_ = fs.Parse(args)
+	if fs.NArg() != 1 || *envDir == "" {
+		return nil, errors.New("need -env-dir and the output of `docker-compose config`")
+	}
+	sets, err := loadEnvSets(*envDir)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(fs.Arg(0))
+	if err != nil {
+		return nil, err
+	}
+	var f composeFile
+	if err := yaml.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("%s: %w", fs.Arg(0), err)
+	}
+	var p problems
+	checkCompose(&p, &f, sets)
+	return p, nil
+}
+
+func checkCompose(p *problems, f *composeFile, sets envSets) {
+	var names []string
+	for n := range f.Services {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	count := map[string]int{}
+	natsNodes := 0
+	for _, name := range names {
+		s := f.Services[name]
+		where := "service " + name
+		if strings.HasPrefix(s.Image, "nats:") {
+			natsNodes++
+		}
+		// depends_on: healthy needs a health check; the dependency exists and
+		// is not in a profile the dependent is not in.
+		for dep, cond := range s.DependsOn {
+			d, ok := f.Services[dep]
+			if !ok {
+				p.add(where, "depends on unknown service %s", dep)
+				continue
+			}
+			if cond["condition"] == "service_healthy" && d.Healthcheck == nil {
+				p.add(where, "waits for %s to be healthy, but %s has no healthcheck", dep, dep)
+			}
+			if len(d.Profiles) > 0 && len(s.Profiles) == 0 {
+				p.add(where, "depends on %s, which only runs in profile(s) %v", dep, d.Profiles)
+			}
+		}
+		bin := binaryOf(s.Image)
+		if bin == "" {
+			continue
+		}
+		count[bin]++
+		// hookhub/* images are built here, never pulled: a registry image of
+		// that name would be someone else's.
+		if !(s.PullPolicy == "build" && s.Build != nil) && s.PullPolicy != "never" {
+			p.add(where, "image %s: set pull_policy build (with build:) or never", s.Image)
+		}
+		var vars []string
+		for k := range s.Environment {
+			vars = append(vars, k)
+		}
+		slices.Sort(vars)
+		checkEnvNames(p, where, bin, vars, sets)
+		env := func(k string) string {
+			if v := s.Environment[k]; v != nil {
+				return *v
+			}
+			return ""
+		}
+		prefix := binaries[bin]
+		grace := 10 * time.Second
+		if s.StopGracePeriod != "" {
+			if d, err := time.ParseDuration(s.StopGracePeriod); err == nil {
+				grace = d
+			} else {
+				p.add(where, "stop_grace_period %q: %v", s.StopGracePeriod, err)
+			}
+		}
+		shutdown := 25 * time.Second
+		if v := env(prefix + "SHUTDOWN_TIMEOUT"); v != "" {
+			if d, err := time.ParseDuration(v); err == nil {
+				shutdown = d
+			}
+		}
+		if env(prefix+"DATABASE_URL") == "" {
+			p.add(where, "%sDATABASE_URL is not set", prefix)
+		}
+		if bin == "hub" && slices.Contains(s.Command, "migrate") {
+			if s.Healthcheck != nil {
+				p.add(where, "a one-shot migration needs no healthcheck")
+			}
+			continue
+		}
+		if s.Healthcheck == nil {
+			p.add(where, "no healthcheck")
+		}
+		if grace <= shutdown {
+			p.add(where, "stop_grace_period %s must exceed %sSHUTDOWN_TIMEOUT %s (docker kills at the end of it)", grace, prefix, shutdown)
+		}
+		urls := strings.Split(env(prefix+"NATS_URL"), ",")
+		for _, u := range urls {
+			host := strings.TrimPrefix(u, "nats://")
+			if i := strings.LastIndex(host, ":"); i > 0 {
+				host = host[:i]
+			}
+			if _, ok := f.Services[host]; !ok || !strings.HasPrefix(f.Services[host].Image, "nats:") {
+				p.add(where, "%sNATS_URL names %q, which is not a NATS service of this file", prefix, u)
+			}
+		}
+		if bin == "hub" {
+			if env("HUB_STREAM_REPLICAS") != "3" {
+				p.add(where, "HUB_STREAM_REPLICAS=%q: the compose cluster has 3 nodes", env("HUB_STREAM_REPLICAS"))
+			}
+			if env("HUB_PADDLE_SECRETS") == "" && env("HUB_CLERK_SECRETS") == "" {
+				p.add(where, "no provider secret: `hub serve` refuses to start")
+			}
+			if dep, ok := s.DependsOn["migrate"]; !ok || dep["condition"] != "service_completed_successfully" {
+				p.add(where, "must depend on migrate with condition service_completed_successfully")
+			}
+			if len(urls) != 3 {
+				p.add(where, "HUB_NATS_URL should list the 3 NATS nodes")
+			}
+		}
+		if addr := env(prefix + "HTTP_ADDR"); addr != "" && s.Healthcheck != nil {
+			port := addr[strings.LastIndex(addr, ":")+1:]
+			if _, err := strconv.Atoi(port); err != nil || !strings.Contains(strings.Join(s.Healthcheck.Test, " "), "127.0.0.1:"+port+"/") {
+				p.add(where, "healthcheck %v does not probe %sHTTP_ADDR's port %s", s.Healthcheck.Test, prefix, port)
+			}
+		}
+	}
+	if count["hub"] < 3 { // migrate + 2 replicas
+		p.add("services", "want the migrate one-shot and two hub replicas, got %d hub services", count["hub"])
+	}
+	for _, b := range []string{"credits", "email", "downgrade"} {
+		if count[b] != 1 {
+			p.add("services", "want one %s service, got %d", b, count[b])
+		}
+	}
+	if natsNodes != 3 {
+		p.add("services", "want 3 NATS nodes, got %d", natsNodes)
+	}
+}
