@@ -33,6 +33,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/hookhub/hookhub/hub/natsembed"
+	"github.com/hookhub/hookhub/hub/pgurl"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/migrations"
 )
@@ -218,7 +219,15 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 
 // freshDatabase creates and migrates a database for one run.
 func freshDatabase(ctx context.Context, adminURL, name string) (string, func(), error) {
-	admin, err := pgx.Connect(ctx, withDatabase(adminURL, "postgres"))
+	postgresURL, err := pgurl.WithDatabase(adminURL, "postgres")
+	if err != nil {
+		return "", nil, err
+	}
+	url, err := pgurl.WithDatabase(adminURL, name)
+	if err != nil {
+		return "", nil, err
+	}
+	admin, err := pgx.Connect(ctx, postgresURL)
 	if err != nil {
 		return "", nil, fmt.Errorf("connect to Postgres: %w", err)
 	}
@@ -230,7 +239,6 @@ func freshDatabase(ctx context.Context, adminURL, name string) (string, func(), 
 		_, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
 		admin.Close(context.Background())
 	}
-	url := withDatabase(adminURL, name)
 	pool, err := pgxpool.New(ctx, url)
 	if err != nil {
 		drop()
@@ -248,17 +256,6 @@ func freshDatabase(ctx context.Context, adminURL, name string) (string, func(), 
 		return "", nil, err
 	}
 	return url, drop, nil
-}
-
-func withDatabase(url, name string) string {
-	rest, query, _ := strings.Cut(url, "?")
-	scheme, hostPath, _ := strings.Cut(rest, "://")
-	host, _, _ := strings.Cut(hostPath, "/")
-	out := scheme + "://" + host + "/" + name
-	if query != "" {
-		out += "?" + query
-	}
-	return out
 }
 
 func runHub(ctx context.Context, cfg Config, w *workload, natsURL string, batchMax int) (Result, error) {

@@ -12,7 +12,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookhub/hookhub/hub/natsembed"
+	"github.com/hookhub/hookhub/hub/pgurl"
 	"github.com/hookhub/hookhub/migrations"
 )
 
@@ -72,20 +72,11 @@ func DatabaseURL(t testing.TB) string {
 		t.Fatalf("hubtest: create database: %v", err)
 	}
 	t.Cleanup(func() { dropDatabase(t, name) })
-	return WithDatabase(AdminURL(), name)
-}
-
-// WithDatabase returns url with its database name replaced by name. url
-// must be a postgres:// URL.
-func WithDatabase(url, name string) string {
-	rest, query, _ := strings.Cut(url, "?")
-	scheme, hostPath, _ := strings.Cut(rest, "://")
-	host, _, _ := strings.Cut(hostPath, "/")
-	out := scheme + "://" + host + "/" + name
-	if query != "" {
-		out += "?" + query
+	url, err := pgurl.WithDatabase(AdminURL(), name)
+	if err != nil {
+		t.Fatalf("hubtest: HUB_TEST_DATABASE_URL: %v", err)
 	}
-	return out
+	return url
 }
 
 func dropDatabase(t testing.TB, name string) {
