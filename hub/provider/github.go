@@ -64,23 +64,6 @@ func NewGitHub(secrets []string) (*GitHub, error) {
 	return &GitHub{keys: keys}, nil
 }
 
-// rawKeys builds one HMAC-SHA256 key per secret, used as bytes. It fails
-// when secrets is empty or one is the empty string; errors name the
-// secret's index, never its value.
-func rawKeys(name string, secrets []string) ([]*macKey, error) {
-	if len(secrets) == 0 {
-		return nil, errors.New(name + ": no secret configured")
-	}
-	keys := make([]*macKey, len(secrets))
-	for i, s := range secrets {
-		if s == "" {
-			return nil, fmt.Errorf("%s: secret %d is empty", name, i)
-		}
-		keys[i] = newMACKey([]byte(s))
-	}
-	return keys, nil
-}
-
 // Name returns "github".
 func (g *GitHub) Name() string { return "github" }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -45,23 +44,14 @@ var (
 // tolerance bounds |now - ts|; 0 means PaddleDefaultTolerance. It fails when
 // secrets is empty, a secret is the empty string, or tolerance is negative.
 func NewPaddle(secrets []string, tolerance time.Duration) (*Paddle, error) {
-	if len(secrets) == 0 {
-		return nil, errors.New("paddle: no secret configured")
+	keys, err := rawKeys("paddle", secrets)
+	if err != nil {
+		return nil, err
 	}
-	if tolerance < 0 {
-		return nil, fmt.Errorf("paddle: negative tolerance %v", tolerance)
+	if tolerance, err = timestampTolerance("paddle", tolerance, PaddleDefaultTolerance); err != nil {
+		return nil, err
 	}
-	if tolerance == 0 {
-		tolerance = PaddleDefaultTolerance
-	}
-	p := &Paddle{tolerance: tolerance, keys: make([]*macKey, len(secrets))}
-	for i, s := range secrets {
-		if s == "" {
-			return nil, fmt.Errorf("paddle: secret %d is empty", i)
-		}
-		p.keys[i] = newMACKey([]byte(s))
-	}
-	return p, nil
+	return &Paddle{keys: keys, tolerance: tolerance}, nil
 }
 
 // Name returns "paddle".

@@ -4,7 +4,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -52,23 +51,14 @@ var (
 // bounds |now - t|; 0 means StripeDefaultTolerance. It fails when secrets
 // is empty, a secret is the empty string, or tolerance is negative.
 func NewStripe(secrets []string, tolerance time.Duration) (*Stripe, error) {
-	if len(secrets) == 0 {
-		return nil, errors.New("stripe: no secret configured")
+	keys, err := rawKeys("stripe", secrets)
+	if err != nil {
+		return nil, err
 	}
-	if tolerance < 0 {
-		return nil, fmt.Errorf("stripe: negative tolerance %v", tolerance)
+	if tolerance, err = timestampTolerance("stripe", tolerance, StripeDefaultTolerance); err != nil {
+		return nil, err
 	}
-	if tolerance == 0 {
-		tolerance = StripeDefaultTolerance
-	}
-	s := &Stripe{tolerance: tolerance, keys: make([]*macKey, len(secrets))}
-	for i, secret := range secrets {
-		if secret == "" {
-			return nil, fmt.Errorf("stripe: secret %d is empty", i)
-		}
-		s.keys[i] = newMACKey([]byte(secret))
-	}
-	return s, nil
+	return &Stripe{keys: keys, tolerance: tolerance}, nil
 }
 
 // Name returns "stripe".

@@ -53,11 +53,9 @@ func newSvixScheme(name, label string, secrets []string, tolerance time.Duration
 	if len(secrets) == 0 {
 		return nil, fmt.Errorf("%s: no secret configured", name)
 	}
-	if tolerance < 0 {
-		return nil, fmt.Errorf("%s: negative tolerance %v", name, tolerance)
-	}
-	if tolerance == 0 {
-		tolerance = svixDefaultTolerance
+	tolerance, err := timestampTolerance(name, tolerance, svixDefaultTolerance)
+	if err != nil {
+		return nil, err
 	}
 	canon := http.CanonicalHeaderKey
 	s := &svixScheme{

@@ -251,3 +251,32 @@ func firstNonSpace(b []byte) byte {
 	}
 	return 0
 }
+
+// rawKeys builds one HMAC-SHA256 key per secret, used as bytes. It fails
+// when secrets is empty or one is the empty string; errors name the
+// secret's index, never its value.
+func rawKeys(name string, secrets []string) ([]*macKey, error) {
+	if len(secrets) == 0 {
+		return nil, errors.New(name + ": no secret configured")
+	}
+	keys := make([]*macKey, len(secrets))
+	for i, s := range secrets {
+		if s == "" {
+			return nil, fmt.Errorf("%s: secret %d is empty", name, i)
+		}
+		keys[i] = newMACKey([]byte(s))
+	}
+	return keys, nil
+}
+
+// timestampTolerance returns tolerance, or def when it is 0; a negative
+// tolerance is an error naming the provider.
+func timestampTolerance(name string, tolerance, def time.Duration) (time.Duration, error) {
+	switch {
+	case tolerance < 0:
+		return 0, fmt.Errorf("%s: negative tolerance %v", name, tolerance)
+	case tolerance == 0:
+		return def, nil
+	}
+	return tolerance, nil
+}
