@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/store"
@@ -36,6 +37,9 @@ type Config struct {
 	Logger          *slog.Logger
 	Metrics         *metrics.Metrics
 	Now             func() time.Time
+	// Tracer, when set, traces each publish and carries the span's context
+	// in the message headers; nil leaves tracing off.
+	Tracer trace.Tracer
 }
 
 func (c *Config) setDefaults() error {
@@ -98,7 +102,7 @@ func New(outbox Outbox, js jetstream.JetStream, cfg Config) (*Relay, error) {
 func (r *Relay) Enqueue(d store.Delivery) {
 	row := store.OutboxRow{
 		ArchiveID: d.ArchiveID, Provider: d.Provider, EventID: d.EventID, EventType: d.EventType,
-		Body: d.Body, ReceivedAt: d.ReceivedAt, OccurredAt: d.OccurredAt,
+		Body: d.Body, ReceivedAt: d.ReceivedAt, OccurredAt: d.OccurredAt, TraceParent: d.TraceParent,
 	}
 	select {
 	case r.fresh <- row:
@@ -264,6 +268,11 @@ func (r *Relay) publish(ctx context.Context, rows []store.OutboxRow) []store.Pub
 			}
 		}
 	}
+	var spans []trace.Span // with a Tracer: the publish spans, ended once the batch is settled
+	if r.cfg.Tracer != nil {
+		spans = make([]trace.Span, len(rows))
+		defer endPublishSpans(spans, results)
+	}
 	for i, row := range rows {
 		if skip[i] || subjects[i] == "" {
 			continue
@@ -280,6 +289,9 @@ func (r *Relay) publish(ctx context.Context, rows []store.OutboxRow) []store.Pub
 				ReceivedAt: row.ReceivedAt,
 				OccurredAt: row.OccurredAt,
 			}.Header(),
+		}
+		if spans != nil {
+			spans[i] = r.startPublish(ctx, row, msg)
 		}
 		f, err := r.js.PublishMsgAsync(msg, jetstream.WithExpectStream(r.cfg.Stream))
 		if err != nil {

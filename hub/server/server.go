@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/provider"
@@ -56,6 +57,10 @@ type Config struct {
 	// token) over Operator; empty leaves it off.
 	AdminToken string
 	Operator   Operator
+	// Tracer, when set, traces each delivery (a server span, the parent
+	// of the publish's) and archives the span's traceparent with the event;
+	// nil leaves tracing off at no cost.
+	Tracer trace.Tracer
 }
 
 // Server is the hub's HTTP server.
@@ -102,7 +107,11 @@ func New(cfg Config) (*Server, error) {
 		WriteTimeout:          30 * time.Second,
 		IdleTimeout:           120 * time.Second,
 	})
-	s.app.All("/webhooks/:provider", s.webhook)
+	webhook := s.webhook
+	if cfg.Tracer != nil {
+		webhook = s.tracedWebhook
+	}
+	s.app.All("/webhooks/:provider", webhook)
 	s.app.Get("/healthz", s.healthz)
 	s.app.Get("/readyz", s.readyz)
 	s.app.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{})))
@@ -181,6 +190,7 @@ func (s *Server) webhook(c *fiber.Ctx) error {
 	if err := checkText("event type", ev.Type, 128); err != nil {
 		return s.refuse(c, name, err, start)
 	}
+	s.traceEvent(c, ev.ID, ev.Type)
 	id, err := uuid.NewV7()
 	if err != nil {
 		return fmt.Errorf("archive id: %w", err)
@@ -196,6 +206,7 @@ func (s *Server) webhook(c *fiber.Ctx) error {
 		OccurredAt: ev.OccurredAt,
 		ReceivedAt: now,
 	}
+	d.TraceParent = s.traceParent(c)
 	if pl, ok := p.(provider.Payloader); ok {
 		if d.Payload, err = pl.PayloadJSON(body); err != nil {
 			return s.refuse(c, name, err, start)
@@ -224,6 +235,7 @@ func (s *Server) webhook(c *fiber.Ctx) error {
 		s.cfg.Committed(d)
 	}
 	s.observe(name, outcome, start)
+	s.traceOutcome(c, outcome)
 	return c.JSON(answer{EventID: ev.ID, Idempotent: out.Duplicate})
 }
 
@@ -248,6 +260,7 @@ func (s *Server) refuse(c *fiber.Ctx, providerName string, err error, start time
 	if p.outcome != "" && providerName != "" {
 		s.observe(providerName, p.outcome, start)
 	}
+	s.traceRefusal(c, p)
 	return c.Status(p.status).JSON(errorBody{Error: p.message})
 }
 

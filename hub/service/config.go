@@ -53,6 +53,7 @@ type Config struct {
 	RelayWorkers       int                 `envconfig:"HUB_RELAY_WORKERS" default:"2" desc:"Fast-path publish loops: each publishes what was committed while its previous batch was in flight"`
 	AdminToken         string              `envconfig:"HUB_ADMIN_TOKEN" desc:"Bearer token of the admin API under /admin/ (at least 32 characters); empty leaves the API off"`
 	DebugAddr          string              `envconfig:"HUB_DEBUG_ADDR" desc:"Listen address of the pprof endpoints (/debug/pprof/); empty disables them. Keep it private"`
+	OTelEnabled        bool                `envconfig:"HUB_OTEL_ENABLED" default:"false" desc:"OpenTelemetry tracing: a span per delivery and per publish, exported with OTLP over HTTP as the standard OTEL_* variables say (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_TRACES_SAMPLER, ...)"`
 	DataDir            string              `envconfig:"HUB_DATA_DIR" default:"./.hub" desc:"Directory of the embedded NATS server's store"`
 	LogLevel           string              `envconfig:"HUB_LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
 	LogFormat          string              `envconfig:"HUB_LOG_FORMAT" default:"json" desc:"json or text"`

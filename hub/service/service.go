@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/natsembed"
@@ -29,6 +30,7 @@ import (
 	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/hub/server"
 	"github.com/hookhub/hookhub/hub/store"
+	"github.com/hookhub/hookhub/hub/tracing"
 	"github.com/hookhub/hookhub/migrations"
 )
 
@@ -38,6 +40,13 @@ import (
 // when they do, the message id makes JetStream drop the second publish).
 const relayGrace = 15 * time.Second
 
+// TracingServiceName is the hub's service.name unless OTEL_SERVICE_NAME
+// says otherwise, and TracerName its tracer's instrumentation scope.
+const (
+	TracingServiceName = "hookhub-hub"
+	TracerName         = "github.com/hookhub/hookhub/hub"
+)
+
 // ErrNoProviders is returned when no provider has a secret configured.
 var ErrNoProviders = errors.New("no provider configured: set at least one of HUB_PADDLE_SECRETS, HUB_CLERK_SECRETS, HUB_STRIPE_SECRETS, HUB_GITHUB_SECRETS, HUB_SHOPIFY_SECRETS, HUB_TWILIO_SECRETS, HUB_STANDARD_PROVIDERS")
 
@@ -46,6 +55,10 @@ type Deps struct {
 	Logger   *slog.Logger
 	Now      func() time.Time
 	Registry *prometheus.Registry
+	// TracerProvider, when set, traces the hub whatever HUB_OTEL_ENABLED
+	// says, and stays the caller's to shut down (tests pass one with a
+	// span recorder). Nil: tracing.Setup builds one from the configuration.
+	TracerProvider trace.TracerProvider
 }
 
 // Service is a running hub.
@@ -68,6 +81,10 @@ type Service struct {
 	// hands it to the relay. A channel, because nats.go calls its handlers
 	// from its own goroutine, possibly before New has returned.
 	natsUp chan struct{}
+
+	// stopTracing flushes and stops the tracer provider the service
+	// built; nil when Deps brought one.
+	stopTracing func(context.Context) error
 }
 
 // New connects to Postgres and NATS (starting an embedded server when
@@ -105,6 +122,16 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 	for _, p := range providers {
 		s.names = append(s.names, p.Name())
 	}
+	tp := deps.TracerProvider
+	if tp == nil {
+		tp, s.stopTracing, err = tracing.Setup(ctx, tracing.Config{
+			Enabled: cfg.OTelEnabled, ServiceName: TracingServiceName, Logger: s.log.With("component", "tracing"),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("tracing: %w", err)
+		}
+	}
+	tracer := tracing.Tracer(tp, TracerName) // nil when off
 
 	if err := s.openDatabase(ctx); err != nil {
 		return nil, err
@@ -120,6 +147,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 		Logger:          s.log.With("component", "relay"),
 		Metrics:         s.metrics,
 		Now:             deps.Now,
+		Tracer:          tracer,
 	})
 	if err != nil {
 		return nil, err
@@ -147,6 +175,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 		Logger:        s.log.With("component", "http"),
 		Metrics:       s.metrics,
 		Gatherer:      deps.Registry,
+		Tracer:        tracer,
 	})
 	if err != nil {
 		return nil, err
@@ -385,6 +414,14 @@ func (s *Service) close() {
 	}
 	if s.pool != nil {
 		s.pool.Close()
+	}
+	if s.stopTracing != nil {
+		// Last: the spans of the relay's drain are flushed too.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := s.stopTracing(ctx); err != nil {
+			s.log.Warn("tracing: spans not flushed", "err", err)
+		}
+		cancel()
 	}
 }
 

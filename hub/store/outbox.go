@@ -25,6 +25,8 @@ type OutboxRow struct {
 	// once this is older than the stream's duplicate window a retry could
 	// store the event twice; the relay checks the stream first.
 	FirstAttemptAt time.Time
+	// TraceParent is the W3C traceparent of the delivery's span, or "".
+	TraceParent string
 }
 
 // PublishResult is the relay's verdict on one claimed row.
@@ -42,7 +44,8 @@ type PublishResult struct {
 }
 
 const claimSQL = `
-SELECT id, provider, event_id, event_type, body, created_at, occurred_at, publish_attempts, first_attempt_at
+SELECT id, provider, event_id, event_type, body, created_at, occurred_at, publish_attempts, first_attempt_at,
+       trace_parent
 FROM webhook_events
 WHERE processing_status = 'PENDING' AND next_attempt_at <= now()
 ORDER BY next_attempt_at
@@ -64,12 +67,16 @@ func (s *Store) Claim(ctx context.Context, limit int, publish func(context.Conte
 		pending, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (OutboxRow, error) {
 			var p OutboxRow
 			var occurred, first *time.Time
-			err := r.Scan(&p.ArchiveID, &p.Provider, &p.EventID, &p.EventType, &p.Body, &p.ReceivedAt, &occurred, &p.Attempts, &first)
+			var traceParent *string
+			err := r.Scan(&p.ArchiveID, &p.Provider, &p.EventID, &p.EventType, &p.Body, &p.ReceivedAt, &occurred, &p.Attempts, &first, &traceParent)
 			if occurred != nil {
 				p.OccurredAt = *occurred
 			}
 			if first != nil {
 				p.FirstAttemptAt = *first
+			}
+			if traceParent != nil {
+				p.TraceParent = *traceParent
 			}
 			return p, err
 		})

@@ -58,6 +58,10 @@ type Delivery struct {
 	// type cannot form a subject): the first delivery is archived FAILED
 	// with this message instead of PENDING.
 	Error string
+	// TraceParent is the W3C traceparent of the hub's span for this
+	// delivery, published with the message; empty when the hub does not
+	// trace.
+	TraceParent string
 }
 
 // Outcome is what became of one delivery.
@@ -107,13 +111,16 @@ func (s *Store) Ping(ctx context.Context) error {
 // the Sync that ends the statement, so a successful return means a durable
 // commit, in one round trip. Optional values travel as ” (text) or the
 // zero time (timestamps) and become NULL here, which keeps every array on
-// pgx's reflection-free encoders.
+// pgx's reflection-free encoders. Trace parents ($14) travel as an empty
+// array when no delivery has one (tracing off): unnest pads a shorter
+// array with NULLs.
 const ingestSQL = `
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[],
-                         $7::text[], $8::timestamptz[], $9::timestamptz[], $10::timestamptz[], $11::text[])
+                         $7::text[], $8::timestamptz[], $9::timestamptz[], $10::timestamptz[], $11::text[],
+                         $14::text[])
         WITH ORDINALITY AS t(id, provider, event_id, event_type, payload, body,
-                             signature, signed_at, occurred_at, received_at, error_message, ord)
+                             signature, signed_at, occurred_at, received_at, error_message, trace_parent, ord)
 ), dedup AS (
     INSERT INTO processed_webhook_events (id, provider, event_id, event_type, processed_at)
     -- Sorted by key, so concurrent batches take row locks in one order and
@@ -124,7 +131,7 @@ WITH input AS (
 )
 INSERT INTO webhook_events (id, provider, event_id, event_type, payload, signature, processing_status,
                             error_message, created_at, body, signed_at, occurred_at, next_attempt_at,
-                            first_attempt_at)
+                            first_attempt_at, trace_parent)
 SELECT i.id, i.provider, i.event_id, i.event_type, i.payload::jsonb, NULLIF(i.signature, ''),
        CASE WHEN d.id IS NULL THEN 'SKIPPED' WHEN i.error_message <> '' THEN 'FAILED' ELSE 'PENDING' END,
        CASE WHEN d.id IS NULL THEN NULL ELSE NULLIF(i.error_message, '') END,
@@ -134,7 +141,8 @@ SELECT i.id, i.provider, i.event_id, i.event_type, i.payload::jsonb, NULLIF(i.si
        CASE WHEN d.id IS NOT NULL AND i.error_message = '' THEN now() + $12 * interval '1 millisecond' END,
        -- The committing process publishes right after the commit, so a
        -- first attempt may happen from now on.
-       CASE WHEN d.id IS NOT NULL AND i.error_message = '' THEN now() END
+       CASE WHEN d.id IS NOT NULL AND i.error_message = '' THEN now() END,
+       NULLIF(i.trace_parent, '')
 FROM input i LEFT JOIN dedup d ON d.id = i.id
 ORDER BY i.ord
 RETURNING id, processing_status`
@@ -190,15 +198,22 @@ func (s *Store) ingest(ctx context.Context, ds []Delivery, payloads []string) ([
 	occurredAt := make([]time.Time, n)
 	receivedAt := make([]time.Time, n)
 	errs := make([]string, n)
+	traceParents := []string{} // not nil: pgx would send NULL
 	for i := range ds {
 		d := &ds[i]
 		ids[i], providers[i], eventIDs[i], types[i], bodies[i] = d.ArchiveID, d.Provider, d.EventID, d.EventType, d.Body
 		sigs[i], errs[i] = cleanText(d.Signature), cleanText(d.Error)
 		signedAt[i], occurredAt[i], receivedAt[i] = d.SignedAt, d.OccurredAt, d.ReceivedAt
+		if d.TraceParent != "" && len(traceParents) == 0 {
+			traceParents = make([]string, n)
+		}
+		if len(traceParents) > 0 {
+			traceParents[i] = cleanText(d.TraceParent)
+		}
 	}
 	rows, err := s.pool.Query(ctx, ingestSQL, ids, providers, eventIDs, types, payloads,
 		pgtype.FlatArray[[]byte](bodies), sigs, signedAt, occurredAt, receivedAt, errs,
-		s.relayGrace.Milliseconds(), time.Time{})
+		s.relayGrace.Milliseconds(), time.Time{}, traceParents)
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/hookhub/hookhub/hub/tracing"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -47,6 +48,7 @@ type Common struct {
 	ShutdownTimeout  time.Duration `split_words:"true" default:"25s" desc:"On SIGTERM, time allowed for in-flight messages to finish and be acked"`
 	LogLevel         string        `split_words:"true" default:"info" desc:"debug, info, warn or error"`
 	LogFormat        string        `split_words:"true" default:"json" desc:"json or text"`
+	OtelEnabled      bool          `split_words:"true" default:"false" desc:"OpenTelemetry tracing: a span per message continuing the hub's trace, exported with OTLP over HTTP as the standard OTEL_* variables say (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_TRACES_SAMPLER, ...); the service name defaults to the subscriber's"`
 }
 
 // Program describes one subscriber service.
@@ -221,6 +223,19 @@ func run(ctx context.Context, p Program, log *slog.Logger) error {
 		return err
 	}
 
+	tp, stopTracing, err := tracing.Setup(ctx, tracing.Config{Enabled: c.OtelEnabled, ServiceName: p.Name, Logger: log.With("component", "tracing")})
+	if err != nil {
+		return fmt.Errorf("tracing: %w", err)
+	}
+	defer func() {
+		// After Run: the spans of the last messages are flushed too.
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(sctx); err != nil {
+			log.Warn("tracing: spans not flushed", "error", err)
+		}
+	}()
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	sub, err := subscriber.New(subscriber.Config{
@@ -236,6 +251,7 @@ func run(ctx context.Context, p Program, log *slog.Logger) error {
 		ShutdownTimeout: c.ShutdownTimeout,
 		Logger:          log,
 		Registerer:      reg,
+		TracerProvider:  tp,
 	})
 	if err != nil {
 		return err

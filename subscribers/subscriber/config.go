@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Defaults applied by New to zero Config fields.
@@ -90,6 +91,12 @@ type Config struct {
 	// Now is the clock used for the rows the library writes. Default
 	// time.Now.
 	Now func() time.Time
+	// TracerProvider, when set, traces each message: a consumer span
+	// "process <subject>" that continues the trace the hub's W3C headers
+	// carry, whose context the handler gets (so its own work can be traced
+	// too). Nil or a no-op provider leaves tracing off; the global
+	// provider is never used.
+	TracerProvider trace.TracerProvider
 }
 
 var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)

@@ -55,6 +55,7 @@ func (s *Subscriber) handleMessage(ctx context.Context, msg jetstream.Msg) {
 		// the original (and skipped if that was processed).
 		subject = original
 	}
+	ctx, span := s.startProcess(ctx, msg, subject, meta)
 	ev := Event{
 		Subject:      subject,
 		Data:         msg.Data(),
@@ -66,14 +67,18 @@ func (s *Subscriber) handleMessage(ctx context.Context, msg jetstream.Msg) {
 	if err != nil {
 		// It can never succeed: keep it for an operator and stop delivering.
 		s.m.countFailed()
-		s.deadLetter(msg, ev, Permanent(fmt.Errorf("invalid hub headers: %w", err)))
+		err = Permanent(fmt.Errorf("invalid hub headers: %w", err))
+		s.deadLetter(msg, ev, err)
+		span.end(spanOutcomeDeadLetter, err)
 		return
 	}
 	ev.Metadata = md
 	h := s.handler(ev.Subject)
 	if h == nil {
 		s.m.countFailed()
-		s.deadLetter(msg, ev, Permanent(fmt.Errorf("no handler for subject %s", ev.Subject)))
+		err := Permanent(fmt.Errorf("no handler for subject %s", ev.Subject))
+		s.deadLetter(msg, ev, err)
+		span.end(spanOutcomeDeadLetter, err)
 		return
 	}
 
@@ -85,6 +90,7 @@ func (s *Subscriber) handleMessage(ctx context.Context, msg jetstream.Msg) {
 	if err == nil {
 		s.m.count(out)
 		log.Debug("settled", "outcome", out)
+		span.end(out.String(), nil)
 		if s.hooks.dropAck != nil && s.hooks.dropAck(ev) {
 			return
 		}
@@ -101,12 +107,15 @@ func (s *Subscriber) handleMessage(ctx context.Context, msg jetstream.Msg) {
 		delay := s.cfg.backoff(ev.NumDelivered)
 		log.Warn("attempt failed outside the handler; will retry", "error", err, "retry_in", delay)
 		s.nak(msg, delay, log)
+		span.end(spanOutcomeRetry, err)
 	case IsPermanent(err) || ev.NumDelivered >= uint64(s.cfg.MaxDeliver):
 		s.deadLetter(msg, ev, err)
+		span.end(spanOutcomeDeadLetter, err)
 	default:
 		delay := s.cfg.backoff(ev.NumDelivered)
 		log.Warn("handler failed; will retry", "error", err, "retry_in", delay, "max_deliver", s.cfg.MaxDeliver)
 		s.nak(msg, delay, log)
+		span.end(spanOutcomeRetry, err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookhub/hookhub/schema"
 )
@@ -26,6 +27,8 @@ type Subscriber struct {
 	log *slog.Logger
 	m   *metrics
 	q   queries
+	// tracer traces messages; nil when tracing is off.
+	tracer trace.Tracer
 
 	mu         sync.Mutex
 	started    bool
@@ -81,11 +84,12 @@ func New(cfg Config) (*Subscriber, error) {
 		return nil, err
 	}
 	return &Subscriber{
-		cfg:   cfg,
-		log:   cfg.Logger.With("subscriber", cfg.Name),
-		m:     m,
-		q:     newQueries(cfg.Name),
-		exact: map[string]HandlerFunc{},
+		cfg:    cfg,
+		log:    cfg.Logger.With("subscriber", cfg.Name),
+		m:      m,
+		q:      newQueries(cfg.Name),
+		exact:  map[string]HandlerFunc{},
+		tracer: tracerFrom(cfg.TracerProvider),
 	}, nil
 }
 
