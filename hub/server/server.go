@@ -45,6 +45,11 @@ type Config struct {
 	Ready func(ctx context.Context) error
 	// NATSStatus describes the NATS connection for /readyz. Optional.
 	NATSStatus func() string
+	// MaxPublishBytes reports the largest body the stream can take (the
+	// NATS server's max_payload less room for headers), or 0 when unknown.
+	// A larger body is refused with 413 before it is archived: committed,
+	// it could never be published. Optional.
+	MaxPublishBytes func() int
 	// Committed is called with each delivery committed PENDING (a first
 	// delivery that can be published). Optional; the hub hands it to the
 	// relay's fast path.
@@ -170,6 +175,9 @@ func (s *Server) webhook(c *fiber.Ctx) error {
 	// The raw bytes as received: c.Body() would decompress. Copied, because
 	// fasthttp reuses the buffer once the handler returns.
 	body := append([]byte(nil), c.Request().Body()...)
+	if limit := s.maxPublish(); limit > 0 && len(body) > limit {
+		return s.refuse(c, name, fmt.Errorf("%w: %d bytes, the NATS server accepts messages up to %d", errTooLarge, len(body), limit), start)
+	}
 	now := s.cfg.Now()
 	var ev provider.Event
 	var err error
@@ -237,6 +245,13 @@ func (s *Server) webhook(c *fiber.Ctx) error {
 	s.observe(name, outcome, start)
 	s.traceOutcome(c, outcome)
 	return c.JSON(answer{EventID: ev.ID, Idempotent: out.Duplicate})
+}
+
+func (s *Server) maxPublish() int {
+	if s.cfg.MaxPublishBytes == nil {
+		return 0
+	}
+	return s.cfg.MaxPublishBytes()
 }
 
 // checkText rejects ids and types Postgres text columns cannot hold, or

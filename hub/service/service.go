@@ -34,6 +34,10 @@ import (
 	"github.com/hookhub/hookhub/migrations"
 )
 
+// maxHeaderBytes is the room left for the hub's message headers when a
+// body is checked against the NATS server's max_payload.
+const maxHeaderBytes = 4096
+
 // relayGrace is how long a new PENDING row belongs to the fast path of the
 // process that committed it before the claiming relay takes it over. It
 // exceeds the fast path's publish timeout, so the two rarely overlap (and
@@ -170,12 +174,18 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 		CommitTimeout: cfg.CommitTimeout,
 		Ready:         s.ready,
 		NATSStatus:    func() string { return s.nc.Status().String() },
-		Committed:     s.relay.Enqueue,
-		Now:           deps.Now,
-		Logger:        s.log.With("component", "http"),
-		Metrics:       s.metrics,
-		Gatherer:      deps.Registry,
-		Tracer:        tracer,
+		MaxPublishBytes: func() int {
+			if m := s.nc.MaxPayload(); m > 0 {
+				return int(m) - maxHeaderBytes
+			}
+			return 0
+		},
+		Committed: s.relay.Enqueue,
+		Now:       deps.Now,
+		Logger:    s.log.With("component", "http"),
+		Metrics:   s.metrics,
+		Gatherer:  deps.Registry,
+		Tracer:    tracer,
 	})
 	if err != nil {
 		return nil, err
@@ -259,6 +269,10 @@ func (s *Service) connectNATS(ctx context.Context) error {
 	}
 	if s.nc.IsConnected() {
 		s.metrics.NATSConnected.Set(1)
+		if m := int(s.nc.MaxPayload()) - maxHeaderBytes; m < s.cfg.MaxBodyBytes {
+			s.log.Warn("HUB_MAX_BODY_BYTES exceeds what the NATS server accepts: larger deliveries are refused with 413; raise the server's max_payload",
+				"max_body_bytes", s.cfg.MaxBodyBytes, "nats_max_payload", s.nc.MaxPayload())
+		}
 	}
 	return nil
 }
