@@ -22,7 +22,7 @@ type Outbox interface {
 	Claim(ctx context.Context, limit int, publish func(context.Context, []store.OutboxRow) []store.PublishResult) (int, error)
 	RetryNow(ctx context.Context) (int64, error)
 	OutboxBacklog(ctx context.Context) (store.Backlog, error)
-	MarkPublished(ctx context.Context, results []store.PublishResult) error
+	RecordPublished(ctx context.Context, results []store.PublishResult) error
 }
 
 // Config configures a Relay. Zero values take the defaults.
@@ -30,13 +30,17 @@ type Config struct {
 	Stream          string        // required
 	DuplicateWindow time.Duration // the stream's; required
 	BatchSize       int           // rows per claim; default 256
-	PublishTimeout  time.Duration // wait for a batch's PubAcks; default 10s
-	MinBackoff      time.Duration // first retry delay; default 100ms
-	MaxBackoff      time.Duration // retry delay cap; default min(10s, window/4)
-	PollInterval    time.Duration // look for due rows without a wake-up; default 1s
-	Logger          *slog.Logger
-	Metrics         *metrics.Metrics
-	Now             func() time.Time
+	PublishTimeout  time.Duration // wait for a claimed batch's PubAcks; default 10s
+	// FastPublishTimeout bounds the fast path's wait for its PubAcks
+	// (default 3s): an ack lost in a leader change must not hold a fast
+	// path loop for long; what it did not confirm, the relay retries.
+	FastPublishTimeout time.Duration
+	MinBackoff         time.Duration // first retry delay; default 100ms
+	MaxBackoff         time.Duration // retry delay cap; default min(10s, window/4)
+	PollInterval       time.Duration // look for due rows without a wake-up; default 1s
+	Logger             *slog.Logger
+	Metrics            *metrics.Metrics
+	Now                func() time.Time
 	// Tracer, when set, traces each publish and carries the span's context
 	// in the message headers; nil leaves tracing off.
 	Tracer trace.Tracer
@@ -54,6 +58,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.PublishTimeout <= 0 {
 		c.PublishTimeout = 10 * time.Second
+	}
+	if c.FastPublishTimeout <= 0 {
+		c.FastPublishTimeout = min(3*time.Second, c.PublishTimeout)
 	}
 	if c.MinBackoff <= 0 {
 		c.MinBackoff = 100 * time.Millisecond
@@ -136,11 +143,11 @@ func (r *Relay) RunFast(ctx context.Context) error {
 				break fill
 			}
 		}
-		results := r.publish(ctx, batch)
-		// Marking outlives ctx: the messages are on the stream already.
+		results := r.publishWithin(ctx, batch, r.cfg.FastPublishTimeout)
+		// Recording outlives ctx: the messages are on the stream already.
 		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		if err := r.outbox.MarkPublished(mctx, results); err != nil {
-			r.cfg.Logger.Warn("fast path: mark published failed; the relay will find the rows on the stream", "err", err)
+		if err := r.outbox.RecordPublished(mctx, results); err != nil {
+			r.cfg.Logger.Warn("fast path: recording publishes failed; the relay takes the rows over after their grace", "err", err)
 		}
 		cancel()
 	}
@@ -234,6 +241,11 @@ func (r *Relay) updateGauges(ctx context.Context) {
 // (or its failure) within PublishTimeout. Rows whose first attempt is
 // older than half the duplicate window are first looked up in the stream.
 func (r *Relay) publish(ctx context.Context, rows []store.OutboxRow) []store.PublishResult {
+	return r.publishWithin(ctx, rows, r.cfg.PublishTimeout)
+}
+
+// publishWithin is publish with its own wait for the PubAcks.
+func (r *Relay) publishWithin(ctx context.Context, rows []store.OutboxRow, timeout time.Duration) []store.PublishResult {
 	now := r.cfg.Now()
 	results := make([]store.PublishResult, len(rows))
 	futures := make([]jetstream.PubAckFuture, len(rows))
@@ -301,26 +313,38 @@ func (r *Relay) publish(ctx context.Context, rows []store.OutboxRow) []store.Pub
 		futures[i] = f
 	}
 
-	wait, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
+	wait, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for i, f := range futures {
 		if f == nil {
 			continue
 		}
+		var ack *jetstream.PubAck
+		var err error
 		select {
-		case ack := <-f.Ok():
-			results[i].Seq = ack.Sequence
-			if ack.Duplicate {
-				r.count(metrics.PublishDuplicate, rows[i])
-			} else {
-				r.count(metrics.PublishOK, rows[i])
-			}
-		case err := <-f.Err():
-			r.fail(&results[i], rows[i], err)
+		case ack = <-f.Ok():
+		case err = <-f.Err():
 		case <-wait.Done():
-			r.fail(&results[i], rows[i], fmt.Errorf("no PubAck within %s", r.cfg.PublishTimeout))
+			// Past the deadline, an answer that already arrived still counts.
+			select {
+			case ack = <-f.Ok():
+			case err = <-f.Err():
+			default:
+				err = fmt.Errorf("no PubAck within %s", timeout)
+			}
+		}
+		switch {
+		case err != nil:
+			r.fail(&results[i], rows[i], err)
+		case ack.Duplicate:
+			results[i].Seq = ack.Sequence
+			r.count(metrics.PublishDuplicate, rows[i])
+		default:
+			results[i].Seq = ack.Sequence
+			r.count(metrics.PublishOK, rows[i])
 		}
 	}
+	r.logFailures(results, rows)
 	return results
 }
 
@@ -339,9 +363,28 @@ func (r *Relay) fail(res *store.PublishResult, row store.OutboxRow, err error) {
 	res.Err = "publish: " + err.Error()
 	res.RetryIn = r.backoff(row.Attempts)
 	r.count(metrics.PublishError, row)
-	r.cfg.Logger.Warn("publish failed; will retry",
+	r.cfg.Logger.Debug("publish failed; will retry",
 		"provider", row.Provider, "event_id", row.EventID, "attempt", row.Attempts+1,
 		"retry_in", res.RetryIn, "err", err)
+}
+
+// logFailures logs one line per batch with failures (an election fails
+// thousands of publishes at once; one line each would flood the log).
+func (r *Relay) logFailures(results []store.PublishResult, rows []store.OutboxRow) {
+	failed, first := 0, -1
+	for i, res := range results {
+		if res.Seq == 0 && res.Err != "" {
+			failed++
+			if first < 0 {
+				first = i
+			}
+		}
+	}
+	if failed > 0 {
+		r.cfg.Logger.Warn("publishes failed; they stay PENDING and are retried",
+			"failed", failed, "batch", len(results), "example_event", schema.MsgID(rows[first].Provider, rows[first].EventID),
+			"err", results[first].Err, "retry_in", results[first].RetryIn)
+	}
 }
 
 // backoff is MinBackoff doubled per earlier attempt, capped at MaxBackoff.

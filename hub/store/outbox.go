@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // OutboxRow is a committed first delivery that JetStream has not
@@ -110,7 +111,12 @@ SET publish_attempts = w.publish_attempts + 1,
 FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::bool[]) AS u(id, retry_ms, err, permanent)
 WHERE w.id = u.id AND w.processing_status = 'PENDING'`
 
-func record(ctx context.Context, tx pgx.Tx, results []PublishResult) error {
+// execer is a pgx.Tx or a *pgxpool.Pool.
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+func record(ctx context.Context, tx execer, results []PublishResult) error {
 	var okIDs, failIDs []uuid.UUID
 	var seqs, retryMS []int64
 	var errs []string
@@ -139,27 +145,14 @@ func record(ctx context.Context, tx pgx.Tx, results []PublishResult) error {
 	return nil
 }
 
-// MarkPublished records acknowledged publishes of the fast path (rows
-// published from memory right after their commit, without a claim): the
-// rows with Seq > 0 become PROCESSED. Rows already PROCESSED, or
-// published meanwhile by the relay, are left as they are. Failed results
-// are ignored: the relay retries those rows once their grace has passed.
-func (s *Store) MarkPublished(ctx context.Context, results []PublishResult) error {
-	var ids []uuid.UUID
-	var seqs []int64
-	for _, r := range results {
-		if r.Seq > 0 {
-			ids = append(ids, r.ArchiveID)
-			seqs = append(seqs, int64(r.Seq))
-		}
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	if _, err := s.pool.Exec(ctx, markPublishedSQL, ids, seqs); err != nil {
-		return fmt.Errorf("mark published: %w", err)
-	}
-	return nil
+// RecordPublished records the results of the fast path (rows published
+// from memory right after their commit, without a claim): acknowledged
+// rows become PROCESSED; failed ones stay PENDING with their error and a
+// short backoff, so the relay retries them soon instead of after the
+// grace. Rows no longer PENDING (published meanwhile by the relay) are
+// left as they are.
+func (s *Store) RecordPublished(ctx context.Context, results []PublishResult) error {
+	return record(ctx, s.pool, results)
 }
 
 // RetryNow makes every PENDING row due now, e.g. when NATS comes back after

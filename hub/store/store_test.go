@@ -221,3 +221,30 @@ func TestParseStatus(t *testing.T) {
 	_, err := store.ParseStatus("DONE")
 	require.Error(t, err)
 }
+
+// The fast path records both outcomes without a claim: acknowledged rows
+// become PROCESSED, failed ones stay PENDING with a short backoff instead
+// of waiting out the relay grace.
+func TestRecordPublished(t *testing.T) {
+	t.Parallel()
+	pool, _ := hubtest.Pool(t)
+	s := store.New(pool, store.WithRelayGrace(time.Hour))
+	ctx := context.Background()
+	ok, failed := delivery("evt_ok", `{}`), delivery("evt_failed", `{}`)
+	_, err := s.Ingest(ctx, []store.Delivery{ok, failed})
+	require.NoError(t, err)
+	require.NoError(t, s.RecordPublished(ctx, []store.PublishResult{
+		{ArchiveID: ok.ArchiveID, Seq: 3},
+		{ArchiveID: failed.ArchiveID, Err: "publish: no response from stream", RetryIn: 100 * time.Millisecond},
+	}))
+	var status string
+	var attempts int
+	var dueIn float64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT processing_status FROM webhook_events WHERE id = $1`, ok.ArchiveID).Scan(&status))
+	require.Equal(t, "PROCESSED", status)
+	require.NoError(t, pool.QueryRow(ctx, `SELECT processing_status, publish_attempts, extract(epoch FROM next_attempt_at - now())
+		FROM webhook_events WHERE id = $1`, failed.ArchiveID).Scan(&status, &attempts, &dueIn))
+	require.Equal(t, "PENDING", status)
+	require.Equal(t, 1, attempts)
+	require.Less(t, dueIn, 60.0, "due after its backoff, not after the hour of grace")
+}
