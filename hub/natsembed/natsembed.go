@@ -78,6 +78,9 @@ func Start(o Options) (*Server, error) {
 		JetStreamMaxMemory: 64 << 20,
 		NoSigs:             true,
 		NoLog:              o.Logger == nil,
+		// Room for the hub's largest accepted body (HUB_MAX_BODY_BYTES,
+		// 1 MiB by default) plus headers; nats-server's default is 1 MB.
+		MaxPayload: 8 << 20,
 	}
 	return start(opts, o.Logger)
 }

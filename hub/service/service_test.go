@@ -449,13 +449,13 @@ func TestHealthAndReadiness(t *testing.T) {
 	}
 }
 
-// A body the NATS server could never take (over its max_payload, 1 MB by
-// default) is refused before it is archived: committed, it would stay
-// PENDING forever.
+// A body the NATS server could never take (over its max_payload: 1 MB by
+// default, 8 MiB for the embedded server) is refused before it is
+// archived: committed, it would stay PENDING forever.
 func TestBodyOverNATSMaxPayload(t *testing.T) {
 	t.Parallel()
-	h := newTestHub(t, func(c *service.Config) { c.MaxBodyBytes = 4 << 20 })
-	pad := bytes.Repeat([]byte("x"), 1<<20)
+	h := newTestHub(t, func(c *service.Config) { c.MaxBodyBytes = 16 << 20 })
+	pad := bytes.Repeat([]byte("x"), 9<<20)
 	body := []byte(`{"event_id":"evt_huge","event_type":"subscription.created","data":{"pad":"` + string(pad) + `"}}`)
 	hdr, err := h.paddle.Sign("evt_huge", body, time.Now())
 	require.NoError(t, err)
