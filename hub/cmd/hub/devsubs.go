@@ -44,21 +44,21 @@ func runDevSubscribers(ctx context.Context, dbURL, natsURL, stream string, log *
 		smtp = email.LogAddr
 	}
 	reg := prometheus.NewRegistry()
-	migrations := map[string]fs.FS{credits.Name: credits.Migrations, email.Name: email.Migrations, downgrade.Name: downgrade.Migrations}
 	subs := make([]*subscriber.Subscriber, 0, 3)
 	for _, s := range []struct {
-		name     string
-		register func(*subscriber.Subscriber) error
+		name       string
+		migrations fs.FS
+		register   func(*subscriber.Subscriber) error
 	}{
-		{credits.Name, func(sub *subscriber.Subscriber) error { return credits.Register(sub, credits.Options{}) }},
-		{email.Name, func(sub *subscriber.Subscriber) error {
+		{credits.Name, credits.Migrations, func(sub *subscriber.Subscriber) error { return credits.Register(sub, credits.Options{}) }},
+		{email.Name, email.Migrations, func(sub *subscriber.Subscriber) error {
 			return email.Register(sub, email.Options{Sender: email.NewSender(smtp, log.With("subscriber", email.Name)), Pool: pool,
 				Logger: log, Registerer: reg})
 		}},
-		{downgrade.Name, downgrade.Register},
+		{downgrade.Name, downgrade.Migrations, downgrade.Register},
 	} {
 		sub, err := subscriber.New(subscriber.Config{Name: s.name, Pool: pool, JetStream: js, Stream: stream, Registerer: reg,
-			Migrations: migrations[s.name], Logger: log})
+			Migrations: s.migrations, Logger: log})
 		if err == nil {
 			err = s.register(sub)
 		}
