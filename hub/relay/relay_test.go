@@ -60,12 +60,13 @@ func TestEnsureStreamUpdatesSubjects(t *testing.T) {
 	ctx := context.Background()
 	_, err := relay.EnsureStream(ctx, js, relay.StreamConfig{Name: "S", Providers: []string{"paddle"}, Replicas: 1, DuplicateWindow: time.Minute})
 	require.NoError(t, err)
-	st, err := relay.EnsureStream(ctx, js, relay.StreamConfig{Name: "S", Providers: []string{"paddle", "clerk"}, Replicas: 1, DuplicateWindow: 2 * time.Minute})
+	st, err := relay.EnsureStream(ctx, js, relay.StreamConfig{Name: "S", Providers: []string{"paddle", "clerk"}, Replicas: 1, DuplicateWindow: 2 * time.Minute, MaxAge: 720 * time.Hour})
 	require.NoError(t, err)
 	info, err := st.Info(ctx)
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{"paddle.>", "clerk.>", "_replay.>"}, info.Config.Subjects)
 	require.Equal(t, 2*time.Minute, info.Config.Duplicates)
+	require.Equal(t, 720*time.Hour, info.Config.MaxAge)
 	require.Equal(t, jetstream.FileStorage, info.Config.Storage)
 }
 

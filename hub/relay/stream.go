@@ -17,6 +17,7 @@ type StreamConfig struct {
 	Providers       []string // each contributes the subjects "<provider>.>"; "_replay.>" is always added
 	Replicas        int
 	DuplicateWindow time.Duration
+	MaxAge          time.Duration // 0: no age limit
 }
 
 // EnsureStream creates the stream, or updates an existing one to cover the
@@ -39,6 +40,7 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, c StreamConfig) (
 		Storage:     jetstream.FileStorage,
 		Replicas:    c.Replicas,
 		Duplicates:  c.DuplicateWindow,
+		MaxAge:      c.MaxAge,
 	}
 	s, err := js.CreateOrUpdateStream(ctx, cfg)
 	if err != nil {

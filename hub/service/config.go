@@ -31,6 +31,7 @@ type Config struct {
 	HTTPAddr          string        `envconfig:"HUB_HTTP_ADDR" default:":8080" desc:"HTTP listen address for webhooks, /healthz, /readyz and /metrics"`
 	Stream            string        `envconfig:"HUB_STREAM" default:"WEBHOOKS" desc:"JetStream stream the hub publishes to (created or updated at start)"`
 	StreamReplicas    int           `envconfig:"HUB_STREAM_REPLICAS" default:"1" desc:"Stream replicas: 1 on one server, 3 in production clusters"`
+	StreamMaxAge      time.Duration `envconfig:"HUB_STREAM_MAX_AGE" default:"0" desc:"How long the stream keeps messages (e.g. 720h); 0 keeps them until removed by hand. The archive can republish older events"`
 	DuplicateWindow   time.Duration `envconfig:"HUB_DUPLICATE_WINDOW" default:"2m" desc:"Stream duplicate window; the relay's retry horizon stays inside it"`
 	PaddleSecrets     []string      `envconfig:"HUB_PADDLE_SECRETS" desc:"Paddle endpoint secrets (pdl_ntfset_...), comma-separated; several during a rotation"`
 	ClerkSecrets      []string      `envconfig:"HUB_CLERK_SECRETS" desc:"Clerk (Svix) signing secrets (whsec_...), comma-separated; several during a rotation"`
@@ -79,6 +80,9 @@ func (c *Config) Validate() error {
 	}
 	if c.StreamReplicas < 1 || c.StreamReplicas > 5 {
 		bad("STREAM_REPLICAS", "must be between 1 and 5, got %d", c.StreamReplicas)
+	}
+	if c.StreamMaxAge < 0 || (c.StreamMaxAge > 0 && c.StreamMaxAge < c.DuplicateWindow) {
+		bad("STREAM_MAX_AGE", "must be 0 (no limit) or at least HUB_DUPLICATE_WINDOW (%s), got %s", c.DuplicateWindow, c.StreamMaxAge)
 	}
 	if c.DuplicateWindow < time.Second {
 		bad("DUPLICATE_WINDOW", "must be at least 1s (the relay's retries must fit inside it), got %s", c.DuplicateWindow)

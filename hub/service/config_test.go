@@ -47,6 +47,7 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 		{"HUB_SHUTDOWN_TIMEOUT", func(c *service.Config) { c.ShutdownTimeout = -time.Second }},
 		{"HUB_LOG_LEVEL", func(c *service.Config) { c.LogLevel = "loud" }},
 		{"HUB_DATABASE_MAX_CONNS", func(c *service.Config) { c.DatabaseMaxConns = 1 }},
+		{"HUB_STREAM_MAX_AGE", func(c *service.Config) { c.StreamMaxAge = time.Second }},
 	}
 	for _, c := range cases {
 		t.Run(c.variable, func(t *testing.T) {

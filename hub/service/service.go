@@ -406,6 +406,7 @@ func (s *Service) ensureStreamOnce(ctx context.Context, timeout time.Duration) e
 		Providers:       s.names,
 		Replicas:        s.cfg.StreamReplicas,
 		DuplicateWindow: s.cfg.DuplicateWindow,
+		MaxAge:          s.cfg.StreamMaxAge,
 	})
 	return err
 }
