@@ -68,3 +68,25 @@ func ParseAge(s string) (time.Duration, error) {
 	}
 	return total, nil
 }
+
+// ParseWindow reads an operator's time range, either end optional ("" is
+// open). It fails, wrapping ErrBadTime, on a time it cannot read, and
+// wrapping ErrInvalid when until is not after since.
+func ParseWindow(since, until string, now time.Time) (time.Time, time.Time, error) {
+	var s, u time.Time
+	var err error
+	if since != "" {
+		if s, err = ParseTime(since, now); err != nil {
+			return s, u, fmt.Errorf("since: %w", err)
+		}
+	}
+	if until != "" {
+		if u, err = ParseTime(until, now); err != nil {
+			return s, u, fmt.Errorf("until: %w", err)
+		}
+	}
+	if !s.IsZero() && !u.IsZero() && !u.After(s) {
+		return s, u, fmt.Errorf("%w: until must be after since", ErrInvalid)
+	}
+	return s, u, nil
+}

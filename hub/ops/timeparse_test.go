@@ -52,3 +52,18 @@ func FuzzParseTime(f *testing.F) {
 		}
 	})
 }
+
+func TestParseWindow(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	s, u, err := ParseWindow("2h", "1h", now)
+	require.NoError(t, err)
+	require.True(t, s.Equal(now.Add(-2*time.Hour)) && u.Equal(now.Add(-time.Hour)))
+	s, u, err = ParseWindow("", "", now)
+	require.NoError(t, err)
+	require.True(t, s.IsZero() && u.IsZero())
+	_, _, err = ParseWindow("1h", "2h", now)
+	require.ErrorIs(t, err, ErrInvalid)
+	_, _, err = ParseWindow("soon", "", now)
+	require.ErrorIs(t, err, ErrBadTime)
+	require.ErrorContains(t, err, "since:")
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -58,7 +60,7 @@ func (s *Server) mountAdmin(token string, op Operator) {
 				return s.adminAnswer(c, nil, invalid(err))
 			}
 		}
-		if f.Since, f.Until, err = window(op, c.Query("since"), c.Query("until")); err != nil {
+		if f.Since, f.Until, err = ops.ParseWindow(c.Query("since"), c.Query("until"), op.Now()); err != nil {
 			return s.adminAnswer(c, nil, err)
 		}
 		rows, err := op.ListEvents(c.UserContext(), f)
@@ -82,7 +84,7 @@ func (s *Server) mountAdmin(token string, op Operator) {
 		}
 		req := ops.ReplayRequest{Subscriber: in.Subscriber, Subject: in.Subject, DryRun: in.DryRun, Rate: in.Rate, Wait: adminReplayWait}
 		var err error
-		if req.Since, req.Until, err = window(op, in.Since, in.Until); err != nil {
+		if req.Since, req.Until, err = ops.ParseWindow(in.Since, in.Until, op.Now()); err != nil {
 			return s.adminAnswer(c, nil, err)
 		}
 		res, err := op.Replay(c.UserContext(), req)
@@ -101,7 +103,7 @@ func (s *Server) mountAdmin(token string, op Operator) {
 			return s.adminAnswer(c, nil, invalid(err))
 		}
 		if in.Since == "" && in.Event == "" {
-			return s.adminAnswer(c, nil, invalid(errString("give since (and optionally until) or event")))
+			return s.adminAnswer(c, nil, invalid(errors.New("give since (and optionally until) or event")))
 		}
 		f := ops.RepublishFilter{Provider: in.Provider, Event: in.Event, DryRun: in.DryRun}
 		var err error
@@ -110,7 +112,7 @@ func (s *Server) mountAdmin(token string, op Operator) {
 				return s.adminAnswer(c, nil, invalid(err))
 			}
 		}
-		if f.Since, f.Until, err = window(op, in.Since, in.Until); err != nil {
+		if f.Since, f.Until, err = ops.ParseWindow(in.Since, in.Until, op.Now()); err != nil {
 			return s.adminAnswer(c, nil, err)
 		}
 		res, err := op.Republish(c.UserContext(), f)
@@ -129,7 +131,7 @@ func (s *Server) mountAdmin(token string, op Operator) {
 			return s.adminAnswer(c, nil, invalid(err))
 		}
 		if (in.ID > 0) == in.All {
-			return s.adminAnswer(c, nil, invalid(errString(`give exactly one of "id" or "all": true`)))
+			return s.adminAnswer(c, nil, invalid(errors.New(`give exactly one of "id" or "all": true`)))
 		}
 		n, err := op.Redrive(c.UserContext(), c.Params("subscriber"), in.ID)
 		return s.adminAnswer(c, fiber.Map{"requested": n}, err)
@@ -162,30 +164,5 @@ func (s *Server) adminAnswer(c *fiber.Ctx, v any, err error) error {
 	return c.JSON(v)
 }
 
-func window(op Operator, since, until string) (time.Time, time.Time, error) {
-	var s, u time.Time
-	var err error
-	if since != "" {
-		if s, err = ops.ParseTime(since, op.Now()); err != nil {
-			return s, u, err
-		}
-	}
-	if until != "" {
-		if u, err = ops.ParseTime(until, op.Now()); err != nil {
-			return s, u, err
-		}
-	}
-	return s, u, nil
-}
-
-type errString string
-
-func (e errString) Error() string { return string(e) }
-
-// invalid marks a malformed admin request.
-func invalid(err error) error { return &invalidError{err} }
-
-type invalidError struct{ err error }
-
-func (e *invalidError) Error() string { return e.err.Error() }
-func (e *invalidError) Unwrap() error { return ops.ErrInvalid }
+// invalid marks a malformed admin request (answered 400).
+func invalid(err error) error { return fmt.Errorf("%w: %w", ops.ErrInvalid, err) }

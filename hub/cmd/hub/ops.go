@@ -115,21 +115,14 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// parseWindow reads --since and --until; a bad value is a usage error.
 func parseWindow(o *ops.Ops, since, until string) (time.Time, time.Time, error) {
-	var s, u time.Time
-	var err error
-	if since != "" {
-		if s, err = ops.ParseTime(since, o.Now()); err != nil {
-			return s, u, usageErr("--since: " + err.Error())
-		}
-	}
-	if until != "" {
-		if u, err = ops.ParseTime(until, o.Now()); err != nil {
-			return s, u, usageErr("--until: " + err.Error())
-		}
-	}
-	if !s.IsZero() && !u.IsZero() && !u.After(s) {
+	s, u, err := ops.ParseWindow(since, until, o.Now())
+	switch {
+	case errors.Is(err, ops.ErrInvalid):
 		return s, u, usageErr("--until must be after --since")
+	case err != nil:
+		return s, u, usageErr("--" + err.Error())
 	}
 	return s, u, nil
 }
