@@ -13,7 +13,6 @@ import (
 
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
 // Operator is what the admin API needs: the operator's tools (hub/ops).
@@ -23,7 +22,7 @@ type Operator interface {
 	ShowEvent(ctx context.Context, ref string) (ops.EventDetail, error)
 	Replay(ctx context.Context, req ops.ReplayRequest) (ops.ReplayResult, error)
 	Republish(ctx context.Context, f ops.RepublishFilter) (ops.RepublishResult, error)
-	DeadLetters(ctx context.Context, sub string) ([]subscriber.DeadLetter, error)
+	DeadLetters(ctx context.Context, sub string) ([]ops.DeadLetter, error)
 	Redrive(ctx context.Context, sub string, id int64) (int64, error)
 	Purge(ctx context.Context, cutoff time.Time, batchSize int, dryRun bool) (ops.PurgeResult, error)
 	Status(ctx context.Context) (ops.Status, error)

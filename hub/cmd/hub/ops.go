@@ -445,21 +445,16 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if err != nil {
 			return err
 		}
-		rows := make([]deadLetterRow, len(dls))
-		for i, d := range dls {
-			rows[i] = deadLetterRow{ID: d.ID, Provider: d.Provider, EventID: d.EventID, Subject: d.Subject, StreamSeq: d.StreamSeq,
-				Error: d.Error, Attempts: d.Attempts, CreatedAt: d.CreatedAt, RedriveRequestedAt: d.RedriveRequestedAt, RedrivenAt: d.RedrivenAt, RedriveError: d.RedriveError}
-		}
 		if *asJSON {
-			return printJSONLines(stdout, rows)
+			return printJSONLines(stdout, dls)
 		}
-		if len(rows) == 0 {
+		if len(dls) == 0 {
 			fmt.Fprintf(stdout, "%s has no dead letters\n", *sub)
 			return nil
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tCREATED\tEVENT\tSUBJECT\tATTEMPTS\tSTATE\tERROR")
-		for _, r := range rows {
+		for _, r := range dls {
 			state := "waiting"
 			switch {
 			case r.RedrivenAt != nil:
@@ -488,20 +483,6 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return nil
 	}
 	return usageErr(fmt.Sprintf("unknown dlq action %q: want list or redrive", action))
-}
-
-type deadLetterRow struct {
-	ID                 int64      `json:"id"`
-	Provider           string     `json:"provider"`
-	EventID            string     `json:"event_id"`
-	Subject            string     `json:"subject"`
-	StreamSeq          uint64     `json:"stream_seq,omitempty"`
-	Error              string     `json:"error"`
-	Attempts           int        `json:"attempts"`
-	CreatedAt          time.Time  `json:"created_at"`
-	RedriveRequestedAt *time.Time `json:"redrive_requested_at,omitempty"`
-	RedrivenAt         *time.Time `json:"redriven_at,omitempty"`
-	RedriveError       string     `json:"redrive_error,omitempty"`
 }
 
 func oneLine(s string, n int) string {
