@@ -100,21 +100,42 @@ func (g *GitHub) Verify(h Header, body []byte, now time.Time) (Event, error) {
 	if err != nil {
 		return Event{}, err
 	}
-	var b struct {
-		Action json.RawMessage `json:"action"`
-	}
-	if err := json.Unmarshal(payload, &b); err != nil {
-		return Event{}, jsonPayloadError(err)
+	action, err := githubAction(payload)
+	if err != nil {
+		return Event{}, err
 	}
 	typ := event
-	var action string
-	if len(b.Action) > 0 && b.Action[0] == '"' && json.Unmarshal(b.Action, &action) == nil && action != "" {
+	if action != "" {
 		typ = event + "." + action
 	}
 	if err := checkText("", "type", typ, maxEventTypeLen); err != nil {
 		return Event{}, err
 	}
 	return Event{ID: id, Type: typ, Signature: header}, nil
+}
+
+// githubActionMember is the one member of a GitHub payload the hub reads.
+var githubActionMember = []string{"action"}
+
+// githubAction returns the payload's top-level action when it is a string,
+// or "" when it is absent or not a string. It fails when the payload is
+// not a JSON object.
+func githubAction(payload []byte) (string, error) {
+	var raw [1][]byte
+	if !topLevelMembers(payload, githubActionMember, raw[:]) {
+		var b struct {
+			Action json.RawMessage `json:"action"`
+		}
+		if err := json.Unmarshal(payload, &b); err != nil {
+			return "", jsonPayloadError(err)
+		}
+		raw[0] = b.Action
+	}
+	var action string
+	if len(raw[0]) > 0 && raw[0][0] == '"' && !plainString(&action, raw[0]) {
+		_ = json.Unmarshal(raw[0], &action)
+	}
+	return action, nil
 }
 
 // parseGitHubSignature decodes an X-Hub-Signature-256 value, exactly

@@ -172,10 +172,30 @@ type stripeBody struct {
 	Created lenientSecond `json:"created"`
 }
 
+// stripeMembers are stripeBody's JSON names, in decodeFast's order.
+var stripeMembers = []string{"id", "type", "created"}
+
+// decodeFast is json.Unmarshal(body, b) for the common body, in one pass
+// without allocation; false means it could not tell, and nothing it set
+// counts.
+func (b *stripeBody) decodeFast(body []byte) bool {
+	var raw [3][]byte
+	if !topLevelMembers(body, stripeMembers, raw[:]) || !plainString(&b.ID, raw[0]) || !plainString(&b.Type, raw[1]) {
+		return false
+	}
+	if raw[2] != nil {
+		_ = b.Created.UnmarshalJSON(raw[2])
+	}
+	return true
+}
+
 func parseStripeBody(body []byte) (Event, error) {
 	var b stripeBody
-	if err := json.Unmarshal(body, &b); err != nil {
-		return Event{}, jsonPayloadError(err)
+	if !b.decodeFast(body) {
+		b = stripeBody{}
+		if err := json.Unmarshal(body, &b); err != nil {
+			return Event{}, jsonPayloadError(err)
+		}
 	}
 	if err := checkText("body has no id", "id", b.ID, maxEventIDLen); err != nil {
 		return Event{}, err

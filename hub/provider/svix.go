@@ -129,8 +129,11 @@ func (s *svixScheme) verify(h Header, body []byte, now time.Time, occurred func(
 		return Event{}, timestampError(signedAt, now, s.tolerance)
 	}
 	var b svixBody
-	if err := json.Unmarshal(body, &b); err != nil {
-		return Event{}, jsonPayloadError(err)
+	if !b.decodeFast(body) {
+		b = svixBody{}
+		if err := json.Unmarshal(body, &b); err != nil {
+			return Event{}, jsonPayloadError(err)
+		}
 	}
 	switch {
 	case b.Type == "":
@@ -203,6 +206,23 @@ func parseSvixSignatures(header string, dst [][macSize]byte) [][macSize]byte {
 type svixBody struct {
 	Type      string   `json:"type"`
 	Timestamp svixTime `json:"timestamp"`
+}
+
+// svixMembers are svixBody's JSON names, in decodeFast's order.
+var svixMembers = []string{"type", "timestamp"}
+
+// decodeFast is json.Unmarshal(body, b) for the common body, in one pass
+// without allocation; false means it could not tell, and nothing it set
+// counts.
+func (b *svixBody) decodeFast(body []byte) bool {
+	var raw [2][]byte
+	if !topLevelMembers(body, svixMembers, raw[:]) || !plainString(&b.Type, raw[0]) {
+		return false
+	}
+	if raw[1] != nil {
+		_ = b.Timestamp.UnmarshalJSON(raw[1])
+	}
+	return true
 }
 
 // svixTime decodes an optional body timestamp, leniently: Clerk writes
