@@ -117,7 +117,9 @@ type execer interface {
 }
 
 func record(ctx context.Context, tx execer, results []PublishResult) error {
-	var okIDs, failIDs []uuid.UUID
+	// [16]byte rather than uuid.UUID: pgx encodes it without reflection
+	// or a detour through uuid's driver.Valuer.
+	var okIDs, failIDs [][16]byte
 	var seqs, retryMS []int64
 	var errs []string
 	var permanent []bool

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/hubtest"
@@ -247,4 +248,29 @@ func TestRecordPublished(t *testing.T) {
 	require.Equal(t, "PENDING", status)
 	require.Equal(t, 1, attempts)
 	require.Less(t, dueIn, 60.0, "due after its backoff, not after the hour of grace")
+}
+
+func TestIngestPayloadColumn(t *testing.T) {
+	t.Parallel()
+	pool, _ := hubtest.Pool(t)
+	s := store.New(pool)
+	ctx := context.Background()
+	form := delivery("evt_form", "AccountSid=AC1&MessageSid=SM1")
+	form.Payload = []byte(`{"AccountSid": "AC1", "MessageSid": "SM1"}`)
+	ds := []store.Delivery{delivery("evt_json", `{"b": [1, 2], "a": "x"}`), form, delivery("evt_json", `{"b": [1, 2], "a": "x"}`)}
+	_, err := s.Ingest(ctx, ds)
+	require.NoError(t, err)
+	for _, tc := range []struct{ eventID, payload string }{
+		{"evt_json", `{"a": "x", "b": [1, 2]}`}, // parsed from the body
+		{"evt_form", `{"AccountSid": "AC1", "MessageSid": "SM1"}`},
+	} {
+		rows, err := pool.Query(ctx, `SELECT payload::text FROM webhook_events WHERE event_id = $1`, tc.eventID)
+		require.NoError(t, err)
+		payloads, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		require.NotEmpty(t, payloads)
+		for _, p := range payloads {
+			require.Equal(t, tc.payload, p, "duplicates keep the payload view too")
+		}
+	}
 }
