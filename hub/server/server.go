@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -244,7 +245,27 @@ func (s *Server) webhook(c *fiber.Ctx) error {
 	}
 	s.observe(name, outcome, start)
 	s.traceOutcome(c, outcome)
-	return c.JSON(answer{EventID: ev.ID, Idempotent: out.Duplicate})
+	return writeAnswer(c, answer{EventID: ev.ID, Idempotent: out.Duplicate})
+}
+
+// writeAnswer writes what c.JSON(a) writes, without reflection when the
+// event id needs no escaping (the common case, on the hot path).
+func writeAnswer(c *fiber.Ctx, a answer) error {
+	for i := 0; i < len(a.EventID); i++ {
+		if ch := a.EventID[i]; ch < 0x20 || ch >= 0x7f || ch == '"' || ch == '\\' || ch == '<' || ch == '>' || ch == '&' {
+			return c.JSON(a)
+		}
+	}
+	return c.Type("json").Send(a.appendJSON(make([]byte, 0, 64+len(a.EventID))))
+}
+
+// appendJSON appends a as JSON; a.EventID must need no escaping.
+func (a answer) appendJSON(b []byte) []byte {
+	b = append(b, `{"event_id":"`...)
+	b = append(b, a.EventID...)
+	b = append(b, `","idempotent":`...)
+	b = strconv.AppendBool(b, a.Idempotent)
+	return append(b, '}')
 }
 
 func (s *Server) maxPublish() int {
