@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -38,9 +39,14 @@ type Config struct {
 	MinBackoff         time.Duration // first retry delay; default 100ms
 	MaxBackoff         time.Duration // retry delay cap; default min(10s, window/4)
 	PollInterval       time.Duration // look for due rows without a wake-up; default 1s
-	Logger             *slog.Logger
-	Metrics            *metrics.Metrics
-	Now                func() time.Time
+	// MarkDelay and MarkBatch bound how long, and for how many rows, the
+	// fast path gathers results before it marks them in one statement;
+	// default 50ms and 1024.
+	MarkDelay time.Duration
+	MarkBatch int
+	Logger    *slog.Logger
+	Metrics   *metrics.Metrics
+	Now       func() time.Time
 	// Tracer, when set, traces each publish and carries the span's context
 	// in the message headers; nil leaves tracing off.
 	Tracer trace.Tracer
@@ -73,6 +79,12 @@ func (c *Config) setDefaults() error {
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = time.Second
+	}
+	if c.MarkDelay <= 0 {
+		c.MarkDelay = 50 * time.Millisecond
+	}
+	if c.MarkBatch <= 0 {
+		c.MarkBatch = 1024
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -120,19 +132,47 @@ func (r *Relay) Enqueue(d store.Delivery) {
 	}
 }
 
-// RunFast runs the fast path until ctx is done: it takes what was enqueued
-// while its previous batch was in flight (up to BatchSize), publishes it
-// with async publishes, and marks the acknowledged rows PROCESSED in one
-// statement. Several RunFast loops may share a Relay.
+// fastQueued is how many sent batches of the fast path may wait for their
+// PubAcks behind the one being settled. With the batch being sent, at most
+// fastQueued+2 batches per pipeline are in flight.
+const fastQueued = 2
+
+// MaxPending is how many async publishes the relay may have in flight
+// with batchSize (Config.BatchSize) and fastPipelines RunFast loops: the
+// jetstream.WithPublishAsyncMaxPending of the js given to New.
+func MaxPending(batchSize, fastPipelines int) int {
+	return ((fastQueued+2)*fastPipelines + 1) * batchSize
+}
+
+// RunFast runs the fast path until ctx is done, as a pipeline of three
+// stages, so that no stage waits for another's round trip: the first takes
+// what was enqueued while it sent its previous batch (up to BatchSize) and
+// sends it with async publishes; the second waits for each sent batch's
+// PubAcks; the third marks the acknowledged rows PROCESSED, all that were
+// settled while its previous statement ran in one statement. When ctx is
+// done it stops taking rows, and returns once what it sent is settled and
+// recorded. Several RunFast pipelines may share a Relay.
 func (r *Relay) RunFast(ctx context.Context) error {
-	batch := make([]store.OutboxRow, 0, r.cfg.BatchSize)
+	sent := make(chan *sentBatch, fastQueued)
+	settled := make(chan []store.PublishResult, fastQueued)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(settled)
+		for b := range sent {
+			// Settling outlives ctx: the messages are sent already.
+			settled <- r.settle(context.WithoutCancel(ctx), b, r.cfg.FastPublishTimeout)
+		}
+	})
+	wg.Go(func() { r.recordFast(ctx, settled) })
+	defer wg.Wait()
+	defer close(sent)
 	for {
-		batch = batch[:0]
+		var batch []store.OutboxRow
 		select {
 		case <-ctx.Done():
 			return nil
 		case row := <-r.fresh:
-			batch = append(batch, row)
+			batch = append(make([]store.OutboxRow, 0, min(r.cfg.BatchSize, 1+len(r.fresh))), row)
 		}
 	fill:
 		for len(batch) < r.cfg.BatchSize {
@@ -143,13 +183,49 @@ func (r *Relay) RunFast(ctx context.Context) error {
 				break fill
 			}
 		}
-		results := r.publishWithin(ctx, batch, r.cfg.FastPublishTimeout)
+		sent <- r.send(ctx, batch)
+	}
+}
+
+// recordFast records the fast path's results until settled is closed.
+// Each row costs Postgres a new version of its archive row whenever it is
+// marked, but each statement and commit costs as much as dozens of rows:
+// results are gathered for up to MarkDelay, or until there are
+// MarkBatch of them, and recorded in one statement. The messages are on
+// the stream already; only the archive's status waits.
+func (r *Relay) recordFast(ctx context.Context, settled <-chan []store.PublishResult) {
+	var results []store.PublishResult
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	record := func() {
+		timer.Stop()
 		// Recording outlives ctx: the messages are on the stream already.
 		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
 		if err := r.outbox.RecordPublished(mctx, results); err != nil {
 			r.cfg.Logger.Warn("fast path: recording publishes failed; the relay takes the rows over after their grace", "err", err)
 		}
-		cancel()
+		results = nil
+	}
+	for {
+		select {
+		case rs, ok := <-settled:
+			if !ok {
+				if len(results) > 0 {
+					record()
+				}
+				return
+			}
+			if len(results) == 0 {
+				timer.Reset(r.cfg.MarkDelay)
+			}
+			results = append(results, rs...)
+			if len(results) >= r.cfg.MarkBatch {
+				record()
+			}
+		case <-timer.C:
+			record()
+		}
 	}
 }
 
@@ -246,6 +322,21 @@ func (r *Relay) publish(ctx context.Context, rows []store.OutboxRow) []store.Pub
 
 // publishWithin is publish with its own wait for the PubAcks.
 func (r *Relay) publishWithin(ctx context.Context, rows []store.OutboxRow, timeout time.Duration) []store.PublishResult {
+	return r.settle(ctx, r.send(ctx, rows), timeout)
+}
+
+// sentBatch is a batch of rows whose publishes are sent: settle waits for
+// their PubAcks.
+type sentBatch struct {
+	rows    []store.OutboxRow
+	results []store.PublishResult // final for rows without a future
+	futures []jetstream.PubAckFuture
+	spans   []trace.Span // with a Tracer: the publish spans
+}
+
+// send publishes rows with async publishes. Rows whose first attempt is
+// older than half the duplicate window are first looked up in the stream.
+func (r *Relay) send(ctx context.Context, rows []store.OutboxRow) *sentBatch {
 	now := r.cfg.Now()
 	results := make([]store.PublishResult, len(rows))
 	futures := make([]jetstream.PubAckFuture, len(rows))
@@ -280,10 +371,9 @@ func (r *Relay) publishWithin(ctx context.Context, rows []store.OutboxRow, timeo
 			}
 		}
 	}
-	var spans []trace.Span // with a Tracer: the publish spans, ended once the batch is settled
+	var spans []trace.Span // ended once the batch is settled
 	if r.cfg.Tracer != nil {
 		spans = make([]trace.Span, len(rows))
-		defer endPublishSpans(spans, results)
 	}
 	for i, row := range rows {
 		if skip[i] || subjects[i] == "" {
@@ -312,10 +402,19 @@ func (r *Relay) publishWithin(ctx context.Context, rows []store.OutboxRow, timeo
 		}
 		futures[i] = f
 	}
+	return &sentBatch{rows: rows, results: results, futures: futures, spans: spans}
+}
 
+// settle waits up to timeout for the PubAcks of a sent batch and returns
+// every row's result.
+func (r *Relay) settle(ctx context.Context, b *sentBatch, timeout time.Duration) []store.PublishResult {
+	rows, results := b.rows, b.results
+	if b.spans != nil {
+		defer endPublishSpans(b.spans, results)
+	}
 	wait, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	for i, f := range futures {
+	for i, f := range b.futures {
 		if f == nil {
 			continue
 		}

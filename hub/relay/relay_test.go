@@ -2,6 +2,7 @@ package relay_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -152,4 +153,92 @@ func TestPublishFailureBacksOff(t *testing.T) {
 	require.Equal(t, 1, attempts)
 	require.Contains(t, errMsg, "publish:")
 	require.True(t, next.After(first.Add(100*time.Millisecond)), "the retry waits at least the minimum backoff after the attempt")
+}
+
+// recordingOutbox is the real store, reporting the size of each
+// RecordPublished statement.
+type recordingOutbox struct {
+	*store.Store
+	records chan int
+}
+
+func (o recordingOutbox) RecordPublished(ctx context.Context, results []store.PublishResult) error {
+	err := o.Store.RecordPublished(ctx, results)
+	o.records <- len(results)
+	return err
+}
+
+func TestFastPathPipeline(t *testing.T) {
+	t.Parallel()
+	const rows = 600
+	for _, tc := range []struct {
+		name      string
+		markDelay time.Duration
+		markBatch int
+		// wait: recording completes before shutdown.
+		wait bool
+	}{
+		// Nothing is recorded until shutdown, which records all at once.
+		{"shutdown records what is gathered", time.Hour, 1 << 20, false},
+		// A statement starts once MarkBatch results are gathered.
+		{"batch size triggers a statement", time.Hour, 100, false},
+		// The delay triggers statements however few results there are.
+		{"delay triggers a statement", 20 * time.Millisecond, 1 << 20, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, time.Minute)
+			out := recordingOutbox{Store: b.store, records: make(chan int, rows)}
+			r, err := relay.New(out, b.js, relay.Config{Stream: "WEBHOOKS", DuplicateWindow: time.Minute,
+				BatchSize: 50, MarkDelay: tc.markDelay, MarkBatch: tc.markBatch})
+			require.NoError(t, err)
+			ds := make([]store.Delivery, rows)
+			for i := range ds {
+				ds[i] = store.Delivery{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle",
+					EventID: "evt_fast_" + strconv.Itoa(i), EventType: "subscription.created",
+					Body: []byte(`{}`), ReceivedAt: time.Now()}
+			}
+			_, err = b.store.Ingest(context.Background(), ds)
+			require.NoError(t, err)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- r.RunFast(ctx) }()
+			for _, d := range ds {
+				r.Enqueue(d)
+			}
+			var sizes []int
+			recorded := 0
+			if tc.wait {
+				for recorded < rows {
+					n := <-out.records
+					sizes = append(sizes, n)
+					recorded += n
+				}
+			}
+			// Every message reaches the stream, marked or not.
+			require.Eventually(t, func() bool { return b.msgs(t) == rows }, 10*time.Second, 10*time.Millisecond)
+			cancel()
+			require.NoError(t, <-done)
+			close(out.records)
+			for n := range out.records {
+				sizes = append(sizes, n)
+				recorded += n
+			}
+			require.Equal(t, rows, recorded, "statement sizes %v", sizes)
+			switch {
+			case tc.markBatch == 1<<20 && !tc.wait:
+				require.Equal(t, []int{rows}, sizes)
+			case tc.markBatch < rows:
+				for _, n := range sizes[:len(sizes)-1] {
+					require.GreaterOrEqual(t, n, tc.markBatch, "statement sizes %v", sizes)
+					require.Less(t, n, tc.markBatch+50, "statement sizes %v: at most one publish batch more", sizes)
+				}
+			}
+			var processed int
+			require.NoError(t, b.store.Pool().QueryRow(context.Background(),
+				`SELECT count(*) FROM webhook_events WHERE processing_status = 'PROCESSED' AND stream_seq IS NOT NULL`).Scan(&processed))
+			require.Equal(t, rows, processed)
+			require.EqualValues(t, rows, b.msgs(t))
+		})
+	}
 }

@@ -49,9 +49,9 @@ type Config struct {
 	ShutdownTimeout    time.Duration       `envconfig:"HUB_SHUTDOWN_TIMEOUT" default:"25s" desc:"On SIGTERM, time allowed for in-flight requests and the relay to finish"`
 	CommitTimeout      time.Duration       `envconfig:"HUB_COMMIT_TIMEOUT" default:"10s" desc:"Longest wait for Postgres to commit a delivery before answering 503"`
 	BatchMax           int                 `envconfig:"HUB_BATCH_MAX" default:"64" desc:"Group commit: most deliveries that share one transaction; 1 disables batching (one transaction per request)"`
-	BatchCommitters    int                 `envconfig:"HUB_BATCH_COMMITTERS" default:"2" desc:"Group commit: transactions committing concurrently"`
-	RelayBatchSize     int                 `envconfig:"HUB_RELAY_BATCH_SIZE" default:"256" desc:"Most rows one publish batch holds (async publishes in flight per loop), fast path and relay alike"`
-	RelayWorkers       int                 `envconfig:"HUB_RELAY_WORKERS" default:"2" desc:"Fast-path publish loops: each publishes what was committed while its previous batch was in flight"`
+	BatchCommitters    int                 `envconfig:"HUB_BATCH_COMMITTERS" default:"1" desc:"Group commit: transactions committing concurrently; one makes the largest batches, the cheapest for Postgres"`
+	RelayBatchSize     int                 `envconfig:"HUB_RELAY_BATCH_SIZE" default:"256" desc:"Most rows one publish batch holds, fast path and relay alike; a fast-path pipeline has up to four batches in flight"`
+	RelayWorkers       int                 `envconfig:"HUB_RELAY_WORKERS" default:"1" desc:"Fast-path publish pipelines: each sends, settles and marks batches in parallel stages"`
 	AdminToken         string              `envconfig:"HUB_ADMIN_TOKEN" desc:"Bearer token of the admin API under /admin/ (at least 32 characters); empty leaves the API off"`
 	DebugAddr          string              `envconfig:"HUB_DEBUG_ADDR" desc:"Listen address of the pprof endpoints (/debug/pprof/); empty disables them. Keep it private"`
 	OTelEnabled        bool                `envconfig:"HUB_OTEL_ENABLED" default:"false" desc:"OpenTelemetry tracing: a span per delivery and per publish, exported with OTLP over HTTP as the standard OTEL_* variables say (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_TRACES_SAMPLER, ...)"`

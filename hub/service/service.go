@@ -262,7 +262,7 @@ func (s *Service) connectNATS(ctx context.Context) error {
 	}
 	s.js, err = jetstream.New(s.nc,
 		jetstream.WithPublishAsyncTimeout(10*time.Second),
-		jetstream.WithPublishAsyncMaxPending(4*s.cfg.RelayBatchSize),
+		jetstream.WithPublishAsyncMaxPending(relay.MaxPending(s.cfg.RelayBatchSize, s.cfg.RelayWorkers)),
 	)
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
