@@ -76,12 +76,15 @@ type Result struct {
 	// own process (load generator and embedded NATS server).
 	PostgresCPUus float64 `json:"postgres_cpu_us_per_delivery,omitempty"`
 	SelfCPUus     float64 `json:"bench_cpu_us_per_delivery,omitempty"`
-	Non2xx        int     `json:"non_2xx"`
-	Lost          int     `json:"lost"`
-	Duplicated    int     `json:"duplicated"`
-	StreamMsgs    int     `json:"stream_msgs,omitempty"`
-	ArchiveRows   int     `json:"archive_rows"`
-	DedupRows     int     `json:"dedup_rows"`
+	// MeanCommitBatch is the hub's mean deliveries per group-commit
+	// transaction (hub_commit_batch_deliveries); 1 without batching.
+	MeanCommitBatch float64 `json:"mean_commit_batch,omitempty"`
+	Non2xx          int     `json:"non_2xx"`
+	Lost            int     `json:"lost"`
+	Duplicated      int     `json:"duplicated"`
+	StreamMsgs      int     `json:"stream_msgs,omitempty"`
+	ArchiveRows     int     `json:"archive_rows"`
+	DedupRows       int     `json:"dedup_rows"`
 }
 
 // OK reports whether the run lost and duplicated nothing.
@@ -354,6 +357,13 @@ func runHub(ctx context.Context, cfg Config, w *workload, natsURL string, batchM
 		res.PostgresCPUus = perDelivery(pg, len(lat))
 		res.SelfCPUus = perDelivery(self, len(lat))
 	}
+	if batchMax == 1 {
+		res.MeanCommitBatch = 1
+	} else if mean, err := meanCommitBatch(base); err == nil {
+		res.MeanCommitBatch = mean
+	} else {
+		fmt.Fprintf(cfg.Log, "mean commit batch: %v\n", err)
+	}
 	var e2e []time.Duration
 	for i, a := range arrived {
 		if a != 0 && firstSent[i] != 0 {
@@ -541,6 +551,35 @@ func freeAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
+// meanCommitBatch reads hub_commit_batch_deliveries from the hub's
+// /metrics and returns its mean.
+func meanCommitBatch(base string) (float64, error) {
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	var sum, count float64
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "hub_commit_batch_deliveries_sum "); ok {
+			sum, err = strconv.ParseFloat(v, 64)
+		} else if v, ok := strings.CutPrefix(line, "hub_commit_batch_deliveries_count "); ok {
+			count, err = strconv.ParseFloat(v, 64)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("parse %q: %w", line, err)
+		}
+	}
+	if count == 0 {
+		return 0, errors.New("no hub_commit_batch_deliveries in /metrics")
+	}
+	return sum / count, nil
+}
+
 func waitReady(ctx context.Context, base string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
@@ -589,14 +628,21 @@ func postgresCPU() time.Duration {
 			continue
 		}
 		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil && strings.TrimSpace(string(comm)) == "postgres" {
-			total += cpuTime(pid)
+			// With the time of reaped children: a backend or autovacuum
+			// worker that exits during the run moves its time to the
+			// postmaster's instead of taking it out of the sum.
+			total += procCPU(pid, true)
 		}
 	}
 	return total
 }
 
 // cpuTime reads a process's user + system CPU time from /proc.
-func cpuTime(pid int) time.Duration {
+func cpuTime(pid int) time.Duration { return procCPU(pid, false) }
+
+// procCPU reads a process's user + system CPU time from /proc, plus that
+// of its reaped children when children is set.
+func procCPU(pid int, children bool) time.Duration {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
@@ -607,13 +653,20 @@ func cpuTime(pid int) time.Duration {
 		return 0
 	}
 	f := strings.Fields(rest)
-	if len(f) < 13 {
+	if len(f) < 15 {
 		return 0
 	}
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	fields := f[11:13] // utime, stime
+	if children {
+		fields = f[11:15] // and cutime, cstime
+	}
+	var ticks int64
+	for _, v := range fields {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		ticks += n
+	}
 	const ticksPerSecond = 100 // USER_HZ on Linux
-	return time.Duration(utime+stime) * time.Second / ticksPerSecond
+	return time.Duration(ticks) * time.Second / ticksPerSecond
 }
 
 // peakRSS reads a process's peak resident set (VmHWM), in MB.

@@ -93,5 +93,6 @@ func runCeiling(ctx context.Context, cfg Config, w *workload) (Result, error) {
 	slices.Sort(lat)
 	res := summarize(lat, elapsed, len(ds), w.events)
 	res.PostgresCPUus = perDelivery(pg, len(ds))
+	res.MeanCommitBatch = float64(len(ds)) / float64((len(ds)+ceilingBatch-1)/ceilingBatch)
 	return res, verify(ctx, &res, dbURL, nil)
 }

@@ -29,6 +29,7 @@ const (
 type Metrics struct {
 	Deliveries       *prometheus.CounterVec
 	IngestSeconds    *prometheus.HistogramVec
+	CommitBatch      prometheus.Histogram
 	Published        *prometheus.CounterVec
 	PublishLagSecond prometheus.Histogram
 	OutboxPending    prometheus.Gauge
@@ -48,6 +49,11 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help:    "Time from reading a delivery to answering it, by provider and outcome.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}, []string{"provider", "outcome"}),
+		CommitBatch: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "hub_commit_batch_deliveries",
+			Help:    "Deliveries per group-commit transaction.",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024},
+		}),
 		Published: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hub_publish_total",
 			Help: "Outbox publishes to JetStream, by outcome.",
@@ -70,6 +76,6 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help: "1 while the hub's NATS connection is up.",
 		}),
 	}
-	reg.MustRegister(m.Deliveries, m.IngestSeconds, m.Published, m.PublishLagSecond, m.OutboxPending, m.OutboxOldest, m.NATSConnected)
+	reg.MustRegister(m.Deliveries, m.IngestSeconds, m.CommitBatch, m.Published, m.PublishLagSecond, m.OutboxPending, m.OutboxOldest, m.NATSConnected)
 	return m
 }

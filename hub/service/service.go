@@ -158,7 +158,8 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 	}
 	var ingester server.Ingester = s.store
 	if cfg.BatchMax > 1 {
-		s.batcher = s.store.GroupCommitter(cfg.BatchMax, cfg.BatchCommitters, cfg.CommitTimeout)
+		s.batcher = s.store.GroupCommitter(cfg.BatchMax, cfg.BatchCommitters, cfg.CommitTimeout,
+			store.OnCommit(func(n int) { s.metrics.CommitBatch.Observe(float64(n)) }))
 		ingester = s.batcher
 	}
 	var operator server.Operator

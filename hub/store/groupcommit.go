@@ -32,6 +32,17 @@ type GroupCommitter struct {
 	once    sync.Once
 	mu      sync.RWMutex // held for reading while enqueueing, for writing by Close
 	closed  bool
+	// onCommit, when set, is told the size of every shared transaction.
+	onCommit func(deliveries int)
+}
+
+// GroupOption configures a GroupCommitter.
+type GroupOption func(*GroupCommitter)
+
+// OnCommit has f called with the number of deliveries of every
+// transaction a committer starts, e.g. to observe how well batches form.
+func OnCommit(f func(deliveries int)) GroupOption {
+	return func(g *GroupCommitter) { g.onCommit = f }
 }
 
 type ingestRequest struct {
@@ -45,13 +56,16 @@ type ingestRequest struct {
 // GroupCommitter starts committers goroutines that commit up to maxBatch
 // deliveries per transaction, each transaction bounded by timeout. Close
 // stops them.
-func (s *Store) GroupCommitter(maxBatch, committers int, timeout time.Duration) *GroupCommitter {
+func (s *Store) GroupCommitter(maxBatch, committers int, timeout time.Duration, opts ...GroupOption) *GroupCommitter {
 	g := &GroupCommitter{
 		store:   s,
 		max:     max(1, maxBatch),
 		timeout: timeout,
 		reqs:    make(chan *ingestRequest, max(1, maxBatch)*max(1, committers)),
 		stop:    make(chan struct{}),
+	}
+	for _, o := range opts {
+		o(g)
 	}
 	for range max(1, committers) {
 		g.wg.Go(g.run)
@@ -150,6 +164,9 @@ func (g *GroupCommitter) commit(batch []*ingestRequest) {
 		for _, r := range live {
 			all = append(all, r.ds...)
 		}
+	}
+	if g.onCommit != nil {
+		g.onCommit(len(all))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
 	outs, err := g.store.Ingest(ctx, all)

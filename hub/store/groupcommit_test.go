@@ -17,7 +17,13 @@ import (
 func TestGroupCommitterAnswersEachCaller(t *testing.T) {
 	t.Parallel()
 	pool, _ := hubtest.Pool(t)
-	g := store.New(pool).GroupCommitter(16, 2, 10*time.Second)
+	var mu sync.Mutex
+	var sizes []int
+	g := store.New(pool).GroupCommitter(16, 2, 10*time.Second, store.OnCommit(func(n int) {
+		mu.Lock()
+		sizes = append(sizes, n)
+		mu.Unlock()
+	}))
 	defer g.Close()
 
 	// 200 callers, 50 distinct events, each event delivered 4 times at once.
@@ -54,6 +60,13 @@ func TestGroupCommitterAnswersEachCaller(t *testing.T) {
 	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM processed_webhook_events`).Scan(&dedup))
 	require.Equal(t, callers, archive)
 	require.Equal(t, events, dedup)
+	total := 0
+	for _, n := range sizes {
+		require.LessOrEqual(t, n, 16, "a transaction holds at most maxBatch deliveries")
+		total += n
+	}
+	require.Equal(t, callers, total, "OnCommit saw every delivery once")
+	require.Less(t, len(sizes), callers, "callers shared transactions")
 }
 
 // One delivery Postgres refuses must not fail the others of its batch.

@@ -294,6 +294,8 @@ func TestBenchSmall(t *testing.T) {
 		require.Greater(t, r.PerSecond, 0.0, r.Name)
 	}
 	require.Equal(t, rep.Runs[0].Events, rep.Runs[0].StreamMsgs)
+	require.GreaterOrEqual(t, rep.Runs[0].MeanCommitBatch, 1.0, "read from the hub's /metrics")
+	require.Equal(t, 1.0, rep.Runs[1].MeanCommitBatch)
 	require.Greater(t, rep.VsUnbatched, 0.0)
 	require.Greater(t, rep.VsCeiling, 0.0)
 }
