@@ -332,6 +332,7 @@ type sentBatch struct {
 	results []store.PublishResult // final for rows without a future
 	futures []jetstream.PubAckFuture
 	spans   []trace.Span // with a Tracer: the publish spans
+	sentAt  time.Time    // settle's timeout runs from here
 }
 
 // send publishes rows with async publishes. Rows whose first attempt is
@@ -365,7 +366,7 @@ func (r *Relay) send(ctx context.Context, rows []store.OutboxRow) *sentBatch {
 				r.fail(&results[i], rows[i], fmt.Errorf("look up earlier attempt: %w", err))
 				skip[i] = true
 			case ok:
-				results[i].Seq = seq
+				results[i].Seq, results[i].PublishedAt = seq, r.cfg.Now()
 				r.count(metrics.PublishFound, rows[i])
 				skip[i] = true
 			}
@@ -402,17 +403,19 @@ func (r *Relay) send(ctx context.Context, rows []store.OutboxRow) *sentBatch {
 		}
 		futures[i] = f
 	}
-	return &sentBatch{rows: rows, results: results, futures: futures, spans: spans}
+	return &sentBatch{rows: rows, results: results, futures: futures, spans: spans, sentAt: time.Now()}
 }
 
-// settle waits up to timeout for the PubAcks of a sent batch and returns
-// every row's result.
+// settle waits for the PubAcks of a sent batch until timeout after it was
+// sent, and returns every row's result. The timeout runs from the send, not
+// from the wait: batches queued behind a stalled one do not wait their
+// full timeout again each.
 func (r *Relay) settle(ctx context.Context, b *sentBatch, timeout time.Duration) []store.PublishResult {
 	rows, results := b.rows, b.results
 	if b.spans != nil {
 		defer endPublishSpans(b.spans, results)
 	}
-	wait, cancel := context.WithTimeout(ctx, timeout)
+	wait, cancel := context.WithDeadline(ctx, b.sentAt.Add(timeout))
 	defer cancel()
 	for i, f := range b.futures {
 		if f == nil {
@@ -436,10 +439,10 @@ func (r *Relay) settle(ctx context.Context, b *sentBatch, timeout time.Duration)
 		case err != nil:
 			r.fail(&results[i], rows[i], err)
 		case ack.Duplicate:
-			results[i].Seq = ack.Sequence
+			results[i].Seq, results[i].PublishedAt = ack.Sequence, r.cfg.Now()
 			r.count(metrics.PublishDuplicate, rows[i])
 		default:
-			results[i].Seq = ack.Sequence
+			results[i].Seq, results[i].PublishedAt = ack.Sequence, r.cfg.Now()
 			r.count(metrics.PublishOK, rows[i])
 		}
 	}

@@ -168,6 +168,10 @@ func (o recordingOutbox) RecordPublished(ctx context.Context, results []store.Pu
 	return err
 }
 
+// relayClock is the relay's clock in TestFastPathPipeline: far from the
+// database's, so the test tells whose time a column holds.
+var relayClock = time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
+
 func TestFastPathPipeline(t *testing.T) {
 	t.Parallel()
 	const rows = 600
@@ -190,7 +194,8 @@ func TestFastPathPipeline(t *testing.T) {
 			b := setup(t, time.Minute)
 			out := recordingOutbox{Store: b.store, records: make(chan int, rows)}
 			r, err := relay.New(out, b.js, relay.Config{Stream: "WEBHOOKS", DuplicateWindow: time.Minute,
-				BatchSize: 50, MarkDelay: tc.markDelay, MarkBatch: tc.markBatch})
+				BatchSize: 50, MarkDelay: tc.markDelay, MarkBatch: tc.markBatch,
+				Now: func() time.Time { return relayClock }})
 			require.NoError(t, err)
 			ds := make([]store.Delivery, rows)
 			for i := range ds {
@@ -228,6 +233,10 @@ func TestFastPathPipeline(t *testing.T) {
 			switch {
 			case tc.markBatch == 1<<20 && !tc.wait:
 				require.Equal(t, []int{rows}, sizes)
+				var stamped int
+				require.NoError(t, b.store.Pool().QueryRow(context.Background(),
+					`SELECT count(*) FROM webhook_events WHERE published_at = $1`, relayClock).Scan(&stamped))
+				require.Equal(t, rows, stamped, "published_at is when the relay saw the PubAck, not when it marked the row")
 			case tc.markBatch < rows:
 				for _, n := range sizes[:len(sizes)-1] {
 					require.GreaterOrEqual(t, n, tc.markBatch, "statement sizes %v", sizes)

@@ -36,6 +36,10 @@ type PublishResult struct {
 	// Seq is the stream sequence of the acknowledged message; 0 means the
 	// publish failed.
 	Seq uint64
+	// PublishedAt is when JetStream acknowledged the message (or it was
+	// found in the stream): the row's published_at. Zero means the time it
+	// is recorded.
+	PublishedAt time.Time
 	// Err describes the failure when Seq is 0.
 	Err string
 	// RetryIn delays the next attempt of a failed row.
@@ -95,10 +99,10 @@ func (s *Store) Claim(ctx context.Context, limit int, publish func(context.Conte
 
 const markPublishedSQL = `
 UPDATE webhook_events w
-SET processing_status = 'PROCESSED', published_at = clock_timestamp(), stream_seq = u.seq,
-    publish_attempts = w.publish_attempts + 1, next_attempt_at = NULL, error_message = NULL,
-    first_attempt_at = COALESCE(w.first_attempt_at, now())
-FROM unnest($1::uuid[], $2::bigint[]) AS u(id, seq)
+SET processing_status = 'PROCESSED', published_at = COALESCE(NULLIF(u.at, $4), clock_timestamp()),
+    stream_seq = u.seq, publish_attempts = w.publish_attempts + 1, next_attempt_at = NULL,
+    error_message = NULL, first_attempt_at = COALESCE(w.first_attempt_at, now())
+FROM unnest($1::uuid[], $2::bigint[], $3::timestamptz[]) AS u(id, seq, at)
 WHERE w.id = u.id AND w.processing_status = 'PENDING'`
 
 const markFailedSQL = `
@@ -121,12 +125,14 @@ func record(ctx context.Context, tx execer, results []PublishResult) error {
 	// or a detour through uuid's driver.Valuer.
 	var okIDs, failIDs [][16]byte
 	var seqs, retryMS []int64
+	var publishedAt []time.Time
 	var errs []string
 	var permanent []bool
 	for _, r := range results {
 		if r.Seq > 0 {
 			okIDs = append(okIDs, r.ArchiveID)
 			seqs = append(seqs, int64(r.Seq))
+			publishedAt = append(publishedAt, r.PublishedAt)
 			continue
 		}
 		failIDs = append(failIDs, r.ArchiveID)
@@ -135,7 +141,7 @@ func record(ctx context.Context, tx execer, results []PublishResult) error {
 		permanent = append(permanent, r.Permanent)
 	}
 	if len(okIDs) > 0 {
-		if _, err := tx.Exec(ctx, markPublishedSQL, okIDs, seqs); err != nil {
+		if _, err := tx.Exec(ctx, markPublishedSQL, okIDs, seqs, publishedAt, time.Time{}); err != nil {
 			return fmt.Errorf("mark published: %w", err)
 		}
 	}
