@@ -111,10 +111,9 @@ func (s *Store) Ping(ctx context.Context) error {
 // the Sync that ends the statement, so a successful return means a durable
 // commit, in one round trip. Optional values travel as empty strings
 // (text) or the zero time (timestamps) and become NULL here, which keeps
-// every array on pgx's reflection-free encoders. Trace parents ($14)
-// travel as an empty array when no delivery has one (tracing off): unnest
-// pads a shorter array with NULLs. So do payloads ($5) when every payload
-// is its body, which Postgres then parses from the body it already has.
+// every array on pgx's reflection-free encoders. Trace parents ($14) travel as an empty
+// array when no delivery has one (tracing off): unnest pads a shorter
+// array with NULLs.
 const ingestSQL = `
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[],
@@ -133,8 +132,7 @@ WITH input AS (
 INSERT INTO webhook_events (id, provider, event_id, event_type, payload, signature, processing_status,
                             error_message, created_at, body, signed_at, occurred_at, next_attempt_at,
                             first_attempt_at, trace_parent)
-SELECT i.id, i.provider, i.event_id, i.event_type,
-       COALESCE(NULLIF(i.payload, ''), convert_from(i.body, 'UTF8'))::jsonb, NULLIF(i.signature, ''),
+SELECT i.id, i.provider, i.event_id, i.event_type, i.payload::jsonb, NULLIF(i.signature, ''),
        CASE WHEN d.id IS NULL THEN 'SKIPPED' WHEN i.error_message <> '' THEN 'FAILED' ELSE 'PENDING' END,
        CASE WHEN d.id IS NULL THEN NULL ELSE NULLIF(i.error_message, '') END,
        i.received_at,
@@ -164,28 +162,20 @@ func (s *Store) Ingest(ctx context.Context, ds []Delivery) ([]Outcome, error) {
 	if len(ds) == 0 {
 		return nil, nil
 	}
-	// The payload column is parsed from the body in Postgres, so the body
-	// crosses the wire once; only deliveries whose payload differs (and
-	// those fixed up below) send one.
-	var payloads []string
+	payloads := make([]string, len(ds))
 	for i := range ds {
-		if ds[i].Payload == nil {
-			continue
+		if ds[i].Payload != nil {
+			payloads[i] = string(ds[i].Payload)
+		} else {
+			payloads[i] = string(ds[i].Body)
 		}
-		if payloads == nil {
-			payloads = make([]string, len(ds))
-		}
-		payloads[i] = string(ds[i].Payload)
 	}
 	out, err := s.ingest(ctx, ds, payloads)
 	var pgErr *pgconn.PgError
 	if err != nil && errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22") {
 		// A data exception: some payload is JSON that Postgres's jsonb
 		// rejects. Find which, replace their payload view, and try again.
-		if payloads == nil {
-			payloads = make([]string, len(ds))
-		}
-		if fixErr := s.replaceUnstorable(ctx, ds, payloads); fixErr != nil {
+		if fixErr := s.replaceUnstorable(ctx, payloads); fixErr != nil {
 			return nil, fmt.Errorf("%w: %w", ErrUnavailable, fixErr)
 		}
 		out, err = s.ingest(ctx, ds, payloads)
@@ -196,9 +186,6 @@ func (s *Store) Ingest(ctx context.Context, ds []Delivery) ([]Outcome, error) {
 	return out, nil
 }
 
-// ingest runs ingestSQL once. payloads holds the payload column's JSON of
-// deliveries whose payload is not their body, "" for the others; nil when
-// every payload is the body.
 func (s *Store) ingest(ctx context.Context, ds []Delivery, payloads []string) ([]Outcome, error) {
 	n := len(ds)
 	ids := make([][16]byte, n)
@@ -223,9 +210,6 @@ func (s *Store) ingest(ctx context.Context, ds []Delivery, payloads []string) ([
 		if len(traceParents) > 0 {
 			traceParents[i] = cleanText(d.TraceParent)
 		}
-	}
-	if payloads == nil {
-		payloads = []string{} // not nil: pgx would send NULL
 	}
 	rows, err := s.pool.Query(ctx, ingestSQL, ids, providers, eventIDs, types, payloads,
 		pgtype.FlatArray[[]byte](bodies), sigs, signedAt, occurredAt, receivedAt, errs,
@@ -253,14 +237,10 @@ func (s *Store) ingest(ctx context.Context, ds []Delivery, payloads []string) ([
 	return out, nil
 }
 
-// replaceUnstorable checks each payload (payloads[i], or the body when
-// that is empty) on its own and replaces those Postgres cannot parse as
-// jsonb with a small JSON object saying why.
-func (s *Store) replaceUnstorable(ctx context.Context, ds []Delivery, payloads []string) error {
+// replaceUnstorable checks each payload on its own and replaces those
+// Postgres cannot parse as jsonb with a small JSON object saying why.
+func (s *Store) replaceUnstorable(ctx context.Context, payloads []string) error {
 	for i, p := range payloads {
-		if p == "" {
-			p = string(ds[i].Body)
-		}
 		_, err := s.pool.Exec(ctx, `SELECT $1::text::jsonb`, p)
 		var pgErr *pgconn.PgError
 		switch {
