@@ -10,6 +10,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,8 +50,13 @@ type Config struct {
 	Baseline    bool     // also run the hub with HUB_BATCH_MAX=1
 	Ceiling     bool     // also run the raw batched insert
 	ExtraEnv    []string // more HUB_* variables for the hub runs
-	Keep        bool     // keep the bench databases
-	Log         io.Writer
+	// Rounds repeats the runs, interleaved (batched, unbatched, ceiling,
+	// batched, …), so a machine whose speed drifts affects all alike; the
+	// report keeps each run's median round and the median of the rounds'
+	// ratios. Default 1.
+	Rounds int
+	Keep   bool // keep the bench databases
+	Log    io.Writer
 }
 
 // Result is one measured run.
@@ -92,13 +98,24 @@ func (r Result) OK() bool { return r.Lost == 0 && r.Duplicated == 0 && r.Non2xx 
 
 // Report is every run of one invocation, with the ratios.
 type Report struct {
-	Runs               []Result `json:"runs"`
-	BodyBytes          int      `json:"body_bytes"`
-	Concurrency        int      `json:"concurrency"`
-	DuplicateShare     float64  `json:"duplicate_share"`
-	VsUnbatched        float64  `json:"throughput_vs_unbatched,omitempty"`
-	VsCeiling          float64  `json:"throughput_vs_ceiling,omitempty"`
-	NothingLostOrDuped bool     `json:"nothing_lost_or_duplicated"`
+	// Runs holds, per configuration, the round with the median throughput.
+	Runs []Result `json:"runs"`
+	// Rounds holds every round's results when there was more than one, in
+	// the order of Runs, with the ratios measured within each round.
+	Rounds             []Round `json:"rounds,omitempty"`
+	BodyBytes          int     `json:"body_bytes"`
+	Concurrency        int     `json:"concurrency"`
+	DuplicateShare     float64 `json:"duplicate_share"`
+	VsUnbatched        float64 `json:"throughput_vs_unbatched,omitempty"`
+	VsCeiling          float64 `json:"throughput_vs_ceiling,omitempty"`
+	NothingLostOrDuped bool    `json:"nothing_lost_or_duplicated"`
+}
+
+// Round is one pass over every configuration.
+type Round struct {
+	Runs        []Result `json:"runs"`
+	VsUnbatched float64  `json:"throughput_vs_unbatched,omitempty"`
+	VsCeiling   float64  `json:"throughput_vs_ceiling,omitempty"`
 }
 
 const benchSecret = "pdl_ntfset_01bench000000000000000000000_BenchmarkSecretNotSecret0"
@@ -198,26 +215,56 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	if cfg.Ceiling {
 		runs = append(runs, run{"raw batched insert", func() (Result, error) { return runCeiling(ctx, cfg, w) }})
 	}
-	for _, r := range runs {
-		fmt.Fprintf(cfg.Log, "running %s …\n", r.name)
-		res, err := r.fn()
-		if err != nil {
-			return rep, fmt.Errorf("%s: %w", r.name, err)
-		}
-		res.Name = r.name
-		rep.Runs = append(rep.Runs, res)
-	}
+	rounds := max(1, cfg.Rounds)
 	rep.NothingLostOrDuped = true
-	for _, r := range rep.Runs {
-		rep.NothingLostOrDuped = rep.NothingLostOrDuped && r.OK()
+	for n := range rounds {
+		var round Round
+		for _, r := range runs {
+			if rounds > 1 {
+				fmt.Fprintf(cfg.Log, "round %d/%d: running %s …\n", n+1, rounds, r.name)
+			} else {
+				fmt.Fprintf(cfg.Log, "running %s …\n", r.name)
+			}
+			res, err := r.fn()
+			if err != nil {
+				return rep, fmt.Errorf("%s: %w", r.name, err)
+			}
+			res.Name = r.name
+			round.Runs = append(round.Runs, res)
+			rep.NothingLostOrDuped = rep.NothingLostOrDuped && res.OK()
+		}
+		if cfg.Baseline {
+			round.VsUnbatched = round.Runs[0].PerSecond / round.Runs[1].PerSecond
+		}
+		if cfg.Ceiling {
+			round.VsCeiling = round.Runs[0].PerSecond / round.Runs[len(round.Runs)-1].PerSecond
+		}
+		rep.Rounds = append(rep.Rounds, round)
 	}
-	if len(rep.Runs) > 1 && cfg.Baseline {
-		rep.VsUnbatched = rep.Runs[0].PerSecond / rep.Runs[1].PerSecond
+	for k := range runs {
+		results := make([]Result, rounds)
+		for n, round := range rep.Rounds {
+			results[n] = round.Runs[k]
+		}
+		slices.SortFunc(results, func(a, b Result) int { return cmp.Compare(a.PerSecond, b.PerSecond) })
+		rep.Runs = append(rep.Runs, results[rounds/2])
 	}
-	if cfg.Ceiling {
-		rep.VsCeiling = rep.Runs[0].PerSecond / rep.Runs[len(rep.Runs)-1].PerSecond
+	rep.VsUnbatched = medianOf(rep.Rounds, func(r Round) float64 { return r.VsUnbatched })
+	rep.VsCeiling = medianOf(rep.Rounds, func(r Round) float64 { return r.VsCeiling })
+	if rounds == 1 {
+		rep.Rounds = nil
 	}
 	return rep, nil
+}
+
+// medianOf is the median of f over rounds (the upper one of an even count).
+func medianOf(rounds []Round, f func(Round) float64) float64 {
+	vs := make([]float64, len(rounds))
+	for i, r := range rounds {
+		vs[i] = f(r)
+	}
+	slices.Sort(vs)
+	return vs[len(vs)/2]
 }
 
 // freshDatabase creates and migrates a database for one run.

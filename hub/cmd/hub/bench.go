@@ -25,6 +25,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	ceiling := fs.Bool("ceiling", true, "also measure the raw batched insert (no HTTP, no publish)")
 	keep := fs.Bool("keep", false, "keep the bench databases")
 	asJSON := fs.Bool("json", false, "print only the final JSON report")
+	rounds := fs.Int("rounds", 1, "repeat the runs, interleaved, and report each run's median round and the median ratios")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the benchmark process (load generator and embedded NATS server) to this file; profile the hub with HUB_DEBUG_ADDR")
 	fs.Usage = func() {
 		io.WriteString(stdout, `Usage: hub bench [flags]
@@ -50,8 +51,8 @@ Flags:
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *count < 1 || *concurrency < 1 || *dups < 0 || *dups > 0.9 || *batchMax < 1 {
-		return usageErr("--count, --concurrency and --batch-max must be positive, --duplicates within 0..0.9")
+	if *count < 1 || *concurrency < 1 || *dups < 0 || *dups > 0.9 || *batchMax < 1 || *rounds < 1 || *rounds > 99 {
+		return usageErr("--count, --concurrency and --batch-max must be positive, --rounds within 1..99, --duplicates within 0..0.9")
 	}
 	cfg, err := loadConfig()
 	if err != nil {
@@ -79,7 +80,7 @@ Flags:
 	rep, err := bench.Run(ctx, bench.Config{
 		AdminURL: cfg.DatabaseURL, HubCommand: []string{self},
 		Count: *count, Concurrency: *concurrency, Duplicates: *dups, BatchMax: *batchMax,
-		Baseline: *baseline, Ceiling: *ceiling, Keep: *keep, Log: logw,
+		Baseline: *baseline, Ceiling: *ceiling, Keep: *keep, Log: logw, Rounds: *rounds,
 	})
 	if err != nil {
 		return err
@@ -94,6 +95,22 @@ Flags:
 				r.Name, r.PerSecond, r.P50ms, r.P90ms, r.P99ms, r.MaxMs, r.E2EP50ms, r.E2EP99ms, r.PeakRSSMB, r.MeanCommitBatch, r.HubCPUus, r.PostgresCPUus, r.SelfCPUus, r.Non2xx, r.Lost, r.Duplicated)
 		}
 		_ = tw.Flush()
+		if len(rep.Rounds) > 1 {
+			fmt.Fprintf(stdout, "\n(each run: the median of %d interleaved rounds by deliveries/s; ratios: the median of the rounds' ratios)\n", len(rep.Rounds))
+			for n, r := range rep.Rounds {
+				fmt.Fprintf(stdout, "round %d:", n+1)
+				for _, run := range r.Runs {
+					fmt.Fprintf(stdout, "  %s %.0f/s", run.Name, run.PerSecond)
+				}
+				if r.VsUnbatched > 0 {
+					fmt.Fprintf(stdout, "  vs unbatched %.2fx", r.VsUnbatched)
+				}
+				if r.VsCeiling > 0 {
+					fmt.Fprintf(stdout, "  vs ceiling %.0f%%", r.VsCeiling*100)
+				}
+				fmt.Fprintln(stdout)
+			}
+		}
 		if rep.VsUnbatched > 0 {
 			fmt.Fprintf(stdout, "\nthroughput vs batching disabled: %.2fx\n", rep.VsUnbatched)
 		}

@@ -283,10 +283,19 @@ func TestBenchSmall(t *testing.T) {
 	require.NoError(t, err)
 	rep, err := bench.Run(context.Background(), bench.Config{
 		AdminURL: hubtest.AdminURL(), HubCommand: []string{bin},
-		Count: 400, Concurrency: 8, Duplicates: 0.2, BatchMax: 64, Baseline: true, Ceiling: true,
+		Count: 400, Concurrency: 8, Duplicates: 0.2, BatchMax: 64, Baseline: true, Ceiling: true, Rounds: 2,
 	})
 	require.NoError(t, err)
 	require.Len(t, rep.Runs, 3)
+	require.Len(t, rep.Rounds, 2)
+	for _, round := range rep.Rounds {
+		require.Len(t, round.Runs, 3)
+		require.Greater(t, round.VsUnbatched, 0.0)
+		require.Greater(t, round.VsCeiling, 0.0)
+		for k, r := range round.Runs {
+			require.Equal(t, rep.Runs[k].Name, r.Name, "rounds list the runs in the order of Runs")
+		}
+	}
 	require.True(t, rep.NothingLostOrDuped, "%+v", rep.Runs)
 	for _, r := range rep.Runs {
 		require.Equal(t, 400, r.ArchiveRows, r.Name)
