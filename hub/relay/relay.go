@@ -190,41 +190,59 @@ func (r *Relay) RunFast(ctx context.Context) error {
 // recordFast records the fast path's results until settled is closed.
 // Each row costs Postgres a new version of its archive row whenever it is
 // marked, but each statement and commit costs as much as dozens of rows:
-// results are gathered for up to MarkDelay, or until there are
-// MarkBatch of them, and recorded in one statement. The messages are on
-// the stream already; only the archive's status waits.
+// results are gathered for up to MarkDelay, or until there are MarkBatch
+// of them, and recorded in one statement. The statement runs in its own
+// goroutine and results keep being gathered meanwhile, so a slow statement
+// never holds up the settling, hence the sending, of publishes: the
+// messages are on the stream already, only the archive's status waits.
 func (r *Relay) recordFast(ctx context.Context, settled <-chan []store.PublishResult) {
-	var results []store.PublishResult
+	marks := make(chan []store.PublishResult) // unbuffered: taken only by an idle marker
+	marked := make(chan struct{})
+	go func() {
+		defer close(marked)
+		for results := range marks {
+			// Recording outlives ctx: the messages are on the stream already.
+			mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			if err := r.outbox.RecordPublished(mctx, results); err != nil {
+				r.cfg.Logger.Warn("fast path: recording publishes failed; the relay takes the rows over after their grace", "err", err)
+			}
+			cancel()
+		}
+	}()
+	defer func() {
+		close(marks)
+		<-marked
+	}()
+	var pending []store.PublishResult
+	due := false // MarkDelay has passed or MarkBatch is reached
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
-	record := func() {
-		timer.Stop()
-		// Recording outlives ctx: the messages are on the stream already.
-		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if err := r.outbox.RecordPublished(mctx, results); err != nil {
-			r.cfg.Logger.Warn("fast path: recording publishes failed; the relay takes the rows over after their grace", "err", err)
-		}
-		results = nil
-	}
 	for {
+		var handOff chan<- []store.PublishResult // nil (never ready) until due
+		if due && len(pending) > 0 {
+			handOff = marks
+		}
 		select {
 		case rs, ok := <-settled:
 			if !ok {
-				if len(results) > 0 {
-					record()
+				if len(pending) > 0 {
+					marks <- pending
 				}
 				return
 			}
-			if len(results) == 0 {
+			if len(rs) == 0 {
+				continue
+			}
+			if len(pending) == 0 {
 				timer.Reset(r.cfg.MarkDelay)
 			}
-			results = append(results, rs...)
-			if len(results) >= r.cfg.MarkBatch {
-				record()
-			}
+			pending = append(pending, rs...)
+			due = due || len(pending) >= r.cfg.MarkBatch
 		case <-timer.C:
-			record()
+			due = true
+		case handOff <- pending:
+			pending, due = nil, false
+			timer.Stop()
 		}
 	}
 }
