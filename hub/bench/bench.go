@@ -43,7 +43,13 @@ import (
 type Config struct {
 	AdminURL    string   // a Postgres URL; bench databases are created next to it
 	HubCommand  []string // how to start the hub; "serve" is appended
-	Count       int      // deliveries per hub run
+	Count       int      // measured deliveries per hub run
+	// Warmup deliveries are sent to each fresh hub (and inserted into each
+	// fresh ceiling database) before the measured ones: connections, pools,
+	// prepared statements and the heap of a freshly started process are
+	// not what a hub that has been running sees. They are left out of every
+	// figure but checked like the others: nothing lost, nothing duplicated.
+	Warmup int
 	Concurrency int      // concurrent HTTP clients
 	Duplicates  float64  // share of deliveries that repeat an earlier event
 	BatchMax    int      // HUB_BATCH_MAX of the batched run
@@ -104,6 +110,7 @@ type Report struct {
 	// the order of Runs, with the ratios measured within each round.
 	Rounds             []Round `json:"rounds,omitempty"`
 	BodyBytes          int     `json:"body_bytes"`
+	Warmup             int     `json:"warmup_deliveries"`
 	Concurrency        int     `json:"concurrency"`
 	DuplicateShare     float64 `json:"duplicate_share"`
 	VsUnbatched        float64 `json:"throughput_vs_unbatched,omitempty"`
@@ -120,8 +127,10 @@ type Round struct {
 
 const benchSecret = "pdl_ntfset_01bench000000000000000000000_BenchmarkSecretNotSecret0"
 
-// workload is the pre-built, pre-signed sequence of deliveries.
+// workload is the pre-built, pre-signed sequence of deliveries; the first
+// warmup of them are the warm-up.
 type workload struct {
+	warmup    int
 	events    int
 	eventOf   []int // delivery index → event index
 	bodies    [][]byte
@@ -183,13 +192,14 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
-	w, err := newWorkload(cfg.Count, cfg.Duplicates)
+	w, err := newWorkload(cfg.Warmup+cfg.Count, cfg.Duplicates)
 	if err != nil {
 		return Report{}, err
 	}
-	rep := Report{BodyBytes: w.bodyBytes, Concurrency: cfg.Concurrency, DuplicateShare: cfg.Duplicates}
-	fmt.Fprintf(cfg.Log, "workload: %d deliveries of %d events, ~%d-byte bodies, concurrency %d\n",
-		cfg.Count, w.events, w.bodyBytes, cfg.Concurrency)
+	w.warmup = cfg.Warmup
+	rep := Report{BodyBytes: w.bodyBytes, Concurrency: cfg.Concurrency, DuplicateShare: cfg.Duplicates, Warmup: cfg.Warmup}
+	fmt.Fprintf(cfg.Log, "workload: %d deliveries (after %d of warm-up) of %d events, ~%d-byte bodies, concurrency %d\n",
+		cfg.Count, cfg.Warmup, w.events, w.bodyBytes, cfg.Concurrency)
 
 	dir, err := os.MkdirTemp("", "hub-bench-nats-")
 	if err != nil {
@@ -378,10 +388,13 @@ func runHub(ctx context.Context, cfg Config, w *workload, natsURL string, batchM
 	defer cc.Stop()
 
 	firstSent := make([]int64, w.events)
-	cpu0, pg0, self0 := cpuTime(cmd.Process.Pid), postgresCPU(), cpuTime(os.Getpid())
-	lat, non2xx, elapsed := load(ctx, base, w, cfg.Concurrency, func(i int, at time.Time) {
+	noteSent := func(i int, at time.Time) {
 		atomic.CompareAndSwapInt64(&firstSent[w.eventOf[i]], 0, at.UnixNano())
-	})
+	}
+	_, warmNon2xx, _ := load(ctx, base, w, cfg.Concurrency, 0, w.warmup, noteSent)
+	measuredFrom := time.Now().UnixNano()
+	cpu0, pg0, self0 := cpuTime(cmd.Process.Pid), postgresCPU(), cpuTime(os.Getpid())
+	lat, non2xx, elapsed := load(ctx, base, w, cfg.Concurrency, w.warmup, len(w.bodies), noteSent)
 	cpu, pg, self := cpuTime(cmd.Process.Pid)-cpu0, postgresCPU()-pg0, cpuTime(os.Getpid())-self0
 	peak := peakRSS(cmd.Process.Pid)
 
@@ -396,8 +409,8 @@ func runHub(ctx context.Context, cfg Config, w *workload, natsURL string, batchM
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	res := summarize(lat, elapsed, len(w.bodies), w.events)
-	res.Non2xx = non2xx
+	res := summarize(lat, elapsed, len(w.bodies)-w.warmup, w.events)
+	res.Non2xx = warmNon2xx + non2xx
 	res.PeakRSSMB = peak
 	if len(lat) > 0 {
 		res.HubCPUus = perDelivery(cpu, len(lat))
@@ -411,9 +424,9 @@ func runHub(ctx context.Context, cfg Config, w *workload, natsURL string, batchM
 	} else {
 		fmt.Fprintf(cfg.Log, "mean commit batch: %v\n", err)
 	}
-	var e2e []time.Duration
+	var e2e []time.Duration // events first sent after the warm-up
 	for i, a := range arrived {
-		if a != 0 && firstSent[i] != 0 {
+		if a != 0 && firstSent[i] >= measuredFrom {
 			e2e = append(e2e, time.Duration(a-firstSent[i]))
 		}
 	}
@@ -425,12 +438,12 @@ func runHub(ctx context.Context, cfg Config, w *workload, natsURL string, batchM
 	return res, nil
 }
 
-// load sends every delivery of w with concurrency clients over keep-alive
-// connections and returns the latencies of the 2xx answers. It uses
+// load sends deliveries [from, to) of w with concurrency clients over
+// keep-alive connections and returns the latencies of the 2xx answers. It uses
 // fasthttp's client: the load generator shares the machine with the hub,
 // Postgres and NATS, and the lighter it is the more the figures say about
 // the hub.
-func load(ctx context.Context, base string, w *workload, concurrency int, sent func(i int, at time.Time)) ([]time.Duration, int, time.Duration) {
+func load(ctx context.Context, base string, w *workload, concurrency, from, to int, sent func(i int, at time.Time)) ([]time.Duration, int, time.Duration) {
 	client := &fasthttp.HostClient{
 		Addr:               strings.TrimPrefix(base, "http://"),
 		MaxConns:           concurrency,
@@ -441,6 +454,7 @@ func load(ctx context.Context, base string, w *workload, concurrency int, sent f
 	defer client.CloseIdleConnections()
 	url := base + "/webhooks/paddle"
 	var next atomic.Int64
+	next.Store(int64(from))
 	var non2xx atomic.Int64
 	lats := make([][]time.Duration, concurrency)
 	var wg sync.WaitGroup
@@ -453,7 +467,7 @@ func load(ctx context.Context, base string, w *workload, concurrency int, sent f
 			defer fasthttp.ReleaseResponse(resp)
 			for ctx.Err() == nil {
 				i := int(next.Add(1) - 1)
-				if i >= len(w.bodies) {
+				if i >= to {
 					return
 				}
 				req.Reset()

@@ -53,7 +53,13 @@ func runCeiling(ctx context.Context, cfg Config, w *workload) (Result, error) {
 			SignedAt: now, ReceivedAt: now,
 		}
 	}
+	for lo := 0; lo < w.warmup; lo += ceilingBatch {
+		if _, err := st.Ingest(ctx, ds[lo:min(lo+ceilingBatch, w.warmup)]); err != nil {
+			return Result{}, fmt.Errorf("warm-up: %w", err)
+		}
+	}
 	var next atomic.Int64
+	next.Store(int64(w.warmup))
 	var mu sync.Mutex
 	var lat []time.Duration
 	var firstErr error
@@ -91,8 +97,9 @@ func runCeiling(ctx context.Context, cfg Config, w *workload) (Result, error) {
 		return Result{}, firstErr
 	}
 	slices.Sort(lat)
-	res := summarize(lat, elapsed, len(ds), w.events)
-	res.PostgresCPUus = perDelivery(pg, len(ds))
-	res.MeanCommitBatch = float64(len(ds)) / float64((len(ds)+ceilingBatch-1)/ceilingBatch)
+	measured := len(ds) - w.warmup
+	res := summarize(lat, elapsed, measured, w.events)
+	res.PostgresCPUus = perDelivery(pg, measured)
+	res.MeanCommitBatch = float64(measured) / float64((measured+ceilingBatch-1)/ceilingBatch)
 	return res, verify(ctx, &res, dbURL, nil)
 }

@@ -17,7 +17,8 @@ import (
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stdout)
-	count := fs.Int("count", 20000, "deliveries per hub run")
+	count := fs.Int("count", 20000, "measured deliveries per run")
+	warmup := fs.Int("warmup", 2000, "deliveries sent to each fresh hub (and database) before the measured ones, left out of the figures but checked for loss")
 	concurrency := fs.Int("concurrency", 64, "concurrent HTTP clients (keep-alive connections)")
 	dups := fs.Float64("duplicates", 0.10, "share of deliveries that repeat an earlier event (0..0.9)")
 	batchMax := fs.Int("batch-max", 64, "HUB_BATCH_MAX of the measured hub")
@@ -38,8 +39,10 @@ deliveries/s, p50/p90/p99/max latency of the 2xx, end-to-end latency until
 each event is on the stream, and the hub's peak RSS. In the same run it
 measures the hub with batching disabled and a raw batched insert of the same
 rows (64 per commit over 2 connections, no HTTP, no publish) as the ceiling,
-and prints the ratios. Each run ends with a check of the stream and the
-tables: nothing lost, nothing duplicated. The last line is JSON.
+and prints the ratios. Each run starts with a warm-up (--warmup deliveries
+to the fresh hub and database, left out of the figures) and ends with a
+check of the stream and the tables, warm-up included: nothing lost, nothing
+duplicated. The last line is JSON.
 
 Extra HUB_* variables in the environment (pool size, relay settings) apply
 to the measured hubs.
@@ -51,7 +54,7 @@ Flags:
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *count < 1 || *concurrency < 1 || *dups < 0 || *dups > 0.9 || *batchMax < 1 || *rounds < 1 || *rounds > 99 {
+	if *count < 1 || *warmup < 0 || *concurrency < 1 || *dups < 0 || *dups > 0.9 || *batchMax < 1 || *rounds < 1 || *rounds > 99 {
 		return usageErr("--count, --concurrency and --batch-max must be positive, --rounds within 1..99, --duplicates within 0..0.9")
 	}
 	cfg, err := loadConfig()
@@ -79,7 +82,7 @@ Flags:
 	}
 	rep, err := bench.Run(ctx, bench.Config{
 		AdminURL: cfg.DatabaseURL, HubCommand: []string{self},
-		Count: *count, Concurrency: *concurrency, Duplicates: *dups, BatchMax: *batchMax,
+		Count: *count, Warmup: *warmup, Concurrency: *concurrency, Duplicates: *dups, BatchMax: *batchMax,
 		Baseline: *baseline, Ceiling: *ceiling, Keep: *keep, Log: logw, Rounds: *rounds,
 	})
 	if err != nil {

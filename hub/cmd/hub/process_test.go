@@ -283,7 +283,7 @@ func TestBenchSmall(t *testing.T) {
 	require.NoError(t, err)
 	rep, err := bench.Run(context.Background(), bench.Config{
 		AdminURL: hubtest.AdminURL(), HubCommand: []string{bin},
-		Count: 400, Concurrency: 8, Duplicates: 0.2, BatchMax: 64, Baseline: true, Ceiling: true, Rounds: 2,
+		Count: 400, Warmup: 100, Concurrency: 8, Duplicates: 0.2, BatchMax: 64, Baseline: true, Ceiling: true, Rounds: 2,
 	})
 	require.NoError(t, err)
 	require.Len(t, rep.Runs, 3)
@@ -298,7 +298,8 @@ func TestBenchSmall(t *testing.T) {
 	}
 	require.True(t, rep.NothingLostOrDuped, "%+v", rep.Runs)
 	for _, r := range rep.Runs {
-		require.Equal(t, 400, r.ArchiveRows, r.Name)
+		require.Equal(t, 400, r.Deliveries, "%s: the warm-up is not measured", r.Name)
+		require.Equal(t, 500, r.ArchiveRows, "%s: the warm-up is archived and checked", r.Name)
 		require.Equal(t, r.Events, r.DedupRows, r.Name)
 		require.Greater(t, r.PerSecond, 0.0, r.Name)
 	}
