@@ -82,6 +82,26 @@ func topLevelMembers(data []byte, names []string, raw [][]byte) bool {
 	}
 }
 
+// readMembers reads the top-level members named by names from body into
+// raw (topLevelMembers) and decodes the first len(strs) of them into strs
+// (plainString): the fast path of json.Unmarshal into a struct whose
+// first fields are those strings; the caller decodes the other members
+// from raw. False means it could not tell: the caller decodes body with
+// encoding/json into a zero struct, since what readMembers set does not
+// count. (Decoders passed as interfaces would make the caller's struct
+// escape to the heap.)
+func readMembers(body []byte, names []string, raw [][]byte, strs ...*string) bool {
+	if !topLevelMembers(body, names, raw) {
+		return false
+	}
+	for i, s := range strs {
+		if !plainString(s, raw[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // plainString decodes the raw value of a string member the way
 // encoding/json would, when that needs no unescaping: absent or null leave
 // dst alone, a string without escapes of valid UTF-8 is stored. It answers

@@ -198,21 +198,18 @@ type paddleBody struct {
 	OccurredAt lenientRFC3339 `json:"occurred_at"`
 }
 
-// paddleMembers are paddleBody's JSON names, in decodeFast's order.
+// paddleMembers are paddleBody's JSON names: strings first, as readMembers
+// wants them.
 var paddleMembers = []string{"event_id", "event_type", "occurred_at"}
 
-// decodeFast is json.Unmarshal(body, b) for the common body, in one pass
-// without allocation; false means it could not tell, and nothing it set
-// counts.
+// decodeFast is json.Unmarshal(body, b) for the common body (readMembers).
 func (b *paddleBody) decodeFast(body []byte) bool {
 	var raw [3][]byte
-	if !topLevelMembers(body, paddleMembers, raw[:]) || !plainString(&b.EventID, raw[0]) || !plainString(&b.EventType, raw[1]) {
-		return false
-	}
-	if raw[2] != nil {
+	ok := readMembers(body, paddleMembers, raw[:], &b.EventID, &b.EventType)
+	if ok && raw[2] != nil {
 		_ = b.OccurredAt.UnmarshalJSON(raw[2])
 	}
-	return true
+	return ok
 }
 
 func parsePaddleBody(body []byte) (Event, error) {

@@ -172,21 +172,18 @@ type stripeBody struct {
 	Created lenientSecond `json:"created"`
 }
 
-// stripeMembers are stripeBody's JSON names, in decodeFast's order.
+// stripeMembers are stripeBody's JSON names: strings first, as readMembers
+// wants them.
 var stripeMembers = []string{"id", "type", "created"}
 
-// decodeFast is json.Unmarshal(body, b) for the common body, in one pass
-// without allocation; false means it could not tell, and nothing it set
-// counts.
+// decodeFast is json.Unmarshal(body, b) for the common body (readMembers).
 func (b *stripeBody) decodeFast(body []byte) bool {
 	var raw [3][]byte
-	if !topLevelMembers(body, stripeMembers, raw[:]) || !plainString(&b.ID, raw[0]) || !plainString(&b.Type, raw[1]) {
-		return false
-	}
-	if raw[2] != nil {
+	ok := readMembers(body, stripeMembers, raw[:], &b.ID, &b.Type)
+	if ok && raw[2] != nil {
 		_ = b.Created.UnmarshalJSON(raw[2])
 	}
-	return true
+	return ok
 }
 
 func parseStripeBody(body []byte) (Event, error) {

@@ -208,21 +208,18 @@ type svixBody struct {
 	Timestamp svixTime `json:"timestamp"`
 }
 
-// svixMembers are svixBody's JSON names, in decodeFast's order.
+// svixMembers are svixBody's JSON names: strings first, as readMembers
+// wants them.
 var svixMembers = []string{"type", "timestamp"}
 
-// decodeFast is json.Unmarshal(body, b) for the common body, in one pass
-// without allocation; false means it could not tell, and nothing it set
-// counts.
+// decodeFast is json.Unmarshal(body, b) for the common body (readMembers).
 func (b *svixBody) decodeFast(body []byte) bool {
 	var raw [2][]byte
-	if !topLevelMembers(body, svixMembers, raw[:]) || !plainString(&b.Type, raw[0]) {
-		return false
-	}
-	if raw[1] != nil {
+	ok := readMembers(body, svixMembers, raw[:], &b.Type)
+	if ok && raw[1] != nil {
 		_ = b.Timestamp.UnmarshalJSON(raw[1])
 	}
-	return true
+	return ok
 }
 
 // svixTime decodes an optional body timestamp, leniently: Clerk writes

@@ -155,6 +155,30 @@ func TestPublishFailureBacksOff(t *testing.T) {
 	require.True(t, next.After(first.Add(100*time.Millisecond)), "the retry waits at least the minimum backoff after the attempt")
 }
 
+// runFast commits n PENDING rows, starts r's fast path and hands it every
+// row. stop cancels the fast path and returns once RunFast has returned.
+func (b *bundle) runFast(t *testing.T, r *relay.Relay, n int) (stop func()) {
+	t.Helper()
+	ds := make([]store.Delivery, n)
+	for i := range ds {
+		ds[i] = store.Delivery{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle",
+			EventID: "evt_fast_" + strconv.Itoa(i), EventType: "subscription.created",
+			Body: []byte(`{}`), ReceivedAt: time.Now()}
+	}
+	_, err := b.store.Ingest(context.Background(), ds)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.RunFast(ctx) }()
+	for _, d := range ds {
+		r.Enqueue(d)
+	}
+	return func() {
+		cancel()
+		require.NoError(t, <-done)
+	}
+}
+
 // recordingOutbox is the real store, reporting the size of each
 // RecordPublished statement.
 type recordingOutbox struct {
@@ -201,20 +225,7 @@ func TestFastPathPipeline(t *testing.T) {
 				BatchSize: 50, MarkDelay: tc.markDelay, MarkBatch: tc.markBatch,
 				Now: func() time.Time { return relayClock }})
 			require.NoError(t, err)
-			ds := make([]store.Delivery, rows)
-			for i := range ds {
-				ds[i] = store.Delivery{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle",
-					EventID: "evt_fast_" + strconv.Itoa(i), EventType: "subscription.created",
-					Body: []byte(`{}`), ReceivedAt: time.Now()}
-			}
-			_, err = b.store.Ingest(context.Background(), ds)
-			require.NoError(t, err)
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- r.RunFast(ctx) }()
-			for _, d := range ds {
-				r.Enqueue(d)
-			}
+			stop := b.runFast(t, r, rows)
 			var sizes []int
 			recorded := 0
 			if tc.wait {
@@ -226,8 +237,7 @@ func TestFastPathPipeline(t *testing.T) {
 			}
 			// Every message reaches the stream, marked or not.
 			require.Eventually(t, func() bool { return b.msgs(t) == rows }, 10*time.Second, 10*time.Millisecond)
-			cancel()
-			require.NoError(t, <-done)
+			stop()
 			close(out.records)
 			for n := range out.records {
 				sizes = append(sizes, n)
@@ -266,26 +276,12 @@ func TestFastPathSlowMarkDoesNotBlockPublishing(t *testing.T) {
 	r, err := relay.New(out, b.js, relay.Config{Stream: "WEBHOOKS", DuplicateWindow: time.Minute,
 		BatchSize: 100, MarkDelay: time.Millisecond, MarkBatch: 1})
 	require.NoError(t, err)
-	ds := make([]store.Delivery, rows)
-	for i := range ds {
-		ds[i] = store.Delivery{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle",
-			EventID: "evt_slowmark_" + strconv.Itoa(i), EventType: "subscription.created",
-			Body: []byte(`{}`), ReceivedAt: time.Now()}
-	}
-	_, err = b.store.Ingest(context.Background(), ds)
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.RunFast(ctx) }()
-	for _, d := range ds {
-		r.Enqueue(d)
-	}
+	stop := b.runFast(t, r, rows)
 	// The first statement is stuck at the gate; 15 batches are more than
 	// the pipeline's stages and queues hold (six).
 	require.Eventually(t, func() bool { return b.msgs(t) == rows }, 10*time.Second, 10*time.Millisecond)
 	close(out.gate)
-	cancel()
-	require.NoError(t, <-done)
+	stop()
 	close(out.records)
 	recorded := 0
 	for n := range out.records {
