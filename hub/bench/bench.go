@@ -41,15 +41,15 @@ import (
 
 // Config configures a benchmark run.
 type Config struct {
-	AdminURL    string   // a Postgres URL; bench databases are created next to it
-	HubCommand  []string // how to start the hub; "serve" is appended
-	Count       int      // measured deliveries per hub run
+	AdminURL   string   // a Postgres URL; bench databases are created next to it
+	HubCommand []string // how to start the hub; "serve" is appended
+	Count      int      // measured deliveries per hub run
 	// Warmup deliveries are sent to each fresh hub (and inserted into each
 	// fresh ceiling database) before the measured ones: connections, pools,
 	// prepared statements and the heap of a freshly started process are
 	// not what a hub that has been running sees. They are left out of every
 	// figure but checked like the others: nothing lost, nothing duplicated.
-	Warmup int
+	Warmup      int
 	Concurrency int      // concurrent HTTP clients
 	Duplicates  float64  // share of deliveries that repeat an earlier event
 	BatchMax    int      // HUB_BATCH_MAX of the batched run
