@@ -148,10 +148,10 @@ func MaxPending(batchSize, fastPipelines int) int {
 // stages, so that no stage waits for another's round trip: the first takes
 // what was enqueued while it sent its previous batch (up to BatchSize) and
 // sends it with async publishes; the second waits for each sent batch's
-// PubAcks; the third marks the acknowledged rows PROCESSED, all that were
-// settled while its previous statement ran in one statement. When ctx is
-// done it stops taking rows, and returns once what it sent is settled and
-// recorded. Several RunFast pipelines may share a Relay.
+// PubAcks; the third records the results, acknowledged rows PROCESSED,
+// gathered into few statements (recordFast). When ctx is done it stops
+// taking rows, and returns once what it sent is settled and recorded.
+// Several RunFast pipelines may share a Relay.
 func (r *Relay) RunFast(ctx context.Context) error {
 	sent := make(chan *sentBatch, fastQueued)
 	settled := make(chan []store.PublishResult, fastQueued)
