@@ -445,6 +445,7 @@ func TestHealthAndReadiness(t *testing.T) {
 		require.Equal(t, want, resp.StatusCode, "%s: %s", path, body)
 		if path == "/metrics" {
 			require.Contains(t, string(body), "hub_outbox_pending")
+			require.Contains(t, string(body), "hub_commit_batch_deliveries_count")
 		}
 	}
 }
