@@ -89,7 +89,8 @@ type Result struct {
 	PostgresCPUus float64 `json:"postgres_cpu_us_per_delivery,omitempty"`
 	SelfCPUus     float64 `json:"bench_cpu_us_per_delivery,omitempty"`
 	// MeanCommitBatch is the hub's mean deliveries per group-commit
-	// transaction (hub_commit_batch_deliveries); 1 without batching.
+	// transaction during the measured load (hub_commit_batch_deliveries);
+	// 1 without batching.
 	MeanCommitBatch float64 `json:"mean_commit_batch,omitempty"`
 	Non2xx          int     `json:"non_2xx"`
 	Lost            int     `json:"lost"`
@@ -392,6 +393,7 @@ func runHub(ctx context.Context, cfg Config, w *workload, natsURL string, batchM
 		atomic.CompareAndSwapInt64(&firstSent[w.eventOf[i]], 0, at.UnixNano())
 	}
 	_, warmNon2xx, _ := load(ctx, base, w, cfg.Concurrency, 0, w.warmup, noteSent)
+	batchSum0, batches0, _ := commitBatches(base)
 	measuredFrom := time.Now().UnixNano()
 	cpu0, pg0, self0 := cpuTime(cmd.Process.Pid), postgresCPU(), cpuTime(os.Getpid())
 	lat, non2xx, elapsed := load(ctx, base, w, cfg.Concurrency, w.warmup, len(w.bodies), noteSent)
@@ -419,10 +421,10 @@ func runHub(ctx context.Context, cfg Config, w *workload, natsURL string, batchM
 	}
 	if batchMax == 1 {
 		res.MeanCommitBatch = 1
-	} else if mean, err := meanCommitBatch(base); err == nil {
-		res.MeanCommitBatch = mean
-	} else {
+	} else if sum, n, err := commitBatches(base); err != nil {
 		fmt.Fprintf(cfg.Log, "mean commit batch: %v\n", err)
+	} else if n > batches0 {
+		res.MeanCommitBatch = (sum - batchSum0) / (n - batches0)
 	}
 	var e2e []time.Duration // events first sent after the warm-up
 	for i, a := range arrived {
@@ -612,33 +614,34 @@ func freeAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
-// meanCommitBatch reads hub_commit_batch_deliveries from the hub's
-// /metrics and returns its mean.
-func meanCommitBatch(base string) (float64, error) {
+// commitBatches reads hub_commit_batch_deliveries from the hub's /metrics:
+// the deliveries and the transactions so far.
+func commitBatches(base string) (sum, count float64, err error) {
 	resp, err := http.Get(base + "/metrics")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	var sum, count float64
+	found := false
 	for line := range strings.SplitSeq(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, "hub_commit_batch_deliveries_sum "); ok {
 			sum, err = strconv.ParseFloat(v, 64)
 		} else if v, ok := strings.CutPrefix(line, "hub_commit_batch_deliveries_count "); ok {
 			count, err = strconv.ParseFloat(v, 64)
+			found = true
 		}
 		if err != nil {
-			return 0, fmt.Errorf("parse %q: %w", line, err)
+			return 0, 0, fmt.Errorf("parse %q: %w", line, err)
 		}
 	}
-	if count == 0 {
-		return 0, errors.New("no hub_commit_batch_deliveries in /metrics")
+	if !found {
+		return 0, 0, errors.New("no hub_commit_batch_deliveries in /metrics")
 	}
-	return sum / count, nil
+	return sum, count, nil
 }
 
 func waitReady(ctx context.Context, base string, timeout time.Duration) error {
