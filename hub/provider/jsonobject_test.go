@@ -119,12 +119,25 @@ func FuzzTopLevelMembers(f *testing.F) {
 		`{"id":"evt_1","type":"customer.created","created":1700000000,"data":{"object":{}}}`,
 		`{"event_id":"a","event_id":null}`, `{"EVENT_ID":"a"}`, `{"event_id":"\u0041"}`,
 		`[1,{"a":[true,false,null,-0.5e-7]}]`, `"\ud800"`, "{\"a\":\"\xff\"}", ` {} `, `{"a":01}`,
+		`{"action":"opened","number":1}`, `{"action":"re\u006fpened"}`, `{"action":7}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if got, want := validJSON(data), json.Valid(data); got != want {
 			t.Fatalf("validJSON(%q) = %v, json.Valid = %v", data, got, want)
+		}
+		// GitHub's action, against the encoding/json reading it replaced.
+		var want struct {
+			Action json.RawMessage `json:"action"`
+		}
+		wantErr := json.Unmarshal(data, &want)
+		var wantAction string
+		if wantErr == nil && len(want.Action) > 0 && want.Action[0] == '"' {
+			_ = json.Unmarshal(want.Action, &wantAction)
+		}
+		if action, err := githubAction(data); (err != nil) != (wantErr != nil) || action != wantAction {
+			t.Fatalf("githubAction(%q) = %q, %v; encoding/json: %q, %v", data, action, err, wantAction, wantErr)
 		}
 		for _, b := range fastBodies {
 			fast, ok := b.fast(data)
