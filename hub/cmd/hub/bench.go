@@ -55,7 +55,7 @@ Flags:
 		return err
 	}
 	if *count < 1 || *warmup < 0 || *concurrency < 1 || *dups < 0 || *dups > 0.9 || *batchMax < 1 || *rounds < 1 || *rounds > 99 {
-		return usageErr("--count, --concurrency and --batch-max must be positive, --rounds within 1..99, --duplicates within 0..0.9")
+		return usageErr("--count, --concurrency and --batch-max must be positive, --warmup not negative, --rounds within 1..99, --duplicates within 0..0.9")
 	}
 	cfg, err := loadConfig()
 	if err != nil {
