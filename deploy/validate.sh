@@ -158,6 +158,12 @@ expect_fail "a grace period shorter than preStop + HUB_SHUTDOWN_TIMEOUT" \
 sed 's/HUB_STREAM_REPLICAS: "3"/HUB_STREAM_REPLICAS: "1"/' "$tmp/production.yaml" >"$tmp/bad.yaml"
 expect_fail "an R1 stream in production" \
   "$check" k8s -production -env-dir "$tmp/env" -nats-values deploy/nats/values.yaml -extra "$extra" "$tmp/bad.yaml"
+sed 's/port: admin$/port: http/' "$tmp/production.yaml" >"$tmp/bad.yaml"
+expect_fail "the hub probed on its webhook port" \
+  "$check" k8s -production -env-dir "$tmp/env" -nats-values deploy/nats/values.yaml -extra "$extra" "$tmp/bad.yaml"
+grep -v 'HUB_ADMIN_ADDR' "$tmp/production.yaml" >"$tmp/bad.yaml"
+expect_fail "a hub without HUB_ADMIN_ADDR" \
+  "$check" k8s -production -env-dir "$tmp/env" -nats-values deploy/nats/values.yaml -extra "$extra" "$tmp/bad.yaml"
 sed 's/readOnlyRootFilesystem:/readOnlyRootFilesytem:/' "$tmp/production.yaml" >"$tmp/bad.yaml"
 expect_fail "an unknown field" \
   "$check" k8s -production -env-dir "$tmp/env" -nats-values deploy/nats/values.yaml -extra "$extra" "$tmp/bad.yaml"

@@ -160,10 +160,16 @@ func checkCompose(p *problems, f *composeFile, sets envSets) {
 				p.add(where, "HUB_NATS_URL should list the 3 NATS nodes")
 			}
 		}
-		if addr := env(prefix + "HTTP_ADDR"); addr != "" && s.Healthcheck != nil {
+		// The hub's health is probed on its private listener when it has
+		// one (the webhook listener's connection cap never fills it).
+		probed := "HTTP_ADDR"
+		if env(prefix+"ADMIN_ADDR") != "" {
+			probed = "ADMIN_ADDR"
+		}
+		if addr := env(prefix + probed); addr != "" && s.Healthcheck != nil {
 			port := addr[strings.LastIndex(addr, ":")+1:]
 			if _, err := strconv.Atoi(port); err != nil || !strings.Contains(strings.Join(s.Healthcheck.Test, " "), "127.0.0.1:"+port+"/") {
-				p.add(where, "healthcheck %v does not probe %sHTTP_ADDR's port %s", s.Healthcheck.Test, prefix, port)
+				p.add(where, "healthcheck %v does not probe %s%s's port %s", s.Healthcheck.Test, prefix, probed, port)
 			}
 		}
 	}

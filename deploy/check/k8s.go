@@ -502,9 +502,11 @@ func (c *k8sChecker) binaryRules(where string, spec *corev1.PodSpec, ctr *corev1
 		}
 		return d
 	}
-	httpPort := func(def int32) {
+	// listenPort checks that the container port named portName is the
+	// port of the variable's listen address (def when unset).
+	listenPort := func(variable, portName string, def int32) {
 		addr := ""
-		if v, ok := env[prefix+"HTTP_ADDR"]; ok && v.known {
+		if v, ok := env[prefix+variable]; ok && v.known {
 			addr = v.literal
 		}
 		want := def
@@ -512,15 +514,16 @@ func (c *k8sChecker) binaryRules(where string, spec *corev1.PodSpec, ctr *corev1
 			_, port, err := net.SplitHostPort(addr)
 			n, err2 := strconv.Atoi(port)
 			if err != nil || err2 != nil {
-				c.p.add(where, "%sHTTP_ADDR=%q is not host:port", prefix, addr)
+				c.p.add(where, "%s%s=%q is not host:port", prefix, variable, addr)
 				return
 			}
 			want = int32(n)
 		}
-		if got, ok := ports["http"]; !ok || got != want {
-			c.p.add(where, "container port \"http\" is %d, but the process listens on %d (%sHTTP_ADDR)", got, want, prefix)
+		if got, ok := ports[portName]; !ok || got != want {
+			c.p.add(where, "container port %q is %d, but the process listens on %d (%s%s)", portName, got, want, prefix, variable)
 		}
 	}
+	httpPort := func(def int32) { listenPort("HTTP_ADDR", "http", def) }
 	grace := int64(30)
 	if spec.TerminationGracePeriodSeconds != nil {
 		grace = *spec.TerminationGracePeriodSeconds
@@ -555,6 +558,18 @@ func (c *k8sChecker) binaryRules(where string, spec *corev1.PodSpec, ctr *corev1
 		httpPort(8080)
 		probePath(c.p, where, "readiness", ctr.ReadinessProbe, "/readyz")
 		probePath(c.p, where, "liveness", ctr.LivenessProbe, "/healthz")
+		// /admin/, /metrics and pprof stay off the webhook port, and the
+		// probes use the admin port, which HUB_MAX_CONNS never fills.
+		if v, ok := env["HUB_ADMIN_ADDR"]; !ok || (v.known && v.literal == "") {
+			c.p.add(where, "HUB_ADMIN_ADDR is not set: /admin/ and /metrics would share the webhook port")
+		} else {
+			listenPort("ADMIN_ADDR", "admin", 0)
+			for _, pr := range []*corev1.Probe{ctr.ReadinessProbe, ctr.LivenessProbe} {
+				if pr != nil && pr.HTTPGet != nil && pr.HTTPGet.Port.StrVal != "admin" {
+					c.p.add(where, "probe of %s uses port %q: probe the admin port", pr.HTTPGet.Path, pr.HTTPGet.Port.String())
+				}
+			}
+		}
 		var pause int64
 		if ctr.Lifecycle == nil || ctr.Lifecycle.PreStop == nil {
 			c.p.add(where, "needs a preStop pause, so endpoints are updated before SIGTERM closes the listener")

@@ -14,6 +14,7 @@ const (
 	OutcomeBadRequest       = "bad_request"       // 400
 	OutcomeTooLarge         = "too_large"         // 413
 	OutcomeUnavailable      = "unavailable"       // 503: nothing committed
+	OutcomeOverloaded       = "overloaded"        // 503: past HUB_MAX_INFLIGHT, refused before reading the body
 )
 
 // Publish outcomes, the "outcome" label of hub_publish_total.
@@ -35,6 +36,8 @@ type Metrics struct {
 	OutboxPending    prometheus.Gauge
 	OutboxOldest     prometheus.Gauge
 	NATSConnected    prometheus.Gauge
+	// ConnsRejected counts connections refused past HUB_MAX_CONNS.
+	ConnsRejected prometheus.Counter
 }
 
 // New creates the hub's metrics and registers them on reg.
@@ -75,7 +78,12 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "hub_nats_connected",
 			Help: "1 while the hub's NATS connection is up.",
 		}),
+		ConnsRejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hub_http_connections_rejected_total",
+			Help: "Connections to the webhook listener answered 503 and closed because HUB_MAX_CONNS were open.",
+		}),
 	}
-	reg.MustRegister(m.Deliveries, m.IngestSeconds, m.CommitBatch, m.Published, m.PublishLagSecond, m.OutboxPending, m.OutboxOldest, m.NATSConnected)
+	reg.MustRegister(m.Deliveries, m.IngestSeconds, m.CommitBatch, m.Published, m.PublishLagSecond, m.OutboxPending, m.OutboxOldest, m.NATSConnected,
+		m.ConnsRejected)
 	return m
 }

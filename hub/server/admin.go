@@ -36,9 +36,9 @@ const adminReplayWait = 20 * time.Second
 // mountAdmin serves the operator's tools under /admin/, behind a bearer
 // token compared in constant time (of its SHA-256, so not even the length
 // leaks).
-func (s *Server) mountAdmin(token string, op Operator) {
+func (s *Server) mountAdmin(app *fiber.App, token string, op Operator) {
 	want := sha256.Sum256([]byte(token))
-	admin := s.app.Group("/admin", func(c *fiber.Ctx) error {
+	admin := app.Group("/admin", func(c *fiber.Ctx) error {
 		got, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
 		sum := sha256.Sum256([]byte(got))
 		if !ok || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {

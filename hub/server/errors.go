@@ -45,6 +45,10 @@ func classify(err error) problem {
 		return problem{fiber.StatusMethodNotAllowed, err.Error(), ""}
 	case errors.Is(err, errEncoding):
 		return problem{fiber.StatusUnsupportedMediaType, err.Error(), metrics.OutcomeBadRequest}
+	case errors.Is(err, errOverloaded):
+		return problem{fiber.StatusServiceUnavailable, errOverloaded.Error(), metrics.OutcomeOverloaded}
+	case errors.Is(err, errBodyRead):
+		return problem{fiber.StatusBadRequest, errBodyRead.Error(), metrics.OutcomeBadRequest}
 	case errors.Is(err, errTooLarge):
 		return problem{fiber.StatusRequestEntityTooLarge, err.Error(), metrics.OutcomeTooLarge}
 	case errors.Is(err, ops.ErrNotFound), errors.Is(err, ops.ErrUnknownSubscriber), errors.Is(err, subscriber.ErrUnknownSubscriber):

@@ -67,14 +67,30 @@ type Config struct {
 	// of the publish's) and archives the span's traceparent with the event;
 	// nil leaves tracing off at no cost.
 	Tracer trace.Tracer
+	// SeparateAdmin serves /admin/, /metrics and, with Pprof,
+	// /debug/pprof/ on their own listener (ServeAdmin) instead of the
+	// webhook listener, which then serves only /webhooks/, /healthz and
+	// /readyz. Both listeners serve /healthz and /readyz.
+	SeparateAdmin bool
+	// Pprof serves net/http/pprof under /debug/pprof/ on the admin
+	// listener; it needs SeparateAdmin.
+	Pprof bool
+	// MaxInflight bounds the webhook requests verified and committed at
+	// once, and MaxInflight × MaxBodyBytes the memory of the request
+	// bodies being received and handled; past either, a request is
+	// answered 503 with Retry-After (see limits.go). Default 128.
+	MaxInflight int
 }
 
 // Server is the hub's HTTP server.
 type Server struct {
 	cfg       Config
 	app       *fiber.App
+	adminApp  *fiber.App // nil unless cfg.SeparateAdmin
 	providers map[string]provider.Provider
 	draining  atomic.Bool
+	inflight  *inflight
+	bodies    *budget
 }
 
 // New builds a Server.
@@ -100,7 +116,17 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Committed == nil {
 		cfg.Committed = func(store.Delivery) {}
 	}
-	s := &Server{cfg: cfg, providers: make(map[string]provider.Provider, len(cfg.Providers))}
+	if cfg.MaxInflight <= 0 {
+		cfg.MaxInflight = 128
+	}
+	if cfg.Pprof && !cfg.SeparateAdmin {
+		return nil, errors.New("server: Pprof needs SeparateAdmin")
+	}
+	if cfg.AdminToken != "" && cfg.Operator == nil {
+		return nil, errors.New("server: AdminToken needs an Operator")
+	}
+	s := &Server{cfg: cfg, providers: make(map[string]provider.Provider, len(cfg.Providers)), inflight: newInflight(cfg.MaxInflight),
+		bodies: &budget{limit: int64(cfg.MaxInflight) * int64(cfg.MaxBodyBytes)}}
 	for _, p := range cfg.Providers {
 		s.providers[p.Name()] = p
 	}
@@ -109,10 +135,20 @@ func New(cfg Config) (*Server, error) {
 		BodyLimit:             cfg.MaxBodyBytes,
 		DisableStartupMessage: true,
 		ErrorHandler:          s.errorHandler,
-		ReadTimeout:           30 * time.Second,
-		WriteTimeout:          30 * time.Second,
-		IdleTimeout:           120 * time.Second,
+		// A whole request, headers and body, must arrive within
+		// ReadTimeout: a provider sends a webhook in well under a second,
+		// and a slow sender holds an in-flight slot for at most this long.
+		ReadTimeout:  readTimeout,
+		WriteTimeout: 30 * time.Second,
+		IdleTimeout:  120 * time.Second,
+		// The webhook handler reads bodies itself, after the checks that
+		// need no body and only within MaxInflight (see limits.go).
+		StreamRequestBody: true,
+		// A multipart body is bytes to verify, not a form to parse (and
+		// spool to temporary files) before the handler runs.
+		DisablePreParseMultipartForm: true,
 	})
+	s.app.Use(closeUnread)
 	webhook := s.webhook
 	if cfg.Tracer != nil {
 		webhook = s.tracedWebhook
@@ -120,18 +156,44 @@ func New(cfg Config) (*Server, error) {
 	s.app.All("/webhooks/:provider", webhook)
 	s.app.Get("/healthz", s.healthz)
 	s.app.Get("/readyz", s.readyz)
-	s.app.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{})))
-	if cfg.AdminToken != "" {
-		if cfg.Operator == nil {
-			return nil, errors.New("server: AdminToken needs an Operator")
+	adminApp := s.app
+	if cfg.SeparateAdmin {
+		s.adminApp = fiber.New(fiber.Config{
+			AppName:               "hookhub admin",
+			BodyLimit:             1 << 20,
+			DisableStartupMessage: true,
+			ErrorHandler:          s.errorHandler,
+			ReadTimeout:           30 * time.Second,
+			// Long enough for a CPU profile or a replay's wait.
+			WriteTimeout: 90 * time.Second,
+			IdleTimeout:  120 * time.Second,
+			Concurrency:  1024,
+		})
+		s.adminApp.Get("/healthz", s.healthz)
+		s.adminApp.Get("/readyz", s.readyz)
+		if cfg.Pprof {
+			s.adminApp.All("/debug/pprof/*", adaptor.HTTPHandler(pprofMux()))
 		}
-		s.mountAdmin(cfg.AdminToken, cfg.Operator)
+		adminApp = s.adminApp
+	}
+	adminApp.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{})))
+	if cfg.AdminToken != "" {
+		s.mountAdmin(adminApp, cfg.AdminToken, cfg.Operator)
 	}
 	return s, nil
 }
 
-// Serve accepts connections on ln until Shutdown.
+// Serve accepts webhook connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error { return s.app.Listener(ln) }
+
+// ServeAdmin accepts admin connections (/admin/, /metrics, /debug/pprof/)
+// on ln until Shutdown. It fails unless Config.SeparateAdmin is set.
+func (s *Server) ServeAdmin(ln net.Listener) error {
+	if s.adminApp == nil {
+		return errors.New("server: ServeAdmin needs Config.SeparateAdmin")
+	}
+	return s.adminApp.Listener(ln)
+}
 
 // Drain makes /readyz fail, so load balancers stop sending new requests,
 // while the server keeps serving.
@@ -141,11 +203,19 @@ func (s *Server) Drain() { s.draining.Store(true) }
 // requests until ctx is done.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.Drain()
-	return s.app.ShutdownWithContext(ctx)
+	err := s.app.ShutdownWithContext(ctx)
+	if s.adminApp != nil {
+		err = errors.Join(err, s.adminApp.ShutdownWithContext(ctx))
+	}
+	return err
 }
 
-// App exposes the fiber app, for tests (app.Test).
+// App exposes the webhook listener's fiber app, for tests (app.Test).
 func (s *Server) App() *fiber.App { return s.app }
+
+// AdminApp exposes the admin listener's fiber app, for tests; nil unless
+// Config.SeparateAdmin.
+func (s *Server) AdminApp() *fiber.App { return s.adminApp }
 
 type answer struct {
 	EventID    string `json:"event_id"`
@@ -173,15 +243,30 @@ func (s *Server) webhook(c *fiber.Ctx) error {
 	if enc := c.Get(fiber.HeaderContentEncoding); enc != "" && !strings.EqualFold(enc, "identity") {
 		return s.refuse(c, name, errEncoding, start)
 	}
-	// The raw bytes as received: c.Body() would decompress. Copied, because
-	// fasthttp reuses the buffer once the handler returns.
-	body := append([]byte(nil), c.Request().Body()...)
-	if limit := s.maxPublish(); limit > 0 && len(body) > limit {
-		return s.refuse(c, name, fmt.Errorf("%w: %d bytes, the NATS server accepts messages up to %d", errTooLarge, len(body), limit), start)
+	limit := s.cfg.MaxBodyBytes
+	if lp := s.maxPublish(); lp > 0 && lp < limit {
+		limit = lp
 	}
+	if cl := c.Request().Header.ContentLength(); cl > limit {
+		return s.refuse(c, name, s.tooLarge(cl, limit), start)
+	}
+	// The raw bytes as received (c.Body() would decompress), within the
+	// body budget; then a slot among MaxInflight for the verification and
+	// the commit.
+	body, reserved, err := readBody(c, limit, s.bodies)
+	defer s.bodies.release(reserved)
+	if errors.Is(err, errTooLarge) {
+		return s.refuse(c, name, s.tooLarge(-1, limit), start)
+	}
+	if err != nil {
+		return s.refuse(c, name, err, start)
+	}
+	if !s.inflight.tryAcquire() {
+		return s.refuse(c, name, errOverloaded, start)
+	}
+	defer s.inflight.release()
 	now := s.cfg.Now()
 	var ev provider.Event
-	var err error
 	if rv, ok := p.(provider.RequestVerifier); ok {
 		// The scheme signs the URL: pass the request-target exactly as
 		// received (copied: fasthttp reuses its buffer).
@@ -229,7 +314,6 @@ func (s *Server) webhook(c *fiber.Ctx) error {
 	outs, err := s.cfg.Ingester.Ingest(ctx, []store.Delivery{d})
 	if err != nil {
 		s.cfg.Logger.Error("delivery not committed", "provider", name, "event_id", ev.ID, "err", err)
-		c.Set(fiber.HeaderRetryAfter, "5")
 		return s.refuse(c, name, err, start)
 	}
 	out := outs[0]
@@ -268,6 +352,17 @@ func (a answer) appendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
+// tooLarge describes a body over limit (size -1: not announced).
+func (s *Server) tooLarge(size, limit int) error {
+	if lp := s.maxPublish(); lp > 0 && lp == limit && lp < s.cfg.MaxBodyBytes {
+		return fmt.Errorf("%w: the NATS server accepts messages up to %d bytes", errTooLarge, limit)
+	}
+	if size < 0 {
+		return fmt.Errorf("%w: more than %d bytes", errTooLarge, limit)
+	}
+	return fmt.Errorf("%w: %d bytes, the limit is %d", errTooLarge, size, limit)
+}
+
 func (s *Server) maxPublish() int {
 	if s.cfg.MaxPublishBytes == nil {
 		return 0
@@ -297,6 +392,9 @@ func (s *Server) refuse(c *fiber.Ctx, providerName string, err error, start time
 		s.observe(providerName, p.outcome, start)
 	}
 	s.traceRefusal(c, p)
+	if p.status == fiber.StatusServiceUnavailable {
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(retryAfterSeconds))
+	}
 	return c.Status(p.status).JSON(errorBody{Error: p.message})
 }
 

@@ -28,7 +28,8 @@ type Config struct {
 	DatabaseURL       string        `envconfig:"HUB_DATABASE_URL" default:"postgres://postgres@127.0.0.1:5432/hub?sslmode=disable" desc:"Postgres URL of the hub's database"`
 	DatabaseMaxConns  int32         `envconfig:"HUB_DATABASE_MAX_CONNS" default:"8" desc:"Postgres connection pool size"`
 	NATSURL           string        `envconfig:"HUB_NATS_URL" desc:"NATS server URL(s), comma-separated; empty starts an embedded JetStream server (file store under HUB_DATA_DIR)"`
-	HTTPAddr          string        `envconfig:"HUB_HTTP_ADDR" default:":8080" desc:"HTTP listen address for webhooks, /healthz, /readyz and /metrics"`
+	HTTPAddr          string        `envconfig:"HUB_HTTP_ADDR" default:":8080" desc:"HTTP listen address for webhooks, /healthz and /readyz (and /metrics and /admin/ while HUB_ADMIN_ADDR is empty)"`
+	AdminAddr         string        `envconfig:"HUB_ADMIN_ADDR" desc:"Listen address of the private listener for /admin/, /metrics and /debug/pprof/ (and /healthz, /readyz); empty serves /metrics and /admin/ on HUB_HTTP_ADDR and pprof nowhere. Set it in production and keep it off the internet"`
 	Stream            string        `envconfig:"HUB_STREAM" default:"WEBHOOKS" desc:"JetStream stream the hub publishes to (created or updated at start)"`
 	StreamReplicas    int           `envconfig:"HUB_STREAM_REPLICAS" default:"1" desc:"Stream replicas: 1 on one server, 3 in production clusters"`
 	StreamMaxAge      time.Duration `envconfig:"HUB_STREAM_MAX_AGE" default:"0" desc:"How long the stream keeps messages (e.g. 720h); 0 keeps them until removed by hand. The archive can republish older events"`
@@ -46,6 +47,8 @@ type Config struct {
 	StandardSecrets    map[string][]string `ignored:"true"`
 	SignatureTolerance time.Duration       `envconfig:"HUB_SIGNATURE_TOLERANCE" default:"5m" desc:"Largest accepted difference between a signed timestamp and the hub's clock, past or future"`
 	MaxBodyBytes       int                 `envconfig:"HUB_MAX_BODY_BYTES" default:"1048576" desc:"Largest accepted request body; larger is answered 413"`
+	MaxInflight        int                 `envconfig:"HUB_MAX_INFLIGHT" default:"128" desc:"Webhook requests verified and committed at once; request bodies being received hold at most HUB_MAX_INFLIGHT x HUB_MAX_BODY_BYTES of memory. Past either bound a request is answered 503 with Retry-After"`
+	MaxConns           int                 `envconfig:"HUB_MAX_CONNS" default:"4096" desc:"Open connections on HUB_HTTP_ADDR; past it a new connection is answered 503 with Retry-After and closed"`
 	ShutdownTimeout    time.Duration       `envconfig:"HUB_SHUTDOWN_TIMEOUT" default:"25s" desc:"On SIGTERM, time allowed for in-flight requests and the relay to finish"`
 	CommitTimeout      time.Duration       `envconfig:"HUB_COMMIT_TIMEOUT" default:"10s" desc:"Longest wait for Postgres to commit a delivery before answering 503"`
 	BatchMax           int                 `envconfig:"HUB_BATCH_MAX" default:"64" desc:"Group commit: most deliveries that share one transaction; 1 disables batching (one transaction per request)"`
@@ -53,7 +56,6 @@ type Config struct {
 	RelayBatchSize     int                 `envconfig:"HUB_RELAY_BATCH_SIZE" default:"256" desc:"Most rows one publish batch holds, fast path and relay alike; a fast-path pipeline has up to four batches in flight"`
 	RelayWorkers       int                 `envconfig:"HUB_RELAY_WORKERS" default:"1" desc:"Fast-path publish pipelines: each sends, settles and marks batches in parallel stages"`
 	AdminToken         string              `envconfig:"HUB_ADMIN_TOKEN" desc:"Bearer token of the admin API under /admin/ (at least 32 characters); empty leaves the API off"`
-	DebugAddr          string              `envconfig:"HUB_DEBUG_ADDR" desc:"Listen address of the pprof endpoints (/debug/pprof/); empty disables them. Keep it private"`
 	OTelEnabled        bool                `envconfig:"HUB_OTEL_ENABLED" default:"false" desc:"OpenTelemetry tracing: a span per delivery and per publish, exported with OTLP over HTTP as the standard OTEL_* variables say (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_TRACES_SAMPLER, ...)"`
 	DataDir            string              `envconfig:"HUB_DATA_DIR" default:"./.hub" desc:"Directory of the embedded NATS server's store"`
 	LogLevel           string              `envconfig:"HUB_LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
@@ -74,6 +76,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HTTPAddr == "" {
 		bad("HTTP_ADDR", "must not be empty")
+	}
+	if c.AdminAddr != "" && c.AdminAddr == c.HTTPAddr && !strings.HasSuffix(c.AdminAddr, ":0") {
+		bad("ADMIN_ADDR", "must differ from HUB_HTTP_ADDR (%s): it is a second, private listener", c.HTTPAddr)
 	}
 	if c.Stream == "" || strings.ContainsAny(c.Stream, " \t\r\n.*>/\\") {
 		bad("STREAM", "must be a JetStream stream name without spaces, '.', '*', '>', '/' or '\\', got %q", c.Stream)
@@ -125,6 +130,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBodyBytes < 1024 {
 		bad("MAX_BODY_BYTES", "must be at least 1024, got %d", c.MaxBodyBytes)
+	}
+	if c.MaxInflight < 1 || c.MaxInflight > 100000 {
+		bad("MAX_INFLIGHT", "must be between 1 and 100000, got %d", c.MaxInflight)
+	}
+	if c.MaxConns < 16 || c.MaxConns > 1000000 {
+		bad("MAX_CONNS", "must be between 16 and 1000000, got %d", c.MaxConns)
 	}
 	if c.ShutdownTimeout <= 0 {
 		bad("SHUTDOWN_TIMEOUT", "must be positive, got %s", c.ShutdownTimeout)
@@ -239,6 +250,9 @@ func LoadConfig() (Config, error) {
 	var c Config
 	if err := envconfig.Process("", &c); err != nil {
 		return c, err
+	}
+	if _, ok := os.LookupEnv(EnvPrefix + "_DEBUG_ADDR"); ok {
+		return c, errors.New("HUB_DEBUG_ADDR is no longer read: pprof is served under /debug/pprof/ on HUB_ADMIN_ADDR; set that instead")
 	}
 	c.StandardSecrets = map[string][]string{}
 	for _, name := range c.StandardProviders {

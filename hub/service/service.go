@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
-	"net/http/pprof"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -79,6 +77,7 @@ type Service struct {
 	relay    *relay.Relay
 	server   *server.Server
 	ln       net.Listener
+	adminLn  net.Listener // nil unless HUB_ADMIN_ADDR is set
 	metrics  *metrics.Metrics
 	names    []string
 	// natsUp receives a value whenever the NATS connection (re)opens; Run
@@ -187,13 +186,23 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 		Metrics:   s.metrics,
 		Gatherer:  deps.Registry,
 		Tracer:    tracer,
+
+		SeparateAdmin: cfg.AdminAddr != "",
+		Pprof:         cfg.AdminAddr != "",
+		MaxInflight:   cfg.MaxInflight,
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.ln, err = net.Listen("tcp", cfg.HTTPAddr)
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return nil, fmt.Errorf("HUB_HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
+	}
+	s.ln = server.LimitListener(ln, cfg.MaxConns, s.metrics.ConnsRejected.Inc)
+	if cfg.AdminAddr != "" {
+		if s.adminLn, err = net.Listen("tcp", cfg.AdminAddr); err != nil {
+			return nil, fmt.Errorf("HUB_ADMIN_ADDR %s: %w", cfg.AdminAddr, err)
+		}
 	}
 	return s, nil
 }
@@ -312,8 +321,17 @@ func (s *Service) ready(ctx context.Context) error {
 // Providers are the names of the mounted providers, sorted.
 func (s *Service) Providers() []string { return s.names }
 
-// Addr is the HTTP listener's address.
+// Addr is the webhook listener's address.
 func (s *Service) Addr() net.Addr { return s.ln.Addr() }
+
+// AdminAddr is the admin listener's address, or nil without
+// HUB_ADMIN_ADDR.
+func (s *Service) AdminAddr() net.Addr {
+	if s.adminLn == nil {
+		return nil
+	}
+	return s.adminLn.Addr()
+}
 
 // NATSURL is the URL of the NATS server in use (the embedded one's when
 // the hub started it).
@@ -340,18 +358,16 @@ func (s *Service) Run(ctx context.Context) error {
 	wg.Go(func() { s.ensureStream(relayCtx) })
 	wg.Go(func() { s.relayOnReconnect(relayCtx) })
 
-	if s.cfg.DebugAddr != "" {
-		dbg := &http.Server{Addr: s.cfg.DebugAddr, Handler: debugMux(), ReadHeaderTimeout: 5 * time.Second}
+	serveErr := make(chan error, 2)
+	go func() { serveErr <- s.server.Serve(s.ln) }()
+	if s.adminLn != nil {
 		go func() {
-			if err := dbg.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				s.log.Warn("debug server stopped", "err", err)
+			if err := s.server.ServeAdmin(s.adminLn); err != nil {
+				serveErr <- fmt.Errorf("admin listener: %w", err)
 			}
 		}()
-		defer dbg.Close()
-		s.log.Info("pprof endpoints enabled", "addr", s.cfg.DebugAddr)
+		s.log.Info("admin listener: /admin/, /metrics, /debug/pprof/", "addr", s.adminLn.Addr().String())
 	}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- s.server.Serve(s.ln) }()
 	s.log.Info("hub listening", "addr", s.ln.Addr().String(), "providers", s.names, "stream", s.cfg.Stream)
 
 	var runErr error
@@ -419,6 +435,9 @@ func (s *Service) close() {
 	if s.ln != nil {
 		_ = s.ln.Close()
 	}
+	if s.adminLn != nil {
+		_ = s.adminLn.Close()
+	}
 	if s.nc != nil {
 		s.nc.Close()
 	}
@@ -439,17 +458,6 @@ func (s *Service) close() {
 		}
 		cancel()
 	}
-}
-
-// debugMux serves net/http/pprof, without touching http.DefaultServeMux.
-func debugMux() *http.ServeMux {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	return mux
 }
 
 // redact hides the password of a database URL for messages.

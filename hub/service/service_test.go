@@ -30,16 +30,18 @@ const (
 // testHub is a hub running in-process against a fresh database and an
 // embedded JetStream server.
 type testHub struct {
-	t      *testing.T
-	cfg    service.Config
-	base   string
-	pool   *pgxpool.Pool
-	nats   *hubtest.NATS
-	js     jetstream.JetStream
-	paddle provider.Sender
-	clerk  provider.Sender
-	cancel context.CancelFunc
-	done   chan error
+	t    *testing.T
+	cfg  service.Config
+	base string
+	// adminBase is the admin listener's URL when HUB_ADMIN_ADDR is set.
+	adminBase string
+	pool      *pgxpool.Pool
+	nats      *hubtest.NATS
+	js        jetstream.JetStream
+	paddle    provider.Sender
+	clerk     provider.Sender
+	cancel    context.CancelFunc
+	done      chan error
 }
 
 func newTestHub(t *testing.T, mod ...func(*service.Config)) *testHub {
@@ -71,6 +73,8 @@ func newTestConfig(dbURL, natsURL string) service.Config {
 		ClerkSecrets:       []string{clerkSecret},
 		SignatureTolerance: 5 * time.Minute,
 		MaxBodyBytes:       1 << 20,
+		MaxInflight:        128,
+		MaxConns:           4096,
 		ShutdownTimeout:    10 * time.Second,
 		CommitTimeout:      5 * time.Second,
 		BatchMax:           64,
@@ -96,6 +100,9 @@ func (h *testHub) start() {
 	svc, err := service.New(ctx, h.cfg, service.Deps{})
 	require.NoError(h.t, err)
 	h.base = "http://" + svc.Addr().String()
+	if a := svc.AdminAddr(); a != nil {
+		h.adminBase = "http://" + a.String()
+	}
 	h.cancel = cancel
 	h.done = make(chan error, 1)
 	go func() { h.done <- svc.Run(ctx) }()

@@ -27,7 +27,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	keep := fs.Bool("keep", false, "keep the bench databases")
 	asJSON := fs.Bool("json", false, "print only the final JSON report")
 	rounds := fs.Int("rounds", 1, "repeat the runs, interleaved, and report each run's median round and the median ratios")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the benchmark process (load generator and embedded NATS server) to this file; profile the hub with HUB_DEBUG_ADDR")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the benchmark process (load generator and embedded NATS server) to this file; profile the hub through HUB_ADMIN_ADDR (/debug/pprof/)")
 	fs.Usage = func() {
 		io.WriteString(stdout, `Usage: hub bench [flags]
 

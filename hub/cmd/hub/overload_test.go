@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookhub/hookhub/hub/hubtest"
+	"github.com/hookhub/hookhub/hub/provider"
+)
+
+// peakRSS returns the largest resident set of process pid so far (VmHWM).
+func peakRSS(t *testing.T, pid int) int64 {
+	t.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(t, err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			require.NoError(t, err)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmHWM in /proc status")
+	return 0
+}
+
+// slowClient is one kind of slow connection an attacker keeps open.
+type slowClient struct {
+	name string
+	n    int
+	// open sends what the connection starts with; trickle sends a little
+	// more now and then.
+	open    func(c net.Conn) error
+	trickle func(c net.Conn) error
+}
+
+// TestThousandsOfSlowConnections holds 3,000 slow connections against one
+// hub process (the real binary, default limits) for longer than its read
+// timeout, reopening each one the hub closes, while a provider keeps
+// delivering. Every fresh delivery must be answered (200 or 503) within
+// 5 s, the hub's peak RSS must stay under 300 MB, and afterwards the hub is
+// healthy, answers 200, and archived every delivery it answered 200.
+func TestThousandsOfSlowConnections(t *testing.T) {
+	if testing.Short() {
+		t.Skip("holds 3,000 connections for 15 s")
+	}
+	t.Parallel()
+	pool, dbURL := hubtest.Pool(t)
+	n := hubtest.JetStream(t)
+	addr, adminAddr := freeAddr(t), freeAddr(t)
+	hub := startHubProcess(t, append(processEnv(dbURL, n.URL()), "HUB_ADMIN_ADDR="+adminAddr, "HUB_LOG_LEVEL=warn"), addr)
+	p, err := provider.New("paddle", []string{testPaddleSecret}, 0)
+	require.NoError(t, err)
+	sender := p.(provider.Sender)
+
+	const head = "POST /webhooks/paddle HTTP/1.1\r\nHost: hub\r\nContent-Type: application/json\r\n"
+	large := strings.Repeat("x", 1000<<10)
+	kinds := []slowClient{
+		{name: "slowloris", n: 1000, // headers, a byte at a time
+			open:    func(c net.Conn) error { _, err := c.Write([]byte(head + "X-Slow: ")); return err },
+			trickle: func(c net.Conn) error { _, err := c.Write([]byte("a")); return err }},
+		{name: "slow body", n: 800, // past the read-ahead into the handler, then a byte at a time
+			open: func(c net.Conn) error {
+				_, err := fmt.Fprintf(c, "%sPaddle-Signature: ts=1;h1=00\r\nContent-Length: 1000000\r\n\r\n%s", head, strings.Repeat("{", 9000))
+				return err
+			},
+			trickle: func(c net.Conn) error { _, err := c.Write([]byte(" ")); return err }},
+		{name: "large body, last bytes withheld", n: 200,
+			open: func(c net.Conn) error {
+				_, err := fmt.Fprintf(c, "%sContent-Length: %d\r\n\r\n%s", head, len(large)+10, large)
+				return err
+			},
+			trickle: func(c net.Conn) error { return nil }},
+		{name: "idle", n: 1000,
+			open:    func(c net.Conn) error { return nil },
+			trickle: func(c net.Conn) error { return nil }},
+	}
+
+	ctx, stop := context.WithTimeout(context.Background(), 15*time.Second)
+	defer stop()
+	var opened, reopened, open atomic.Int64
+	var wg sync.WaitGroup
+	for _, k := range kinds {
+		for range k.n {
+			wg.Go(func() {
+				for first := true; ctx.Err() == nil; first = false {
+					d := net.Dialer{Timeout: 5 * time.Second}
+					c, err := d.DialContext(ctx, "tcp", addr)
+					if err != nil {
+						if !sleepCtx(ctx, 100*time.Millisecond) {
+							return
+						}
+						continue
+					}
+					opened.Add(1)
+					if !first {
+						reopened.Add(1)
+					}
+					open.Add(1)
+					_ = c.SetWriteDeadline(time.Now().Add(20 * time.Second))
+					if k.open(c) == nil {
+						for sleepCtx(ctx, time.Second) && k.trickle(c) == nil {
+						}
+					}
+					c.Close()
+					open.Add(-1)
+				}
+			})
+		}
+	}
+	require.Eventually(t, func() bool { return open.Load() >= 2900 }, 20*time.Second, 50*time.Millisecond,
+		"the attacker's connections did not open (open: %d)", open.Load())
+
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	statuses := map[int]int{}
+	var accepted []string
+	for i := 0; ctx.Err() == nil; i++ {
+		id := fmt.Sprintf("evt_slow_conns_%d", i)
+		code, err := deliver(client, addr, sender, id)
+		require.NoError(t, err, "delivery %d was not answered within 5 s (open slow connections: %d)", i, open.Load())
+		require.Contains(t, []int{http.StatusOK, http.StatusServiceUnavailable}, code)
+		statuses[code]++
+		if code == http.StatusOK {
+			accepted = append(accepted, id)
+		}
+		sleepCtx(ctx, 200*time.Millisecond)
+	}
+	stop()
+	wg.Wait()
+	rss := peakRSS(t, hub.cmd.Process.Pid)
+	t.Logf("slow connections opened: %d (reopened after the hub closed them: %d); fresh deliveries: %v; hub peak RSS %d MB",
+		opened.Load(), reopened.Load(), statuses, rss>>20)
+	require.Less(t, rss, int64(300<<20), "peak RSS")
+
+	for _, base := range []string{"http://" + addr, "http://" + adminAddr} {
+		resp, err := client.Get(base + "/healthz")
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, base)
+	}
+	code, err := deliver(client, addr, sender, "evt_slow_conns_after")
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, code)
+	accepted = append(accepted, "evt_slow_conns_after")
+
+	var archived int
+	require.NoError(t, pool.QueryRow(context.Background(),
+		`SELECT count(DISTINCT event_id) FROM webhook_events WHERE event_id = ANY($1)`, accepted).Scan(&archived))
+	require.Equal(t, len(accepted), archived, "every delivery answered 200 is archived")
+}
+
+// sleepCtx waits d or until ctx is done; it reports whether d elapsed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
