@@ -470,6 +470,10 @@ func FuzzTwilioForm(f *testing.F) {
 			if got != want.String() {
 				t.Fatalf("signed params %q, reference %q", got, want.String())
 			}
+			refFirstOK := len(names) == 0 || (names[0] != "" && names[0][0] >= 'A' && names[0][0] <= 'Z')
+			if twilioFirstNameOK(form) != refFirstOK {
+				t.Fatalf("first name check of %q: %v, reference %v", names, !refFirstOK, refFirstOK)
+			}
 		}
 		payload, perr := tw.PayloadJSON([]byte(body))
 		if perr != nil {
@@ -699,6 +703,39 @@ func FuzzShopifyVerify(f *testing.F) {
 // independently of parseTwilioTarget: the type in group 2, the body hash
 // in group 3 or 4.
 var twilioTargetRE = regexp.MustCompile(`^/webhooks/twilio(\?(?:type=((?:[a-z0-9_-]+\.)*[a-z0-9_-]+)(?:&bodySHA256=([0-9a-f]{64}))?|bodySHA256=([0-9a-f]{64})))?$`)
+
+// FuzzTwilioTarget checks parseTwilioTarget against twilioTargetRE and
+// ValidTwilioType against its grammar written as a regular expression.
+func FuzzTwilioTarget(f *testing.F) {
+	h := strings.Repeat("0123456789abcdef", 4)
+	for _, s := range []string{
+		"/webhooks/twilio", "/webhooks/twilio?type=sms.status", "/webhooks/twilio?bodySHA256=" + h,
+		"/webhooks/twilio?type=a.b-c_d&bodySHA256=" + h, "/webhooks/twilio?", "/webhooks/twilio?type=sms&type=sms",
+		"/webhooks/twilio?%74ype=x", "/webhooks/twilio?type=sms%2Estatus", "https://h/webhooks/twilio?type=x",
+		"/webhooks/twilio?type=x#y", "/webhooks/twilio?bodySHA256=" + h + "&type=x", "/webhooks/twilio?type=..",
+	} {
+		f.Add(s)
+	}
+	typeRE := regexp.MustCompile(`^(?:[a-z0-9_-]+\.)*[a-z0-9_-]+$`)
+	f.Fuzz(func(t *testing.T, uri string) {
+		q, err := parseTwilioTarget(uri)
+		m := twilioTargetRE.FindStringSubmatch(uri)
+		if (err == nil) != (m != nil && len(m[2]) <= maxEventTypeLen) {
+			t.Fatalf("parseTwilioTarget(%q): %+v, %v; reference match %q", uri, q, err, m)
+		}
+		if err != nil {
+			if !errors.Is(err, ErrInvalidSignature) || q != (twilioQuery{}) {
+				t.Fatalf("parseTwilioTarget(%q) failed with %v, %+v", uri, err, q)
+			}
+		} else if q.typ != m[2] || q.bodyHash != m[3]+m[4] {
+			t.Fatalf("parseTwilioTarget(%q) = %+v, reference %q", uri, q, m)
+		}
+		typ := strings.TrimPrefix(uri, "/webhooks/twilio?type=")
+		if ValidTwilioType(typ) != (typeRE.MatchString(typ) && len(typ) <= maxEventTypeLen) {
+			t.Fatalf("ValidTwilioType(%q) = %v", typ, ValidTwilioType(typ))
+		}
+	})
+}
 
 func FuzzTwilioVerify(f *testing.F) {
 	tw, err := NewTwilio([]string{twilioOldSecret, twilioSecret}, TwilioConfig{PublicURL: testPublicURL})

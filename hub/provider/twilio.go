@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Header names of Twilio webhook requests, in canonical form.
@@ -627,6 +628,9 @@ func firstNonEmpty(a, b string) string {
 // the archive's payload column: a JSON body (the bodySHA256 variant) as
 // is, a form body as a JSON object of its parameters, each a string, or an
 // array of strings for a repeated name ({"CallSid":"CA…","Digits":"1234"}).
+// A name that is not valid UTF-8, or holds a '%', appears URL-escaped
+// ("%FF"), so that distinct names stay distinct keys (JSON would turn
+// every invalid byte into U+FFFD).
 func (t *Twilio) PayloadJSON(body []byte) ([]byte, error) {
 	if c := firstNonSpace(body); (c == '{' || c == '[') && json.Valid(body) {
 		return body, nil
@@ -637,6 +641,9 @@ func (t *Twilio) PayloadJSON(body []byte) ([]byte, error) {
 	}
 	obj := make(map[string]any, len(form))
 	for name, values := range form {
+		if !utf8.ValidString(name) || strings.Contains(name, "%") {
+			name = url.QueryEscape(name) // holds a '%', which no other name does
+		}
 		if len(values) == 1 {
 			obj[name] = values[0]
 		} else {

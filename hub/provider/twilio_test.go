@@ -309,6 +309,7 @@ func TestTwilioPayloadJSON(t *testing.T) {
 		{"empty body", "", `{}`, ""},
 		{"JSON body", `{"FlowSid":"FW1"}`, `{"FlowSid":"FW1"}`, ""},
 		{"JSON array", ` [1]`, ` [1]`, ""},
+		{"names that are not UTF-8 stay distinct", "%FF=1&%D1=2&%25FF=3&%C3%BC=4", `{"%25FF":"3","%D1":"2","%FF":"1","ü":"4"}`, ""},
 		{"bad escape", "Body=%zz", "", `invalid payload: body is neither JSON nor a form: invalid URL escape "%zz"`},
 	}
 	for _, tt := range tests {
