@@ -9,6 +9,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -469,6 +470,10 @@ func FuzzTwilioForm(f *testing.F) {
 			if got != want.String() {
 				t.Fatalf("signed params %q, reference %q", got, want.String())
 			}
+			refFirstOK := len(names) == 0 || (names[0] != "" && names[0][0] >= 'A' && names[0][0] <= 'Z')
+			if twilioFirstNameOK(form) != refFirstOK {
+				t.Fatalf("first name check of %q: %v, reference %v", names, !refFirstOK, refFirstOK)
+			}
 		}
 		payload, perr := tw.PayloadJSON([]byte(body))
 		if perr != nil {
@@ -694,6 +699,44 @@ func FuzzShopifyVerify(f *testing.F) {
 	})
 }
 
+// twilioTargetRE is the request-targets VerifyRequest may accept, written
+// independently of parseTwilioTarget: the type in group 2, the body hash
+// in group 3 or 4.
+var twilioTargetRE = regexp.MustCompile(`^/webhooks/twilio(\?(?:type=((?:[a-z0-9_-]+\.)*[a-z0-9_-]+)(?:&bodySHA256=([0-9a-f]{64}))?|bodySHA256=([0-9a-f]{64})))?$`)
+
+// FuzzTwilioTarget checks parseTwilioTarget against twilioTargetRE and
+// ValidTwilioType against its grammar written as a regular expression.
+func FuzzTwilioTarget(f *testing.F) {
+	h := strings.Repeat("0123456789abcdef", 4)
+	for _, s := range []string{
+		"/webhooks/twilio", "/webhooks/twilio?type=sms.status", "/webhooks/twilio?bodySHA256=" + h,
+		"/webhooks/twilio?type=a.b-c_d&bodySHA256=" + h, "/webhooks/twilio?", "/webhooks/twilio?type=sms&type=sms",
+		"/webhooks/twilio?%74ype=x", "/webhooks/twilio?type=sms%2Estatus", "https://h/webhooks/twilio?type=x",
+		"/webhooks/twilio?type=x#y", "/webhooks/twilio?bodySHA256=" + h + "&type=x", "/webhooks/twilio?type=..",
+	} {
+		f.Add(s)
+	}
+	typeRE := regexp.MustCompile(`^(?:[a-z0-9_-]+\.)*[a-z0-9_-]+$`)
+	f.Fuzz(func(t *testing.T, uri string) {
+		q, err := parseTwilioTarget(uri)
+		m := twilioTargetRE.FindStringSubmatch(uri)
+		if (err == nil) != (m != nil && len(m[2]) <= maxEventTypeLen) {
+			t.Fatalf("parseTwilioTarget(%q): %+v, %v; reference match %q", uri, q, err, m)
+		}
+		if err != nil {
+			if !errors.Is(err, ErrInvalidSignature) || q != (twilioQuery{}) {
+				t.Fatalf("parseTwilioTarget(%q) failed with %v, %+v", uri, err, q)
+			}
+		} else if q.typ != m[2] || q.bodyHash != m[3]+m[4] {
+			t.Fatalf("parseTwilioTarget(%q) = %+v, reference %q", uri, q, m)
+		}
+		typ := strings.TrimPrefix(uri, "/webhooks/twilio?type=")
+		if ValidTwilioType(typ) != (typeRE.MatchString(typ) && len(typ) <= maxEventTypeLen) {
+			t.Fatalf("ValidTwilioType(%q) = %v", typ, ValidTwilioType(typ))
+		}
+	})
+}
+
 func FuzzTwilioVerify(f *testing.F) {
 	tw, err := NewTwilio([]string{twilioOldSecret, twilioSecret}, TwilioConfig{PublicURL: testPublicURL})
 	if err != nil {
@@ -731,23 +774,38 @@ func FuzzTwilioVerify(f *testing.F) {
 		if err != nil || !json.Valid(payload) {
 			t.Fatalf("PayloadJSON of an accepted body: %q, %v", payload, err)
 		}
-		// Independently: some secret signs some base URL plus target (plus
-		// the parameters, or with the body matching bodySHA256).
-		path, _ := twilioRequestTarget(target) // absolute-form: the path on
-		_, rawQuery, _ := strings.Cut(path, "?")
-		query, _ := url.ParseQuery(rawQuery)
+		// Independently: the target is the mount path and a query the
+		// hub reads unambiguously, and some secret signs some base URL
+		// plus target (plus the parameters, or with the body matching
+		// bodySHA256).
+		m := twilioTargetRE.FindStringSubmatch(target)
+		if m == nil {
+			t.Fatalf("accepted request-target %q", target)
+		}
 		var form url.Values
-		if hashes, ok := query["bodySHA256"]; ok {
+		if hash := m[3] + m[4]; hash != "" {
 			got := sha256.Sum256(body)
-			if !strings.EqualFold(hashes[0], hex.EncodeToString(got[:])) {
+			if hash != hex.EncodeToString(got[:]) {
 				t.Fatalf("accepted a body whose hash is not bodySHA256")
 			}
 		} else {
 			form, _ = url.ParseQuery(string(body))
+			first := ""
+			for name := range form {
+				if first == "" || name < first {
+					first = name
+				}
+			}
+			if len(form) > 0 && (first == "" || first[0] < 'A' || first[0] > 'Z') {
+				t.Fatalf("accepted a form whose first name is %q", first)
+			}
+		}
+		if m[2] != "" && ev.Type != m[2] {
+			t.Fatalf("type %q, the URL says %q", ev.Type, m[2])
 		}
 		for _, base := range []string{testPublicURL, testPublicURL + ":443"} {
 			for _, secret := range []string{twilioOldSecret, twilioSecret} {
-				if sig == refTwilio(secret, base+path, form, false) {
+				if sig == refTwilio(secret, base+target, form, false) {
 					return
 				}
 			}

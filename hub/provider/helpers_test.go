@@ -122,13 +122,10 @@ func signDelivery(p Provider, eventID, eventType string, body []byte, now time.T
 	return delivery{h, "/webhooks/" + p.Name(), body}, err
 }
 
-// verifyDelivery verifies d with p, as the HTTP server does: through
-// VerifyRequest when p is a RequestVerifier.
+// verifyDelivery verifies d with p, as the HTTP server does
+// (VerifyDelivery).
 func verifyDelivery(p Provider, d delivery, now time.Time) (Event, error) {
-	if rv, ok := p.(RequestVerifier); ok {
-		return rv.VerifyRequest(Request{Header: d.header, Body: d.body, URI: d.target, Now: now})
-	}
-	return p.Verify(d.header, d.body, now)
+	return VerifyDelivery(p, Request{Header: d.header, Body: d.body, URI: d.target, Now: now})
 }
 
 // refStripeV1 returns the hex v1 for t and body under a Stripe secret,
@@ -152,7 +149,22 @@ func refHMACSHA256(secret string, body []byte) []byte {
 // (and by value within a name), keyed with token. sha256 selects the
 // Webhooks Rule variant.
 func refTwilio(token, fullURL string, form url.Values, useSHA256 bool) string {
-	s := fullURL
+	s := refTwilioSigned(fullURL, form)
+	newHash := sha1.New
+	if useSHA256 {
+		newHash = sha256.New
+	}
+	m := hmac.New(newHash, []byte(token))
+	m.Write([]byte(s))
+	return base64.StdEncoding.EncodeToString(m.Sum(nil))
+}
+
+// refTwilioSigned returns the string Twilio signs for a request to fullURL
+// with form's parameters (nil for a JSON body): the URL, then every
+// parameter's name and value, sorted by name and by value within a name.
+func refTwilioSigned(fullURL string, form url.Values) string {
+	var b strings.Builder
+	b.WriteString(fullURL)
 	names := make([]string, 0, len(form))
 	for name := range form {
 		names = append(names, name)
@@ -162,14 +174,9 @@ func refTwilio(token, fullURL string, form url.Values, useSHA256 bool) string {
 		values := append([]string(nil), form[name]...)
 		sort.Strings(values)
 		for _, v := range values {
-			s += name + v
+			b.WriteString(name)
+			b.WriteString(v)
 		}
 	}
-	newHash := sha1.New
-	if useSHA256 {
-		newHash = sha256.New
-	}
-	m := hmac.New(newHash, []byte(token))
-	m.Write([]byte(s))
-	return base64.StdEncoding.EncodeToString(m.Sum(nil))
+	return b.String()
 }

@@ -14,6 +14,8 @@ import (
 	"errors"
 	"net/http"
 	"time"
+
+	"github.com/hookhub/hookhub/schema"
 )
 
 // Errors a Provider returns. The HTTP layer maps ErrInvalidSignature and
@@ -37,7 +39,7 @@ type Event struct {
 	Type       string    // the provider's event type, e.g. "subscription.created"
 	Signature  string    // the signature header value, archived for forensics
 	SignedAt   time.Time // the signed timestamp; zero for schemes without one
-	OccurredAt time.Time // when the provider says it happened; zero if unknown
+	OccurredAt time.Time // when the provider says it happened, from signed data only; zero if unknown
 }
 
 // Provider authenticates deliveries from one webhook provider.
@@ -61,4 +63,29 @@ type Sender interface {
 	// Sign returns the headers that authenticate body, signed with the
 	// provider's first secret at time now.
 	Sign(eventID string, body []byte, now time.Time) (http.Header, error)
+}
+
+// VerifyDelivery authenticates a delivery with p as the HTTP server must:
+// through VerifyRequest when p is a RequestVerifier, through Verify
+// otherwise. It is the one place every provider's Event passes through on
+// its way to the archive and the stream, so what holds for every provider
+// is applied here, where a new provider cannot forget it: OccurredAt is
+// kept only when it is plausible for r.Now, the time of receipt
+// (schema.PlausibleOccurredAt: from 2000-01-01 to a day ahead), and is
+// zero otherwise. An implausible time never fails the delivery.
+func VerifyDelivery(p Provider, r Request) (Event, error) {
+	var ev Event
+	var err error
+	if rv, ok := p.(RequestVerifier); ok {
+		ev, err = rv.VerifyRequest(r)
+	} else {
+		ev, err = p.Verify(r.Header, r.Body, r.Now)
+	}
+	if err != nil {
+		return Event{}, err
+	}
+	if !ev.OccurredAt.IsZero() && !schema.PlausibleOccurredAt(ev.OccurredAt, r.Now) {
+		ev.OccurredAt = time.Time{}
+	}
+	return ev, nil
 }

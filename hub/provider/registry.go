@@ -21,6 +21,9 @@ type Options struct {
 	// "https://hub.example.com". Twilio signs the URL it calls, so it
 	// requires one; see TwilioConfig.
 	PublicURL string
+	// TwilioTypes, when not empty, are the only event types Twilio
+	// deliveries may name (HUB_TWILIO_TYPES); see TwilioConfig.Types.
+	TwilioTypes []string
 }
 
 // factory builds a provider from its secrets and options.

@@ -26,8 +26,9 @@ type Request struct {
 
 // RequestVerifier is implemented by providers whose signature covers the
 // request URL (Twilio). The server must call VerifyRequest instead of
-// Verify for them; their Verify cannot succeed and reports
-// ErrInvalidSignature. VerifyRequest returns the same errors as Verify.
+// Verify for them (VerifyDelivery does); their Verify cannot succeed and
+// reports ErrInvalidSignature. VerifyRequest returns the same errors as
+// Verify.
 type RequestVerifier interface {
 	Provider
 	VerifyRequest(r Request) (Event, error)

@@ -33,10 +33,13 @@ const (
 // deduplication on the event id alone.
 //
 // The event id is the X-Shopify-Webhook-Id header (Shopify's idempotency
-// key), the type the X-Shopify-Topic header with '/' replaced by '.'
-// ("orders/create" becomes "orders.create"), and OccurredAt the
-// X-Shopify-Triggered-At header when it parses. None of these headers is
-// covered by the signature.
+// key) and the type the X-Shopify-Topic header with '/' replaced by '.'
+// ("orders/create" becomes "orders.create"). Neither header is covered by
+// the signature. OccurredAt stays zero: X-Shopify-Triggered-At is not
+// signed either, so it never becomes an occurred-at (anyone replaying a
+// delivery could set it, and ordering by occurred-at would then let an
+// old change win over newer ones); the body's own times (updated_at, …)
+// mean different things from topic to topic.
 //
 // A Shopify is safe for concurrent use. It implements Provider, Sender and
 // TypedSender.
@@ -102,11 +105,7 @@ func (s *Shopify) Verify(h Header, body []byte, now time.Time) (Event, error) {
 	if err := checkText("missing X-Shopify-Topic header", "X-Shopify-Topic", topic, maxEventTypeLen); err != nil {
 		return Event{}, err
 	}
-	ev := Event{ID: id, Type: strings.ReplaceAll(topic, "/", "."), Signature: header}
-	if t, err := time.Parse(time.RFC3339Nano, shopifyGet(h, ShopifyTriggeredAtHeader, "Shopify-Triggered-At")); err == nil {
-		ev.OccurredAt = t
-	}
-	return ev, nil
+	return Event{ID: id, Type: strings.ReplaceAll(topic, "/", "."), Signature: header}, nil
 }
 
 // parseShopifyHmac decodes an X-Shopify-Hmac-Sha256 value, the canonical

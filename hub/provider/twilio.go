@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Header names of Twilio webhook requests, in canonical form.
@@ -28,48 +29,94 @@ const (
 	TwilioIdempotencyHeader = "I-Twilio-Idempotency-Token"
 )
 
+// TwilioPath is the path Twilio calls: the hub mounts every provider at
+// /webhooks/<name>. The URL the hub verifies a signature against is the
+// configured public URL followed by TwilioPath and the query; the path a
+// request arrives with is never used in their place.
+const TwilioPath = "/webhooks/twilio"
+
 // TwilioTypeParam is the query parameter of the webhook URL that names the
-// event type: configure Twilio to call
+// event type: configure Twilio to call WebhookURL(type), e.g.
 // https://hub.example.com/webhooks/twilio?type=sms.status. The query is
-// part of what Twilio signs, so the type cannot be forged.
+// part of what Twilio signs and the hub accepts it only in that exact form
+// (see VerifyRequest), so the type of a delivery to such a URL cannot be
+// changed without the signature failing. A type the hub infers from the
+// form's parameters (a URL without ?type=) does not have that guarantee.
 const TwilioTypeParam = "type"
+
+// twilioHashParam is the query parameter Twilio appends to the configured
+// URL for a JSON body: the body's SHA-256, in lowercase hex.
+const twilioHashParam = "bodySHA256"
+
+// ValidTwilioType reports whether t can be a Twilio event type, in ?type=
+// or in TwilioConfig.Types: 1 to 128 bytes of tokens of [a-z0-9_-]
+// separated by single dots ("sms.status", "voice.no-answer"). The grammar
+// has no upper-case letter, '&', '=' or '%' on purpose: Twilio's parameter
+// names start with an upper-case letter, so the type's last byte and the
+// first parameter name's first byte can never be confused in the signed
+// string (see VerifyRequest). Such a type is also a valid subject suffix.
+func ValidTwilioType(t string) bool {
+	if len(t) == 0 || len(t) > maxEventTypeLen || t[0] == '.' || t[len(t)-1] == '.' {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		switch c := t[i]; {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '_', c == '-':
+		case c == '.' && t[i-1] != '.':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // TwilioConfig configures a Twilio verifier.
 type TwilioConfig struct {
 	// PublicURL is the hub's base URL as Twilio calls it (HUB_PUBLIC_URL):
 	// scheme, host, optional port and optional path prefix, without query,
 	// e.g. "https://hub.example.com". The URL Twilio signs is PublicURL
-	// followed by the request-target the hub receives, so behind a proxy
-	// that strips a path prefix, PublicURL carries that prefix. Required.
+	// followed by TwilioPath and the query, so behind a proxy that strips a
+	// path prefix, PublicURL carries that prefix. Required.
 	PublicURL string
+	// Types, when not empty, are the only event types accepted
+	// (HUB_TWILIO_TYPES): the hub then accepts exactly the URLs
+	// WebhookURL(t) for t in Types (with bodySHA256 appended for JSON
+	// bodies), and refuses the URL without ?type=, whose type it would
+	// infer from the form. Each must satisfy ValidTwilioType.
+	Types []string
 }
 
 // Twilio verifies Twilio webhook requests (voice, messaging and status
 // callbacks).
 //
 // X-Twilio-Signature is the standard base64 HMAC-SHA1, keyed with the
-// Auth Token's bytes, of the full URL Twilio requested (PublicURL plus the
-// path and query as received) followed, for a form body, by every
-// parameter's name and URL-decoded value, sorted by name in byte order (the
-// values of a repeated name sorted too, each preceded by the name). When
-// the URL's query carries bodySHA256 (Twilio's JSON bodies), the MAC
-// covers the URL alone and the body must hash to bodySHA256. Both the URL
-// as configured and the URL with its port added (the scheme's default) or
-// removed are tried, as the official SDKs do. Under a Webhooks Rule the
-// X-Twilio-Webhooks-Signature-Settings header names HMAC_SHA256, which
-// replaces HMAC-SHA1 over the same string; the rule's shared key is then
-// one of the secrets. Every secret is tried: Twilio signs with the primary
-// Auth Token, so keep the secondary one configured while promoting it.
+// Auth Token's bytes, of the full URL Twilio requested followed, for a form
+// body, by every parameter's name and URL-decoded value, sorted by name in
+// byte order (the values of a repeated name sorted too, each preceded by
+// the name). When the URL's query carries bodySHA256 (Twilio's JSON
+// bodies), the MAC covers the URL alone and the body must hash to
+// bodySHA256. The URL is always PublicURL + TwilioPath + the query, never
+// the path received; both PublicURL as configured and with its port added
+// (the scheme's default) or removed are tried, as the official SDKs do.
+// Under a Webhooks Rule the X-Twilio-Webhooks-Signature-Settings header
+// names HMAC_SHA256, which replaces HMAC-SHA1 over the same string; the
+// rule's shared key is then one of the secrets. Every secret is tried:
+// Twilio signs with the primary Auth Token, so keep the secondary one
+// configured while promoting it.
+//
+// The signed string has no delimiters, so the hub accepts only requests
+// whose boundaries it can place unambiguously: see VerifyRequest for the
+// rules and why they suffice, and for what they cannot protect.
 //
 // The request carries no signed timestamp: replays are caught by
 // deduplication on the event id alone. The event id is the
-// I-Twilio-Idempotency-Token header (not signed) or else, from the signed
-// parameters, the MessageSid, SmsSid or CallSid followed by ":" and the
-// status (MessageStatus, SmsStatus or CallStatus), e.g.
-// "SM0123…:delivered". The type is the URL's type parameter when present
-// (signed, since the URL is); otherwise "message.<status>" or
-// "call.<status>" as inferred from the parameters. OccurredAt is the
-// Timestamp parameter of call status callbacks, when present.
+// I-Twilio-Idempotency-Token header (not signed) or else, from the form,
+// the MessageSid, SmsSid or CallSid followed by ":" and the status
+// (MessageStatus, SmsStatus or CallStatus), e.g. "SM0123…:delivered". The
+// type is the URL's type parameter when present; otherwise, unless Types
+// are configured, "message.<status>" or "call.<status>" as inferred from
+// the form. OccurredAt is the Timestamp parameter of call status
+// callbacks, when present.
 //
 // Verification needs the request URL, so the server must call
 // VerifyRequest; Verify always fails. A Twilio is safe for concurrent use.
@@ -79,8 +126,11 @@ type Twilio struct {
 	sha1Keys   []*macKey
 	sha256Keys []*macKey
 	// bases are PublicURL as configured and with the port added or
-	// removed; bases[0] signs.
+	// removed, each followed by TwilioPath; bases[0] signs.
 	bases [2][]byte
+	// types are the accepted event types; nil accepts any valid type and
+	// the URL without one.
+	types map[string]bool
 }
 
 var (
@@ -94,8 +144,9 @@ var (
 // NewTwilio returns a Twilio verifier that accepts a signature made with
 // any of secrets (Auth Tokens, or Webhooks Rule shared keys, used as
 // bytes; the first one signs in Sign). It fails when secrets is empty, a
-// secret is the empty string, or cfg.PublicURL is missing or not an
-// absolute http(s) URL without query, fragment or user info.
+// secret is the empty string, cfg.PublicURL is missing or not an absolute
+// http(s) URL without query, fragment or user info, or one of cfg.Types is
+// not a valid type (ValidTwilioType).
 func NewTwilio(secrets []string, cfg TwilioConfig) (*Twilio, error) {
 	if len(secrets) == 0 {
 		return nil, errors.New("twilio: no secret configured")
@@ -112,14 +163,24 @@ func NewTwilio(secrets []string, cfg TwilioConfig) (*Twilio, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.bases = [2][]byte{[]byte(bases[0]), []byte(bases[1])}
+	t.bases = [2][]byte{[]byte(bases[0] + TwilioPath), []byte(bases[1] + TwilioPath)}
+	if len(cfg.Types) > 0 {
+		t.types = make(map[string]bool, len(cfg.Types))
+		for _, typ := range cfg.Types {
+			if !ValidTwilioType(typ) {
+				return nil, fmt.Errorf("twilio: type %q is not lowercase tokens of [a-z0-9_-] separated by dots", typ)
+			}
+			t.types[typ] = true
+		}
+	}
 	return t, nil
 }
 
 // newTwilioFactory is Twilio's registry factory: it takes the public URL
-// from o and ignores the tolerance (Twilio signs no timestamp).
+// and the types from o and ignores the tolerance (Twilio signs no
+// timestamp).
 func newTwilioFactory(secrets []string, o Options) (Provider, error) {
-	return provide(NewTwilio(secrets, TwilioConfig{PublicURL: o.PublicURL}))
+	return provide(NewTwilio(secrets, TwilioConfig{PublicURL: o.PublicURL, Types: o.TwilioTypes}))
 }
 
 // twilioBases validates a public URL and returns it as configured (less a
@@ -157,19 +218,21 @@ func twilioBases(public string) ([2]string, error) {
 func (t *Twilio) Name() string { return "twilio" }
 
 // PublicURL returns the public base URL signatures are checked against.
-func (t *Twilio) PublicURL() string { return string(t.bases[0]) }
+func (t *Twilio) PublicURL() string { return strings.TrimSuffix(string(t.bases[0]), TwilioPath) }
 
 // WebhookURL returns the URL to configure in Twilio for events of
-// eventType: PublicURL + "/webhooks/twilio?type=" + eventType.
+// eventType: PublicURL + "/webhooks/twilio?type=" + eventType. It is a URL
+// the hub accepts only when eventType is valid (ValidTwilioType) and, if
+// types are configured, one of them.
 func (t *Twilio) WebhookURL(eventType string) string {
-	return string(t.bases[0]) + twilioTarget(eventType)
+	return t.PublicURL() + twilioTarget(eventType)
 }
 
 func twilioTarget(eventType string) string {
 	if eventType == "" {
-		return "/webhooks/twilio"
+		return TwilioPath
 	}
-	return "/webhooks/twilio?" + TwilioTypeParam + "=" + url.QueryEscape(eventType)
+	return TwilioPath + "?" + TwilioTypeParam + "=" + url.QueryEscape(eventType)
 }
 
 // Static errors of the Twilio verifier.
@@ -178,11 +241,17 @@ var (
 	errTwilioNoHeader    = errSig("missing X-Twilio-Signature header")
 	errTwilioBadSettings = errSig("X-Twilio-Webhooks-Signature-Settings names no supported algorithm")
 	errTwilioMalformed   = errSig("X-Twilio-Signature is not the standard base64 of a MAC of the named algorithm")
-	errTwilioBadURI      = errSig("request-target is not a path")
+	errTwilioBadPath     = errSig("request-target is not " + TwilioPath + " or " + TwilioPath + "?<query> in origin form")
+	errTwilioBadQuery    = errSig("query is not type=<type>, bodySHA256=<hash> or type=<type>&bodySHA256=<hash>")
+	errTwilioBadType     = errSig("type is not lowercase tokens of [a-z0-9_-] separated by dots")
+	errTwilioBadHash     = errSig("bodySHA256 is not 64 lowercase hex digits")
+	errTwilioTypeUnknown = errSig("type is not one of the configured Twilio types")
+	errTwilioTypeMissing = errSig("URL has no type and Twilio types are configured: only their webhook URLs are accepted")
 	errTwilioBadForm     = errSig("body is not a well-formed form")
-	errTwilioBadHash     = errSig("bodySHA256 is not 64 hex digits")
+	errTwilioFirstName   = errSig("the form's first parameter name (in byte order) does not start with an upper-case letter, as Twilio's do")
 	errTwilioMismatch    = errSig("X-Twilio-Signature matches no secret")
 	errTwilioBodyHash    = errSig("body does not match the URL's bodySHA256")
+	errTwilioBadStatus   = errSig("the inferred type is not lowercase tokens: the form's status is no Twilio status")
 	errTwilioNoID        = errPayload("no I-Twilio-Idempotency-Token header and no MessageSid, SmsSid or CallSid parameter")
 	errTwilioNoType      = errPayload("no event type: add ?type=<type> to the webhook URL configured in Twilio")
 )
@@ -252,24 +321,77 @@ func parseTwilioSignature(dst *[macSize]byte, header string, alg twilioAlgorithm
 	return n, true
 }
 
-// twilioRequestTarget returns the path and query of a request-target: uri
-// itself in origin form ("/webhooks/twilio?type=x"), the part from the
-// path on in absolute form ("https://host/webhooks/twilio?type=x").
-func twilioRequestTarget(uri string) (string, bool) {
-	if strings.HasPrefix(uri, "/") {
-		return uri, true
+// twilioQuery is the query of an accepted request-target.
+type twilioQuery struct {
+	typ      string // the type parameter; "" when absent
+	bodyHash string // the bodySHA256 parameter; "" when absent (a form body)
+}
+
+// parseTwilioTarget parses a request-target as received. It accepts
+// exactly TwilioPath, optionally followed by "?" and one of the queries
+// "type=T", "bodySHA256=H" and "type=T&bodySHA256=H", byte for byte: T
+// satisfies ValidTwilioType (so it needs no escaping) and H is 64
+// lowercase hex digits (Twilio's hex SHA-256). Anything else fails: another
+// path or a prefix, the absolute form, a '#', an empty or trailing '?',
+// another key, a repeated, empty or reordered key, an escaped byte.
+func parseTwilioTarget(uri string) (twilioQuery, error) {
+	rest, ok := strings.CutPrefix(uri, TwilioPath)
+	switch {
+	case !ok:
+		return twilioQuery{}, errTwilioBadPath
+	case rest == "":
+		return twilioQuery{}, nil
+	case rest[0] != '?':
+		return twilioQuery{}, errTwilioBadPath
 	}
-	_, rest, ok := strings.Cut(uri, "://")
-	if !ok {
-		return "", false
-	}
-	if i := strings.IndexAny(rest, "/?"); i >= 0 {
-		if rest[i] == '?' {
-			return "/" + rest[i:], true
+	var q twilioQuery
+	param, rest, more := strings.Cut(rest[1:], "&")
+	if v, ok := strings.CutPrefix(param, TwilioTypeParam+"="); ok {
+		if !ValidTwilioType(v) {
+			return twilioQuery{}, errTwilioBadType
 		}
-		return rest[i:], true
+		q.typ = v
+		if !more {
+			return q, nil
+		}
+		param, rest, more = strings.Cut(rest, "&")
 	}
-	return "/", true
+	v, ok := strings.CutPrefix(param, twilioHashParam+"=")
+	switch {
+	case !ok || more:
+		return twilioQuery{}, errTwilioBadQuery
+	case !validLowerHexSHA256(v):
+		return twilioQuery{}, errTwilioBadHash
+	}
+	q.bodyHash = v
+	return q, nil
+}
+
+// validLowerHexSHA256 reports whether s is 64 lowercase hex digits.
+func validLowerHexSHA256(s string) bool {
+	if len(s) != 2*sha256.Size {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// twilioFirstNameOK reports whether the form's first parameter name in
+// byte order starts with an upper-case ASCII letter, as every Twilio
+// parameter name does (AccountSid, ApiVersion, Body, CallSid, …). An
+// empty form has none, and passes.
+func twilioFirstNameOK(form url.Values) bool {
+	first, seen := "", false
+	for name := range form {
+		if !seen || name < first {
+			first, seen = name, true
+		}
+	}
+	return !seen || (first != "" && first[0] >= 'A' && first[0] <= 'Z')
 }
 
 // appendTwilioParams appends to dst every form parameter's name and value,
@@ -297,38 +419,114 @@ func appendTwilioParams(dst []byte, form url.Values) []byte {
 }
 
 // VerifyRequest authenticates a Twilio request and returns its event.
+//
+// Twilio signs S = B || P || Q || F with no delimiters, where B is the
+// public URL (either port variant), P is TwilioPath, Q is "?" and the
+// query (or nothing) and F is the form's names and values in sorted order
+// (or nothing, for a JSON body announced by bodySHA256). Because nothing
+// separates the parts, bytes could be moved from one to the next without
+// changing S, so the hub accepts a request only if its parts are the only
+// ones S decomposes into, under these rules:
+//
+//  1. B || P comes from configuration, never from the request: the path
+//     received must be exactly P (no prefix, no absolute form). The two
+//     variants of B differ right after the host (a ':' and a port, or
+//     not), so S starts with exactly one of them.
+//  2. Q is empty, "?type=T", "?bodySHA256=H" or "?type=T&bodySHA256=H",
+//     byte for byte, with T in [a-z0-9_.-]+ (ValidTwilioType) and H 64
+//     lowercase hex digits: no other key, no repetition, no escape, no
+//     empty or trailing part, nothing after H.
+//  3. The body is a form exactly when Q holds no bodySHA256, and then the
+//     first name of F in byte order starts with [A-Z], as Twilio's do.
+//  4. A JSON body must hash to H (checked after the MAC).
+//
+// Take two accepted requests whose S is the same; after B || P, the same
+// string X. F, when not empty, starts with [A-Z] (3), so X starts with
+// '?' exactly when both requests have a query. With no query, X = F for
+// both. With one, X's second byte tells "type=" from "bodySHA256=" (2);
+// after "type=", T is the longest run of [a-z0-9_.-], since what follows
+// it is '&', F's [A-Z] first byte or the end of X: T is the same in both.
+// What follows T (or starts the query) is, for both, "&bodySHA256=" and
+// H, then the end of X (a JSON body), or F (a form), or nothing. So both
+// requests carry the same query, byte for byte, and both are forms or
+// both JSON: moving a byte of F into T would put [A-Z] in T, a byte of T
+// into F would start F outside [A-Z], a byte into or out of H would break
+// its 64 lowercase hex digits or follow it. No splice across the URL,
+// query, form and JSON boundaries passes: not a type grown out of the
+// form's first name, not a bodySHA256 smuggled in through a form value
+// (it would have to sit in the query next to keys the rules refuse).
+//
+// What no rule can protect is the boundaries inside F: Twilio's scheme
+// does not delimit one parameter from the next, so "Body"="hiFrom+1…"
+// and "Body"="hi", "From"="+1…" give the same S, and a form value whose
+// text the sender chose (an SMS body) can be re-split into parameters of
+// the sender's choosing. No verifier can tell which split Twilio sent. The
+// hub therefore routes on the URL's type, never on F, when the URL
+// carries one; subscribers must treat a Twilio form's parameters as
+// authentic only as a whole. When the URL carries no type, the type
+// inferred from F (message.<status>, call.<status>) and an id derived
+// from F inherit that weakness: configure ?type= URLs, and Types to refuse
+// any other.
 func (t *Twilio) VerifyRequest(r Request) (Event, error) {
-	header := r.Header.Get(TwilioSignatureHeader)
-	if header == "" {
-		return Event{}, errTwilioNoHeader
+	q, err := parseTwilioTarget(r.URI)
+	if err != nil {
+		return Event{}, err
 	}
-	alg, ok := parseTwilioSettings(r.Header.Get(TwilioSettingsHeader))
+	if t.types != nil {
+		if q.typ == "" {
+			return Event{}, errTwilioTypeMissing
+		}
+		if !t.types[q.typ] {
+			return Event{}, errTwilioTypeUnknown
+		}
+	}
+	var form url.Values
+	if q.bodyHash == "" {
+		if form, err = url.ParseQuery(string(r.Body)); err != nil {
+			return Event{}, errTwilioBadForm
+		}
+		if !twilioFirstNameOK(form) {
+			return Event{}, errTwilioFirstName
+		}
+	}
+	// The request-target is P || Q exactly (parseTwilioTarget), so the
+	// signed string is a base, r.URI less P, then F.
+	header, err := t.checkSignature(r.Header, r.URI[len(TwilioPath):], form, q.bodyHash, r.Body)
+	if err != nil {
+		return Event{}, err
+	}
+	ev, err := twilioEvent(r.Header, q.typ, form)
+	if err != nil {
+		return Event{}, err
+	}
+	ev.Signature = header
+	return ev, nil
+}
+
+// checkSignature checks the request's X-Twilio-Signature against each base
+// (PublicURL + TwilioPath) followed by query (the part of the URL after the
+// path, "?…" or empty) and, for a form body (bodyHash empty), form's sorted
+// parameters; for a JSON body, body must then hash to bodyHash. It is
+// Twilio's scheme alone, as the SDKs implement it: the hub's rules on what
+// a request may look like are VerifyRequest's. It returns the signature
+// header.
+func (t *Twilio) checkSignature(h Header, query string, form url.Values, bodyHash string, body []byte) (string, error) {
+	header := h.Get(TwilioSignatureHeader)
+	if header == "" {
+		return "", errTwilioNoHeader
+	}
+	alg, ok := parseTwilioSettings(h.Get(TwilioSettingsHeader))
 	if !ok {
-		return Event{}, errTwilioBadSettings
+		return "", errTwilioBadSettings
 	}
 	var sig [macSize]byte
 	n, ok := parseTwilioSignature(&sig, header, alg)
 	if !ok {
-		return Event{}, errTwilioMalformed
+		return "", errTwilioMalformed
 	}
-	target, ok := twilioRequestTarget(r.URI)
-	if !ok {
-		return Event{}, errTwilioBadURI
-	}
-	_, rawQuery, _ := strings.Cut(target, "?")
-	query, _ := url.ParseQuery(rawQuery) // what parses; the MAC covers the raw bytes anyway
-
-	// The signed string, less the base URL: the target, then the form's
-	// parameters, unless the body is JSON announced by bodySHA256.
-	var form url.Values
-	signed := make([]byte, 0, len(target)+len(r.Body)+64)
-	signed = append(signed, target...)
-	bodyHash, jsonBody := query["bodySHA256"]
-	if !jsonBody {
-		var err error
-		if form, err = url.ParseQuery(string(r.Body)); err != nil {
-			return Event{}, errTwilioBadForm
-		}
+	signed := make([]byte, 0, len(query)+len(body)+64)
+	signed = append(signed, query...)
+	if bodyHash == "" {
 		signed = appendTwilioParams(signed, form)
 	}
 	keys := t.sha1Keys
@@ -336,24 +534,19 @@ func (t *Twilio) VerifyRequest(r Request) (Event, error) {
 		keys = t.sha256Keys
 	}
 	if !t.authenticate(keys, sig[:n], signed) {
-		return Event{}, errTwilioMismatch
+		return "", errTwilioMismatch
 	}
-	if jsonBody {
+	if bodyHash != "" {
 		var want [sha256.Size]byte
-		if !decodeHexMAC(&want, bodyHash[0]) {
-			return Event{}, errTwilioBadHash
+		if !decodeHexMAC(&want, bodyHash) {
+			return "", errTwilioBadHash
 		}
-		got := sha256.Sum256(r.Body)
+		got := sha256.Sum256(body)
 		if !hmac.Equal(got[:], want[:]) {
-			return Event{}, errTwilioBodyHash
+			return "", errTwilioBodyHash
 		}
 	}
-	ev, err := twilioEvent(r.Header, query, form)
-	if err != nil {
-		return Event{}, err
-	}
-	ev.Signature = header
-	return ev, nil
+	return header, nil
 }
 
 // authenticate reports whether, for either base URL and any key, the MAC
@@ -374,8 +567,9 @@ func (t *Twilio) authenticate(keys []*macKey, sig, signed []byte) bool {
 	return ok
 }
 
-// twilioEvent extracts the event of an authentic request.
-func twilioEvent(h Header, query, form url.Values) (Event, error) {
+// twilioEvent extracts the event of an authentic request whose URL named
+// typ ("" for none).
+func twilioEvent(h Header, typ string, form url.Values) (Event, error) {
 	var ev Event
 	sid, status, kind := "", "", ""
 	switch {
@@ -399,8 +593,8 @@ func twilioEvent(h Header, query, form url.Values) (Event, error) {
 		return Event{}, err
 	}
 	switch {
-	case query.Get(TwilioTypeParam) != "":
-		ev.Type = query.Get(TwilioTypeParam)
+	case typ != "":
+		ev.Type = typ
 	case kind != "" && status != "":
 		ev.Type = kind + "." + status
 	case kind != "":
@@ -408,8 +602,11 @@ func twilioEvent(h Header, query, form url.Values) (Event, error) {
 	default:
 		return Event{}, errTwilioNoType
 	}
-	if err := checkText("", "type", ev.Type, maxEventTypeLen); err != nil {
-		return Event{}, err
+	if !ValidTwilioType(ev.Type) {
+		// Only an inferred type can fail: every Twilio status is
+		// lowercase (in-progress, partially_delivered), so a status with
+		// other bytes is a form re-split across a parameter boundary.
+		return Event{}, errTwilioBadStatus
 	}
 	if ts := form.Get("Timestamp"); ts != "" {
 		if at, err := time.Parse(time.RFC1123Z, ts); err == nil {
@@ -431,6 +628,9 @@ func firstNonEmpty(a, b string) string {
 // the archive's payload column: a JSON body (the bodySHA256 variant) as
 // is, a form body as a JSON object of its parameters, each a string, or an
 // array of strings for a repeated name ({"CallSid":"CA…","Digits":"1234"}).
+// A name that is not valid UTF-8, or holds a '%', appears URL-escaped
+// ("%FF"), so that distinct names stay distinct keys (JSON would turn
+// every invalid byte into U+FFFD).
 func (t *Twilio) PayloadJSON(body []byte) ([]byte, error) {
 	if c := firstNonSpace(body); (c == '{' || c == '[') && json.Valid(body) {
 		return body, nil
@@ -441,6 +641,9 @@ func (t *Twilio) PayloadJSON(body []byte) ([]byte, error) {
 	}
 	obj := make(map[string]any, len(form))
 	for name, values := range form {
+		if !utf8.ValidString(name) || strings.Contains(name, "%") {
+			name = url.QueryEscape(name) // holds a '%', which no other name does
+		}
 		if len(values) == 1 {
 			obj[name] = values[0]
 		} else {
@@ -459,15 +662,15 @@ func (t *Twilio) sign(eventID, target string, body []byte) (http.Header, string,
 		return nil, "", errors.New("twilio: event id is not a valid idempotency token")
 	}
 	h := http.Header{}
-	signed := []byte(target)
+	signed := []byte(strings.TrimPrefix(target, TwilioPath)) // after the base, which ends in TwilioPath
 	if c := firstNonSpace(body); (c == '{' || c == '[') && json.Valid(body) {
 		sum := sha256.Sum256(body)
 		sep := "?"
 		if strings.Contains(target, "?") {
 			sep = "&"
 		}
-		target += sep + "bodySHA256=" + hex.EncodeToString(sum[:])
-		signed = []byte(target)
+		target += sep + twilioHashParam + "=" + hex.EncodeToString(sum[:])
+		signed = []byte(strings.TrimPrefix(target, TwilioPath))
 		h.Set("Content-Type", "application/json")
 	} else {
 		form, err := url.ParseQuery(string(body))
@@ -507,10 +710,10 @@ func (t *Twilio) Sign(eventID string, body []byte, now time.Time) (http.Header, 
 // SignTyped returns the headers authenticating body posted to target,
 // "/webhooks/twilio?type=<eventType>" (plus "&bodySHA256=<hex>" for a JSON
 // body), as Twilio would sign it for a webhook configured at
-// WebhookURL(eventType).
+// WebhookURL(eventType). eventType must be valid (ValidTwilioType).
 func (t *Twilio) SignTyped(eventID, eventType string, body []byte, now time.Time) (http.Header, string, error) {
-	if eventType == "" {
-		return nil, "", errors.New("twilio: empty event type")
+	if !ValidTwilioType(eventType) {
+		return nil, "", fmt.Errorf("twilio: type %q is not lowercase tokens of [a-z0-9_-] separated by dots", eventType)
 	}
 	return t.sign(eventID, twilioTarget(eventType), body)
 }

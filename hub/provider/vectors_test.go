@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -64,21 +65,87 @@ func splitURL(t testing.TB, raw string) (base, target string) {
 }
 
 // verifyVector checks v with its provider at time now.
+//
+// Twilio's official vectors sign https://mycompany.com/myapp.php?foo=1&bar=2,
+// a URL the hub never accepts: its path is not TwilioPath and its query
+// holds keys other than type and bodySHA256 (see Twilio.VerifyRequest).
+// They are checked against Twilio's scheme itself (checkSignature, the
+// code VerifyRequest authenticates with, on the vector's own URL), and
+// TestTwilioVectorsRefusedByTheHub pins that the hub refuses them.
 func verifyVector(t testing.TB, v vector, now time.Time) (Provider, Event, error) {
 	t.Helper()
 	if v.Provider == "twilio" {
-		require.NotNil(t, v.URL, "every twilio vector has a url")
-		base, target := splitURL(t, *v.URL)
-		p, err := NewTwilio([]string{v.Secret}, TwilioConfig{PublicURL: base})
-		require.NoError(t, err)
-		ev, err := p.VerifyRequest(Request{Header: v.header(), Body: []byte(v.Body), URI: target, Now: now})
-		return p, ev, err
+		return verifyTwilioScheme(t, v)
 	}
 	require.Nil(t, v.URL, "only twilio vectors have a url")
 	p, err := New(v.Provider, []string{v.Secret}, v.tolerance())
 	require.NoError(t, err)
 	ev, err := p.Verify(v.header(), []byte(v.Body), now)
 	return p, ev, err
+}
+
+// verifyTwilioScheme checks a Twilio vector under Twilio's scheme alone,
+// as the official SDKs do: the MAC of the vector's URL (either port
+// variant) plus the form's sorted parameters, or of the URL alone with
+// the body hashing to its bodySHA256; then it reads the event from the
+// form as VerifyRequest would for a URL without a type.
+func verifyTwilioScheme(t testing.TB, v vector) (Provider, Event, error) {
+	t.Helper()
+	require.NotNil(t, v.URL, "every twilio vector has a url")
+	base, target := splitURL(t, *v.URL)
+	path, rawQuery, hasQuery := strings.Cut(target, "?")
+	tw, err := NewTwilio([]string{v.Secret}, TwilioConfig{PublicURL: base})
+	require.NoError(t, err)
+	bases, err := twilioBases(base + path)
+	require.NoError(t, err)
+	tw.bases = [2][]byte{[]byte(bases[0]), []byte(bases[1])} // the vector's URL, not base + TwilioPath
+	query := ""
+	if hasQuery {
+		query = "?" + rawQuery
+	}
+	parsed, err := url.ParseQuery(rawQuery)
+	require.NoError(t, err)
+	var form url.Values
+	bodyHash := parsed.Get("bodySHA256")
+	if bodyHash == "" {
+		form, err = url.ParseQuery(v.Body)
+		require.NoError(t, err)
+	}
+	header, err := tw.checkSignature(v.header(), query, form, bodyHash, []byte(v.Body))
+	if err != nil {
+		return tw, Event{}, err
+	}
+	ev, err := twilioEvent(v.header(), "", form)
+	if err != nil {
+		return tw, Event{}, err
+	}
+	ev.Signature = header
+	return tw, ev, nil
+}
+
+// The hub's own rules refuse every official Twilio vector, authentic or
+// not, before any MAC: their URL's path is /myapp.php. Moved to the mount
+// path, their query (foo=1&bar=2) is refused in turn.
+func TestTwilioVectorsRefusedByTheHub(t *testing.T) {
+	n := 0
+	for _, v := range loadVectors(t) {
+		if v.Provider != "twilio" {
+			continue
+		}
+		n++
+		t.Run(v.Name, func(t *testing.T) {
+			base, target := splitURL(t, *v.URL)
+			tw, err := NewTwilio([]string{v.Secret}, TwilioConfig{PublicURL: base})
+			require.NoError(t, err)
+			ev, err := tw.VerifyRequest(Request{Header: v.header(), Body: []byte(v.Body), URI: target})
+			require.ErrorIs(t, err, errTwilioBadPath)
+			require.Equal(t, Event{}, ev)
+			_, query, _ := strings.Cut(target, "?")
+			_, err = tw.VerifyRequest(Request{Header: v.header(), Body: []byte(v.Body), URI: TwilioPath + "?" + query})
+			require.ErrorIs(t, err, errTwilioBadQuery)
+		})
+	}
+	require.Equal(t, 9, n)
 }
 
 // The vectors' verdicts are about authenticity only. Several authentic

@@ -266,14 +266,9 @@ func (s *Server) webhook(c *fiber.Ctx) error {
 	}
 	defer s.inflight.release()
 	now := s.cfg.Now()
-	var ev provider.Event
-	if rv, ok := p.(provider.RequestVerifier); ok {
-		// The scheme signs the URL: pass the request-target exactly as
-		// received (copied: fasthttp reuses its buffer).
-		ev, err = rv.VerifyRequest(provider.Request{Header: fiberHeader{c}, Body: body, URI: utils.CopyString(c.OriginalURL()), Now: now})
-	} else {
-		ev, err = p.Verify(fiberHeader{c}, body, now)
-	}
+	// The request-target exactly as received, for schemes that sign the
+	// URL (copied: fasthttp reuses its buffer).
+	ev, err := provider.VerifyDelivery(p, provider.Request{Header: fiberHeader{c}, Body: body, URI: utils.CopyString(c.OriginalURL()), Now: now})
 	if err != nil {
 		s.cfg.Logger.Info("delivery refused", "provider", name, "err", err, "remote", utils.CopyString(c.IP()))
 		return s.refuse(c, name, err, start)

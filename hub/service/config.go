@@ -40,6 +40,7 @@ type Config struct {
 	GitHubSecrets     []string      `envconfig:"HUB_GITHUB_SECRETS" desc:"GitHub webhook secrets, comma-separated (try old and new during a rotation)"`
 	ShopifySecrets    []string      `envconfig:"HUB_SHOPIFY_SECRETS" desc:"Shopify app client secrets, comma-separated"`
 	TwilioSecrets     []string      `envconfig:"HUB_TWILIO_SECRETS" desc:"Twilio Auth Tokens (primary first, the secondary while promoting), comma-separated; needs HUB_PUBLIC_URL"`
+	TwilioTypes       []string      `envconfig:"HUB_TWILIO_TYPES" desc:"Twilio event types accepted (sms.status,call.status), comma-separated: only the URLs <HUB_PUBLIC_URL>/webhooks/twilio?type=<type> are then accepted, and no type is inferred; empty accepts any valid type and infers one for the URL without ?type="`
 	PublicURL         string        `envconfig:"HUB_PUBLIC_URL" desc:"The hub's public base URL as providers call it (e.g. https://hub.example.com), for schemes that sign the URL (Twilio)"`
 	StandardProviders []string      `envconfig:"HUB_STANDARD_PROVIDERS" desc:"Standard Webhooks providers to mount under names of your choice (resend,acme); each needs HUB_STANDARD_<NAME>_SECRETS"`
 	// StandardSecrets holds HUB_STANDARD_<NAME>_SECRETS for each name in
@@ -113,6 +114,11 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s must hold the secrets of %q (listed in HUB_STANDARD_PROVIDERS)", StandardSecretsVar(name), name))
 		}
 		envNames[StandardSecretsVar(name)] = name
+	}
+	for i, typ := range c.TwilioTypes {
+		if !provider.ValidTwilioType(strings.TrimSpace(typ)) {
+			bad("TWILIO_TYPES", "has %q at position %d: a type is lowercase tokens of [a-z0-9_-] separated by dots (sms.status), at most 128 bytes", typ, i+1)
+		}
 	}
 	if len(c.TwilioSecrets) > 0 && c.PublicURL == "" {
 		bad("PUBLIC_URL", "is required with HUB_TWILIO_SECRETS: Twilio signs the URL it calls")
@@ -218,7 +224,7 @@ func (c *Config) Providers() ([]provider.Provider, error) {
 		var p provider.Provider
 		var err error
 		if _, builtin := c.builtinSecrets()[name]; builtin {
-			p, err = provider.NewWithOptions(name, secrets[name], provider.Options{Tolerance: c.SignatureTolerance, PublicURL: c.PublicURL})
+			p, err = provider.NewWithOptions(name, secrets[name], provider.Options{Tolerance: c.SignatureTolerance, PublicURL: c.PublicURL, TwilioTypes: c.twilioTypes()})
 		} else {
 			p, err = provider.NewStandard(name, secrets[name], c.SignatureTolerance)
 		}
@@ -228,6 +234,15 @@ func (c *Config) Providers() ([]provider.Provider, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// twilioTypes returns HUB_TWILIO_TYPES with surrounding spaces trimmed.
+func (c *Config) twilioTypes() []string {
+	out := make([]string, 0, len(c.TwilioTypes))
+	for _, typ := range c.TwilioTypes {
+		out = append(out, strings.TrimSpace(typ))
+	}
+	return out
 }
 
 func secretsVarOf(name string, c *Config) string {
