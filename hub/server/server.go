@@ -113,6 +113,7 @@ func New(cfg Config) (*Server, error) {
 		WriteTimeout:          30 * time.Second,
 		IdleTimeout:           120 * time.Second,
 	})
+	s.app.Use(s.recoverPanics) // first: a panic anywhere below is a 500, never a crash
 	webhook := s.webhook
 	if cfg.Tracer != nil {
 		webhook = s.tracedWebhook
