@@ -62,7 +62,7 @@ type PurgeResult struct {
 // batched delete on the created_at index takes seconds to minutes, which
 // does not justify that. Revisit if the archive reaches billions of rows.
 func (o *Ops) Purge(ctx context.Context, req PurgeRequest) (PurgeResult, error) {
-	res := PurgeResult{DryRun: req.DryRun, OlderThan: req.OlderThan.String()}
+	res := PurgeResult{DryRun: req.DryRun, OlderThan: fmtAge(req.OlderThan)}
 	if req.BatchSize < 1 || req.BatchSize > MaxPurgeBatch {
 		return res, inputErr("batch", "must be within 1..%d rows, got %d", MaxPurgeBatch, req.BatchSize)
 	}

@@ -496,7 +496,7 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usageErr("dlq " + action + " takes no arguments; did you mean --id " + fs.Arg(0) + "?")
+		return usageErr(fmt.Sprintf("dlq %s takes no arguments (%q): the subscriber and the dead letter are flags", action, fs.Arg(0)))
 	}
 	if action != "list" && action != "redrive" {
 		return usageErr(fmt.Sprintf("unknown dlq action %q: want list or redrive", action))
