@@ -186,12 +186,20 @@ func TestReplayAfterFix(t *testing.T) {
 	require.Equal(t, creditsBefore, s.subs["credits"].Stats(), "the other subscriber saw nothing of the replay")
 
 	// Operator mistakes get clear errors.
-	_, err = s.ops.Replay(ctx, ops.ReplayRequest{Subscriber: "nobody", Since: time.Now().Add(-time.Hour)})
+	_, err = s.ops.Replay(ctx, ops.ReplayRequest{Subscriber: "nobody", Since: time.Now().Add(-time.Hour), Wait: time.Second})
 	require.ErrorIs(t, err, ops.ErrUnknownSubscriber)
-	_, err = s.ops.Replay(ctx, ops.ReplayRequest{Subscriber: "flaky", Since: time.Now().Add(time.Hour)})
+	_, err = s.ops.Replay(ctx, ops.ReplayRequest{Subscriber: "flaky", Since: time.Now().Add(time.Hour), Wait: time.Second})
 	require.ErrorIs(t, err, ops.ErrNotFound)
-	_, err = s.ops.Replay(ctx, ops.ReplayRequest{Subscriber: "flaky", Since: time.Now().Add(-time.Hour), Subject: "clerk.user.created"})
+	_, err = s.ops.Replay(ctx, ops.ReplayRequest{Subscriber: "flaky", Since: time.Now().Add(-time.Hour), Subject: "clerk.user.created", Wait: time.Second})
 	require.ErrorIs(t, err, ops.ErrInvalid)
+	// A replay at a rate that would take longer than the caller waits is
+	// refused before anything is published.
+	_, err = s.ops.Replay(ctx, ops.ReplayRequest{Subscriber: "flaky", Since: time.Now().Add(-time.Hour), Wait: time.Second,
+		Rate: 1, PublishWithin: 5 * time.Second})
+	var input *ops.InputError
+	require.ErrorAs(t, err, &input)
+	require.Equal(t, "rate", input.Field)
+	require.Contains(t, input.Reason, "10 events")
 }
 
 // The stream purged: republishing the range gives a new subscriber every
@@ -238,8 +246,11 @@ func TestRepublishAfterStreamLossAndArchivePurge(t *testing.T) {
 		require.Equal(t, 1, s.count(`SELECT count(*) FROM late.effects WHERE event_id = $1`, fmt.Sprintf("evt_ops_%d", i)))
 	}
 
-	// Purge the whole archive; a provider retries a purged event.
-	purged, err := s.ops.Purge(ctx, time.Now().Add(time.Second), 3, false)
+	// Purge the whole archive (received two days ago, as far as the purge
+	// can tell); a provider retries a purged event.
+	_, err = s.pool.Exec(ctx, `UPDATE webhook_events SET created_at = created_at - interval '2 days'`)
+	require.NoError(t, err)
+	purged, err := s.ops.Purge(ctx, ops.PurgeRequest{OlderThan: ops.MinPurgeAge, BatchSize: 3})
 	require.NoError(t, err)
 	require.EqualValues(t, events, purged.Rows)
 	require.True(t, s.deliver("evt_ops_3"), "a retry after the purge is still a duplicate")
@@ -279,9 +290,9 @@ func TestShowEventDeliveredTenTimes(t *testing.T) {
 
 	// Redrive after the fix: processed once.
 	s.broken.Store(false)
-	n, err := s.ops.Redrive(context.Background(), "flaky", 0)
+	rd, err := s.ops.Redrive(context.Background(), ops.RedriveRequest{Subscriber: "flaky", All: true})
 	require.NoError(t, err)
-	require.EqualValues(t, 1, n)
+	require.EqualValues(t, 1, rd.Requested)
 	s.eventually(func() bool { return s.count(`SELECT count(*) FROM flaky.effects`) == 1 }, "redriven")
 	d, err = s.ops.ShowEvent(context.Background(), "paddle:evt_ops_1")
 	require.NoError(t, err)

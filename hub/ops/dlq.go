@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/hookhub/hookhub/subscribers/subscriber"
@@ -41,17 +42,49 @@ func (o *Ops) DeadLetters(ctx context.Context, sub string) ([]DeadLetter, error)
 	return out, nil
 }
 
-// Redrive asks a subscriber to process dead letters again: one (id > 0)
-// or all that are waiting (id == 0). The running subscriber picks the
-// requests up within seconds and handles each in the same transaction as
-// its processed-row insert, so an event it already processed is skipped.
-// It returns how many were requested.
-func (o *Ops) Redrive(ctx context.Context, sub string, id int64) (int64, error) {
-	if err := o.checkSubscriber(ctx, sub); err != nil {
-		return 0, err
+// RedriveRequest selects the dead letters to redrive: one (ID) or every
+// one waiting (All), never both.
+type RedriveRequest struct {
+	Subscriber string
+	ID         int64
+	All        bool
+}
+
+// RedriveResult reports a redrive request.
+type RedriveResult struct {
+	Subscriber string `json:"subscriber"`
+	Requested  int64  `json:"requested"`
+}
+
+// Redrive asks a subscriber to process dead letters again. The running
+// subscriber picks the requests up within seconds and handles each in the
+// same transaction as its processed-row insert, so an event it already
+// processed is skipped. It reports how many were requested; none at all is
+// ErrNotFound (no such dead letter, or it was redriven already).
+func (o *Ops) Redrive(ctx context.Context, req RedriveRequest) (RedriveResult, error) {
+	res := RedriveResult{Subscriber: req.Subscriber}
+	if req.ID < 0 {
+		return res, inputErr("id", "must be a dead letter's id (a positive number), got %d", req.ID)
 	}
-	if id > 0 {
-		return subscriber.RequestRedrive(ctx, o.pool, sub, id)
+	if (req.ID > 0) == req.All {
+		return res, inputErr("id", "give exactly one of id (one dead letter) or all (every one waiting)")
 	}
-	return subscriber.RequestRedriveAll(ctx, o.pool, sub)
+	if err := o.checkSubscriber(ctx, req.Subscriber); err != nil {
+		return res, err
+	}
+	var err error
+	if req.All {
+		res.Requested, err = subscriber.RequestRedriveAll(ctx, o.pool, req.Subscriber)
+	} else {
+		res.Requested, err = subscriber.RequestRedrive(ctx, o.pool, req.Subscriber, req.ID)
+	}
+	switch {
+	case err != nil:
+		return res, err
+	case res.Requested == 0 && req.All:
+		return res, fmt.Errorf("%w: %s has no dead letter waiting for a redrive", ErrNotFound, req.Subscriber)
+	case res.Requested == 0:
+		return res, fmt.Errorf("%w: %s has no dead letter %d waiting for a redrive", ErrNotFound, req.Subscriber, req.ID)
+	}
+	return res, nil
 }

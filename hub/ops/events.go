@@ -22,7 +22,21 @@ type EventFilter struct {
 	Status   store.Status // empty: every status but SKIPPED (first deliveries)
 	Since    time.Time
 	Until    time.Time
-	Limit    int // default 100
+	Limit    int // 1..MaxListLimit (DefaultListLimit is a good value)
+}
+
+// check refuses filters no archive row can match and limits out of range.
+func (f EventFilter) check() error {
+	if err := checkProvider("provider", f.Provider); err != nil {
+		return err
+	}
+	if err := checkText("type", f.Type, maxEventTypeLen); err != nil {
+		return err
+	}
+	if !f.Until.IsZero() && !f.Since.IsZero() && !f.Until.After(f.Since) {
+		return inputErr("until", "must be after since")
+	}
+	return checkLimit(f.Limit)
 }
 
 // EventRow is one archive row in a listing.
@@ -41,11 +55,8 @@ type EventRow struct {
 // ListEvents lists archive rows, newest first, each with the number of
 // deliveries of its event.
 func (o *Ops) ListEvents(ctx context.Context, f EventFilter) ([]EventRow, error) {
-	if f.Limit <= 0 {
-		f.Limit = 100
-	}
-	if !f.Until.IsZero() && !f.Since.IsZero() && !f.Until.After(f.Since) {
-		return nil, fmt.Errorf("%w: --until must be after --since", ErrInvalid)
+	if err := f.check(); err != nil {
+		return nil, err
 	}
 	var status *string
 	if f.Status != "" {
@@ -180,6 +191,9 @@ func (o *Ops) ShowEvent(ctx context.Context, ref string) (EventDetail, error) {
 // resolve turns an archive id or "<provider>:<event_id>" into the event's key.
 func (o *Ops) resolve(ctx context.Context, ref string) (string, string, error) {
 	ref = strings.TrimSpace(ref)
+	if ref == "" {
+		return "", "", inputErr("ref", "required: an archive id (UUID) or provider:event_id")
+	}
 	if id, err := uuid.Parse(ref); err == nil {
 		var provider, eventID string
 		err := o.pool.QueryRow(ctx, `SELECT provider, event_id FROM webhook_events WHERE id = $1`, id).Scan(&provider, &eventID)
@@ -196,11 +210,10 @@ func (o *Ops) resolve(ctx context.Context, ref string) (string, string, error) {
 		}
 		return provider, eventID, nil
 	}
-	provider, eventID, ok := schema.SplitEventRef(ref)
-	if !ok {
-		return "", "", fmt.Errorf("%w: %q is neither an archive id (UUID) nor provider:event_id", ErrInvalid, ref)
+	if _, _, ok := schema.SplitEventRef(ref); !ok {
+		return "", "", inputErr("ref", "%s is neither an archive id (UUID) nor provider:event_id", quote(ref))
 	}
-	return provider, eventID, nil
+	return checkEventRef("ref", ref)
 }
 
 // subscriberOutcomes reads each subscriber's processed and dead-letter rows

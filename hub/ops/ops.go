@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -72,14 +73,21 @@ func (o *Ops) Subscribers(ctx context.Context) ([]string, error) {
 }
 
 // checkSubscriber returns ErrUnknownSubscriber, listing the known ones,
-// unless name is one.
+// unless name is one (an InputError if it cannot be a name at all).
 func (o *Ops) checkSubscriber(ctx context.Context, name string) error {
+	if err := checkSubscriberName(name); err != nil {
+		return err
+	}
 	names, err := o.Subscribers(ctx)
 	if err != nil {
 		return err
 	}
 	if !slices.Contains(names, name) {
-		return fmt.Errorf("%w %q (known: %v)", ErrUnknownSubscriber, name, names)
+		known := strings.Join(names, ", ")
+		if known == "" {
+			known = "none yet: a subscriber creates its tables when it first runs"
+		}
+		return fmt.Errorf("%w %s (known: %s)", ErrUnknownSubscriber, quote(name), known)
 	}
 	return nil
 }

@@ -46,21 +46,21 @@ func TestListAndShowEvents(t *testing.T) {
 	}
 	archive(t, pool, now.Add(-time.Minute), "evt_new")
 
-	rows, err := o.ListEvents(ctx, ops.EventFilter{})
+	rows, err := o.ListEvents(ctx, ops.EventFilter{Limit: ops.DefaultListLimit})
 	require.NoError(t, err)
 	require.Len(t, rows, 2, "first deliveries only by default")
 	require.Equal(t, "evt_new", rows[0].EventID, "newest first")
 	require.Equal(t, 10, rows[1].Deliveries)
 
-	rows, err = o.ListEvents(ctx, ops.EventFilter{Status: store.Skipped})
+	rows, err = o.ListEvents(ctx, ops.EventFilter{Status: store.Skipped, Limit: ops.DefaultListLimit})
 	require.NoError(t, err)
 	require.Len(t, rows, 9)
 
-	rows, err = o.ListEvents(ctx, ops.EventFilter{Since: now.Add(-90 * time.Minute)})
+	rows, err = o.ListEvents(ctx, ops.EventFilter{Since: now.Add(-90 * time.Minute), Limit: ops.DefaultListLimit})
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 
-	_, err = o.ListEvents(ctx, ops.EventFilter{Since: now, Until: now.Add(-time.Hour)})
+	_, err = o.ListEvents(ctx, ops.EventFilter{Since: now, Until: now.Add(-time.Hour), Limit: ops.DefaultListLimit})
 	require.ErrorIs(t, err, ops.ErrInvalid)
 
 	for _, ref := range []string{"paddle:evt_old", ids[0].String()} {
@@ -97,13 +97,14 @@ func TestPurgeKeepsDedupAndPending(t *testing.T) {
 	require.NoError(t, err)
 	archive(t, pool, time.Now(), "evt_recent")
 
-	res, err := o.Purge(ctx, time.Now().Add(-90*24*time.Hour), 10, true)
+	res, err := o.Purge(ctx, ops.PurgeRequest{OlderThan: 90 * 24 * time.Hour, BatchSize: 10, DryRun: true})
 	require.NoError(t, err)
 	require.EqualValues(t, 26, res.Rows)
-	res, err = o.Purge(ctx, time.Now().Add(-90*24*time.Hour), 10, false)
+	res, err = o.Purge(ctx, ops.PurgeRequest{OlderThan: 90 * 24 * time.Hour, BatchSize: 10})
 	require.NoError(t, err)
 	require.EqualValues(t, 26, res.Rows)
 	require.Equal(t, 3, res.Batches)
+	require.EqualValues(t, 1, res.PendingKept, "evt_24 is still the outbox's")
 
 	var archiveRows, dedup int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_events`).Scan(&archiveRows))

@@ -6,19 +6,54 @@ import (
 	"time"
 )
 
-// PurgeResult reports a purge.
-type PurgeResult struct {
-	Cutoff  time.Time `json:"cutoff"`
-	Rows    int64     `json:"rows"` // deleted, or that would be with DryRun
-	Batches int       `json:"batches"`
-	DryRun  bool      `json:"dry_run"`
+// PurgeRequest selects the archive rows a purge deletes.
+type PurgeRequest struct {
+	// OlderThan is the age of the youngest row to delete; at least
+	// MinPurgeAge (or the stream's duplicate window, if longer).
+	OlderThan time.Duration
+	// BatchSize is the rows deleted per transaction, 1..MaxPurgeBatch
+	// (DefaultPurgeBatch is a good value).
+	BatchSize int
+	// DryRun counts the rows without deleting them. The command line and
+	// the admin API make it the default: deleting takes an explicit
+	// --yes or "dry_run": false.
+	DryRun bool
+	// IncludeFailed deletes FAILED rows too. They are kept by default:
+	// their bodies were never published, so the archive is their only copy.
+	IncludeFailed bool
 }
 
-// Purge deletes archive rows created before cutoff, in batches of
-// batchSize rows (one short transaction each, so it never holds long locks
-// or bloats one huge transaction). PENDING rows are never deleted: they
-// are the outbox. processed_webhook_events is never touched, so a provider
+// PurgeResult reports a purge.
+type PurgeResult struct {
+	Cutoff    time.Time `json:"cutoff"`
+	OlderThan string    `json:"older_than"`
+	Rows      int64     `json:"rows"` // deleted, or that would be with DryRun
+	Batches   int       `json:"batches"`
+	DryRun    bool      `json:"dry_run"`
+	// Kept older than the cutoff: PENDING rows (the outbox; never purged)
+	// and FAILED rows (unless IncludeFailed).
+	PendingKept int64 `json:"pending_kept"`
+	FailedKept  int64 `json:"failed_kept"`
+}
+
+// Purge deletes archive rows created more than req.OlderThan ago, in
+// batches of req.BatchSize rows (one short transaction each, so it never
+// holds long locks or bloats one huge transaction). PENDING rows are never
+// deleted: they are the outbox. FAILED rows are deleted only with
+// IncludeFailed: their bodies never reached the stream, so the archive is
+// the only copy. processed_webhook_events is never touched, so a provider
 // retry of a purged event is still answered as a duplicate.
+//
+// Why a minimum age (MinPurgeAge, 24 hours, or the stream's duplicate
+// window if that is longer): the archive is the repair source of the
+// stream. A single-node stream loses its un-fsynced tail to a power failure
+// and a stream can be deleted by mistake; `hub reconcile --republish`
+// rebuilds either from the archive, and only while the rows are there. A
+// day is the time it takes to notice such an incident, and keeps the
+// forensics of "what failed in the last day" answerable. It is never
+// shorter than the stream's duplicate window, the horizon within which the
+// hub may still be publishing an event (relay retries) and the stream
+// deduplicating it: no row is purged while the stream may still act on it.
 //
 // Why batches and not partitions: dropping monthly partitions would make
 // a purge instant, but a partitioned archive needs created_at in its
@@ -26,13 +61,32 @@ type PurgeResult struct {
 // time for each period; at webhook volumes (millions of rows a month) a
 // batched delete on the created_at index takes seconds to minutes, which
 // does not justify that. Revisit if the archive reaches billions of rows.
-func (o *Ops) Purge(ctx context.Context, cutoff time.Time, batchSize int, dryRun bool) (PurgeResult, error) {
-	res := PurgeResult{Cutoff: cutoff, DryRun: dryRun}
-	if batchSize <= 0 {
-		batchSize = 5000
+func (o *Ops) Purge(ctx context.Context, req PurgeRequest) (PurgeResult, error) {
+	res := PurgeResult{DryRun: req.DryRun, OlderThan: fmtAge(req.OlderThan)}
+	if req.BatchSize < 1 || req.BatchSize > MaxPurgeBatch {
+		return res, inputErr("batch", "must be within 1..%d rows, got %d", MaxPurgeBatch, req.BatchSize)
 	}
-	if dryRun {
-		err := o.pool.QueryRow(ctx, `SELECT count(*) FROM webhook_events WHERE created_at < $1 AND processing_status <> 'PENDING'`, cutoff).Scan(&res.Rows)
+	if minAge := o.minPurgeAge(ctx); req.OlderThan < minAge {
+		return res, inputErr("older_than", "must be at least %s, got %s: the archive is the only source for repairing a stream that lost messages (hub reconcile --republish) and for the last day's forensics",
+			fmtAge(minAge), fmtAge(req.OlderThan))
+	}
+	res.Cutoff = o.now().Add(-req.OlderThan)
+	// The statuses a purge deletes; PENDING never.
+	statuses := []string{"PROCESSED", "SKIPPED"}
+	if req.IncludeFailed {
+		statuses = append(statuses, "FAILED")
+	}
+	// Two small counts, each on its status's partial index.
+	err := o.pool.QueryRow(ctx, `
+		SELECT (SELECT count(*) FROM webhook_events WHERE processing_status = 'PENDING' AND created_at < $1),
+		       (SELECT count(*) FROM webhook_events WHERE processing_status = 'FAILED' AND created_at < $1 AND NOT $2::bool)`,
+		res.Cutoff, req.IncludeFailed).Scan(&res.PendingKept, &res.FailedKept)
+	if err != nil {
+		return res, fmt.Errorf("purge: %w", err)
+	}
+	if req.DryRun {
+		err := o.pool.QueryRow(ctx, `SELECT count(*) FROM webhook_events WHERE created_at < $1 AND processing_status = ANY($2)`,
+			res.Cutoff, statuses).Scan(&res.Rows)
 		if err != nil {
 			return res, fmt.Errorf("purge: %w", err)
 		}
@@ -42,15 +96,38 @@ func (o *Ops) Purge(ctx context.Context, cutoff time.Time, batchSize int, dryRun
 		tag, err := o.pool.Exec(ctx, `
 			DELETE FROM webhook_events WHERE id IN (
 				SELECT id FROM webhook_events
-				WHERE created_at < $1 AND processing_status <> 'PENDING'
-				ORDER BY created_at LIMIT $2)`, cutoff, batchSize)
+				WHERE created_at < $1 AND processing_status = ANY($3)
+				ORDER BY created_at LIMIT $2)`, res.Cutoff, req.BatchSize, statuses)
 		if err != nil {
 			return res, fmt.Errorf("purge (after %d rows): %w", res.Rows, err)
 		}
 		res.Batches++
 		res.Rows += tag.RowsAffected()
-		if tag.RowsAffected() < int64(batchSize) {
+		if tag.RowsAffected() < int64(req.BatchSize) {
 			return res, nil
 		}
 	}
+}
+
+// minPurgeAge is MinPurgeAge, or the stream's duplicate window when the
+// stream is reachable and its window is longer.
+func (o *Ops) minPurgeAge(ctx context.Context) time.Duration {
+	if o.js == nil {
+		return MinPurgeAge
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	s, err := o.js.Stream(ctx, o.stream)
+	if err != nil {
+		return MinPurgeAge
+	}
+	return max(MinPurgeAge, s.CachedInfo().Config.Duplicates)
+}
+
+// fmtAge writes an age as an operator types it: 24h, 7d, 90m.
+func fmtAge(d time.Duration) string {
+	if d >= 24*time.Hour && d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	return d.String()
 }

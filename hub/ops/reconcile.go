@@ -35,11 +35,14 @@ type ReconcileResult struct {
 // before its fsync, or retention removed. Feed them to Republish.
 func (o *Ops) Reconcile(ctx context.Context, since, until time.Time) (ReconcileResult, error) {
 	var res ReconcileResult
+	if since.IsZero() {
+		return res, inputErr("since", "required (90m, 36h, 7d, 2026-11-30 or RFC 3339)")
+	}
+	if !until.IsZero() && !until.After(since) {
+		return res, inputErr("until", "must be after since")
+	}
 	if err := o.needStream(); err != nil {
 		return res, err
-	}
-	if since.IsZero() {
-		return res, fmt.Errorf("%w: --since is required", ErrInvalid)
 	}
 	// Every message id the stream holds from a little before the range on
 	// (messages are stored after their archive row is committed).

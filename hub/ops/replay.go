@@ -24,8 +24,42 @@ type ReplayRequest struct {
 	Until      time.Time // zero: up to now
 	Subject    string    // optional filter, may use * and >; must be one the subscriber consumes
 	DryRun     bool
-	Rate       float64       // copies published per second; 0: as fast as acknowledged
-	Wait       time.Duration // how long to wait for the subscriber to settle; 0: 2 minutes
+	// Rate is the copies published per second: 0 (as fast as JetStream
+	// acknowledges) or MinReplayRate..MaxReplayRate.
+	Rate float64
+	// Wait is how long to wait for the subscriber to settle the copies,
+	// MinReplayWait..MaxReplayWait (DefaultReplayWait is a good value);
+	// unused by a dry run.
+	Wait time.Duration
+	// PublishWithin, when set, refuses (before publishing anything) a
+	// replay whose Rate would make publishing the range take longer: the
+	// admin API answers within a bounded time.
+	PublishWithin time.Duration
+}
+
+// check refuses a request out of bounds before anything is read.
+func (req ReplayRequest) check() error {
+	if err := checkSubscriberName(req.Subscriber); err != nil {
+		return err
+	}
+	if req.Since.IsZero() {
+		return inputErr("since", "required (90m, 36h, 7d, 2026-11-30 or RFC 3339)")
+	}
+	if !req.Until.IsZero() && !req.Until.After(req.Since) {
+		return inputErr("until", "must be after since")
+	}
+	if req.Subject != "" {
+		if err := checkSubjectFilter("subject", req.Subject); err != nil {
+			return err
+		}
+	}
+	if err := checkRate(req.Rate); err != nil {
+		return err
+	}
+	if !req.DryRun && (req.Wait < MinReplayWait || req.Wait > MaxReplayWait) {
+		return inputErr("wait", "must be within %s..%s, got %s", MinReplayWait, MaxReplayWait, req.Wait)
+	}
+	return nil
 }
 
 // ReplayResult counts what a replay did. Events are counted once even if
@@ -62,14 +96,11 @@ type replayMsg struct {
 // and reports how many were processed, skipped and dead-lettered.
 func (o *Ops) Replay(ctx context.Context, req ReplayRequest) (ReplayResult, error) {
 	res := ReplayResult{DryRun: req.DryRun, RunID: strconv.FormatInt(o.now().UnixNano(), 36)}
-	if err := o.needStream(); err != nil {
+	if err := req.check(); err != nil {
 		return res, err
 	}
-	if req.Since.IsZero() {
-		return res, fmt.Errorf("%w: --since is required", ErrInvalid)
-	}
-	if !req.Until.IsZero() && !req.Until.After(req.Since) {
-		return res, fmt.Errorf("%w: --until must be after --since", ErrInvalid)
+	if err := o.needStream(); err != nil {
+		return res, err
 	}
 	if err := o.checkSubscriber(ctx, req.Subscriber); err != nil {
 		return res, err
@@ -91,7 +122,7 @@ func (o *Ops) Replay(ctx context.Context, req ReplayRequest) (ReplayResult, erro
 		filters = append(filters, f)
 	}
 	if req.Subject != "" && !slices.ContainsFunc(filters, func(f string) bool { return schema.SubjectsOverlap(f, req.Subject) }) {
-		return res, fmt.Errorf("%w: %s does not consume %s (it consumes %s)", ErrInvalid, req.Subscriber, req.Subject, strings.Join(filters, ", "))
+		return res, inputErr("subject", "%s does not consume %s (it consumes %s)", req.Subscriber, req.Subject, strings.Join(filters, ", "))
 	}
 	msgs, err := o.readRange(ctx, filters, req)
 	if err != nil {
@@ -102,6 +133,12 @@ func (o *Ops) Replay(ctx context.Context, req ReplayRequest) (ReplayResult, erro
 		return res, fmt.Errorf("%w: no message in that range for %s", ErrNotFound, req.Subscriber)
 	}
 	res.FirstSeq, res.LastSeq = msgs[0].seq, msgs[len(msgs)-1].seq
+	if !req.DryRun && req.Rate > 0 && req.PublishWithin > 0 {
+		if took := time.Duration(float64(len(msgs)) / req.Rate * float64(time.Second)); took > req.PublishWithin {
+			return res, inputErr("rate", "at %g a second the %d events of the range take %s to publish, more than the %s this API waits: raise the rate (0 is unlimited), narrow the range, or use `hub replay`",
+				req.Rate, len(msgs), took.Round(time.Second), req.PublishWithin)
+		}
+	}
 	before, err := o.processedSet(ctx, req.Subscriber, msgs)
 	if err != nil {
 		return res, err
@@ -119,11 +156,7 @@ func (o *Ops) Replay(ctx context.Context, req ReplayRequest) (ReplayResult, erro
 	if err := o.publishReplay(ctx, req, msgs, &res); err != nil {
 		return res, err
 	}
-	wait := req.Wait
-	if wait <= 0 {
-		wait = 2 * time.Minute
-	}
-	deadline := time.Now().Add(wait)
+	deadline := time.Now().Add(req.Wait)
 	for {
 		done, dead, err := o.settled(ctx, req.Subscriber, msgs, lastDeadLetter)
 		if err != nil {
@@ -157,6 +190,7 @@ func (o *Ops) readRange(ctx context.Context, filters []string, req ReplayRequest
 	}
 	seen := map[string]bool{}
 	var out []replayMsg
+	size := 0
 	for {
 		batch, err := c.Fetch(500, jetstream.FetchMaxWait(time.Second))
 		if err != nil {
@@ -180,6 +214,11 @@ func (o *Ops) readRange(ctx context.Context, filters []string, req ReplayRequest
 					seen[key] = true
 					out = append(out, replayMsg{provider: meta.Provider, eventID: meta.EventID, subject: m.Subject(),
 						seq: md.Sequence.Stream, data: m.Data(), header: m.Headers()})
+					size += len(m.Data()) + headerSize(m.Headers())
+					if len(out) > MaxReplayEvents || size > MaxReplayBytes {
+						return nil, inputErr("until", "the range holds more than %d events or %d MiB (it reached %s at stream seq %d): replay it in parts (consecutive ranges are safe to replay)",
+							MaxReplayEvents, MaxReplayBytes>>20, md.Timestamp.UTC().Format(time.RFC3339), md.Sequence.Stream)
+					}
 				}
 			}
 			if md.NumPending == 0 {
@@ -201,7 +240,7 @@ func (o *Ops) readRange(ctx context.Context, filters []string, req ReplayRequest
 func (o *Ops) publishReplay(ctx context.Context, req ReplayRequest, msgs []replayMsg, res *ReplayResult) error {
 	var tick <-chan time.Time
 	if req.Rate > 0 {
-		t := time.NewTicker(time.Duration(float64(time.Second) / req.Rate))
+		t := time.NewTicker(rateInterval(req.Rate))
 		defer t.Stop()
 		tick = t.C
 	}
@@ -293,6 +332,18 @@ func (o *Ops) settled(ctx context.Context, sub string, msgs []replayMsg, afterID
 		}
 	}
 	return done, dead, nil
+}
+
+// headerSize is about the memory a message's headers take.
+func headerSize(h nats.Header) int {
+	n := 0
+	for k, vs := range h {
+		n += len(k)
+		for _, v := range vs {
+			n += len(v)
+		}
+	}
+	return n
 }
 
 func keys(msgs []replayMsg) ([]string, []string) {

@@ -48,30 +48,42 @@ type RepublishResult struct {
 // what it processed already, so the side effects stay single.
 func (o *Ops) Republish(ctx context.Context, f RepublishFilter) (RepublishResult, error) {
 	res := RepublishResult{DryRun: f.DryRun, RunID: strconv.FormatInt(o.now().UnixNano(), 36)}
+	if f.Status == "" {
+		f.Status = store.Processed
+	}
+	if f.Status == store.Pending || f.Status == store.Skipped {
+		return res, inputErr("status", "%s: PENDING rows are the relay's, SKIPPED rows are duplicates; republish PROCESSED or FAILED events", f.Status)
+	}
+	if err := checkProvider("provider", f.Provider); err != nil {
+		return res, err
+	}
+	if f.Since.IsZero() && f.Event == "" && f.ArchiveIDs == nil {
+		return res, inputErr("since", "give since (and optionally until) or event: republishing the whole archive is never the default")
+	}
+	if !f.Until.IsZero() && !f.Since.IsZero() && !f.Until.After(f.Since) {
+		return res, inputErr("until", "must be after since")
+	}
+	if f.Limit < 0 {
+		return res, inputErr("limit", "must not be negative, got %d", f.Limit)
+	}
+	var provider, eventID string
+	if f.Event != "" {
+		var err error
+		if provider, eventID, err = checkEventRef("event", f.Event); err != nil {
+			return res, err
+		}
+		if f.Provider != "" && f.Provider != provider {
+			return res, inputErr("event", "%s and provider %s disagree", quote(f.Event), quote(f.Provider))
+		}
+		f.Provider = provider
+	}
 	if !f.DryRun {
 		if err := o.needStream(); err != nil {
 			return res, err
 		}
 	}
-	if f.Status == "" {
-		f.Status = store.Processed
-	}
-	if f.Status == store.Pending || f.Status == store.Skipped {
-		return res, fmt.Errorf("%w: --status %s: PENDING rows are the relay's, SKIPPED rows are duplicates; republish PROCESSED or FAILED events", ErrInvalid, f.Status)
-	}
-	var provider, eventID string
-	if f.Event != "" {
-		var ok bool
-		if provider, eventID, ok = schema.SplitEventRef(f.Event); !ok {
-			return res, fmt.Errorf("%w: --event %q is not provider:event_id", ErrInvalid, f.Event)
-		}
-		if f.Provider != "" && f.Provider != provider {
-			return res, fmt.Errorf("%w: --event and --provider disagree", ErrInvalid)
-		}
-		f.Provider = provider
-	}
 	limit := f.Limit
-	if limit <= 0 {
+	if limit == 0 {
 		limit = 1 << 30
 	}
 	rows, err := o.pool.Query(ctx, `

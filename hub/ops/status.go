@@ -24,7 +24,7 @@ type StreamStatus struct {
 	Subjects        []string      `json:"subjects"`
 }
 
-// ConsumerStatus is one durable consumer's state.
+// ConsumerStatus is one durable consumer's (a subscriber's) state.
 type ConsumerStatus struct {
 	Name        string    `json:"name"`
 	Pending     uint64    `json:"pending"`     // messages not yet delivered
@@ -38,9 +38,14 @@ type ConsumerStatus struct {
 
 // Status is the whole system at a glance.
 type Status struct {
-	Stream        *StreamStatus    `json:"stream,omitempty"`
-	StreamError   string           `json:"stream_error,omitempty"`
-	Consumers     []ConsumerStatus `json:"consumers"`
+	Stream      *StreamStatus `json:"stream,omitempty"`
+	StreamError string        `json:"stream_error,omitempty"`
+	// Consumers are the stream's durable consumers: the subscribers.
+	Consumers []ConsumerStatus `json:"consumers"`
+	// ScanConsumers counts the ephemeral consumers (no durable name): the
+	// short-lived ordered consumers with which replay, reconcile and other
+	// tools read the stream. They are not subscribers.
+	ScanConsumers int              `json:"scan_consumers"`
 	OutboxPending int64            `json:"outbox_pending"`
 	OldestPending time.Time        `json:"oldest_pending,omitzero"`
 	OldestAgeSec  float64          `json:"oldest_pending_age_seconds"`
@@ -95,6 +100,10 @@ func (o *Ops) Status(ctx context.Context) (Status, error) {
 	}
 	lister := s.ListConsumers(ctx)
 	for ci := range lister.Info() {
+		if ci.Config.Durable == "" {
+			st.ScanConsumers++
+			continue
+		}
 		cs := ConsumerStatus{
 			Name: ci.Name, Pending: ci.NumPending, AckPending: ci.NumAckPending, Redelivered: ci.NumRedelivered,
 			AckFloor: ci.AckFloor.Stream, Paused: ci.Paused, Filters: ci.Config.FilterSubjects,

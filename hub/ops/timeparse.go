@@ -20,6 +20,9 @@ func ParseTime(s string, now time.Time) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, fmt.Errorf("%w: empty", ErrBadTime)
 	}
+	if len(s) > maxTimeLen {
+		return time.Time{}, fmt.Errorf("%w: longer than %d bytes", ErrBadTime, maxTimeLen)
+	}
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t, nil
 	}
@@ -29,7 +32,7 @@ func ParseTime(s string, now time.Time) (time.Time, error) {
 	if d, err := ParseAge(s); err == nil {
 		return now.Add(-d), nil
 	}
-	return time.Time{}, fmt.Errorf("%w: %q is neither a duration (90m, 36h, 7d) nor a time (2026-11-30 or 2026-11-30T08:00:00Z)", ErrBadTime, s)
+	return time.Time{}, fmt.Errorf("%w: %s is neither a duration (90m, 36h, 7d) nor a time (2026-11-30 or 2026-11-30T08:00:00Z)", ErrBadTime, quote(s))
 }
 
 // maxAge bounds ages: a century, far from time.Duration's overflow.
@@ -39,6 +42,12 @@ const maxAge = 100 * 365 * 24 * time.Hour
 // days and weeks ("7d", "2w", "1d12h").
 func ParseAge(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, fmt.Errorf("%w: empty (want a duration such as 90m, 36h, 7d)", ErrBadTime)
+	}
+	if len(s) > maxTimeLen {
+		return 0, fmt.Errorf("%w: longer than %d bytes", ErrBadTime, maxTimeLen)
+	}
 	var total time.Duration
 	rest := s
 	for _, unit := range []struct {
@@ -49,22 +58,31 @@ func ParseAge(s string) (time.Duration, error) {
 		if i < 0 {
 			continue
 		}
+		// Compare the count, not the product: 213504d times 24h
+		// overflows time.Duration into 25 minutes.
 		n, err := strconv.ParseUint(rest[:i], 10, 31)
-		if err != nil || i == 0 || time.Duration(n)*unit.size > maxAge {
-			return 0, fmt.Errorf("%w: %q", ErrBadTime, s)
+		if err != nil || i == 0 || n > uint64(maxAge/unit.size) {
+			return 0, fmt.Errorf("%w: %s is not a duration of at most a century", ErrBadTime, quote(s))
 		}
-		total += time.Duration(n) * unit.size
+		if total += time.Duration(n) * unit.size; total > maxAge {
+			return 0, fmt.Errorf("%w: %s must be positive and at most a century", ErrBadTime, quote(s))
+		}
 		rest = rest[i+1:]
 	}
 	if rest != "" {
 		d, err := time.ParseDuration(rest)
 		if err != nil {
-			return 0, fmt.Errorf("%w: %q", ErrBadTime, s)
+			return 0, fmt.Errorf("%w: %s is not a duration (90m, 36h, 7d)", ErrBadTime, quote(s))
+		}
+		// total is at most a century here; so is |d| after this check,
+		// so the sum cannot wrap.
+		if d > maxAge || d < -maxAge {
+			return 0, fmt.Errorf("%w: %s must be positive and at most a century", ErrBadTime, quote(s))
 		}
 		total += d
 	}
 	if total <= 0 || total > maxAge {
-		return 0, fmt.Errorf("%w: %q must be positive and at most a century", ErrBadTime, s)
+		return 0, fmt.Errorf("%w: %s must be positive and at most a century", ErrBadTime, quote(s))
 	}
 	return total, nil
 }
@@ -86,7 +104,7 @@ func ParseWindow(since, until string, now time.Time) (time.Time, time.Time, erro
 		}
 	}
 	if !s.IsZero() && !u.IsZero() && !u.After(s) {
-		return s, u, fmt.Errorf("%w: until must be after since", ErrInvalid)
+		return s, u, inputErr("until", "must be after since")
 	}
 	return s, u, nil
 }

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,14 +29,15 @@ func TestParseTime(t *testing.T) {
 		require.NoError(t, err, c.in)
 		require.True(t, c.want.Equal(got), "%s: got %s want %s", c.in, got, c.want)
 	}
-	for _, bad := range []string{"", "yesterday", "-1h", "0s", "d", "7x", "1w2w", "99999999999d", "2026-13-01", "100000w", "1000000h"} {
+	for _, bad := range []string{"", "yesterday", "-1h", "0s", "d", "7x", "1w2w", "99999999999d", "2026-13-01", "100000w", "1000000h",
+		"213504d", "30501w", "36500d1h", "5214w36500d", "2562047h", "1d-25h", strings.Repeat("1", 65) + "h"} {
 		_, err := ParseTime(bad, now)
 		require.True(t, errors.Is(err, ErrBadTime), "%q: %v", bad, err)
 	}
 }
 
 func FuzzParseTime(f *testing.F) {
-	for _, s := range []string{"90m", "7d", "1d12h", "2w", "2026-11-29", "2026-11-29T08:30:00Z", "", "-1h", "1w2w3d"} {
+	for _, s := range []string{"90m", "7d", "1d12h", "2w", "2026-11-29", "2026-11-29T08:30:00Z", "", "-1h", "1w2w3d", "213504d", "30501w", "5214w36500d2562047h"} {
 		f.Add(s)
 	}
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -47,8 +49,13 @@ func FuzzParseTime(f *testing.F) {
 			}
 			return
 		}
-		if d, err := ParseAge(s); err == nil && !got.Equal(now.Add(-d)) {
-			t.Fatalf("%q: ParseTime and ParseAge disagree", s)
+		if d, err := ParseAge(s); err == nil {
+			if !got.Equal(now.Add(-d)) {
+				t.Fatalf("%q: ParseTime and ParseAge disagree", s)
+			}
+			if d <= 0 || d > maxAge {
+				t.Fatalf("%q: age %s outside (0, a century]", s, d)
+			}
 		}
 	})
 }

@@ -1,21 +1,28 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/hookhub/hookhub/hub/ops"
-	"github.com/hookhub/hookhub/hub/store"
 )
 
 // Operator is what the admin API needs: the operator's tools (hub/ops).
+// They check every input (bounds, text) themselves, so the command line and
+// this API refuse the same values with the same message; this file only
+// turns HTTP into their requests.
 type Operator interface {
 	Now() time.Time
 	ListEvents(ctx context.Context, f ops.EventFilter) ([]ops.EventRow, error)
@@ -23,15 +30,21 @@ type Operator interface {
 	Replay(ctx context.Context, req ops.ReplayRequest) (ops.ReplayResult, error)
 	Republish(ctx context.Context, f ops.RepublishFilter) (ops.RepublishResult, error)
 	DeadLetters(ctx context.Context, sub string) ([]ops.DeadLetter, error)
-	Redrive(ctx context.Context, sub string, id int64) (int64, error)
-	Purge(ctx context.Context, cutoff time.Time, batchSize int, dryRun bool) (ops.PurgeResult, error)
+	Redrive(ctx context.Context, req ops.RedriveRequest) (ops.RedriveResult, error)
+	Purge(ctx context.Context, req ops.PurgeRequest) (ops.PurgeResult, error)
 	Status(ctx context.Context) (ops.Status, error)
 }
 
-// adminReplayWait bounds how long a replay request waits for the
-// subscriber, below the server's write timeout; the answer reports what
-// had not settled by then.
-const adminReplayWait = 20 * time.Second
+const (
+	// adminReplayWait bounds how long a replay request waits for the
+	// subscriber, below the server's write timeout; the answer reports
+	// what had not settled by then.
+	adminReplayWait = 20 * time.Second
+	// adminReplayPublish bounds the publishing of a rate-limited replay
+	// request: one whose rate would take longer is refused (400) before
+	// anything is published. `hub replay` has no such bound.
+	adminReplayPublish = 10 * time.Second
+)
 
 // mountAdmin serves the operator's tools under /admin/, behind a bearer
 // token compared in constant time (of its SHA-256, so not even the length
@@ -39,7 +52,7 @@ const adminReplayWait = 20 * time.Second
 func (s *Server) mountAdmin(app *fiber.App, token string, op Operator) {
 	want := sha256.Sum256([]byte(token))
 	admin := app.Group("/admin", func(c *fiber.Ctx) error {
-		got, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
+		got, ok := bearerToken(c.Get(fiber.HeaderAuthorization))
 		sum := sha256.Sum256([]byte(got))
 		if !ok || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
 			c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="hookhub admin"`)
@@ -52,11 +65,16 @@ func (s *Server) mountAdmin(app *fiber.App, token string, op Operator) {
 		return s.adminAnswer(c, st, err)
 	})
 	admin.Get("/events", func(c *fiber.Ctx) error {
-		f := ops.EventFilter{Provider: c.Query("provider"), Type: c.Query("type"), Limit: c.QueryInt("limit", 100)}
+		f := ops.EventFilter{Provider: c.Query("provider"), Type: c.Query("type"), Limit: ops.DefaultListLimit}
 		var err error
+		if l := c.Query("limit"); l != "" {
+			if f.Limit, err = strconv.Atoi(l); err != nil {
+				return s.adminAnswer(c, nil, &ops.InputError{Field: "limit", Reason: fmt.Sprintf("not a whole number (1..%d)", ops.MaxListLimit)})
+			}
+		}
 		if st := c.Query("status"); st != "" {
-			if f.Status, err = store.ParseStatus(st); err != nil {
-				return s.adminAnswer(c, nil, invalid(err))
+			if f.Status, err = ops.ParseStatus("status", st); err != nil {
+				return s.adminAnswer(c, nil, err)
 			}
 		}
 		if f.Since, f.Until, err = ops.ParseWindow(c.Query("since"), c.Query("until"), op.Now()); err != nil {
@@ -66,7 +84,11 @@ func (s *Server) mountAdmin(app *fiber.App, token string, op Operator) {
 		return s.adminAnswer(c, rows, err)
 	})
 	admin.Get("/events/:ref", func(c *fiber.Ctx) error {
-		d, err := op.ShowEvent(c.UserContext(), c.Params("ref"))
+		ref, err := pathParam(c, "ref")
+		if err != nil {
+			return s.adminAnswer(c, nil, err)
+		}
+		d, err := op.ShowEvent(c.UserContext(), ref)
 		return s.adminAnswer(c, d, err)
 	})
 	admin.Post("/replay", func(c *fiber.Ctx) error {
@@ -78,10 +100,11 @@ func (s *Server) mountAdmin(app *fiber.App, token string, op Operator) {
 			DryRun     bool    `json:"dry_run"`
 			Rate       float64 `json:"rate"`
 		}
-		if err := c.BodyParser(&in); err != nil {
-			return s.adminAnswer(c, nil, invalid(err))
+		if err := s.decodeBody(c, &in); err != nil {
+			return s.adminAnswer(c, nil, err)
 		}
-		req := ops.ReplayRequest{Subscriber: in.Subscriber, Subject: in.Subject, DryRun: in.DryRun, Rate: in.Rate, Wait: adminReplayWait}
+		req := ops.ReplayRequest{Subscriber: in.Subscriber, Subject: in.Subject, DryRun: in.DryRun, Rate: in.Rate,
+			Wait: adminReplayWait, PublishWithin: adminReplayPublish}
 		var err error
 		if req.Since, req.Until, err = ops.ParseWindow(in.Since, in.Until, op.Now()); err != nil {
 			return s.adminAnswer(c, nil, err)
@@ -98,17 +121,14 @@ func (s *Server) mountAdmin(app *fiber.App, token string, op Operator) {
 			Event    string `json:"event"`
 			DryRun   bool   `json:"dry_run"`
 		}
-		if err := c.BodyParser(&in); err != nil {
-			return s.adminAnswer(c, nil, invalid(err))
-		}
-		if in.Since == "" && in.Event == "" {
-			return s.adminAnswer(c, nil, invalid(errors.New("give since (and optionally until) or event")))
+		if err := s.decodeBody(c, &in); err != nil {
+			return s.adminAnswer(c, nil, err)
 		}
 		f := ops.RepublishFilter{Provider: in.Provider, Event: in.Event, DryRun: in.DryRun}
 		var err error
 		if in.Status != "" {
-			if f.Status, err = store.ParseStatus(in.Status); err != nil {
-				return s.adminAnswer(c, nil, invalid(err))
+			if f.Status, err = ops.ParseStatus("status", in.Status); err != nil {
+				return s.adminAnswer(c, nil, err)
 			}
 		}
 		if f.Since, f.Until, err = ops.ParseWindow(in.Since, in.Until, op.Now()); err != nil {
@@ -118,7 +138,11 @@ func (s *Server) mountAdmin(app *fiber.App, token string, op Operator) {
 		return s.adminAnswer(c, res, err)
 	})
 	admin.Get("/dlq/:subscriber", func(c *fiber.Ctx) error {
-		dls, err := op.DeadLetters(c.UserContext(), c.Params("subscriber"))
+		sub, err := pathParam(c, "subscriber")
+		if err != nil {
+			return s.adminAnswer(c, nil, err)
+		}
+		dls, err := op.DeadLetters(c.UserContext(), sub)
 		return s.adminAnswer(c, dls, err)
 	})
 	admin.Post("/dlq/:subscriber/redrive", func(c *fiber.Ctx) error {
@@ -126,30 +150,109 @@ func (s *Server) mountAdmin(app *fiber.App, token string, op Operator) {
 			ID  int64 `json:"id"`
 			All bool  `json:"all"`
 		}
-		if err := c.BodyParser(&in); err != nil {
-			return s.adminAnswer(c, nil, invalid(err))
+		if err := s.decodeBody(c, &in); err != nil {
+			return s.adminAnswer(c, nil, err)
 		}
-		if (in.ID > 0) == in.All {
-			return s.adminAnswer(c, nil, invalid(errors.New(`give exactly one of "id" or "all": true`)))
-		}
-		n, err := op.Redrive(c.UserContext(), c.Params("subscriber"), in.ID)
-		return s.adminAnswer(c, fiber.Map{"requested": n}, err)
-	})
-	admin.Post("/purge", func(c *fiber.Ctx) error {
-		var in struct {
-			OlderThan string `json:"older_than"`
-			DryRun    bool   `json:"dry_run"`
-		}
-		if err := c.BodyParser(&in); err != nil {
-			return s.adminAnswer(c, nil, invalid(err))
-		}
-		age, err := ops.ParseAge(in.OlderThan)
+		sub, err := pathParam(c, "subscriber")
 		if err != nil {
 			return s.adminAnswer(c, nil, err)
 		}
-		res, err := op.Purge(c.UserContext(), op.Now().Add(-age), 5000, in.DryRun)
+		res, err := op.Redrive(c.UserContext(), ops.RedriveRequest{Subscriber: sub, ID: in.ID, All: in.All})
 		return s.adminAnswer(c, res, err)
 	})
+	admin.Post("/purge", func(c *fiber.Ctx) error {
+		var in struct {
+			OlderThan     string `json:"older_than"`
+			DryRun        *bool  `json:"dry_run"` // missing: a dry run
+			IncludeFailed bool   `json:"include_failed"`
+		}
+		if err := s.decodeBody(c, &in); err != nil {
+			return s.adminAnswer(c, nil, err)
+		}
+		age, err := ops.ParseAge(in.OlderThan)
+		if err != nil {
+			return s.adminAnswer(c, nil, fmt.Errorf("older_than: %w", err))
+		}
+		req := ops.PurgeRequest{OlderThan: age, BatchSize: ops.DefaultPurgeBatch, DryRun: in.DryRun == nil || *in.DryRun, IncludeFailed: in.IncludeFailed}
+		res, err := op.Purge(c.UserContext(), req)
+		out := purgeAnswer{PurgeResult: res}
+		if req.DryRun {
+			out.Note = `dry run: nothing was deleted; send "dry_run": false to delete`
+		}
+		return s.adminAnswer(c, out, err)
+	})
+}
+
+// purgeAnswer is a purge's result, with a word when it was a dry run.
+type purgeAnswer struct {
+	ops.PurgeResult
+	Note string `json:"note,omitempty"`
+}
+
+// bearerToken reads "Bearer <token>" from an Authorization header. The
+// scheme is case-insensitive and followed by one or more spaces (RFC 7235).
+func bearerToken(h string) (string, bool) {
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimLeft(token, " ")
+	return token, token != ""
+}
+
+// pathParam is a path parameter as the operator meant it: fiber leaves it
+// percent-encoded (an event id with a space or a slash arrives as %20,
+// %2F).
+func pathParam(c *fiber.Ctx, name string) (string, error) {
+	v, err := url.PathUnescape(c.Params(name))
+	if err != nil {
+		return "", &ops.InputError{Field: name, Reason: "bad percent-encoding in the path"}
+	}
+	return v, nil
+}
+
+// maxBodyErr bounds how much of a JSON error (which may quote the body)
+// goes back in an answer.
+const maxBodyErr = 200
+
+// maxAdminBody bounds an admin request's body: its JSON objects are a
+// few hundred bytes.
+const maxAdminBody = 64 << 10
+
+// decodeBody reads a request's JSON object into v: strictly (an unknown
+// field, such as a misspelt "dry_run", is an error rather than ignored),
+// whatever the Content-Type (curl -d sends form-encoded), and an empty
+// body as {}. The body is read within maxAdminBody and the server's body
+// budget (the webhook listener streams bodies).
+func (s *Server) decodeBody(c *fiber.Ctx, v any) error {
+	raw, reserved, err := readBody(c, maxAdminBody, s.bodies)
+	defer s.bodies.release(reserved)
+	switch {
+	case errors.Is(err, errOverloaded):
+		return err
+	case err != nil:
+		return &ops.InputError{Field: "body", Reason: err.Error()}
+	}
+	body := bytes.TrimSpace(raw)
+	if len(body) == 0 {
+		body = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	err = dec.Decode(v)
+	if err == nil {
+		if _, tokErr := dec.Token(); !errors.Is(tokErr, io.EOF) {
+			err = errors.New("data after the JSON object")
+		}
+	}
+	if err != nil {
+		msg := strings.TrimPrefix(err.Error(), "json: ")
+		if len(msg) > maxBodyErr {
+			msg = msg[:maxBodyErr] + "…"
+		}
+		return &ops.InputError{Field: "body", Reason: "want one JSON object: " + strings.ToValidUTF8(msg, "?")}
+	}
+	return nil
 }
 
 func (s *Server) adminAnswer(c *fiber.Ctx, v any, err error) error {
@@ -162,6 +265,3 @@ func (s *Server) adminAnswer(c *fiber.Ctx, v any, err error) error {
 	}
 	return c.JSON(v)
 }
-
-// invalid marks a malformed admin request (answered 400).
-func invalid(err error) error { return fmt.Errorf("%w: %w", ops.ErrInvalid, err) }

@@ -148,6 +148,7 @@ func New(cfg Config) (*Server, error) {
 		// spool to temporary files) before the handler runs.
 		DisablePreParseMultipartForm: true,
 	})
+	s.app.Use(s.recoverPanics) // first: a panic anywhere below is a 500, never a crash
 	s.app.Use(closeUnread)
 	webhook := s.webhook
 	if cfg.Tracer != nil {
@@ -169,6 +170,7 @@ func New(cfg Config) (*Server, error) {
 			IdleTimeout:  120 * time.Second,
 			Concurrency:  1024,
 		})
+		s.adminApp.Use(s.recoverPanics)
 		s.adminApp.Get("/healthz", s.healthz)
 		s.adminApp.Get("/readyz", s.readyz)
 		if cfg.Pprof {

@@ -25,7 +25,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	baseline := fs.Bool("baseline", true, "also measure the hub with batching disabled (HUB_BATCH_MAX=1)")
 	ceiling := fs.Bool("ceiling", true, "also measure the raw batched insert (no HTTP, no publish)")
 	keep := fs.Bool("keep", false, "keep the bench databases")
-	asJSON := fs.Bool("json", false, "print only the final JSON report")
+	asJSON := fs.Bool("json", false, "print only the final JSON report on stdout (progress goes to stderr)")
 	rounds := fs.Int("rounds", 1, "repeat the runs, interleaved, and report each run's median round and the median ratios")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the benchmark process (load generator and embedded NATS server) to this file; profile the hub through HUB_ADMIN_ADDR (/debug/pprof/)")
 	fs.Usage = func() {
@@ -51,11 +51,11 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *count < 1 || *warmup < 0 || *concurrency < 1 || *dups < 0 || *dups > 0.9 || *batchMax < 1 || *rounds < 1 || *rounds > 99 {
-		return usageErr("--count, --concurrency and --batch-max must be positive, --warmup not negative, --rounds within 1..99, --duplicates within 0..0.9")
+	if err := checkBenchFlags(*count, *warmup, *concurrency, *batchMax, *rounds, *dups); err != nil {
+		return err
 	}
 	cfg, err := loadConfig()
 	if err != nil {
@@ -123,9 +123,46 @@ Flags:
 		fmt.Fprintf(stdout, "nothing lost or duplicated: %t\n", rep.NothingLostOrDuped)
 	}
 	line, _ := json.Marshal(rep)
-	fmt.Fprintf(stdout, "BENCH %s\n", line)
+	if *asJSON {
+		fmt.Fprintf(stdout, "%s\n", line) // JSON lines only
+	} else {
+		fmt.Fprintf(stdout, "BENCH %s\n", line)
+	}
 	if !rep.NothingLostOrDuped {
 		return fmt.Errorf("the run lost or duplicated events")
+	}
+	return nil
+}
+
+// Bounds of the bench's flags: the workload is signed ahead of time and
+// held in memory (about 2 KB a delivery), and each client is a connection.
+const (
+	maxBenchCount       = 1_000_000
+	maxBenchWarmup      = 100_000
+	maxBenchConcurrency = 4096
+	maxBenchBatch       = 10_000 // HUB_BATCH_MAX's own bound
+	maxBenchRounds      = 99
+)
+
+// checkBenchFlags refuses a flag out of its range, naming it. NaN fails
+// every comparison, so ranges are written as "not within".
+func checkBenchFlags(count, warmup, concurrency, batchMax, rounds int, dups float64) error {
+	for _, f := range []struct {
+		name      string
+		v, lo, hi int
+	}{
+		{"--count", count, 1, maxBenchCount},
+		{"--warmup", warmup, 0, maxBenchWarmup},
+		{"--concurrency", concurrency, 1, maxBenchConcurrency},
+		{"--batch-max", batchMax, 1, maxBenchBatch},
+		{"--rounds", rounds, 1, maxBenchRounds},
+	} {
+		if f.v < f.lo || f.v > f.hi {
+			return usageErr(fmt.Sprintf("%s must be within %d..%d, got %d", f.name, f.lo, f.hi, f.v))
+		}
+	}
+	if !(dups >= 0 && dups <= 0.9) {
+		return usageErr(fmt.Sprintf("--duplicates must be within 0..0.9, got %g", dups))
 	}
 	return nil
 }

@@ -36,7 +36,7 @@ Environment:
 `)
 		printEnv(stdout)
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -14,6 +14,8 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+
+	"github.com/hookhub/hookhub/hub/ops"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -86,12 +88,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		err := c.run(ctx, args[1:], stdout, stderr)
+		var input *ops.InputError
 		switch {
 		case err == nil:
 			return 0
 		case errors.Is(err, flag.ErrHelp):
 			return 0
-		case errors.Is(err, errUsage):
+		case errors.As(err, &input):
+			// An operation refused a flag's value: name the flag.
+			fmt.Fprintln(stderr, "hub "+c.name+":", flagName(input.Field)+":", input.Reason)
+			return 2
+		case errors.Is(err, errUsage), errors.Is(err, ops.ErrInvalid), errors.Is(err, ops.ErrBadTime):
 			fmt.Fprintln(stderr, "hub "+c.name+":", err)
 			return 2
 		default:

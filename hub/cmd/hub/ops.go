@@ -17,7 +17,6 @@ import (
 
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/service"
-	"github.com/hookhub/hookhub/hub/store"
 )
 
 // opsEnv is what an operator command connects to.
@@ -98,12 +97,41 @@ func newFlags(name, usage string, stdout io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// parseFlags parses args into fs. --help prints the usage on stdout; a
+// bad flag is a usage error (exit 2, its message on stderr), so stdout
+// carries nothing but the command's output (JSON lines with --json).
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	usage, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.Usage = usage
+	fs.SetOutput(out)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.Usage()
+		return err
+	case err != nil:
+		return usageErr(err.Error() + " (see --help)")
+	}
+	return nil
+}
+
+// flagName is the command line's name for an operation's input (the admin
+// API's field): older_than is --older-than.
+func flagName(field string) string {
+	if field == "ref" {
+		return "the event (archive id or provider:event_id)"
+	}
+	return "--" + strings.ReplaceAll(field, "_", "-")
+}
+
 // parseInterleaved parses flags that may come before or after positional
 // arguments and returns the positional ones.
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args); err != nil {
 			return nil, err
 		}
 		rest := fs.Args()
@@ -129,7 +157,11 @@ func parseWindow(o *ops.Ops, since, until string) (time.Time, time.Time, error) 
 
 func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		io.WriteString(stdout, `Usage: hub events list [flags]
+		w := stdout // asked for; a mistake's usage goes with the message
+		if len(args) == 0 {
+			w = stderr
+		}
+		io.WriteString(w, `Usage: hub events list [flags]
        hub events show [--json] <archive-id | provider:event_id>
 
   list   the archive, newest first: one line per first delivery (add --status SKIPPED
@@ -160,9 +192,9 @@ func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {
 	status := fs.String("status", "", "PENDING, PROCESSED, SKIPPED or FAILED (default: all but SKIPPED)")
 	since := fs.String("since", "", "received at or after")
 	until := fs.String("until", "", "received before")
-	limit := fs.Int("limit", 100, "at most this many rows")
+	limit := fs.Int("limit", ops.DefaultListLimit, fmt.Sprintf("at most this many rows (1..%d)", ops.MaxListLimit))
 	asJSON := fs.Bool("json", false, "one JSON object per line")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -175,8 +207,8 @@ func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {
 	defer env.Close()
 	f := ops.EventFilter{Provider: *provider, Type: *typ, Limit: *limit}
 	if *status != "" {
-		if f.Status, err = store.ParseStatus(*status); err != nil {
-			return usageErr("--status: " + err.Error())
+		if f.Status, err = ops.ParseStatus("status", *status); err != nil {
+			return err
 		}
 	}
 	if f.Since, f.Until, err = parseWindow(env.ops, *since, *until); err != nil {
@@ -272,7 +304,7 @@ func runEventsShow(ctx context.Context, args []string, stdout io.Writer) error {
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("status", "Usage: hub status [--json]\n\nThe stream (messages, bytes, sequences, duplicate window), each consumer (pending,\nack floor, redelivered, paused), the outbox backlog and its oldest row, and the\ndead letters waiting per subscriber. Needs HUB_DATABASE_URL; HUB_NATS_URL for the stream.\n", stdout)
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	env, _, err := connectOps(ctx, false)
@@ -296,11 +328,14 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if len(st.Consumers) > 0 {
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "\nCONSUMER\tPENDING\tACK PENDING\tACK FLOOR\tREDELIVERED\tPAUSED")
+		fmt.Fprintln(tw, "\nSUBSCRIBER CONSUMER\tPENDING\tACK PENDING\tACK FLOOR\tREDELIVERED\tPAUSED")
 		for _, c := range st.Consumers {
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%t\n", c.Name, c.Pending, c.AckPending, c.AckFloor, c.Redelivered, c.Paused)
 		}
 		_ = tw.Flush()
+	}
+	if st.ScanConsumers > 0 {
+		fmt.Fprintf(stdout, "\nscan consumers: %d (ephemeral readers of the stream, e.g. a replay or reconcile in progress; not subscribers)\n", st.ScanConsumers)
 	}
 	oldest := "-"
 	if !st.OldestPending.IsZero() {
@@ -315,22 +350,37 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 func runPurge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("purge", `Usage: hub purge --older-than AGE [--dry-run] [--batch N] [--json]
+	fs := newFlags("purge", fmt.Sprintf(`Usage: hub purge --older-than AGE [--include-failed] [--yes] [--batch N] [--json]
 
 Deletes archive rows (webhook_events) received more than AGE ago (e.g. 90d), in
-batches. PENDING rows (not yet on the stream) are never deleted, and the dedup
-table (processed_webhook_events) is never touched: a provider's retry of a purged
-event is still answered as a duplicate.
-`, stdout)
+batches. Without --yes it is a dry run: it counts what it would delete.
+
+  - AGE is at least %s (or the stream's duplicate window, if longer): the archive
+    is the only source for repairing a stream that lost messages (hub reconcile
+    --republish) and for the last day's forensics.
+  - PENDING rows (not yet on the stream) are never deleted.
+  - FAILED rows (never published: the archive is their only copy) are kept
+    unless --include-failed.
+  - The dedup table (processed_webhook_events) is never touched: a provider's
+    retry of a purged event is still answered as a duplicate.
+`, ops.MinPurgeAge), stdout)
 	olderThan := fs.String("older-than", "", "age of the rows to delete: 90d, 12w, 2160h (required)")
-	dryRun := fs.Bool("dry-run", false, "count the rows without deleting them")
-	batch := fs.Int("batch", 5000, "rows per delete transaction")
+	yes := fs.Bool("yes", false, "delete; without it the purge is a dry run")
+	dryRun := fs.Bool("dry-run", false, "count the rows without deleting them (the default; contradicts --yes)")
+	includeFailed := fs.Bool("include-failed", false, "delete FAILED rows too")
+	batch := fs.Int("batch", ops.DefaultPurgeBatch, fmt.Sprintf("rows per delete transaction (1..%d)", ops.MaxPurgeBatch))
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErr("purge takes no arguments; did you mean --older-than " + fs.Arg(0) + "?")
 	}
 	if *olderThan == "" {
 		return usageErr("--older-than is required (e.g. --older-than 90d)")
+	}
+	if *yes && *dryRun {
+		return usageErr("--yes and --dry-run contradict each other")
 	}
 	age, err := ops.ParseAge(*olderThan)
 	if err != nil {
@@ -341,7 +391,7 @@ event is still answered as a duplicate.
 		return err
 	}
 	defer env.Close()
-	res, err := env.ops.Purge(ctx, env.ops.Now().Add(-age), *batch, *dryRun)
+	res, err := env.ops.Purge(ctx, ops.PurgeRequest{OlderThan: age, BatchSize: *batch, DryRun: !*yes, IncludeFailed: *includeFailed})
 	if err != nil {
 		return err
 	}
@@ -350,9 +400,19 @@ event is still answered as a duplicate.
 	}
 	verb := "deleted"
 	if res.DryRun {
-		verb = "would delete"
+		verb = "dry run: would delete"
 	}
-	fmt.Fprintf(stdout, "%s %d archive rows received before %s (dedup rows kept)\n", verb, res.Rows, res.Cutoff.UTC().Format(time.RFC3339))
+	fmt.Fprintf(stdout, "%s %d archive rows received before %s (dedup rows kept", verb, res.Rows, res.Cutoff.UTC().Format(time.RFC3339))
+	if res.PendingKept > 0 {
+		fmt.Fprintf(stdout, "; %d PENDING rows kept: the outbox, check `hub status`", res.PendingKept)
+	}
+	if res.FailedKept > 0 {
+		fmt.Fprintf(stdout, "; %d FAILED rows kept, add --include-failed to delete them", res.FailedKept)
+	}
+	fmt.Fprintln(stdout, ")")
+	if res.DryRun {
+		fmt.Fprintln(stdout, "nothing deleted; run again with --yes to delete")
+	}
 	return nil
 }
 
@@ -372,11 +432,11 @@ skips what they already processed, so side effects stay single.
 	event := fs.String("event", "", "just this event")
 	dryRun := fs.Bool("dry-run", false, "count what would be published")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *since == "" && *event == "" {
-		return usageErr("give --since (and optionally --until) or --event: republishing the whole archive is never the default")
+	if fs.NArg() > 0 {
+		return usageErr("republish takes no arguments; filters are flags")
 	}
 	env, _, err := connectOps(ctx, !*dryRun)
 	if err != nil {
@@ -384,8 +444,8 @@ skips what they already processed, so side effects stay single.
 	}
 	defer env.Close()
 	f := ops.RepublishFilter{Provider: *provider, Event: *event, DryRun: *dryRun}
-	if f.Status, err = store.ParseStatus(*status); err != nil {
-		return usageErr("--status: " + err.Error())
+	if f.Status, err = ops.ParseStatus("status", *status); err != nil {
+		return err
 	}
 	if f.Since, f.Until, err = parseWindow(env.ops, *since, *until); err != nil {
 		return err
@@ -410,8 +470,12 @@ skips what they already processed, so side effects stay single.
 
 func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		io.WriteString(stdout, `Usage: hub dlq list --subscriber NAME [--json]
-       hub dlq redrive --subscriber NAME (--id ID | --all)
+		w := stdout // asked for; a mistake's usage goes with the message
+		if len(args) == 0 {
+			w = stderr
+		}
+		io.WriteString(w, `Usage: hub dlq list --subscriber NAME [--json]
+       hub dlq redrive --subscriber NAME (--id ID | --all) [--json]
 
   list     the subscriber's dead letters: messages its handler failed on too often
   redrive  ask the running subscriber to process them again (after a fix); an event it
@@ -428,8 +492,14 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	id := fs.Int64("id", 0, "redrive: this dead letter")
 	all := fs.Bool("all", false, "redrive: every dead letter not yet redriven")
 	asJSON := fs.Bool("json", false, "one JSON object per line")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErr(fmt.Sprintf("dlq %s takes no arguments (%q): the subscriber and the dead letter are flags", action, fs.Arg(0)))
+	}
+	if action != "list" && action != "redrive" {
+		return usageErr(fmt.Sprintf("unknown dlq action %q: want list or redrive", action))
 	}
 	if *sub == "" {
 		return usageErr("--subscriber is required")
@@ -465,24 +535,17 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			fmt.Fprintf(tw, "%d\t%s\t%s:%s\t%s\t%d\t%s\t%s\n", r.ID, r.CreatedAt.UTC().Format(time.RFC3339), r.Provider, r.EventID, r.Subject, r.Attempts, state, oneLine(r.Error, 70))
 		}
 		return tw.Flush()
-	case "redrive":
-		if (*id > 0) == *all {
-			return usageErr("redrive needs exactly one of --id ID or --all")
-		}
-		n, err := env.ops.Redrive(ctx, *sub, *id)
+	default: // redrive
+		res, err := env.ops.Redrive(ctx, ops.RedriveRequest{Subscriber: *sub, ID: *id, All: *all})
 		if err != nil {
 			return err
 		}
-		if n == 0 {
-			if *id > 0 {
-				return fmt.Errorf("%w: %s has no dead letter %d waiting for a redrive", ops.ErrNotFound, *sub, *id)
-			}
-			return fmt.Errorf("%w: %s has no dead letter waiting for a redrive", ops.ErrNotFound, *sub)
+		if *asJSON {
+			return json.NewEncoder(stdout).Encode(res)
 		}
-		fmt.Fprintf(stdout, "requested a redrive of %d dead letter(s) of %s; the running subscriber picks them up within seconds (see `hub dlq list --subscriber %s`)\n", n, *sub, *sub)
+		fmt.Fprintf(stdout, "requested a redrive of %d dead letter(s) of %s; the running subscriber picks them up within seconds (see `hub dlq list --subscriber %s`)\n", res.Requested, *sub, *sub)
 		return nil
 	}
-	return usageErr(fmt.Sprintf("unknown dlq action %q: want list or redrive", action))
 }
 
 func oneLine(s string, n int) string {
@@ -517,7 +580,7 @@ and were not republished.
 	until := fs.String("until", "", "end of the range (default: now)")
 	republish := fs.Bool("republish", false, "republish the missing events")
 	asJSON := fs.Bool("json", false, "one JSON object per missing event")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *since == "" {

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/store"
+	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
 // The operator commands, as an operator new to the project would call
@@ -26,6 +29,13 @@ func TestOperatorCommands(t *testing.T) {
 		{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle", EventID: "evt_cli", EventType: "subscription.created", Body: []byte(`{"a":1}`), ReceivedAt: time.Now()},
 	})
 	require.NoError(t, err)
+	// A subscriber's tables with one dead letter waiting.
+	require.NoError(t, subscriber.Migrate(context.Background(), pool, "flaky", nil))
+	require.NoError(t, subscriber.Migrate(context.Background(), pool, "quiet", nil))
+	_, err = pool.Exec(context.Background(), `INSERT INTO flaky.dead_letters
+		(subscriber, provider, event_id, subject, headers, data, error, attempts, created_at)
+		VALUES ('flaky', 'paddle', 'evt_cli', 'paddle.subscription.created', '{}', '\x7b7d', 'bug', 3, now())`)
+	require.NoError(t, err)
 
 	cases := []struct {
 		args []string
@@ -39,17 +49,61 @@ func TestOperatorCommands(t *testing.T) {
 		{[]string{"events", "show", "--json", "paddle:evt_cli"}, 0, `"event_id":"evt_cli"`, ""},
 		{[]string{"events", "show", "paddle:nope"}, 1, "", "nothing matched"},
 		{[]string{"events", "list", "--since", "yesterday"}, 2, "", "--since"},
-		{[]string{"events", "list", "--status", "DONE"}, 2, "", "unknown status"},
-		{[]string{"events"}, 2, "Usage: hub events", "events needs list or show"},
+		{[]string{"events", "list", "--status", "DONE"}, 2, "", `--status: "DONE" is not a status`},
+		{[]string{"events"}, 2, "", "events needs list or show"},
+		{[]string{"events"}, 2, "", "Usage: hub events"},
+		{[]string{"events", "--help"}, 0, "Usage: hub events", ""},
 		{[]string{"status", "--json"}, 0, `"outbox_pending":1`, ""},
 		{[]string{"purge", "--older-than", "90d", "--dry-run"}, 0, "would delete 0", ""},
+		{[]string{"purge", "--older-than", "90d"}, 0, "dry run: would delete 0", ""},
+		{[]string{"purge", "--older-than", "90d"}, 0, "run again with --yes", ""},
+		{[]string{"purge", "--older-than", "90d", "--yes", "--json"}, 0, `"dry_run":false`, ""},
+		{[]string{"purge", "--older-than", "90d", "--json"}, 0, `"dry_run":true`, ""},
+		{[]string{"purge", "--older-than", "90d", "--yes", "--dry-run"}, 2, "", "contradict"},
+		{[]string{"purge", "--older-than", "1ns", "--yes"}, 2, "", "--older-than: must be at least 1d"},
+		{[]string{"purge", "--older-than", "213504d"}, 2, "", "--older-than: bad time"},
+		{[]string{"purge", "--older-than", "90d", "--batch", "0"}, 2, "", "--batch: must be within 1..50000 rows, got 0"},
+		{[]string{"purge", "--older-than", "90d", "--batch", "-5"}, 2, "", "--batch: must be within"},
+		{[]string{"purge", "--older-than", "90d", "--batch", "1e9"}, 2, "", "invalid value"},
+		{[]string{"purge", "90d"}, 2, "", "did you mean --older-than 90d"},
 		{[]string{"purge"}, 2, "", "--older-than is required"},
 		{[]string{"dlq", "list", "--subscriber", "nobody"}, 1, "", "unknown subscriber"},
-		{[]string{"dlq", "redrive", "--subscriber", "nobody"}, 2, "", "exactly one of --id"},
+		{[]string{"dlq", "list", "--subscriber", "no\x00body"}, 2, "", "--subscriber:"},
+		{[]string{"dlq", "redrive", "--subscriber", "nobody"}, 2, "", "--id: give exactly one"},
+		{[]string{"dlq", "redrive", "--subscriber", "flaky", "--id", "-1"}, 2, "", "--id: must be a dead letter's id"},
+		{[]string{"dlq", "redrive", "--subscriber", "flaky", "--id", "-1", "--all"}, 2, "", "--id: must be a dead letter's id"},
+		{[]string{"dlq", "redrive", "--subscriber", "flaky", "--id", "1", "--all"}, 2, "", "--id: give exactly one"},
+		{[]string{"dlq", "redrive", "--subscriber", "flaky", "--id", "999", "--json"}, 1, "", "nothing matched: flaky has no dead letter 999"},
+		{[]string{"dlq", "redrive", "--subscriber", "flaky", "--all", "--json"}, 0, `{"subscriber":"flaky","requested":1}`, ""},
+		{[]string{"dlq", "redrive", "--subscriber", "quiet", "--all", "--json"}, 1, "", "nothing matched: quiet has no dead letter waiting"},
+		{[]string{"dlq", "list", "--subscriber", "flaky", "--json"}, 0, `"redrive_requested_at"`, ""},
+		{[]string{"dlq", "purge", "--subscriber", "flaky"}, 2, "", "unknown dlq action"},
 		{[]string{"replay", "--subscriber", "nobody"}, 2, "", "--since are required"},
 		{[]string{"replay", "--subscriber", "nobody", "--since", "1h"}, 1, "", "unknown subscriber"},
+		{[]string{"replay", "--subscriber", "flaky", "--since", "1h", "--rate", "NaN"}, 2, "", "--rate: must be 0 (unlimited) or within 1..10000"},
+		{[]string{"replay", "--subscriber", "flaky", "--since", "1h", "--rate", "1e10"}, 2, "", "--rate: must be"},
+		{[]string{"replay", "--subscriber", "flaky", "--since", "1h", "--rate", "-1"}, 2, "", "--rate: must be"},
+		{[]string{"replay", "--subscriber", "flaky", "--since", "1h", "--rate", "+Inf"}, 2, "", "--rate: must be"},
+		{[]string{"replay", "--subscriber", "flaky", "--since", "1h", "--wait", "0s"}, 2, "", "--wait: must be within 1s..24h0m0s"},
+		{[]string{"replay", "--subscriber", "flaky", "--since", "1h", "--wait", "-1s"}, 2, "", "--wait: must be within"},
+		{[]string{"replay", "--subscriber", "flaky", "--since", "1h", "--subject", "paddle..x"}, 2, "", "--subject: "},
 		{[]string{"republish", "--since", "1h", "--dry-run"}, 1, "", "nothing matched"},
-		{[]string{"republish"}, 2, "", "give --since"},
+		{[]string{"republish"}, 2, "", "--since: give since"},
+		{[]string{"republish", "--event", "paddle:\x00", "--dry-run"}, 2, "", "--event: "},
+		{[]string{"events", "list", "--limit", "0"}, 2, "", "--limit: must be within 1..10000, got 0"},
+		{[]string{"events", "list", "--limit", "10001", "--json"}, 2, "", "--limit: must be within"},
+		{[]string{"events", "list", "--limit", "many", "--json"}, 2, "", "invalid value"},
+		{[]string{"events", "list", "--provider", "pad\xffdle"}, 2, "", "--provider: "},
+		{[]string{"events", "list", "--bogus", "--json"}, 2, "", "flag provided but not defined: -bogus"},
+		{[]string{"events", "show", "paddle:\x00"}, 2, "", "the event (archive id or provider:event_id): "},
+		{[]string{"events", "show", "paddle:" + strings.Repeat("x", 300)}, 2, "", "longer than"},
+		{[]string{"send", "--repeat", "0", "paddle", "x"}, 2, "", "--repeat must be within 1..10000"},
+		{[]string{"send", "--repeat", "10001", "paddle", "x"}, 2, "", "--repeat must be within"},
+		{[]string{"bench", "--duplicates", "NaN"}, 2, "", "--duplicates must be within 0..0.9, got NaN"},
+		{[]string{"bench", "--count", "0"}, 2, "", "--count must be within 1..1000000, got 0"},
+		{[]string{"bench", "--concurrency", "100000"}, 2, "", "--concurrency must be within 1..4096"},
+		{[]string{"bench", "--warmup", "-1"}, 2, "", "--warmup must be within"},
+		{[]string{"bench", "--rounds", "100"}, 2, "", "--rounds must be within 1..99"},
 		{[]string{"replay", "--help"}, 0, "private replay subjects", ""},
 		{[]string{"nonsense"}, 2, "", "unknown command"},
 		{[]string{"reconcile"}, 2, "", "--since is required"},
@@ -62,6 +116,14 @@ func TestOperatorCommands(t *testing.T) {
 			require.Equal(t, c.code, code, "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
 			require.Contains(t, stdout.String(), c.out)
 			require.Contains(t, stderr.String(), c.err)
+			if slices.Contains(c.args, "--json") {
+				for line := range strings.Lines(stdout.String()) {
+					require.True(t, json.Valid([]byte(line)), "--json prints JSON lines only on stdout, got %q", line)
+				}
+			}
+			if code == 2 {
+				require.Empty(t, stdout.String(), "a usage error prints its message on stderr only")
+			}
 		})
 	}
 }

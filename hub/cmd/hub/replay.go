@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/hookhub/hookhub/hub/ops"
 )
@@ -28,17 +27,17 @@ Needs HUB_DATABASE_URL and HUB_NATS_URL; nats-server 2.10 or newer.
 	until := fs.String("until", "", "end of the range (default: now)")
 	subject := fs.String("subject", "", "only this subject (wildcards * and > allowed)")
 	dryRun := fs.Bool("dry-run", false, "count what would be replayed and what would be skipped")
-	rate := fs.Float64("rate", 0, "at most N copies a second (default: unlimited)")
-	wait := fs.Duration("wait", 2*time.Minute, "how long to wait for the subscriber to settle the copies")
+	rate := fs.Float64("rate", 0, fmt.Sprintf("at most N copies a second, %g..%g (default: unlimited)", ops.MinReplayRate, ops.MaxReplayRate))
+	wait := fs.Duration("wait", ops.DefaultReplayWait, fmt.Sprintf("how long to wait for the subscriber to settle the copies (%s..%s)", ops.MinReplayWait, ops.MaxReplayWait))
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErr("replay takes no arguments; the range and the subscriber are flags")
 	}
 	if *sub == "" || *since == "" {
 		return usageErr("--subscriber and --since are required (see `hub replay --help`)")
-	}
-	if *rate < 0 {
-		return usageErr("--rate must be positive")
 	}
 	env, _, err := connectOps(ctx, true)
 	if err != nil {

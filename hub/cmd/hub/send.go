@@ -17,11 +17,15 @@ import (
 	"github.com/hookhub/hookhub/hub/service"
 )
 
+// maxSendRepeat bounds --repeat: a provider retries an event a few dozen
+// times at most; more is a load test, which is `hub bench`.
+const maxSendRepeat = 10_000
+
 func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("send", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	data := fs.String("data", "", "the event's data object as JSON (default: a realistic sample)")
-	repeat := fs.Int("repeat", 1, "deliver the same event N times, re-signed each time as a provider retry is")
+	repeat := fs.Int("repeat", 1, fmt.Sprintf("deliver the same event N times (1..%d), re-signed each time as a provider retry is", maxSendRepeat))
 	eventID := fs.String("event-id", "", "the event id (default: a new random id)")
 	url := fs.String("url", "", "the hub's base URL (default: http://127.0.0.1 on HUB_HTTP_ADDR's port)")
 	fs.Usage = func() {
@@ -43,12 +47,12 @@ Flags:
 		fs.PrintDefaults()
 	}
 	// Accept flags before and after the positional arguments.
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	pos := fs.Args()
 	if len(pos) >= 2 {
-		if err := fs.Parse(pos[2:]); err != nil {
+		if err := parseFlags(fs, pos[2:]); err != nil {
 			return err
 		}
 		pos = append(pos[:2:2], fs.Args()...)
@@ -57,8 +61,8 @@ Flags:
 		return usageErr("send needs <provider> <event_type>; see `hub send --help`")
 	}
 	name, eventType := pos[0], pos[1]
-	if *repeat < 1 {
-		return usageErr("--repeat must be at least 1")
+	if *repeat < 1 || *repeat > maxSendRepeat {
+		return usageErr(fmt.Sprintf("--repeat must be within 1..%d, got %d", maxSendRepeat, *repeat))
 	}
 	var dataBytes []byte
 	if *data != "" {
