@@ -89,7 +89,9 @@ func crashingMain() {
 // dead-lettered without calling the handler, and the process lives on.
 // The other messages, redelivered with it after every crash without their
 // handler having run, are processed normally: only calls that never
-// returned count, not deliveries.
+// returned count, not deliveries. A redrive of the dead letter that
+// crashes again is given up the same way instead of being claimed at
+// every start.
 func TestCrashLoopIsDeadLettered(t *testing.T) {
 	t.Parallel()
 	env := subtest.New(t)
@@ -99,41 +101,54 @@ func TestCrashLoopIsDeadLettered(t *testing.T) {
 		env.Publish(t, m)
 	}
 	vars := []string{envCrashDB + "=" + env.DBURL, envCrashNATS + "=" + env.NATS.URL()}
-	deadLetters := func() int {
-		var n int
-		err := env.Pool.QueryRow(context.Background(), "SELECT count(*) FROM "+crashName+".dead_letters").Scan(&n)
-		if err != nil {
-			return 0 // the first process has not created the table yet
-		}
-		return n
-	}
 	var out strings.Builder
-	for run := 1; ; run++ {
-		require.LessOrEqual(t, run, 2*crashMaxDeliver, "not dead-lettered after %d crashes:\n%s", run-1, out.String())
-		p := subtest.StartMain(t, vars)
-		require.Eventually(t, func() bool { return !p.Running() || deadLetters() == 1 }, subtest.Timeout, subtest.Tick)
-		if !p.Running() {
-			require.Equal(t, 3, p.ExitCode(t), p.Output())
+	// restartUntil runs the subscriber process, again after each crash,
+	// until done holds while one runs; then it stops that one.
+	restartUntil := func(done func() bool) (crashes int) {
+		t.Helper()
+		for {
+			require.LessOrEqual(t, crashes, 2*crashMaxDeliver, "still crashing:\n%s", out.String())
+			p := subtest.StartMain(t, vars)
+			require.Eventually(t, func() bool { return !p.Running() || done() }, subtest.Timeout, subtest.Tick)
+			if !p.Running() {
+				require.Equal(t, 3, p.ExitCode(t), p.Output())
+				out.WriteString(p.Output())
+				crashes++
+				continue
+			}
+			p.Terminate(t)
+			require.Equal(t, 0, p.ExitCode(t), p.Output())
 			out.WriteString(p.Output())
-			continue
+			return crashes
+		}
+	}
+	calls := func(eventID string) int { return strings.Count(out.String(), "handler called: "+eventID+" ") }
+	deadLetters := func() []subscriber.DeadLetter {
+		dls, err := subscriber.ListDeadLetters(context.Background(), env.Pool, crashName)
+		if err != nil {
+			return nil // the first process has not created the table yet
+		}
+		return dls
+	}
+	processed := func() bool {
+		if len(deadLetters()) != 1 {
+			return false // (the tables exist once there is one)
 		}
 		for _, m := range goods {
-			require.Eventually(t, func() bool { return effects(t, env, crashName, m.EventID) == 1 }, subtest.Timeout, subtest.Tick, p.Output())
+			if effects(t, env, crashName, m.EventID) != 1 {
+				return false
+			}
 		}
-		env.WaitAllAcked(t, crashName)
-		p.Terminate(t)
-		require.Equal(t, 0, p.ExitCode(t), p.Output())
-		out.WriteString(p.Output())
-		break
-	}
-	output := out.String()
-	require.Equal(t, crashMaxDeliver, strings.Count(output, "handler called: "+crashEventID+" "), output)
-	for _, m := range goods {
-		require.Equal(t, 1, strings.Count(output, "handler called: "+m.EventID+" "), output)
+		return true
 	}
 
-	dls, err := subscriber.ListDeadLetters(context.Background(), env.Pool, crashName)
-	require.NoError(t, err)
+	require.Equal(t, crashMaxDeliver, restartUntil(processed))
+	env.WaitAllAcked(t, crashName)
+	require.Equal(t, crashMaxDeliver, calls(crashEventID), out.String())
+	for _, m := range goods {
+		require.Equal(t, 1, calls(m.EventID), out.String())
+	}
+	dls := deadLetters()
 	require.Len(t, dls, 1)
 	d := dls[0]
 	require.Equal(t, crashEventID, d.EventID)
@@ -142,4 +157,22 @@ func TestCrashLoopIsDeadLettered(t *testing.T) {
 	require.Contains(t, d.Error, "the handler may crash the process")
 	require.Zero(t, env.Count(t, "SELECT count(*) FROM "+crashName+".handler_attempts WHERE event_id = $1", crashEventID), "cleared with the dead letter")
 	require.Zero(t, env.Count(t, "SELECT count(*) FROM "+crashName+".processed_messages WHERE event_id = $1", crashEventID))
+
+	// The redrive crashes too: every redrive call is counted, so after
+	// crashMaxDeliver-1 crashes it is given up and its request cleared.
+	n, err := subscriber.RequestRedrive(context.Background(), env.Pool, crashName, d.ID)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	redriveFailed := func() bool {
+		got, err := subscriber.GetDeadLetter(context.Background(), env.Pool, crashName, d.ID)
+		require.NoError(t, err)
+		return got.RedriveRequestedAt == nil && got.RedriveError != ""
+	}
+	require.Equal(t, crashMaxDeliver-1, restartUntil(redriveFailed))
+	require.Equal(t, 2*crashMaxDeliver-1, calls(crashEventID), out.String())
+	got, err := subscriber.GetDeadLetter(context.Background(), env.Pool, crashName, d.ID)
+	require.NoError(t, err)
+	require.Contains(t, got.RedriveError, "the handler may crash the process")
+	require.Nil(t, got.RedrivenAt)
+	require.Zero(t, env.Count(t, "SELECT count(*) FROM "+crashName+".handler_attempts"), "a new request starts afresh")
 }

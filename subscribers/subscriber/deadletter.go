@@ -208,7 +208,8 @@ func dlError(subscriber string, err error) error {
 }
 
 // redriveLoop processes requested redrives every RedriveInterval until
-// runCtx is done; a redrive in progress finishes on workCtx.
+// runCtx is done; a redrive in progress finishes on workCtx. It also
+// forgets stuck messages gone for good (pruneStuck).
 func (s *Subscriber) redriveLoop(runCtx, workCtx context.Context) {
 	t := time.NewTicker(s.cfg.RedriveInterval)
 	defer t.Stop()
@@ -228,6 +229,7 @@ func (s *Subscriber) redriveLoop(runCtx, workCtx context.Context) {
 			return
 		case <-t.C:
 		}
+		s.pruneStuck()
 	}
 }
 

@@ -69,6 +69,14 @@ func (s *Subscriber) settled(seq uint64) {
 	s.pruneStuckLocked()
 }
 
+// pruneStuck forgets stuck messages not seen for stuckHorizon (Run calls
+// it periodically, so the gauge does not depend on /healthz being read).
+func (s *Subscriber) pruneStuck() {
+	s.health.mu.Lock()
+	defer s.health.mu.Unlock()
+	s.pruneStuckLocked()
+}
+
 func (s *Subscriber) pruneStuckLocked() {
 	horizon := time.Now().Add(-s.stuckHorizon())
 	for seq, m := range s.health.stuck {

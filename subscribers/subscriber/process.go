@@ -309,6 +309,11 @@ func (s *Subscriber) processIn(ctx context.Context, tx pgx.Tx, ev Event, h Handl
 		return 0, infra("record processed message: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
+		if tracked { // processed by another copy since startAttempt
+			if _, err := tx.Exec(ctx, s.q.clearAttempts, ev.Provider, ev.EventID); err != nil {
+				return 0, infra("clear handler call count: %w", err)
+			}
+		}
 		return outcomeDuplicate, nil
 	}
 
