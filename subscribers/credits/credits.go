@@ -76,15 +76,23 @@ func grant(ctx context.Context, tx pgx.Tx, ev subscriber.Event, defaultGrant int
 	if err != nil {
 		return err
 	}
+	// Ids are written as they are or not at all: one Postgres cannot
+	// store (a NUL byte) makes the event permanent, not a retried failure.
+	if err := subscriber.CheckStorable("data.id", s.ID); err != nil {
+		return err
+	}
 	if s.CustomerID == "" {
-		return subscriber.Permanentf("subscription %s has no customer_id", s.ID)
+		return subscriber.Permanentf("subscription %q has no customer_id", s.ID)
+	}
+	if err := subscriber.CheckStorable("data.customer_id", s.CustomerID); err != nil {
+		return err
 	}
 	amount := defaultGrant
 	if s.CustomData.Credits != nil {
 		amount = *s.CustomData.Credits
 	}
 	if amount < 0 {
-		return subscriber.Permanentf("subscription %s grants negative credits (%d)", s.ID, amount)
+		return subscriber.Permanentf("subscription %q grants negative credits (%d)", s.ID, amount)
 	}
 	_, err = tx.Exec(ctx, `INSERT INTO credits.ledger (customer_id, amount, event_id, subscription_id) VALUES ($1, $2, $3, NULLIF($4, ''))`,
 		s.CustomerID, amount, ev.EventID, s.ID)

@@ -128,3 +128,36 @@ func TestRegisterChecksName(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorContains(t, credits.Register(sub, credits.Options{}), `must be named "credits"`)
 }
+
+// Issue 11: a Paddle body whose data.id (or customer_id) holds \u0000
+// cannot be written to the ledger. It is dead-lettered at its first
+// attempt with a readable error, instead of failing in Postgres on every
+// attempt; the other events flow.
+func TestUnstorablePayloadsAreDeadLettered(t *testing.T) {
+	t.Parallel()
+	env := subtest.New(t)
+	sub := start(t, env, credits.Options{})
+	now := time.Now()
+	bad := map[string]string{
+		"evt_nul_id":       "data.id",
+		"evt_nul_customer": "data.customer_id",
+	}
+	env.Publish(t, subtest.PaddleSubscription(t, "evt_nul_id", schema.PaddleSubscriptionCreated, now, "\x00", "ctm_1", nil))
+	env.Publish(t, subtest.PaddleSubscription(t, "evt_nul_customer", schema.PaddleSubscriptionCreated, now, "sub_2", "ctm_\x00", nil))
+	env.Publish(t, created(t, "evt_ok", "ctm_ok", nil))
+	require.Eventually(t, func() bool { s := sub.Stats(); return s.DeadLettered == 2 && s.Processed == 1 }, subtest.Timeout, subtest.Tick)
+	env.WaitAllAcked(t, credits.Name)
+	require.EqualValues(t, 2, sub.Stats().Failed, "one attempt each")
+	require.Equal(t, 1, ledgerRows(t, env, "evt_ok"))
+
+	dls, err := subscriber.ListDeadLetters(context.Background(), env.Pool, credits.Name)
+	require.NoError(t, err)
+	require.Len(t, dls, 2)
+	for _, d := range dls {
+		require.Equal(t, 1, d.Attempts)
+		require.Contains(t, d.Error, subscriber.ErrUnstorable.Error())
+		require.Contains(t, d.Error, bad[d.EventID])
+		require.True(t, subscriber.Storable(d.Error))
+		require.Zero(t, ledgerRows(t, env, d.EventID))
+	}
+}

@@ -85,6 +85,15 @@ func apply(ctx context.Context, tx pgx.Tx, ev subscriber.Event) error {
 	if s.ID == "" || s.CustomerID == "" {
 		return subscriber.Permanentf("subscription event without id or customer_id (id %q, customer %q)", s.ID, s.CustomerID)
 	}
+	// Values are stored as they are or not at all: one Postgres cannot
+	// store (a NUL byte) makes the event permanent, not a retried failure.
+	for _, f := range []struct{ name, value string }{
+		{"data.id", s.ID}, {"data.customer_id", s.CustomerID}, {"data.status", s.Status}, {"data.custom_data.plan", s.CustomData.Plan},
+	} {
+		if err := subscriber.CheckStorable(f.name, f.value); err != nil {
+			return err
+		}
+	}
 	at := pe.OccurredAt
 	if at.IsZero() {
 		at = ev.OccurredAt // the hub's Hub-Occurred-At, from the same field

@@ -171,3 +171,34 @@ func TestPlans(t *testing.T) {
 	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/accounts/sub_nope", nil))
 	require.Equal(t, http.StatusNotFound, rec.Code)
 }
+
+// Issue 11: a Paddle body whose data.id or plan holds \u0000 is
+// dead-lettered at its first attempt with a readable error; the account
+// of another subscription is updated meanwhile.
+func TestUnstorablePayloadsAreDeadLettered(t *testing.T) {
+	t.Parallel()
+	env := subtest.New(t)
+	sub := start(t, env, 2)
+	bad := map[string]string{
+		"evt_nul_id":   "data.id",
+		"evt_nul_plan": "data.custom_data.plan",
+	}
+	env.Publish(t, ev(t, "evt_nul_id", schema.PaddleSubscriptionCanceled, t0, "\x00", nil))
+	env.Publish(t, ev(t, "evt_nul_plan", schema.PaddleSubscriptionUpdated, t0, "sub_n", map[string]any{"plan": "pro\x00"}))
+	env.Publish(t, ev(t, "evt_ok", schema.PaddleSubscriptionCreated, t0, "sub_ok", nil))
+	require.Eventually(t, func() bool { s := sub.Stats(); return s.DeadLettered == 2 && s.Processed == 1 }, subtest.Timeout, subtest.Tick)
+	env.WaitAllAcked(t, downgrade.Name)
+	require.EqualValues(t, 2, sub.Stats().Failed, "one attempt each")
+	require.Equal(t, "paid", account(t, env, "sub_ok").Plan)
+
+	dls, err := subscriber.ListDeadLetters(context.Background(), env.Pool, downgrade.Name)
+	require.NoError(t, err)
+	require.Len(t, dls, 2)
+	for _, d := range dls {
+		require.Equal(t, 1, d.Attempts)
+		require.Contains(t, d.Error, subscriber.ErrUnstorable.Error())
+		require.Contains(t, d.Error, bad[d.EventID])
+		require.True(t, subscriber.Storable(d.Error))
+	}
+	require.Zero(t, env.Count(t, "SELECT count(*) FROM downgrade.accounts WHERE subscription_id <> 'sub_ok'"))
+}

@@ -25,7 +25,11 @@
 //
 // Failed sends are retried with exponential backoff; a permanent SMTP
 // rejection (5xx) or MaxAttempts failures mark the row failed (failed_at,
-// last_error). With EMAIL_SMTP_ADDR=log emails are logged, not sent (`hub
+// last_error). last_error is sanitized (subscriber.SanitizeText: valid
+// UTF-8, no NUL, at most 8 KiB) whatever the SMTP server replied, so
+// recording a failure cannot fail and a failing row moves back in the
+// queue; a Sender that panics fails that send, like an error. Payload text
+// put into a body (a first name, a subscription id) is sanitized too. With EMAIL_SMTP_ADDR=log emails are logged, not sent (`hub
 // dev`).
 package email
 
@@ -69,6 +73,12 @@ const (
 	DefaultSendInterval = time.Second
 	DefaultRetryBackoff = 5 * time.Second
 	DefaultMaxAttempts  = 20
+)
+
+// Bounds on text stored in the outbox.
+const (
+	maxNameLen  = 256     // a name or id from the payload, in a body
+	maxErrorLen = 8 << 10 // last_error
 )
 
 //go:embed migrations/*.sql
@@ -169,7 +179,9 @@ func (h *handlers) userCreated(ctx context.Context, tx pgx.Tx, ev subscriber.Eve
 	if !ok {
 		return nil
 	}
-	name := strings.TrimSpace(u.FirstName)
+	// Text from the payload is sanitized (a NUL byte would make the
+	// outbox insert fail) and bounded.
+	name := subscriber.SanitizeText(strings.TrimSpace(u.FirstName), maxNameLen)
 	if name == "" {
 		name = "there"
 	}
@@ -186,7 +198,7 @@ func (h *handlers) subscriptionCanceled(ctx context.Context, tx pgx.Tx, ev subsc
 	if !ok {
 		return nil
 	}
-	body := fmt.Sprintf("Hello,\n\nYour subscription %s has been canceled. We are sorry to see you go.\n\nYou can subscribe again at any time.\n", s.ID)
+	body := fmt.Sprintf("Hello,\n\nYour subscription %s has been canceled. We are sorry to see you go.\n\nYou can subscribe again at any time.\n", subscriber.SanitizeText(s.ID, maxNameLen))
 	return h.enqueue(ctx, tx, ev, KindCancellation, to, "Your subscription has been canceled", body)
 }
 

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hookhub/hookhub/schema"
+	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
 type metrics struct {
@@ -100,7 +102,7 @@ func (o *outbox) sendOne(ctx context.Context) (bool, error) {
 	msg.EventRef = schema.MsgID(provider, eventID)
 	log := o.log.With("outbox_id", id, "kind", kind, "message_id", msg.MessageID, "event", msg.EventRef)
 
-	sendErr := o.opts.Sender.Send(ctx, msg)
+	sendErr := o.send(ctx, msg, log)
 	attempts++
 	if sendErr == nil {
 		if _, err := tx.Exec(ctx, `UPDATE email.outbox SET sent_at = $2, attempts = $3, last_error = NULL WHERE id = $1`, id, o.opts.Now().UTC(), attempts); err != nil {
@@ -114,15 +116,19 @@ func (o *outbox) sendOne(ctx context.Context) (bool, error) {
 		return true, nil
 	}
 
+	// The SMTP server's reply can hold anything: stored sanitized, so
+	// that recording the failure cannot fail and leave the row at the
+	// head of the queue.
+	lastError := subscriber.SanitizeText(sendErr.Error(), maxErrorLen)
 	var perm *PermanentError
 	final := errors.As(sendErr, &perm) || attempts >= o.opts.MaxAttempts
 	if final {
-		_, err = tx.Exec(ctx, `UPDATE email.outbox SET failed_at = $2, attempts = $3, last_error = $4 WHERE id = $1`, id, now, attempts, sendErr.Error())
-		log.Error("email given up", "to", msg.To, "attempts", attempts, "error", sendErr)
+		_, err = tx.Exec(ctx, `UPDATE email.outbox SET failed_at = $2, attempts = $3, last_error = $4 WHERE id = $1`, id, now, attempts, lastError)
+		log.Error("email given up", "to", msg.To, "attempts", attempts, "error", lastError)
 	} else {
 		delay := o.retryDelay(attempts)
-		_, err = tx.Exec(ctx, `UPDATE email.outbox SET next_attempt_at = $2, attempts = $3, last_error = $4 WHERE id = $1`, id, now.Add(delay), attempts, sendErr.Error())
-		log.Warn("email send failed; will retry", "to", msg.To, "attempts", attempts, "retry_in", delay, "error", sendErr)
+		_, err = tx.Exec(ctx, `UPDATE email.outbox SET next_attempt_at = $2, attempts = $3, last_error = $4 WHERE id = $1`, id, now.Add(delay), attempts, lastError)
+		log.Warn("email send failed; will retry", "to", msg.To, "attempts", attempts, "retry_in", delay, "error", lastError)
 	}
 	if err != nil {
 		return false, fmt.Errorf("record failed send of email %d: %w", id, err)
@@ -132,6 +138,20 @@ func (o *outbox) sendOne(ctx context.Context) (bool, error) {
 	}
 	o.m.failed.WithLabelValues(kind, fmt.Sprint(final)).Inc()
 	return true, nil
+}
+
+// send sends msg, turning a panic of the Sender into a failed attempt
+// (logged once with its stack): one email must not kill the process, nor
+// stop the others.
+func (o *outbox) send(ctx context.Context, msg Message, log *slog.Logger) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			value := subscriber.SanitizeText(fmt.Sprint(v), maxErrorLen)
+			log.Error("email sender panicked", "panic", value, "stack", subscriber.SanitizeText(string(debug.Stack()), 32<<10))
+			err = fmt.Errorf("sender panicked: %s", value)
+		}
+	}()
+	return o.opts.Sender.Send(ctx, msg)
 }
 
 func (o *outbox) retryDelay(attempts int) time.Duration {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -48,44 +49,60 @@ type DeadLetter struct {
 const (
 	maxErrorLen      = 8 << 10
 	maxTermReasonLen = 200
+	// maxKeyLen bounds a provider or event id: they are indexed, and a
+	// btree entry must fit in a third of a page. The hub's own are at most
+	// 255 characters.
+	maxKeyLen = 1 << 10
 )
 
-// deadLetter stores the message as a dead letter and terminates it. If it
-// cannot be stored, the message is redelivered later instead.
+// deadLetter stores the message as a dead letter and terminates it. Every
+// text is sanitized (SanitizeText) and the headers too (storableHeaders);
+// the body is stored exactly. If Postgres still refuses the row for its
+// values (SQLSTATE class 22, 23 or 54: a server encoding other than UTF-8,
+// a constraint an operator added), the message is stored bare: no
+// headers, ASCII text, the exact body. If it cannot be stored at all, the
+// message is redelivered later and reported as stuck (Healthy, the
+// stuck_messages gauge) until it is.
 func (s *Subscriber) deadLetter(msg jetstream.Msg, ev Event, cause error) {
 	log := s.log.With("subject", ev.Subject, "provider", ev.Provider, "event_id", ev.EventID, "stream_seq", ev.StreamSeq, "attempt", ev.NumDelivered)
-	headers, err := json.Marshal(map[string][]string(ev.Header))
-	if err != nil {
-		headers = []byte("{}")
+	headers, changed := storableHeaders(ev.Header)
+	if changed {
+		log.Warn("headers hold NUL bytes or invalid UTF-8: the dead letter keeps a sanitized copy")
 	}
 	data := ev.Data
 	if data == nil {
 		data = []byte{}
 	}
+	causeText := SanitizeText(cause.Error(), maxErrorLen)
+	attempts := int64(min(ev.NumDelivered, math.MaxInt32))
+	now := s.cfg.Now().UTC()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var id int64
-	err = s.cfg.Pool.QueryRow(ctx, s.q.insertDeadLetter, s.cfg.Name, ev.Provider, ev.EventID, ev.Subject,
-		int64(ev.StreamSeq), headers, data, truncate(cause.Error(), maxErrorLen), int64(ev.NumDelivered), s.cfg.Now().UTC()).Scan(&id)
+	err := s.cfg.Pool.QueryRow(ctx, s.q.insertDeadLetter, s.cfg.Name, SanitizeText(ev.Provider, maxKeyLen), SanitizeText(ev.EventID, maxKeyLen),
+		SanitizeText(ev.Subject, 0), int64(ev.StreamSeq), headers, data, causeText, attempts, now).Scan(&id)
+	if err != nil && isDataError(err) {
+		s.m.countDeadLetterError()
+		log.Error("Postgres refused the dead letter; storing it bare (no headers, ASCII text, exact body)", "error", err, "cause", causeText)
+		bare := asciiText(fmt.Sprintf("stored without headers: Postgres refused the dead letter (%v); %s %q, %s %q; error: %s",
+			err, schema.HeaderMsgID, ev.Header.Get(schema.HeaderMsgID), schema.HeaderEventID, ev.Header.Get(schema.HeaderEventID), causeText), maxErrorLen)
+		err = s.cfg.Pool.QueryRow(ctx, s.q.insertBareDeadLetter, s.cfg.Name, asciiText(ev.Subject, maxKeyLen), int64(ev.StreamSeq), data, bare, attempts, now).Scan(&id)
+	}
 	if err != nil {
+		s.m.countDeadLetterError()
+		s.deadLetterFailed(ev.StreamSeq, err)
 		delay := s.cfg.backoff(ev.NumDelivered)
-		log.Error("cannot store dead letter; will retry the message", "error", err, "cause", cause, "retry_in", delay)
+		log.Error("cannot store dead letter; will retry the message", "error", err, "cause", causeText, "retry_in", delay)
 		s.nak(msg, delay, log)
 		return
 	}
+	s.settled(ev.StreamSeq)
 	s.m.countDead()
-	log.Error("dead-lettered", "dead_letter_id", id, "error", cause)
-	reason := strings.Join(strings.Fields(fmt.Sprintf("dead letter %d: %s", id, cause)), " ")
-	if err := msg.TermWithReason(truncate(reason, maxTermReasonLen)); err != nil {
+	log.Error("dead-lettered", "dead_letter_id", id, "error", causeText)
+	reason := strings.Join(strings.Fields(fmt.Sprintf("dead letter %d: %s", id, causeText)), " ")
+	if err := msg.TermWithReason(SanitizeText(reason, maxTermReasonLen)); err != nil {
 		log.Warn("term failed; the redelivery will fail and be dead-lettered again", "error", err)
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }
 
 const deadLetterColumns = `id, subscriber, COALESCE(provider, ''), COALESCE(event_id, ''), subject, COALESCE(stream_seq, 0),
@@ -191,7 +208,8 @@ func dlError(subscriber string, err error) error {
 }
 
 // redriveLoop processes requested redrives every RedriveInterval until
-// runCtx is done; a redrive in progress finishes on workCtx.
+// runCtx is done; a redrive in progress finishes on workCtx. It also
+// forgets stuck messages gone for good (pruneStuck).
 func (s *Subscriber) redriveLoop(runCtx, workCtx context.Context) {
 	t := time.NewTicker(s.cfg.RedriveInterval)
 	defer t.Stop()
@@ -211,6 +229,7 @@ func (s *Subscriber) redriveLoop(runCtx, workCtx context.Context) {
 			return
 		case <-t.C:
 		}
+		s.pruneStuck()
 	}
 }
 
@@ -252,17 +271,36 @@ func (s *Subscriber) redriveOne(ctx context.Context) (bool, error) {
 		return true, nil
 	}
 	_ = tx.Rollback(ctx)
-	s.m.countFailed()
+	var unsettled *unsettledError
+	if errors.As(perr, &unsettled) {
+		s.m.countCrashLoop()
+		// A later request starts counting afresh.
+		if _, err := s.cfg.Pool.Exec(ctx, s.q.clearAttempts, ev.Provider, ev.EventID); err != nil {
+			return false, fmt.Errorf("clear handler call count: %w", err)
+		}
+	} else {
+		s.m.countFailed()
+	}
 	if isInfra(perr) {
 		return false, perr // left requested; retried on the next round
 	}
-	log.Error("redrive failed; request cleared", "provider", ev.Provider, "event_id", ev.EventID, "error", perr)
-	if _, err := s.cfg.Pool.Exec(ctx, s.q.markRedriveFailed, ev.DeadLetterID, truncate(perr.Error(), maxErrorLen)); err != nil {
+	text := SanitizeText(perr.Error(), maxErrorLen)
+	log.Error("redrive failed; request cleared", "provider", ev.Provider, "event_id", ev.EventID, "error", text)
+	_, err = s.cfg.Pool.Exec(ctx, s.q.markRedriveFailed, ev.DeadLetterID, text)
+	if err != nil && isDataError(err) {
+		_, err = s.cfg.Pool.Exec(ctx, s.q.markRedriveFailed, ev.DeadLetterID, asciiText(text, maxErrorLen))
+	}
+	if err != nil {
 		return false, fmt.Errorf("record failed redrive: %w", err)
 	}
 	return true, nil
 }
 
+// redriveIn processes a claimed dead letter in tx, through the same path
+// as a delivery. Every handler call of a redrive is counted in
+// handler_attempts: a redrive that kills the process is given up (its
+// request cleared) once crashLimit calls never returned, instead of being
+// claimed again at every start.
 func (s *Subscriber) redriveIn(ctx context.Context, tx pgx.Tx, ev *Event, headers []byte) (outcome, error) {
 	var h map[string][]string
 	if err := json.Unmarshal(headers, &h); err != nil {
@@ -270,6 +308,9 @@ func (s *Subscriber) redriveIn(ctx context.Context, tx pgx.Tx, ev *Event, header
 	}
 	ev.Header = nats.Header(h)
 	md, err := schema.ParseMetadata(ev.Header)
+	if err == nil {
+		err = storableKey(md)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("invalid hub headers: %w", err)
 	}
@@ -278,5 +319,16 @@ func (s *Subscriber) redriveIn(ctx context.Context, tx pgx.Tx, ev *Event, header
 	if handler == nil {
 		return 0, fmt.Errorf("no handler for subject %s", ev.Subject)
 	}
-	return s.processIn(ctx, tx, *ev, handler)
+	unfinished, tracked, err := s.startAttempt(ctx, *ev)
+	if err != nil {
+		return 0, err
+	}
+	if tracked && unfinished >= s.crashLimit() {
+		return 0, &unsettledError{delivered: ev.NumDelivered, unfinished: unfinished}
+	}
+	out, err := s.processIn(ctx, tx, *ev, handler, tracked)
+	if err != nil && tracked {
+		s.finishAttempt(ctx, *ev)
+	}
+	return out, err
 }

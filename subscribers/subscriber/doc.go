@@ -25,7 +25,8 @@
 //
 //   - the library's tables, versioned in <name>.subscriber_schema_version:
 //     processed_messages (subscriber, provider, event_id, subject,
-//     stream_seq, processed_at, outcome), dead_letters and entity_versions;
+//     stream_seq, processed_at, outcome), dead_letters, entity_versions
+//     and handler_attempts (crash-loop detection);
 //   - the service's own goose migrations (Config.Migrations), versioned in
 //     <name>.schema_version by migrations.ForSchema.
 //
@@ -46,6 +47,10 @@
 // NakWithDelay(Backoff[attempt-1]), not from the consumer's BackOff, which
 // applies to ack timeouts only.
 //
+// If the durable consumer disappears (deleted, or the stream deleted and
+// created again), Run recreates it and goes on; meanwhile Healthy reports
+// "no consumer" and the gauge hookhub_subscriber_consumer_up is 0.
+//
 // # One message
 //
 //  1. BEGIN; INSERT INTO <name>.processed_messages ... ON CONFLICT
@@ -55,14 +60,53 @@
 //     ack, count skipped_duplicate. The handler is not called.
 //  3. Otherwise call the handler with the transaction (inside a savepoint)
 //     and the Event; COMMIT; then ack.
-//  4. Handler error or panic (recovered): ROLLBACK and
-//     NakWithDelay(Backoff[attempt-1]), never a bare Nak. At attempt
-//     MaxDeliver, or at once for a Permanent error (an undecodable payload,
-//     missing hub headers), the message goes to <name>.dead_letters with
-//     its headers, exact body, error and attempt count, and is terminated
-//     (TermWithReason); other messages keep flowing.
+//  4. Handler error, panic or runtime.Goexit (the handler runs on a
+//     goroutine of its own, which recovers; the panic is logged once with
+//     its stack): ROLLBACK and NakWithDelay(Backoff[attempt-1]), never a
+//     bare Nak. At attempt MaxDeliver, or at once for a Permanent error
+//     (an undecodable payload, missing hub headers, a provider or event id
+//     holding NUL bytes or invalid UTF-8), the message goes to
+//     <name>.dead_letters with its headers, exact body, error and attempt
+//     count, and is terminated (TermWithReason); other messages keep
+//     flowing.
 //  5. While the handler runs, InProgress is sent every AckWait/3, so a slow
 //     handler does not get its message redelivered to another worker.
+//
+// # Poison messages
+//
+// Whatever a message or a handler's error holds, its dead letter can be
+// stored: every text the library writes (errors, ids, subject, header
+// names and values) goes through SanitizeText, which makes it valid UTF-8
+// without NUL bytes (each becomes U+FFFD) and cuts it at a rune boundary
+// (errors at 8 KiB); the body is stored exactly (bytea). Services use
+// SanitizeText for free text they store and CheckStorable for values
+// they must not rewrite (ids), which makes such a message permanent. If
+// Postgres still refuses the dead letter for its values (SQLSTATE class
+// 22, 23 or 54, e.g. a database whose encoding is not UTF-8), it is stored
+// bare: no headers or ids, ASCII text, the exact body. If it cannot be
+// stored at all, the message is not terminated (it would be lost): it is
+// retried with backoff, counted in hookhub_subscriber_dead_letter_errors_total,
+// and reported as stuck by Healthy and hookhub_subscriber_stuck_messages
+// until its dead letter is stored.
+//
+// # Crash loops
+//
+// A handler that kills the process (os.Exit, a segfault, an OOM kill, a
+// panic on a goroutine it started) never reaches a nak or a dead letter,
+// and JetStream redelivers its message forever. Delivery counts cannot
+// tell this apart from messages merely redelivered (a Postgres outage, a
+// shutdown, a message waiting behind slow handlers), so the library
+// counts the calls themselves: on a redelivery (and for every redrive) it
+// adds one to the event's row in <name>.handler_attempts, in its own
+// committed statement, before calling the handler, and takes it back when
+// the call returns (on success, in the handler's transaction). First
+// deliveries are not counted: no extra write on the fast path. When
+// max(MaxDeliver-1, 1) counted calls never returned, the next delivery
+// is dead-lettered without calling the handler ("delivered N times
+// without settling: ... the handler may crash the process"), and counted
+// in hookhub_subscriber_crash_loops_total; a redrive is given up the same
+// way. So a handler that kills the process is called MaxDeliver times, as
+// one that fails (twice when MaxDeliver is 1).
 //
 // The ack is a DoubleAck: it waits for the server's confirmation, so a
 // graceful shutdown returns only after every ack reached the server, and a
@@ -94,7 +138,8 @@
 // (SELECT ... FOR UPDATE SKIP LOCKED, so one replica takes each), processes
 // them through the same transaction path (processed row, then handler) and
 // marks them redriven_at; a redrive of an event processed meanwhile is a
-// skip. A failed redrive records redrive_error and clears the request.
+// skip. A failed redrive records redrive_error (sanitized) and clears the
+// request.
 //
 // # Shutdown
 //
@@ -104,13 +149,19 @@
 // be acked within ShutdownTimeout, stops the redrive loop and the
 // Background tasks, and returns nil. Past the timeout it cancels the
 // handlers' contexts and returns ErrShutdownTimeout; their transactions
-// roll back and JetStream redelivers their messages.
+// roll back and JetStream redelivers their messages. A Background task
+// that panics stops Run with an error, as one that fails does, instead of
+// killing the process.
 //
 // # Metrics and health
 //
 // Counters hookhub_subscriber_{processed,skipped_duplicate,skipped_stale,
-// failed,dead_lettered,redriven}_total, the histogram
-// hookhub_subscriber_handler_duration_seconds and the gauge
-// hookhub_subscriber_in_flight, all labelled subscriber, go to
-// Config.Registerer. NewServeMux serves them on /metrics with /healthz.
+// failed,dead_lettered,redriven,handler_panics,crash_loops,
+// dead_letter_errors}_total, the histogram
+// hookhub_subscriber_handler_duration_seconds and the gauges
+// hookhub_subscriber_{in_flight,stuck_messages,consumer_up}, all labelled
+// subscriber, go to Config.Registerer. NewServeMux serves them on /metrics
+// with /healthz, which fails (503) while a subscriber is not consuming,
+// NATS is disconnected, the consumer is being recreated or a message is
+// stuck.
 package subscriber

@@ -82,10 +82,40 @@ func isInfra(err error) bool {
 	return errors.As(err, &ie)
 }
 
-// panicError is a recovered handler panic.
+// panicError is a recovered handler panic: its value, printed and
+// sanitized, and the stack of the panicking goroutine.
 type panicError struct {
-	value any
+	value string
 	stack []byte
 }
 
-func (e *panicError) Error() string { return fmt.Sprintf("handler panic: %v", e.value) }
+// Bounds on what a panic leaves in errors and logs.
+const (
+	maxPanicValueLen = 4 << 10
+	maxStackLen      = 32 << 10
+)
+
+func newPanicError(v any, stack []byte) *panicError {
+	return &panicError{value: SanitizeText(fmt.Sprint(v), maxPanicValueLen), stack: stack}
+}
+
+func (e *panicError) Error() string { return "handler panic: " + e.value }
+
+// stackText is the stack as logged: sanitized and bounded.
+func (e *panicError) stackText() string { return SanitizeText(string(e.stack), maxStackLen) }
+
+// errGoexit is a handler that ended its goroutine (runtime.Goexit, as
+// testing's t.FailNow does) instead of returning.
+var errGoexit = errors.New("handler called runtime.Goexit instead of returning")
+
+// unsettledError says a message is dead-lettered without calling its
+// handler because earlier calls for the event never returned.
+type unsettledError struct {
+	delivered  uint64 // this delivery's number
+	unfinished int    // handler calls counted that never returned
+}
+
+func (e *unsettledError) Error() string {
+	return fmt.Sprintf("delivered %d times without settling: at least %d handler calls for this event never returned, "+
+		"the handler may crash the process (dead-lettered without calling it again)", e.delivered, e.unfinished)
+}

@@ -19,6 +19,11 @@ const (
 	MetricRedriven         = "hookhub_subscriber_redriven_total"
 	MetricHandlerDuration  = "hookhub_subscriber_handler_duration_seconds"
 	MetricInFlight         = "hookhub_subscriber_in_flight"
+	MetricHandlerPanics    = "hookhub_subscriber_handler_panics_total"
+	MetricCrashLoops       = "hookhub_subscriber_crash_loops_total"
+	MetricDeadLetterErrors = "hookhub_subscriber_dead_letter_errors_total"
+	MetricStuckMessages    = "hookhub_subscriber_stuck_messages"
+	MetricConsumerUp       = "hookhub_subscriber_consumer_up"
 )
 
 // Stats are the subscriber's counters since New, the same as its metrics.
@@ -29,14 +34,21 @@ type Stats struct {
 	Failed           uint64 // failed attempts (handler error, panic, or the database)
 	DeadLettered     uint64 // messages stored as dead letters and terminated
 	Redriven         uint64 // dead letters redriven successfully (processed or skipped)
+	Panics           uint64 // handler calls that panicked (also counted in Failed)
+	CrashLoops       uint64 // messages dead-lettered because earlier handler calls never returned
+	DeadLetterErrors uint64 // dead letters that could not be stored (the message is retried)
 }
 
 type metrics struct {
 	processed, duplicate, stale, failed, dead, redriven prometheus.Counter
+	panics, crashLoops, deadLetterErrors                prometheus.Counter
 	duration                                            prometheus.Observer
-	inFlight                                            prometheus.Gauge
+	inFlight, stuck, consumerUp                         prometheus.Gauge
 
-	stats struct{ processed, duplicate, stale, failed, dead, redriven atomic.Uint64 }
+	stats struct {
+		processed, duplicate, stale, failed, dead, redriven atomic.Uint64
+		panics, crashLoops, deadLetterErrors                atomic.Uint64
+	}
 }
 
 func newMetrics(reg prometheus.Registerer, name string) (*metrics, error) {
@@ -60,6 +72,9 @@ func newMetrics(reg prometheus.Registerer, name string) (*metrics, error) {
 		{&m.failed, MetricFailed, "Failed attempts (handler error or panic, or database failure)."},
 		{&m.dead, MetricDeadLettered, "Messages stored as dead letters and terminated."},
 		{&m.redriven, MetricRedriven, "Dead letters redriven successfully."},
+		{&m.panics, MetricHandlerPanics, "Handler calls that panicked (each is a failed attempt)."},
+		{&m.crashLoops, MetricCrashLoops, "Messages dead-lettered without calling the handler because earlier calls for the event never returned (the handler may crash the process)."},
+		{&m.deadLetterErrors, MetricDeadLetterErrors, "Dead letters Postgres did not store; the message is retried later."},
 	} {
 		var err error
 		if *c.dst, err = counter(c.name, c.help); err != nil {
@@ -76,14 +91,20 @@ func newMetrics(reg prometheus.Registerer, name string) (*metrics, error) {
 	} else {
 		m.duration = h.WithLabelValues(name)
 	}
-	g, err := register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: MetricInFlight,
-		Help: "Messages being handled now.",
-	}, labels))
-	if err != nil {
-		errs = append(errs, err)
-	} else {
-		m.inFlight = g.WithLabelValues(name)
+	for _, g := range []struct {
+		dst        *prometheus.Gauge
+		name, help string
+	}{
+		{&m.inFlight, MetricInFlight, "Messages being handled now."},
+		{&m.stuck, MetricStuckMessages, "Messages due to be dead-lettered whose dead letter cannot be stored; they are retried (see /healthz)."},
+		{&m.consumerUp, MetricConsumerUp, "1 while the durable consumer exists and is pulled, 0 while it is being (re)created or the subscriber is not running."},
+	} {
+		v, err := register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: g.name, Help: g.help}, labels))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		*g.dst = v.WithLabelValues(name)
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("subscriber: register metrics: %w", errors.Join(errs...))
@@ -139,6 +160,21 @@ func (m *metrics) countRedriven() {
 	m.stats.redriven.Add(1)
 }
 
+func (m *metrics) countPanic() {
+	m.panics.Inc()
+	m.stats.panics.Add(1)
+}
+
+func (m *metrics) countCrashLoop() {
+	m.crashLoops.Inc()
+	m.stats.crashLoops.Add(1)
+}
+
+func (m *metrics) countDeadLetterError() {
+	m.deadLetterErrors.Inc()
+	m.stats.deadLetterErrors.Add(1)
+}
+
 func (m *metrics) snapshot() Stats {
 	return Stats{
 		Processed:        m.stats.processed.Load(),
@@ -147,5 +183,8 @@ func (m *metrics) snapshot() Stats {
 		Failed:           m.stats.failed.Load(),
 		DeadLettered:     m.stats.dead.Load(),
 		Redriven:         m.stats.redriven.Load(),
+		Panics:           m.stats.panics.Load(),
+		CrashLoops:       m.stats.crashLoops.Load(),
+		DeadLetterErrors: m.stats.deadLetterErrors.Load(),
 	}
 }

@@ -25,8 +25,10 @@ type handlerState struct {
 // entity (kind, id) was last changed by an event that occurred at
 // occurredAt, and returns true, unless an event that occurred at the same
 // time or later was already applied to it: then it changes nothing and
-// returns false. Call it from a handler, with the handler's ctx and tx,
-// before changing the entity:
+// returns false. A kind or id that is not Storable, or longer than 1 KiB,
+// is a permanent error (wrapping ErrUnstorable when not storable). Call
+// it from a handler, with the handler's ctx and tx, before changing the
+// entity:
 //
 //	ok, err := subscriber.ApplyIfNewer(ctx, tx, "paddle.subscription", sub.ID, ev.OccurredAt)
 //	if err != nil {
@@ -48,7 +50,15 @@ func ApplyIfNewer(ctx context.Context, tx pgx.Tx, kind, id string, occurredAt ti
 		return false, ErrNotInHandler
 	}
 	if occurredAt.IsZero() {
-		return false, Permanent(fmt.Errorf("%w: %s %s", ErrNoOccurredAt, kind, id))
+		return false, Permanent(fmt.Errorf("%w: %s %q", ErrNoOccurredAt, kind, id))
+	}
+	for _, f := range []struct{ name, v string }{{"kind", kind}, {"id", id}} {
+		if err := CheckStorable("entity "+f.name, f.v); err != nil {
+			return false, err
+		}
+		if len(f.v) > maxKeyLen {
+			return false, Permanentf("entity %s is %d bytes long, more than %d", f.name, len(f.v), maxKeyLen)
+		}
 	}
 	var applied bool
 	err := tx.QueryRow(ctx, st.q.applyIfNewer, kind, id, occurredAt.UTC(), st.eventID, st.now().UTC()).Scan(&applied)
@@ -57,7 +67,7 @@ func ApplyIfNewer(ctx context.Context, tx pgx.Tx, kind, id string, occurredAt ti
 		st.stale = true
 		return false, nil
 	case err != nil:
-		return false, fmt.Errorf("apply if newer %s %s: %w", kind, id, err)
+		return false, fmt.Errorf("apply if newer %s %q: %w", kind, id, err)
 	}
 	return true, nil
 }

@@ -64,6 +64,9 @@ func (s *Subscriber) handleMessage(ctx context.Context, msg jetstream.Msg) {
 		NumDelivered: meta.NumDelivered,
 	}
 	md, err := schema.ParseMetadata(msg.Headers())
+	if err == nil {
+		err = storableKey(md)
+	}
 	if err != nil {
 		// It can never succeed: keep it for an operator and stop delivering.
 		s.m.countFailed()
@@ -76,7 +79,7 @@ func (s *Subscriber) handleMessage(ctx context.Context, msg jetstream.Msg) {
 	h := s.handler(ev.Subject)
 	if h == nil {
 		s.m.countFailed()
-		err := Permanent(fmt.Errorf("no handler for subject %s", ev.Subject))
+		err := Permanent(fmt.Errorf("no handler for subject %s", SanitizeText(ev.Subject, 0)))
 		s.deadLetter(msg, ev, err)
 		span.end(spanOutcomeDeadLetter, err)
 		return
@@ -95,9 +98,19 @@ func (s *Subscriber) handleMessage(ctx context.Context, msg jetstream.Msg) {
 			return
 		}
 		s.ack(msg, log)
+		s.settled(ev.StreamSeq)
 		return
 	}
 
+	var unsettled *unsettledError
+	if errors.As(err, &unsettled) {
+		// The handler was not called: not a failed attempt.
+		s.m.countCrashLoop()
+		log.Error("earlier handler calls for this event never returned; dead-lettering it without calling the handler", "unfinished_calls", unsettled.unfinished)
+		s.deadLetter(msg, ev, err)
+		span.end(spanOutcomeDeadLetter, err)
+		return
+	}
 	s.m.countFailed()
 	switch {
 	case isInfra(err) || ctx.Err() != nil:
@@ -105,7 +118,7 @@ func (s *Subscriber) handleMessage(ctx context.Context, msg jetstream.Msg) {
 		// handler was cut short by a shutdown past its timeout: retry, and
 		// never dead-letter for it.
 		delay := s.cfg.backoff(ev.NumDelivered)
-		log.Warn("attempt failed outside the handler; will retry", "error", err, "retry_in", delay)
+		log.Warn("attempt failed outside the handler; will retry", "error", errText(err), "retry_in", delay)
 		s.nak(msg, delay, log)
 		span.end(spanOutcomeRetry, err)
 	case IsPermanent(err) || ev.NumDelivered >= uint64(s.cfg.MaxDeliver):
@@ -113,11 +126,33 @@ func (s *Subscriber) handleMessage(ctx context.Context, msg jetstream.Msg) {
 		span.end(spanOutcomeDeadLetter, err)
 	default:
 		delay := s.cfg.backoff(ev.NumDelivered)
-		log.Warn("handler failed; will retry", "error", err, "retry_in", delay, "max_deliver", s.cfg.MaxDeliver)
+		log.Warn("handler failed; will retry", "error", errText(err), "retry_in", delay, "max_deliver", s.cfg.MaxDeliver)
 		s.nak(msg, delay, log)
 		span.end(spanOutcomeRetry, err)
 	}
 }
+
+// storableKey checks that the event's key, which the library writes to
+// processed_messages, is text Postgres accepts. The hub never publishes
+// such a message (its own tables hold the key); anything else did.
+func storableKey(md schema.Metadata) error {
+	for _, f := range []struct{ header, value string }{
+		{schema.HeaderProvider, md.Provider},
+		{schema.HeaderEventID, md.EventID},
+	} {
+		if err := CheckStorable("header "+f.header, f.value); err != nil {
+			return errors.Unwrap(err) // the caller says it is permanent
+		}
+		if len(f.value) > maxKeyLen {
+			return fmt.Errorf("header %s is %d bytes long, more than %d", f.header, len(f.value), maxKeyLen)
+		}
+	}
+	return nil
+}
+
+// errText is an error as logged: sanitized and bounded (a handler's error
+// may hold anything, of any size).
+func errText(err error) string { return SanitizeText(err.Error(), maxErrorLen) }
 
 // ack acknowledges msg and waits for the server to confirm it. DoubleAck
 // costs a round trip, but it means a message counted as done is known to
@@ -165,15 +200,72 @@ func (s *Subscriber) keepAlive(msg jetstream.Msg) (stop func()) {
 	}
 }
 
+// crashLimit is how many handler calls for one event may never return
+// (counted on redeliveries, see handler_attempts) before the next delivery
+// is dead-lettered without calling the handler. The first delivery is not
+// counted, so a handler that kills the process every time is called
+// MaxDeliver times, as one that fails is (twice when MaxDeliver is 1).
+func (s *Subscriber) crashLimit() int { return max(s.cfg.MaxDeliver-1, 1) }
+
 // processMessage runs the per-message transaction: processed row, handler,
-// commit.
+// commit. On a redelivery it first counts the handler call in
+// handler_attempts, in its own committed statement, and takes it back
+// once the call returned: a call that never returns (the process died)
+// stays counted, and past crashLimit the message is refused with an
+// unsettledError before the handler is called.
 func (s *Subscriber) processMessage(ctx context.Context, ev Event, h HandlerFunc) (outcome, error) {
+	tracked := false
+	if ev.NumDelivered > 1 {
+		unfinished, ok, err := s.startAttempt(ctx, ev)
+		if err != nil {
+			return 0, err
+		}
+		tracked = ok
+		if tracked && unfinished >= s.crashLimit() {
+			return 0, &unsettledError{delivered: ev.NumDelivered, unfinished: unfinished}
+		}
+	}
+	out, err := s.processTx(ctx, ev, h, tracked)
+	if err != nil && tracked {
+		s.finishAttempt(ctx, ev)
+	}
+	return out, err
+}
+
+// startAttempt counts a handler call about to start for ev and returns the
+// number of earlier calls that never finished. ok is false when the event
+// was processed already (nothing is counted; the transaction will skip
+// it).
+func (s *Subscriber) startAttempt(ctx context.Context, ev Event) (unfinished int, ok bool, err error) {
+	err = s.cfg.Pool.QueryRow(ctx, s.q.startAttempt, ev.Provider, ev.EventID, s.cfg.Now().UTC(), s.cfg.Name).Scan(&unfinished)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, infra("count handler call: %w", err)
+	}
+	return unfinished, true, nil
+}
+
+// finishAttempt takes back the call startAttempt counted, once it returned
+// without being committed. If this fails the call stays counted, as if it
+// had crashed: at worst the event is dead-lettered one attempt early.
+func (s *Subscriber) finishAttempt(ctx context.Context, ev Event) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, err := s.cfg.Pool.Exec(ctx, s.q.finishAttempt, ev.Provider, ev.EventID); err != nil {
+		s.log.Warn("cannot record that the handler call returned; it counts as a crash", "provider", ev.Provider, "event_id", ev.EventID, "error", err)
+	}
+}
+
+// processTx runs one transaction: processed row, handler, commit.
+func (s *Subscriber) processTx(ctx context.Context, ev Event, h HandlerFunc, tracked bool) (outcome, error) {
 	tx, err := s.cfg.Pool.Begin(ctx)
 	if err != nil {
 		return 0, infra("begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	out, err := s.processIn(ctx, tx, ev, h)
+	out, err := s.processIn(ctx, tx, ev, h, tracked)
 	if err != nil {
 		return 0, err
 	}
@@ -200,17 +292,28 @@ func (s *Subscriber) processMessage(ctx context.Context, ev Event, h HandlerFunc
 }
 
 // processIn records ev as processed in tx and, if it was not already,
-// runs the handler inside a savepoint. The caller commits tx.
-func (s *Subscriber) processIn(ctx context.Context, tx pgx.Tx, ev Event, h HandlerFunc) (outcome, error) {
+// runs the handler inside a savepoint. The caller commits tx. tracked says
+// the handler call was counted in handler_attempts: the count is cleared
+// in tx when the event is processed.
+func (s *Subscriber) processIn(ctx context.Context, tx pgx.Tx, ev Event, h HandlerFunc, tracked bool) (outcome, error) {
 	var deadLetterID *int64
 	if ev.DeadLetterID != 0 {
 		deadLetterID = &ev.DeadLetterID
 	}
-	tag, err := tx.Exec(ctx, s.q.insertProcessed, s.cfg.Name, ev.Provider, ev.EventID, ev.Subject, int64(ev.StreamSeq), s.cfg.Now().UTC(), deadLetterID)
+	tag, err := tx.Exec(ctx, s.q.insertProcessed, s.cfg.Name, ev.Provider, ev.EventID, SanitizeText(ev.Subject, 0), int64(ev.StreamSeq), s.cfg.Now().UTC(), deadLetterID)
 	if err != nil {
+		if isDataError(err) {
+			// Postgres refuses this message's values: no retry can help.
+			return 0, Permanent(fmt.Errorf("record processed message: %w", err))
+		}
 		return 0, infra("record processed message: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
+		if tracked { // processed by another copy since startAttempt
+			if _, err := tx.Exec(ctx, s.q.clearAttempts, ev.Provider, ev.EventID); err != nil {
+				return 0, infra("clear handler call count: %w", err)
+			}
+		}
 		return outcomeDuplicate, nil
 	}
 
@@ -242,7 +345,8 @@ func (s *Subscriber) processIn(ctx context.Context, tx pgx.Tx, ev Event, h Handl
 	case herr != nil:
 		var pe *panicError
 		if errors.As(herr, &pe) {
-			s.log.Error("handler panicked", "subject", ev.Subject, "event_id", ev.EventID, "panic", fmt.Sprint(pe.value), "stack", string(pe.stack))
+			s.m.countPanic()
+			s.log.Error("handler panicked", "subject", ev.Subject, "provider", ev.Provider, "event_id", ev.EventID, "attempt", ev.NumDelivered, "panic", pe.value, "stack", pe.stackText())
 		}
 		return 0, herr
 	default:
@@ -251,6 +355,11 @@ func (s *Subscriber) processIn(ctx context.Context, tx pgx.Tx, ev Event, h Handl
 				return 0, errors.New("handler committed or rolled back its transaction; it must leave that to the library")
 			}
 			return 0, fmt.Errorf("release savepoint: %w", err)
+		}
+	}
+	if tracked {
+		if _, err := tx.Exec(ctx, s.q.clearAttempts, ev.Provider, ev.EventID); err != nil {
+			return 0, infra("clear handler call count: %w", err)
 		}
 	}
 	if stale {
@@ -262,12 +371,29 @@ func (s *Subscriber) processIn(ctx context.Context, tx pgx.Tx, ev Event, h Handl
 	return outcomeProcessed, nil
 }
 
-// callHandler calls h, turning a panic into an error.
-func callHandler(ctx context.Context, h HandlerFunc, tx pgx.Tx, ev Event) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = &panicError{value: v, stack: debug.Stack()}
-		}
+// callHandler calls h on a goroutine of its own and waits for it, turning
+// a panic into a *panicError (with that goroutine's stack) and a
+// runtime.Goexit into errGoexit: either way the worker goes on and the
+// message is settled. (A panic on a goroutine the handler starts itself
+// cannot be recovered: it kills the process, and the crash-loop count
+// catches the message.)
+func callHandler(ctx context.Context, h HandlerFunc, tx pgx.Tx, ev Event) error {
+	done := make(chan error, 1)
+	go func() {
+		returned := false
+		defer func() {
+			if returned {
+				return
+			}
+			if v := recover(); v != nil {
+				done <- newPanicError(v, debug.Stack())
+				return
+			}
+			done <- errGoexit
+		}()
+		err := h(ctx, tx, ev)
+		returned = true
+		done <- err
 	}()
-	return h(ctx, tx, ev)
+	return <-done
 }

@@ -9,13 +9,18 @@ import (
 // queries are the library's SQL statements, with the subscriber's schema
 // filled in.
 type queries struct {
-	insertProcessed   string
-	markStale         string
-	insertDeadLetter  string
-	claimRedrive      string
-	markRedriven      string
-	markRedriveFailed string
-	applyIfNewer      string
+	insertProcessed  string
+	markStale        string
+	insertDeadLetter string
+	// insertBareDeadLetter is insertDeadLetter's fallback.
+	insertBareDeadLetter string
+	claimRedrive         string
+	markRedriven         string
+	markRedriveFailed    string
+	applyIfNewer         string
+	startAttempt         string
+	finishAttempt        string
+	clearAttempts        string
 }
 
 func newQueries(schemaName string) queries {
@@ -29,10 +34,22 @@ ON CONFLICT (subscriber, provider, event_id) DO NOTHING`),
 		markStale: r.Replace(`
 UPDATE __SCHEMA__.processed_messages SET outcome = 'skipped_stale'
 WHERE subscriber = $1 AND provider = $2 AND event_id = $3`),
+		// The dead letter also clears the event's crash-loop count, so a
+		// redrive starts afresh.
 		insertDeadLetter: r.Replace(`
+WITH cleared AS (
+    DELETE FROM __SCHEMA__.handler_attempts WHERE provider = $2::text AND event_id = $3::text
+)
 INSERT INTO __SCHEMA__.dead_letters
     (subscriber, provider, event_id, subject, stream_seq, headers, data, error, attempts, created_at)
-VALUES ($1, NULLIF($2, ''), NULLIF($3, ''), $4, NULLIF($5::bigint, 0), $6, $7, $8, $9, $10)
+VALUES ($1, NULLIF($2::text, ''), NULLIF($3::text, ''), $4, NULLIF($5::bigint, 0), $6, $7, $8, $9, $10)
+RETURNING id`),
+		// The last resort when Postgres refused the dead letter above: no
+		// headers or identifiers, ASCII text, the exact body.
+		insertBareDeadLetter: r.Replace(`
+INSERT INTO __SCHEMA__.dead_letters
+    (subscriber, provider, event_id, subject, stream_seq, headers, data, error, attempts, created_at)
+VALUES ($1, NULL, NULL, $2, NULLIF($3::bigint, 0), '{}', $4, $5, $6, $7)
 RETURNING id`),
 		claimRedrive: r.Replace(`
 SELECT id, subject, headers, data, COALESCE(stream_seq, 0), attempts
@@ -45,7 +62,7 @@ FOR UPDATE SKIP LOCKED`),
 UPDATE __SCHEMA__.dead_letters SET redriven_at = $2, redrive_error = NULL WHERE id = $1`),
 		markRedriveFailed: r.Replace(`
 UPDATE __SCHEMA__.dead_letters
-SET redrive_requested_at = NULL, redrive_error = $2, attempts = attempts + 1
+SET redrive_requested_at = NULL, redrive_error = $2, attempts = LEAST(attempts::bigint + 1, 2147483647)
 WHERE id = $1 AND redriven_at IS NULL`),
 		applyIfNewer: r.Replace(`
 INSERT INTO __SCHEMA__.entity_versions AS v (kind, id, last_occurred_at, last_event_id, updated_at)
@@ -54,5 +71,22 @@ ON CONFLICT (kind, id) DO UPDATE
 SET last_occurred_at = excluded.last_occurred_at, last_event_id = excluded.last_event_id, updated_at = excluded.updated_at
 WHERE v.last_occurred_at < excluded.last_occurred_at
 RETURNING true`),
+		// startAttempt counts a handler call about to start for an event not
+		// yet processed, and returns the calls counted before it that never
+		// finished; no row when the event was processed.
+		startAttempt: r.Replace(`
+INSERT INTO __SCHEMA__.handler_attempts AS a (provider, event_id, unfinished, last_started_at)
+SELECT $1::text, $2::text, 1, $3::timestamptz
+WHERE NOT EXISTS (
+    SELECT 1 FROM __SCHEMA__.processed_messages p
+    WHERE p.subscriber = $4::text AND p.provider = $1::text AND p.event_id = $2::text)
+ON CONFLICT (provider, event_id) DO UPDATE
+SET unfinished = a.unfinished + 1, last_started_at = excluded.last_started_at
+RETURNING unfinished - 1`),
+		finishAttempt: r.Replace(`
+UPDATE __SCHEMA__.handler_attempts SET unfinished = unfinished - 1
+WHERE provider = $1 AND event_id = $2 AND unfinished > 0`),
+		clearAttempts: r.Replace(`
+DELETE FROM __SCHEMA__.handler_attempts WHERE provider = $1 AND event_id = $2`),
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,8 +39,9 @@ type Subscriber struct {
 	subjects   []string
 	background []task
 
-	state atomic.Int32
-	hooks hooks // test hooks, set by export_test.go only
+	state  atomic.Int32
+	health health
+	hooks  hooks // test hooks, set by export_test.go only
 }
 
 type route struct {
@@ -186,13 +189,20 @@ func (s *Subscriber) handler(subject string) HandlerFunc {
 	return nil
 }
 
-// Healthy returns nil while Run is consuming and the NATS connection is
-// up, and an error saying what is wrong otherwise.
+// Healthy returns nil while Run is consuming, the NATS connection is up,
+// the durable consumer exists and no message is stuck (due to be
+// dead-lettered, but Postgres does not store its dead letter), and an
+// error saying what is wrong otherwise.
 func (s *Subscriber) Healthy() error {
 	switch s.state.Load() {
 	case stateConsuming:
+		var problems []string
 		if nc := s.cfg.JetStream.Conn(); nc != nil && !nc.IsConnected() {
-			return fmt.Errorf("subscriber %s: NATS connection %s", s.cfg.Name, nc.Status())
+			problems = append(problems, fmt.Sprintf("NATS connection %s", nc.Status()))
+		}
+		problems = append(problems, s.problems()...)
+		if len(problems) > 0 {
+			return fmt.Errorf("subscriber %s: %s", s.cfg.Name, strings.Join(problems, "; "))
 		}
 		return nil
 	case stateStarting:
@@ -225,6 +235,7 @@ func (s *Subscriber) Run(ctx context.Context) error {
 	}
 	s.state.Store(stateStarting)
 	defer s.state.Store(stateStopped)
+	defer s.m.consumerUp.Set(0)
 
 	if err := Migrate(ctx, s.cfg.Pool, s.cfg.Name, s.cfg.Migrations); err != nil {
 		if ctx.Err() != nil {
@@ -240,6 +251,7 @@ func (s *Subscriber) Run(ctx context.Context) error {
 		return err
 	}
 	s.log.Info("consuming", "stream", s.cfg.Stream, "subjects", s.Subjects(), "concurrency", s.cfg.Concurrency, "max_deliver", s.cfg.MaxDeliver)
+	s.setNoConsumer("")
 	s.state.Store(stateConsuming)
 
 	// runCtx stops fetching, redrives and background tasks; work already
@@ -270,7 +282,7 @@ func (s *Subscriber) Run(ctx context.Context) error {
 	s.mu.Unlock()
 	for _, t := range tasks {
 		others.Go(func() {
-			if err := t.fn(runCtx); err != nil && runCtx.Err() == nil {
+			if err := s.runTask(runCtx, t); err != nil && runCtx.Err() == nil {
 				s.log.Error("background task failed", "task", t.name, "error", err)
 				stop(fmt.Errorf("subscriber %s: background task %s: %w", s.cfg.Name, t.name, err))
 			}
@@ -313,6 +325,20 @@ func (s *Subscriber) Run(ctx context.Context) error {
 	return errors.Join(ErrShutdownTimeout, cause)
 }
 
+// runTask runs a background task, turning a panic into an error (logged
+// once, with its stack) so that it stops Run like a failure instead of
+// killing the process.
+func (s *Subscriber) runTask(ctx context.Context, t task) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			pe := newPanicError(v, debug.Stack())
+			s.log.Error("background task panicked", "task", t.name, "panic", pe.value, "stack", pe.stackText())
+			err = fmt.Errorf("panic: %s", pe.value)
+		}
+	}()
+	return t.fn(ctx)
+}
+
 // ensureConsumer creates or updates the durable consumer, waiting (and
 // logging) while the stream does not exist yet or NATS is unreachable.
 func (s *Subscriber) ensureConsumer(ctx context.Context) (jetstream.Consumer, error) {
@@ -347,6 +373,9 @@ func (s *Subscriber) ensureConsumer(ctx context.Context) (jetstream.Consumer, er
 		if errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, jetstream.ErrConnectionClosed) {
 			return nil, fmt.Errorf("subscriber %s: create consumer: %w", s.cfg.Name, err)
 		}
+		if s.state.Load() == stateConsuming {
+			s.setNoConsumer(err.Error())
+		}
 		s.log.Warn("cannot create consumer yet; retrying", "stream", s.cfg.Stream, "error", err, "retry_in", delay)
 		if !sleep(ctx, delay) {
 			return nil, ctx.Err()
@@ -373,9 +402,15 @@ func (s *Subscriber) fetch(ctx context.Context, cons jetstream.Consumer, work ch
 		if errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, jetstream.ErrConnectionClosed) {
 			return fmt.Errorf("subscriber %s: %w", s.cfg.Name, err)
 		}
-		// The iterator ended on its own (consumer deleted, a terminal pull
-		// error): recreate the consumer and go on.
-		s.log.Warn("consumer stopped; recreating it", "error", err, "retry_in", delay)
+		// The iterator ended on its own (consumer or stream deleted, a
+		// terminal pull error): recreate the consumer and go on. Healthy
+		// and the consumer_up gauge say so meanwhile.
+		reason := "the message iterator ended"
+		if err != nil {
+			reason = err.Error()
+		}
+		s.setNoConsumer(reason)
+		s.log.Warn("consumer stopped; recreating it", "error", reason, "retry_in", delay)
 		if !sleep(ctx, delay) {
 			return nil
 		}
@@ -386,6 +421,8 @@ func (s *Subscriber) fetch(ctx context.Context, cons jetstream.Consumer, work ch
 			}
 			return err
 		}
+		s.log.Info("consumer recreated", "stream", s.cfg.Stream)
+		s.setNoConsumer("")
 	}
 }
 

@@ -581,6 +581,19 @@ func TestBackground(t *testing.T) {
 		close(fail)
 		require.ErrorIs(t, r.Wait(), boom)
 	})
+	t.Run("panic stops Run, not the process", func(t *testing.T) {
+		sub := newSub(t, env, "bg_panic", nil)
+		sub.Handle("clerk.user.created", effectHandler("bg_panic", &calls{}))
+		fail := make(chan struct{})
+		sub.Background("panic", func(ctx context.Context) error {
+			<-fail
+			panic("task \x00 broke")
+		})
+		r := subtest.Start(t, sub)
+		close(fail)
+		err := r.Wait()
+		require.ErrorContains(t, err, "background task panic: panic: task \uFFFD broke")
+	})
 }
 
 // The tables are created once however many replicas migrate at once, and

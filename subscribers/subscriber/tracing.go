@@ -2,6 +2,7 @@ package subscriber
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
@@ -53,12 +54,12 @@ func (s *Subscriber) startProcess(ctx context.Context, msg jetstream.Msg, subjec
 		trace.WithAttributes(
 			semconv.MessagingSystemKey.String("nats"),
 			semconv.MessagingOperationTypeProcess,
-			semconv.MessagingDestinationName(msg.Subject()),
+			semconv.MessagingDestinationName(SanitizeText(msg.Subject(), 0)),
 			semconv.MessagingConsumerGroupName(s.cfg.Name),
 			attribute.String("hookhub.subscriber", s.cfg.Name),
-			attribute.String("hookhub.provider", h.Get(schema.HeaderProvider)),
-			attribute.String("hookhub.event_id", h.Get(schema.HeaderEventID)),
-			attribute.String("hookhub.event_type", h.Get(schema.HeaderEventType)),
+			attribute.String("hookhub.provider", SanitizeText(h.Get(schema.HeaderProvider), maxKeyLen)),
+			attribute.String("hookhub.event_id", SanitizeText(h.Get(schema.HeaderEventID), maxKeyLen)),
+			attribute.String("hookhub.event_type", SanitizeText(h.Get(schema.HeaderEventType), maxKeyLen)),
 			attribute.Int64("hookhub.stream_seq", int64(meta.Sequence.Stream)),
 			attribute.Int64("hookhub.delivery_attempt", int64(meta.NumDelivered)),
 		))
@@ -72,8 +73,15 @@ func (p *processSpan) end(outcome string, err error) {
 	}
 	p.span.SetAttributes(attribute.String("hookhub.outcome", outcome))
 	if err != nil {
-		p.span.RecordError(err)
-		p.span.SetStatus(codes.Error, err.Error())
+		// OTLP carries strings as protobuf strings, which must be valid
+		// UTF-8: an error holding anything else would fail the whole
+		// export batch.
+		text := errText(err)
+		p.span.AddEvent(semconv.ExceptionEventName, trace.WithAttributes(
+			semconv.ExceptionType(fmt.Sprintf("%T", err)),
+			semconv.ExceptionMessage(text),
+		))
+		p.span.SetStatus(codes.Error, text)
 	}
 	p.span.End()
 }
