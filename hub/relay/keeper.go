@@ -261,19 +261,19 @@ func (k *Keeper) Check(ctx context.Context) error {
 			"hint", "if a stream of this name held events before and was deleted while no hub ran, republish them: hub reconcile --since <time> --republish")
 	}
 	k.known = identityOf(e.info)
-	restored := false
+	if e.created || len(e.added) > 0 {
+		// Rows that failed for want of the stream (or of their subjects)
+		// are due now; the restore does not need to wait for them.
+		k.relay.Reconnected(ctx)
+	}
 	if k.lost != nil {
 		k.setState(StreamRestoring, nil)
 		if err := k.restore(ctx, *k.lost); err != nil {
 			return fmt.Errorf("restore stream %s: %w", k.cfg.Stream.Name, err)
 		}
-		k.lost, restored = nil, true
+		k.lost = nil
 	}
 	k.setState(StreamOK, nil)
-	if e.created || len(e.added) > 0 || restored {
-		// Rows that failed for want of the stream are due now.
-		k.relay.Reconnected(ctx)
-	}
 	return nil
 }
 
@@ -356,6 +356,7 @@ func (k *Keeper) restore(ctx context.Context, lost lostRange) error {
 	if err != nil {
 		return fmt.Errorf("wait for publishes in flight to be recorded: %w", err)
 	}
+	waited := time.Since(began)
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	held, err := streamMsgIDs(sctx, k.js, k.cfg.Stream.Name)
 	cancel()
@@ -364,7 +365,8 @@ func (k *Keeper) restore(ctx context.Context, lost lostRange) error {
 	}
 	log := k.cfg.Logger.With("stream", k.cfg.Stream.Name)
 	log.Warn("stream restore started: re-queueing the events the lost stream held",
-		"acknowledged_since", from, "acknowledged_before", start, "now_on_stream", len(held))
+		"acknowledged_since", from, "acknowledged_before", start, "now_on_stream", len(held),
+		"waited_for_publishes_in_flight", waited.Round(time.Millisecond))
 	page := store.PublishedPage{ReceivedSince: from.Add(-restoreLookback), From: from, Until: start, Limit: k.cfg.RestoreBatch}
 	var checked, requeued int64
 	progress := time.Now()
@@ -433,7 +435,7 @@ func streamMsgIDs(ctx context.Context, js jetstream.JetStream, stream string) (m
 		if err != nil {
 			return nil, err
 		}
-		got, last := 0, false
+		got := 0
 		for m := range batch.Messages() {
 			got++
 			seen++
@@ -446,14 +448,14 @@ func streamMsgIDs(ctx context.Context, js jetstream.JetStream, stream string) (m
 			if err != nil {
 				return nil, err
 			}
-			last = md.NumPending == 0
+			if md.NumPending == 0 { // the last one: do not wait out the fetch
+				return held, nil
+			}
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
 			return nil, err
 		}
 		switch {
-		case last:
-			return held, nil
 		case got == 0 && seen >= info.State.Msgs:
 			return held, nil
 		case got == 0:

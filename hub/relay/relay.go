@@ -46,11 +46,12 @@ type Config struct {
 	MarkBatch int
 	// Grace is the store's relay grace (store.WithRelayGrace): how long a
 	// new row is left to the fast path before the claiming relay may take
-	// it. The fast path publishes a row only while it is younger than
-	// Grace less a fifth (by Now, from the row's ReceivedAt); an older
-	// row is left to the relay (hub_publish_total{outcome="expired"}), so
-	// that the two never publish one row far apart (see RunFast). 0: no
-	// limit, for a store without grace.
+	// it. The fast path publishes a row only while it is younger (by Now,
+	// from the row's ReceivedAt) than Grace less a fifth, and than half the
+	// duplicate window; an older row is left to the relay
+	// (hub_publish_total{outcome="expired"}), so that the two never publish
+	// one row far apart (see RunFast). 0: a store without grace; the
+	// window's bound still applies.
 	Grace   time.Duration
 	Logger  *slog.Logger
 	Metrics *metrics.Metrics
@@ -111,7 +112,7 @@ type Relay struct {
 	wake   chan struct{}
 	fresh  chan store.OutboxRow // the fast path: rows just committed
 	// fastMaxAge is the age past which the fast path leaves a row to the
-	// relay; 0: no limit.
+	// relay (see Config.Grace).
 	fastMaxAge time.Duration
 	// streamTrouble receives a value when a publish failed as if the
 	// stream were missing; a Keeper checks the stream at once.
@@ -129,7 +130,7 @@ func New(outbox Outbox, js jetstream.JetStream, cfg Config) (*Relay, error) {
 	}
 	return &Relay{cfg: cfg, outbox: outbox, js: js, wake: make(chan struct{}, 1),
 		fresh:         make(chan store.OutboxRow, 16*cfg.BatchSize),
-		fastMaxAge:    cfg.Grace - cfg.Grace/5,
+		fastMaxAge:    fastMaxAge(cfg.Grace, cfg.DuplicateWindow),
 		streamTrouble: make(chan struct{}, 1),
 		recorded:      newRecordBarrier(),
 	}, nil
@@ -151,6 +152,15 @@ func (r *Relay) Enqueue(d store.Delivery) {
 			r.cfg.Metrics.Published.WithLabelValues(metrics.PublishDeferred).Inc()
 		}
 	}
+}
+
+// fastMaxAge is the age past which the fast path leaves a row to the
+// relay: the grace less a fifth, and at most half the duplicate window.
+func fastMaxAge(grace, window time.Duration) time.Duration {
+	if grace > 0 {
+		return min(grace-grace/5, window/2)
+	}
+	return window / 2
 }
 
 // fastQueued is how many sent batches of the fast path may wait for their
@@ -177,28 +187,38 @@ func MaxPending(batchSize, fastPipelines int) int {
 // A row may wait in the fast path (its queue, a send stalled behind
 // JetStream, the settle of earlier batches) for longer than the relay's
 // grace, after which the claiming relay publishes it too; once the
-// duplicate window has passed, JetStream would then store it twice. So
-// the fast path publishes a row only while it is younger than the grace
-// less a margin (Config.Grace), checked right before each publish, and
-// leaves older rows to the relay without recording anything: they are due
-// for the relay by then. A publish the fast path did send is therefore
-// always sent before the relay may first claim the row (commit + grace),
-// so whatever the relay does with the row comes after it:
-//   - the row is still PENDING when the grace ends (its PubAck is late, or
-//     its result not yet recorded): the relay's publish follows the fast
-//     path's on the same connection, inside the duplicate window of it, so
-//     JetStream answers Duplicate (a success) and stores nothing;
-//   - the fast path recorded a failure (no PubAck within its timeout, yet
-//     the message may be stored): the relay retries after a short backoff,
-//     inside the window, and once the row's first attempt (its commit) is
-//     older than half the window it looks the message up in the stream
-//     before publishing (send), so no retry stores a second copy;
-//   - the PubAck arrives after the relay published or found the message:
-//     both record the same sequence and the second update finds the row
-//     PROCESSED already and changes nothing.
+// duplicate window has passed, JetStream would then store it twice. So the
+// fast path publishes a row only while it is younger than fastMaxAge (the
+// grace less a margin, and at most half the duplicate window), checked
+// right before each publish, and leaves an older row to the relay without
+// recording anything: it is due for the relay by then, or soon after.
 //
-// In every case the message id protects the row; no copy is ever sent
-// from memory after the relay may have taken the row over.
+// Why no row is ever stored twice, whoever publishes it and whenever the
+// PubAcks arrive (the row's first_attempt_at is its commit):
+//   - every fast-path publish of a row is sent within window/2 of its
+//     receipt, before its commit + grace;
+//   - the relay publishes a row without looking for it in the stream only
+//     within window/2 of its first attempt; later it looks first (send);
+//   - so a fast-path publish and a relay publish of one row are either
+//     both within window/2 of its receipt, hence inside the duplicate
+//     window of whichever JetStream stored first (the other is answered
+//     Duplicate, a success), or the relay's comes after window/2 and
+//     looks the message up first. This holds also when the relay takes a
+//     row before its grace (RetryNow on a reconnect or a recreated stream
+//     makes every PENDING row due, including rows the fast path holds),
+//     and when the fast path's PubAck arrives after the grace: the row is
+//     still PENDING then, the relay's publish is a duplicate or finds the
+//     message, and whichever records second finds the row PROCESSED and
+//     changes nothing;
+//   - a fast-path publish that failed (no PubAck within its timeout, yet
+//     the message may be stored) is recorded as a failure with a short
+//     backoff: the relay's retries follow under the same rules.
+//
+// The message id protects every pair of publishes; no copy is sent from
+// memory once only a look-up in the stream could protect it. (Clock skew
+// between the hub, which reads the ages, and Postgres, which stamps
+// first_attempt_at, eats into the window; it is seconds at worst against
+// a window of minutes.)
 func (r *Relay) RunFast(ctx context.Context) error {
 	sent := make(chan *sentBatch, fastQueued)
 	settled := make(chan settledBatch, fastQueued)
