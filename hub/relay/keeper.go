@@ -320,13 +320,16 @@ func identityOf(info *jetstream.StreamInfo) *streamIdentity {
 }
 
 // restore re-queues the events the lost stream held and the current one
-// does not: every archived event JetStream acknowledged between the lost
-// stream's first message (less restoreMargin) and the start of the
-// restore, younger than the lost stream's maximum age (less the margin:
-// retention would have removed it soon, and it is not brought back for
-// another full age), that the stream does not hold under its message id
-// (or as a republished copy). The relay publishes them with their
-// original message ids.
+// does not: every archived event of this hub's providers that JetStream
+// acknowledged between the lost stream's first message (less
+// restoreMargin) and the start of the restore, younger than the lost
+// stream's maximum age (less the margin: retention would have removed it
+// soon, and it is not brought back for another full age), that the stream
+// does not hold under its message id (or as a republished copy). The relay
+// publishes them with their original message ids. Other providers' events
+// are left to the replicas that serve them (each restores its own): this
+// hub's stream may not hold their subjects, and a provider no hub serves
+// any more would leave rows PENDING for ever.
 //
 // Several hub replicas restore concurrently, and the relays publish
 // meanwhile, without a second copy of any event: the stream is read after
@@ -367,7 +370,8 @@ func (k *Keeper) restore(ctx context.Context, lost lostRange) error {
 	log.Warn("stream restore started: re-queueing the events the lost stream held",
 		"acknowledged_since", from, "acknowledged_before", start, "now_on_stream", len(held),
 		"waited_for_publishes_in_flight", waited.Round(time.Millisecond))
-	page := store.PublishedPage{ReceivedSince: from.Add(-restoreLookback), From: from, Until: start, Limit: k.cfg.RestoreBatch}
+	page := store.PublishedPage{ReceivedSince: from.Add(-restoreLookback), From: from, Until: start,
+		Providers: k.cfg.Stream.Providers, Limit: k.cfg.RestoreBatch}
 	var checked, requeued int64
 	progress := time.Now()
 	for {

@@ -136,6 +136,13 @@ func TestKeeperRestoresLostStream(t *testing.T) {
 			h := b.hub(t, b.store, nil)
 			old := b.ingestN(t, "evt_old", 20)
 			require.NoError(t, h.relay.Drain(ctx))
+			// An event of a provider this hub does not serve, published by
+			// another replica: that replica restores it, not this one.
+			otherID := uuid.Must(uuid.NewV7())
+			_, err := b.store.Ingest(ctx, []store.Delivery{{ArchiveID: otherID, Provider: "clerk", EventID: "msg_other",
+				EventType: "user.created", Body: []byte(`{}`), ReceivedAt: time.Now()}})
+			require.NoError(t, err)
+			require.NoError(t, b.store.RecordPublished(ctx, []store.PublishResult{{ArchiveID: otherID, Seq: 999, PublishedAt: time.Now()}}))
 			require.NoError(t, h.keeper.Check(ctx))
 			require.Equal(t, relay.StreamOK, h.keeper.State())
 			require.Equal(t, onceEach(old), b.streamIDs(t))
@@ -151,6 +158,10 @@ func TestKeeperRestoresLostStream(t *testing.T) {
 			require.NoError(t, h.relay.Drain(ctx))
 			require.Zero(t, b.pending(t))
 			require.Equal(t, onceEach(old, during), b.streamIDs(t))
+
+			var otherStatus string
+			require.NoError(t, b.store.Pool().QueryRow(ctx, `SELECT processing_status FROM webhook_events WHERE id = $1`, otherID).Scan(&otherStatus))
+			require.Equal(t, "PROCESSED", otherStatus, "another provider's event is left to the replicas that serve it")
 
 			// Nothing more to do.
 			require.NoError(t, h.keeper.Check(ctx))

@@ -26,15 +26,22 @@ type PublishedPage struct {
 	ReceivedSince time.Time
 	// From and Until bound published_at: [From, Until).
 	From, Until time.Time
+	// Providers, when not empty, lists the only providers to include.
+	Providers []string
 	// After is the last event of the previous page; zero for the first.
 	After PublishedEvent
 	Limit int
 }
 
 // PublishedBetween lists PROCESSED first deliveries acknowledged by
-// JetStream in [p.From, p.Until), that still have their body (so they can
-// be published again), in (created_at, id) order after p.After.
+// JetStream in [p.From, p.Until), of p.Providers, that still have their
+// body (so they can be published again), in (created_at, id) order after
+// p.After.
 func (s *Store) PublishedBetween(ctx context.Context, p PublishedPage) ([]PublishedEvent, error) {
+	providers := p.Providers
+	if providers == nil {
+		providers = []string{} // not NULL
+	}
 	afterAt, afterID := p.ReceivedSince, uuid.Nil
 	if p.After.ArchiveID != uuid.Nil {
 		afterAt, afterID = p.After.ReceivedAt, p.After.ArchiveID
@@ -43,9 +50,9 @@ func (s *Store) PublishedBetween(ctx context.Context, p PublishedPage) ([]Publis
 		SELECT id, provider, event_id, created_at FROM webhook_events
 		WHERE created_at >= $1 AND (created_at, id) > ($2, $3::uuid)
 		  AND processing_status = 'PROCESSED' AND published_at >= $4 AND published_at < $5
-		  AND body IS NOT NULL
+		  AND body IS NOT NULL AND (cardinality($7::text[]) = 0 OR provider = ANY($7))
 		ORDER BY created_at, id
-		LIMIT $6`, p.ReceivedSince, afterAt, [16]byte(afterID), p.From, p.Until, p.Limit)
+		LIMIT $6`, p.ReceivedSince, afterAt, [16]byte(afterID), p.From, p.Until, p.Limit, providers)
 	if err != nil {
 		return nil, fmt.Errorf("list published events: %w", err)
 	}

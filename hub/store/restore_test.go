@@ -52,8 +52,18 @@ func TestPublishedBetweenAndRequeue(t *testing.T) {
 	}
 	require.ElementsMatch(t, []string{"evt_02", "evt_03", "evt_04", "evt_05", "evt_06", "evt_07"}, got)
 
+	// Only the providers asked for.
+	events, err := s.PublishedBetween(ctx, store.PublishedPage{ReceivedSince: base.Add(-time.Hour), From: base, Until: base.Add(time.Hour),
+		Providers: []string{"clerk"}, Limit: 100})
+	require.NoError(t, err)
+	require.Empty(t, events)
+	events, err = s.PublishedBetween(ctx, store.PublishedPage{ReceivedSince: base.Add(-time.Hour), From: base, Until: base.Add(time.Hour),
+		Providers: []string{"clerk", "paddle"}, Limit: 100})
+	require.NoError(t, err)
+	require.Len(t, events, 10)
+
 	// Received after ReceivedSince only.
-	events, err := s.PublishedBetween(ctx, store.PublishedPage{ReceivedSince: time.Now().Add(time.Hour), From: base, Until: base.Add(time.Hour), Limit: 100})
+	events, err = s.PublishedBetween(ctx, store.PublishedPage{ReceivedSince: time.Now().Add(time.Hour), From: base, Until: base.Add(time.Hour), Limit: 100})
 	require.NoError(t, err)
 	require.Empty(t, events)
 
