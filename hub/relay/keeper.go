@@ -235,7 +235,8 @@ func (k *Keeper) Check(ctx context.Context) error {
 	cancel()
 	switch {
 	case err != nil && e.missing:
-		k.noteLoss("deleted")
+		// Not yet a loss: only a stream of another creation time proves
+		// one (an answer "not found" during an election may be wrong).
 		k.setState(StreamMissing, err)
 		return err
 	case err != nil && e.incomplete:
