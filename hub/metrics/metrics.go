@@ -24,6 +24,10 @@ const (
 	PublishFound     = "found"     // found in the stream after an uncertain attempt
 	PublishError     = "error"
 	PublishDeferred  = "deferred" // the fast path was saturated: left to the relay
+	// PublishExpired: the fast path held the row (queued behind a stalled
+	// JetStream or a slow settle) until it was nearly as old as the relay's
+	// grace, and left it to the claiming relay instead of publishing it.
+	PublishExpired = "expired"
 )
 
 // Metrics are the hub's collectors.
@@ -37,7 +41,10 @@ type Metrics struct {
 	OutboxOldest     prometheus.Gauge
 	NATSConnected    prometheus.Gauge
 	// ConnsRejected counts connections refused past HUB_MAX_CONNS.
-	ConnsRejected prometheus.Counter
+	ConnsRejected  prometheus.Counter
+	StreamPresent  prometheus.Gauge
+	StreamLost     prometheus.Counter
+	StreamRestored prometheus.Counter
 }
 
 // New creates the hub's metrics and registers them on reg.
@@ -82,8 +89,20 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "hub_http_connections_rejected_total",
 			Help: "Connections to the webhook listener answered 503 and closed because HUB_MAX_CONNS were open.",
 		}),
+		StreamPresent: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "hub_stream_present",
+			Help: "1 while the hub's JetStream stream exists with this hub's subjects; 0 while it is missing or lacks some (and before the first check).",
+		}),
+		StreamLost: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hub_stream_lost_total",
+			Help: "Times this hub found its stream deleted or replaced by a new one (it recreates the stream and restores what it held).",
+		}),
+		StreamRestored: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hub_stream_restored_events_total",
+			Help: "Events a lost stream held that this hub re-queued for publishing to the recreated stream.",
+		}),
 	}
 	reg.MustRegister(m.Deliveries, m.IngestSeconds, m.CommitBatch, m.Published, m.PublishLagSecond, m.OutboxPending, m.OutboxOldest, m.NATSConnected,
-		m.ConnsRejected)
+		m.ConnsRejected, m.StreamPresent, m.StreamLost, m.StreamRestored)
 	return m
 }

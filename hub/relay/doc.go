@@ -14,4 +14,12 @@
 // older than half the window is looked up in the stream before it is
 // published again, so an ack lost across a long NATS outage never stores
 // the event twice.
+//
+// The Keeper keeps the stream: it checks it every few seconds (and when a
+// publish fails as if it were gone), creates it when missing, merges this
+// hub's subjects into it without removing another replica's, and when the
+// stream it knew is gone (deleted, or replaced by another of the same
+// name) recreates it and re-queues, through the outbox, every event the
+// lost stream had acknowledged, under its original message id. Its state
+// (ok, missing, incomplete, restoring) feeds /readyz.
 package relay

@@ -44,9 +44,18 @@ type Config struct {
 	// default 50ms and 1024.
 	MarkDelay time.Duration
 	MarkBatch int
-	Logger    *slog.Logger
-	Metrics   *metrics.Metrics
-	Now       func() time.Time
+	// Grace is the store's relay grace (store.WithRelayGrace): how long a
+	// new row is left to the fast path before the claiming relay may take
+	// it. The fast path publishes a row only while it is younger (by Now,
+	// from the row's ReceivedAt) than Grace less a fifth, and than half the
+	// duplicate window; an older row is left to the relay
+	// (hub_publish_total{outcome="expired"}), so that the two never publish
+	// one row far apart (see RunFast). 0: a store without grace; the
+	// window's bound still applies.
+	Grace   time.Duration
+	Logger  *slog.Logger
+	Metrics *metrics.Metrics
+	Now     func() time.Time
 	// Tracer, when set, traces each publish and carries the span's context
 	// in the message headers; nil leaves tracing off.
 	Tracer trace.Tracer
@@ -102,6 +111,15 @@ type Relay struct {
 	js     jetstream.JetStream
 	wake   chan struct{}
 	fresh  chan store.OutboxRow // the fast path: rows just committed
+	// fastMaxAge is the age past which the fast path leaves a row to the
+	// relay (see Config.Grace).
+	fastMaxAge time.Duration
+	// streamTrouble receives a value when a publish failed as if the
+	// stream were missing; a Keeper checks the stream at once.
+	streamTrouble chan struct{}
+	// recorded tracks publishes until their results are in the archive,
+	// for a stream restore (Keeper) to wait on.
+	recorded *recordBarrier
 }
 
 // New returns a Relay. js should be created with
@@ -111,7 +129,11 @@ func New(outbox Outbox, js jetstream.JetStream, cfg Config) (*Relay, error) {
 		return nil, err
 	}
 	return &Relay{cfg: cfg, outbox: outbox, js: js, wake: make(chan struct{}, 1),
-		fresh: make(chan store.OutboxRow, 16*cfg.BatchSize)}, nil
+		fresh:         make(chan store.OutboxRow, 16*cfg.BatchSize),
+		fastMaxAge:    fastMaxAge(cfg.Grace, cfg.DuplicateWindow),
+		streamTrouble: make(chan struct{}, 1),
+		recorded:      newRecordBarrier(),
+	}, nil
 }
 
 // Enqueue hands a just-committed PENDING delivery to the fast path, which
@@ -130,6 +152,15 @@ func (r *Relay) Enqueue(d store.Delivery) {
 			r.cfg.Metrics.Published.WithLabelValues(metrics.PublishDeferred).Inc()
 		}
 	}
+}
+
+// fastMaxAge is the age past which the fast path leaves a row to the
+// relay: the grace less a fifth, and at most half the duplicate window.
+func fastMaxAge(grace, window time.Duration) time.Duration {
+	if grace > 0 {
+		return min(grace-grace/5, window/2)
+	}
+	return window / 2
 }
 
 // fastQueued is how many sent batches of the fast path may wait for their
@@ -152,15 +183,51 @@ func MaxPending(batchSize, fastPipelines int) int {
 // gathered into few statements (recordFast). When ctx is done it stops
 // taking rows, and returns once what it sent is settled and recorded.
 // Several RunFast pipelines may share a Relay.
+//
+// A row may wait in the fast path (its queue, a send stalled behind
+// JetStream, the settle of earlier batches) for longer than the relay's
+// grace, after which the claiming relay publishes it too; once the
+// duplicate window has passed, JetStream would then store it twice. So the
+// fast path publishes a row only while it is younger than fastMaxAge (the
+// grace less a margin, and at most half the duplicate window), checked
+// right before each publish, and leaves an older row to the relay without
+// recording anything: it is due for the relay by then, or soon after.
+//
+// Why no row is ever stored twice, whoever publishes it and whenever the
+// PubAcks arrive (the row's first_attempt_at is its commit):
+//   - every fast-path publish of a row is sent within window/2 of its
+//     receipt, before its commit + grace;
+//   - the relay publishes a row without looking for it in the stream only
+//     within window/2 of its first attempt; later it looks first (send);
+//   - so a fast-path publish and a relay publish of one row are either
+//     both within window/2 of its receipt, hence inside the duplicate
+//     window of whichever JetStream stored first (the other is answered
+//     Duplicate, a success), or the relay's comes after window/2 and
+//     looks the message up first. This holds also when the relay takes a
+//     row before its grace (RetryNow on a reconnect or a recreated stream
+//     makes every PENDING row due, including rows the fast path holds),
+//     and when the fast path's PubAck arrives after the grace: the row is
+//     still PENDING then, the relay's publish is a duplicate or finds the
+//     message, and whichever records second finds the row PROCESSED and
+//     changes nothing;
+//   - a fast-path publish that failed (no PubAck within its timeout, yet
+//     the message may be stored) is recorded as a failure with a short
+//     backoff: the relay's retries follow under the same rules.
+//
+// The message id protects every pair of publishes; no copy is sent from
+// memory once only a look-up in the stream could protect it. (Clock skew
+// between the hub, which reads the ages, and Postgres, which stamps
+// first_attempt_at, eats into the window; it is seconds at worst against
+// a window of minutes.)
 func (r *Relay) RunFast(ctx context.Context) error {
 	sent := make(chan *sentBatch, fastQueued)
-	settled := make(chan []store.PublishResult, fastQueued)
+	settled := make(chan settledBatch, fastQueued)
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		defer close(settled)
 		for b := range sent {
 			// Settling outlives ctx: the messages are sent already.
-			settled <- r.settle(context.WithoutCancel(ctx), b, r.cfg.FastPublishTimeout)
+			settled <- settledBatch{results: r.settle(context.WithoutCancel(ctx), b, r.cfg.FastPublishTimeout), epoch: b.epoch}
 		}
 	})
 	wg.Go(func() { r.recordFast(ctx, settled) })
@@ -183,8 +250,22 @@ func (r *Relay) RunFast(ctx context.Context) error {
 				break fill
 			}
 		}
-		sent <- r.send(ctx, batch)
+		sent <- r.send(ctx, batch, true)
 	}
+}
+
+// settledBatch is a fast-path batch's results, with the recordBarrier
+// epoch it was sent in.
+type settledBatch struct {
+	results []store.PublishResult
+	epoch   uint64
+}
+
+// markJob is a statement's worth of fast-path results, with the epochs of
+// the batches they came from (one entry per batch).
+type markJob struct {
+	results []store.PublishResult
+	epochs  []uint64
 }
 
 // recordFast records the fast path's results until settled is closed.
@@ -195,53 +276,58 @@ func (r *Relay) RunFast(ctx context.Context) error {
 // goroutine and results keep being gathered meanwhile, so a slow statement
 // never holds up the settling, hence the sending, of publishes: the
 // messages are on the stream already, only the archive's status waits.
-func (r *Relay) recordFast(ctx context.Context, settled <-chan []store.PublishResult) {
-	marks := make(chan []store.PublishResult) // unbuffered: taken only by an idle marker
+func (r *Relay) recordFast(ctx context.Context, settled <-chan settledBatch) {
+	marks := make(chan markJob) // unbuffered: taken only by an idle marker
 	marked := make(chan struct{})
 	go func() {
 		defer close(marked)
-		for results := range marks {
+		for job := range marks {
 			// Recording outlives ctx: the messages are on the stream already.
 			mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			if err := r.outbox.RecordPublished(mctx, results); err != nil {
+			if err := r.outbox.RecordPublished(mctx, job.results); err != nil {
 				r.cfg.Logger.Warn("fast path: recording publishes failed; the relay takes the rows over after their grace", "err", err)
 			}
 			cancel()
+			for _, e := range job.epochs {
+				r.recorded.leave(e)
+			}
 		}
 	}()
 	defer func() {
 		close(marks)
 		<-marked
 	}()
-	var pending []store.PublishResult
+	var pending markJob
 	due := false // MarkDelay has passed or MarkBatch is reached
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for {
-		var handOff chan<- []store.PublishResult // nil (never ready) until due
-		if due && len(pending) > 0 {
+		var handOff chan<- markJob // nil (never ready) until due
+		if due && len(pending.results) > 0 {
 			handOff = marks
 		}
 		select {
-		case rs, ok := <-settled:
+		case b, ok := <-settled:
 			if !ok {
-				if len(pending) > 0 {
+				if len(pending.epochs) > 0 {
 					marks <- pending
 				}
 				return
 			}
-			if len(rs) == 0 {
+			if len(b.results) == 0 { // every row left to the relay: nothing to record
+				r.recorded.leave(b.epoch)
 				continue
 			}
-			if len(pending) == 0 {
+			if len(pending.epochs) == 0 {
 				timer.Reset(r.cfg.MarkDelay)
 			}
-			pending = append(pending, rs...)
-			due = due || len(pending) >= r.cfg.MarkBatch
+			pending.results = append(pending.results, b.results...)
+			pending.epochs = append(pending.epochs, b.epoch)
+			due = due || len(pending.results) >= r.cfg.MarkBatch
 		case <-timer.C:
 			due = true
 		case handOff <- pending:
-			pending, due = nil, false
+			pending, due = markJob{}, false
 			timer.Stop()
 		}
 	}
@@ -304,7 +390,10 @@ func (r *Relay) Drain(ctx context.Context) error {
 // pass claims and publishes batches until a claim comes back short.
 func (r *Relay) pass(ctx context.Context) error {
 	for ctx.Err() == nil {
+		// The claim's results are committed when Claim returns.
+		epoch := r.recorded.enter()
 		n, err := r.outbox.Claim(ctx, r.cfg.BatchSize, r.publish)
+		r.recorded.leave(epoch)
 		if err != nil {
 			return err
 		}
@@ -340,7 +429,7 @@ func (r *Relay) publish(ctx context.Context, rows []store.OutboxRow) []store.Pub
 
 // publishWithin is publish with its own wait for the PubAcks.
 func (r *Relay) publishWithin(ctx context.Context, rows []store.OutboxRow, timeout time.Duration) []store.PublishResult {
-	return r.settle(ctx, r.send(ctx, rows), timeout)
+	return r.settle(ctx, r.send(ctx, rows, false), timeout)
 }
 
 // sentBatch is a batch of rows whose publishes are sent: settle waits for
@@ -351,11 +440,23 @@ type sentBatch struct {
 	futures []jetstream.PubAckFuture
 	spans   []trace.Span // with a Tracer: the publish spans
 	sentAt  time.Time    // settle's timeout runs from here
+	// expired marks the fast path's rows left to the relay (no result);
+	// nil when there are none.
+	expired []bool
+	epoch   uint64 // the fast path's recordBarrier epoch
 }
 
 // send publishes rows with async publishes. Rows whose first attempt is
 // older than half the duplicate window are first looked up in the stream.
-func (r *Relay) send(ctx context.Context, rows []store.OutboxRow) *sentBatch {
+// For the fast path (fast), rows older than fastMaxAge when their turn
+// comes are not published: they are the relay's (see RunFast).
+func (r *Relay) send(ctx context.Context, rows []store.OutboxRow, fast bool) *sentBatch {
+	var epoch uint64
+	if fast {
+		// Before the first publish: a restore that starts after this waits
+		// for these results to be recorded.
+		epoch = r.recorded.enter()
+	}
 	now := r.cfg.Now()
 	results := make([]store.PublishResult, len(rows))
 	futures := make([]jetstream.PubAckFuture, len(rows))
@@ -394,8 +495,20 @@ func (r *Relay) send(ctx context.Context, rows []store.OutboxRow) *sentBatch {
 	if r.cfg.Tracer != nil {
 		spans = make([]trace.Span, len(rows))
 	}
+	var expired []bool
 	for i, row := range rows {
 		if skip[i] || subjects[i] == "" {
+			continue
+		}
+		// Checked row by row: a publish can stall (max pending reached).
+		if fast && r.fastMaxAge > 0 && r.cfg.Now().Sub(row.ReceivedAt) > r.fastMaxAge {
+			if expired == nil {
+				expired = make([]bool, len(rows))
+			}
+			expired[i] = true
+			if r.cfg.Metrics != nil {
+				r.cfg.Metrics.Published.WithLabelValues(metrics.PublishExpired).Inc()
+			}
 			continue
 		}
 		msg := &nats.Msg{
@@ -421,7 +534,18 @@ func (r *Relay) send(ctx context.Context, rows []store.OutboxRow) *sentBatch {
 		}
 		futures[i] = f
 	}
-	return &sentBatch{rows: rows, results: results, futures: futures, spans: spans, sentAt: time.Now()}
+	if expired != nil {
+		n := 0
+		for _, e := range expired {
+			if e {
+				n++
+			}
+		}
+		r.cfg.Logger.Warn("fast path: rows held past the relay's grace are left to the relay",
+			"rows", n, "batch", len(rows), "max_age", r.fastMaxAge)
+	}
+	return &sentBatch{rows: rows, results: results, futures: futures, spans: spans, sentAt: time.Now(),
+		expired: expired, epoch: epoch}
 }
 
 // settle waits for the PubAcks of a sent batch until timeout after it was
@@ -465,6 +589,15 @@ func (r *Relay) settle(ctx context.Context, b *sentBatch, timeout time.Duration)
 		}
 	}
 	r.logFailures(results, rows)
+	if b.expired != nil {
+		kept := results[:0:0]
+		for i, res := range results {
+			if !b.expired[i] {
+				kept = append(kept, res)
+			}
+		}
+		return kept
+	}
 	return results
 }
 
@@ -479,6 +612,12 @@ func (r *Relay) count(outcome string, row store.OutboxRow) {
 }
 
 func (r *Relay) fail(res *store.PublishResult, row store.OutboxRow, err error) {
+	if streamTrouble(err) {
+		select {
+		case r.streamTrouble <- struct{}{}:
+		default:
+		}
+	}
 	res.Seq = 0
 	res.Err = "publish: " + err.Error()
 	res.RetryIn = r.backoff(row.Attempts)

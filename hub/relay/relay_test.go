@@ -55,20 +55,56 @@ func (b *bundle) msgs(t *testing.T) uint64 {
 	return info.State.Msgs
 }
 
-func TestEnsureStreamUpdatesSubjects(t *testing.T) {
+// EnsureStream merges this hub's subjects and settings into an existing
+// stream: it adds and raises, never removes or lowers.
+func TestEnsureStreamMerges(t *testing.T) {
 	t.Parallel()
-	_, js := hubtest.JetStream(t).Connect(t)
-	ctx := context.Background()
-	_, err := relay.EnsureStream(ctx, js, relay.StreamConfig{Name: "S", Providers: []string{"paddle"}, Replicas: 1, DuplicateWindow: time.Minute})
-	require.NoError(t, err)
-	st, err := relay.EnsureStream(ctx, js, relay.StreamConfig{Name: "S", Providers: []string{"paddle", "clerk"}, Replicas: 1, DuplicateWindow: 2 * time.Minute, MaxAge: 720 * time.Hour})
-	require.NoError(t, err)
-	info, err := st.Info(ctx)
-	require.NoError(t, err)
-	require.ElementsMatch(t, []string{"paddle.>", "clerk.>", "_replay.>"}, info.Config.Subjects)
-	require.Equal(t, 2*time.Minute, info.Config.Duplicates)
-	require.Equal(t, 720*time.Hour, info.Config.MaxAge)
-	require.Equal(t, jetstream.FileStorage, info.Config.Storage)
+	hub := relay.StreamConfig{Name: "S", Providers: []string{"paddle", "clerk"}, Replicas: 1,
+		DuplicateWindow: 2 * time.Minute, MaxAge: 720 * time.Hour}
+	for _, tc := range []struct {
+		name     string
+		existing *jetstream.StreamConfig // nil: no stream
+		subjects []string
+		dups     time.Duration
+		maxAge   time.Duration
+	}{
+		{"created with the hub's settings", nil,
+			[]string{"paddle.>", "clerk.>", "_replay.>"}, 2 * time.Minute, 720 * time.Hour},
+		{"subjects added, another replica's kept, settings raised",
+			&jetstream.StreamConfig{Subjects: []string{"other.>", "paddle.>"}, Duplicates: time.Minute, MaxAge: time.Hour},
+			[]string{"other.>", "paddle.>", "clerk.>", "_replay.>"}, 2 * time.Minute, 720 * time.Hour},
+		{"larger settings never lowered",
+			&jetstream.StreamConfig{Subjects: []string{"paddle.>"}, Duplicates: 5 * time.Minute},
+			[]string{"paddle.>", "clerk.>", "_replay.>"}, 5 * time.Minute, 0},
+		{"complete already",
+			&jetstream.StreamConfig{Subjects: []string{"clerk.>", "_replay.>", "paddle.>"}, Duplicates: 2 * time.Minute, MaxAge: 720 * time.Hour},
+			[]string{"clerk.>", "_replay.>", "paddle.>"}, 2 * time.Minute, 720 * time.Hour},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, js := hubtest.JetStream(t).Connect(t)
+			ctx := context.Background()
+			if tc.existing != nil {
+				cfg := *tc.existing
+				cfg.Name, cfg.Storage = "S", jetstream.FileStorage
+				_, err := js.CreateStream(ctx, cfg)
+				require.NoError(t, err)
+			}
+			st, err := relay.EnsureStream(ctx, js, hub)
+			require.NoError(t, err)
+			info, err := st.Info(ctx)
+			require.NoError(t, err)
+			require.ElementsMatch(t, tc.subjects, info.Config.Subjects)
+			require.Equal(t, tc.dups, info.Config.Duplicates)
+			require.Equal(t, tc.maxAge, info.Config.MaxAge)
+			require.Equal(t, jetstream.FileStorage, info.Config.Storage)
+			// Again: nothing changes.
+			again, err := relay.EnsureStream(ctx, js, hub)
+			require.NoError(t, err)
+			require.Equal(t, info.Config.Subjects, again.CachedInfo().Config.Subjects)
+			require.Equal(t, info.Created, again.CachedInfo().Created)
+		})
+	}
 }
 
 // A row whose earlier publish attempt may have been stored, retried after

@@ -42,8 +42,16 @@ type Config struct {
 	// 503. Default 10s.
 	CommitTimeout time.Duration
 	// Ready reports whether the hub can accept deliveries (database
-	// reachable, migrations current). Required.
+	// reachable, migrations current). Required. /readyz never shows its
+	// error, which may name hosts, users or databases: it answers
+	// "migrations pending" when the error wraps ErrMigrationsPending,
+	// "database unavailable" otherwise, and logs the error (at most every
+	// 30s).
 	Ready func(ctx context.Context) error
+	// StreamStatus reports the JetStream stream's state for /readyz
+	// ("ok", "missing", "restoring", ...) and whether the hub is ready in
+	// it. Optional.
+	StreamStatus func() (state string, ready bool)
 	// NATSStatus describes the NATS connection for /readyz. Optional.
 	NATSStatus func() string
 	// MaxPublishBytes reports the largest body the stream can take (the
@@ -91,6 +99,9 @@ type Server struct {
 	draining  atomic.Bool
 	inflight  *inflight
 	bodies    *budget
+	// notReadyLogged is when /readyz last logged why the hub is not ready
+	// (unix nanoseconds).
+	notReadyLogged atomic.Int64
 }
 
 // New builds a Server.
@@ -412,15 +423,38 @@ func (s *Server) healthz(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"status": "ok"})
 }
 
+// ErrMigrationsPending, wrapped by Config.Ready's error, makes /readyz say
+// "migrations pending" rather than "database unavailable".
+var ErrMigrationsPending = errors.New("migrations pending")
+
+// readyz answers 200 when the hub can take traffic: not draining, the
+// database answers with the schema current, and the stream is usable
+// (StreamStatus). Its texts are fixed; the causes go to the log.
 func (s *Server) readyz(c *fiber.Ctx) error {
 	nats := s.cfg.NATSStatus()
+	stream, streamReady := "unknown", true
+	if s.cfg.StreamStatus != nil {
+		stream, streamReady = s.cfg.StreamStatus()
+	}
 	if s.draining.Load() {
-		return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "draining", "nats": nats})
+		return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "draining", "nats": nats, "stream": stream})
 	}
 	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
 	defer cancel()
 	if err := s.cfg.Ready(ctx); err != nil {
-		return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "not ready", "error": err.Error(), "nats": nats})
+		body := fiber.Map{"status": "not ready", "error": "database unavailable", "database": "unavailable", "nats": nats, "stream": stream}
+		if errors.Is(err, ErrMigrationsPending) {
+			body["error"], body["database"], body["migrations"] = "migrations pending", "ok", "pending"
+		}
+		if last := s.notReadyLogged.Load(); time.Since(time.Unix(0, last)) > 30*time.Second &&
+			s.notReadyLogged.CompareAndSwap(last, time.Now().UnixNano()) {
+			s.cfg.Logger.Warn("not ready", "reason", body["error"], "err", err)
+		}
+		return c.Status(fiber.StatusServiceUnavailable).JSON(body)
 	}
-	return c.JSON(fiber.Map{"status": "ready", "database": "ok", "migrations": "current", "nats": nats})
+	if !streamReady {
+		return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "not ready", "error": "stream " + stream,
+			"database": "ok", "migrations": "current", "nats": nats, "stream": stream})
+	}
+	return c.JSON(fiber.Map{"status": "ready", "database": "ok", "migrations": "current", "nats": nats, "stream": stream})
 }

@@ -40,7 +40,13 @@ const maxHeaderBytes = 4096
 // process that committed it before the claiming relay takes it over. It
 // exceeds the fast path's publish timeout, so the two rarely overlap (and
 // when they do, the message id makes JetStream drop the second publish).
+// The fast path publishes no row older than the grace less a margin
+// (relay.Config.Grace).
 const relayGrace = 15 * time.Second
+
+// streamCheckInterval is how often the hub checks that its stream exists
+// (relay.Keeper); a publish failing as if it did not checks it at once.
+const streamCheckInterval = 2 * time.Second
 
 // TracingServiceName is the hub's service.name unless OTEL_SERVICE_NAME
 // says otherwise, and TracerName its tracer's instrumentation scope.
@@ -75,6 +81,7 @@ type Service struct {
 	store    *store.Store
 	batcher  *store.GroupCommitter // nil when HUB_BATCH_MAX is 1
 	relay    *relay.Relay
+	keeper   *relay.Keeper
 	server   *server.Server
 	ln       net.Listener
 	adminLn  net.Listener // nil unless HUB_ADMIN_ADDR is set
@@ -151,6 +158,23 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 		Metrics:         s.metrics,
 		Now:             deps.Now,
 		Tracer:          tracer,
+		Grace:           relayGrace,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.keeper, err = relay.NewKeeper(s.relay, s.js, s.store, relay.KeeperConfig{
+		Stream: relay.StreamConfig{
+			Name:            cfg.Stream,
+			Providers:       s.names,
+			Replicas:        cfg.StreamReplicas,
+			DuplicateWindow: cfg.DuplicateWindow,
+			MaxAge:          cfg.StreamMaxAge,
+		},
+		Interval: streamCheckInterval,
+		Logger:   s.log.With("component", "stream"),
+		Metrics:  s.metrics,
+		Now:      deps.Now,
 	})
 	if err != nil {
 		return nil, err
@@ -173,7 +197,11 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 		MaxBodyBytes:  cfg.MaxBodyBytes,
 		CommitTimeout: cfg.CommitTimeout,
 		Ready:         s.ready,
-		NATSStatus:    func() string { return s.nc.Status().String() },
+		StreamStatus: func() (string, bool) {
+			st := s.keeper.State()
+			return string(st), st.Ready()
+		},
+		NATSStatus: func() string { return s.nc.Status().String() },
 		MaxPublishBytes: func() int {
 			if m := s.nc.MaxPayload(); m > 0 {
 				return int(m) - maxHeaderBytes
@@ -306,16 +334,25 @@ func (s *Service) relayOnReconnect(ctx context.Context) {
 			return
 		case <-s.natsUp:
 			s.relay.Reconnected(ctx)
+			s.keeper.Wake()
 		}
 	}
 }
 
-// ready is /readyz: the database answers and the schema is current.
+// ready is /readyz: the database answers and the schema is current. (The
+// stream's part is server.Config.StreamStatus.) Its errors are logged, not
+// shown: /readyz answers fixed words.
 func (s *Service) ready(ctx context.Context) error {
 	if err := s.store.Ping(ctx); err != nil {
 		return err
 	}
-	return s.migrator.Check(ctx)
+	if err := s.migrator.Check(ctx); err != nil {
+		if errors.Is(err, migrations.ErrPending) {
+			return fmt.Errorf("%w: %w", server.ErrMigrationsPending, err)
+		}
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+	}
+	return nil
 }
 
 // Providers are the names of the mounted providers, sorted.
@@ -346,16 +383,19 @@ func (s *Service) Run(ctx context.Context) error {
 	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRelay()
 	// The stream should exist before the first publish; if NATS is not
-	// reachable yet, keep trying in the background while serving.
-	if err := s.ensureStreamOnce(ctx, 3*time.Second); err != nil {
+	// reachable yet, the keeper keeps trying in the background while the
+	// hub serves (and, from then on, recreates the stream if it is lost).
+	startCtx, cancelStart := context.WithTimeout(ctx, 3*time.Second)
+	if err := s.keeper.Check(startCtx); err != nil {
 		s.log.Warn("stream not ready; retrying in the background", "stream", s.cfg.Stream, "err", err)
 	}
+	cancelStart()
 	var wg sync.WaitGroup
 	for range s.cfg.RelayWorkers {
 		wg.Go(func() { _ = s.relay.RunFast(relayCtx) })
 	}
 	wg.Go(func() { _ = s.relay.Run(relayCtx) })
-	wg.Go(func() { s.ensureStream(relayCtx) })
+	wg.Go(func() { s.keeper.Run(relayCtx) })
 	wg.Go(func() { s.relayOnReconnect(relayCtx) })
 
 	serveErr := make(chan error, 2)
@@ -392,40 +432,6 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	s.log.Info("hub stopped")
 	return runErr
-}
-
-// ensureStream creates or updates the stream, retrying while NATS is
-// unreachable: the hub accepts deliveries meanwhile. Once the stream
-// exists, rows that failed for its absence are retried at once.
-func (s *Service) ensureStream(ctx context.Context) {
-	backoff := 250 * time.Millisecond
-	for {
-		err := s.ensureStreamOnce(ctx, 10*time.Second)
-		if err == nil {
-			s.relay.Reconnected(ctx)
-			return
-		}
-		s.log.Warn("stream not ready; retrying", "stream", s.cfg.Stream, "err", err, "retry_in", backoff)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 10*time.Second)
-	}
-}
-
-func (s *Service) ensureStreamOnce(ctx context.Context, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	_, err := relay.EnsureStream(ctx, s.js, relay.StreamConfig{
-		Name:            s.cfg.Stream,
-		Providers:       s.names,
-		Replicas:        s.cfg.StreamReplicas,
-		DuplicateWindow: s.cfg.DuplicateWindow,
-		MaxAge:          s.cfg.StreamMaxAge,
-	})
-	return err
 }
 
 func (s *Service) close() {

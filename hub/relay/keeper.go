@@ -1,0 +1,477 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookhub/hookhub/hub/metrics"
+	"github.com/hookhub/hookhub/hub/store"
+	"github.com/hookhub/hookhub/schema"
+)
+
+// StreamState is what the hub knows of its stream, as /readyz reports it.
+type StreamState string
+
+// The stream states.
+const (
+	// StreamUnknown: not checked yet (JetStream has not answered since the
+	// start). The hub is ready: it accepts deliveries while NATS is down,
+	// the outbox keeps them.
+	StreamUnknown StreamState = "unknown"
+	// StreamOK: the stream exists and holds this hub's subjects.
+	StreamOK StreamState = "ok"
+	// StreamMissing: JetStream says the stream does not exist, and the hub
+	// could not create it (yet).
+	StreamMissing StreamState = "missing"
+	// StreamIncomplete: the stream exists, but some of this hub's
+	// subjects are not on it and could not be added.
+	StreamIncomplete StreamState = "incomplete"
+	// StreamRestoring: the stream was lost and is recreated; the events it
+	// held are being re-queued for publishing.
+	StreamRestoring StreamState = "restoring"
+)
+
+// Ready reports whether the hub should take traffic in this state:
+// not while the stream is missing, incomplete or being restored.
+func (s StreamState) Ready() bool { return s == StreamOK || s == StreamUnknown }
+
+// Archive is the store side of a stream restore.
+type Archive interface {
+	PublishedBetween(ctx context.Context, p store.PublishedPage) ([]store.PublishedEvent, error)
+	Requeue(ctx context.Context, ids []uuid.UUID, publishedBefore time.Time, reason string) (int64, error)
+}
+
+// KeeperConfig configures a Keeper. Zero values take the defaults.
+type KeeperConfig struct {
+	Stream StreamConfig // required
+	// Interval between checks of the stream; default 2s. A publish that
+	// fails as if the stream were gone triggers a check at once.
+	Interval time.Duration
+	// RestoreBatch is how many archive rows a restore reads per query;
+	// default 1000.
+	RestoreBatch int
+	Logger       *slog.Logger
+	Metrics      *metrics.Metrics
+	Now          func() time.Time
+}
+
+// The restore's bounds.
+const (
+	// restoreMargin widens the time range of a restore for clock skew
+	// between the hub (published_at) and the NATS server (stream times).
+	restoreMargin = time.Minute
+	// restoreLookback is how long before the lost stream's first message
+	// an event may have been received and still be on it (it waited in the
+	// outbox); the archive is read by received time, which is indexed.
+	restoreLookback = 24 * time.Hour
+	// minCheckGap spaces the checks publish failures trigger.
+	minCheckGap = 250 * time.Millisecond
+	// restoreReason is the error_message of a re-queued row.
+	restoreReason = "requeued: the stream that held it was lost; publishing it again"
+)
+
+// Keeper keeps the hub's stream: it checks it every few seconds (and when
+// a publish fails as if it were gone), creates it when missing, adds this
+// hub's subjects when another replica's update left them out, and, when
+// the stream it knew is gone (deleted, or replaced by a new one of the
+// same name), restores what that stream held from the archive: every
+// event it had acknowledged, re-queued through the outbox under its
+// original message id (restore).
+type Keeper struct {
+	cfg     KeeperConfig
+	js      jetstream.JetStream
+	archive Archive
+	relay   *Relay
+	wake    chan struct{}
+
+	stateMu sync.Mutex
+	state   StreamState
+
+	mu    sync.Mutex      // one check at a time; guards what follows
+	known *streamIdentity // the stream as last seen; nil after a loss
+	lost  *lostRange      // a restore still to do
+	// Log de-duplication: the last settings warning, the last check error
+	// and when it was logged.
+	keptLogged string
+	errLogged  string
+	errAt      time.Time
+}
+
+// streamIdentity is what the Keeper remembers of the stream it saw last.
+type streamIdentity struct {
+	created time.Time // the server's; a recreated stream has another
+	// since is the earliest time a message on it may have been published:
+	// its first message's (at the last check), or its creation.
+	since  time.Time
+	maxAge time.Duration
+}
+
+// lostRange is what a restore must bring back: events acknowledged since
+// since, and no older than maxAge (0: any age).
+type lostRange struct {
+	since  time.Time
+	maxAge time.Duration
+}
+
+// NewKeeper returns a Keeper of the stream r publishes to.
+func NewKeeper(r *Relay, js jetstream.JetStream, archive Archive, cfg KeeperConfig) (*Keeper, error) {
+	if cfg.Stream.Name == "" || len(cfg.Stream.Providers) == 0 {
+		return nil, errors.New("keeper: stream name and providers are required")
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = 2 * time.Second
+	}
+	if cfg.RestoreBatch <= 0 {
+		cfg.RestoreBatch = 1000
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Keeper{cfg: cfg, js: js, archive: archive, relay: r, wake: make(chan struct{}, 1), state: StreamUnknown}, nil
+}
+
+// State is the stream's state as of the last check.
+func (k *Keeper) State() StreamState {
+	k.stateMu.Lock()
+	defer k.stateMu.Unlock()
+	return k.state
+}
+
+func (k *Keeper) setState(s StreamState, err error) {
+	k.stateMu.Lock()
+	old := k.state
+	k.state = s
+	k.stateMu.Unlock()
+	if k.cfg.Metrics != nil {
+		if s == StreamOK || s == StreamRestoring {
+			k.cfg.Metrics.StreamPresent.Set(1)
+		} else {
+			k.cfg.Metrics.StreamPresent.Set(0)
+		}
+	}
+	if old == s {
+		return
+	}
+	log := k.cfg.Logger.With("stream", k.cfg.Stream.Name, "state", string(s), "was", string(old))
+	switch s {
+	case StreamMissing:
+		log.Error("stream missing and not created: /readyz fails until it exists; deliveries are still accepted and wait in the outbox", "err", err)
+	case StreamIncomplete:
+		log.Error("stream lacks subjects of this hub and they could not be added: /readyz fails; those providers' events wait in the outbox", "err", err)
+	case StreamOK:
+		if old != StreamUnknown {
+			log.Info("stream ready")
+		}
+	}
+}
+
+// Wake makes Run check the stream now (e.g. on a NATS reconnect). It never
+// blocks.
+func (k *Keeper) Wake() {
+	select {
+	case k.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run checks the stream every Interval, and when woken, until ctx is done.
+func (k *Keeper) Run(ctx context.Context) {
+	tick := time.NewTicker(k.cfg.Interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-k.wake:
+		case <-k.relay.streamTrouble:
+		}
+		if err := k.Check(ctx); err != nil && ctx.Err() == nil {
+			k.logCheckError(err)
+		}
+		// One check serves the wake-ups of the moment after it: a missing
+		// stream fails every batch.
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(minCheckGap):
+		}
+	}
+}
+
+// logCheckError logs a failed check, the same error at most every 30s.
+func (k *Keeper) logCheckError(err error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if msg := err.Error(); msg != k.errLogged || time.Since(k.errAt) > 30*time.Second {
+		k.errLogged, k.errAt = msg, time.Now()
+		k.cfg.Logger.Warn("stream check failed; retrying", "stream", k.cfg.Stream.Name, "state", string(k.State()),
+			"retry_in", k.cfg.Interval, "err", err)
+	}
+}
+
+// Check makes the stream exist with this hub's subjects and, if the
+// stream it knew is gone, restores what that stream held. An error leaves
+// the state as the check found it: missing, incomplete, restoring (the
+// restore resumes at the next check), or as it was when JetStream did not
+// answer.
+func (k *Keeper) Check(ctx context.Context) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	ectx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	e, err := ensureStream(ectx, k.js, k.cfg.Stream)
+	cancel()
+	switch {
+	case err != nil && e.missing:
+		// Not yet a loss: only a stream of another creation time proves
+		// one (an answer "not found" during an election may be wrong).
+		k.setState(StreamMissing, err)
+		return err
+	case err != nil && e.incomplete:
+		k.setState(StreamIncomplete, err)
+		return err
+	case err != nil:
+		return err
+	}
+	k.logKept(e)
+	if len(e.added) > 0 || len(e.raised) > 0 {
+		k.cfg.Logger.Warn("stream updated: this hub's subjects and settings merged into it",
+			"stream", k.cfg.Stream.Name, "added_subjects", e.added, "raised", e.raised, "subjects", e.info.Config.Subjects)
+	}
+	if k.known != nil && !e.info.Created.Equal(k.known.created) {
+		if e.created {
+			k.noteLoss("deleted")
+		} else {
+			k.noteLoss("replaced by a new stream of the same name")
+		}
+	}
+	if e.created && k.known == nil && k.lost == nil {
+		k.cfg.Logger.Info("stream created", "stream", k.cfg.Stream.Name, "subjects", e.info.Config.Subjects,
+			"hint", "if a stream of this name held events before and was deleted while no hub ran, republish them: hub reconcile --since <time> --republish")
+	}
+	k.known = identityOf(e.info)
+	if e.created || len(e.added) > 0 {
+		// Rows that failed for want of the stream (or of their subjects)
+		// are due now; the restore does not need to wait for them.
+		k.relay.Reconnected(ctx)
+	}
+	if k.lost != nil {
+		k.setState(StreamRestoring, nil)
+		if err := k.restore(ctx, *k.lost); err != nil {
+			return fmt.Errorf("restore stream %s: %w", k.cfg.Stream.Name, err)
+		}
+		k.lost = nil
+	}
+	k.setState(StreamOK, nil)
+	return nil
+}
+
+// noteLoss records that the stream last seen is gone, for the restore.
+func (k *Keeper) noteLoss(how string) {
+	if k.known == nil {
+		return // noted already, or never seen
+	}
+	lost := lostRange{since: k.known.since, maxAge: k.known.maxAge}
+	if k.lost != nil { // lost again before its restore finished
+		lost.since = minTime(lost.since, k.lost.since)
+		if k.lost.maxAge == 0 || (lost.maxAge != 0 && k.lost.maxAge > lost.maxAge) {
+			lost.maxAge = k.lost.maxAge
+		}
+	}
+	k.lost, k.known = &lost, nil
+	if k.cfg.Metrics != nil {
+		k.cfg.Metrics.StreamLost.Inc()
+	}
+	k.cfg.Logger.Error("stream lost: "+how+"; recreating it and re-queueing the events it held",
+		"stream", k.cfg.Stream.Name, "held_since", lost.since, "max_age", ageString(lost.maxAge))
+}
+
+// logKept warns, once per distinct difference, about the stream's
+// settings this hub leaves as they are.
+func (k *Keeper) logKept(e ensured) {
+	kept := strings.Join(e.kept, "; ")
+	if kept == k.keptLogged {
+		return
+	}
+	k.keptLogged = kept
+	if kept != "" {
+		k.cfg.Logger.Warn("stream settings differ from this hub's; the hub raises them but never lowers them (lower them with `nats stream edit` if intended)",
+			"stream", k.cfg.Stream.Name, "differences", kept)
+	}
+}
+
+func identityOf(info *jetstream.StreamInfo) *streamIdentity {
+	id := &streamIdentity{created: info.Created, since: info.Created, maxAge: info.Config.MaxAge}
+	if info.State.Msgs > 0 && info.State.FirstTime.After(id.since) {
+		id.since = info.State.FirstTime
+	}
+	return id
+}
+
+// restore re-queues the events the lost stream held and the current one
+// does not: every archived event of this hub's providers that JetStream
+// acknowledged between the lost stream's first message (less
+// restoreMargin) and the start of the restore, younger than the lost
+// stream's maximum age (less the margin: retention would have removed it
+// soon, and it is not brought back for another full age), that the stream
+// does not hold under its message id (or as a republished copy). The relay
+// publishes them with their original message ids. Other providers' events
+// are left to the replicas that serve them (each restores its own): this
+// hub's stream may not hold their subjects, and a provider no hub serves
+// any more would leave rows PENDING for ever.
+//
+// Several hub replicas restore concurrently, and the relays publish
+// meanwhile, without a second copy of any event: the stream is read after
+// the restore started, and a row is re-queued only if it is still
+// PROCESSED and was acknowledged before the restore started. An event
+// published again before that point is in the stream as read; one
+// published after it is not re-queued. (Across replicas, a clock skew
+// smaller than the duplicate window is covered by JetStream's dedup.)
+// Before reading, the restore waits until every publish this process sent
+// earlier is recorded (recordBarrier), so no acknowledgement of the lost
+// stream is still on its way to the archive; other replicas restore their
+// own the same way.
+func (k *Keeper) restore(ctx context.Context, lost lostRange) error {
+	began, start := time.Now(), k.cfg.Now()
+	from := lost.since.Add(-restoreMargin)
+	if lost.maxAge > 0 {
+		if edge := start.Add(-lost.maxAge + restoreMargin); edge.After(from) {
+			from = edge
+		}
+	}
+	if !from.Before(start) {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err := k.relay.recorded.wait(wctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("wait for publishes in flight to be recorded: %w", err)
+	}
+	waited := time.Since(began)
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	held, err := streamMsgIDs(sctx, k.js, k.cfg.Stream.Name)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("read the stream: %w", err)
+	}
+	log := k.cfg.Logger.With("stream", k.cfg.Stream.Name)
+	log.Warn("stream restore started: re-queueing the events the lost stream held",
+		"acknowledged_since", from, "acknowledged_before", start, "now_on_stream", len(held),
+		"waited_for_publishes_in_flight", waited.Round(time.Millisecond))
+	page := store.PublishedPage{ReceivedSince: from.Add(-restoreLookback), From: from, Until: start,
+		Providers: k.cfg.Stream.Providers, Limit: k.cfg.RestoreBatch}
+	var checked, requeued int64
+	progress := time.Now()
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		events, err := k.archive.PublishedBetween(pctx, page)
+		if err != nil {
+			cancel()
+			return err
+		}
+		var ids []uuid.UUID
+		for _, ev := range events {
+			if !held[schema.MsgID(ev.Provider, ev.EventID)] {
+				ids = append(ids, ev.ArchiveID)
+			}
+		}
+		n, err := k.archive.Requeue(pctx, ids, start, restoreReason)
+		cancel()
+		if err != nil {
+			return err
+		}
+		checked += int64(len(events))
+		requeued += n
+		if n > 0 {
+			if k.cfg.Metrics != nil {
+				k.cfg.Metrics.StreamRestored.Add(float64(n))
+			}
+			k.relay.Notify()
+		}
+		if len(events) < page.Limit {
+			break
+		}
+		page.After = events[len(events)-1]
+		if time.Since(progress) > 10*time.Second {
+			progress = time.Now()
+			log.Info("stream restore in progress", "checked", checked, "requeued", requeued, "received_up_to", page.After.ReceivedAt)
+		}
+	}
+	log.Warn("stream restore done: the relay publishes the re-queued events", "checked", checked, "requeued", requeued,
+		"took", time.Since(began).Round(time.Millisecond))
+	return nil
+}
+
+// streamMsgIDs reads the message ids the stream holds (headers only), with
+// the originals of republished copies.
+func streamMsgIDs(ctx context.Context, js jetstream.JetStream, stream string) (map[string]bool, error) {
+	st, err := js.Stream(ctx, stream)
+	if err != nil {
+		return nil, err
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	held := make(map[string]bool, info.State.Msgs)
+	if info.State.Msgs == 0 {
+		return held, nil
+	}
+	c, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{HeadersOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	seen := uint64(0)
+	for {
+		batch, err := c.Fetch(1000, jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			return nil, err
+		}
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			seen++
+			h := m.Headers()
+			held[h.Get(schema.HeaderMsgID)] = true
+			if orig := h.Get(schema.HeaderRepublish); orig != "" {
+				held[orig] = true
+			}
+			md, err := m.Metadata()
+			if err != nil {
+				return nil, err
+			}
+			if md.NumPending == 0 { // the last one: do not wait out the fetch
+				return held, nil
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+			return nil, err
+		}
+		switch {
+		case got == 0 && seen >= info.State.Msgs:
+			return held, nil
+		case got == 0:
+			return nil, fmt.Errorf("stream read stopped after %d of %d messages", seen, info.State.Msgs)
+		}
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}

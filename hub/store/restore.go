@@ -1,0 +1,100 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// PublishedEvent is an archived first delivery JetStream acknowledged: a
+// message the stream held when the event was published.
+type PublishedEvent struct {
+	ArchiveID  uuid.UUID
+	Provider   string
+	EventID    string
+	ReceivedAt time.Time // created_at: the page cursor
+}
+
+// PublishedPage selects a page of PublishedEvents.
+type PublishedPage struct {
+	// ReceivedSince bounds created_at from below, so the query runs on the
+	// created_at index: an event acknowledged in the range but received
+	// before ReceivedSince is not listed.
+	ReceivedSince time.Time
+	// From and Until bound published_at: [From, Until).
+	From, Until time.Time
+	// Providers, when not empty, lists the only providers to include.
+	Providers []string
+	// After is the last event of the previous page; zero for the first.
+	After PublishedEvent
+	Limit int
+}
+
+// PublishedBetween lists PROCESSED first deliveries acknowledged by
+// JetStream in [p.From, p.Until), of p.Providers, that still have their
+// body (so they can be published again), in (created_at, id) order after
+// p.After.
+func (s *Store) PublishedBetween(ctx context.Context, p PublishedPage) ([]PublishedEvent, error) {
+	providers := p.Providers
+	if providers == nil {
+		providers = []string{} // not NULL
+	}
+	afterAt, afterID := p.ReceivedSince, uuid.Nil
+	if p.After.ArchiveID != uuid.Nil {
+		afterAt, afterID = p.After.ReceivedAt, p.After.ArchiveID
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT id, provider, event_id, created_at FROM webhook_events
+		WHERE created_at >= $1 AND (created_at, id) > ($2, $3::uuid)
+		  AND processing_status = 'PROCESSED' AND published_at >= $4 AND published_at < $5
+		  AND body IS NOT NULL AND (cardinality($7::text[]) = 0 OR provider = ANY($7))
+		ORDER BY created_at, id
+		LIMIT $6`, p.ReceivedSince, afterAt, [16]byte(afterID), p.From, p.Until, p.Limit, providers)
+	if err != nil {
+		return nil, fmt.Errorf("list published events: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (PublishedEvent, error) {
+		var e PublishedEvent
+		err := r.Scan(&e.ArchiveID, &e.Provider, &e.EventID, &e.ReceivedAt)
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list published events: %w", err)
+	}
+	return out, nil
+}
+
+// requeueSQL makes published rows PENDING again, due now. first_attempt_at
+// restarts too: the relay publishes them as new (no look-up in the stream
+// until half the duplicate window has passed), under their original
+// message id.
+const requeueSQL = `
+UPDATE webhook_events
+SET processing_status = 'PENDING', next_attempt_at = now(), first_attempt_at = now(),
+    published_at = NULL, stream_seq = NULL, error_message = $3
+WHERE id = ANY($1) AND processing_status = 'PROCESSED' AND published_at < $2 AND body IS NOT NULL`
+
+// Requeue makes PROCESSED events PENDING again, for the relay to publish
+// them once more under their original message ids: the events a lost
+// stream held. Only rows still PROCESSED and acknowledged before
+// publishedBefore change, so an event published again meanwhile (by this
+// relay, or after another replica re-queued it) is left alone. reason
+// becomes the rows' error_message until they are published. It returns
+// how many rows it re-queued.
+func (s *Store) Requeue(ctx context.Context, ids []uuid.UUID, publishedBefore time.Time, reason string) (int64, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	raw := make([][16]byte, len(ids))
+	for i, id := range ids {
+		raw[i] = id
+	}
+	tag, err := s.pool.Exec(ctx, requeueSQL, raw, publishedBefore, cleanText(reason))
+	if err != nil {
+		return 0, fmt.Errorf("requeue events: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
