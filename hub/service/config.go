@@ -30,9 +30,9 @@ type Config struct {
 	NATSURL           string        `envconfig:"HUB_NATS_URL" desc:"NATS server URL(s), comma-separated; empty starts an embedded JetStream server (file store under HUB_DATA_DIR)"`
 	HTTPAddr          string        `envconfig:"HUB_HTTP_ADDR" default:":8080" desc:"HTTP listen address for webhooks, /healthz and /readyz (and /metrics and /admin/ while HUB_ADMIN_ADDR is empty)"`
 	AdminAddr         string        `envconfig:"HUB_ADMIN_ADDR" desc:"Listen address of the private listener for /admin/, /metrics and /debug/pprof/ (and /healthz, /readyz); empty serves /metrics and /admin/ on HUB_HTTP_ADDR and pprof nowhere. Set it in production and keep it off the internet"`
-	Stream            string        `envconfig:"HUB_STREAM" default:"WEBHOOKS" desc:"JetStream stream the hub publishes to (created or updated at start)"`
+	Stream            string        `envconfig:"HUB_STREAM" default:"WEBHOOKS" desc:"JetStream stream the hub publishes to (created when missing, checked every 2 s, restored when lost)"`
 	StreamReplicas    int           `envconfig:"HUB_STREAM_REPLICAS" default:"1" desc:"Stream replicas: 1 on one server, 3 in production clusters"`
-	StreamMaxAge      time.Duration `envconfig:"HUB_STREAM_MAX_AGE" default:"0" desc:"How long the stream keeps messages (e.g. 720h); 0 keeps them until removed by hand. The archive can republish older events"`
+	StreamMaxAge      time.Duration `envconfig:"HUB_STREAM_MAX_AGE" default:"0" desc:"How long the stream keeps messages (e.g. 720h); 0 keeps them until removed by hand. The archive can republish older events. The hub raises but never lowers it on an existing stream"`
 	DuplicateWindow   time.Duration `envconfig:"HUB_DUPLICATE_WINDOW" default:"2m" desc:"Stream duplicate window; the relay's retry horizon stays inside it"`
 	PaddleSecrets     []string      `envconfig:"HUB_PADDLE_SECRETS" desc:"Paddle endpoint secrets (pdl_ntfset_...), comma-separated; several during a rotation"`
 	ClerkSecrets      []string      `envconfig:"HUB_CLERK_SECRETS" desc:"Clerk (Svix) signing secrets (whsec_...), comma-separated; several during a rotation"`

@@ -2,9 +2,12 @@ package subscriber_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
@@ -50,4 +53,50 @@ func TestStreamRecreated(t *testing.T) {
 	env.WaitAllAcked(t, name)
 	require.Equal(t, 1, c.get("evt_after"))
 	require.EqualValues(t, 2, sub.Stats().Processed)
+}
+
+// The stream deleted while every worker is busy and what was pulled waits
+// in the client: no pull request is waiting on the server at that moment,
+// so the server has nobody to tell "consumer deleted", and the next pulls
+// only get "no responders". The subscriber must still notice (it asks for
+// its consumer's info), recreate the consumer on the recreated stream and
+// process what is published next.
+func TestStreamDeletedWhileWorkersAreBusy(t *testing.T) {
+	t.Parallel()
+	env := subtest.New(t)
+	const name = "busydelete"
+	var c calls
+	release := make(chan struct{})
+	var busy sync.WaitGroup
+	busy.Add(2)
+	sub := newSub(t, env, name, func(cfg *subscriber.Config) { cfg.Concurrency = 2 })
+	sub.Handle("paddle.subscription.created", func(ctx context.Context, tx pgx.Tx, ev subscriber.Event) error {
+		if strings.HasPrefix(ev.EventID, "evt_busy") && c.add(ev.EventID) == 1 {
+			busy.Done()
+			<-release
+		}
+		return effectHandler(name, &calls{})(ctx, tx, ev)
+	})
+	subtest.Start(t, sub)
+	for i := range 4 { // two workers, two more pulled and waiting in the client
+		env.Publish(t, event(t, fmt.Sprintf("evt_busy_%d", i)))
+	}
+	busy.Wait()
+	eventually(t, func() bool {
+		info, err := env.JS.Consumer(context.Background(), subtest.Stream, name)
+		return err == nil && info.CachedInfo().NumAckPending == 4 && info.CachedInfo().NumWaiting == 0
+	}, "every message pulled, no pull waiting")
+
+	ctx := context.Background()
+	require.NoError(t, env.JS.DeleteStream(ctx, subtest.Stream))
+	close(release)
+	_, err := env.JS.CreateStream(ctx, jetstream.StreamConfig{
+		Name:     subtest.Stream,
+		Subjects: []string{schema.ProviderFilter("paddle"), schema.ProviderFilter("clerk"), schema.ReplayFilter()},
+		Storage:  jetstream.FileStorage,
+	})
+	require.NoError(t, err)
+	env.Publish(t, event(t, "evt_after_busy"))
+	eventually(t, func() bool { return effects(t, env, name, "evt_after_busy") == 1 }, "the subscriber never consumed again")
+	env.WaitAllAcked(t, name)
 }

@@ -393,7 +393,7 @@ func (s *Subscriber) fetch(ctx context.Context, cons jetstream.Consumer, work ch
 	for {
 		it, err := cons.Messages(jetstream.PullMaxMessages(s.cfg.Concurrency), jetstream.WithMessagesErrOnMissingHeartbeat(false))
 		if err == nil {
-			err = s.pump(ctx, it, work)
+			err = s.pump(ctx, cons, it, work)
 			delay = 250 * time.Millisecond
 		}
 		if ctx.Err() != nil {
@@ -426,10 +426,47 @@ func (s *Subscriber) fetch(ctx context.Context, cons jetstream.Consumer, work ch
 	}
 }
 
+// consumerCheckInterval is how often pump asks the server whether its
+// consumer still exists.
+const consumerCheckInterval = 2 * time.Second
+
+// errConsumerGone ends pump when the consumer (or its stream) was deleted.
+var errConsumerGone = errors.New("the durable consumer no longer exists")
+
 // pump moves messages from it to work until ctx is cancelled or it ends.
 // On the way out it releases the messages pulled but not started, so
 // another replica gets them at once rather than after AckWait.
-func (s *Subscriber) pump(ctx context.Context, it jetstream.MessagesContext, work chan<- jetstream.Msg) error {
+//
+// The server tells an iterator that its consumer was deleted only through
+// a pull request waiting at that moment ("409 Consumer Deleted"). A
+// subscriber whose workers were busy with what it had pulled has none
+// waiting: its later pulls get "503 No Responders", which nats.go treats
+// as passing, and the iterator would wait forever. So pump also asks for
+// the consumer's info every consumerCheckInterval, and ends when the
+// server says the consumer or its stream is gone; fetch then recreates it.
+func (s *Subscriber) pump(ctx context.Context, cons jetstream.Consumer, it jetstream.MessagesContext, work chan<- jetstream.Msg) error {
+	var gone atomic.Bool
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go func() {
+		t := time.NewTicker(consumerCheckInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-watchCtx.Done():
+				return
+			case <-t.C:
+			}
+			ictx, cancel := context.WithTimeout(watchCtx, consumerCheckInterval)
+			_, err := cons.Info(ictx)
+			cancel()
+			if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+				gone.Store(true)
+				it.Stop()
+				return
+			}
+		}
+	}()
 	defer func() {
 		it.Drain()
 		for {
@@ -447,6 +484,9 @@ func (s *Subscriber) pump(ctx context.Context, it jetstream.MessagesContext, wor
 				return nil
 			}
 			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				if gone.Load() {
+					return errConsumerGone
+				}
 				return err
 			}
 			// Missed heartbeats, leadership changes, reconnects: the
