@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/store"
 )
 
@@ -45,9 +46,9 @@ func runCeiling(ctx context.Context, cfg Config, w *workload) (Result, error) {
 	st := store.New(pool)
 
 	now := time.Now()
-	ds := make([]store.Delivery, len(w.bodies))
+	ds := make([]hub.Delivery, len(w.bodies))
 	for i := range ds {
-		ds[i] = store.Delivery{
+		ds[i] = hub.Delivery{
 			ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle", EventID: eventID(w.eventOf[i]),
 			EventType: "subscription.created", Body: w.bodies[i], Signature: w.headers[i].Get("Paddle-Signature"),
 			SignedAt: now, ReceivedAt: now,

@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hookhub/hookhub/hub/store"
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/schema"
 )
 
@@ -19,7 +19,7 @@ import (
 type EventFilter struct {
 	Provider string
 	Type     string
-	Status   store.Status // empty: every status but SKIPPED (first deliveries)
+	Status   hub.Status // empty: every status but SKIPPED (first deliveries)
 	Since    time.Time
 	Until    time.Time
 	Limit    int // 1..MaxListLimit (DefaultListLimit is a good value)
@@ -170,7 +170,7 @@ func (o *Ops) ShowEvent(ctx context.Context, ref string) (EventDetail, error) {
 	} else {
 		d.Status = d.Deliveries[0].Status
 		for _, dl := range d.Deliveries {
-			if dl.Status != string(store.Skipped) {
+			if dl.Status != string(hub.Skipped) {
 				d.Status = dl.Status
 				break
 			}

@@ -8,7 +8,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/hookhub/hookhub/hub/store"
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/schema"
 )
 
@@ -161,11 +161,11 @@ func checkSubjectFilter(field, s string) error {
 
 // ParseStatus reads an archive status (PENDING, PROCESSED, SKIPPED,
 // FAILED; any case) given as field.
-func ParseStatus(field, s string) (store.Status, error) {
+func ParseStatus(field, s string) (hub.Status, error) {
 	if len(s) > 16 {
 		return "", inputErr(field, "%s is not a status (PENDING, PROCESSED, SKIPPED or FAILED)", quote(s))
 	}
-	st, err := store.ParseStatus(s)
+	st, err := hub.ParseStatus(s)
 	if err != nil {
 		return "", inputErr(field, "%s is not a status (PENDING, PROCESSED, SKIPPED or FAILED)", quote(s))
 	}

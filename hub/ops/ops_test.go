@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/store"
@@ -18,9 +19,9 @@ import (
 // archive commits deliveries the way the hub does and returns their ids.
 func archive(t *testing.T, pool *pgxpool.Pool, at time.Time, eventIDs ...string) []uuid.UUID {
 	t.Helper()
-	var ds []store.Delivery
+	var ds []hub.Delivery
 	for _, id := range eventIDs {
-		ds = append(ds, store.Delivery{
+		ds = append(ds, hub.Delivery{
 			ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle", EventID: id, EventType: "subscription.created",
 			Body: []byte(`{"event_id":"` + id + `","event_type":"subscription.created"}`), Signature: "ts=1;h1=ab", ReceivedAt: at,
 		})
@@ -52,7 +53,7 @@ func TestListAndShowEvents(t *testing.T) {
 	require.Equal(t, "evt_new", rows[0].EventID, "newest first")
 	require.Equal(t, 10, rows[1].Deliveries)
 
-	rows, err = o.ListEvents(ctx, ops.EventFilter{Status: store.Skipped, Limit: ops.DefaultListLimit})
+	rows, err = o.ListEvents(ctx, ops.EventFilter{Status: hub.Skipped, Limit: ops.DefaultListLimit})
 	require.NoError(t, err)
 	require.Len(t, rows, 9)
 
@@ -113,7 +114,7 @@ func TestPurgeKeepsDedupAndPending(t *testing.T) {
 	require.Equal(t, 26, dedup, "dedup rows outlive the archive")
 
 	// The dedup row still answers a retry of a purged event as a duplicate.
-	out, err := store.New(pool).Ingest(ctx, []store.Delivery{{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle",
+	out, err := store.New(pool).Ingest(ctx, []hub.Delivery{{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle",
 		EventID: "evt_3", EventType: "subscription.created", Body: []byte(`{}`), ReceivedAt: time.Now()}})
 	require.NoError(t, err)
 	require.True(t, out[0].Duplicate)

@@ -9,14 +9,14 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/hookhub/hookhub/hub/store"
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/schema"
 )
 
 // RepublishFilter selects the archived events to publish again.
 type RepublishFilter struct {
 	Provider string
-	Status   store.Status // default PROCESSED; PENDING rows belong to the relay
+	Status   hub.Status // default PROCESSED; PENDING rows belong to the relay
 	Since    time.Time
 	Until    time.Time
 	Event    string // "<provider>:<event_id>": just this one
@@ -49,9 +49,9 @@ type RepublishResult struct {
 func (o *Ops) Republish(ctx context.Context, f RepublishFilter) (RepublishResult, error) {
 	res := RepublishResult{DryRun: f.DryRun, RunID: strconv.FormatInt(o.now().UnixNano(), 36)}
 	if f.Status == "" {
-		f.Status = store.Processed
+		f.Status = hub.Processed
 	}
-	if f.Status == store.Pending || f.Status == store.Skipped {
+	if f.Status == hub.Pending || f.Status == hub.Skipped {
 		return res, inputErr("status", "%s: PENDING rows are the relay's, SKIPPED rows are duplicates; republish PROCESSED or FAILED events", f.Status)
 	}
 	if err := checkProvider("provider", f.Provider); err != nil {
@@ -100,7 +100,7 @@ func (o *Ops) Republish(ctx context.Context, f RepublishFilter) (RepublishResult
 	defer rows.Close()
 	var futures []jetstream.PubAckFuture
 	for rows.Next() {
-		var row store.OutboxRow
+		var row hub.OutboxRow
 		var occurred *time.Time
 		if err := rows.Scan(&row.ArchiveID, &row.Provider, &row.EventID, &row.EventType, &row.Body, &row.ReceivedAt, &occurred); err != nil {
 			return res, fmt.Errorf("republish: %w", err)

@@ -13,8 +13,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/metrics"
-	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/schema"
 )
 
@@ -46,7 +46,7 @@ func (s StreamState) Ready() bool { return s == StreamOK || s == StreamUnknown }
 
 // Archive is the store side of a stream restore.
 type Archive interface {
-	PublishedBetween(ctx context.Context, p store.PublishedPage) ([]store.PublishedEvent, error)
+	PublishedBetween(ctx context.Context, p hub.PublishedPage) ([]hub.PublishedEvent, error)
 	Requeue(ctx context.Context, ids []uuid.UUID, publishedBefore time.Time, reason string) (int64, error)
 }
 
@@ -371,7 +371,7 @@ func (k *Keeper) restore(ctx context.Context, lost lostRange) error {
 	log.Warn("stream restore started: re-queueing the events the lost stream held",
 		"acknowledged_since", from, "acknowledged_before", start, "now_on_stream", len(held),
 		"waited_for_publishes_in_flight", waited.Round(time.Millisecond))
-	page := store.PublishedPage{ReceivedSince: from.Add(-restoreLookback), From: from, Until: start,
+	page := hub.PublishedPage{ReceivedSince: from.Add(-restoreLookback), From: from, Until: start,
 		Providers: k.cfg.Stream.Providers, Limit: k.cfg.RestoreBatch}
 	var checked, requeued int64
 	progress := time.Now()

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/hub/store"
@@ -139,10 +140,10 @@ func TestKeeperRestoresLostStream(t *testing.T) {
 			// An event of a provider this hub does not serve, published by
 			// another replica: that replica restores it, not this one.
 			otherID := uuid.Must(uuid.NewV7())
-			_, err := b.store.Ingest(ctx, []store.Delivery{{ArchiveID: otherID, Provider: "clerk", EventID: "msg_other",
+			_, err := b.store.Ingest(ctx, []hub.Delivery{{ArchiveID: otherID, Provider: "clerk", EventID: "msg_other",
 				EventType: "user.created", Body: []byte(`{}`), ReceivedAt: time.Now()}})
 			require.NoError(t, err)
-			require.NoError(t, b.store.RecordPublished(ctx, []store.PublishResult{{ArchiveID: otherID, Seq: 999, PublishedAt: time.Now()}}))
+			require.NoError(t, b.store.RecordPublished(ctx, []hub.PublishResult{{ArchiveID: otherID, Seq: 999, PublishedAt: time.Now()}}))
 			require.NoError(t, h.keeper.Check(ctx))
 			require.Equal(t, relay.StreamOK, h.keeper.State())
 			require.Equal(t, onceEach(old), b.streamIDs(t))
@@ -332,12 +333,12 @@ type fastOutbox struct {
 	fast, claimed atomic.Int64
 }
 
-func (o *fastOutbox) RecordPublished(ctx context.Context, results []store.PublishResult) error {
+func (o *fastOutbox) RecordPublished(ctx context.Context, results []hub.PublishResult) error {
 	o.fast.Add(int64(len(results)))
 	return o.Store.RecordPublished(ctx, results)
 }
 
-func (o *fastOutbox) Claim(ctx context.Context, limit int, publish func(context.Context, []store.OutboxRow) []store.PublishResult) (int, error) {
+func (o *fastOutbox) Claim(ctx context.Context, limit int, publish func(context.Context, []hub.OutboxRow) []hub.PublishResult) (int, error) {
 	n, err := o.Store.Claim(ctx, limit, publish)
 	o.claimed.Add(int64(n))
 	return n, err
@@ -367,9 +368,9 @@ func TestFastPathLeavesAgedRowsToTheRelay(t *testing.T) {
 				Grace: grace, Metrics: b.metrics, PollInterval: 20 * time.Millisecond, MarkDelay: time.Millisecond,
 				Now: func() time.Time { return time.Now().Add(tc.age) }})
 			require.NoError(t, err)
-			d := store.Delivery{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle", EventID: "evt_aged",
+			d := hub.Delivery{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle", EventID: "evt_aged",
 				EventType: "subscription.created", Body: []byte(`{}`), ReceivedAt: time.Now()}
-			_, err = out.Ingest(context.Background(), []store.Delivery{d})
+			_, err = out.Ingest(context.Background(), []hub.Delivery{d})
 			require.NoError(t, err)
 
 			ctx, cancel := context.WithCancel(context.Background())

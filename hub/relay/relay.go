@@ -13,17 +13,17 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/metrics"
-	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/schema"
 )
 
 // Outbox is the store side of the relay.
 type Outbox interface {
-	Claim(ctx context.Context, limit int, publish func(context.Context, []store.OutboxRow) []store.PublishResult) (int, error)
+	Claim(ctx context.Context, limit int, publish func(context.Context, []hub.OutboxRow) []hub.PublishResult) (int, error)
 	RetryNow(ctx context.Context) (int64, error)
-	OutboxBacklog(ctx context.Context) (store.Backlog, error)
-	RecordPublished(ctx context.Context, results []store.PublishResult) error
+	OutboxBacklog(ctx context.Context) (hub.Backlog, error)
+	RecordPublished(ctx context.Context, results []hub.PublishResult) error
 }
 
 // Config configures a Relay. Zero values take the defaults.
@@ -110,7 +110,7 @@ type Relay struct {
 	outbox Outbox
 	js     jetstream.JetStream
 	wake   chan struct{}
-	fresh  chan store.OutboxRow // the fast path: rows just committed
+	fresh  chan hub.OutboxRow // the fast path: rows just committed
 	// fastMaxAge is the age past which the fast path leaves a row to the
 	// relay (see Config.Grace).
 	fastMaxAge time.Duration
@@ -129,7 +129,7 @@ func New(outbox Outbox, js jetstream.JetStream, cfg Config) (*Relay, error) {
 		return nil, err
 	}
 	return &Relay{cfg: cfg, outbox: outbox, js: js, wake: make(chan struct{}, 1),
-		fresh:         make(chan store.OutboxRow, 16*cfg.BatchSize),
+		fresh:         make(chan hub.OutboxRow, 16*cfg.BatchSize),
 		fastMaxAge:    fastMaxAge(cfg.Grace, cfg.DuplicateWindow),
 		streamTrouble: make(chan struct{}, 1),
 		recorded:      newRecordBarrier(),
@@ -140,8 +140,8 @@ func New(outbox Outbox, js jetstream.JetStream, cfg Config) (*Relay, error) {
 // publishes it from memory and marks it PROCESSED without reading it back.
 // It never blocks: when the fast path is saturated the row is left to the
 // claiming relay, which takes it once its grace has passed.
-func (r *Relay) Enqueue(d store.Delivery) {
-	row := store.OutboxRow{
+func (r *Relay) Enqueue(d hub.Delivery) {
+	row := hub.OutboxRow{
 		ArchiveID: d.ArchiveID, Provider: d.Provider, EventID: d.EventID, EventType: d.EventType,
 		Body: d.Body, ReceivedAt: d.ReceivedAt, OccurredAt: d.OccurredAt, TraceParent: d.TraceParent,
 	}
@@ -234,12 +234,12 @@ func (r *Relay) RunFast(ctx context.Context) error {
 	defer wg.Wait()
 	defer close(sent)
 	for {
-		var batch []store.OutboxRow
+		var batch []hub.OutboxRow
 		select {
 		case <-ctx.Done():
 			return nil
 		case row := <-r.fresh:
-			batch = append(make([]store.OutboxRow, 0, min(r.cfg.BatchSize, 1+len(r.fresh))), row)
+			batch = append(make([]hub.OutboxRow, 0, min(r.cfg.BatchSize, 1+len(r.fresh))), row)
 		}
 	fill:
 		for len(batch) < r.cfg.BatchSize {
@@ -257,14 +257,14 @@ func (r *Relay) RunFast(ctx context.Context) error {
 // settledBatch is a fast-path batch's results, with the recordBarrier
 // epoch it was sent in.
 type settledBatch struct {
-	results []store.PublishResult
+	results []hub.PublishResult
 	epoch   uint64
 }
 
 // markJob is a statement's worth of fast-path results, with the epochs of
 // the batches they came from (one entry per batch).
 type markJob struct {
-	results []store.PublishResult
+	results []hub.PublishResult
 	epochs  []uint64
 }
 
@@ -423,20 +423,20 @@ func (r *Relay) updateGauges(ctx context.Context) {
 // publish sends a batch with async publishes and waits for every PubAck
 // (or its failure) within PublishTimeout. Rows whose first attempt is
 // older than half the duplicate window are first looked up in the stream.
-func (r *Relay) publish(ctx context.Context, rows []store.OutboxRow) []store.PublishResult {
+func (r *Relay) publish(ctx context.Context, rows []hub.OutboxRow) []hub.PublishResult {
 	return r.publishWithin(ctx, rows, r.cfg.PublishTimeout)
 }
 
 // publishWithin is publish with its own wait for the PubAcks.
-func (r *Relay) publishWithin(ctx context.Context, rows []store.OutboxRow, timeout time.Duration) []store.PublishResult {
+func (r *Relay) publishWithin(ctx context.Context, rows []hub.OutboxRow, timeout time.Duration) []hub.PublishResult {
 	return r.settle(ctx, r.send(ctx, rows, false), timeout)
 }
 
 // sentBatch is a batch of rows whose publishes are sent: settle waits for
 // their PubAcks.
 type sentBatch struct {
-	rows    []store.OutboxRow
-	results []store.PublishResult // final for rows without a future
+	rows    []hub.OutboxRow
+	results []hub.PublishResult // final for rows without a future
 	futures []jetstream.PubAckFuture
 	spans   []trace.Span // with a Tracer: the publish spans
 	sentAt  time.Time    // settle's timeout runs from here
@@ -450,7 +450,7 @@ type sentBatch struct {
 // older than half the duplicate window are first looked up in the stream.
 // For the fast path (fast), rows older than fastMaxAge when their turn
 // comes are not published: they are the relay's (see RunFast).
-func (r *Relay) send(ctx context.Context, rows []store.OutboxRow, fast bool) *sentBatch {
+func (r *Relay) send(ctx context.Context, rows []hub.OutboxRow, fast bool) *sentBatch {
 	var epoch uint64
 	if fast {
 		// Before the first publish: a restore that starts after this waits
@@ -458,7 +458,7 @@ func (r *Relay) send(ctx context.Context, rows []store.OutboxRow, fast bool) *se
 		epoch = r.recorded.enter()
 	}
 	now := r.cfg.Now()
-	results := make([]store.PublishResult, len(rows))
+	results := make([]hub.PublishResult, len(rows))
 	futures := make([]jetstream.PubAckFuture, len(rows))
 	subjects := make([]string, len(rows))
 	var lookups []int
@@ -552,7 +552,7 @@ func (r *Relay) send(ctx context.Context, rows []store.OutboxRow, fast bool) *se
 // sent, and returns every row's result. The timeout runs from the send, not
 // from the wait: batches queued behind a stalled one do not wait their
 // full timeout again each.
-func (r *Relay) settle(ctx context.Context, b *sentBatch, timeout time.Duration) []store.PublishResult {
+func (r *Relay) settle(ctx context.Context, b *sentBatch, timeout time.Duration) []hub.PublishResult {
 	rows, results := b.rows, b.results
 	if b.spans != nil {
 		defer endPublishSpans(b.spans, results)
@@ -601,7 +601,7 @@ func (r *Relay) settle(ctx context.Context, b *sentBatch, timeout time.Duration)
 	return results
 }
 
-func (r *Relay) count(outcome string, row store.OutboxRow) {
+func (r *Relay) count(outcome string, row hub.OutboxRow) {
 	if r.cfg.Metrics == nil {
 		return
 	}
@@ -611,7 +611,7 @@ func (r *Relay) count(outcome string, row store.OutboxRow) {
 	}
 }
 
-func (r *Relay) fail(res *store.PublishResult, row store.OutboxRow, err error) {
+func (r *Relay) fail(res *hub.PublishResult, row hub.OutboxRow, err error) {
 	if streamTrouble(err) {
 		select {
 		case r.streamTrouble <- struct{}{}:
@@ -629,7 +629,7 @@ func (r *Relay) fail(res *store.PublishResult, row store.OutboxRow, err error) {
 
 // logFailures logs one line per batch with failures (an election fails
 // thousands of publishes at once; one line each would flood the log).
-func (r *Relay) logFailures(results []store.PublishResult, rows []store.OutboxRow) {
+func (r *Relay) logFailures(results []hub.PublishResult, rows []hub.OutboxRow) {
 	failed, first := 0, -1
 	for i, res := range results {
 		if res.Seq == 0 && res.Err != "" {
@@ -659,7 +659,7 @@ func (r *Relay) backoff(attempts int) time.Duration {
 // earliest first attempt on (less a minute of clock skew), and returns the
 // stream sequence of each wanted message id it finds. One scan serves a
 // whole batch.
-func (r *Relay) findInStream(ctx context.Context, rows []store.OutboxRow, subjects []string, idx []int) (map[string]uint64, error) {
+func (r *Relay) findInStream(ctx context.Context, rows []hub.OutboxRow, subjects []string, idx []int) (map[string]uint64, error) {
 	want := make(map[string]bool, len(idx))
 	var filters []string
 	since := rows[idx[0]].FirstAttemptAt

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/relay"
@@ -41,7 +42,7 @@ func setup(t *testing.T, window time.Duration) *bundle {
 func (b *bundle) ingest(t *testing.T, eventID string) uuid.UUID {
 	t.Helper()
 	id := uuid.Must(uuid.NewV7())
-	_, err := b.store.Ingest(context.Background(), []store.Delivery{{
+	_, err := b.store.Ingest(context.Background(), []hub.Delivery{{
 		ArchiveID: id, Provider: "paddle", EventID: eventID, EventType: "subscription.created",
 		Body: []byte(`{"event_id":"` + eventID + `"}`), ReceivedAt: time.Now(),
 	}})
@@ -124,8 +125,8 @@ func TestRetryAfterDuplicateWindowLooksInTheStream(t *testing.T) {
 		EventType: "subscription.created", ReceivedAt: time.Now()}.Header()
 	ack, err := b.js.PublishMsg(ctx, msg)
 	require.NoError(t, err)
-	_, err = b.store.Claim(ctx, 10, func(_ context.Context, rows []store.OutboxRow) []store.PublishResult {
-		return []store.PublishResult{{ArchiveID: rows[0].ArchiveID, Err: "timeout", RetryIn: 0}}
+	_, err = b.store.Claim(ctx, 10, func(_ context.Context, rows []hub.OutboxRow) []hub.PublishResult {
+		return []hub.PublishResult{{ArchiveID: rows[0].ArchiveID, Err: "timeout", RetryIn: 0}}
 	})
 	require.NoError(t, err)
 
@@ -155,8 +156,8 @@ func TestRetryAfterDuplicateWindowPublishesWhenAbsent(t *testing.T) {
 	b := setup(t, window)
 	ctx := context.Background()
 	b.ingest(t, "evt_never_sent")
-	_, err := b.store.Claim(ctx, 10, func(_ context.Context, rows []store.OutboxRow) []store.PublishResult {
-		return []store.PublishResult{{ArchiveID: rows[0].ArchiveID, Err: "nats down"}}
+	_, err := b.store.Claim(ctx, 10, func(_ context.Context, rows []hub.OutboxRow) []hub.PublishResult {
+		return []hub.PublishResult{{ArchiveID: rows[0].ArchiveID, Err: "nats down"}}
 	})
 	require.NoError(t, err)
 	time.Sleep(3 * window)
@@ -195,9 +196,9 @@ func TestPublishFailureBacksOff(t *testing.T) {
 // row. stop cancels the fast path and returns once RunFast has returned.
 func (b *bundle) runFast(t *testing.T, r *relay.Relay, n int) (stop func()) {
 	t.Helper()
-	ds := make([]store.Delivery, n)
+	ds := make([]hub.Delivery, n)
 	for i := range ds {
-		ds[i] = store.Delivery{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle",
+		ds[i] = hub.Delivery{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle",
 			EventID: "evt_fast_" + strconv.Itoa(i), EventType: "subscription.created",
 			Body: []byte(`{}`), ReceivedAt: time.Now()}
 	}
@@ -223,7 +224,7 @@ type recordingOutbox struct {
 	gate    chan struct{} // when not nil, recording waits for it to close
 }
 
-func (o recordingOutbox) RecordPublished(ctx context.Context, results []store.PublishResult) error {
+func (o recordingOutbox) RecordPublished(ctx context.Context, results []hub.PublishResult) error {
 	if o.gate != nil {
 		<-o.gate
 	}

@@ -10,7 +10,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/hookhub/hookhub/hub/store"
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/tracing"
 	"github.com/hookhub/hookhub/schema"
 )
@@ -19,7 +19,7 @@ import (
 // delivery's span (row.TraceParent; a new trace when the row has none), and
 // writes its context into the message headers, so the subscriber's span is
 // the publish span's child. Only called with a Tracer.
-func (r *Relay) startPublish(ctx context.Context, row store.OutboxRow, msg *nats.Msg) trace.Span {
+func (r *Relay) startPublish(ctx context.Context, row hub.OutboxRow, msg *nats.Msg) trace.Span {
 	ctx = tracing.WithTraceParent(ctx, row.TraceParent)
 	ctx, span := r.cfg.Tracer.Start(ctx, "publish "+msg.Subject,
 		trace.WithSpanKind(trace.SpanKindProducer),
@@ -39,7 +39,7 @@ func (r *Relay) startPublish(ctx context.Context, row store.OutboxRow, msg *nats
 
 // endPublishSpans ends the spans publish started, with the batch's
 // results: a span ends when its whole batch is settled.
-func endPublishSpans(spans []trace.Span, results []store.PublishResult) {
+func endPublishSpans(spans []trace.Span, results []hub.PublishResult) {
 	for i, span := range spans {
 		if span == nil {
 			continue

@@ -11,8 +11,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/relay"
-	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/hub/tracing"
 	"github.com/hookhub/hookhub/schema"
 )
@@ -31,7 +31,7 @@ func TestRelayPublishCarriesTraceParent(t *testing.T) {
 		TraceFlags: trace.FlagsSampled,
 	})
 	id := uuid.Must(uuid.NewV7())
-	_, err := b.store.Ingest(ctx, []store.Delivery{{
+	_, err := b.store.Ingest(ctx, []hub.Delivery{{
 		ArchiveID: id, Provider: "paddle", EventID: "evt_traced", EventType: "subscription.created",
 		Body: []byte(`{"event_id":"evt_traced"}`), ReceivedAt: time.Now(), TraceParent: tracing.TraceParent(delivery),
 	}})

@@ -16,11 +16,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/server"
-	"github.com/hookhub/hookhub/hub/store"
 )
 
 // These tests cover the HTTP side of the admin API: authentication, how
@@ -61,7 +61,7 @@ func (o *recordingOperator) Purge(_ context.Context, req ops.PurgeRequest) (ops.
 // panickingIngester panics on every delivery.
 type panickingIngester struct{}
 
-func (panickingIngester) Ingest(context.Context, []store.Delivery) ([]store.Outcome, error) {
+func (panickingIngester) Ingest(context.Context, []hub.Delivery) ([]hub.Outcome, error) {
 	panic("ingester bug")
 }
 

@@ -8,10 +8,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/server"
-	"github.com/hookhub/hookhub/hub/store"
 )
 
 // memoryIngester answers every delivery as a first delivery without any
@@ -19,8 +19,8 @@ import (
 // verification, event extraction, answer), not Postgres.
 type memoryIngester struct{}
 
-func (memoryIngester) Ingest(_ context.Context, ds []store.Delivery) ([]store.Outcome, error) {
-	return make([]store.Outcome, len(ds)), nil
+func (memoryIngester) Ingest(_ context.Context, ds []hub.Delivery) ([]hub.Outcome, error) {
+	return make([]hub.Outcome, len(ds)), nil
 }
 
 func benchmarkWebhook(b *testing.B, name, secret, eventType string) {

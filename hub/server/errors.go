@@ -5,10 +5,10 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/provider"
-	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -57,7 +57,7 @@ func classify(err error) problem {
 		return problem{fiber.StatusBadRequest, err.Error(), ""}
 	case errors.Is(err, ops.ErrNoStream):
 		return problem{fiber.StatusServiceUnavailable, err.Error(), ""}
-	case errors.Is(err, store.ErrUnavailable):
+	case errors.Is(err, hub.ErrUnavailable):
 		return problem{fiber.StatusServiceUnavailable, "unavailable: the event was not stored, retry later", metrics.OutcomeUnavailable}
 	}
 	var fe *fiber.Error

@@ -21,16 +21,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/provider"
-	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/schema"
 )
 
 // Ingester commits verified deliveries: the store, or a group committer in
 // front of it.
 type Ingester interface {
-	Ingest(ctx context.Context, ds []store.Delivery) ([]store.Outcome, error)
+	Ingest(ctx context.Context, ds []hub.Delivery) ([]hub.Outcome, error)
 }
 
 // Config configures a Server.
@@ -62,7 +62,7 @@ type Config struct {
 	// Committed is called with each delivery committed PENDING (a first
 	// delivery that can be published). Optional; the hub hands it to the
 	// relay's fast path.
-	Committed func(store.Delivery)
+	Committed func(hub.Delivery)
 	Now       func() time.Time // default time.Now
 	Logger    *slog.Logger
 	Metrics   *metrics.Metrics    // required
@@ -125,7 +125,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.NATSStatus = func() string { return "unknown" }
 	}
 	if cfg.Committed == nil {
-		cfg.Committed = func(store.Delivery) {}
+		cfg.Committed = func(hub.Delivery) {}
 	}
 	if cfg.MaxInflight <= 0 {
 		cfg.MaxInflight = 128
@@ -297,7 +297,7 @@ func (s *Server) webhook(c *fiber.Ctx) error {
 	if err != nil {
 		return fmt.Errorf("archive id: %w", err)
 	}
-	d := store.Delivery{
+	d := hub.Delivery{
 		ArchiveID:  id,
 		Provider:   name,
 		EventID:    ev.ID,
@@ -319,7 +319,7 @@ func (s *Server) webhook(c *fiber.Ctx) error {
 	}
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.CommitTimeout)
 	defer cancel()
-	outs, err := s.cfg.Ingester.Ingest(ctx, []store.Delivery{d})
+	outs, err := s.cfg.Ingester.Ingest(ctx, []hub.Delivery{d})
 	if err != nil {
 		s.cfg.Logger.Error("delivery not committed", "provider", name, "event_id", ev.ID, "err", err)
 		return s.refuse(c, name, err, start)
@@ -329,7 +329,7 @@ func (s *Server) webhook(c *fiber.Ctx) error {
 	switch {
 	case out.Duplicate:
 		outcome = metrics.OutcomeDuplicate
-	case out.Status == store.Failed:
+	case out.Status == hub.Failed:
 		outcome = metrics.OutcomeUnpublishable
 		s.cfg.Logger.Warn("event archived FAILED", "provider", name, "event_id", ev.ID, "reason", d.Error)
 	default:

@@ -16,10 +16,10 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/server"
-	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/hub/tracing"
 )
 
@@ -33,7 +33,7 @@ type tracedServer struct {
 	srv       *server.Server
 	recorder  *tracetest.SpanRecorder
 	sender    provider.Sender
-	committed chan store.Delivery
+	committed chan hub.Delivery
 }
 
 func newTracedServer(t *testing.T) *tracedServer {
@@ -43,14 +43,14 @@ func newTracedServer(t *testing.T) *tracedServer {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	reg := prometheus.NewRegistry()
-	ts := &tracedServer{recorder: rec, sender: p.(provider.Sender), committed: make(chan store.Delivery, 10)}
+	ts := &tracedServer{recorder: rec, sender: p.(provider.Sender), committed: make(chan hub.Delivery, 10)}
 	ts.srv, err = server.New(server.Config{
 		Providers: []provider.Provider{p},
 		Ingester:  memoryIngester{},
 		Ready:     func(context.Context) error { return nil },
 		Metrics:   metrics.New(reg),
 		Gatherer:  reg,
-		Committed: func(d store.Delivery) { ts.committed <- d },
+		Committed: func(d hub.Delivery) { ts.committed <- d },
 		Tracer:    tracing.Tracer(tp, "test"),
 	})
 	require.NoError(t, err)

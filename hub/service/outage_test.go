@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/hub/store"
@@ -26,12 +27,12 @@ func commitWithoutPublishing(t *testing.T, h *testHub, eventID string) {
 	t.Helper()
 	body, err := h.paddle.Sample(eventID, "subscription.created", nil, time.Now())
 	require.NoError(t, err)
-	outs, err := store.New(h.pool).Ingest(context.Background(), []store.Delivery{{
+	outs, err := store.New(h.pool).Ingest(context.Background(), []hub.Delivery{{
 		ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle", EventID: eventID,
 		EventType: "subscription.created", Body: body, ReceivedAt: time.Now(),
 	}})
 	require.NoError(t, err)
-	require.Equal(t, store.Pending, outs[0].Status)
+	require.Equal(t, hub.Pending, outs[0].Status)
 }
 
 func TestCommittedButUnpublishedIsPublishedAfterRestart(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/natsembed"
 	"github.com/hookhub/hookhub/hub/ops"
@@ -350,7 +351,7 @@ func (s *Service) ready(ctx context.Context) error {
 		if errors.Is(err, migrations.ErrPending) {
 			return fmt.Errorf("%w: %w", server.ErrMigrationsPending, err)
 		}
-		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", hub.ErrUnavailable, err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -47,8 +48,8 @@ func OnCommit(f func(deliveries int)) GroupOption {
 
 type ingestRequest struct {
 	ctx  context.Context
-	ds   []Delivery
-	outs []Outcome
+	ds   []hub.Delivery
+	outs []hub.Outcome
 	err  error
 	done chan struct{}
 }
@@ -75,7 +76,7 @@ func (s *Store) GroupCommitter(maxBatch, committers int, timeout time.Duration, 
 
 // Ingest queues deliveries for the next shared commit and waits for their
 // outcome. Like Store.Ingest, an error means nothing may be acknowledged.
-func (g *GroupCommitter) Ingest(ctx context.Context, ds []Delivery) ([]Outcome, error) {
+func (g *GroupCommitter) Ingest(ctx context.Context, ds []hub.Delivery) ([]hub.Outcome, error) {
 	r := &ingestRequest{ctx: ctx, ds: ds, done: make(chan struct{})}
 	g.mu.RLock()
 	if g.closed {
@@ -87,7 +88,7 @@ func (g *GroupCommitter) Ingest(ctx context.Context, ds []Delivery) ([]Outcome, 
 		g.mu.RUnlock()
 	case <-ctx.Done():
 		g.mu.RUnlock()
-		return nil, errors.Join(ErrUnavailable, ctx.Err())
+		return nil, errors.Join(hub.ErrUnavailable, ctx.Err())
 	}
 	// Once queued, the request is always answered: the committers drain
 	// the queue before they exit. Waiting for the answer, even past ctx,
@@ -148,7 +149,7 @@ func (g *GroupCommitter) commit(batch []*ingestRequest) {
 	live := batch[:0:0]
 	for _, r := range batch {
 		if err := r.ctx.Err(); err != nil {
-			r.err = errors.Join(ErrUnavailable, err)
+			r.err = errors.Join(hub.ErrUnavailable, err)
 			close(r.done)
 			continue
 		}
@@ -157,7 +158,7 @@ func (g *GroupCommitter) commit(batch []*ingestRequest) {
 	if len(live) == 0 {
 		return
 	}
-	var all []Delivery
+	var all []hub.Delivery
 	if len(live) == 1 {
 		all = live[0].ds
 	} else {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/store"
 )
@@ -28,13 +29,13 @@ func TestGroupCommitterAnswersEachCaller(t *testing.T) {
 
 	// 200 callers, 50 distinct events, each event delivered 4 times at once.
 	const callers, events = 200, 50
-	outs := make([]store.Outcome, callers)
+	outs := make([]hub.Outcome, callers)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i := range callers {
 		wg.Go(func() {
 			<-start
-			o, err := g.Ingest(context.Background(), []store.Delivery{delivery(fmt.Sprintf("evt_%02d", i%events), `{}`)})
+			o, err := g.Ingest(context.Background(), []hub.Delivery{delivery(fmt.Sprintf("evt_%02d", i%events), `{}`)})
 			require.NoError(t, err)
 			require.Len(t, o, 1)
 			outs[i] = o[0]
@@ -45,10 +46,10 @@ func TestGroupCommitterAnswersEachCaller(t *testing.T) {
 	firsts := map[int]int{}
 	for i, o := range outs {
 		if !o.Duplicate {
-			require.Equal(t, store.Pending, o.Status)
+			require.Equal(t, hub.Pending, o.Status)
 			firsts[i%events]++
 		} else {
-			require.Equal(t, store.Skipped, o.Status)
+			require.Equal(t, hub.Skipped, o.Status)
 		}
 	}
 	require.Len(t, firsts, events)
@@ -88,14 +89,14 @@ func TestGroupCommitterIsolatesAFailingDelivery(t *testing.T) {
 			if i == 7 {
 				d = bad
 			}
-			_, errs[i] = g.Ingest(context.Background(), []store.Delivery{d})
+			_, errs[i] = g.Ingest(context.Background(), []hub.Delivery{d})
 		})
 	}
 	close(start)
 	wg.Wait()
 	for i, err := range errs {
 		if i == 7 {
-			require.ErrorIs(t, err, store.ErrUnavailable)
+			require.ErrorIs(t, err, hub.ErrUnavailable)
 			continue
 		}
 		require.NoError(t, err, "caller %d", i)
@@ -109,10 +110,10 @@ func TestGroupCommitterClose(t *testing.T) {
 	t.Parallel()
 	pool, _ := hubtest.Pool(t)
 	g := store.New(pool).GroupCommitter(8, 1, 10*time.Second)
-	_, err := g.Ingest(context.Background(), []store.Delivery{delivery("evt_before_close", `{}`)})
+	_, err := g.Ingest(context.Background(), []hub.Delivery{delivery("evt_before_close", `{}`)})
 	require.NoError(t, err)
 	g.Close()
 	g.Close() // idempotent
-	_, err = g.Ingest(context.Background(), []store.Delivery{delivery("evt_after_close", `{}`)})
+	_, err = g.Ingest(context.Background(), []hub.Delivery{delivery("evt_after_close", `{}`)})
 	require.ErrorIs(t, err, store.ErrClosed)
 }

@@ -5,48 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
+	"github.com/hookhub/hookhub/hub"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
-
-// OutboxRow is a committed first delivery that JetStream has not
-// acknowledged yet: a row of the outbox.
-type OutboxRow struct {
-	ArchiveID  uuid.UUID
-	Provider   string
-	EventID    string
-	EventType  string
-	Body       []byte
-	ReceivedAt time.Time
-	OccurredAt time.Time // zero if unknown
-	Attempts   int
-	// FirstAttemptAt is when a publish of this row was first tried, or zero.
-	// A publish that failed may still have been stored by the server, so
-	// once this is older than the stream's duplicate window a retry could
-	// store the event twice; the relay checks the stream first.
-	FirstAttemptAt time.Time
-	// TraceParent is the W3C traceparent of the delivery's span, or "".
-	TraceParent string
-}
-
-// PublishResult is the relay's verdict on one claimed row.
-type PublishResult struct {
-	ArchiveID uuid.UUID
-	// Seq is the stream sequence of the acknowledged message; 0 means the
-	// publish failed.
-	Seq uint64
-	// PublishedAt is when JetStream acknowledged the message (or it was
-	// found in the stream): the row's published_at. Zero means the time it
-	// is recorded.
-	PublishedAt time.Time
-	// Err describes the failure when Seq is 0.
-	Err string
-	// RetryIn delays the next attempt of a failed row.
-	RetryIn time.Duration
-	// Permanent marks a failure no retry can fix: the row becomes FAILED.
-	Permanent bool
-}
 
 const claimSQL = `
 SELECT id, provider, event_id, event_type, body, created_at, occurred_at, publish_attempts, first_attempt_at,
@@ -62,15 +24,15 @@ FOR UPDATE SKIP LOCKED`
 // commits. publish runs while the rows are locked, so no other hub replica
 // publishes them at the same time. It returns how many rows were claimed.
 // Rows publish gives no result for stay PENDING and due.
-func (s *Store) Claim(ctx context.Context, limit int, publish func(context.Context, []OutboxRow) []PublishResult) (int, error) {
+func (s *Store) Claim(ctx context.Context, limit int, publish func(context.Context, []hub.OutboxRow) []hub.PublishResult) (int, error) {
 	var n int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, claimSQL, limit)
 		if err != nil {
 			return fmt.Errorf("claim outbox rows: %w", err)
 		}
-		pending, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (OutboxRow, error) {
-			var p OutboxRow
+		pending, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (hub.OutboxRow, error) {
+			var p hub.OutboxRow
 			var occurred, first *time.Time
 			var traceParent *string
 			err := r.Scan(&p.ArchiveID, &p.Provider, &p.EventID, &p.EventType, &p.Body, &p.ReceivedAt, &occurred, &p.Attempts, &first, &traceParent)
@@ -120,7 +82,7 @@ type execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-func record(ctx context.Context, tx execer, results []PublishResult) error {
+func record(ctx context.Context, tx execer, results []hub.PublishResult) error {
 	// [16]byte rather than uuid.UUID: pgx encodes it without reflection
 	// or a detour through uuid's driver.Valuer.
 	var okIDs, failIDs [][16]byte
@@ -159,7 +121,7 @@ func record(ctx context.Context, tx execer, results []PublishResult) error {
 // short backoff, so the relay retries them soon instead of after the
 // grace. Rows no longer PENDING (published meanwhile by the relay) are
 // left as they are.
-func (s *Store) RecordPublished(ctx context.Context, results []PublishResult) error {
+func (s *Store) RecordPublished(ctx context.Context, results []hub.PublishResult) error {
 	return record(ctx, s.pool, results)
 }
 
@@ -174,19 +136,13 @@ func (s *Store) RetryNow(ctx context.Context) (int64, error) {
 	return tag.RowsAffected(), nil
 }
 
-// Backlog is the state of the outbox.
-type Backlog struct {
-	Pending int64
-	Oldest  time.Time // created_at of the oldest PENDING row; zero if none
-}
-
 // OutboxBacklog counts PENDING rows and finds the oldest.
-func (s *Store) OutboxBacklog(ctx context.Context) (Backlog, error) {
-	var b Backlog
+func (s *Store) OutboxBacklog(ctx context.Context) (hub.Backlog, error) {
+	var b hub.Backlog
 	var oldest *time.Time
 	err := s.pool.QueryRow(ctx, `SELECT count(*), min(created_at) FROM webhook_events WHERE processing_status = 'PENDING'`).Scan(&b.Pending, &oldest)
 	if err != nil {
-		return Backlog{}, fmt.Errorf("outbox backlog: %w", err)
+		return hub.Backlog{}, fmt.Errorf("outbox backlog: %w", err)
 	}
 	if oldest != nil {
 		b.Oldest = *oldest

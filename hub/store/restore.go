@@ -6,38 +6,15 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hookhub/hookhub/hub"
 	"github.com/jackc/pgx/v5"
 )
-
-// PublishedEvent is an archived first delivery JetStream acknowledged: a
-// message the stream held when the event was published.
-type PublishedEvent struct {
-	ArchiveID  uuid.UUID
-	Provider   string
-	EventID    string
-	ReceivedAt time.Time // created_at: the page cursor
-}
-
-// PublishedPage selects a page of PublishedEvents.
-type PublishedPage struct {
-	// ReceivedSince bounds created_at from below, so the query runs on the
-	// created_at index: an event acknowledged in the range but received
-	// before ReceivedSince is not listed.
-	ReceivedSince time.Time
-	// From and Until bound published_at: [From, Until).
-	From, Until time.Time
-	// Providers, when not empty, lists the only providers to include.
-	Providers []string
-	// After is the last event of the previous page; zero for the first.
-	After PublishedEvent
-	Limit int
-}
 
 // PublishedBetween lists PROCESSED first deliveries acknowledged by
 // JetStream in [p.From, p.Until), of p.Providers, that still have their
 // body (so they can be published again), in (created_at, id) order after
 // p.After.
-func (s *Store) PublishedBetween(ctx context.Context, p PublishedPage) ([]PublishedEvent, error) {
+func (s *Store) PublishedBetween(ctx context.Context, p hub.PublishedPage) ([]hub.PublishedEvent, error) {
 	providers := p.Providers
 	if providers == nil {
 		providers = []string{} // not NULL
@@ -56,8 +33,8 @@ func (s *Store) PublishedBetween(ctx context.Context, p PublishedPage) ([]Publis
 	if err != nil {
 		return nil, fmt.Errorf("list published events: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (PublishedEvent, error) {
-		var e PublishedEvent
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (hub.PublishedEvent, error) {
+		var e hub.PublishedEvent
 		err := r.Scan(&e.ArchiveID, &e.Provider, &e.EventID, &e.ReceivedAt)
 		return e, err
 	})

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/store"
 )
@@ -22,21 +23,21 @@ func TestPublishedBetweenAndRequeue(t *testing.T) {
 
 	// Ten events, the i-th acknowledged at base + i minutes; one more
 	// never published, one FAILED.
-	var ds []store.Delivery
+	var ds []hub.Delivery
 	for i := range 12 {
 		ds = append(ds, delivery(fmt.Sprintf("evt_%02d", i), `{}`))
 	}
 	ds[11].Error = "cannot publish"
 	_, err := s.Ingest(ctx, ds)
 	require.NoError(t, err)
-	var results []store.PublishResult
+	var results []hub.PublishResult
 	for i := range 10 {
-		results = append(results, store.PublishResult{ArchiveID: ds[i].ArchiveID, Seq: uint64(i + 1), PublishedAt: base.Add(time.Duration(i) * time.Minute)})
+		results = append(results, hub.PublishResult{ArchiveID: ds[i].ArchiveID, Seq: uint64(i + 1), PublishedAt: base.Add(time.Duration(i) * time.Minute)})
 	}
 	require.NoError(t, s.RecordPublished(ctx, results))
 
 	// Acknowledged in [base+2m, base+8m), read three at a time.
-	page := store.PublishedPage{ReceivedSince: base.Add(-time.Hour), From: base.Add(2 * time.Minute), Until: base.Add(8 * time.Minute), Limit: 3}
+	page := hub.PublishedPage{ReceivedSince: base.Add(-time.Hour), From: base.Add(2 * time.Minute), Until: base.Add(8 * time.Minute), Limit: 3}
 	var got []string
 	for {
 		events, err := s.PublishedBetween(ctx, page)
@@ -53,17 +54,17 @@ func TestPublishedBetweenAndRequeue(t *testing.T) {
 	require.ElementsMatch(t, []string{"evt_02", "evt_03", "evt_04", "evt_05", "evt_06", "evt_07"}, got)
 
 	// Only the providers asked for.
-	events, err := s.PublishedBetween(ctx, store.PublishedPage{ReceivedSince: base.Add(-time.Hour), From: base, Until: base.Add(time.Hour),
+	events, err := s.PublishedBetween(ctx, hub.PublishedPage{ReceivedSince: base.Add(-time.Hour), From: base, Until: base.Add(time.Hour),
 		Providers: []string{"clerk"}, Limit: 100})
 	require.NoError(t, err)
 	require.Empty(t, events)
-	events, err = s.PublishedBetween(ctx, store.PublishedPage{ReceivedSince: base.Add(-time.Hour), From: base, Until: base.Add(time.Hour),
+	events, err = s.PublishedBetween(ctx, hub.PublishedPage{ReceivedSince: base.Add(-time.Hour), From: base, Until: base.Add(time.Hour),
 		Providers: []string{"clerk", "paddle"}, Limit: 100})
 	require.NoError(t, err)
 	require.Len(t, events, 10)
 
 	// Received after ReceivedSince only.
-	events, err = s.PublishedBetween(ctx, store.PublishedPage{ReceivedSince: time.Now().Add(time.Hour), From: base, Until: base.Add(time.Hour), Limit: 100})
+	events, err = s.PublishedBetween(ctx, hub.PublishedPage{ReceivedSince: time.Now().Add(time.Hour), From: base, Until: base.Add(time.Hour), Limit: 100})
 	require.NoError(t, err)
 	require.Empty(t, events)
 
@@ -89,10 +90,10 @@ func TestPublishedBetweenAndRequeue(t *testing.T) {
 	require.WithinDuration(t, time.Now(), due, time.Minute, "due now")
 
 	// The relay claims it.
-	claimed, err := s.Claim(ctx, 10, func(_ context.Context, rows []store.OutboxRow) []store.PublishResult {
-		var out []store.PublishResult
+	claimed, err := s.Claim(ctx, 10, func(_ context.Context, rows []hub.OutboxRow) []hub.PublishResult {
+		var out []hub.PublishResult
 		for _, r := range rows {
-			out = append(out, store.PublishResult{ArchiveID: r.ArchiveID, Seq: 100})
+			out = append(out, hub.PublishResult{ArchiveID: r.ArchiveID, Seq: 100})
 		}
 		return out
 	})

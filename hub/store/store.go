@@ -9,66 +9,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"github.com/hookhub/hookhub/hub"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
-
-// Status is a webhook_events.processing_status.
-type Status string
-
-// The archive statuses.
-const (
-	Pending   Status = "PENDING"   // committed, not yet acknowledged by JetStream
-	Processed Status = "PROCESSED" // published: JetStream acknowledged it
-	Skipped   Status = "SKIPPED"   // a duplicate delivery, archived for forensics
-	Failed    Status = "FAILED"    // verified but cannot be published; see error_message
-)
-
-// ParseStatus returns the Status named s (case-insensitive).
-func ParseStatus(s string) (Status, error) {
-	switch st := Status(strings.ToUpper(s)); st {
-	case Pending, Processed, Skipped, Failed:
-		return st, nil
-	}
-	return "", fmt.Errorf("unknown status %q (want PENDING, PROCESSED, SKIPPED or FAILED)", s)
-}
-
-// ErrUnavailable wraps every error that kept a delivery from being
-// committed: the database is unreachable, the transaction failed, or the
-// commit's outcome is unknown. Nothing may be acknowledged to the provider.
-var ErrUnavailable = errors.New("database unavailable")
-
-// Delivery is one verified delivery to archive.
-type Delivery struct {
-	ArchiveID uuid.UUID // new for every delivery
-	Provider  string
-	EventID   string
-	EventType string
-	Body      []byte // the exact request body
-	// Payload, when not nil, is the JSON archived in the payload column
-	// instead of Body (for providers whose bodies are form-encoded).
-	Payload    []byte
-	Signature  string // the signature header value
-	SignedAt   time.Time
-	OccurredAt time.Time
-	ReceivedAt time.Time
-	// Error, when not empty, marks an event that cannot be published (its
-	// type cannot form a subject): the first delivery is archived FAILED
-	// with this message instead of PENDING.
-	Error string
-	// TraceParent is the W3C traceparent of the hub's span for this
-	// delivery, published with the message; empty when the hub does not
-	// trace.
-	TraceParent string
-}
-
-// Outcome is what became of one delivery.
-type Outcome struct {
-	Status    Status // PENDING or FAILED for a first delivery, SKIPPED for a duplicate
-	Duplicate bool
-}
 
 // Store is the hub's Postgres store.
 type Store struct {
@@ -101,7 +47,7 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error {
 	if err := s.pool.Ping(ctx); err != nil {
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", hub.ErrUnavailable, err)
 	}
 	return nil
 }
@@ -148,17 +94,17 @@ ORDER BY i.ord
 RETURNING id, processing_status`
 
 // Ingest archives deliveries and records their dedup rows in one
-// transaction, and commits it. It returns one Outcome per delivery, in
+// transaction, and commits it. It returns one hub.Outcome per delivery, in
 // order: the first delivery of an event is PENDING (or FAILED when
-// Delivery.Error is set), every later one, including a second copy in the
+// hub.Delivery.Error is set), every later one, including a second copy in the
 // same batch, is SKIPPED. An error means nothing was committed, or that the
-// commit's outcome is unknown; either way it wraps ErrUnavailable and no
+// commit's outcome is unknown; either way it wraps hub.ErrUnavailable and no
 // delivery may be acknowledged.
 //
 // A payload Postgres cannot store as JSONB (a \u0000 escape, an unpaired
 // surrogate, a number beyond numeric's range) does not fail the batch: that
 // delivery's payload column records why, and its exact body is kept.
-func (s *Store) Ingest(ctx context.Context, ds []Delivery) ([]Outcome, error) {
+func (s *Store) Ingest(ctx context.Context, ds []hub.Delivery) ([]hub.Outcome, error) {
 	if len(ds) == 0 {
 		return nil, nil
 	}
@@ -176,17 +122,17 @@ func (s *Store) Ingest(ctx context.Context, ds []Delivery) ([]Outcome, error) {
 		// A data exception: some payload is JSON that Postgres's jsonb
 		// rejects. Find which, replace their payload view, and try again.
 		if fixErr := s.replaceUnstorable(ctx, payloads); fixErr != nil {
-			return nil, fmt.Errorf("%w: %w", ErrUnavailable, fixErr)
+			return nil, fmt.Errorf("%w: %w", hub.ErrUnavailable, fixErr)
 		}
 		out, err = s.ingest(ctx, ds, payloads)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", hub.ErrUnavailable, err)
 	}
 	return out, nil
 }
 
-func (s *Store) ingest(ctx context.Context, ds []Delivery, payloads []string) ([]Outcome, error) {
+func (s *Store) ingest(ctx context.Context, ds []hub.Delivery, payloads []string) ([]hub.Outcome, error) {
 	n := len(ds)
 	ids := make([][16]byte, n)
 	providers := make([]string, n)
@@ -217,22 +163,22 @@ func (s *Store) ingest(ctx context.Context, ds []Delivery, payloads []string) ([
 	if err != nil {
 		return nil, err
 	}
-	statuses := make(map[uuid.UUID]Status, n)
+	statuses := make(map[uuid.UUID]hub.Status, n)
 	var id uuid.UUID
 	var st string
 	if _, err := pgx.ForEachRow(rows, []any{&id, &st}, func() error {
-		statuses[id] = Status(st)
+		statuses[id] = hub.Status(st)
 		return nil
 	}); err != nil {
 		return nil, err
 	}
-	out := make([]Outcome, n)
+	out := make([]hub.Outcome, n)
 	for i := range ds {
 		st, ok := statuses[ds[i].ArchiveID]
 		if !ok {
 			return nil, fmt.Errorf("ingest: no row returned for archive id %s", ds[i].ArchiveID)
 		}
-		out[i] = Outcome{Status: st, Duplicate: st == Skipped}
+		out[i] = hub.Outcome{Status: st, Duplicate: st == hub.Skipped}
 	}
 	return out, nil
 }

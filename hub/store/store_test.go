@@ -10,12 +10,13 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/store"
 )
 
-func delivery(eventID string, body string) store.Delivery {
-	return store.Delivery{
+func delivery(eventID string, body string) hub.Delivery {
+	return hub.Delivery{
 		ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle", EventID: eventID,
 		EventType: "subscription.created", Body: []byte(body), Signature: "ts=1;h1=00",
 		ReceivedAt: time.Now(),
@@ -30,23 +31,23 @@ func TestIngestBatch(t *testing.T) {
 
 	failed := delivery("evt_c", `{}`)
 	failed.Error = "cannot publish: bad type"
-	outs, err := s.Ingest(ctx, []store.Delivery{
+	outs, err := s.Ingest(ctx, []hub.Delivery{
 		delivery("evt_a", `{"n":1}`),
 		delivery("evt_b", `{"n":2}`),
 		delivery("evt_a", `{"n":1}`), // the same event twice in one batch
 		failed,
 	})
 	require.NoError(t, err)
-	require.Equal(t, []store.Outcome{
-		{Status: store.Pending},
-		{Status: store.Pending},
-		{Status: store.Skipped, Duplicate: true},
-		{Status: store.Failed},
+	require.Equal(t, []hub.Outcome{
+		{Status: hub.Pending},
+		{Status: hub.Pending},
+		{Status: hub.Skipped, Duplicate: true},
+		{Status: hub.Failed},
 	}, outs)
 
-	outs, err = s.Ingest(ctx, []store.Delivery{delivery("evt_a", `{"n":1}`), delivery("evt_c", `{}`)})
+	outs, err = s.Ingest(ctx, []hub.Delivery{delivery("evt_a", `{"n":1}`), delivery("evt_c", `{}`)})
 	require.NoError(t, err)
-	require.Equal(t, []store.Outcome{{Status: store.Skipped, Duplicate: true}, {Status: store.Skipped, Duplicate: true}}, outs)
+	require.Equal(t, []hub.Outcome{{Status: hub.Skipped, Duplicate: true}, {Status: hub.Skipped, Duplicate: true}}, outs)
 
 	var dedup, archive, bodies int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM processed_webhook_events`).Scan(&dedup))
@@ -72,14 +73,14 @@ func TestIngestUnstorablePayloadDoesNotFailTheBatch(t *testing.T) {
 		"{\"a\":\"\xff\xfe\"}", // invalid UTF-8
 		`{"n":1e1000000}`,      // beyond numeric's range
 	}
-	ds := []store.Delivery{delivery("evt_ok", `{"fine":true}`)}
+	ds := []hub.Delivery{delivery("evt_ok", `{"fine":true}`)}
 	for i, b := range bad {
 		ds = append(ds, delivery("evt_bad_"+string(rune('a'+i)), b))
 	}
 	outs, err := s.Ingest(ctx, ds)
 	require.NoError(t, err)
 	for i, o := range outs {
-		require.Equal(t, store.Pending, o.Status, "delivery %d", i)
+		require.Equal(t, hub.Pending, o.Status, "delivery %d", i)
 	}
 	for i, b := range bad {
 		var body []byte
@@ -96,8 +97,8 @@ func TestIngestUnavailable(t *testing.T) {
 	pool, _ := hubtest.Pool(t)
 	s := store.New(pool)
 	pool.Close()
-	_, err := s.Ingest(context.Background(), []store.Delivery{delivery("evt_x", `{}`)})
-	require.ErrorIs(t, err, store.ErrUnavailable)
+	_, err := s.Ingest(context.Background(), []hub.Delivery{delivery("evt_x", `{}`)})
+	require.ErrorIs(t, err, hub.ErrUnavailable)
 }
 
 func TestClaimRecordsResults(t *testing.T) {
@@ -105,12 +106,12 @@ func TestClaimRecordsResults(t *testing.T) {
 	pool, _ := hubtest.Pool(t)
 	s := store.New(pool)
 	ctx := context.Background()
-	_, err := s.Ingest(ctx, []store.Delivery{delivery("evt_1", `{}`), delivery("evt_2", `{}`), delivery("evt_3", `{}`)})
+	_, err := s.Ingest(ctx, []hub.Delivery{delivery("evt_1", `{}`), delivery("evt_2", `{}`), delivery("evt_3", `{}`)})
 	require.NoError(t, err)
 
-	n, err := s.Claim(ctx, 10, func(_ context.Context, rows []store.OutboxRow) []store.PublishResult {
+	n, err := s.Claim(ctx, 10, func(_ context.Context, rows []hub.OutboxRow) []hub.PublishResult {
 		require.Len(t, rows, 3)
-		res := make([]store.PublishResult, len(rows))
+		res := make([]hub.PublishResult, len(rows))
 		for i, r := range rows {
 			res[i].ArchiveID = r.ArchiveID
 			switch r.EventID {
@@ -149,7 +150,7 @@ func TestClaimRecordsResults(t *testing.T) {
 	require.Equal(t, "FAILED", get("evt_3").status)
 
 	// evt_2 is not due for an hour: nothing to claim.
-	n, err = s.Claim(ctx, 10, func(context.Context, []store.OutboxRow) []store.PublishResult { panic("no rows expected") })
+	n, err = s.Claim(ctx, 10, func(context.Context, []hub.OutboxRow) []hub.PublishResult { panic("no rows expected") })
 	require.NoError(t, err)
 	require.Zero(t, n)
 
@@ -161,10 +162,10 @@ func TestClaimRecordsResults(t *testing.T) {
 	moved, err := s.RetryNow(ctx)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, moved)
-	n, err = s.Claim(ctx, 10, func(_ context.Context, rows []store.OutboxRow) []store.PublishResult {
+	n, err = s.Claim(ctx, 10, func(_ context.Context, rows []hub.OutboxRow) []hub.PublishResult {
 		require.Equal(t, 1, rows[0].Attempts)
 		require.False(t, rows[0].FirstAttemptAt.IsZero())
-		return []store.PublishResult{{ArchiveID: rows[0].ArchiveID, Seq: 8}}
+		return []hub.PublishResult{{ArchiveID: rows[0].ArchiveID, Seq: 8}}
 	})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
@@ -175,7 +176,7 @@ func TestConcurrentClaimsAreDisjoint(t *testing.T) {
 	pool, _ := hubtest.Pool(t)
 	s := store.New(pool)
 	ctx := context.Background()
-	var ds []store.Delivery
+	var ds []hub.Delivery
 	for i := range 200 {
 		ds = append(ds, delivery(uuid.NewString()+string(rune('a'+i%26)), `{}`))
 	}
@@ -188,12 +189,12 @@ func TestConcurrentClaimsAreDisjoint(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for {
-				n, err := s.Claim(ctx, 10, func(_ context.Context, rows []store.OutboxRow) []store.PublishResult {
-					res := make([]store.PublishResult, len(rows))
+				n, err := s.Claim(ctx, 10, func(_ context.Context, rows []hub.OutboxRow) []hub.PublishResult {
+					res := make([]hub.PublishResult, len(rows))
 					mu.Lock()
 					for i, r := range rows {
 						seen[r.ArchiveID]++
-						res[i] = store.PublishResult{ArchiveID: r.ArchiveID, Seq: 1}
+						res[i] = hub.PublishResult{ArchiveID: r.ArchiveID, Seq: 1}
 					}
 					mu.Unlock()
 					time.Sleep(time.Millisecond) // hold the locks a little
@@ -214,12 +215,12 @@ func TestConcurrentClaimsAreDisjoint(t *testing.T) {
 }
 
 func TestParseStatus(t *testing.T) {
-	for in, want := range map[string]store.Status{"pending": store.Pending, "FAILED": store.Failed, "Skipped": store.Skipped, "processed": store.Processed} {
-		got, err := store.ParseStatus(in)
+	for in, want := range map[string]hub.Status{"pending": hub.Pending, "FAILED": hub.Failed, "Skipped": hub.Skipped, "processed": hub.Processed} {
+		got, err := hub.ParseStatus(in)
 		require.NoError(t, err)
 		require.Equal(t, want, got)
 	}
-	_, err := store.ParseStatus("DONE")
+	_, err := hub.ParseStatus("DONE")
 	require.Error(t, err)
 }
 
@@ -232,9 +233,9 @@ func TestRecordPublished(t *testing.T) {
 	s := store.New(pool, store.WithRelayGrace(time.Hour))
 	ctx := context.Background()
 	ok, failed := delivery("evt_ok", `{}`), delivery("evt_failed", `{}`)
-	_, err := s.Ingest(ctx, []store.Delivery{ok, failed})
+	_, err := s.Ingest(ctx, []hub.Delivery{ok, failed})
 	require.NoError(t, err)
-	require.NoError(t, s.RecordPublished(ctx, []store.PublishResult{
+	require.NoError(t, s.RecordPublished(ctx, []hub.PublishResult{
 		{ArchiveID: ok.ArchiveID, Seq: 3},
 		{ArchiveID: failed.ArchiveID, Err: "publish: no response from stream", RetryIn: 100 * time.Millisecond},
 	}))
@@ -257,7 +258,7 @@ func TestIngestPayloadColumn(t *testing.T) {
 	ctx := context.Background()
 	form := delivery("evt_form", "AccountSid=AC1&MessageSid=SM1")
 	form.Payload = []byte(`{"AccountSid": "AC1", "MessageSid": "SM1"}`)
-	ds := []store.Delivery{delivery("evt_json", `{"b": [1, 2], "a": "x"}`), form, delivery("evt_json", `{"b": [1, 2], "a": "x"}`)}
+	ds := []hub.Delivery{delivery("evt_json", `{"b": [1, 2], "a": "x"}`), form, delivery("evt_json", `{"b": [1, 2], "a": "x"}`)}
 	_, err := s.Ingest(ctx, ds)
 	require.NoError(t, err)
 	for _, tc := range []struct{ eventID, payload string }{

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
@@ -24,7 +25,7 @@ func TestOperatorCommands(t *testing.T) {
 	n := hubtest.JetStream(t)
 	t.Setenv("HUB_DATABASE_URL", url)
 	t.Setenv("HUB_NATS_URL", n.URL())
-	_, err := store.New(pool).Ingest(context.Background(), []store.Delivery{
+	_, err := store.New(pool).Ingest(context.Background(), []hub.Delivery{
 		{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle", EventID: "evt_cli", EventType: "subscription.created", Body: []byte(`{"a":1}`), ReceivedAt: time.Now()},
 		{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle", EventID: "evt_cli", EventType: "subscription.created", Body: []byte(`{"a":1}`), ReceivedAt: time.Now()},
 	})
