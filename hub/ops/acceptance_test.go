@@ -215,7 +215,7 @@ func TestRepublishAfterStreamLossAndArchivePurge(t *testing.T) {
 	}
 	s.eventually(func() bool { return s.count(`SELECT count(*) FROM credits.ledger`) == events }, "credits processed everything")
 	s.eventually(func() bool {
-		return s.count(`SELECT count(*) FROM webhook_events WHERE processing_status = 'PROCESSED'`) == events
+		return s.count(`SELECT count(*) FROM webhook_event_status WHERE processing_status = 'PROCESSED'`) == events
 	}, "all published")
 
 	ctx := context.Background()

@@ -162,7 +162,7 @@ func TestPurgeKeepsFailedAndYoungRows(t *testing.T) {
 	require.NoError(t, err)
 	remaining := func() []string {
 		var ids []string
-		rows, err := pool.Query(ctx, `SELECT event_id FROM webhook_events ORDER BY event_id`)
+		rows, err := pool.Query(ctx, `SELECT event_id FROM webhook_event_status ORDER BY event_id`)
 		require.NoError(t, err)
 		defer rows.Close()
 		for rows.Next() {

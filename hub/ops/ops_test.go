@@ -108,7 +108,7 @@ func TestPurgeKeepsDedupAndPending(t *testing.T) {
 	require.EqualValues(t, 1, res.PendingKept, "evt_24 is still the outbox's")
 
 	var archiveRows, dedup int
-	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_events`).Scan(&archiveRows))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_event_status`).Scan(&archiveRows))
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM processed_webhook_events`).Scan(&dedup))
 	require.Equal(t, 2, archiveRows, "the PENDING row and the recent one remain")
 	require.Equal(t, 26, dedup, "dedup rows outlive the archive")

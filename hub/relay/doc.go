@@ -1,19 +1,34 @@
 // Package relay publishes the outbox to JetStream: every committed first
-// delivery (a PENDING archive row) becomes exactly one message on the
-// stream, and the row becomes PROCESSED only after JetStream's PubAck.
+// delivery (an event PENDING in the outbox, its dedup row's next_attempt_at
+// set) becomes exactly one message on the stream, and the event becomes
+// PROCESSED only after JetStream's PubAck, recorded on its dedup row (the
+// archive row is never rewritten).
 //
-// The relay is the only publisher. The HTTP handler commits and then wakes
-// it (Notify), so a delivery is usually on the stream within milliseconds;
-// a timer and a NATS reconnect wake it too, so rows left by a crash, a NATS
-// outage or another replica are published without help. Rows are claimed
-// with FOR UPDATE SKIP LOCKED, so several hub replicas share the work.
+// Who publishes, all through one code path (Relay.send builds each message
+// with message and publishes it asynchronously; Relay.settle turns the
+// PubAcks into hub.PublishResults; Outbox.RecordPublished records them):
+//   - the fast path (RunFast): the HTTP handler, once Postgres committed a
+//     first delivery, hands it over in memory (Enqueue, which never
+//     blocks), and the fast path publishes it within milliseconds, without
+//     reading it back. A delivery it cannot take (its queue is full) or
+//     holds too long is left to the claiming relay;
+//   - the claiming relay (Run): it leases due events from the outbox
+//     (Outbox.Claim: FOR UPDATE SKIP LOCKED, then a lease, so several hub
+//     replicas share the work), publishes them outside any transaction and
+//     records the results. New events are left to the fast path of the
+//     process that committed them for a grace period; a timer, a NATS
+//     reconnect (Reconnected) and Notify wake the relay, so events left by
+//     a crash, a NATS outage or another replica are published without
+//     help;
+//   - `hub republish` (Republish): copies of archived events under their
+//     own message ids, recorded nowhere.
 //
 // Message ids are "<provider>:<event_id>", so a publish repeated after a
 // lost PubAck is dropped by JetStream inside the duplicate window. Retries
-// back off, capped well inside the window; a row whose first attempt is
+// back off, capped well inside the window; an event whose first attempt is
 // older than half the window is looked up in the stream before it is
 // published again, so an ack lost across a long NATS outage never stores
-// the event twice.
+// the event twice (see RunFast for the fast path's part of that argument).
 //
 // The Keeper keeps the stream: it checks it every few seconds (and when a
 // publish fails as if it were gone), creates it when missing, merges this

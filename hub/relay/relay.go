@@ -20,7 +20,9 @@ import (
 
 // Outbox is the store side of the relay.
 type Outbox interface {
-	Claim(ctx context.Context, limit int, publish func(context.Context, []hub.OutboxRow) []hub.PublishResult) (int, error)
+	// Claim leases up to limit due events for lease: nobody else claims
+	// them meanwhile, and a relay that dies leaves them due after it.
+	Claim(ctx context.Context, limit int, lease time.Duration) ([]hub.OutboxRow, error)
 	RetryNow(ctx context.Context) (int64, error)
 	OutboxBacklog(ctx context.Context) (hub.Backlog, error)
 	RecordPublished(ctx context.Context, results []hub.PublishResult) error
@@ -32,6 +34,9 @@ type Config struct {
 	DuplicateWindow time.Duration // the stream's; required
 	BatchSize       int           // rows per claim; default 256
 	PublishTimeout  time.Duration // wait for a claimed batch's PubAcks; default 10s
+	// Lease is how long a claimed batch is this relay's: past it, another
+	// relay may claim what it did not record. Default 3×PublishTimeout.
+	Lease time.Duration
 	// FastPublishTimeout bounds the fast path's wait for its PubAcks
 	// (default 3s): an ack lost in a leader change must not hold a fast
 	// path loop for long; what it did not confirm, the relay retries.
@@ -74,6 +79,9 @@ func (c *Config) setDefaults() error {
 	if c.PublishTimeout <= 0 {
 		c.PublishTimeout = 10 * time.Second
 	}
+	if c.Lease <= 0 {
+		c.Lease = 3 * c.PublishTimeout
+	}
 	if c.FastPublishTimeout <= 0 {
 		c.FastPublishTimeout = min(3*time.Second, c.PublishTimeout)
 	}
@@ -104,7 +112,9 @@ func (c *Config) setDefaults() error {
 	return nil
 }
 
-// Relay publishes PENDING archive rows to JetStream.
+// Relay publishes the outbox to JetStream: the fast path (RunFast) and the
+// claiming relay (Run), and the copies of `hub republish` (Republish), all
+// through one code path (send, settle, message).
 type Relay struct {
 	cfg    Config
 	outbox Outbox
@@ -250,7 +260,7 @@ func (r *Relay) RunFast(ctx context.Context) error {
 				break fill
 			}
 		}
-		sent <- r.send(ctx, batch, true)
+		sent <- r.send(ctx, batch, sendOptions{fast: true})
 	}
 }
 
@@ -387,12 +397,16 @@ func (r *Relay) Drain(ctx context.Context) error {
 	return r.pass(ctx)
 }
 
-// pass claims and publishes batches until a claim comes back short.
+// pass claims, publishes and records batches until a claim comes back
+// short. A claim is a lease, not a transaction held open: the publishes
+// run outside the database, and what this relay does not record before
+// the lease ends (it died, say) becomes due for any relay again.
 func (r *Relay) pass(ctx context.Context) error {
 	for ctx.Err() == nil {
-		// The claim's results are committed when Claim returns.
+		// A restore that starts after this waits until the results are
+		// recorded.
 		epoch := r.recorded.enter()
-		n, err := r.outbox.Claim(ctx, r.cfg.BatchSize, r.publish)
+		n, err := r.claimOnce(ctx)
 		r.recorded.leave(epoch)
 		if err != nil {
 			return err
@@ -402,6 +416,23 @@ func (r *Relay) pass(ctx context.Context) error {
 		}
 	}
 	return ctx.Err()
+}
+
+// claimOnce claims a batch, publishes it and records the results. It
+// returns how many events it claimed.
+func (r *Relay) claimOnce(ctx context.Context) (int, error) {
+	rows, err := r.outbox.Claim(ctx, r.cfg.BatchSize, r.cfg.Lease)
+	if err != nil || len(rows) == 0 {
+		return 0, err
+	}
+	results := r.publish(ctx, rows)
+	// Recording outlives ctx: the messages are sent already.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := r.outbox.RecordPublished(rctx, results); err != nil {
+		return len(rows), fmt.Errorf("record publishes (the events are due again after the lease): %w", err)
+	}
+	return len(rows), nil
 }
 
 func (r *Relay) updateGauges(ctx context.Context) {
@@ -429,7 +460,52 @@ func (r *Relay) publish(ctx context.Context, rows []hub.OutboxRow) []hub.Publish
 
 // publishWithin is publish with its own wait for the PubAcks.
 func (r *Relay) publishWithin(ctx context.Context, rows []hub.OutboxRow, timeout time.Duration) []hub.PublishResult {
-	return r.settle(ctx, r.send(ctx, rows, false), timeout)
+	return r.settle(ctx, r.send(ctx, rows, sendOptions{}), timeout)
+}
+
+// Republish publishes copies of archived events (`hub republish`): the
+// same messages as the originals (exact body, the hub's headers), under the
+// message id "<provider>:<event_id>:republish:<runID>", which the duplicate
+// window cannot confuse with the original's, and with Hub-Republish-Of
+// naming the original id. It waits for the PubAcks up to timeout and
+// returns one result per row; nothing is recorded: the event's publication
+// stays its original message's.
+func (r *Relay) Republish(ctx context.Context, rows []hub.OutboxRow, runID string, timeout time.Duration) []hub.PublishResult {
+	return r.settle(ctx, r.send(ctx, rows, sendOptions{copyRun: runID}), timeout)
+}
+
+// sendOptions are what distinguishes the publishers sharing send.
+type sendOptions struct {
+	// fast: the fast path's rows, published only while younger than
+	// fastMaxAge (see RunFast), and tracked by the recordBarrier.
+	fast bool
+	// copyRun, when set, publishes copies for `hub republish`: no look-up
+	// in the stream, the copy's message id and Hub-Republish-Of.
+	copyRun string
+}
+
+// message is the hub's message for an event: the exact body on
+// <provider>.<type>, with the headers subscribers decode (schema). A copy
+// (copyRun set) has its own message id and names the original's.
+func message(row hub.OutboxRow, subject, copyRun string) *nats.Msg {
+	original := schema.MsgID(row.Provider, row.EventID)
+	md := schema.Metadata{
+		MsgID:      original,
+		EventID:    row.EventID,
+		Provider:   row.Provider,
+		EventType:  row.EventType,
+		ArchiveID:  row.ArchiveID.String(),
+		ReceivedAt: row.ReceivedAt,
+		OccurredAt: row.OccurredAt,
+	}
+	if copyRun != "" {
+		md.MsgID = original + ":republish:" + copyRun
+	}
+	h := md.Header()
+	if copyRun != "" {
+		h.Set(schema.HeaderRepublish, original)
+	}
+	return &nats.Msg{Subject: subject, Data: row.Body, Header: h}
 }
 
 // sentBatch is a batch of rows whose publishes are sent: settle waits for
@@ -444,13 +520,15 @@ type sentBatch struct {
 	// nil when there are none.
 	expired []bool
 	epoch   uint64 // the fast path's recordBarrier epoch
+	copy    bool   // copies of `hub republish`: not counted in the publish metrics
 }
 
 // send publishes rows with async publishes. Rows whose first attempt is
 // older than half the duplicate window are first looked up in the stream.
 // For the fast path (fast), rows older than fastMaxAge when their turn
 // comes are not published: they are the relay's (see RunFast).
-func (r *Relay) send(ctx context.Context, rows []hub.OutboxRow, fast bool) *sentBatch {
+func (r *Relay) send(ctx context.Context, rows []hub.OutboxRow, opts sendOptions) *sentBatch {
+	fast := opts.fast
 	var epoch uint64
 	if fast {
 		// Before the first publish: a restore that starts after this waits
@@ -464,13 +542,16 @@ func (r *Relay) send(ctx context.Context, rows []hub.OutboxRow, fast bool) *sent
 	var lookups []int
 	for i, row := range rows {
 		results[i].ArchiveID = row.ArchiveID
+		// Whether a type can form a subject is decided when the delivery is
+		// archived (an event whose type cannot is FAILED, never in the
+		// outbox); an error here means a row that is not the hub's.
 		subject, err := schema.Subject(row.Provider, row.EventType)
 		if err != nil {
 			results[i].Err, results[i].Permanent = err.Error(), true
 			continue
 		}
 		subjects[i] = subject
-		if !row.FirstAttemptAt.IsZero() && now.Sub(row.FirstAttemptAt) > r.cfg.DuplicateWindow/2 {
+		if opts.copyRun == "" && !row.FirstAttemptAt.IsZero() && now.Sub(row.FirstAttemptAt) > r.cfg.DuplicateWindow/2 {
 			lookups = append(lookups, i)
 		}
 	}
@@ -511,19 +592,7 @@ func (r *Relay) send(ctx context.Context, rows []hub.OutboxRow, fast bool) *sent
 			}
 			continue
 		}
-		msg := &nats.Msg{
-			Subject: subjects[i],
-			Data:    row.Body,
-			Header: schema.Metadata{
-				MsgID:      schema.MsgID(row.Provider, row.EventID),
-				EventID:    row.EventID,
-				Provider:   row.Provider,
-				EventType:  row.EventType,
-				ArchiveID:  row.ArchiveID.String(),
-				ReceivedAt: row.ReceivedAt,
-				OccurredAt: row.OccurredAt,
-			}.Header(),
-		}
+		msg := message(row, subjects[i], opts.copyRun)
 		if spans != nil {
 			spans[i] = r.startPublish(ctx, row, msg)
 		}
@@ -545,7 +614,7 @@ func (r *Relay) send(ctx context.Context, rows []hub.OutboxRow, fast bool) *sent
 			"rows", n, "batch", len(rows), "max_age", r.fastMaxAge)
 	}
 	return &sentBatch{rows: rows, results: results, futures: futures, spans: spans, sentAt: time.Now(),
-		expired: expired, epoch: epoch}
+		expired: expired, epoch: epoch, copy: opts.copyRun != ""}
 }
 
 // settle waits for the PubAcks of a sent batch until timeout after it was
@@ -580,6 +649,8 @@ func (r *Relay) settle(ctx context.Context, b *sentBatch, timeout time.Duration)
 		switch {
 		case err != nil:
 			r.fail(&results[i], rows[i], err)
+		case b.copy:
+			results[i].Seq, results[i].PublishedAt = ack.Sequence, r.cfg.Now()
 		case ack.Duplicate:
 			results[i].Seq, results[i].PublishedAt = ack.Sequence, r.cfg.Now()
 			r.count(metrics.PublishDuplicate, rows[i])

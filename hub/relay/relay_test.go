@@ -125,10 +125,9 @@ func TestRetryAfterDuplicateWindowLooksInTheStream(t *testing.T) {
 		EventType: "subscription.created", ReceivedAt: time.Now()}.Header()
 	ack, err := b.js.PublishMsg(ctx, msg)
 	require.NoError(t, err)
-	_, err = b.store.Claim(ctx, 10, func(_ context.Context, rows []hub.OutboxRow) []hub.PublishResult {
-		return []hub.PublishResult{{ArchiveID: rows[0].ArchiveID, Err: "timeout", RetryIn: 0}}
-	})
+	rows, err := b.store.Claim(ctx, 10, time.Minute)
 	require.NoError(t, err)
+	require.NoError(t, b.store.RecordPublished(ctx, []hub.PublishResult{{ArchiveID: rows[0].ArchiveID, Err: "timeout", RetryIn: 0}}))
 
 	// Wait out the server's duplicate window: a plain re-publish would now
 	// be stored again. (Time must pass on the server's clock; nothing can
@@ -142,7 +141,7 @@ func TestRetryAfterDuplicateWindowLooksInTheStream(t *testing.T) {
 	require.EqualValues(t, 1, b.msgs(t), "the event must not be stored twice")
 	var seq uint64
 	var status string
-	require.NoError(t, b.store.Pool().QueryRow(ctx, `SELECT processing_status, stream_seq FROM webhook_events WHERE id = $1`, id).Scan(&status, &seq))
+	require.NoError(t, b.store.Pool().QueryRow(ctx, `SELECT processing_status, stream_seq FROM webhook_event_status WHERE id = $1`, id).Scan(&status, &seq))
 	require.Equal(t, "PROCESSED", status)
 	require.Equal(t, ack.Sequence, seq)
 	require.Equal(t, 1.0, testutil.ToFloat64(b.metrics.Published.WithLabelValues(metrics.PublishFound)))
@@ -156,10 +155,9 @@ func TestRetryAfterDuplicateWindowPublishesWhenAbsent(t *testing.T) {
 	b := setup(t, window)
 	ctx := context.Background()
 	b.ingest(t, "evt_never_sent")
-	_, err := b.store.Claim(ctx, 10, func(_ context.Context, rows []hub.OutboxRow) []hub.PublishResult {
-		return []hub.PublishResult{{ArchiveID: rows[0].ArchiveID, Err: "nats down"}}
-	})
+	rows, err := b.store.Claim(ctx, 10, time.Minute)
 	require.NoError(t, err)
+	require.NoError(t, b.store.RecordPublished(ctx, []hub.PublishResult{{ArchiveID: rows[0].ArchiveID, Err: "nats down"}}))
 	time.Sleep(3 * window)
 
 	r, err := relay.New(b.store, b.js, relay.Config{Stream: "WEBHOOKS", DuplicateWindow: window, Metrics: b.metrics})
@@ -185,7 +183,7 @@ func TestPublishFailureBacksOff(t *testing.T) {
 	var errMsg string
 	var first, next time.Time
 	require.NoError(t, b.store.Pool().QueryRow(ctx, `SELECT processing_status, publish_attempts, error_message,
-		first_attempt_at, next_attempt_at FROM webhook_events`).Scan(&status, &attempts, &errMsg, &first, &next))
+		first_attempt_at, next_attempt_at FROM webhook_event_status`).Scan(&status, &attempts, &errMsg, &first, &next))
 	require.Equal(t, "PENDING", status)
 	require.Equal(t, 1, attempts)
 	require.Contains(t, errMsg, "publish:")
@@ -286,7 +284,7 @@ func TestFastPathPipeline(t *testing.T) {
 				require.Equal(t, []int{rows}, sizes)
 				var stamped int
 				require.NoError(t, b.store.Pool().QueryRow(context.Background(),
-					`SELECT count(*) FROM webhook_events WHERE published_at = $1`, relayClock).Scan(&stamped))
+					`SELECT count(*) FROM webhook_event_status WHERE published_at = $1`, relayClock).Scan(&stamped))
 				require.Equal(t, rows, stamped, "published_at is when the relay saw the PubAck, not when it marked the row")
 			case tc.markBatch < rows:
 				for _, n := range sizes[:len(sizes)-1] {
@@ -295,7 +293,7 @@ func TestFastPathPipeline(t *testing.T) {
 			}
 			var processed int
 			require.NoError(t, b.store.Pool().QueryRow(context.Background(),
-				`SELECT count(*) FROM webhook_events WHERE processing_status = 'PROCESSED' AND stream_seq IS NOT NULL`).Scan(&processed))
+				`SELECT count(*) FROM webhook_event_status WHERE processing_status = 'PROCESSED' AND stream_seq IS NOT NULL`).Scan(&processed))
 			require.Equal(t, rows, processed)
 			require.EqualValues(t, rows, b.msgs(t))
 		})
@@ -327,6 +325,6 @@ func TestFastPathSlowMarkDoesNotBlockPublishing(t *testing.T) {
 	require.Equal(t, rows, recorded)
 	var processed int
 	require.NoError(t, b.store.Pool().QueryRow(context.Background(),
-		`SELECT count(*) FROM webhook_events WHERE processing_status = 'PROCESSED'`).Scan(&processed))
+		`SELECT count(*) FROM webhook_event_status WHERE processing_status = 'PROCESSED'`).Scan(&processed))
 	require.Equal(t, rows, processed)
 }

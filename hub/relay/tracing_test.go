@@ -37,7 +37,7 @@ func TestRelayPublishCarriesTraceParent(t *testing.T) {
 	}})
 	require.NoError(t, err)
 	var archived string
-	require.NoError(t, b.store.Pool().QueryRow(ctx, `SELECT trace_parent FROM webhook_events WHERE id = $1`, id).Scan(&archived))
+	require.NoError(t, b.store.Pool().QueryRow(ctx, `SELECT trace_parent FROM webhook_event_status WHERE id = $1`, id).Scan(&archived))
 	require.Equal(t, tracing.TraceParent(delivery), archived)
 
 	rec := tracetest.NewSpanRecorder()
@@ -69,7 +69,7 @@ func TestRelayWithoutTracer(t *testing.T) {
 	ctx := context.Background()
 	id := b.ingest(t, "evt_untraced")
 	var archived *string
-	require.NoError(t, b.store.Pool().QueryRow(ctx, `SELECT trace_parent FROM webhook_events WHERE id = $1`, id).Scan(&archived))
+	require.NoError(t, b.store.Pool().QueryRow(ctx, `SELECT trace_parent FROM webhook_event_status WHERE id = $1`, id).Scan(&archived))
 	require.Nil(t, archived)
 	r, err := relay.New(b.store, b.js, relay.Config{Stream: "WEBHOOKS", DuplicateWindow: time.Minute})
 	require.NoError(t, err)

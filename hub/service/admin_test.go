@@ -188,7 +188,7 @@ func TestAdminPurge(t *testing.T) {
 	_, err = h.pool.Exec(ctx, `UPDATE webhook_events SET processing_status = 'PENDING', next_attempt_at = now() + interval '1 day' WHERE event_id = 'evt_purge_2'`)
 	require.NoError(t, err)
 	statuses := func() map[string]int {
-		rows, err := h.pool.Query(ctx, `SELECT processing_status, count(*) FROM webhook_events GROUP BY 1`)
+		rows, err := h.pool.Query(ctx, `SELECT processing_status, count(*) FROM webhook_event_status GROUP BY 1`)
 		require.NoError(t, err)
 		out := map[string]int{}
 		var st string
@@ -293,7 +293,7 @@ func FuzzAdminAPI(f *testing.F) {
 	base, pool := startFuzzHub(f)
 	ctx := context.Background()
 	var archived int
-	require.NoError(f, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_events`).Scan(&archived))
+	require.NoError(f, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_event_status`).Scan(&archived))
 
 	seeds := []struct {
 		method uint8
@@ -379,7 +379,7 @@ func FuzzAdminAPI(f *testing.F) {
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, code, health)
 		var n int
-		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_events`).Scan(&n))
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_event_status`).Scan(&n))
 		require.Equal(t, archived, n, "no admin request deletes a row younger than the minimum purge age")
 	})
 }

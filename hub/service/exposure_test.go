@@ -126,7 +126,7 @@ func TestBodyBudgetAnswers503(t *testing.T) {
 		return last.status == http.StatusServiceUnavailable
 	}, 5*time.Second, 20*time.Millisecond, "the delivery was not refused while the budget was held")
 	require.Contains(t, last.body["error"], "overloaded")
-	require.Zero(t, h.count(`SELECT count(*) FROM webhook_events WHERE event_id = 'evt_budget_refused'`))
+	require.Zero(t, h.count(`SELECT count(*) FROM webhook_event_status WHERE event_id = 'evt_budget_refused'`))
 
 	// The slow upload ends (the client goes away): its bytes are free.
 	require.NoError(t, slow.Close())
@@ -175,7 +175,7 @@ func TestMaxInflightAnswers503(t *testing.T) {
 	require.NoError(t, tx.Rollback(ctx))
 	a := <-first
 	require.Equal(t, http.StatusOK, a.status, a.body)
-	require.Equal(t, 1, h.count(`SELECT count(*) FROM webhook_events WHERE event_id = 'evt_inflight_first'`))
+	require.Equal(t, 1, h.count(`SELECT count(*) FROM webhook_event_status WHERE event_id = 'evt_inflight_first'`))
 }
 
 func TestMaxConnsAnswers503WithRetryAfter(t *testing.T) {
@@ -260,7 +260,7 @@ func TestUnreadBodyClosesTheConnection(t *testing.T) {
 			require.Error(t, err, "a second answer: the body was read as a request")
 		})
 	}
-	require.Zero(t, h.count(`SELECT count(*) FROM webhook_events WHERE event_id = 'evt_smuggled'`))
+	require.Zero(t, h.count(`SELECT count(*) FROM webhook_event_status WHERE event_id = 'evt_smuggled'`))
 }
 
 func TestLoadConfigRefusesTheOldDebugAddr(t *testing.T) {
@@ -295,6 +295,6 @@ func TestReadBodyAcceptsChunkedAndExactBytes(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	var stored []byte
-	require.NoError(t, h.pool.QueryRow(context.Background(), `SELECT body FROM webhook_events WHERE event_id = 'evt_chunked'`).Scan(&stored))
+	require.NoError(t, h.pool.QueryRow(context.Background(), `SELECT body FROM webhook_event_status WHERE event_id = 'evt_chunked'`).Scan(&stored))
 	require.Equal(t, body, stored)
 }

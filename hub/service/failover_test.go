@@ -190,7 +190,7 @@ func TestClusterFailover(t *testing.T) {
 
 	// The outbox drains, and credits processes everything (bounded).
 	require.Eventually(t, func() bool {
-		return h.count(`SELECT count(*) FROM webhook_events WHERE processing_status = 'PENDING'`) == 0
+		return h.count(`SELECT count(*) FROM webhook_event_status WHERE processing_status = 'PENDING'`) == 0
 	}, 120*time.Second, 50*time.Millisecond, "outbox did not drain")
 	logs.mark("outbox drained", "")
 	require.Eventually(t, func() bool {
@@ -208,9 +208,9 @@ func TestClusterFailover(t *testing.T) {
 
 	// The archive agrees.
 	require.Equal(t, len(res.accepted), h.count(`SELECT count(*) FROM processed_webhook_events`))
-	require.Equal(t, len(res.accepted), h.count(`SELECT count(*) FROM webhook_events WHERE processing_status = 'PROCESSED'`))
-	require.Equal(t, res.duplicates, h.count(`SELECT count(*) FROM webhook_events WHERE processing_status = 'SKIPPED'`))
-	require.Zero(t, h.count(`SELECT count(*) FROM webhook_events WHERE processing_status = 'FAILED'`))
+	require.Equal(t, len(res.accepted), h.count(`SELECT count(*) FROM webhook_event_status WHERE processing_status = 'PROCESSED'`))
+	require.Equal(t, res.duplicates, h.count(`SELECT count(*) FROM webhook_event_status WHERE processing_status = 'SKIPPED'`))
+	require.Zero(t, h.count(`SELECT count(*) FROM webhook_event_status WHERE processing_status = 'FAILED'`))
 
 	// Exactly once in credits: one ledger row and one processed row per
 	// event, no dead letter.
@@ -255,7 +255,7 @@ func TestClusterFailover(t *testing.T) {
 	t.Logf("publish latency by the phase the event was received in:\n%s", phases.report(lat, logs.start, loadStopped))
 	var retried, maxAttempts int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE publish_attempts > 1), coalesce(max(publish_attempts), 0)
-		FROM webhook_events WHERE processing_status = 'PROCESSED'`).Scan(&retried, &maxAttempts))
+		FROM webhook_event_status WHERE processing_status = 'PROCESSED'`).Scan(&retried, &maxAttempts))
 	t.Logf("outbox: %d events were published by the claiming relay after a recorded failed attempt (max attempts %d)", retried, maxAttempts)
 	t.Logf("hub_publish_total: %s", publishCounts(t, reg))
 	t.Logf("credits: %+v", sub.Stats())
@@ -595,7 +595,7 @@ type latencies []publishLatency // sorted by d
 func publishLatencies(t *testing.T, pool *pgxpool.Pool) latencies {
 	t.Helper()
 	rows, err := pool.Query(context.Background(),
-		`SELECT created_at, published_at FROM webhook_events WHERE processing_status = 'PROCESSED'`)
+		`SELECT created_at, published_at FROM webhook_event_status WHERE processing_status = 'PROCESSED'`)
 	require.NoError(t, err)
 	var out latencies
 	for rows.Next() {

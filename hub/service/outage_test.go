@@ -60,7 +60,7 @@ func TestCommittedButUnpublishedIsPublishedAfterRestart(t *testing.T) {
 	}, h.streamMsgIDs())
 	var seq uint64
 	require.NoError(t, h.pool.QueryRow(context.Background(),
-		`SELECT stream_seq FROM webhook_events WHERE event_id = 'evt_crash_after_puback'`).Scan(&seq))
+		`SELECT stream_seq FROM webhook_event_status WHERE event_id = 'evt_crash_after_puback'`).Scan(&seq))
 	require.Equal(t, ack.Sequence, seq, "a duplicate PubAck records the original sequence")
 }
 
@@ -77,7 +77,7 @@ func TestNATSOutage(t *testing.T) {
 		require.Equal(t, http.StatusOK, a.status, "delivery %d during the NATS outage", i)
 		require.Equal(t, false, a.body["idempotent"])
 	}
-	require.Equal(t, 100, h.count(`SELECT count(*) FROM webhook_events WHERE processing_status = 'PENDING'`))
+	require.Equal(t, 100, h.count(`SELECT count(*) FROM webhook_event_status WHERE processing_status = 'PENDING'`))
 	h.nats.Start()
 
 	h.waitPublished()
@@ -86,7 +86,7 @@ func TestNATSOutage(t *testing.T) {
 	for id, n := range ids {
 		require.Equal(t, 1, n, "message %s", id)
 	}
-	require.Equal(t, 101, h.count(`SELECT count(*) FROM webhook_events WHERE processing_status = 'PROCESSED'`))
+	require.Equal(t, 101, h.count(`SELECT count(*) FROM webhook_event_status WHERE processing_status = 'PROCESSED'`))
 }
 
 func TestHubStartsWhileNATSIsDown(t *testing.T) {
@@ -166,7 +166,7 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 	require.NotEmpty(t, accepted)
 	// Every accepted delivery was committed, and the relay drained before
 	// exit: nothing is left PENDING.
-	require.Zero(t, h.count(`SELECT count(*) FROM webhook_events WHERE processing_status = 'PENDING'`))
+	require.Zero(t, h.count(`SELECT count(*) FROM webhook_event_status WHERE processing_status = 'PENDING'`))
 	ids := h.streamMsgIDs()
 	for id := range accepted {
 		require.Equal(t, 1, ids["paddle:"+id], "accepted event %s must be on the stream once", id)

@@ -219,13 +219,13 @@ func TestTwilioSplicesRefusedEndToEnd(t *testing.T) {
 	}
 	// A prefix the router does not mount: refused before any provider.
 	require.Equal(t, http.StatusNotFound, h.rawPost("/hub/webhooks/twilio?type=sms.status", genuine[0].header, genuine[0].body))
-	require.Zero(t, h.count(`SELECT count(*) FROM webhook_events`), "archive rows after %d splices", len(splices))
+	require.Zero(t, h.count(`SELECT count(*) FROM webhook_event_status`), "archive rows after %d splices", len(splices))
 	require.Zero(t, h.count(`SELECT count(*) FROM processed_webhook_events`), "dedup rows after %d splices", len(splices))
 
 	for _, g := range genuine {
 		require.Equal(t, http.StatusOK, h.rawPost(g.target, g.header, g.body), g.name)
 	}
-	require.Equal(t, len(genuine), h.count(`SELECT count(*) FROM webhook_events WHERE provider = 'twilio'`))
+	require.Equal(t, len(genuine), h.count(`SELECT count(*) FROM webhook_event_status WHERE provider = 'twilio'`))
 	h.waitPublished()
 	ctx := context.Background()
 	st, err := h.js.Stream(ctx, h.cfg.Stream)
@@ -251,9 +251,9 @@ func TestTwilioTypesEndToEnd(t *testing.T) {
 	}
 	require.Equal(t, http.StatusUnauthorized, post("/webhooks/twilio", "tok-1"), "no type to infer from")
 	require.Equal(t, http.StatusUnauthorized, post("/webhooks/twilio?type=call.other", "tok-2"), "unlisted")
-	require.Zero(t, h.count(`SELECT count(*) FROM webhook_events`))
+	require.Zero(t, h.count(`SELECT count(*) FROM webhook_event_status`))
 	require.Equal(t, http.StatusOK, post("/webhooks/twilio?type=call.status", "tok-3"))
-	require.Equal(t, 1, h.count(`SELECT count(*) FROM webhook_events WHERE event_type = 'call.status'`))
+	require.Equal(t, 1, h.count(`SELECT count(*) FROM webhook_event_status WHERE event_type = 'call.status'`))
 }
 
 func TestTwilioTypesConfig(t *testing.T) {
@@ -338,7 +338,7 @@ func TestAbsurdOccurredAtEndToEnd(t *testing.T) {
 		require.Equal(t, want, m.Header.Get(schema.HeaderOccurredAt) != "", "%s: Hub-Occurred-At %q", md.EventID, m.Header.Get(schema.HeaderOccurredAt))
 		require.Equal(t, want, !md.OccurredAt.IsZero())
 	}
-	require.Equal(t, 3, h.count(`SELECT count(*) FROM webhook_events WHERE occurred_at IS NULL`))
+	require.Equal(t, 3, h.count(`SELECT count(*) FROM webhook_event_status WHERE occurred_at IS NULL`))
 }
 
 // clerkBodyAt returns a Clerk user.created body whose timestamp is "now"

@@ -86,7 +86,7 @@ func TestEveryProviderEndToEnd(t *testing.T) {
 	}
 	require.Len(t, h.streamMsgIDs(), len(cases))
 	var payload string
-	require.NoError(t, h.pool.QueryRow(ctx, `SELECT payload::text FROM webhook_events WHERE provider = 'twilio' AND processing_status = 'PROCESSED'`).Scan(&payload))
+	require.NoError(t, h.pool.QueryRow(ctx, `SELECT payload::text FROM webhook_event_status WHERE provider = 'twilio' AND processing_status = 'PROCESSED'`).Scan(&payload))
 	require.NotContains(t, payload, "hub_unstorable_payload", "form bodies are archived as JSON")
 }
 

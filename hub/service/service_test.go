@@ -181,7 +181,7 @@ func (h *testHub) post(name string, hdr http.Header, body []byte) answer {
 func (h *testHub) statusCounts(name, eventID string) map[string]int {
 	h.t.Helper()
 	rows, err := h.pool.Query(context.Background(),
-		`SELECT processing_status, count(*) FROM webhook_events WHERE provider = $1 AND event_id = $2 GROUP BY 1`, name, eventID)
+		`SELECT processing_status, count(*) FROM webhook_event_status WHERE provider = $1 AND event_id = $2 GROUP BY 1`, name, eventID)
 	require.NoError(h.t, err)
 	out := map[string]int{}
 	var st string
@@ -231,7 +231,7 @@ func (h *testHub) streamMsgIDs() map[string]int {
 func (h *testHub) waitPublished() {
 	h.t.Helper()
 	require.Eventually(h.t, func() bool {
-		return h.count(`SELECT count(*) FROM webhook_events WHERE processing_status = 'PENDING'`) == 0
+		return h.count(`SELECT count(*) FROM webhook_event_status WHERE processing_status = 'PENDING'`) == 0
 	}, 30*time.Second, 20*time.Millisecond, "outbox did not drain")
 }
 
@@ -320,7 +320,7 @@ func TestMessageShape(t *testing.T) {
 
 	var seq int64
 	var archiveID string
-	require.NoError(t, h.pool.QueryRow(ctx, `SELECT stream_seq, id::text FROM webhook_events WHERE event_id = 'evt_shape'`).Scan(&seq, &archiveID))
+	require.NoError(t, h.pool.QueryRow(ctx, `SELECT stream_seq, id::text FROM webhook_event_status WHERE event_id = 'evt_shape'`).Scan(&seq, &archiveID))
 	require.EqualValues(t, 1, seq)
 	require.Equal(t, archiveID, md.ArchiveID)
 }
@@ -394,7 +394,7 @@ func TestRejectedDeliveriesWriteNothing(t *testing.T) {
 			}
 		})
 	}
-	require.Zero(t, h.count(`SELECT count(*) FROM webhook_events`), "rejected deliveries must leave no archive row")
+	require.Zero(t, h.count(`SELECT count(*) FROM webhook_event_status`), "rejected deliveries must leave no archive row")
 	require.Zero(t, h.count(`SELECT count(*) FROM processed_webhook_events`))
 }
 
@@ -417,7 +417,7 @@ func TestMethodAndSizeLimits(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
-	require.Zero(t, h.count(`SELECT count(*) FROM webhook_events`))
+	require.Zero(t, h.count(`SELECT count(*) FROM webhook_event_status`))
 }
 
 func TestUnpublishableTypeIsArchivedFailed(t *testing.T) {
@@ -431,7 +431,7 @@ func TestUnpublishableTypeIsArchivedFailed(t *testing.T) {
 		require.Equal(t, map[string]int{"FAILED": 1}, h.statusCounts("paddle", eventID), "type %q", typ)
 		var msg string
 		require.NoError(t, h.pool.QueryRow(context.Background(),
-			`SELECT error_message FROM webhook_events WHERE event_id = $1`, eventID).Scan(&msg))
+			`SELECT error_message FROM webhook_event_status WHERE event_id = $1`, eventID).Scan(&msg))
 		require.Contains(t, msg, "cannot publish")
 		// A provider retry is a duplicate: the dedup row is kept.
 		a = h.deliver("paddle", eventID, typ)
@@ -470,5 +470,5 @@ func TestBodyOverNATSMaxPayload(t *testing.T) {
 	a := h.post("paddle", hdr, body)
 	require.Equal(t, http.StatusRequestEntityTooLarge, a.status, "%v", a.body)
 	require.Contains(t, a.body["error"], "NATS server accepts")
-	require.Zero(t, h.count(`SELECT count(*) FROM webhook_events`))
+	require.Zero(t, h.count(`SELECT count(*) FROM webhook_event_status`))
 }

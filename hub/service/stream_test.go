@@ -121,7 +121,7 @@ func TestStreamDeletedUnderLoad(t *testing.T) {
 		}
 		msgs = info.State.Msgs
 		return msgs >= uint64(len(res.accepted)) &&
-			h.count(`SELECT count(*) FROM webhook_events WHERE processing_status = 'PENDING'`) == 0
+			h.count(`SELECT count(*) FROM webhook_event_status WHERE processing_status = 'PENDING'`) == 0
 	}, time.Until(cleared.Add(30*time.Second)), 50*time.Millisecond,
 		"not restored within 30s: %d of %d accepted events on the stream", msgs, len(res.accepted))
 	restoredAfter := time.Since(cleared)
@@ -132,7 +132,7 @@ func TestStreamDeletedUnderLoad(t *testing.T) {
 	}
 	require.Len(t, scan.ids, len(res.accepted), "the stream holds only the accepted events")
 	require.Len(t, scan.times, len(res.accepted), "one message per accepted event")
-	require.Equal(t, len(res.accepted), h.count(`SELECT count(*) FROM webhook_events WHERE processing_status = 'PROCESSED'`))
+	require.Equal(t, len(res.accepted), h.count(`SELECT count(*) FROM webhook_event_status WHERE processing_status = 'PROCESSED'`))
 
 	// /readyz: 503 while missing, ready again after.
 	require.Eventually(t, func() bool { return ready.last() == (readyzObs{status: http.StatusOK, stream: "ok"}) }, 10*time.Second, 5*time.Millisecond)

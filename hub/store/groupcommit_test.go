@@ -57,7 +57,7 @@ func TestGroupCommitterAnswersEachCaller(t *testing.T) {
 		require.Equal(t, 1, n, "event %d has %d first deliveries", e, n)
 	}
 	var archive, dedup int
-	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook_events`).Scan(&archive))
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook_event_status`).Scan(&archive))
 	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM processed_webhook_events`).Scan(&dedup))
 	require.Equal(t, callers, archive)
 	require.Equal(t, events, dedup)

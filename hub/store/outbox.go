@@ -5,84 +5,114 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hookhub/hookhub/hub"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/hookhub/hookhub/hub"
 )
 
+// The outbox is the dedup rows whose next_attempt_at is set: the events
+// committed but not yet acknowledged by JetStream (index
+// ix_processed_webhook_events_due). Writing to it never touches the wide
+// archive row (DESIGN invariant 8).
+
+// adoptSQL moves due PENDING archive rows that a hub of the previous
+// version wrote (before migration 00004, or during a rolling deploy) into
+// the outbox of the dedup rows, rewriting each such row once. FOR UPDATE
+// SKIP LOCKED: never a row an old relay holds; and an old relay's claim
+// (WHERE processing_status = 'PENDING') never sees an adopted row.
+const adoptSQL = `
+WITH legacy AS (
+    UPDATE webhook_events a
+    SET processing_status = NULL, next_attempt_at = NULL, error_message = NULL
+    FROM (SELECT id, publish_attempts, first_attempt_at, error_message FROM webhook_events
+          WHERE processing_status = 'PENDING' AND next_attempt_at <= now()
+          ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED) old
+    WHERE a.id = old.id
+    RETURNING old.id, old.publish_attempts, old.first_attempt_at, old.error_message
+)
+UPDATE processed_webhook_events p
+SET next_attempt_at = now(), publish_attempts = l.publish_attempts,
+    first_attempt_at = l.first_attempt_at, publish_error = l.error_message
+FROM legacy l
+WHERE p.id = l.id`
+
+// claimSQL leases up to $1 due events for $2 milliseconds: they are due
+// again only once the lease has passed, so no other relay takes them
+// meanwhile, and a relay that dies while publishing leaves them to the next
+// one. An event's first attempt is taken as its receipt when none was
+// recorded: the committing process publishes it right after the commit.
 const claimSQL = `
-SELECT id, provider, event_id, event_type, body, created_at, occurred_at, publish_attempts, first_attempt_at,
-       trace_parent
-FROM webhook_events
-WHERE processing_status = 'PENDING' AND next_attempt_at <= now()
-ORDER BY next_attempt_at
-LIMIT $1
-FOR UPDATE SKIP LOCKED`
+UPDATE processed_webhook_events p
+SET next_attempt_at = now() + $2 * interval '1 millisecond'
+FROM webhook_events a
+WHERE a.id = p.id AND p.id IN (SELECT id FROM processed_webhook_events
+                               WHERE next_attempt_at <= now()
+                               ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+RETURNING p.id, p.provider, p.event_id, p.event_type, a.body, a.created_at, a.occurred_at,
+          p.publish_attempts, COALESCE(p.first_attempt_at, p.processed_at), a.trace_parent`
 
-// Claim locks up to limit due PENDING rows (skipping rows another relay
-// holds), passes them to publish, records the results it returns, and
-// commits. publish runs while the rows are locked, so no other hub replica
-// publishes them at the same time. It returns how many rows were claimed.
-// Rows publish gives no result for stay PENDING and due.
-func (s *Store) Claim(ctx context.Context, limit int, publish func(context.Context, []hub.OutboxRow) []hub.PublishResult) (int, error) {
-	var n int
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, claimSQL, limit)
-		if err != nil {
-			return fmt.Errorf("claim outbox rows: %w", err)
+// Claim leases up to limit due events (skipping those another relay is
+// claiming at the same moment) for lease, and returns them: they are not
+// due again before lease has passed, so the caller publishes them outside
+// any transaction and records the results with RecordPublished. Events
+// written PENDING into the archive by a hub of the previous version are
+// first adopted into the outbox.
+func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration) ([]hub.OutboxRow, error) {
+	if _, err := s.pool.Exec(ctx, adoptSQL, limit); err != nil {
+		return nil, fmt.Errorf("adopt legacy outbox rows: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, claimSQL, limit, lease.Milliseconds())
+	if err != nil {
+		return nil, fmt.Errorf("claim outbox rows: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (hub.OutboxRow, error) {
+		var p hub.OutboxRow
+		var occurred *time.Time
+		var traceParent *string
+		err := r.Scan(&p.ArchiveID, &p.Provider, &p.EventID, &p.EventType, &p.Body, &p.ReceivedAt, &occurred, &p.Attempts, &p.FirstAttemptAt, &traceParent)
+		if occurred != nil {
+			p.OccurredAt = *occurred
 		}
-		pending, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (hub.OutboxRow, error) {
-			var p hub.OutboxRow
-			var occurred, first *time.Time
-			var traceParent *string
-			err := r.Scan(&p.ArchiveID, &p.Provider, &p.EventID, &p.EventType, &p.Body, &p.ReceivedAt, &occurred, &p.Attempts, &first, &traceParent)
-			if occurred != nil {
-				p.OccurredAt = *occurred
-			}
-			if first != nil {
-				p.FirstAttemptAt = *first
-			}
-			if traceParent != nil {
-				p.TraceParent = *traceParent
-			}
-			return p, err
-		})
-		if err != nil {
-			return fmt.Errorf("claim outbox rows: %w", err)
+		if traceParent != nil {
+			p.TraceParent = *traceParent
 		}
-		n = len(pending)
-		if n == 0 {
-			return nil
-		}
-		return record(ctx, tx, publish(ctx, pending))
+		return p, err
 	})
-	return n, err
+	if err != nil {
+		return nil, fmt.Errorf("claim outbox rows: %w", err)
+	}
+	return out, nil
 }
 
+// markPublishedSQL records acknowledged publishes: about a hundred bytes
+// of the dedup row, never the archive row. Only events still in the outbox
+// change.
 const markPublishedSQL = `
-UPDATE webhook_events w
-SET processing_status = 'PROCESSED', published_at = COALESCE(NULLIF(u.at, $4), clock_timestamp()),
-    stream_seq = u.seq, publish_attempts = w.publish_attempts + 1, next_attempt_at = NULL,
-    error_message = NULL, first_attempt_at = COALESCE(w.first_attempt_at, now())
+UPDATE processed_webhook_events p
+SET stream_seq = u.seq, published_at = COALESCE(NULLIF(u.at, $4), clock_timestamp()),
+    publish_attempts = p.publish_attempts + 1, next_attempt_at = NULL, first_attempt_at = NULL,
+    publish_error = NULL
 FROM unnest($1::uuid[], $2::bigint[], $3::timestamptz[]) AS u(id, seq, at)
-WHERE w.id = u.id AND w.processing_status = 'PENDING'`
+WHERE p.id = u.id AND p.next_attempt_at IS NOT NULL`
 
+// markFailedSQL records failed publishes: due again after their backoff,
+// or given up (FAILED) when the failure is permanent.
 const markFailedSQL = `
-UPDATE webhook_events w
-SET publish_attempts = w.publish_attempts + 1,
-    first_attempt_at = COALESCE(w.first_attempt_at, now()),
-    next_attempt_at = clock_timestamp() + u.retry_ms * interval '1 millisecond',
-    error_message = u.err,
-    processing_status = CASE WHEN u.permanent THEN 'FAILED' ELSE 'PENDING' END
+UPDATE processed_webhook_events p
+SET publish_attempts = p.publish_attempts + 1,
+    first_attempt_at = COALESCE(p.first_attempt_at, p.processed_at),
+    next_attempt_at = CASE WHEN u.permanent THEN NULL ELSE clock_timestamp() + u.retry_ms * interval '1 millisecond' END,
+    publish_error = u.err
 FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::bool[]) AS u(id, retry_ms, err, permanent)
-WHERE w.id = u.id AND w.processing_status = 'PENDING'`
+WHERE p.id = u.id AND p.next_attempt_at IS NOT NULL`
 
-// execer is a pgx.Tx or a *pgxpool.Pool.
-type execer interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}
-
-func record(ctx context.Context, tx execer, results []hub.PublishResult) error {
+// RecordPublished records publish results: acknowledged events leave the
+// outbox with their stream sequence and PubAck time; failed ones stay, due
+// again after their backoff (or FAILED when the failure is permanent).
+// Events no longer in the outbox (recorded meanwhile by another publisher)
+// are left as they are. The fast path and the claiming relay both record
+// through it.
+func (s *Store) RecordPublished(ctx context.Context, results []hub.PublishResult) error {
 	// [16]byte rather than uuid.UUID: pgx encodes it without reflection
 	// or a detour through uuid's driver.Valuer.
 	var okIDs, failIDs [][16]byte
@@ -103,44 +133,46 @@ func record(ctx context.Context, tx execer, results []hub.PublishResult) error {
 		permanent = append(permanent, r.Permanent)
 	}
 	if len(okIDs) > 0 {
-		if _, err := tx.Exec(ctx, markPublishedSQL, okIDs, seqs, publishedAt, time.Time{}); err != nil {
+		if _, err := s.pool.Exec(ctx, markPublishedSQL, okIDs, seqs, publishedAt, time.Time{}); err != nil {
 			return fmt.Errorf("mark published: %w", err)
 		}
 	}
 	if len(failIDs) > 0 {
-		if _, err := tx.Exec(ctx, markFailedSQL, failIDs, retryMS, errs, permanent); err != nil {
+		if _, err := s.pool.Exec(ctx, markFailedSQL, failIDs, retryMS, errs, permanent); err != nil {
 			return fmt.Errorf("record publish failures: %w", err)
 		}
 	}
 	return nil
 }
 
-// RecordPublished records the results of the fast path (rows published
-// from memory right after their commit, without a claim): acknowledged
-// rows become PROCESSED; failed ones stay PENDING with their error and a
-// short backoff, so the relay retries them soon instead of after the
-// grace. Rows no longer PENDING (published meanwhile by the relay) are
-// left as they are.
-func (s *Store) RecordPublished(ctx context.Context, results []hub.PublishResult) error {
-	return record(ctx, s.pool, results)
-}
-
-// RetryNow makes every PENDING row due now, e.g. when NATS comes back after
-// an outage, so the backlog drains without waiting out each row's backoff.
+// RetryNow makes every event in the outbox due now (legacy PENDING archive
+// rows too), e.g. when NATS comes back after an outage, so the backlog
+// drains without waiting out each event's backoff.
 func (s *Store) RetryNow(ctx context.Context) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE webhook_events SET next_attempt_at = now()
+	tag, err := s.pool.Exec(ctx, `UPDATE processed_webhook_events SET next_attempt_at = now()
+		WHERE next_attempt_at > now()`)
+	if err != nil {
+		return 0, fmt.Errorf("retry pending events: %w", err)
+	}
+	legacy, err := s.pool.Exec(ctx, `UPDATE webhook_events SET next_attempt_at = now()
 		WHERE processing_status = 'PENDING' AND next_attempt_at > now()`)
 	if err != nil {
-		return 0, fmt.Errorf("retry pending rows: %w", err)
+		return 0, fmt.Errorf("retry pending events: %w", err)
 	}
-	return tag.RowsAffected(), nil
+	return tag.RowsAffected() + legacy.RowsAffected(), nil
 }
 
-// OutboxBacklog counts PENDING rows and finds the oldest.
+// OutboxBacklog counts the events waiting for JetStream and finds when the
+// oldest was received.
 func (s *Store) OutboxBacklog(ctx context.Context) (hub.Backlog, error) {
 	var b hub.Backlog
 	var oldest *time.Time
-	err := s.pool.QueryRow(ctx, `SELECT count(*), min(created_at) FROM webhook_events WHERE processing_status = 'PENDING'`).Scan(&b.Pending, &oldest)
+	err := s.pool.QueryRow(ctx, `
+		SELECT COALESCE(sum(n), 0)::bigint, min(oldest) FROM (
+		    SELECT count(*) AS n, min(processed_at) AS oldest
+		    FROM processed_webhook_events WHERE next_attempt_at IS NOT NULL
+		    UNION ALL
+		    SELECT count(*), min(created_at) FROM webhook_events WHERE processing_status = 'PENDING') x`).Scan(&b.Pending, &oldest)
 	if err != nil {
 		return hub.Backlog{}, fmt.Errorf("outbox backlog: %w", err)
 	}

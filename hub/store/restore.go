@@ -24,7 +24,7 @@ func (s *Store) PublishedBetween(ctx context.Context, p hub.PublishedPage) ([]hu
 		afterAt, afterID = p.After.ReceivedAt, p.After.ArchiveID
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT id, provider, event_id, created_at FROM webhook_events
+		SELECT id, provider, event_id, created_at FROM webhook_event_status
 		WHERE created_at >= $1 AND (created_at, id) > ($2, $3::uuid)
 		  AND processing_status = 'PROCESSED' AND published_at >= $4 AND published_at < $5
 		  AND body IS NOT NULL AND (cardinality($7::text[]) = 0 OR provider = ANY($7))
@@ -44,15 +44,27 @@ func (s *Store) PublishedBetween(ctx context.Context, p hub.PublishedPage) ([]hu
 	return out, nil
 }
 
-// requeueSQL makes published rows PENDING again, due now. first_attempt_at
-// restarts too: the relay publishes them as new (no look-up in the stream
-// until half the duplicate window has passed), under their original
-// message id.
+// requeueSQL puts published events back into the outbox, due now.
+// first_attempt_at restarts too: the relay publishes them as new (no
+// look-up in the stream until half the duplicate window has passed), under
+// their original message id. An event published before migration 00004
+// (its state on the archive row) is moved to the dedup row, rewriting its
+// archive row once; the CTEs share one snapshot, so no event is taken
+// twice.
 const requeueSQL = `
-UPDATE webhook_events
-SET processing_status = 'PENDING', next_attempt_at = now(), first_attempt_at = now(),
-    published_at = NULL, stream_seq = NULL, error_message = $3
-WHERE id = ANY($1) AND processing_status = 'PROCESSED' AND published_at < $2 AND body IS NOT NULL`
+WITH legacy AS (
+    UPDATE webhook_events
+    SET processing_status = NULL, published_at = NULL, stream_seq = NULL, next_attempt_at = NULL
+    WHERE id = ANY($1) AND processing_status = 'PROCESSED' AND published_at < $2 AND body IS NOT NULL
+    RETURNING id
+), current AS (
+    SELECT p.id FROM processed_webhook_events p JOIN webhook_events a ON a.id = p.id
+    WHERE p.id = ANY($1) AND a.processing_status IS NULL AND a.body IS NOT NULL
+      AND p.stream_seq IS NOT NULL AND p.published_at < $2
+)
+UPDATE processed_webhook_events p
+SET next_attempt_at = now(), first_attempt_at = now(), published_at = NULL, stream_seq = NULL, publish_error = $3
+WHERE p.id IN (SELECT id FROM legacy UNION ALL SELECT id FROM current)`
 
 // Requeue makes PROCESSED events PENDING again, for the relay to publish
 // them once more under their original message ids: the events a lost

@@ -82,7 +82,7 @@ func TestPublishedBetweenAndRequeue(t *testing.T) {
 	var published *time.Time
 	var due time.Time
 	require.NoError(t, pool.QueryRow(ctx, `SELECT processing_status, error_message, stream_seq, published_at, next_attempt_at
-		FROM webhook_events WHERE id = $1`, ds[2].ArchiveID).Scan(&status, &errMsg, &seq, &published, &due))
+		FROM webhook_event_status WHERE id = $1`, ds[2].ArchiveID).Scan(&status, &errMsg, &seq, &published, &due))
 	require.Equal(t, "PENDING", status)
 	require.Equal(t, "requeued: test", errMsg)
 	require.Nil(t, seq)
@@ -90,7 +90,7 @@ func TestPublishedBetweenAndRequeue(t *testing.T) {
 	require.WithinDuration(t, time.Now(), due, time.Minute, "due now")
 
 	// The relay claims it.
-	claimed, err := s.Claim(ctx, 10, func(_ context.Context, rows []hub.OutboxRow) []hub.PublishResult {
+	claimed, err := claimAndRecord(ctx, s, 10, func(rows []hub.OutboxRow) []hub.PublishResult {
 		var out []hub.PublishResult
 		for _, r := range rows {
 			out = append(out, hub.PublishResult{ArchiveID: r.ArchiveID, Seq: 100})

@@ -25,7 +25,7 @@ type Store struct {
 // Option configures a Store.
 type Option func(*Store)
 
-// WithRelayGrace leaves a new PENDING row to the process that committed it
+// WithRelayGrace leaves a new PENDING event to the process that committed it
 // for d: the relay claims it only once d has passed. The committing
 // process publishes it from memory right after the commit (the fast path),
 // so the relay only covers what that path did not finish (a crash, a NATS
@@ -57,9 +57,16 @@ func (s *Store) Ping(ctx context.Context) error {
 // the Sync that ends the statement, so a successful return means a durable
 // commit, in one round trip. Optional values travel as empty strings
 // (text) or the zero time (timestamps) and become NULL here, which keeps
-// every array on pgx's reflection-free encoders. Trace parents ($14) travel as an empty
-// array when no delivery has one (tracing off): unnest pads a shorter
-// array with NULLs.
+// every array on pgx's reflection-free encoders. Trace parents ($14) travel
+// as an empty array when no delivery has one (tracing off): unnest pads a
+// shorter array with NULLs.
+//
+// The archive row is written once and never changed (DESIGN invariant 8):
+// a duplicate is SKIPPED, an event whose type cannot form a subject FAILED,
+// and a publishable first delivery has no stored status: its dedup row is
+// its outbox entry (next_attempt_at set, due once the relay's grace has
+// passed) and records its publication later. The statement returns the
+// status each delivery has now.
 const ingestSQL = `
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[],
@@ -68,30 +75,27 @@ WITH input AS (
         WITH ORDINALITY AS t(id, provider, event_id, event_type, payload, body,
                              signature, signed_at, occurred_at, received_at, error_message, trace_parent, ord)
 ), dedup AS (
-    INSERT INTO processed_webhook_events (id, provider, event_id, event_type, processed_at)
+    INSERT INTO processed_webhook_events (id, provider, event_id, event_type, processed_at, next_attempt_at)
     -- Sorted by key, so concurrent batches take row locks in one order and
     -- never deadlock; within a key the earliest delivery wins.
-    SELECT id, provider, event_id, event_type, received_at FROM input ORDER BY provider, event_id, ord
+    SELECT id, provider, event_id, event_type, received_at,
+           CASE WHEN error_message = '' THEN now() + $12 * interval '1 millisecond' END
+    FROM input ORDER BY provider, event_id, ord
     ON CONFLICT ON CONSTRAINT uq_processed_webhook_events_provider_event_id DO NOTHING
     RETURNING id
 )
 INSERT INTO webhook_events (id, provider, event_id, event_type, payload, signature, processing_status,
-                            error_message, created_at, body, signed_at, occurred_at, next_attempt_at,
-                            first_attempt_at, trace_parent)
+                            error_message, created_at, body, signed_at, occurred_at, trace_parent)
 SELECT i.id, i.provider, i.event_id, i.event_type, i.payload::jsonb, NULLIF(i.signature, ''),
-       CASE WHEN d.id IS NULL THEN 'SKIPPED' WHEN i.error_message <> '' THEN 'FAILED' ELSE 'PENDING' END,
+       CASE WHEN d.id IS NULL THEN 'SKIPPED' WHEN i.error_message <> '' THEN 'FAILED' END,
        CASE WHEN d.id IS NULL THEN NULL ELSE NULLIF(i.error_message, '') END,
        i.received_at,
        CASE WHEN d.id IS NULL THEN NULL ELSE i.body END,
        NULLIF(i.signed_at, $13), NULLIF(i.occurred_at, $13),
-       CASE WHEN d.id IS NOT NULL AND i.error_message = '' THEN now() + $12 * interval '1 millisecond' END,
-       -- The committing process publishes right after the commit, so a
-       -- first attempt may happen from now on.
-       CASE WHEN d.id IS NOT NULL AND i.error_message = '' THEN now() END,
        NULLIF(i.trace_parent, '')
 FROM input i LEFT JOIN dedup d ON d.id = i.id
 ORDER BY i.ord
-RETURNING id, processing_status`
+RETURNING id, COALESCE(processing_status, 'PENDING')`
 
 // Ingest archives deliveries and records their dedup rows in one
 // transaction, and commits it. It returns one hub.Outcome per delivery, in

@@ -51,12 +51,12 @@ func TestIngestBatch(t *testing.T) {
 
 	var dedup, archive, bodies int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM processed_webhook_events`).Scan(&dedup))
-	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*), count(body) FROM webhook_events`).Scan(&archive, &bodies))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*), count(body) FROM webhook_event_status`).Scan(&archive, &bodies))
 	require.Equal(t, 3, dedup)
 	require.Equal(t, 6, archive)
 	require.Equal(t, 3, bodies, "only first deliveries keep the body")
 	var signedAt, errMsgs, sigs int
-	require.NoError(t, pool.QueryRow(ctx, `SELECT count(signed_at), count(error_message), count(signature) FROM webhook_events`).Scan(&signedAt, &errMsgs, &sigs))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(signed_at), count(error_message), count(signature) FROM webhook_event_status`).Scan(&signedAt, &errMsgs, &sigs))
 	require.Zero(t, signedAt, "a zero time is stored as NULL")
 	require.Equal(t, 1, errMsgs, "only the FAILED row has an error message")
 	require.Equal(t, 6, sigs)
@@ -85,7 +85,7 @@ func TestIngestUnstorablePayloadDoesNotFailTheBatch(t *testing.T) {
 	for i, b := range bad {
 		var body []byte
 		var payload string
-		require.NoError(t, pool.QueryRow(ctx, `SELECT body, payload::text FROM webhook_events WHERE event_id = $1`,
+		require.NoError(t, pool.QueryRow(ctx, `SELECT body, payload::text FROM webhook_event_status WHERE event_id = $1`,
 			"evt_bad_"+string(rune('a'+i))).Scan(&body, &payload))
 		require.Equal(t, b, string(body), "the exact body is kept")
 		require.Contains(t, payload, "hub_unstorable_payload")
@@ -101,6 +101,16 @@ func TestIngestUnavailable(t *testing.T) {
 	require.ErrorIs(t, err, hub.ErrUnavailable)
 }
 
+// claimAndRecord claims up to limit due events, as the relay does, and
+// records what publish makes of them. It returns how many it claimed.
+func claimAndRecord(ctx context.Context, s *store.Store, limit int, publish func([]hub.OutboxRow) []hub.PublishResult) (int, error) {
+	rows, err := s.Claim(ctx, limit, time.Minute)
+	if err != nil || len(rows) == 0 {
+		return 0, err
+	}
+	return len(rows), s.RecordPublished(ctx, publish(rows))
+}
+
 func TestClaimRecordsResults(t *testing.T) {
 	t.Parallel()
 	pool, _ := hubtest.Pool(t)
@@ -109,7 +119,7 @@ func TestClaimRecordsResults(t *testing.T) {
 	_, err := s.Ingest(ctx, []hub.Delivery{delivery("evt_1", `{}`), delivery("evt_2", `{}`), delivery("evt_3", `{}`)})
 	require.NoError(t, err)
 
-	n, err := s.Claim(ctx, 10, func(_ context.Context, rows []hub.OutboxRow) []hub.PublishResult {
+	n, err := claimAndRecord(ctx, s, 10, func(rows []hub.OutboxRow) []hub.PublishResult {
 		require.Len(t, rows, 3)
 		res := make([]hub.PublishResult, len(rows))
 		for i, r := range rows {
@@ -137,7 +147,7 @@ func TestClaimRecordsResults(t *testing.T) {
 	get := func(id string) row {
 		var r row
 		require.NoError(t, pool.QueryRow(ctx, `SELECT processing_status, stream_seq, publish_attempts, error_message
-			FROM webhook_events WHERE event_id = $1`, id).Scan(&r.status, &r.seq, &r.attempts, &r.errMsg))
+			FROM webhook_event_status WHERE event_id = $1`, id).Scan(&r.status, &r.seq, &r.attempts, &r.errMsg))
 		return r
 	}
 	r1 := get("evt_1")
@@ -150,7 +160,7 @@ func TestClaimRecordsResults(t *testing.T) {
 	require.Equal(t, "FAILED", get("evt_3").status)
 
 	// evt_2 is not due for an hour: nothing to claim.
-	n, err = s.Claim(ctx, 10, func(context.Context, []hub.OutboxRow) []hub.PublishResult { panic("no rows expected") })
+	n, err = claimAndRecord(ctx, s, 10, func([]hub.OutboxRow) []hub.PublishResult { panic("no rows expected") })
 	require.NoError(t, err)
 	require.Zero(t, n)
 
@@ -162,7 +172,7 @@ func TestClaimRecordsResults(t *testing.T) {
 	moved, err := s.RetryNow(ctx)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, moved)
-	n, err = s.Claim(ctx, 10, func(_ context.Context, rows []hub.OutboxRow) []hub.PublishResult {
+	n, err = claimAndRecord(ctx, s, 10, func(rows []hub.OutboxRow) []hub.PublishResult {
 		require.Equal(t, 1, rows[0].Attempts)
 		require.False(t, rows[0].FirstAttemptAt.IsZero())
 		return []hub.PublishResult{{ArchiveID: rows[0].ArchiveID, Seq: 8}}
@@ -189,7 +199,7 @@ func TestConcurrentClaimsAreDisjoint(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for {
-				n, err := s.Claim(ctx, 10, func(_ context.Context, rows []hub.OutboxRow) []hub.PublishResult {
+				n, err := claimAndRecord(ctx, s, 10, func(rows []hub.OutboxRow) []hub.PublishResult {
 					res := make([]hub.PublishResult, len(rows))
 					mu.Lock()
 					for i, r := range rows {
@@ -242,10 +252,10 @@ func TestRecordPublished(t *testing.T) {
 	var status string
 	var attempts int
 	var dueIn float64
-	require.NoError(t, pool.QueryRow(ctx, `SELECT processing_status FROM webhook_events WHERE id = $1`, ok.ArchiveID).Scan(&status))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT processing_status FROM webhook_event_status WHERE id = $1`, ok.ArchiveID).Scan(&status))
 	require.Equal(t, "PROCESSED", status)
 	require.NoError(t, pool.QueryRow(ctx, `SELECT processing_status, publish_attempts, extract(epoch FROM next_attempt_at - now())
-		FROM webhook_events WHERE id = $1`, failed.ArchiveID).Scan(&status, &attempts, &dueIn))
+		FROM webhook_event_status WHERE id = $1`, failed.ArchiveID).Scan(&status, &attempts, &dueIn))
 	require.Equal(t, "PENDING", status)
 	require.Equal(t, 1, attempts)
 	require.Less(t, dueIn, 60.0, "due after its backoff, not after the hour of grace")
@@ -265,7 +275,7 @@ func TestIngestPayloadColumn(t *testing.T) {
 		{"evt_json", `{"a": "x", "b": [1, 2]}`}, // parsed from the body
 		{"evt_form", `{"AccountSid": "AC1", "MessageSid": "SM1"}`},
 	} {
-		rows, err := pool.Query(ctx, `SELECT payload::text FROM webhook_events WHERE event_id = $1`, tc.eventID)
+		rows, err := pool.Query(ctx, `SELECT payload::text FROM webhook_event_status WHERE event_id = $1`, tc.eventID)
 		require.NoError(t, err)
 		payloads, err := pgx.CollectRows(rows, pgx.RowTo[string])
 		require.NoError(t, err)

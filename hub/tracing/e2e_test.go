@@ -137,7 +137,7 @@ func TestTraceEndToEnd(t *testing.T) {
 	// path and for forensics.
 	var archived string
 	require.NoError(t, pool.QueryRow(context.Background(),
-		`SELECT trace_parent FROM webhook_events WHERE provider = 'paddle' AND event_id = 'evt_trace_e2e'`).Scan(&archived))
+		`SELECT trace_parent FROM webhook_event_status WHERE provider = 'paddle' AND event_id = 'evt_trace_e2e'`).Scan(&archived))
 	require.Equal(t, tracing.TraceParent(webhook.SpanContext()), archived)
 
 	// And the message carries the publish span's.

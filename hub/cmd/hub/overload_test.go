@@ -159,7 +159,7 @@ func TestThousandsOfSlowConnections(t *testing.T) {
 
 	var archived int
 	require.NoError(t, pool.QueryRow(context.Background(),
-		`SELECT count(DISTINCT event_id) FROM webhook_events WHERE event_id = ANY($1)`, accepted).Scan(&archived))
+		`SELECT count(DISTINCT event_id) FROM webhook_event_status WHERE event_id = ANY($1)`, accepted).Scan(&archived))
 	require.Equal(t, len(accepted), archived, "every delivery answered 200 is archived")
 }
 

@@ -199,7 +199,7 @@ func TestSIGKILLUnderLoad(t *testing.T) {
 	require.Eventually(t, func() bool {
 		var pending int
 		require.NoError(t, pool.QueryRow(context.Background(),
-			`SELECT count(*) FROM webhook_events WHERE processing_status = 'PENDING'`).Scan(&pending))
+			`SELECT count(*) FROM webhook_event_status WHERE processing_status = 'PENDING'`).Scan(&pending))
 		return pending == 0
 	}, 30*time.Second, 20*time.Millisecond)
 
@@ -233,7 +233,7 @@ func TestSIGTERMExitsZero(t *testing.T) {
 	require.Equal(t, 0, hub.cmd.ProcessState.ExitCode())
 	var pending int
 	require.NoError(t, pool.QueryRow(context.Background(),
-		`SELECT count(*) FROM webhook_events WHERE processing_status = 'PENDING'`).Scan(&pending))
+		`SELECT count(*) FROM webhook_event_status WHERE processing_status = 'PENDING'`).Scan(&pending))
 	require.Zero(t, pending, "the relay drains before exit")
 }
 
