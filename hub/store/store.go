@@ -1,12 +1,14 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/google/uuid"
 	"github.com/hookhub/hookhub/hub"
@@ -57,7 +59,10 @@ func (s *Store) Ping(ctx context.Context) error {
 // the Sync that ends the statement, so a successful return means a durable
 // commit, in one round trip. Optional values travel as empty strings
 // (text) or the zero time (timestamps) and become NULL here, which keeps
-// every array on pgx's reflection-free encoders. Trace parents ($14) travel
+// every array on pgx's reflection-free encoders. A body that is its own
+// payload and valid text (a JSON webhook, almost always) travels once, as
+// the payload ($5), and its bytes are taken from it ($6 is NULL): half the
+// bytes on the wire for both sides. Trace parents ($14) travel
 // as an empty array when no delivery has one (tracing off): unnest pads a
 // shorter array with NULLs.
 //
@@ -90,7 +95,7 @@ SELECT i.id, i.provider, i.event_id, i.event_type, i.payload::jsonb, NULLIF(i.si
        CASE WHEN d.id IS NULL THEN 'SKIPPED' WHEN i.error_message <> '' THEN 'FAILED' END,
        CASE WHEN d.id IS NULL THEN NULL ELSE NULLIF(i.error_message, '') END,
        i.received_at,
-       CASE WHEN d.id IS NULL THEN NULL ELSE i.body END,
+       CASE WHEN d.id IS NULL THEN NULL ELSE COALESCE(i.body, convert_to(i.payload, 'UTF8')) END,
        NULLIF(i.signed_at, $13), NULLIF(i.occurred_at, $13),
        NULLIF(i.trace_parent, '')
 FROM input i LEFT JOIN dedup d ON d.id = i.id
@@ -113,22 +118,27 @@ func (s *Store) Ingest(ctx context.Context, ds []hub.Delivery) ([]hub.Outcome, e
 		return nil, nil
 	}
 	payloads := make([]string, len(ds))
+	bodies := make([][]byte, len(ds)) // nil: the payload's bytes
 	for i := range ds {
-		if ds[i].Payload != nil {
-			payloads[i] = string(ds[i].Payload)
-		} else {
-			payloads[i] = string(ds[i].Body)
+		switch d := &ds[i]; {
+		case d.Payload != nil:
+			payloads[i], bodies[i] = bytesString(d.Payload), d.Body
+		case textSafe(d.Body):
+			payloads[i] = bytesString(d.Body)
+		default:
+			payloads[i], bodies[i] = bytesString(d.Body), d.Body
 		}
 	}
-	out, err := s.ingest(ctx, ds, payloads)
+	out, err := s.ingest(ctx, ds, payloads, bodies)
 	var pgErr *pgconn.PgError
 	if err != nil && errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22") {
 		// A data exception: some payload is JSON that Postgres's jsonb
-		// rejects. Find which, replace their payload view, and try again.
-		if fixErr := s.replaceUnstorable(ctx, payloads); fixErr != nil {
+		// rejects. Find which, replace their payload view (their body then
+		// travels on its own), and try again.
+		if fixErr := s.replaceUnstorable(ctx, ds, payloads, bodies); fixErr != nil {
 			return nil, fmt.Errorf("%w: %w", hub.ErrUnavailable, fixErr)
 		}
-		out, err = s.ingest(ctx, ds, payloads)
+		out, err = s.ingest(ctx, ds, payloads, bodies)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", hub.ErrUnavailable, err)
@@ -136,13 +146,12 @@ func (s *Store) Ingest(ctx context.Context, ds []hub.Delivery) ([]hub.Outcome, e
 	return out, nil
 }
 
-func (s *Store) ingest(ctx context.Context, ds []hub.Delivery, payloads []string) ([]hub.Outcome, error) {
+func (s *Store) ingest(ctx context.Context, ds []hub.Delivery, payloads []string, bodies [][]byte) ([]hub.Outcome, error) {
 	n := len(ds)
 	ids := make([][16]byte, n)
 	providers := make([]string, n)
 	eventIDs := make([]string, n)
 	types := make([]string, n)
-	bodies := make([][]byte, n)
 	sigs := make([]string, n)
 	signedAt := make([]time.Time, n)
 	occurredAt := make([]time.Time, n)
@@ -151,7 +160,7 @@ func (s *Store) ingest(ctx context.Context, ds []hub.Delivery, payloads []string
 	traceParents := []string{} // not nil: pgx would send NULL
 	for i := range ds {
 		d := &ds[i]
-		ids[i], providers[i], eventIDs[i], types[i], bodies[i] = d.ArchiveID, d.Provider, d.EventID, d.EventType, d.Body
+		ids[i], providers[i], eventIDs[i], types[i] = d.ArchiveID, d.Provider, d.EventID, d.EventType
 		sigs[i], errs[i] = cleanText(d.Signature), cleanText(d.Error)
 		signedAt[i], occurredAt[i], receivedAt[i] = d.SignedAt, d.OccurredAt, d.ReceivedAt
 		if d.TraceParent != "" && len(traceParents) == 0 {
@@ -188,8 +197,9 @@ func (s *Store) ingest(ctx context.Context, ds []hub.Delivery, payloads []string
 }
 
 // replaceUnstorable checks each payload on its own and replaces those
-// Postgres cannot parse as jsonb with a small JSON object saying why.
-func (s *Store) replaceUnstorable(ctx context.Context, payloads []string) error {
+// Postgres cannot parse as jsonb with a small JSON object saying why; their
+// bodies then travel on their own.
+func (s *Store) replaceUnstorable(ctx context.Context, ds []hub.Delivery, payloads []string, bodies [][]byte) error {
 	for i, p := range payloads {
 		_, err := s.pool.Exec(ctx, `SELECT $1::text::jsonb`, p)
 		var pgErr *pgconn.PgError
@@ -197,11 +207,28 @@ func (s *Store) replaceUnstorable(ctx context.Context, payloads []string) error 
 		case err == nil:
 		case errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22"):
 			payloads[i] = `{"hub_unstorable_payload": "Postgres jsonb rejected this body; the exact bytes are in the body column"}`
+			bodies[i] = ds[i].Body
 		default:
 			return fmt.Errorf("check payload: %w", err)
 		}
 	}
 	return nil
+}
+
+// textSafe reports whether b can travel as Postgres text and come back the
+// same bytes: valid UTF-8 without NUL.
+func textSafe(b []byte) bool {
+	return utf8.Valid(b) && bytes.IndexByte(b, 0) < 0
+}
+
+// bytesString views b as a string without copying it. The hub never
+// changes a delivery's bytes once read, and pgx only reads the string
+// while it encodes the statement.
+func bytesString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
 }
 
 // cleanText makes s storable in a text column: valid UTF-8 without NUL.

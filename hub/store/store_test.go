@@ -268,9 +268,17 @@ func TestIngestPayloadColumn(t *testing.T) {
 	ctx := context.Background()
 	form := delivery("evt_form", "AccountSid=AC1&MessageSid=SM1")
 	form.Payload = []byte(`{"AccountSid": "AC1", "MessageSid": "SM1"}`)
-	ds := []hub.Delivery{delivery("evt_json", `{"b": [1, 2], "a": "x"}`), form, delivery("evt_json", `{"b": [1, 2], "a": "x"}`)}
+	ds := []hub.Delivery{delivery("evt_json", `{"b": [1, 2], "a": "x"}`), form, delivery("evt_json", `{"b": [1, 2], "a": "x"}`),
+		delivery("evt_utf8", "{ \"naïve\" :\t\"日本 🎉\" }\n")}
 	_, err := s.Ingest(ctx, ds)
 	require.NoError(t, err)
+	// The exact bytes, whether they travelled as the payload's text (JSON)
+	// or on their own (the form, whose payload differs).
+	for _, d := range []hub.Delivery{ds[0], form, ds[3]} {
+		var body []byte
+		require.NoError(t, pool.QueryRow(ctx, `SELECT body FROM webhook_events WHERE id = $1`, d.ArchiveID).Scan(&body))
+		require.Equal(t, string(d.Body), string(body), d.EventID)
+	}
 	for _, tc := range []struct{ eventID, payload string }{
 		{"evt_json", `{"a": "x", "b": [1, 2]}`}, // parsed from the body
 		{"evt_form", `{"AccountSid": "AC1", "MessageSid": "SM1"}`},
