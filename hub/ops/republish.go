@@ -70,44 +70,76 @@ func (o *Ops) Republish(ctx context.Context, f RepublishFilter) (RepublishResult
 			return res, fmt.Errorf("%w: this hub has no publisher for republished copies", ErrNoStream)
 		}
 	}
-	remaining := f.Limit
-	for {
-		q.Limit = republishPage
-		if f.Limit > 0 {
-			q.Limit = min(republishPage, remaining)
-		}
-		rows, err := o.archive.PublishedRows(ctx, q)
-		if err != nil {
-			return res, fmt.Errorf("republish: %w", err)
-		}
+	err = o.publishedPages(ctx, q, f.Limit, func(rows []hub.OutboxRow) {
 		res.Matched += len(rows)
-		if !f.DryRun && len(rows) > 0 {
-			for _, r := range o.republisher.Republish(ctx, rows, res.RunID, republishAckWait) {
-				if r.Seq == 0 {
-					res.Failed++
-					continue
-				}
-				res.Published++
-				if res.FirstSeq == 0 || r.Seq < res.FirstSeq {
-					res.FirstSeq = r.Seq
-				}
-				res.LastSeq = max(res.LastSeq, r.Seq)
+		if f.DryRun {
+			return
+		}
+		for _, r := range o.republisher.Republish(ctx, rows, res.RunID, republishAckWait) {
+			if r.Seq == 0 {
+				res.Failed++
+				continue
 			}
+			res.Published++
+			if res.FirstSeq == 0 || r.Seq < res.FirstSeq {
+				res.FirstSeq = r.Seq
+			}
+			res.LastSeq = max(res.LastSeq, r.Seq)
 		}
-		remaining -= len(rows)
-		if len(rows) < q.Limit || (f.Limit > 0 && remaining <= 0) {
-			break
-		}
-		last := rows[len(rows)-1]
-		q.After = hub.ArchiveCursor{ReceivedAt: last.ReceivedAt, ArchiveID: last.ArchiveID}
-		if err := ctx.Err(); err != nil {
-			return res, err
-		}
+	})
+	if err != nil {
+		return res, err
 	}
 	if res.Matched == 0 {
 		return res, fmt.Errorf("%w: no %s event in that range", ErrNotFound, hub.Processed)
 	}
 	return res, nil
+}
+
+// publishedPages hands fn the rows q selects a page at a time, at most
+// limit rows in all (0: no limit). Archive ids are taken a page at a time,
+// so that a long list (what Reconcile found missing) is read once, not
+// once per page.
+func (o *Ops) publishedPages(ctx context.Context, q hub.PublishedFilter, limit int, fn func([]hub.OutboxRow)) error {
+	remaining := limit
+	pageSize := func() int {
+		if limit == 0 {
+			return republishPage
+		}
+		return min(republishPage, remaining)
+	}
+	ids := q.ArchiveIDs
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		q.Limit = pageSize()
+		if ids != nil {
+			n := min(len(ids), republishPage)
+			q.ArchiveIDs, ids = ids[:n], ids[n:]
+		}
+		rows, err := o.archive.PublishedRows(ctx, q)
+		if err != nil {
+			return fmt.Errorf("republish: %w", err)
+		}
+		if len(rows) > 0 {
+			fn(rows)
+		}
+		remaining -= len(rows)
+		switch {
+		case limit > 0 && remaining <= 0:
+			return nil
+		case q.ArchiveIDs != nil:
+			if len(ids) == 0 {
+				return nil
+			}
+		case len(rows) < q.Limit:
+			return nil
+		default:
+			last := rows[len(rows)-1]
+			q.After = hub.ArchiveCursor{ReceivedAt: last.ReceivedAt, ArchiveID: last.ArchiveID}
+		}
+	}
 }
 
 // check refuses a filter out of bounds and returns the store's filter.
@@ -147,13 +179,17 @@ func (f *RepublishFilter) check() (hub.PublishedFilter, error) {
 	}
 	q.Since, q.Until = f.Since, f.Until
 	if f.ArchiveIDs != nil {
-		q.ArchiveIDs = make([]uuid.UUID, len(f.ArchiveIDs))
-		for i, s := range f.ArchiveIDs {
+		q.ArchiveIDs = make([]uuid.UUID, 0, len(f.ArchiveIDs))
+		seen := make(map[uuid.UUID]bool, len(f.ArchiveIDs))
+		for _, s := range f.ArchiveIDs {
 			id, err := uuid.Parse(s)
 			if err != nil {
 				return q, inputErr("archive_ids", "%s is not an archive id (UUID)", quote(s))
 			}
-			q.ArchiveIDs[i] = id
+			if !seen[id] { // each event once
+				seen[id] = true
+				q.ArchiveIDs = append(q.ArchiveIDs, id)
+			}
 		}
 	}
 	return q, nil
