@@ -62,7 +62,7 @@ func newSystem(t *testing.T) *system {
 	})
 	p, err := provider.New("paddle", []string{paddleSecret}, 0)
 	require.NoError(t, err)
-	s := &system{t: t, base: "http://" + svc.Addr().String(), pool: pool, js: js, ops: ops.New(pool, js, "WEBHOOKS"),
+	s := &system{t: t, base: "http://" + svc.Addr().String(), pool: pool, js: js, ops: newOps(t, pool, js),
 		paddle: p.(provider.Sender), subs: map[string]*subscriber.Subscriber{}}
 	require.Eventually(t, func() bool { _, err := js.Stream(ctx, "WEBHOOKS"); return err == nil }, 20*time.Second, 10*time.Millisecond)
 	return s

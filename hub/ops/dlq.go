@@ -29,7 +29,7 @@ func (o *Ops) DeadLetters(ctx context.Context, sub string) ([]DeadLetter, error)
 	if err := o.checkSubscriber(ctx, sub); err != nil {
 		return nil, err
 	}
-	dls, err := subscriber.ListDeadLetters(ctx, o.pool, sub)
+	dls, err := subscriber.ListDeadLetters(ctx, o.subs, sub)
 	if err != nil {
 		return nil, err
 	}
@@ -74,9 +74,9 @@ func (o *Ops) Redrive(ctx context.Context, req RedriveRequest) (RedriveResult, e
 	}
 	var err error
 	if req.All {
-		res.Requested, err = subscriber.RequestRedriveAll(ctx, o.pool, req.Subscriber)
+		res.Requested, err = subscriber.RequestRedriveAll(ctx, o.subs, req.Subscriber)
 	} else {
-		res.Requested, err = subscriber.RequestRedrive(ctx, o.pool, req.Subscriber, req.ID)
+		res.Requested, err = subscriber.RequestRedrive(ctx, o.subs, req.Subscriber, req.ID)
 	}
 	switch {
 	case err != nil:

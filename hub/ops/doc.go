@@ -4,6 +4,12 @@
 // dead letters, retention and status. The `hub` command line and the admin
 // HTTP API are thin layers over it, so both behave the same.
 //
+// Ops owns no table. It reads and purges the hub's tables through the
+// store (Archive: hub/store, their only owner), the subscribers' tables
+// through the subscriber library's functions, and publishes republished
+// copies through the hub's publisher (Republisher: hub/relay), so that a
+// copy is built by the same code as the original message.
+//
 // Every operation is safe to repeat: replays and republishes reach
 // subscribers whose idempotency skips what they already processed, and a
 // purge never touches the dedup table.

@@ -3,16 +3,15 @@ package ops
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/schema"
+	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
 // EventFilter selects archive rows. Zero fields match everything.
@@ -22,21 +21,31 @@ type EventFilter struct {
 	Status   hub.Status // empty: every status but SKIPPED (first deliveries)
 	Since    time.Time
 	Until    time.Time
-	Limit    int // 1..MaxListLimit (DefaultListLimit is a good value)
+	// Before continues a listing: the cursor of the last row of the
+	// previous page (EventRow.Cursor); empty for the first page.
+	Before string
+	Limit  int // 1..MaxListLimit (DefaultListLimit is a good value)
 }
 
-// check refuses filters no archive row can match and limits out of range.
-func (f EventFilter) check() error {
+// check refuses filters no archive row can match and limits out of range,
+// and reads the cursor.
+func (f EventFilter) check() (hub.ArchiveCursor, error) {
 	if err := checkProvider("provider", f.Provider); err != nil {
-		return err
+		return hub.ArchiveCursor{}, err
 	}
 	if err := checkText("type", f.Type, maxEventTypeLen); err != nil {
-		return err
+		return hub.ArchiveCursor{}, err
 	}
 	if !f.Until.IsZero() && !f.Since.IsZero() && !f.Until.After(f.Since) {
-		return inputErr("until", "must be after since")
+		return hub.ArchiveCursor{}, inputErr("until", "must be after since")
 	}
-	return checkLimit(f.Limit)
+	if err := checkLimit(f.Limit); err != nil {
+		return hub.ArchiveCursor{}, err
+	}
+	if f.Before == "" {
+		return hub.ArchiveCursor{}, nil
+	}
+	return ParseCursor("before", f.Before)
 }
 
 // EventRow is one archive row in a listing.
@@ -50,42 +59,39 @@ type EventRow struct {
 	ReceivedAt time.Time `json:"received_at"`
 	StreamSeq  uint64    `json:"stream_seq,omitempty"`
 	Deliveries int       `json:"deliveries"` // archive rows of this event: 1 + duplicates
+	// Cursor is this row's position: pass the last row's as before for
+	// the next page.
+	Cursor string `json:"cursor"`
 }
 
 // ListEvents lists archive rows, newest first, each with the number of
-// deliveries of its event.
+// deliveries of its event. A full page (Limit rows) may have a next one:
+// list again with Before set to its last row's Cursor.
 func (o *Ops) ListEvents(ctx context.Context, f EventFilter) ([]EventRow, error) {
-	if err := f.check(); err != nil {
+	before, err := f.check()
+	if err != nil {
 		return nil, err
 	}
-	var status *string
-	if f.Status != "" {
-		s := string(f.Status)
-		status = &s
-	}
-	rows, err := o.pool.Query(ctx, `
-		SELECT w.id::text, w.provider, w.event_id, w.event_type, w.processing_status,
-		       COALESCE(w.error_message, ''), w.created_at, COALESCE(w.stream_seq, 0),
-		       (SELECT count(*) FROM webhook_events d WHERE d.provider = w.provider AND d.event_id = w.event_id)
-		FROM webhook_events w
-		WHERE ($1 = '' OR w.provider = $1) AND ($2 = '' OR w.event_type = $2)
-		  AND (CASE WHEN $3::text IS NULL THEN w.processing_status <> 'SKIPPED' ELSE w.processing_status = $3 END)
-		  AND ($4::timestamptz IS NULL OR w.created_at >= $4) AND ($5::timestamptz IS NULL OR w.created_at < $5)
-		ORDER BY w.created_at DESC, w.id DESC
-		LIMIT $6`, f.Provider, f.Type, status, optTime(f.Since), optTime(f.Until), f.Limit)
-	if err != nil {
-		return nil, fmt.Errorf("list events: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (EventRow, error) {
-		var e EventRow
-		err := r.Scan(&e.ArchiveID, &e.Provider, &e.EventID, &e.EventType, &e.Status, &e.Error, &e.ReceivedAt, &e.StreamSeq, &e.Deliveries)
-		return e, err
+	ds, err := o.archive.ListArchive(ctx, hub.ArchiveFilter{
+		Provider: f.Provider, EventType: f.Type, Status: f.Status, Since: f.Since, Until: f.Until,
+		Before: before, Limit: f.Limit, CountDeliveries: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
 	}
+	out := make([]EventRow, len(ds))
+	for i, d := range ds {
+		out[i] = EventRow{ArchiveID: d.ArchiveID.String(), Provider: d.Provider, EventID: d.EventID, EventType: d.EventType,
+			Status: string(d.Status), Error: d.Error, ReceivedAt: d.ReceivedAt, StreamSeq: d.StreamSeq,
+			Deliveries: d.Deliveries, Cursor: FormatCursor(d.Cursor())}
+	}
 	return out, nil
 }
+
+// MaxShownDeliveries bounds the deliveries `hub events show` lists: a
+// provider (or a replayed signed request) can deliver one event any
+// number of times.
+const MaxShownDeliveries = 1000
 
 // Delivery is one archived delivery of an event.
 type Delivery struct {
@@ -102,7 +108,7 @@ type Delivery struct {
 // SubscriberOutcome is what one subscriber did with an event.
 type SubscriberOutcome struct {
 	Subscriber string    `json:"subscriber"`
-	Outcome    string    `json:"outcome"` // processed, skipped_stale, dead_lettered, redriven, none
+	Outcome    string    `json:"outcome"` // processed, skipped_stale, dead_lettered, processed_after_redrive, none
 	At         time.Time `json:"at,omitzero"`
 	StreamSeq  uint64    `json:"stream_seq,omitempty"`
 	Error      string    `json:"error,omitempty"`
@@ -112,17 +118,20 @@ type SubscriberOutcome struct {
 
 // EventDetail is everything known about one event.
 type EventDetail struct {
-	Provider    string              `json:"provider"`
-	EventID     string              `json:"event_id"`
-	EventType   string              `json:"event_type"`
-	Subject     string              `json:"subject,omitempty"`
-	FirstSeen   time.Time           `json:"first_seen"`
-	Status      string              `json:"status"` // of the first delivery
-	Deliveries  []Delivery          `json:"deliveries"`
-	Payload     json.RawMessage     `json:"payload,omitempty"` // the first delivery's exact body, when it is JSON
-	Body        string              `json:"body,omitempty"`    // the exact body otherwise
-	Subscribers []SubscriberOutcome `json:"subscribers"`
-	Purged      bool                `json:"archive_purged,omitempty"` // dedup row only: the archive rows were purged
+	Provider   string     `json:"provider"`
+	EventID    string     `json:"event_id"`
+	EventType  string     `json:"event_type"`
+	Subject    string     `json:"subject,omitempty"`
+	FirstSeen  time.Time  `json:"first_seen"`
+	Status     string     `json:"status"` // of the first delivery
+	Deliveries []Delivery `json:"deliveries"`
+	// DeliveriesTruncated: the event has more than MaxShownDeliveries
+	// archived deliveries; the first ones are listed.
+	DeliveriesTruncated bool                `json:"deliveries_truncated,omitempty"`
+	Payload             json.RawMessage     `json:"payload,omitempty"` // the first delivery's exact body, when it is JSON
+	Body                string              `json:"body,omitempty"`    // the exact body otherwise
+	Subscribers         []SubscriberOutcome `json:"subscribers"`
+	Purged              bool                `json:"archive_purged,omitempty"` // dedup row only: the archive rows were purged
 }
 
 // ShowEvent finds an event by archive id (any of its deliveries) or by
@@ -133,37 +142,36 @@ func (o *Ops) ShowEvent(ctx context.Context, ref string) (EventDetail, error) {
 	if err != nil {
 		return EventDetail{}, err
 	}
-	d := EventDetail{Provider: provider, EventID: eventID}
-	err = o.pool.QueryRow(ctx, `SELECT event_type, processed_at FROM processed_webhook_events WHERE provider = $1 AND event_id = $2`,
-		provider, eventID).Scan(&d.EventType, &d.FirstSeen)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return EventDetail{}, fmt.Errorf("%w: no event %s", ErrNotFound, schema.MsgID(provider, eventID))
-	}
+	ev, found, err := o.archive.Event(ctx, provider, eventID)
 	if err != nil {
 		return EventDetail{}, fmt.Errorf("show event: %w", err)
 	}
+	if !found {
+		return EventDetail{}, fmt.Errorf("%w: no event %s", ErrNotFound, schema.MsgID(provider, eventID))
+	}
+	d := EventDetail{Provider: provider, EventID: eventID, EventType: ev.EventType, FirstSeen: ev.FirstSeen}
 	if s, err := schema.Subject(provider, d.EventType); err == nil {
 		d.Subject = s
 	}
-	rows, err := o.pool.Query(ctx, `
-		SELECT id::text, created_at, processing_status, COALESCE(error_message, ''), COALESCE(signature, ''),
-		       signed_at, COALESCE(stream_seq, 0), publish_attempts, body
-		FROM webhook_events WHERE provider = $1 AND event_id = $2 ORDER BY created_at, id`, provider, eventID)
+	ds, err := o.archive.Deliveries(ctx, provider, eventID, MaxShownDeliveries+1)
 	if err != nil {
 		return EventDetail{}, fmt.Errorf("show event: %w", err)
 	}
+	if len(ds) > MaxShownDeliveries {
+		ds, d.DeliveriesTruncated = ds[:MaxShownDeliveries], true
+	}
 	var body []byte
-	d.Deliveries, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Delivery, error) {
-		var dl Delivery
-		var b []byte
-		err := r.Scan(&dl.ArchiveID, &dl.ReceivedAt, &dl.Status, &dl.Error, &dl.Signature, &dl.SignedAt, &dl.StreamSeq, &dl.Attempts, &b)
-		if b != nil && body == nil {
-			body = b
+	d.Deliveries = make([]Delivery, len(ds))
+	for i, a := range ds {
+		dl := Delivery{ArchiveID: a.ArchiveID.String(), ReceivedAt: a.ReceivedAt, Status: string(a.Status), Error: a.Error,
+			Signature: a.Signature, StreamSeq: a.StreamSeq, Attempts: a.Attempts}
+		if !a.SignedAt.IsZero() {
+			dl.SignedAt = &a.SignedAt
 		}
-		return dl, err
-	})
-	if err != nil {
-		return EventDetail{}, fmt.Errorf("show event: %w", err)
+		if a.Body != nil && body == nil {
+			body = a.Body
+		}
+		d.Deliveries[i] = dl
 	}
 	if len(d.Deliveries) == 0 {
 		d.Purged = true
@@ -195,18 +203,12 @@ func (o *Ops) resolve(ctx context.Context, ref string) (string, string, error) {
 		return "", "", inputErr("ref", "required: an archive id (UUID) or provider:event_id")
 	}
 	if id, err := uuid.Parse(ref); err == nil {
-		var provider, eventID string
-		err := o.pool.QueryRow(ctx, `SELECT provider, event_id FROM webhook_events WHERE id = $1`, id).Scan(&provider, &eventID)
-		if errors.Is(err, pgx.ErrNoRows) {
-			// The dedup row's id is the first delivery's archive id: it
-			// outlives a purge.
-			err = o.pool.QueryRow(ctx, `SELECT provider, event_id FROM processed_webhook_events WHERE id = $1`, id).Scan(&provider, &eventID)
-		}
-		if errors.Is(err, pgx.ErrNoRows) {
-			return "", "", fmt.Errorf("%w: no delivery with archive id %s", ErrNotFound, id)
-		}
+		provider, eventID, found, err := o.archive.FindEvent(ctx, id)
 		if err != nil {
 			return "", "", fmt.Errorf("look up archive id: %w", err)
+		}
+		if !found {
+			return "", "", fmt.Errorf("%w: no delivery with archive id %s", ErrNotFound, id)
 		}
 		return provider, eventID, nil
 	}
@@ -216,52 +218,42 @@ func (o *Ops) resolve(ctx context.Context, ref string) (string, string, error) {
 	return checkEventRef("ref", ref)
 }
 
-// subscriberOutcomes reads each subscriber's processed and dead-letter rows
-// for one event.
+// subscriberOutcomes reads what each subscriber did with one event,
+// through the subscriber library (its processed and dead-letter records).
 func (o *Ops) subscriberOutcomes(ctx context.Context, provider, eventID string) ([]SubscriberOutcome, error) {
 	subs, err := o.Subscribers(ctx)
 	if err != nil {
 		return nil, err
 	}
+	key := []subscriber.EventKey{{Provider: provider, EventID: eventID}}
 	out := make([]SubscriberOutcome, 0, len(subs))
 	for _, sub := range subs {
 		so := SubscriberOutcome{Subscriber: sub, Outcome: "none"}
-		q := pgx.Identifier{sub}.Sanitize()
-		var seq *int64
-		err := o.pool.QueryRow(ctx, `SELECT outcome, processed_at, stream_seq FROM `+q+`.processed_messages
-			WHERE subscriber = $1 AND provider = $2 AND event_id = $3`, sub, provider, eventID).Scan(&so.Outcome, &so.At, &seq)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return nil, fmt.Errorf("subscriber %s: %w", sub, err)
+		processed, err := subscriber.ProcessedMessages(ctx, o.subs, sub, key)
+		if err != nil {
+			return nil, err
 		}
-		if seq != nil {
-			so.StreamSeq = uint64(*seq)
+		if len(processed) > 0 {
+			p := processed[0]
+			so.Outcome, so.At, so.StreamSeq = p.Outcome, p.ProcessedAt, p.StreamSeq
 		}
-		processed := err == nil
-		var redriven *time.Time
-		var at time.Time
-		err = o.pool.QueryRow(ctx, `SELECT id, error, attempts, created_at, redriven_at FROM `+q+`.dead_letters
-			WHERE subscriber = $1 AND provider = $2 AND event_id = $3 ORDER BY id DESC LIMIT 1`, sub, provider, eventID).
-			Scan(&so.DeadLetter, &so.Error, &so.Attempts, &at, &redriven)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-		case err != nil:
-			return nil, fmt.Errorf("subscriber %s dead letters: %w", sub, err)
-		case !processed:
-			so.Outcome, so.At = "dead_lettered", at
-		default:
-			so.Outcome = "processed_after_redrive"
-			if redriven == nil {
+		dead, err := subscriber.DeadLettersOf(ctx, o.subs, sub, key, 0)
+		if err != nil {
+			return nil, err
+		}
+		if len(dead) > 0 {
+			last := dead[len(dead)-1]
+			so.DeadLetter, so.Error, so.Attempts = last.ID, last.Error, last.Attempts
+			switch {
+			case len(processed) == 0:
+				so.Outcome, so.At = "dead_lettered", last.CreatedAt
+			case last.RedrivenAt != nil:
+				so.Outcome = "processed_after_redrive"
+			default:
 				so.Outcome = "processed" // dead-lettered once, processed by a later replay
 			}
 		}
 		out = append(out, so)
 	}
 	return out, nil
-}
-
-func optTime(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
 }

@@ -54,9 +54,9 @@ const (
 	MinPurgeAge = 24 * time.Hour
 
 	maxSubscriberLen = 63  // a Postgres identifier; subscriber names are schema names
-	maxProviderLen   = 32  // webhook_events.provider
-	maxEventTypeLen  = 128 // webhook_events.event_type
-	maxEventIDLen    = 255 // webhook_events.event_id
+	maxProviderLen   = 32  // the archive's provider column
+	maxEventTypeLen  = 128 // the archive's event_type column
+	maxEventIDLen    = 255 // the archive's event_id column
 	maxSubjectLen    = 255
 	maxTimeLen       = 64
 )

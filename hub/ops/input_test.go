@@ -7,11 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/ops"
+	"github.com/hookhub/hookhub/hub/store"
 )
 
 // Every numeric and text input of every operation is checked by the
@@ -26,7 +29,7 @@ func TestOperationsRefuseInputsOutOfBounds(t *testing.T) {
 	ctx := context.Background()
 	_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "WEBHOOKS", Subjects: []string{"paddle.>"}})
 	require.NoError(t, err)
-	o := ops.New(pool, js, "WEBHOOKS")
+	o := newOps(t, pool, js)
 	hour := time.Now().Add(-time.Hour)
 	long := strings.Repeat("x", 300)
 
@@ -130,6 +133,26 @@ func TestOperationsRefuseInputsOutOfBounds(t *testing.T) {
 			_, err := o.Republish(ctx, ops.RepublishFilter{Status: "PENDING", Since: hour, DryRun: true})
 			return err
 		}, "status"},
+		{"republish FAILED", func() error {
+			_, err := o.Republish(ctx, ops.RepublishFilter{Status: "FAILED", Since: hour, DryRun: true})
+			return err
+		}, "status"},
+		{"republish archive id not a UUID", func() error {
+			_, err := o.Republish(ctx, ops.RepublishFilter{ArchiveIDs: []string{"evt_1"}, DryRun: true})
+			return err
+		}, "archive_ids"},
+		{"list before not a cursor", func() error {
+			_, err := o.ListEvents(ctx, ops.EventFilter{Before: "2026-11-30T08:00:00Z", Limit: 1})
+			return err
+		}, "before"},
+		{"list before with NUL", func() error {
+			_, err := o.ListEvents(ctx, ops.EventFilter{Before: strings.Repeat("\x00", 32), Limit: 1})
+			return err
+		}, "before"},
+		{"list before too long", func() error {
+			_, err := o.ListEvents(ctx, ops.EventFilter{Before: long, Limit: 1})
+			return err
+		}, "before"},
 		{"reconcile until before since", func() error { _, err := o.Reconcile(ctx, hour, hour.Add(-time.Minute)); return err }, "until"},
 		{"status too long", func() error { _, err := ops.ParseStatus("status", long); return err }, "status"},
 		{"status unknown", func() error { _, err := ops.ParseStatus("status", "DONE"); return err }, "status"},
@@ -152,14 +175,16 @@ func TestOperationsRefuseInputsOutOfBounds(t *testing.T) {
 func TestPurgeKeepsFailedAndYoungRows(t *testing.T) {
 	t.Parallel()
 	pool, _ := hubtest.Pool(t)
-	o := ops.New(pool, nil, "WEBHOOKS")
+	o := newOps(t, pool, nil)
 	ctx := context.Background()
 	old := time.Now().Add(-30 * 24 * time.Hour)
-	archive(t, pool, old, "evt_processed", "evt_failed", "evt_pending")
-	archive(t, pool, time.Now().Add(-time.Hour), "evt_young") // younger than any purge may reach
-	_, err := pool.Exec(ctx, `UPDATE webhook_events SET processing_status = CASE event_id
-		WHEN 'evt_failed' THEN 'FAILED' WHEN 'evt_pending' THEN 'PENDING' ELSE 'PROCESSED' END`)
+	archive(t, pool, old, "evt_processed", "evt_pending")
+	_, err := store.New(pool).Ingest(ctx, []hub.Delivery{{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle",
+		EventID: "evt_failed", EventType: "subscription created", Body: []byte(`{}`), ReceivedAt: old,
+		Error: "event type cannot form a subject"}})
 	require.NoError(t, err)
+	archive(t, pool, time.Now().Add(-time.Hour), "evt_young") // younger than any purge may reach
+	publish(t, pool, "evt_pending")
 	remaining := func() []string {
 		var ids []string
 		rows, err := pool.Query(ctx, `SELECT event_id FROM webhook_event_status ORDER BY event_id`)
@@ -206,7 +231,7 @@ func TestPurgeMinimumAgeFollowsDuplicateWindow(t *testing.T) {
 	ctx := context.Background()
 	_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "WEBHOOKS", Subjects: []string{"paddle.>"}, Duplicates: 48 * time.Hour})
 	require.NoError(t, err)
-	o := ops.New(pool, js, "WEBHOOKS")
+	o := newOps(t, pool, js)
 	_, err = o.Purge(ctx, ops.PurgeRequest{OlderThan: 36 * time.Hour, BatchSize: 10, DryRun: true})
 	require.ErrorContains(t, err, "must be at least 2d")
 	_, err = o.Purge(ctx, ops.PurgeRequest{OlderThan: 48 * time.Hour, BatchSize: 10, DryRun: true})
@@ -234,7 +259,7 @@ func TestStatusListsDurableConsumersOnly(t *testing.T) {
 	_, err = scan.Next(jetstream.FetchMaxWait(5 * time.Second))
 	require.NoError(t, err)
 
-	status, err := ops.New(pool, js, "WEBHOOKS").Status(ctx)
+	status, err := newOps(t, pool, js).Status(ctx)
 	require.NoError(t, err)
 	require.Len(t, status.Consumers, 1, "%+v", status.Consumers)
 	require.Equal(t, "credits", status.Consumers[0].Name)

@@ -8,9 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
 // Errors operators hit; the command line turns them into a message and a
@@ -22,18 +24,64 @@ var (
 	ErrNoStream          = errors.New("JetStream not connected")
 )
 
-// Ops runs operator operations against one hub's database and stream.
-type Ops struct {
-	pool   *pgxpool.Pool
-	js     jetstream.JetStream // nil: database-only operations
-	stream string
-	now    func() time.Time
+// Archive is what the operations read and delete in the hub's tables:
+// hub/store's *Store, the only code that touches them.
+type Archive interface {
+	OutboxBacklog(ctx context.Context) (hub.Backlog, error)
+	ListArchive(ctx context.Context, f hub.ArchiveFilter) ([]hub.ArchivedDelivery, error)
+	FindEvent(ctx context.Context, archiveID uuid.UUID) (provider, eventID string, found bool, err error)
+	Event(ctx context.Context, provider, eventID string) (hub.EventRecord, bool, error)
+	Deliveries(ctx context.Context, provider, eventID string, limit int) ([]hub.ArchivedDelivery, error)
+	PublishedRows(ctx context.Context, f hub.PublishedFilter) ([]hub.OutboxRow, error)
+	PurgeCounts(ctx context.Context, cutoff time.Time) (hub.PurgeCounts, error)
+	PurgeArchive(ctx context.Context, cutoff time.Time, limit int, includeFailed bool) (examined, deleted int64, err error)
 }
 
-// New returns Ops on the hub's database and, when js is not nil, its
-// stream.
-func New(pool *pgxpool.Pool, js jetstream.JetStream, stream string) *Ops {
-	return &Ops{pool: pool, js: js, stream: stream, now: time.Now}
+// Republisher publishes copies of archived events: hub/relay's *Relay, so
+// that a copy is built by the same code as the original message.
+type Republisher interface {
+	// Republish publishes rows under message ids of run runID, waits up to
+	// timeout for their PubAcks, and returns one result per row (Seq 0:
+	// not published).
+	Republish(ctx context.Context, rows []hub.OutboxRow, runID string, timeout time.Duration) []hub.PublishResult
+}
+
+// Config is what Ops works on.
+type Config struct {
+	// Archive is the hub's store (required).
+	Archive Archive
+	// Subscribers is the database of the subscribers' tables, which the
+	// subscriber library reads (required; usually the hub's pool).
+	Subscribers subscriber.DB
+	// JetStream and Stream are the hub's stream; a nil JetStream limits Ops
+	// to the database.
+	JetStream jetstream.JetStream
+	Stream    string
+	// Republisher publishes republished copies; nil refuses a republish
+	// (a dry run still counts).
+	Republisher Republisher
+	// Now is the clock for relative times; default time.Now.
+	Now func() time.Time
+}
+
+// Ops runs operator operations against one hub's database and stream.
+type Ops struct {
+	archive     Archive
+	subs        subscriber.DB
+	js          jetstream.JetStream // nil: database-only operations
+	stream      string
+	republisher Republisher
+	now         func() time.Time
+}
+
+// New returns Ops on cfg.
+func New(cfg Config) *Ops {
+	o := &Ops{archive: cfg.Archive, subs: cfg.Subscribers, js: cfg.JetStream, stream: cfg.Stream,
+		republisher: cfg.Republisher, now: cfg.Now}
+	if o.now == nil {
+		o.now = time.Now
+	}
+	return o
 }
 
 // Now is the clock Ops uses for relative times.
@@ -55,21 +103,10 @@ func (o *Ops) streamErr(err error) error {
 }
 
 // Subscribers lists the subscribers whose tables live in the hub's
-// database: every schema holding a processed_messages table (the
-// subscriber library creates one per subscriber, named after it).
+// database (the subscriber library creates them, in a schema named after
+// the subscriber).
 func (o *Ops) Subscribers(ctx context.Context) ([]string, error) {
-	rows, err := o.pool.Query(ctx, `
-		SELECT p.table_schema FROM information_schema.tables p
-		JOIN information_schema.tables d ON d.table_schema = p.table_schema AND d.table_name = 'dead_letters'
-		WHERE p.table_name = 'processed_messages' ORDER BY 1`)
-	if err != nil {
-		return nil, fmt.Errorf("list subscribers: %w", err)
-	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("list subscribers: %w", err)
-	}
-	return names, nil
+	return subscriber.ListSubscribers(ctx, o.subs)
 }
 
 // checkSubscriber returns ErrUnknownSubscriber, listing the known ones,

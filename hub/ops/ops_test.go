@@ -3,18 +3,36 @@ package ops_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/ops"
+	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/hub/store"
+	"github.com/hookhub/hookhub/schema"
 )
+
+// newOps returns Ops on the hub's store and, with js, its stream WEBHOOKS
+// and a relay to republish through.
+func newOps(t *testing.T, pool *pgxpool.Pool, js jetstream.JetStream) *ops.Ops {
+	t.Helper()
+	st := store.New(pool)
+	cfg := ops.Config{Archive: st, Subscribers: pool, JetStream: js, Stream: "WEBHOOKS"}
+	if js != nil {
+		r, err := relay.New(st, js, relay.Config{Stream: "WEBHOOKS", DuplicateWindow: 2 * time.Minute})
+		require.NoError(t, err)
+		cfg.Republisher = r
+	}
+	return ops.New(cfg)
+}
 
 // archive commits deliveries the way the hub does and returns their ids.
 func archive(t *testing.T, pool *pgxpool.Pool, at time.Time, eventIDs ...string) []uuid.UUID {
@@ -35,10 +53,54 @@ func archive(t *testing.T, pool *pgxpool.Pool, at time.Time, eventIDs ...string)
 	return ids
 }
 
+// publish marks every event in the outbox published, but those of
+// eventIDs kept, as a relay does: it claims them and records their
+// PubAcks. The kept ones stay in the outbox (leased for an hour).
+func publish(t *testing.T, pool *pgxpool.Pool, kept ...string) {
+	t.Helper()
+	ctx := context.Background()
+	s := store.New(pool)
+	rows, err := s.Claim(ctx, 100_000, time.Hour)
+	require.NoError(t, err)
+	var results []hub.PublishResult
+	for i, r := range rows {
+		if !slices.Contains(kept, r.EventID) {
+			results = append(results, hub.PublishResult{ArchiveID: r.ArchiveID, Seq: uint64(i + 1)})
+		}
+	}
+	require.NoError(t, s.RecordPublished(ctx, results))
+}
+
+// archiveLegacy writes an event the way hubs before migration 00004 did:
+// the publication state on the archive row (status PENDING, with its next
+// attempt, or PROCESSED, with its stream sequence), received at at.
+func archiveLegacy(t *testing.T, pool *pgxpool.Pool, at time.Time, status hub.Status, eventID string) uuid.UUID {
+	t.Helper()
+	ctx := context.Background()
+	id := uuid.Must(uuid.NewV7())
+	_, err := pool.Exec(ctx, `INSERT INTO processed_webhook_events (id, provider, event_id, event_type, processed_at)
+		VALUES ($1, 'paddle', $2, 'subscription.created', $3)`, id, eventID, at)
+	require.NoError(t, err)
+	switch status {
+	case hub.Pending:
+		_, err = pool.Exec(ctx, `INSERT INTO webhook_events (id, provider, event_id, event_type, payload, signature,
+			processing_status, created_at, body, next_attempt_at, first_attempt_at)
+			VALUES ($1, 'paddle', $2, 'subscription.created', '{}', 'ts=1;h1=ab', 'PENDING', $3, '\x7b7d', now() + interval '1 hour', $3)`, id, eventID, at)
+	case hub.Processed:
+		_, err = pool.Exec(ctx, `INSERT INTO webhook_events (id, provider, event_id, event_type, payload, signature,
+			processing_status, created_at, body, publish_attempts, first_attempt_at, published_at, stream_seq)
+			VALUES ($1, 'paddle', $2, 'subscription.created', '{}', 'ts=1;h1=ab', 'PROCESSED', $3, '\x7b7d', 1, $3, $3, 4242)`, id, eventID, at)
+	default:
+		t.Fatalf("archiveLegacy: status %s", status)
+	}
+	require.NoError(t, err)
+	return id
+}
+
 func TestListAndShowEvents(t *testing.T) {
 	t.Parallel()
 	pool, _ := hubtest.Pool(t)
-	o := ops.New(pool, nil, "WEBHOOKS")
+	o := newOps(t, pool, nil)
 	ctx := context.Background()
 	now := time.Now()
 	ids := archive(t, pool, now.Add(-2*time.Hour), "evt_old")
@@ -84,7 +146,7 @@ func TestListAndShowEvents(t *testing.T) {
 func TestPurgeKeepsDedupAndPending(t *testing.T) {
 	t.Parallel()
 	pool, _ := hubtest.Pool(t)
-	o := ops.New(pool, nil, "WEBHOOKS")
+	o := newOps(t, pool, nil)
 	ctx := context.Background()
 	old := time.Now().Add(-100 * 24 * time.Hour)
 	var events []string
@@ -93,9 +155,8 @@ func TestPurgeKeepsDedupAndPending(t *testing.T) {
 	}
 	archive(t, pool, old, events...)
 	archive(t, pool, old, "evt_0", "evt_1") // duplicates
-	// Mark all but one published; the PENDING one must survive the purge.
-	_, err := pool.Exec(ctx, `UPDATE webhook_events SET processing_status = 'PROCESSED' WHERE processing_status = 'PENDING' AND event_id <> 'evt_24'`)
-	require.NoError(t, err)
+	// All but one published; the PENDING one must survive the purge.
+	publish(t, pool, "evt_24")
 	archive(t, pool, time.Now(), "evt_recent")
 
 	res, err := o.Purge(ctx, ops.PurgeRequest{OlderThan: 90 * 24 * time.Hour, BatchSize: 10, DryRun: true})
@@ -128,7 +189,7 @@ func TestPurgeKeepsDedupAndPending(t *testing.T) {
 func TestStatusWithoutNATS(t *testing.T) {
 	t.Parallel()
 	pool, _ := hubtest.Pool(t)
-	o := ops.New(pool, nil, "WEBHOOKS")
+	o := newOps(t, pool, nil)
 	archive(t, pool, time.Now().Add(-time.Minute), "evt_a", "evt_b")
 	st, err := o.Status(context.Background())
 	require.NoError(t, err)
@@ -136,4 +197,158 @@ func TestStatusWithoutNATS(t *testing.T) {
 	require.InDelta(t, 60, st.OldestAgeSec, 10)
 	require.Nil(t, st.Stream)
 	require.NotEmpty(t, st.StreamError)
+}
+
+// Listing, showing, status and purge read both data models alike: events
+// written by a hub before migration 00004 (state on the archive row) and
+// after it (state on the dedup row).
+func TestOperationsReadBothModels(t *testing.T) {
+	t.Parallel()
+	pool, _ := hubtest.Pool(t)
+	o := newOps(t, pool, nil)
+	ctx := context.Background()
+	old := time.Now().Add(-40 * 24 * time.Hour).Truncate(time.Microsecond)
+	archiveLegacy(t, pool, old, hub.Processed, "evt_legacy_processed")
+	archiveLegacy(t, pool, old.Add(time.Minute), hub.Pending, "evt_legacy_pending")
+	archive(t, pool, old.Add(2*time.Minute), "evt_published", "evt_waiting")
+	publish(t, pool, "evt_waiting", "evt_legacy_pending")
+	archive(t, pool, old.Add(3*time.Minute), "evt_published", "evt_legacy_processed") // duplicates
+
+	list := func(f ops.EventFilter) []string {
+		t.Helper()
+		f.Limit = max(f.Limit, 1)
+		var ids []string
+		for {
+			rows, err := o.ListEvents(ctx, f)
+			require.NoError(t, err)
+			for _, r := range rows {
+				ids = append(ids, r.EventID+":"+r.Status)
+			}
+			if len(rows) < f.Limit {
+				return ids
+			}
+			f.Before = rows[len(rows)-1].Cursor
+		}
+	}
+	all := []string{"evt_waiting:PENDING", "evt_published:PROCESSED", "evt_legacy_pending:PENDING", "evt_legacy_processed:PROCESSED"}
+	// archive() commits the two events of a batch at the same time: their
+	// order is their archive ids'.
+	got := list(ops.EventFilter{Limit: 100})
+	require.ElementsMatch(t, all, got)
+	require.Equal(t, got, list(ops.EventFilter{Limit: 1}), "a page at a time, the same rows in the same order")
+	require.ElementsMatch(t, []string{"evt_waiting:PENDING", "evt_legacy_pending:PENDING"}, list(ops.EventFilter{Status: hub.Pending, Limit: 1}))
+	require.ElementsMatch(t, []string{"evt_published:PROCESSED", "evt_legacy_processed:PROCESSED"}, list(ops.EventFilter{Status: hub.Processed, Limit: 1}))
+	require.ElementsMatch(t, []string{"evt_published:SKIPPED", "evt_legacy_processed:SKIPPED"}, list(ops.EventFilter{Status: hub.Skipped, Limit: 1}))
+
+	d, err := o.ShowEvent(ctx, "paddle:evt_legacy_processed")
+	require.NoError(t, err)
+	require.Equal(t, "PROCESSED", d.Status)
+	require.Len(t, d.Deliveries, 2)
+	require.EqualValues(t, 4242, d.Deliveries[0].StreamSeq)
+	require.Equal(t, "SKIPPED", d.Deliveries[1].Status)
+	d, err = o.ShowEvent(ctx, "paddle:evt_legacy_pending")
+	require.NoError(t, err)
+	require.Equal(t, "PENDING", d.Status)
+	d, err = o.ShowEvent(ctx, "paddle:evt_published")
+	require.NoError(t, err)
+	require.Equal(t, "PROCESSED", d.Status)
+	require.NotZero(t, d.Deliveries[0].StreamSeq)
+
+	st, err := o.Status(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, st.OutboxPending, "the outbox of both models")
+	require.InDelta(t, 40*24*3600, st.OldestAgeSec, 3600)
+
+	res, err := o.Purge(ctx, ops.PurgeRequest{OlderThan: 30 * 24 * time.Hour, BatchSize: 2})
+	require.NoError(t, err)
+	require.EqualValues(t, 4, res.Rows, "PROCESSED and SKIPPED of both models")
+	require.EqualValues(t, 2, res.PendingKept)
+	require.Equal(t, []string{"evt_waiting:PENDING", "evt_legacy_pending:PENDING"}, list(ops.EventFilter{Limit: 100}))
+	d, err = o.ShowEvent(ctx, "paddle:evt_legacy_processed")
+	require.NoError(t, err)
+	require.True(t, d.Purged)
+}
+
+// Republish reads the rows through the store and publishes them through
+// the relay: the copies are the hub's messages, under their own ids, page
+// after page; FAILED, PENDING and SKIPPED events are refused.
+func TestRepublishThroughRelay(t *testing.T) {
+	t.Parallel()
+	pool, _ := hubtest.Pool(t)
+	n := hubtest.JetStream(t)
+	_, js := n.Connect(t)
+	ctx := context.Background()
+	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "WEBHOOKS", Subjects: []string{"paddle.>"}})
+	require.NoError(t, err)
+	o := newOps(t, pool, js)
+	at := time.Now().Add(-time.Hour)
+	const events = 530 // more than a page
+	ids := make([]string, events)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("evt_%03d", i)
+	}
+	archiveIDs := archive(t, pool, at, ids...)
+	archiveLegacy(t, pool, at.Add(time.Minute), hub.Processed, "evt_legacy")
+	archive(t, pool, at.Add(2*time.Minute), "evt_waiting")
+	publish(t, pool, "evt_waiting")
+
+	dry, err := o.Republish(ctx, ops.RepublishFilter{Since: at.Add(-time.Minute), DryRun: true})
+	require.NoError(t, err)
+	require.Equal(t, events+1, dry.Matched)
+	require.Zero(t, dry.Published)
+	info, err := st.Info(ctx)
+	require.NoError(t, err)
+	require.Zero(t, info.State.Msgs, "a dry run publishes nothing")
+
+	res, err := o.Republish(ctx, ops.RepublishFilter{Since: at.Add(-time.Minute)})
+	require.NoError(t, err)
+	require.Equal(t, ops.RepublishResult{Matched: events + 1, Published: events + 1, RunID: res.RunID, FirstSeq: 1, LastSeq: events + 1}, res)
+
+	one, err := o.Republish(ctx, ops.RepublishFilter{Event: "paddle:evt_legacy"})
+	require.NoError(t, err)
+	require.Equal(t, 1, one.Published)
+	msg, err := st.GetMsg(ctx, one.FirstSeq)
+	require.NoError(t, err)
+	require.Equal(t, "paddle.subscription.created", msg.Subject)
+	require.Equal(t, `{}`, string(msg.Data), "the exact body")
+	require.Equal(t, "paddle:evt_legacy:republish:"+one.RunID, msg.Header.Get("Nats-Msg-Id"))
+	require.Equal(t, "paddle:evt_legacy", msg.Header.Get(schema.HeaderRepublish))
+	require.Equal(t, "evt_legacy", msg.Header.Get(schema.HeaderEventID))
+
+	limited, err := o.Republish(ctx, ops.RepublishFilter{Since: at.Add(-time.Minute), Limit: 3})
+	require.NoError(t, err)
+	require.Equal(t, 3, limited.Published)
+
+	// What reconcile found missing: more ids than a page, one twice, one
+	// of an event not published yet.
+	var missing []string
+	for _, id := range archiveIDs {
+		missing = append(missing, id.String())
+	}
+	waiting, err := o.ShowEvent(ctx, "paddle:evt_waiting")
+	require.NoError(t, err)
+	missing = append(missing, archiveIDs[7].String(), waiting.Deliveries[0].ArchiveID)
+	byID, err := o.Republish(ctx, ops.RepublishFilter{Since: at.Add(-time.Minute), ArchiveIDs: missing})
+	require.NoError(t, err)
+	require.Equal(t, events, byID.Matched)
+	require.Equal(t, events, byID.Published, "each event once")
+
+	for _, f := range []ops.RepublishFilter{
+		{Status: hub.Failed, Since: at},
+		{Status: hub.Pending, Since: at},
+		{Status: hub.Skipped, Since: at},
+	} {
+		_, err := o.Republish(ctx, f)
+		var input *ops.InputError
+		require.ErrorAs(t, err, &input, "%s", f.Status)
+		require.Equal(t, "status", input.Field)
+	}
+	_, err = o.Republish(ctx, ops.RepublishFilter{Status: hub.Failed, Since: at})
+	require.ErrorContains(t, err, "FAILED events cannot be republished")
+	_, err = o.Republish(ctx, ops.RepublishFilter{Event: "paddle:evt_waiting"})
+	require.ErrorIs(t, err, ops.ErrNotFound, "not published yet: the relay's")
+
+	// Without a publisher, only a dry run.
+	_, err = newOps(t, pool, nil).Republish(ctx, ops.RepublishFilter{Since: at})
+	require.ErrorIs(t, err, ops.ErrNoStream)
 }

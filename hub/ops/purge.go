@@ -38,11 +38,12 @@ type PurgeResult struct {
 
 // Purge deletes archive rows created more than req.OlderThan ago, in
 // batches of req.BatchSize rows (one short transaction each, so it never
-// holds long locks or bloats one huge transaction). PENDING rows are never
-// deleted: they are the outbox. FAILED rows are deleted only with
-// IncludeFailed: their bodies never reached the stream, so the archive is
-// the only copy. processed_webhook_events is never touched, so a provider
-// retry of a purged event is still answered as a duplicate.
+// holds long locks or bloats one huge transaction). The rows of events
+// still waiting for JetStream (PENDING: in the outbox) are never deleted.
+// FAILED rows are deleted only with IncludeFailed: their bodies never
+// reached the stream, so the archive is the only copy. The dedup rows are
+// never touched, so a provider retry of a purged event is still answered
+// as a duplicate.
 //
 // Why a minimum age (MinPurgeAge, 24 hours, or the stream's duplicate
 // window if that is longer): the archive is the repair source of the
@@ -71,39 +72,26 @@ func (o *Ops) Purge(ctx context.Context, req PurgeRequest) (PurgeResult, error) 
 			fmtAge(minAge), fmtAge(req.OlderThan))
 	}
 	res.Cutoff = o.now().Add(-req.OlderThan)
-	// The statuses a purge deletes; PENDING never.
-	statuses := []string{"PROCESSED", "SKIPPED"}
-	if req.IncludeFailed {
-		statuses = append(statuses, "FAILED")
-	}
-	// Two small counts, each on its status's partial index.
-	err := o.pool.QueryRow(ctx, `
-		SELECT (SELECT count(*) FROM webhook_events WHERE processing_status = 'PENDING' AND created_at < $1),
-		       (SELECT count(*) FROM webhook_events WHERE processing_status = 'FAILED' AND created_at < $1 AND NOT $2::bool)`,
-		res.Cutoff, req.IncludeFailed).Scan(&res.PendingKept, &res.FailedKept)
+	counts, err := o.archive.PurgeCounts(ctx, res.Cutoff)
 	if err != nil {
 		return res, fmt.Errorf("purge: %w", err)
 	}
+	res.PendingKept = counts.Pending
+	if !req.IncludeFailed {
+		res.FailedKept = counts.Failed
+	}
 	if req.DryRun {
-		err := o.pool.QueryRow(ctx, `SELECT count(*) FROM webhook_events WHERE created_at < $1 AND processing_status = ANY($2)`,
-			res.Cutoff, statuses).Scan(&res.Rows)
-		if err != nil {
-			return res, fmt.Errorf("purge: %w", err)
-		}
+		res.Rows = counts.Purgeable(req.IncludeFailed)
 		return res, nil
 	}
 	for {
-		tag, err := o.pool.Exec(ctx, `
-			DELETE FROM webhook_events WHERE id IN (
-				SELECT id FROM webhook_events
-				WHERE created_at < $1 AND processing_status = ANY($3)
-				ORDER BY created_at LIMIT $2)`, res.Cutoff, req.BatchSize, statuses)
+		examined, deleted, err := o.archive.PurgeArchive(ctx, res.Cutoff, req.BatchSize, req.IncludeFailed)
 		if err != nil {
 			return res, fmt.Errorf("purge (after %d rows): %w", res.Rows, err)
 		}
 		res.Batches++
-		res.Rows += tag.RowsAffected()
-		if tag.RowsAffected() < int64(req.BatchSize) {
+		res.Rows += deleted
+		if examined < int64(req.BatchSize) {
 			return res, nil
 		}
 	}

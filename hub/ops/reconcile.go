@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/schema"
 )
 
@@ -84,24 +86,30 @@ func (o *Ops) Reconcile(ctx context.Context, since, until time.Time) (ReconcileR
 			break
 		}
 	}
-	rows, err := o.pool.Query(ctx, `
-		SELECT id::text, provider, event_id, event_type, COALESCE(stream_seq, 0), created_at
-		FROM webhook_events
-		WHERE processing_status = 'PROCESSED' AND created_at >= $1 AND ($2::timestamptz IS NULL OR created_at < $2)
-		ORDER BY created_at, id`, since, optTime(until))
-	if err != nil {
-		return res, fmt.Errorf("reconcile: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var m MissingEvent
-		if err := rows.Scan(&m.ArchiveID, &m.Provider, &m.EventID, &m.EventType, &m.StreamSeq, &m.ReceivedAt); err != nil {
+	// The archive's PROCESSED first deliveries of the range, a page at a
+	// time (newest first, on the archive's created_at index).
+	f := hub.ArchiveFilter{Status: hub.Processed, Since: since, Until: until, Limit: reconcilePage}
+	for {
+		page, err := o.archive.ListArchive(ctx, f)
+		if err != nil {
 			return res, fmt.Errorf("reconcile: %w", err)
 		}
-		res.Checked++
-		if !held[schema.MsgID(m.Provider, m.EventID)] {
-			res.Missing = append(res.Missing, m)
+		for _, d := range page {
+			res.Checked++
+			if !held[schema.MsgID(d.Provider, d.EventID)] {
+				res.Missing = append(res.Missing, MissingEvent{ArchiveID: d.ArchiveID.String(), Provider: d.Provider,
+					EventID: d.EventID, EventType: d.EventType, StreamSeq: d.StreamSeq, ReceivedAt: d.ReceivedAt})
+			}
 		}
+		if len(page) < f.Limit {
+			break
+		}
+		f.Before = page[len(page)-1].Cursor()
 	}
-	return res, rows.Err()
+	// Oldest first, as received.
+	slices.Reverse(res.Missing)
+	return res, nil
 }
+
+// reconcilePage is the archive rows Reconcile reads at a time.
+const reconcilePage = 1000

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookhub/hookhub/schema"
+	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
 // ReplayRequest selects a range of the stream to redeliver to one
@@ -149,9 +149,9 @@ func (o *Ops) Replay(ctx context.Context, req ReplayRequest) (ReplayResult, erro
 	}
 
 	// Dead letters written from here on are the replay's.
-	var lastDeadLetter int64
-	if err := o.pool.QueryRow(ctx, `SELECT COALESCE(max(id), 0) FROM `+pgx.Identifier{req.Subscriber}.Sanitize()+`.dead_letters`).Scan(&lastDeadLetter); err != nil {
-		return res, fmt.Errorf("dead letters of %s: %w", req.Subscriber, err)
+	lastDeadLetter, err := subscriber.LastDeadLetterID(ctx, o.subs, req.Subscriber)
+	if err != nil {
+		return res, err
 	}
 	if err := o.publishReplay(ctx, req, msgs, &res); err != nil {
 		return res, err
@@ -188,7 +188,7 @@ func (o *Ops) readRange(ctx context.Context, filters []string, req ReplayRequest
 	if err != nil {
 		return nil, o.streamErr(err)
 	}
-	seen := map[string]bool{}
+	seen := map[subscriber.EventKey]bool{}
 	var out []replayMsg
 	size := 0
 	for {
@@ -209,7 +209,7 @@ func (o *Ops) readRange(ctx context.Context, filters []string, req ReplayRequest
 			}
 			if req.Subject == "" || schema.MatchSubject(req.Subject, m.Subject()) {
 				meta, err := schema.ParseMetadata(m.Headers())
-				key := meta.Provider + ":" + meta.EventID
+				key := subscriber.EventKey{Provider: meta.Provider, EventID: meta.EventID}
 				if err == nil && !seen[key] {
 					seen[key] = true
 					out = append(out, replayMsg{provider: meta.Provider, eventID: meta.EventID, subject: m.Subject(),
@@ -289,46 +289,33 @@ func (o *Ops) publishReplay(ctx context.Context, req ReplayRequest, msgs []repla
 }
 
 // processedSet returns the events of msgs the subscriber has processed.
-func (o *Ops) processedSet(ctx context.Context, sub string, msgs []replayMsg) (map[string]bool, error) {
-	providers, ids := keys(msgs)
-	rows, err := o.pool.Query(ctx, `SELECT provider || ':' || event_id FROM `+pgx.Identifier{sub}.Sanitize()+`.processed_messages
-		WHERE subscriber = $1 AND (provider, event_id) IN (SELECT * FROM unnest($2::text[], $3::text[]))`, sub, providers, ids)
+func (o *Ops) processedSet(ctx context.Context, sub string, msgs []replayMsg) (map[subscriber.EventKey]bool, error) {
+	done, err := subscriber.ProcessedMessages(ctx, o.subs, sub, keys(msgs))
 	if err != nil {
-		return nil, fmt.Errorf("processed events of %s: %w", sub, err)
+		return nil, err
 	}
-	done, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("processed events of %s: %w", sub, err)
-	}
-	out := make(map[string]bool, len(done))
-	for _, k := range done {
-		out[k] = true
+	out := make(map[subscriber.EventKey]bool, len(done))
+	for _, m := range done {
+		out[m.EventKey] = true
 	}
 	return out, nil
 }
 
 // settled returns the events of msgs now processed, and those (not
 // processed) dead-lettered after dead letter afterID.
-func (o *Ops) settled(ctx context.Context, sub string, msgs []replayMsg, afterID int64) (map[string]bool, map[string]bool, error) {
+func (o *Ops) settled(ctx context.Context, sub string, msgs []replayMsg, afterID int64) (map[subscriber.EventKey]bool, map[subscriber.EventKey]bool, error) {
 	done, err := o.processedSet(ctx, sub, msgs)
 	if err != nil {
 		return nil, nil, err
 	}
-	providers, ids := keys(msgs)
-	rows, err := o.pool.Query(ctx, `SELECT DISTINCT provider || ':' || event_id FROM `+pgx.Identifier{sub}.Sanitize()+`.dead_letters
-		WHERE subscriber = $1 AND id > $4 AND (provider, event_id) IN (SELECT * FROM unnest($2::text[], $3::text[]))`,
-		sub, providers, ids, afterID)
+	dls, err := subscriber.DeadLettersOf(ctx, o.subs, sub, keys(msgs), afterID)
 	if err != nil {
-		return nil, nil, fmt.Errorf("dead letters of %s: %w", sub, err)
+		return nil, nil, err
 	}
-	deadKeys, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, nil, fmt.Errorf("dead letters of %s: %w", sub, err)
-	}
-	dead := map[string]bool{}
-	for _, k := range deadKeys {
-		if !done[k] {
-			dead[k] = true
+	dead := map[subscriber.EventKey]bool{}
+	for _, d := range dls {
+		if !done[d.EventKey] {
+			dead[d.EventKey] = true
 		}
 	}
 	return done, dead, nil
@@ -346,11 +333,10 @@ func headerSize(h nats.Header) int {
 	return n
 }
 
-func keys(msgs []replayMsg) ([]string, []string) {
-	providers := make([]string, len(msgs))
-	ids := make([]string, len(msgs))
+func keys(msgs []replayMsg) []subscriber.EventKey {
+	out := make([]subscriber.EventKey, len(msgs))
 	for i, m := range msgs {
-		providers[i], ids[i] = m.provider, m.eventID
+		out[i] = subscriber.EventKey{Provider: m.provider, EventID: m.eventID}
 	}
-	return providers, ids
+	return out
 }

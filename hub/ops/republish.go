@@ -6,20 +6,21 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
+	"github.com/google/uuid"
 
 	"github.com/hookhub/hookhub/hub"
-	"github.com/hookhub/hookhub/schema"
 )
 
 // RepublishFilter selects the archived events to publish again.
 type RepublishFilter struct {
 	Provider string
-	Status   hub.Status // default PROCESSED; PENDING rows belong to the relay
-	Since    time.Time
-	Until    time.Time
-	Event    string // "<provider>:<event_id>": just this one
+	// Status must be PROCESSED (the default): PENDING events are the
+	// relay's, SKIPPED rows are duplicates, and FAILED events have no
+	// subject to be published on.
+	Status hub.Status
+	Since  time.Time
+	Until  time.Time
+	Event  string // "<provider>:<event_id>": just this one
 	// ArchiveIDs, when set, selects exactly these first deliveries (what
 	// Reconcile found missing).
 	ArchiveIDs []string
@@ -38,128 +39,158 @@ type RepublishResult struct {
 	LastSeq   uint64 `json:"last_stream_seq,omitempty"`
 }
 
+const (
+	// republishPage is the rows read, published and acknowledged at a
+	// time: a republish of a month holds one page in memory, not the month.
+	republishPage = 512
+	// republishAckWait bounds the wait for one page's PubAcks.
+	republishAckWait = 30 * time.Second
+)
+
 // Republish publishes archived first deliveries back into the stream, for
-// events the stream no longer holds (retention, a lost stream). The data is
-// the exact body and the headers are the hub's, so subscribers decode and
-// deduplicate the copy like the original. The message id is
+// events the stream no longer holds (retention, a lost stream). The copies
+// are built by the hub's publisher (the Republisher: the relay), as the
+// originals were: the exact body and the hub's headers, so subscribers
+// decode and deduplicate the copy like the original. The message id is
 // "<provider>:<event_id>:republish:<run>", which the duplicate window
 // cannot confuse with the original's, and Hub-Republish-Of names the
 // original id. Every subscriber receives the copy; its idempotency skips
 // what it processed already, so the side effects stay single.
 func (o *Ops) Republish(ctx context.Context, f RepublishFilter) (RepublishResult, error) {
 	res := RepublishResult{DryRun: f.DryRun, RunID: strconv.FormatInt(o.now().UnixNano(), 36)}
-	if f.Status == "" {
-		f.Status = hub.Processed
-	}
-	if f.Status == hub.Pending || f.Status == hub.Skipped {
-		return res, inputErr("status", "%s: PENDING rows are the relay's, SKIPPED rows are duplicates; republish PROCESSED or FAILED events", f.Status)
-	}
-	if err := checkProvider("provider", f.Provider); err != nil {
+	q, err := f.check()
+	if err != nil {
 		return res, err
-	}
-	if f.Since.IsZero() && f.Event == "" && f.ArchiveIDs == nil {
-		return res, inputErr("since", "give since (and optionally until) or event: republishing the whole archive is never the default")
-	}
-	if !f.Until.IsZero() && !f.Since.IsZero() && !f.Until.After(f.Since) {
-		return res, inputErr("until", "must be after since")
-	}
-	if f.Limit < 0 {
-		return res, inputErr("limit", "must not be negative, got %d", f.Limit)
-	}
-	var provider, eventID string
-	if f.Event != "" {
-		var err error
-		if provider, eventID, err = checkEventRef("event", f.Event); err != nil {
-			return res, err
-		}
-		if f.Provider != "" && f.Provider != provider {
-			return res, inputErr("event", "%s and provider %s disagree", quote(f.Event), quote(f.Provider))
-		}
-		f.Provider = provider
 	}
 	if !f.DryRun {
 		if err := o.needStream(); err != nil {
 			return res, err
 		}
-	}
-	limit := f.Limit
-	if limit == 0 {
-		limit = 1 << 30
-	}
-	rows, err := o.pool.Query(ctx, `
-		SELECT id, provider, event_id, event_type, body, created_at, occurred_at
-		FROM webhook_events
-		WHERE processing_status = $1 AND body IS NOT NULL
-		  AND ($2 = '' OR provider = $2) AND ($3 = '' OR event_id = $3)
-		  AND ($4::timestamptz IS NULL OR created_at >= $4) AND ($5::timestamptz IS NULL OR created_at < $5)
-		  AND ($7::uuid[] IS NULL OR id = ANY($7))
-		ORDER BY created_at, id LIMIT $6`, string(f.Status), f.Provider, eventID, optTime(f.Since), optTime(f.Until), limit, f.ArchiveIDs)
-	if err != nil {
-		return res, fmt.Errorf("republish: %w", err)
-	}
-	defer rows.Close()
-	var futures []jetstream.PubAckFuture
-	for rows.Next() {
-		var row hub.OutboxRow
-		var occurred *time.Time
-		if err := rows.Scan(&row.ArchiveID, &row.Provider, &row.EventID, &row.EventType, &row.Body, &row.ReceivedAt, &occurred); err != nil {
-			return res, fmt.Errorf("republish: %w", err)
+		if o.republisher == nil {
+			return res, fmt.Errorf("%w: this hub has no publisher for republished copies", ErrNoStream)
 		}
-		if occurred != nil {
-			row.OccurredAt = *occurred
-		}
-		res.Matched++
+	}
+	err = o.publishedPages(ctx, q, f.Limit, func(rows []hub.OutboxRow) {
+		res.Matched += len(rows)
 		if f.DryRun {
-			continue
+			return
 		}
-		subject, err := schema.Subject(row.Provider, row.EventType)
-		if err != nil {
-			res.Failed++ // a FAILED row whose type cannot form a subject
-			continue
+		for _, r := range o.republisher.Republish(ctx, rows, res.RunID, republishAckWait) {
+			if r.Seq == 0 {
+				res.Failed++
+				continue
+			}
+			res.Published++
+			if res.FirstSeq == 0 || r.Seq < res.FirstSeq {
+				res.FirstSeq = r.Seq
+			}
+			res.LastSeq = max(res.LastSeq, r.Seq)
 		}
-		original := schema.MsgID(row.Provider, row.EventID)
-		md := schema.Metadata{
-			MsgID: original + ":republish:" + res.RunID, EventID: row.EventID, Provider: row.Provider,
-			EventType: row.EventType, ArchiveID: row.ArchiveID.String(), ReceivedAt: row.ReceivedAt, OccurredAt: row.OccurredAt,
-		}
-		h := md.Header()
-		h.Set(schema.HeaderRepublish, original)
-		fut, err := o.js.PublishMsgAsync(&nats.Msg{Subject: subject, Data: row.Body, Header: h}, jetstream.WithExpectStream(o.stream))
-		if err != nil {
-			return res, fmt.Errorf("republish %s: %w", original, err)
-		}
-		futures = append(futures, fut)
-		if len(futures) >= 512 {
-			o.settle(ctx, futures, &res)
-			futures = futures[:0]
-		}
+	})
+	if err != nil {
+		return res, err
 	}
-	if err := rows.Err(); err != nil {
-		return res, fmt.Errorf("republish: %w", err)
-	}
-	o.settle(ctx, futures, &res)
 	if res.Matched == 0 {
-		return res, fmt.Errorf("%w: no %s event in that range", ErrNotFound, f.Status)
+		return res, fmt.Errorf("%w: no %s event in that range", ErrNotFound, hub.Processed)
 	}
 	return res, nil
 }
 
-// settle waits for the PubAcks of a batch of republished messages.
-func (o *Ops) settle(ctx context.Context, futures []jetstream.PubAckFuture, res *RepublishResult) {
-	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for _, f := range futures {
-		select {
-		case ack := <-f.Ok():
-			res.Published++
-			if res.FirstSeq == 0 || ack.Sequence < res.FirstSeq {
-				res.FirstSeq = ack.Sequence
+// publishedPages hands fn the rows q selects a page at a time, at most
+// limit rows in all (0: no limit). Archive ids are taken a page at a time,
+// so that a long list (what Reconcile found missing) is read once, not
+// once per page.
+func (o *Ops) publishedPages(ctx context.Context, q hub.PublishedFilter, limit int, fn func([]hub.OutboxRow)) error {
+	remaining := limit
+	pageSize := func() int {
+		if limit == 0 {
+			return republishPage
+		}
+		return min(republishPage, remaining)
+	}
+	ids := q.ArchiveIDs
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		q.Limit = pageSize()
+		if ids != nil {
+			n := min(len(ids), republishPage)
+			q.ArchiveIDs, ids = ids[:n], ids[n:]
+		}
+		rows, err := o.archive.PublishedRows(ctx, q)
+		if err != nil {
+			return fmt.Errorf("republish: %w", err)
+		}
+		if len(rows) > 0 {
+			fn(rows)
+		}
+		remaining -= len(rows)
+		switch {
+		case limit > 0 && remaining <= 0:
+			return nil
+		case q.ArchiveIDs != nil:
+			if len(ids) == 0 {
+				return nil
 			}
-			res.LastSeq = max(res.LastSeq, ack.Sequence)
-		case <-f.Err():
-			res.Failed++
-		case <-wait.Done():
-			res.Failed++
+		case len(rows) < q.Limit:
+			return nil
+		default:
+			last := rows[len(rows)-1]
+			q.After = hub.ArchiveCursor{ReceivedAt: last.ReceivedAt, ArchiveID: last.ArchiveID}
 		}
 	}
+}
+
+// check refuses a filter out of bounds and returns the store's filter.
+func (f *RepublishFilter) check() (hub.PublishedFilter, error) {
+	var q hub.PublishedFilter
+	switch f.Status {
+	case "", hub.Processed:
+		f.Status = hub.Processed
+	case hub.Failed:
+		return q, inputErr("status", "FAILED events cannot be republished: their type cannot form a subject (decided when they were archived), so they were never published; see `hub events list --status FAILED`")
+	default:
+		return q, inputErr("status", "%s: PENDING events are the relay's (it publishes them), SKIPPED rows are duplicates; republish PROCESSED events", f.Status)
+	}
+	if err := checkProvider("provider", f.Provider); err != nil {
+		return q, err
+	}
+	if f.Since.IsZero() && f.Event == "" && f.ArchiveIDs == nil {
+		return q, inputErr("since", "give since (and optionally until) or event: republishing the whole archive is never the default")
+	}
+	if !f.Until.IsZero() && !f.Since.IsZero() && !f.Until.After(f.Since) {
+		return q, inputErr("until", "must be after since")
+	}
+	if f.Limit < 0 {
+		return q, inputErr("limit", "must not be negative, got %d", f.Limit)
+	}
+	if f.Event != "" {
+		provider, eventID, err := checkEventRef("event", f.Event)
+		if err != nil {
+			return q, err
+		}
+		if f.Provider != "" && f.Provider != provider {
+			return q, inputErr("event", "%s and provider %s disagree", quote(f.Event), quote(f.Provider))
+		}
+		q.Provider, q.EventID = provider, eventID
+	} else {
+		q.Provider = f.Provider
+	}
+	q.Since, q.Until = f.Since, f.Until
+	if f.ArchiveIDs != nil {
+		q.ArchiveIDs = make([]uuid.UUID, 0, len(f.ArchiveIDs))
+		seen := make(map[uuid.UUID]bool, len(f.ArchiveIDs))
+		for _, s := range f.ArchiveIDs {
+			id, err := uuid.Parse(s)
+			if err != nil {
+				return q, inputErr("archive_ids", "%s is not an archive id (UUID)", quote(s))
+			}
+			if !seen[id] { // each event once
+				seen[id] = true
+				q.ArchiveIDs = append(q.ArchiveIDs, id)
+			}
+		}
+	}
+	return q, nil
 }

@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
 // StreamStatus is the stream's state.
@@ -57,14 +58,14 @@ type Status struct {
 // missing and the rest is still reported.
 func (o *Ops) Status(ctx context.Context) (Status, error) {
 	var st Status
-	var oldest *time.Time
-	if err := o.pool.QueryRow(ctx, `SELECT count(*), min(created_at) FROM webhook_events WHERE processing_status = 'PENDING'`).
-		Scan(&st.OutboxPending, &oldest); err != nil {
+	backlog, err := o.archive.OutboxBacklog(ctx)
+	if err != nil {
 		return st, fmt.Errorf("outbox: %w", err)
 	}
-	if oldest != nil {
-		st.OldestPending = *oldest
-		st.OldestAgeSec = o.now().Sub(*oldest).Seconds()
+	st.OutboxPending = backlog.Pending
+	if !backlog.Oldest.IsZero() {
+		st.OldestPending = backlog.Oldest
+		st.OldestAgeSec = o.now().Sub(backlog.Oldest).Seconds()
 	}
 	subs, err := o.Subscribers(ctx)
 	if err != nil {
@@ -72,9 +73,9 @@ func (o *Ops) Status(ctx context.Context) (Status, error) {
 	}
 	st.DeadLetters = make(map[string]int64, len(subs))
 	for _, sub := range subs {
-		var n int64
-		if err := o.pool.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{sub}.Sanitize()+`.dead_letters WHERE redriven_at IS NULL`).Scan(&n); err != nil {
-			return st, fmt.Errorf("dead letters of %s: %w", sub, err)
+		n, err := subscriber.CountWaitingDeadLetters(ctx, o.subs, sub)
+		if err != nil {
+			return st, err
 		}
 		st.DeadLetters[sub] = n
 	}

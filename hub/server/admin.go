@@ -65,7 +65,7 @@ func (s *Server) mountAdmin(app *fiber.App, token string, op Operator) {
 		return s.adminAnswer(c, st, err)
 	})
 	admin.Get("/events", func(c *fiber.Ctx) error {
-		f := ops.EventFilter{Provider: c.Query("provider"), Type: c.Query("type"), Limit: ops.DefaultListLimit}
+		f := ops.EventFilter{Provider: c.Query("provider"), Type: c.Query("type"), Before: c.Query("before"), Limit: ops.DefaultListLimit}
 		var err error
 		if l := c.Query("limit"); l != "" {
 			if f.Limit, err = strconv.Atoi(l); err != nil {

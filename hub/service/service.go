@@ -188,7 +188,8 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 	}
 	var operator server.Operator
 	if cfg.AdminToken != "" {
-		operator = ops.New(s.pool, s.js, cfg.Stream)
+		operator = ops.New(ops.Config{Archive: s.store, Subscribers: s.pool, JetStream: s.js, Stream: cfg.Stream,
+			Republisher: s.relay, Now: deps.Now})
 	}
 	s.server, err = server.New(server.Config{
 		AdminToken:    cfg.AdminToken,

@@ -133,7 +133,11 @@
 // # Dead letters and redrive
 //
 // ListDeadLetters, GetDeadLetter, RequestRedrive and RequestRedriveAll work
-// on any subscriber's tables from any process (the hub's operator CLI).
+// on any subscriber's tables from any process (the hub's operator CLI), as
+// do the inspection functions operators read them with: ListSubscribers,
+// ProcessedMessages, DeadLettersOf, LastDeadLetterID and
+// CountWaitingDeadLetters. The tables are the library's: nothing else
+// reads them.
 // A running subscriber picks up requested redrives every RedriveInterval
 // (SELECT ... FOR UPDATE SKIP LOCKED, so one replica takes each), processes
 // them through the same transaction path (processed row, then handler) and

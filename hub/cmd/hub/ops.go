@@ -16,7 +16,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookhub/hookhub/hub/ops"
+	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/hub/service"
+	"github.com/hookhub/hookhub/hub/store"
 )
 
 // opsEnv is what an operator command connects to.
@@ -71,7 +73,19 @@ func connectOps(ctx context.Context, needNATS bool) (*opsEnv, service.Config, er
 		pool.Close()
 		return nil, cfg, errors.New("set HUB_NATS_URL to the NATS server the hub uses (for `hub dev`, the URL it printed)")
 	}
-	env.ops = ops.New(pool, js, cfg.Stream)
+	st := store.New(pool)
+	oc := ops.Config{Archive: st, Subscribers: pool, JetStream: js, Stream: cfg.Stream}
+	if js != nil {
+		// Republished copies are built by the hub's own publisher, as the
+		// originals were. This relay only republishes: it never claims.
+		rl, err := relay.New(st, js, relay.Config{Stream: cfg.Stream, DuplicateWindow: cfg.DuplicateWindow})
+		if err != nil {
+			env.Close()
+			return nil, cfg, err
+		}
+		oc.Republisher = rl
+	}
+	env.ops = ops.New(oc)
 	return env, cfg, nil
 }
 
@@ -186,13 +200,14 @@ Run `+"`hub events list --help`"+` for the filters.
 }
 
 func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlags("events list", "Usage: hub events list [--provider P] [--type T] [--status S] [--since T] [--until T] [--limit N] [--json]\n\nTimes are durations before now (90m, 36h, 7d) or times (2026-11-30, 2026-11-30T08:00:00Z).\n", stdout)
+	fs := newFlags("events list", "Usage: hub events list [--provider P] [--type T] [--status S] [--since T] [--until T] [--limit N] [--before CURSOR] [--json]\n\nNewest first. Times are durations before now (90m, 36h, 7d) or times (2026-11-30, 2026-11-30T08:00:00Z).\nA full page ends with the --before cursor of the next one (with --json, every row has its \"cursor\").\n", stdout)
 	provider := fs.String("provider", "", "only this provider")
 	typ := fs.String("type", "", "only this event type, e.g. subscription.created")
 	status := fs.String("status", "", "PENDING, PROCESSED, SKIPPED or FAILED (default: all but SKIPPED)")
 	since := fs.String("since", "", "received at or after")
 	until := fs.String("until", "", "received before")
 	limit := fs.Int("limit", ops.DefaultListLimit, fmt.Sprintf("at most this many rows (1..%d)", ops.MaxListLimit))
+	before := fs.String("before", "", "the next page: rows listed after the row of this cursor (printed at the end of a full page)")
 	asJSON := fs.Bool("json", false, "one JSON object per line")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -205,7 +220,7 @@ func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer env.Close()
-	f := ops.EventFilter{Provider: *provider, Type: *typ, Limit: *limit}
+	f := ops.EventFilter{Provider: *provider, Type: *typ, Limit: *limit, Before: *before}
 	if *status != "" {
 		if f.Status, err = ops.ParseStatus("status", *status); err != nil {
 			return err
@@ -234,7 +249,13 @@ func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.ReceivedAt.UTC().Format(time.RFC3339), r.Provider, r.EventID, r.EventType, r.Status, r.Deliveries, seq, r.ArchiveID, oneLine(r.Error, 60))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(rows) == f.Limit {
+		fmt.Fprintf(stdout, "\nmore may follow: add --before %s\n", rows[len(rows)-1].Cursor)
+	}
+	return nil
 }
 
 func runEventsShow(ctx context.Context, args []string, stdout io.Writer) error {
@@ -352,17 +373,17 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 func runPurge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("purge", fmt.Sprintf(`Usage: hub purge --older-than AGE [--include-failed] [--yes] [--batch N] [--json]
 
-Deletes archive rows (webhook_events) received more than AGE ago (e.g. 90d), in
-batches. Without --yes it is a dry run: it counts what it would delete.
+Deletes archive rows (one per delivery) received more than AGE ago (e.g. 90d),
+in batches. Without --yes it is a dry run: it counts what it would delete.
 
   - AGE is at least %s (or the stream's duplicate window, if longer): the archive
     is the only source for repairing a stream that lost messages (hub reconcile
     --republish) and for the last day's forensics.
-  - PENDING rows (not yet on the stream) are never deleted.
+  - PENDING rows (events not yet on the stream, in the outbox) are never deleted.
   - FAILED rows (never published: the archive is their only copy) are kept
     unless --include-failed.
-  - The dedup table (processed_webhook_events) is never touched: a provider's
-    retry of a purged event is still answered as a duplicate.
+  - The dedup rows (one per event, kept forever) are never touched: a
+    provider's retry of a purged event is still answered as a duplicate.
 `, ops.MinPurgeAge), stdout)
 	olderThan := fs.String("older-than", "", "age of the rows to delete: 90d, 12w, 2160h (required)")
 	yes := fs.Bool("yes", false, "delete; without it the purge is a dry run")
@@ -426,7 +447,7 @@ duplicate window cannot drop. Every subscriber receives it; their idempotency
 skips what they already processed, so side effects stay single.
 `, stdout)
 	provider := fs.String("provider", "", "only this provider")
-	status := fs.String("status", "PROCESSED", "PROCESSED or FAILED")
+	status := fs.String("status", "PROCESSED", "PROCESSED, the only status that can be republished (FAILED events cannot form a subject)")
 	since := fs.String("since", "", "received at or after (90m, 7d, 2026-11-30, RFC 3339)")
 	until := fs.String("until", "", "received before")
 	event := fs.String("event", "", "just this event")

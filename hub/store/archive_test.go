@@ -1,0 +1,415 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/hubtest"
+	"github.com/hookhub/hookhub/hub/store"
+)
+
+// legacyRow is an event as hubs before migration 00004 wrote it: the
+// dedup row without publication state, which the archive row carries.
+type legacyRow struct {
+	eventID string
+	status  hub.Status // PENDING, PROCESSED or FAILED (given up by an old relay)
+	at      time.Time
+	seq     int64 // PROCESSED
+}
+
+// insertLegacy writes rows the way a hub of migration 00003 did (its
+// ingest, then its relay's markPublished or markFailed), and returns their
+// archive ids.
+func insertLegacy(t *testing.T, pool *pgxpool.Pool, rows ...legacyRow) []uuid.UUID {
+	t.Helper()
+	ctx := context.Background()
+	ids := make([]uuid.UUID, len(rows))
+	for i, r := range rows {
+		ids[i] = uuid.Must(uuid.NewV7())
+		_, err := pool.Exec(ctx, `INSERT INTO processed_webhook_events (id, provider, event_id, event_type, processed_at)
+			VALUES ($1, 'paddle', $2, 'subscription.created', $3)`, ids[i], r.eventID, r.at)
+		require.NoError(t, err)
+		switch r.status {
+		case hub.Pending:
+			_, err = pool.Exec(ctx, `INSERT INTO webhook_events (id, provider, event_id, event_type, payload, signature,
+				processing_status, created_at, body, next_attempt_at, first_attempt_at)
+				VALUES ($1, 'paddle', $2, 'subscription.created', '{"legacy": true}', 'ts=1;h1=00', 'PENDING', $3, '{"legacy": true}',
+				        now() + interval '1 hour', $3)`, ids[i], r.eventID, r.at)
+		case hub.Processed:
+			_, err = pool.Exec(ctx, `INSERT INTO webhook_events (id, provider, event_id, event_type, payload, signature,
+				processing_status, created_at, body, publish_attempts, first_attempt_at, published_at, stream_seq)
+				VALUES ($1, 'paddle', $2, 'subscription.created', '{"legacy": true}', 'ts=1;h1=00', 'PROCESSED', $3, '{"legacy": true}',
+				        1, $3, $3::timestamptz + interval '1 second', $4)`, ids[i], r.eventID, r.at, r.seq)
+		case hub.Failed:
+			// An old relay's permanent failure: FAILED, with the error, and
+			// a next attempt it never makes.
+			_, err = pool.Exec(ctx, `INSERT INTO webhook_events (id, provider, event_id, event_type, payload, signature,
+				processing_status, error_message, created_at, body, publish_attempts, next_attempt_at, first_attempt_at)
+				VALUES ($1, 'paddle', $2, 'subscription.created', '{"legacy": true}', 'ts=1;h1=00', 'FAILED', 'bad subject', $3,
+				        '{"legacy": true}', 1, now() + interval '1 hour', $3)`, ids[i], r.eventID, r.at)
+		default:
+			t.Fatalf("insertLegacy: status %s", r.status)
+		}
+		require.NoError(t, err)
+	}
+	return ids
+}
+
+// deliveryAt is a delivery received at at.
+func deliveryAt(eventID string, at time.Time) hub.Delivery {
+	d := delivery(eventID, `{"id":"`+eventID+`"}`)
+	d.ReceivedAt = at
+	return d
+}
+
+// archiveScenario fills the archive with every state of both models, one
+// event per state, each received a minute after the previous one:
+//
+//	legacy_processed  PROCESSED  (archive row, stream seq 4242)
+//	legacy_pending    PENDING    (archive row, next attempt in an hour)
+//	legacy_failed     FAILED     (archive row, given up by an old relay)
+//	new_published     PROCESSED  (dedup row, stream seq 7)
+//	new_outbox        PENDING    (dedup row in the outbox)
+//	new_failed        FAILED     (archive row: its type cannot form a subject)
+//	new_given_up      FAILED     (dedup row: a relay gave up)
+//	legacy_processed  SKIPPED    (a duplicate, through the current ingest)
+//	new_published     SKIPPED    (a duplicate)
+//
+// Row i is received at start + i minutes. It returns the archive ids by
+// event id (the duplicates as dup_<event id>).
+func archiveScenario(t *testing.T, s *store.Store, pool *pgxpool.Pool, start time.Time) map[string]uuid.UUID {
+	t.Helper()
+	ctx := context.Background()
+	at := func(i int) time.Time { return start.Add(time.Duration(i) * time.Minute) }
+	ids := map[string]uuid.UUID{}
+	legacy := insertLegacy(t, pool,
+		legacyRow{eventID: "legacy_processed", status: hub.Processed, at: at(0), seq: 4242},
+		legacyRow{eventID: "legacy_pending", status: hub.Pending, at: at(1)},
+		legacyRow{eventID: "legacy_failed", status: hub.Failed, at: at(2)})
+	ids["legacy_processed"], ids["legacy_pending"], ids["legacy_failed"] = legacy[0], legacy[1], legacy[2]
+
+	failed := deliveryAt("new_failed", at(5))
+	failed.EventType, failed.Error = "subscription created", "cannot form a subject"
+	ds := []hub.Delivery{deliveryAt("new_published", at(3)), deliveryAt("new_outbox", at(4)), failed, deliveryAt("new_given_up", at(6)),
+		deliveryAt("legacy_processed", at(7)), deliveryAt("new_published", at(8))}
+	outs, err := s.Ingest(ctx, ds)
+	require.NoError(t, err)
+	require.Equal(t, []hub.Status{hub.Pending, hub.Pending, hub.Failed, hub.Pending, hub.Skipped, hub.Skipped},
+		[]hub.Status{outs[0].Status, outs[1].Status, outs[2].Status, outs[3].Status, outs[4].Status, outs[5].Status})
+	for _, d := range ds[:4] {
+		ids[d.EventID] = d.ArchiveID
+	}
+	ids["dup_legacy_processed"], ids["dup_new_published"] = ds[4].ArchiveID, ds[5].ArchiveID
+	// The relay's verdicts, recorded as the relay records them.
+	require.NoError(t, s.RecordPublished(ctx, []hub.PublishResult{
+		{ArchiveID: ids["new_published"], Seq: 7},
+		{ArchiveID: ids["new_given_up"], Err: "publish: bad subject", Permanent: true},
+	}))
+	return ids
+}
+
+func eventIDs(ds []hub.ArchivedDelivery) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.EventID
+	}
+	return out
+}
+
+func TestListArchiveBothModels(t *testing.T) {
+	t.Parallel()
+	pool, _ := hubtest.Pool(t)
+	s := store.New(pool)
+	ctx := context.Background()
+	start := time.Now().Add(-time.Hour).Truncate(time.Microsecond)
+	ids := archiveScenario(t, s, pool, start)
+
+	cases := []struct {
+		status hub.Status
+		want   []string // newest first
+	}{
+		{"", []string{"new_given_up", "new_failed", "new_outbox", "new_published", "legacy_failed", "legacy_pending", "legacy_processed"}},
+		{hub.Processed, []string{"new_published", "legacy_processed"}},
+		{hub.Pending, []string{"new_outbox", "legacy_pending"}},
+		{hub.Failed, []string{"new_given_up", "new_failed", "legacy_failed"}},
+		{hub.Skipped, []string{"new_published", "legacy_processed"}},
+	}
+	for _, c := range cases {
+		t.Run(string(c.status), func(t *testing.T) {
+			got, err := s.ListArchive(ctx, hub.ArchiveFilter{Status: c.status, Limit: 100, CountDeliveries: true})
+			require.NoError(t, err)
+			require.Equal(t, c.want, eventIDs(got))
+			for _, d := range got {
+				if c.status != "" {
+					require.Equal(t, c.status, d.Status, d.EventID)
+				}
+				// The view has the last word: the listing agrees with it.
+				var viewStatus string
+				require.NoError(t, pool.QueryRow(ctx, `SELECT processing_status FROM webhook_event_status WHERE id = $1`, d.ArchiveID).Scan(&viewStatus))
+				require.Equal(t, viewStatus, string(d.Status), d.EventID)
+				wantDeliveries := 1
+				if d.EventID == "new_published" || d.EventID == "legacy_processed" {
+					wantDeliveries = 2
+				}
+				require.Equal(t, wantDeliveries, d.Deliveries, d.EventID)
+				require.Nil(t, d.Body, "listings do not read bodies")
+			}
+			// One row a page, with the cursor, gives the same rows.
+			var paged []string
+			f := hub.ArchiveFilter{Status: c.status, Limit: 1}
+			for {
+				page, err := s.ListArchive(ctx, f)
+				require.NoError(t, err)
+				paged = append(paged, eventIDs(page)...)
+				if len(page) < f.Limit {
+					break
+				}
+				f.Before = page[len(page)-1].Cursor()
+			}
+			require.Equal(t, c.want, paged)
+		})
+	}
+
+	// Publication and failure details, whichever row holds them.
+	all, err := s.ListArchive(ctx, hub.ArchiveFilter{Limit: 100})
+	require.NoError(t, err)
+	byID := map[string]hub.ArchivedDelivery{}
+	for _, d := range all {
+		byID[d.EventID] = d
+	}
+	require.EqualValues(t, 4242, byID["legacy_processed"].StreamSeq)
+	require.True(t, byID["legacy_processed"].PublishedAt.Equal(start.Add(time.Second)))
+	require.EqualValues(t, 7, byID["new_published"].StreamSeq)
+	require.False(t, byID["new_published"].PublishedAt.IsZero())
+	require.Equal(t, ids["new_published"], byID["new_published"].ArchiveID)
+	require.Zero(t, byID["new_outbox"].StreamSeq)
+	require.Equal(t, "cannot form a subject", byID["new_failed"].Error)
+	require.Equal(t, "publish: bad subject", byID["new_given_up"].Error)
+	require.Equal(t, 1, byID["new_given_up"].Attempts)
+	require.Equal(t, "bad subject", byID["legacy_failed"].Error)
+	require.Equal(t, "ts=1;h1=00", byID["new_outbox"].Signature)
+	require.True(t, byID["new_outbox"].ReceivedAt.Equal(start.Add(4*time.Minute)))
+
+	// The filters.
+	filtered := []struct {
+		f    hub.ArchiveFilter
+		want []string
+	}{
+		{hub.ArchiveFilter{Since: start.Add(3 * time.Minute), Until: start.Add(5 * time.Minute)}, []string{"new_outbox", "new_published"}},
+		{hub.ArchiveFilter{EventType: "subscription created"}, []string{"new_failed"}},
+		{hub.ArchiveFilter{Provider: "clerk"}, []string{}},
+		{hub.ArchiveFilter{Status: hub.Pending, Until: start.Add(2 * time.Minute)}, []string{"legacy_pending"}},
+		{hub.ArchiveFilter{Status: hub.Failed, Since: start.Add(3 * time.Minute)}, []string{"new_given_up", "new_failed"}},
+		{hub.ArchiveFilter{Status: hub.Processed, Since: start.Add(time.Minute)}, []string{"new_published"}},
+		{hub.ArchiveFilter{Status: hub.Skipped, Limit: 1}, []string{"new_published"}},
+		{hub.ArchiveFilter{Status: hub.Failed, Limit: 2}, []string{"new_given_up", "new_failed"}},
+		{hub.ArchiveFilter{Status: hub.Pending, Before: byID["new_outbox"].Cursor()}, []string{"legacy_pending"}},
+	}
+	for _, c := range filtered {
+		if c.f.Limit == 0 {
+			c.f.Limit = 100
+		}
+		got, err := s.ListArchive(ctx, c.f)
+		require.NoError(t, err)
+		require.Equal(t, c.want, eventIDs(got), "%+v", c.f)
+	}
+	_, err = s.ListArchive(ctx, hub.ArchiveFilter{})
+	require.Error(t, err, "a limit is required")
+	_, err = s.ListArchive(ctx, hub.ArchiveFilter{Status: "DONE", Limit: 1})
+	require.Error(t, err)
+}
+
+// Rows received in the same microsecond page by archive id.
+func TestListArchivePagesTies(t *testing.T) {
+	t.Parallel()
+	pool, _ := hubtest.Pool(t)
+	s := store.New(pool)
+	ctx := context.Background()
+	at := time.Now().Truncate(time.Microsecond)
+	var ds []hub.Delivery
+	for _, id := range []string{"evt_a", "evt_b", "evt_c", "evt_d", "evt_e"} {
+		ds = append(ds, deliveryAt(id, at))
+	}
+	_, err := s.Ingest(ctx, ds)
+	require.NoError(t, err)
+	whole, err := s.ListArchive(ctx, hub.ArchiveFilter{Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, whole, 5)
+	var paged []hub.ArchivedDelivery
+	f := hub.ArchiveFilter{Limit: 2}
+	for {
+		page, err := s.ListArchive(ctx, f)
+		require.NoError(t, err)
+		paged = append(paged, page...)
+		if len(page) < f.Limit {
+			break
+		}
+		f.Before = page[len(page)-1].Cursor()
+	}
+	require.Equal(t, eventIDs(whole), eventIDs(paged))
+	for i := 1; i < len(whole); i++ {
+		require.Negative(t, bytes.Compare(whole[i].ArchiveID[:], whole[i-1].ArchiveID[:]), "newest first: ties by archive id, descending")
+	}
+}
+
+func TestFindEventAndDeliveries(t *testing.T) {
+	t.Parallel()
+	pool, _ := hubtest.Pool(t)
+	s := store.New(pool)
+	ctx := context.Background()
+	start := time.Now().Add(-time.Hour).Truncate(time.Microsecond)
+	ids := archiveScenario(t, s, pool, start)
+
+	for _, c := range []struct {
+		id      uuid.UUID
+		eventID string
+	}{
+		{ids["legacy_processed"], "legacy_processed"},
+		{ids["dup_legacy_processed"], "legacy_processed"},
+		{ids["new_published"], "new_published"},
+		{ids["dup_new_published"], "new_published"},
+	} {
+		provider, eventID, found, err := s.FindEvent(ctx, c.id)
+		require.NoError(t, err)
+		require.True(t, found)
+		require.Equal(t, "paddle", provider)
+		require.Equal(t, c.eventID, eventID)
+	}
+	_, _, found, err := s.FindEvent(ctx, uuid.New())
+	require.NoError(t, err)
+	require.False(t, found)
+
+	ev, found, err := s.Event(ctx, "paddle", "new_published")
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, hub.EventRecord{FirstArchiveID: ids["new_published"], Provider: "paddle", EventID: "new_published",
+		EventType: "subscription.created", FirstSeen: ev.FirstSeen}, ev)
+	require.True(t, ev.FirstSeen.Equal(start.Add(3*time.Minute)))
+	_, found, err = s.Event(ctx, "paddle", "never")
+	require.NoError(t, err)
+	require.False(t, found)
+
+	for _, c := range []struct {
+		eventID  string
+		statuses []hub.Status
+		body     string
+	}{
+		{"new_published", []hub.Status{hub.Processed, hub.Skipped}, `{"id":"new_published"}`},
+		{"legacy_processed", []hub.Status{hub.Processed, hub.Skipped}, `{"legacy": true}`},
+		{"legacy_pending", []hub.Status{hub.Pending}, `{"legacy": true}`},
+		{"new_given_up", []hub.Status{hub.Failed}, `{"id":"new_given_up"}`},
+	} {
+		ds, err := s.Deliveries(ctx, "paddle", c.eventID, 0)
+		require.NoError(t, err)
+		var statuses []hub.Status
+		for _, d := range ds {
+			statuses = append(statuses, d.Status)
+		}
+		require.Equal(t, c.statuses, statuses, c.eventID)
+		require.Equal(t, c.body, string(ds[0].Body), c.eventID)
+		if len(ds) > 1 {
+			require.Nil(t, ds[1].Body, "a duplicate keeps no body")
+			require.True(t, ds[1].ReceivedAt.After(ds[0].ReceivedAt))
+		}
+	}
+	ds, err := s.Deliveries(ctx, "paddle", "new_published", 1)
+	require.NoError(t, err)
+	require.Len(t, ds, 1)
+	require.Equal(t, ids["new_published"], ds[0].ArchiveID, "the first delivery first")
+
+	// After a purge of the archive rows, the dedup row still names the
+	// event by its first delivery's archive id.
+	_, err = pool.Exec(ctx, `DELETE FROM webhook_events WHERE event_id = 'new_published'`)
+	require.NoError(t, err)
+	_, eventID, found, err := s.FindEvent(ctx, ids["new_published"])
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, "new_published", eventID)
+	_, _, found, err = s.FindEvent(ctx, ids["dup_new_published"])
+	require.NoError(t, err)
+	require.False(t, found, "a duplicate's id is the archive's only")
+	ds, err = s.Deliveries(ctx, "paddle", "new_published", 0)
+	require.NoError(t, err)
+	require.Empty(t, ds)
+}
+
+func TestPublishedRowsBothModels(t *testing.T) {
+	t.Parallel()
+	pool, _ := hubtest.Pool(t)
+	s := store.New(pool)
+	ctx := context.Background()
+	start := time.Now().Add(-time.Hour).Truncate(time.Microsecond)
+	ids := archiveScenario(t, s, pool, start)
+	more := insertLegacy(t, pool, legacyRow{eventID: "legacy_processed_2", status: hub.Processed, at: start.Add(10 * time.Minute), seq: 4343})
+	late := deliveryAt("new_published_2", start.Add(11*time.Minute))
+	late.TraceParent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	late.OccurredAt = start.Add(-time.Hour)
+	_, err := s.Ingest(ctx, []hub.Delivery{late})
+	require.NoError(t, err)
+	require.NoError(t, s.RecordPublished(ctx, []hub.PublishResult{{ArchiveID: late.ArchiveID, Seq: 9}}))
+
+	all := []string{"legacy_processed", "new_published", "legacy_processed_2", "new_published_2"} // oldest first
+	rows, err := s.PublishedRows(ctx, hub.PublishedFilter{Since: start, Limit: 100})
+	require.NoError(t, err)
+	got := make([]string, len(rows))
+	for i, r := range rows {
+		got[i] = r.EventID
+	}
+	require.Equal(t, all, got, "PROCESSED first deliveries of both models, no duplicate, oldest first")
+	last := rows[3]
+	require.Equal(t, late.ArchiveID, last.ArchiveID)
+	require.Equal(t, late.Body, last.Body)
+	require.Equal(t, late.TraceParent, last.TraceParent)
+	require.True(t, last.OccurredAt.Equal(late.OccurredAt))
+	require.True(t, last.ReceivedAt.Equal(late.ReceivedAt))
+	require.Equal(t, "subscription.created", last.EventType)
+	require.Equal(t, `{"legacy": true}`, string(rows[0].Body))
+
+	// A page at a time.
+	var paged []string
+	f := hub.PublishedFilter{Since: start, Limit: 3}
+	for {
+		page, err := s.PublishedRows(ctx, f)
+		require.NoError(t, err)
+		for _, r := range page {
+			paged = append(paged, r.EventID)
+		}
+		if len(page) < f.Limit {
+			break
+		}
+		f.After = hub.ArchiveCursor{ReceivedAt: page[len(page)-1].ReceivedAt, ArchiveID: page[len(page)-1].ArchiveID}
+	}
+	require.Equal(t, all, paged)
+
+	for _, c := range []struct {
+		f    hub.PublishedFilter
+		want []string
+	}{
+		{hub.PublishedFilter{Provider: "paddle", EventID: "legacy_processed"}, []string{"legacy_processed"}},
+		{hub.PublishedFilter{Provider: "paddle", EventID: "new_outbox"}, nil},
+		{hub.PublishedFilter{Provider: "paddle", EventID: "new_given_up"}, nil},
+		{hub.PublishedFilter{Provider: "paddle", EventID: "legacy_pending"}, nil},
+		{hub.PublishedFilter{Provider: "clerk", Since: start}, nil},
+		{hub.PublishedFilter{Since: start.Add(3 * time.Minute), Until: start.Add(11 * time.Minute)}, []string{"new_published", "legacy_processed_2"}},
+		{hub.PublishedFilter{ArchiveIDs: []uuid.UUID{more[0], ids["new_outbox"], ids["dup_new_published"], late.ArchiveID}}, []string{"legacy_processed_2", "new_published_2"}},
+		{hub.PublishedFilter{ArchiveIDs: []uuid.UUID{}}, nil},
+	} {
+		c.f.Limit = 100
+		rows, err := s.PublishedRows(ctx, c.f)
+		require.NoError(t, err)
+		var got []string
+		for _, r := range rows {
+			got = append(got, r.EventID)
+		}
+		require.Equal(t, c.want, got, "%+v", c.f)
+	}
+	_, err = s.PublishedRows(ctx, hub.PublishedFilter{})
+	require.Error(t, err, "a limit is required")
+}
