@@ -40,14 +40,26 @@ WHERE p.id = l.id`
 // again only once the lease has passed, so no other relay takes them
 // meanwhile, and a relay that dies while publishing leaves them to the next
 // one. An event's first attempt is taken as its receipt when none was
-// recorded: the committing process publishes it right after the commit.
+// recorded: the committing process publishes it right after the commit. An
+// event whose archive row is gone (it cannot be, short of a hand-made
+// DELETE: purges keep the outbox's rows) has no body to publish: it is
+// given up, FAILED with a message saying why, instead of staying due for
+// ever.
 const claimSQL = `
+WITH due AS (
+    SELECT id FROM processed_webhook_events
+    WHERE next_attempt_at <= now()
+    ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED
+), orphans AS (
+    UPDATE processed_webhook_events p
+    SET next_attempt_at = NULL, publish_error = 'given up: the archive row was deleted before the event was published'
+    FROM due
+    WHERE p.id = due.id AND NOT EXISTS (SELECT 1 FROM webhook_events a WHERE a.id = p.id)
+)
 UPDATE processed_webhook_events p
 SET next_attempt_at = now() + $2 * interval '1 millisecond'
-FROM webhook_events a
-WHERE a.id = p.id AND p.id IN (SELECT id FROM processed_webhook_events
-                               WHERE next_attempt_at <= now()
-                               ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+FROM due, webhook_events a
+WHERE p.id = due.id AND a.id = p.id
 RETURNING p.id, p.provider, p.event_id, p.event_type, a.body, a.created_at, a.occurred_at,
           p.publish_attempts, COALESCE(p.first_attempt_at, p.processed_at), a.trace_parent`
 

@@ -58,9 +58,13 @@ WITH legacy AS (
     WHERE id = ANY($1) AND processing_status = 'PROCESSED' AND published_at < $2 AND body IS NOT NULL
     RETURNING id
 ), current AS (
+    -- FOR SHARE OF a: a purge deleting the archive row meanwhile makes
+    -- the row drop out here, rather than leave an event in the outbox
+    -- without its body.
     SELECT p.id FROM processed_webhook_events p JOIN webhook_events a ON a.id = p.id
     WHERE p.id = ANY($1) AND a.processing_status IS NULL AND a.body IS NOT NULL
       AND p.stream_seq IS NOT NULL AND p.published_at < $2
+    FOR SHARE OF a
 )
 UPDATE processed_webhook_events p
 SET next_attempt_at = now(), first_attempt_at = now(), published_at = NULL, stream_seq = NULL, publish_error = $3

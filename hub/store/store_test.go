@@ -293,3 +293,32 @@ func TestIngestPayloadColumn(t *testing.T) {
 		}
 	}
 }
+
+// An event in the outbox whose archive row was deleted by hand has no body
+// to publish: a claim gives it up (FAILED, with the reason) instead of
+// leaving it due for ever, and still hands out the others.
+func TestClaimGivesUpEventsWithoutArchiveRow(t *testing.T) {
+	t.Parallel()
+	pool, _ := hubtest.Pool(t)
+	s := store.New(pool)
+	ctx := context.Background()
+	gone, kept := delivery("evt_gone", `{}`), delivery("evt_kept", `{}`)
+	_, err := s.Ingest(ctx, []hub.Delivery{gone, kept})
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `DELETE FROM webhook_events WHERE id = $1`, gone.ArchiveID)
+	require.NoError(t, err)
+
+	rows, err := s.Claim(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	require.Equal(t, kept.ArchiveID, rows[0].ArchiveID)
+	var due *time.Time
+	var reason *string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT next_attempt_at, publish_error FROM processed_webhook_events WHERE id = $1`,
+		gone.ArchiveID).Scan(&due, &reason))
+	require.Nil(t, due, "out of the outbox")
+	require.Contains(t, *reason, "archive row was deleted")
+	b, err := s.OutboxBacklog(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, b.Pending, "only the leased event is still in the outbox")
+}
