@@ -74,7 +74,24 @@ func (s *server) fillTemplate(ctx context.Context, rows int, dupShare float64, l
 	if err != nil {
 		return fail(err)
 	}
-	pl.ArchiveRows, pl.Events, err = store.New(pool).ImportPublished(ctx, events)
+	// Progress every tenth, and when the last event was handed over: the
+	// COPY is done but for one chunk; the commit and VACUUM ANALYZE follow.
+	var copied time.Duration
+	written, tenth := 0, max(rows/10, 1)
+	logged := func(yield func(store.ImportedEvent) bool) {
+		for ev := range events {
+			n := 1 + len(ev.Duplicates)
+			if (written+n)/tenth > written/tenth && written+n < rows {
+				fmt.Fprintf(log, "… %d rows after %.0f s\n", written+n, time.Since(start).Seconds())
+			}
+			written += n
+			if !yield(ev) {
+				return
+			}
+		}
+		copied = time.Since(start)
+	}
+	pl.ArchiveRows, pl.Events, err = store.New(pool).ImportPublished(ctx, logged)
 	pool.Close()
 	if err != nil {
 		return fail(err)
@@ -89,7 +106,8 @@ func (s *server) fillTemplate(ctx context.Context, rows int, dupShare float64, l
 	if pl.DatabaseMB, err = s.sizeMB(ctx, db.name); err != nil {
 		return fail(err)
 	}
-	fmt.Fprintf(log, "preloaded %d archive rows (%d events, %.0f MB) in %.1f s\n", pl.ArchiveRows, pl.Events, pl.DatabaseMB, pl.FillSeconds)
+	fmt.Fprintf(log, "preloaded %d archive rows (%d events, %.0f MB) in %.1f s: %.1f s to generate and COPY them, %.1f s to commit, VACUUM ANALYZE and make it a template\n",
+		pl.ArchiveRows, pl.Events, pl.DatabaseMB, pl.FillSeconds, copied.Seconds(), pl.FillSeconds-copied.Seconds())
 	return pl, nil
 }
 
