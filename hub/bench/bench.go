@@ -295,7 +295,9 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		if err != nil {
 			return rep, err
 		}
-		if !cfg.Keep {
+		if cfg.Keep {
+			defer srv.thaw(pl.template)
+		} else {
 			defer srv.drop(pl.template)
 		}
 		rep.Preloads[i] = pl
@@ -376,7 +378,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	for i := range sizes {
 		pl := &rep.Preloads[i]
-		ratio := func(f func(Ratios) float64) float64 {
+		median := func(f func(Ratios) float64) float64 {
 			return medianOf(rep.Rounds, func(r Round) float64 {
 				if r.Sizes == nil {
 					return f(roundRatios(cfg, r.Runs, perSize, i))
@@ -384,10 +386,10 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 				return f(r.Sizes[i])
 			})
 		}
-		pl.VsUnbatched = ratio(func(r Ratios) float64 { return r.VsUnbatched })
-		pl.VsCeiling = ratio(func(r Ratios) float64 { return r.VsCeiling })
-		pl.ThroughputVsFirst = ratio(func(r Ratios) float64 { return r.ThroughputVsFirst })
-		pl.PostgresCPUVsFirst = ratio(func(r Ratios) float64 { return r.PostgresCPUVsFirst })
+		pl.VsUnbatched = median(func(r Ratios) float64 { return r.VsUnbatched })
+		pl.VsCeiling = median(func(r Ratios) float64 { return r.VsCeiling })
+		pl.ThroughputVsFirst = median(func(r Ratios) float64 { return r.ThroughputVsFirst })
+		pl.PostgresCPUVsFirst = median(func(r Ratios) float64 { return r.PostgresCPUVsFirst })
 		var copies []float64
 		for _, round := range rep.Rounds {
 			for _, r := range round.Runs[i*perSize : (i+1)*perSize] {
@@ -410,18 +412,25 @@ func roundRatios(cfg Config, runs []Result, perSize, i int) Ratios {
 	at := runs[i*perSize : (i+1)*perSize]
 	r := Ratios{PreloadRows: at[0].PreloadRows}
 	if cfg.Baseline {
-		r.VsUnbatched = at[0].PerSecond / at[1].PerSecond
+		r.VsUnbatched = ratio(at[0].PerSecond, at[1].PerSecond)
 	}
 	if cfg.Ceiling {
-		r.VsCeiling = at[0].PerSecond / at[len(at)-1].PerSecond
+		r.VsCeiling = ratio(at[0].PerSecond, at[len(at)-1].PerSecond)
 	}
 	if i > 0 {
-		r.ThroughputVsFirst = at[0].PerSecond / runs[0].PerSecond
-		if runs[0].PostgresCPUus > 0 {
-			r.PostgresCPUVsFirst = at[0].PostgresCPUus / runs[0].PostgresCPUus
-		}
+		r.ThroughputVsFirst = ratio(at[0].PerSecond, runs[0].PerSecond)
+		r.PostgresCPUVsFirst = ratio(at[0].PostgresCPUus, runs[0].PostgresCPUus)
 	}
 	return r
+}
+
+// ratio is a/b, or 0 when b is 0 (a run without a single 2xx): JSON has no
+// infinity.
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
 }
 
 // medianOf is the median of f over rounds (the upper one of an even count).
@@ -755,7 +764,7 @@ func freeAddr() (string, error) {
 // hub's admin listener (adminBase): the deliveries and the transactions so
 // far.
 func commitBatches(adminBase string) (sum, count float64, err error) {
-	resp, err := http.Get(adminBase + "/metrics")
+	resp, err := probe.Get(adminBase + "/metrics")
 	if err != nil {
 		return 0, 0, err
 	}
@@ -782,10 +791,15 @@ func commitBatches(adminBase string) (sum, count float64, err error) {
 	return sum, count, nil
 }
 
+// probe is the client of the bench's requests to a hub other than the
+// deliveries: a hub that stops answering fails them instead of hanging the
+// bench.
+var probe = &http.Client{Timeout: 10 * time.Second}
+
 func waitReady(ctx context.Context, base string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		resp, err := http.Get(base + "/readyz")
+		resp, err := probe.Get(base + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

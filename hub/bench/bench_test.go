@@ -190,7 +190,7 @@ func TestParsePreload(t *testing.T) {
 		{in: "1e6", err: "not a number"},
 		{in: "_1", err: "not a number"},
 		{in: "99999999999999999999", err: "not a number"},
-		{in: "20000001", err: "must be within"},
+		{in: "10000001", err: "must be within"},
 		{in: "1,2,3,4,5,6,7,8,9", err: "at most 8"},
 		{in: "1\x00", err: "not a number"},
 	} {

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -34,7 +35,7 @@ func connectServer(ctx context.Context, adminURL string) (*server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to Postgres: %w", err)
 	}
-	s := &server{adminURL: adminURL, conn: conn, prefix: fmt.Sprintf("hub_bench_%d", time.Now().Unix())}
+	s := &server{adminURL: adminURL, conn: conn, prefix: fmt.Sprintf("hub_bench_%d_%04x", time.Now().Unix(), rand.Uint32N(1<<16))}
 	if err := conn.QueryRow(ctx, `SELECT current_setting('server_version_num')::int`).Scan(&s.version); err != nil {
 		conn.Close(ctx)
 		return nil, fmt.Errorf("server version: %w", err)
@@ -109,9 +110,35 @@ func migrate(ctx context.Context, url string) error {
 	return nil
 }
 
-// drop drops a database, whoever is still connected to it.
+// drop drops a database, whoever is still connected to it. It runs on a
+// connection of its own when the bench's is gone (a query interrupted by
+// Ctrl-C closes it), so an interrupted bench leaves no database behind.
 func (s *server) drop(name string) {
-	_, _ = s.conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s.admin(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+}
+
+// thaw lets sessions into a template again (kept with --keep, for a look).
+func (s *server) thaw(name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s.admin(ctx, "ALTER DATABASE "+pgx.Identifier{name}.Sanitize()+" WITH ALLOW_CONNECTIONS true")
+}
+
+// admin runs a clean-up statement, on a new connection when the bench's
+// is closed.
+func (s *server) admin(ctx context.Context, stmt string) {
+	conn := s.conn
+	if conn.IsClosed() {
+		c, err := pgx.Connect(ctx, conn.Config().ConnString())
+		if err != nil {
+			return
+		}
+		defer c.Close(ctx)
+		conn = c
+	}
+	_, _ = conn.Exec(ctx, stmt)
 }
 
 // freeze makes name a template no one connects to any more, so copies of

@@ -215,7 +215,7 @@ func uuidV7At(t time.Time, rng *rand.Rand) uuid.UUID {
 // Bounds of a preload: rows take about 4 KB of disk each, in the template
 // and in the copy of each run.
 const (
-	MaxPreloadRows  = 20_000_000
+	MaxPreloadRows  = 10_000_000
 	maxPreloadSizes = 8
 )
 

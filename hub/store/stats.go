@@ -93,7 +93,8 @@ type ImportedEvent struct {
 	First      hub.Delivery   // archived with its body; its ArchiveID is the dedup row's id
 	Duplicates []hub.Delivery // archived SKIPPED, without a body
 	// StreamSeq and PublishedAt are JetStream's acknowledgement: the
-	// stream sequence (at least 1) and when it was received.
+	// stream sequence (at least 1) and when it was received (zero: the
+	// first delivery's receipt).
 	StreamSeq   uint64
 	PublishedAt time.Time
 }
@@ -216,7 +217,11 @@ func importChunkRows(ctx context.Context, tx pgx.Tx, events []ImportedEvent) (ar
 			e := &events[i]
 			d := &e.First
 			dvalues[0], dvalues[1], dvalues[2], dvalues[3] = [16]byte(d.ArchiveID), cleanText(d.Provider), cleanText(d.EventID), cleanText(d.EventType)
-			dvalues[4], dvalues[5], dvalues[6], dvalues[7] = d.ReceivedAt, int32(1), int64(e.StreamSeq), e.PublishedAt
+			publishedAt := e.PublishedAt
+			if publishedAt.IsZero() {
+				publishedAt = d.ReceivedAt
+			}
+			dvalues[4], dvalues[5], dvalues[6], dvalues[7] = d.ReceivedAt, int32(1), int64(e.StreamSeq), publishedAt
 			return dvalues, nil
 		}))
 	if err != nil {

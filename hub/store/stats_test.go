@@ -142,6 +142,7 @@ func TestStatsImportPublished(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now().Add(-24 * time.Hour).Truncate(time.Microsecond)
 	evs := statsEvents("evt_imported_", 5000, start) // several COPY chunks
+	evs[7].PublishedAt = time.Time{}                 // unknown: taken as the receipt
 	rows := 0
 	for _, ev := range evs {
 		rows += 1 + len(ev.Duplicates)
@@ -189,6 +190,10 @@ func TestStatsImportPublished(t *testing.T) {
 		require.Equal(t, "SKIPPED", got[i+1].Status)
 		require.Nil(t, got[i+1].Body)
 	}
+
+	var publishedAt time.Time
+	require.NoError(t, pool.QueryRow(ctx, `SELECT published_at FROM webhook_event_status WHERE id = $1`, evs[7].First.ArchiveID).Scan(&publishedAt))
+	require.True(t, evs[7].First.ReceivedAt.Equal(publishedAt), "%s", publishedAt)
 
 	// The dedup knows the imported events: a new delivery of one is a
 	// duplicate.
