@@ -106,6 +106,11 @@ Flags:
 	}
 	var profile func(string) func()
 	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile) // fail now rather than after the preload
+		if err != nil {
+			return err
+		}
+		f.Close()
 		profile = profiler(*cpuProfile, logw)
 	}
 	rep, err := bench.Run(ctx, bench.Config{
