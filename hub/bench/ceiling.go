@@ -24,16 +24,15 @@ const (
 
 // runCeiling inserts the workload's archive and dedup rows straight into
 // Postgres, with the hub's own multi-row statement.
-func runCeiling(ctx context.Context, cfg Config, w *workload) (Result, error) {
-	dbName := fmt.Sprintf("hub_bench_%d_ceiling", time.Now().Unix())
-	dbURL, drop, err := freshDatabase(ctx, cfg.AdminURL, dbName)
+func runCeiling(ctx context.Context, cfg Config, srv *server, w *workload, pl *Preload) (Result, error) {
+	db, err := srv.create(ctx, "ceiling", pl.template)
 	if err != nil {
 		return Result{}, err
 	}
 	if !cfg.Keep {
-		defer drop()
+		defer srv.drop(db.name)
 	}
-	pcfg, err := pgxpool.ParseConfig(dbURL)
+	pcfg, err := pgxpool.ParseConfig(db.url)
 	if err != nil {
 		return Result{}, err
 	}
@@ -50,7 +49,7 @@ func runCeiling(ctx context.Context, cfg Config, w *workload) (Result, error) {
 	for i := range ds {
 		ds[i] = hub.Delivery{
 			ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle", EventID: eventID(w.eventOf[i]),
-			EventType: "subscription.created", Body: w.bodies[i], Signature: w.headers[i].Get("Paddle-Signature"),
+			EventType: "subscription.created", Body: w.bodies[i], Signature: string(w.signatures[i]),
 			SignedAt: now, ReceivedAt: now,
 		}
 	}
@@ -65,6 +64,10 @@ func runCeiling(ctx context.Context, cfg Config, w *workload) (Result, error) {
 	var lat []time.Duration
 	var firstErr error
 	var wg sync.WaitGroup
+	wal0, err := srv.walPosition(ctx)
+	if err != nil {
+		return Result{}, err
+	}
 	pg0 := postgresCPU()
 	start := time.Now()
 	for range ceilingConns {
@@ -97,10 +100,16 @@ func runCeiling(ctx context.Context, cfg Config, w *workload) (Result, error) {
 	if firstErr != nil {
 		return Result{}, firstErr
 	}
+	wal1, err := srv.walPosition(ctx)
+	if err != nil {
+		return Result{}, err
+	}
 	slices.Sort(lat)
 	measured := len(ds) - w.warmup
 	res := summarize(lat, elapsed, measured, w.events)
+	res.PreloadRows, res.CopySeconds = pl.ArchiveRows, db.copySeconds
 	res.PostgresCPUus = perDelivery(pg, measured)
+	res.WALBytes = float64(wal1-wal0) / float64(measured)
 	res.MeanCommitBatch = float64(measured) / float64((measured+ceilingBatch-1)/ceilingBatch)
-	return res, verify(ctx, &res, dbURL, nil)
+	return res, verify(ctx, &res, st, pl.since, nil, nil)
 }

@@ -1,0 +1,335 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/hubtest"
+	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/store"
+)
+
+// TestVerify feeds the end-of-run check tables and streams with one thing
+// wrong at a time: each must show as lost (or duplicated).
+func TestVerify(t *testing.T) {
+	t.Parallel()
+	const events = 4
+	for _, tc := range []struct {
+		name       string
+		onStream   []int // events published to the stream, in order
+		recorded   []int // events whose publish is recorded (out of the outbox)
+		gaveUp     []int // events whose publish failed for good
+		ceiling    bool  // no stream: only the tables
+		ingested   int   // events ingested (0..events)
+		lost, dups int
+	}{
+		{name: "all published", onStream: []int{0, 1, 2, 3}, recorded: []int{0, 1, 2, 3}, ingested: 4},
+		{name: "one left in the outbox", onStream: []int{0, 1, 2, 3}, recorded: []int{0, 1, 2}, ingested: 4, lost: 1},
+		{name: "one given up", onStream: []int{0, 1, 2}, recorded: []int{0, 1, 2}, gaveUp: []int{3}, ingested: 4, lost: 2},
+		{name: "one not on the stream", onStream: []int{0, 1, 3}, recorded: []int{0, 1, 2, 3}, ingested: 4, lost: 1},
+		{name: "one never recorded", onStream: []int{0, 1, 2}, recorded: []int{0, 1, 2}, ingested: 3, lost: 2},
+		{name: "one twice on the stream", onStream: []int{0, 1, 2, 3, 2}, recorded: []int{0, 1, 2, 3}, ingested: 4, dups: 1},
+		{name: "ceiling: all recorded", ceiling: true, ingested: 4},
+		{name: "ceiling: one missing", ceiling: true, ingested: 3, lost: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			pool, _ := hubtest.Pool(t)
+			st := store.New(pool)
+			start := time.Now()
+			// An older event, as a preload would be: never counted.
+			_, err := st.Ingest(ctx, []hub.Delivery{benchDelivery("evt_preload_0", start.Add(-time.Hour))})
+			require.NoError(t, err)
+			ds := make([]hub.Delivery, events)
+			for i := range ds {
+				ds[i] = benchDelivery(eventID(i), start)
+			}
+			_, err = st.Ingest(ctx, append(ds[:tc.ingested:tc.ingested], benchDelivery(eventID(0), start)))
+			require.NoError(t, err)
+
+			var js jetstream.JetStream
+			if !tc.ceiling {
+				n := hubtest.JetStream(t)
+				nc, err := nats.Connect(n.URL())
+				require.NoError(t, err)
+				t.Cleanup(nc.Close)
+				js, err = jetstream.New(nc)
+				require.NoError(t, err)
+				// The shortest duplicate window: a second message of an event is
+				// stored once it has passed, as a relay that lost track would store it.
+				_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "WEBHOOKS", Subjects: []string{"paddle.>"}, Duplicates: 100 * time.Millisecond})
+				require.NoError(t, err)
+				for k, i := range tc.onStream {
+					if k > 0 && slices.Contains(tc.onStream[:k], i) {
+						// Past the duplicate window of the first copy.
+						require.Eventually(t, func() bool {
+							_, err := js.Publish(ctx, "paddle.subscription.created", nil, jetstream.WithMsgID(fmt.Sprintf("paddle:%s", eventID(i))))
+							info, ierr := js.Stream(ctx, "WEBHOOKS")
+							require.NoError(t, ierr)
+							state, ierr := info.Info(ctx)
+							require.NoError(t, ierr)
+							return err == nil && state.State.Msgs == uint64(k+1)
+						}, 10*time.Second, 5*time.Millisecond)
+						continue
+					}
+					_, err := js.Publish(ctx, "paddle.subscription.created", nil, jetstream.WithMsgID(fmt.Sprintf("paddle:%s", eventID(i))))
+					require.NoError(t, err)
+				}
+			}
+			var results []hub.PublishResult
+			for _, i := range tc.recorded {
+				results = append(results, hub.PublishResult{ArchiveID: ds[i].ArchiveID, Seq: uint64(i + 1)})
+			}
+			for _, i := range tc.gaveUp {
+				results = append(results, hub.PublishResult{ArchiveID: ds[i].ArchiveID, Err: "rejected", Permanent: true})
+			}
+			require.NoError(t, st.RecordPublished(ctx, results))
+
+			r := Result{Events: events}
+			stored := make([]int64, events)
+			require.NoError(t, verify(ctx, &r, st, start, js, stored))
+			require.Equal(t, tc.lost, r.Lost, "lost")
+			require.Equal(t, tc.dups, r.Duplicated, "duplicated")
+			require.Equal(t, tc.ingested+1, r.ArchiveRows, "this run's rows only")
+			require.Equal(t, tc.ingested, r.DedupRows)
+			if !tc.ceiling {
+				require.Equal(t, len(tc.onStream), r.StreamMsgs)
+				for _, i := range tc.onStream {
+					require.NotZero(t, stored[i], "event %d: when the stream stored it", i)
+				}
+			}
+		})
+	}
+}
+
+func benchDelivery(id string, at time.Time) hub.Delivery {
+	return hub.Delivery{
+		ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle", EventID: id, EventType: "subscription.created",
+		Body: []byte(`{"event_id":"` + id + `"}`), ReceivedAt: at,
+	}
+}
+
+func TestPreloadEvents(t *testing.T) {
+	t.Parallel()
+	const rows = 3000
+	end := time.Now()
+	events, err := preloadEvents(rows, 0.10, end)
+	require.NoError(t, err)
+	w, err := newWorkload(50, 0)
+	require.NoError(t, err)
+	p, err := provider.NewPaddle([]string{benchSecret}, time.Minute)
+	require.NoError(t, err)
+
+	var n, dups int
+	var last time.Time
+	ids := map[string]bool{}
+	for ev := range events {
+		require.False(t, ids[ev.First.EventID], "event ids are unique")
+		ids[ev.First.EventID] = true
+		require.True(t, strings.HasPrefix(ev.First.EventID, preloadPrefix), ev.First.EventID)
+		_, isWorkload := eventIndex("paddle:" + ev.First.EventID)
+		require.False(t, isWorkload, "no workload event is preloaded")
+		require.EqualValues(t, len(ids), ev.StreamSeq)
+		require.True(t, ev.PublishedAt.After(ev.First.ReceivedAt))
+		require.InDelta(t, w.bodyBytes, len(ev.First.Body), 40, "the workload's body size")
+		for _, d := range append([]hub.Delivery{ev.First}, ev.Duplicates...) {
+			n++
+			require.Equal(t, ev.First.EventID, d.EventID)
+			require.Equal(t, ev.First.Body, d.Body)
+			require.True(t, d.ReceivedAt.After(last), "oldest first")
+			last = d.ReceivedAt
+			require.False(t, d.ReceivedAt.Before(end.Add(-preloadSpan)))
+			require.True(t, d.ReceivedAt.Before(end), "every row received before end")
+			require.Equal(t, uuid.Version(7), d.ArchiveID.Version())
+			require.Equal(t, uuid.RFC4122, d.ArchiveID.Variant())
+			sec, nsec := d.ArchiveID.Time().UnixTime()
+			require.Equal(t, d.ReceivedAt.UnixMilli(), time.Unix(sec, nsec).UnixMilli(), "a UUIDv7 of the receipt")
+			got, err := p.Verify(http.Header{provider.PaddleSignatureHeader: {d.Signature}}, d.Body, d.SignedAt)
+			require.NoError(t, err, "signed")
+			require.Equal(t, d.EventID, got.ID)
+		}
+		dups += len(ev.Duplicates)
+	}
+	require.Equal(t, rows, n)
+	require.InDelta(t, 0.10, float64(dups)/rows, 0.02, "about a tenth are duplicates")
+	require.Less(t, end.Sub(last), 2*preloadSpan/rows, "spread up to end")
+}
+
+func TestParsePreload(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   string
+		want []int
+		err  string
+	}{
+		{in: "0", want: []int{0}},
+		{in: "0,2000000", want: []int{0, 2000000}},
+		{in: " 0 , 2_000_000 ", want: []int{0, 2000000}},
+		{in: "", err: "not a number"},
+		{in: "0,,1", err: "not a number"},
+		{in: "-1", err: "must be within"},
+		{in: "1e6", err: "not a number"},
+		{in: "_1", err: "not a number"},
+		{in: "99999999999999999999", err: "not a number"},
+		{in: "10000001", err: "must be within"},
+		{in: "1,2,3,4,5,6,7,8,9", err: "at most 8"},
+		{in: "1\x00", err: "not a number"},
+	} {
+		got, err := ParsePreload(tc.in)
+		if tc.err != "" {
+			require.ErrorContains(t, err, tc.err, "%q", tc.in)
+			continue
+		}
+		require.NoError(t, err, tc.in)
+		require.Equal(t, tc.want, got)
+	}
+}
+
+func FuzzParsePreload(f *testing.F) {
+	for _, s := range []string{"0", "0,2000000", "1_000", " 5 ,6", "-0", "+7", "\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		sizes, err := ParsePreload(s)
+		if err != nil {
+			return
+		}
+		require.NotEmpty(t, sizes)
+		require.LessOrEqual(t, len(sizes), maxPreloadSizes)
+		for _, n := range sizes {
+			require.True(t, n >= 0 && n <= MaxPreloadRows, "%d", n)
+		}
+	})
+}
+
+// TestHubEnv: the operator's environment reaches the hub, but not in
+// place of the bench's addresses, stream, database or secrets.
+func TestHubEnv(t *testing.T) {
+	t.Parallel()
+	operator := []string{"PATH=/bin", "HUB_ADMIN_ADDR=:6060", "HUB_HTTP_ADDR=:8080", "HUB_STREAM=PROD",
+		"HUB_DATABASE_URL=postgres://prod/hub", "HUB_PADDLE_SECRETS=pdl_prod", "HUB_RELAY_WORKERS=2"}
+	env := hubEnv(operator, "postgres://bench/db", "nats://bench", "127.0.0.1:1001", "127.0.0.1:1002", 64, []string{"HUB_RELAY_WORKERS=3"})
+	require.Equal(t, operator, []string{"PATH=/bin", "HUB_ADMIN_ADDR=:6060", "HUB_HTTP_ADDR=:8080", "HUB_STREAM=PROD",
+		"HUB_DATABASE_URL=postgres://prod/hub", "HUB_PADDLE_SECRETS=pdl_prod", "HUB_RELAY_WORKERS=2"}, "the bench's environment is not changed")
+	// What the child sees: the last value of each variable.
+	cmd := exec.Command("true")
+	cmd.Env = env
+	seen := map[string]string{}
+	for _, kv := range cmd.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		seen[k] = v
+	}
+	for k, want := range map[string]string{
+		"PATH": "/bin", "HUB_ADMIN_ADDR": "127.0.0.1:1002", "HUB_HTTP_ADDR": "127.0.0.1:1001", "HUB_STREAM": "WEBHOOKS",
+		"HUB_DATABASE_URL": "postgres://bench/db", "HUB_NATS_URL": "nats://bench", "HUB_PADDLE_SECRETS": benchSecret,
+		"HUB_BATCH_MAX": "64", "HUB_RELAY_WORKERS": "3",
+	} {
+		require.Equal(t, want, seen[k], k)
+	}
+}
+
+func TestCommitBatches(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, "# HELP hub_commit_batch_deliveries x\nhub_commit_batch_deliveries_bucket{le=\"1\"} 3\nhub_commit_batch_deliveries_sum 120\nhub_commit_batch_deliveries_count 4\n")
+	}))
+	defer srv.Close()
+	sum, n, err := commitBatches(srv.URL)
+	require.NoError(t, err)
+	require.Equal(t, 120.0, sum)
+	require.Equal(t, 4.0, n)
+	_, _, err = commitBatches(srv.URL + "/elsewhere")
+	require.Error(t, err)
+}
+
+// buildHub compiles the hub binary once per test binary run.
+var buildHub = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "hub-bench-bin-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "hub")
+	out, err := exec.Command("go", "build", "-o", bin, "../cmd/hub").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// TestRunPreloadedWhateverTheEnvironment runs the bench end to end with an
+// empty and a preloaded archive, from an environment whose HUB_ADMIN_ADDR
+// and HUB_HTTP_ADDR are taken: the hubs get their own, /metrics is read
+// from their admin listeners, and the preload is in no run's counts.
+func TestRunPreloadedWhateverTheEnvironment(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the hub binary")
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	bin, err := buildHub()
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(filepath.Dir(bin)) })
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	t.Setenv("HUB_ADMIN_ADDR", taken.Addr().String())
+	t.Setenv("HUB_HTTP_ADDR", taken.Addr().String())
+
+	var profiled []string
+	rep, err := Run(context.Background(), Config{
+		AdminURL: hubtest.AdminURL(), HubCommand: []string{bin},
+		Count: 300, Warmup: 100, Concurrency: 8, Duplicates: 0.2, BatchMax: 64, Baseline: true, Ceiling: true,
+		Preload: []int{0, 500}, Rounds: 1,
+		Profile: func(run string) func() { profiled = append(profiled, run); return func() {} },
+	})
+	require.NoError(t, err)
+	require.True(t, rep.NothingLostOrDuped, "%+v", rep.Runs)
+	require.Len(t, rep.Runs, 6)
+	require.Len(t, rep.Preloads, 2)
+	require.Zero(t, rep.Preloads[0].ArchiveRows)
+	require.EqualValues(t, 500, rep.Preloads[1].ArchiveRows)
+	require.InDelta(t, 400, rep.Preloads[1].Events, 40, "a fifth are duplicates")
+	require.Greater(t, rep.Preloads[1].FillSeconds, 0.0)
+	require.Greater(t, rep.Preloads[1].CopySeconds, 0.0)
+	require.Greater(t, rep.Preloads[1].ThroughputVsFirst, 0.0)
+	require.Equal(t, []string{"hub (batch 64), archive 0", "hub (batch 1), archive 0", "hub (batch 64), archive 500", "hub (batch 1), archive 500"}, profiled)
+	for k, r := range rep.Runs {
+		preloaded := k >= 3
+		require.Equal(t, preloaded, r.PreloadRows == 500, r.Name)
+		require.Equal(t, preloaded, r.CopySeconds > 0, r.Name)
+		require.Equal(t, 300, r.Deliveries, r.Name)
+		require.Equal(t, 400, r.ArchiveRows, "%s: this run's rows, not the preload's", r.Name)
+		require.Equal(t, r.Events, r.DedupRows, r.Name)
+		require.Greater(t, r.WALBytes, 0.0, r.Name)
+		require.Greater(t, r.PostgresCPUus, 0.0, r.Name)
+	}
+	for _, k := range []int{0, 3} {
+		require.Greater(t, rep.Runs[k].MeanCommitBatch, 0.0, "%s: read from the admin listener's /metrics", rep.Runs[k].Name)
+		require.Equal(t, rep.Runs[k].Events, rep.Runs[k].StreamMsgs)
+		require.Greater(t, rep.Runs[k].E2EP99ms, 0.0)
+	}
+}
