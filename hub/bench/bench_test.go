@@ -333,3 +333,28 @@ func TestRunPreloadedWhateverTheEnvironment(t *testing.T) {
 		require.Greater(t, rep.Runs[k].E2EP99ms, 0.0)
 	}
 }
+
+// A workload's signatures age like real ones: past the hub's tolerance
+// (a benchmark with a preload and rounds lasts longer) they are refused,
+// and sign makes them good again at the new time.
+func TestWorkloadSignaturesAreRenewed(t *testing.T) {
+	w, err := newWorkload(20, 0.2)
+	require.NoError(t, err)
+	verifier, err := provider.NewPaddle([]string{benchSecret}, 5*time.Minute)
+	require.NoError(t, err)
+	verify := func(at time.Time) error {
+		for i := range w.bodies {
+			h := http.Header{}
+			h.Set(provider.PaddleSignatureHeader, string(w.signatures[i]))
+			if _, err := verifier.Verify(h, w.bodies[i], at); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	later := time.Now().Add(20 * time.Minute)
+	require.NoError(t, verify(time.Now()))
+	require.ErrorIs(t, verify(later), provider.ErrTimestamp)
+	require.NoError(t, w.sign(later))
+	require.NoError(t, verify(later))
+}
