@@ -41,7 +41,10 @@ type Metrics struct {
 	OutboxOldest     prometheus.Gauge
 	NATSConnected    prometheus.Gauge
 	// ConnsRejected counts connections refused past HUB_MAX_CONNS.
-	ConnsRejected  prometheus.Counter
+	ConnsRejected prometheus.Counter
+	// BodyBytes is the memory reserved for request bodies being received
+	// and handled (HUB_MAX_INFLIGHT × HUB_MAX_BODY_BYTES at most).
+	BodyBytes      prometheus.Gauge
 	StreamPresent  prometheus.Gauge
 	StreamLost     prometheus.Counter
 	StreamRestored prometheus.Counter
@@ -85,6 +88,10 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "hub_nats_connected",
 			Help: "1 while the hub's NATS connection is up.",
 		}),
+		BodyBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "hub_http_body_bytes",
+			Help: "Bytes reserved for webhook request bodies being received and handled; at most HUB_MAX_INFLIGHT x HUB_MAX_BODY_BYTES, past which deliveries are answered 503.",
+		}),
 		ConnsRejected: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "hub_http_connections_rejected_total",
 			Help: "Connections to the webhook listener answered 503 and closed because HUB_MAX_CONNS were open.",
@@ -103,6 +110,6 @@ func New(reg prometheus.Registerer) *Metrics {
 		}),
 	}
 	reg.MustRegister(m.Deliveries, m.IngestSeconds, m.CommitBatch, m.Published, m.PublishLagSecond, m.OutboxPending, m.OutboxOldest, m.NATSConnected,
-		m.ConnsRejected, m.StreamPresent, m.StreamLost, m.StreamRestored)
+		m.ConnsRejected, m.BodyBytes, m.StreamPresent, m.StreamLost, m.StreamRestored)
 	return m
 }

@@ -62,10 +62,12 @@ func (f *inflight) tryAcquire() bool {
 
 func (f *inflight) release() { <-f.slots }
 
-// budget is a pool of bytes reserved without blocking.
+// budget is a pool of bytes reserved without blocking; gauge, when set,
+// shows what is reserved.
 type budget struct {
 	limit int64
 	used  atomic.Int64
+	gauge interface{ Add(float64) }
 }
 
 // reserve takes n bytes if they are free at once.
@@ -74,10 +76,21 @@ func (b *budget) reserve(n int) bool {
 		b.used.Add(-int64(n))
 		return false
 	}
+	if b.gauge != nil {
+		b.gauge.Add(float64(n))
+	}
 	return true
 }
 
-func (b *budget) release(n int) { b.used.Add(-int64(n)) }
+func (b *budget) release(n int) {
+	if n == 0 {
+		return
+	}
+	b.used.Add(-int64(n))
+	if b.gauge != nil {
+		b.gauge.Add(-float64(n))
+	}
+}
 
 // bodyReadKey marks, in a request's locals, that the handler read the
 // whole body (see closeUnread).

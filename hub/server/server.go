@@ -137,7 +137,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("server: AdminToken needs an Operator")
 	}
 	s := &Server{cfg: cfg, providers: make(map[string]provider.Provider, len(cfg.Providers)), inflight: newInflight(cfg.MaxInflight),
-		bodies: &budget{limit: int64(cfg.MaxInflight) * int64(cfg.MaxBodyBytes)}}
+		bodies: &budget{limit: int64(cfg.MaxInflight) * int64(cfg.MaxBodyBytes), gauge: cfg.Metrics.BodyBytes}}
 	for _, p := range cfg.Providers {
 		s.providers[p.Name()] = p
 	}

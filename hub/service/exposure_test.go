@@ -119,18 +119,16 @@ func TestBodyBudgetAnswers503(t *testing.T) {
 	_, err := slow.Write([]byte(strings.Repeat(" ", 17000)))
 	require.NoError(t, err)
 
-	// Until the hub has read what was sent, a delivery may still fit: each
-	// attempt is a new event, and the refused one must have left no row.
-	var last answer
-	var refused string
-	attempt := 0
+	// Once the hub has read what was sent (its gauge shows the bytes
+	// reserved), the next delivery does not fit.
 	require.Eventually(t, func() bool {
-		attempt++
-		refused = fmt.Sprintf("evt_budget_%d", attempt)
-		hdr, body := h.signedPaddle(refused)
-		last = h.post("paddle", hdr, body)
-		return last.status == http.StatusServiceUnavailable
-	}, 15*time.Second, 20*time.Millisecond, "the delivery was not refused while the budget was held")
+		_, m := get(t, h.base+"/metrics", "")
+		return strings.Contains(m, "hub_http_body_bytes 19001")
+	}, 5*time.Second, 10*time.Millisecond, "the slow upload's bytes were never reserved")
+	refused := "evt_budget_refused"
+	hdr, body := h.signedPaddle(refused)
+	last := h.post("paddle", hdr, body)
+	require.Equal(t, http.StatusServiceUnavailable, last.status, last.body)
 	require.Contains(t, last.body["error"], "overloaded")
 	require.Zero(t, h.count(`SELECT count(*) FROM webhook_event_status WHERE event_id = $1`, refused))
 
