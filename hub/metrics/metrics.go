@@ -98,7 +98,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		}),
 		StreamPresent: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "hub_stream_present",
-			Help: "1 while the hub's JetStream stream exists with this hub's subjects; 0 while it is missing or lacks some (and before the first check).",
+			Help: "1 while the hub's JetStream stream exists with this hub's subjects; 0 while it is missing, lacks some or shares them with another stream (and before the first check).",
 		}),
 		StreamLost: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "hub_stream_lost_total",

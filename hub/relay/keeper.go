@@ -38,10 +38,18 @@ const (
 	// StreamRestoring: the stream was lost and is recreated; the events it
 	// held are being re-queued for publishing.
 	StreamRestoring StreamState = "restoring"
+	// StreamConflict: the stream holds this hub's subjects, but another
+	// stream holds some of them too. JetStream refuses overlapping streams,
+	// but two created at the same moment can both pass its check; then a
+	// publish may land on the other one (Nats-Expected-Stream refuses it)
+	// and the events wait in the outbox until an operator deletes or edits
+	// the other stream.
+	StreamConflict StreamState = "conflict"
 )
 
 // Ready reports whether the hub should take traffic in this state:
-// not while the stream is missing, incomplete or being restored.
+// not while the stream is missing, incomplete, in conflict or being
+// restored.
 func (s StreamState) Ready() bool { return s == StreamOK || s == StreamUnknown }
 
 // Archive is the store side of a stream restore.
@@ -170,6 +178,8 @@ func (k *Keeper) setState(s StreamState, err error) {
 		log.Error("stream missing and not created: /readyz fails until it exists; deliveries are still accepted and wait in the outbox", "err", err)
 	case StreamIncomplete:
 		log.Error("stream lacks subjects of this hub and they could not be added: /readyz fails; those providers' events wait in the outbox", "err", err)
+	case StreamConflict:
+		log.Error("another stream holds subjects of this hub: /readyz fails; events JetStream routes there are refused and wait in the outbox (delete the other stream or remove the subjects from it)", "err", err)
 	case StreamOK:
 		if old != StreamUnknown {
 			log.Info("stream ready")
@@ -262,9 +272,20 @@ func (k *Keeper) Check(ctx context.Context) error {
 			"hint", "if a stream of this name held events before and was deleted while no hub ran, republish them: hub reconcile --since <time> --republish")
 	}
 	k.known = identityOf(e.info)
-	if e.created || len(e.added) > 0 {
-		// Rows that failed for want of the stream (or of their subjects)
-		// are due now; the restore does not need to wait for them.
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err = subjectConflicts(cctx, k.js, k.cfg.Stream)
+	cancel()
+	if errors.Is(err, errSubjectConflict) {
+		k.setState(StreamConflict, err)
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	if e.created || len(e.added) > 0 || k.State() == StreamConflict {
+		// Rows that failed for want of the stream (or of their subjects,
+		// or because another stream answered for them) are due now; the
+		// restore does not need to wait for them.
 		k.relay.Reconnected(ctx)
 	}
 	if k.lost != nil {

@@ -300,6 +300,47 @@ func TestKeeperMissingStream(t *testing.T) {
 	require.Equal(t, 1.0, testutil.ToFloat64(h.metrics.StreamLost))
 }
 
+// Another stream holding the hub's subjects (two creations raced through
+// JetStream's overlap check) is a conflict: /readyz fails until it goes,
+// and the events refused meanwhile are published once after it.
+func TestKeeperSubjectConflict(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, time.Minute)
+	h := b.hub(t, b.store, nil)
+	require.NoError(t, b.js.DeleteStream(ctx, keptStream.Name))
+	// Race the keeper's creation against another stream's until both
+	// exist (most attempts do on one server).
+	for attempt := 0; ; attempt++ {
+		require.Less(t, attempt, 500, "two overlapping streams never both created")
+		var wg sync.WaitGroup
+		var checkErr, blockErr error
+		wg.Add(2)
+		go func() { defer wg.Done(); checkErr = h.keeper.Check(ctx) }()
+		go func() {
+			defer wg.Done()
+			_, blockErr = b.js.CreateStream(ctx, jetstream.StreamConfig{Name: "BLOCKER", Subjects: []string{"paddle.>"}})
+		}()
+		wg.Wait()
+		_, ourErr := b.js.Stream(ctx, keptStream.Name)
+		if blockErr == nil && ourErr == nil {
+			require.ErrorContains(t, checkErr, "BLOCKER")
+			break
+		}
+		_ = b.js.DeleteStream(ctx, "BLOCKER")
+		_ = b.js.DeleteStream(ctx, keptStream.Name)
+	}
+	require.Error(t, h.keeper.Check(ctx))
+	require.Equal(t, relay.StreamConflict, h.keeper.State())
+	require.False(t, h.keeper.State().Ready())
+	require.Zero(t, testutil.ToFloat64(h.metrics.StreamPresent))
+
+	require.NoError(t, b.js.DeleteStream(ctx, "BLOCKER"))
+	require.NoError(t, h.keeper.Check(ctx))
+	require.Equal(t, relay.StreamOK, h.keeper.State())
+	require.Equal(t, 1.0, testutil.ToFloat64(h.metrics.StreamPresent))
+}
+
 // Publishes failing for want of the stream wake the keeper: it recreates
 // the stream without waiting for its interval.
 func TestKeeperWokenByPublishFailures(t *testing.T) {

@@ -138,6 +138,34 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, c StreamConfig) (
 	}
 }
 
+// errSubjectConflict: another stream holds some of this hub's subjects.
+var errSubjectConflict = errors.New("subjects held by another stream")
+
+// subjectConflicts returns errSubjectConflict (wrapped, naming them) when
+// streams other than c.Name hold any of this hub's subjects. JetStream
+// refuses to create overlapping streams, but two created concurrently can
+// both pass its check (nats-server 2.15, single server: most attempts when
+// two creations race), e.g. a hub recreating its lost stream while an
+// operator creates another.
+func subjectConflicts(ctx context.Context, js jetstream.JetStream, c StreamConfig) error {
+	var others []string
+	for _, subj := range c.subjects() {
+		names := js.StreamNames(ctx, jetstream.WithStreamListSubject(subj))
+		for name := range names.Name() {
+			if name != c.Name && !slices.Contains(others, name) {
+				others = append(others, name)
+			}
+		}
+		if err := names.Err(); err != nil {
+			return fmt.Errorf("list streams holding %s: %w", subj, err)
+		}
+	}
+	if len(others) > 0 {
+		return fmt.Errorf("stream %s: %w: %s", c.Name, errSubjectConflict, strings.Join(others, ", "))
+	}
+	return nil
+}
+
 // mergeStreamConfig returns have with want's subjects added and its
 // replicas, duplicate window and maximum age raised where want's are
 // larger, and says what it changed and what differs but stays.

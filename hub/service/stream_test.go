@@ -28,8 +28,9 @@ import (
 //  1. deleted: the hub notices (a failed publish, or its periodic check),
 //     recreates it and re-queues what it held;
 //  2. deleted, and another stream takes the subjects at once, so the hub
-//     cannot recreate it: /readyz must say "missing" (503) meanwhile;
-//     then the other stream goes.
+//     cannot recreate it: /readyz must say "missing" (503) meanwhile, or
+//     "conflict" if both creations raced through JetStream's overlap
+//     check; then the other stream goes.
 //
 // Every delivery is still answered 2xx (the outbox keeps them). Within 30s
 // of the second loss ending, every accepted event, including those the
@@ -89,8 +90,11 @@ func TestStreamDeletedUnderLoad(t *testing.T) {
 		require.Less(t, attempt, 10, "cannot block the stream's subjects: %v", err)
 	}
 	logs.mark("delete+block", "%d accepted so far", len(load.results().accepted))
-	require.Eventually(t, func() bool { return ready.saw(http.StatusServiceUnavailable, "missing") }, 30*time.Second, 5*time.Millisecond,
-		"/readyz must fail while the stream is missing")
+	// "conflict" when the hub recreated its stream at the moment BLOCKER
+	// was created: both can pass JetStream's overlap check.
+	require.Eventually(t, func() bool {
+		return ready.saw(http.StatusServiceUnavailable, "missing") || ready.saw(http.StatusServiceUnavailable, "conflict")
+	}, 30*time.Second, 5*time.Millisecond, "/readyz must fail while the stream is missing")
 	waitAccepted(30) // still accepted: the outbox keeps them
 	blocker, err := js.Stream(ctx, "BLOCKER")
 	require.NoError(t, err)
