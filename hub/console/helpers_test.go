@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
@@ -208,3 +209,5 @@ func addDeadLetter(t testing.TB, pool *pgxpool.Pool, sub, provider, eventID stri
 		VALUES ($1, $2, $3, 'paddle.subscription.created', 1, 'handler failed: boom', 5, '\x7b7d', '{}', now())`, sub, provider, eventID)
 	require.NoError(t, err)
 }
+
+func utf8Valid(s string) bool { return utf8.ValidString(s) }
