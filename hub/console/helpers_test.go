@@ -176,7 +176,7 @@ func seed(t testing.TB, pool *pgxpool.Pool, now time.Time, n, dups int) []string
 		id := "evt_seed_" + uuid.NewString()[:8]
 		ids = append(ids, id)
 		ds = append(ds, hub.Delivery{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle", EventID: id, EventType: "subscription.created",
-			Body: []byte(`{"event_id":"` + id + `","event_type":"subscription.created","data":{"n":` + string(rune('0'+i%10)) + `}}`),
+			Body:      []byte(`{"event_id":"` + id + `","event_type":"subscription.created","data":{"n":` + string(rune('0'+i%10)) + `}}`),
 			Signature: "ts=1;h1=" + strings.Repeat("ab", 32), ReceivedAt: now.Add(-time.Duration(n-i) * time.Second)})
 	}
 	_, err := st.Ingest(ctx, ds)

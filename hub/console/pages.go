@@ -228,6 +228,9 @@ type eventView struct {
 	Raw      string
 	RawNote  string
 	BodySize int
+	// StreamSeq is the stream sequence of the event's message (its
+	// first delivery's); 0 while not published.
+	StreamSeq uint64
 }
 
 func (cn *Console) event(c *fiber.Ctx, s *session) error {
@@ -240,6 +243,12 @@ func (cn *Console) event(c *fiber.Ctx, s *session) error {
 		return cn.failErr(c, s, err)
 	}
 	v := eventView{D: d, Ref: d.Provider + ":" + d.EventID}
+	for _, dl := range d.Deliveries {
+		if dl.StreamSeq != 0 {
+			v.StreamSeq = dl.StreamSeq
+			break
+		}
+	}
 	body := []byte(d.Payload)
 	if d.Payload == nil {
 		body = []byte(d.Body)
