@@ -226,6 +226,6 @@ func TestCSRFRefused(t *testing.T) {
 	loc, err := url.Parse(a.header.Get("Location"))
 	require.NoError(t, err)
 	page := s.do("GET", loc.String(), "", []*http.Cookie{sc})
-	require.Contains(t, page.body, `<div id="flash" role="status">Redrive requested for 1 dead letter(s)`)
+	require.Contains(t, page.body, `<div id="flash" role="status">Done: redrive requested for 1 dead letter(s)`)
 	require.Regexp(t, `who=admin token=[0-9a-f]{8} action=redrive .*subscriber=credits`, s.logText())
 }

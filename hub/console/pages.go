@@ -23,13 +23,13 @@ const (
 func flashOf(q url.Values) string {
 	switch q.Get("flash") {
 	case "republished":
-		return "Republished: every subscriber receives a copy and skips it if it processed the event already."
+		return "Done: republished; every subscriber receives a copy and skips it if it processed the event already."
 	case "redrive":
 		n, err := strconv.Atoi(q.Get("n"))
 		if err != nil || n < 0 {
 			return ""
 		}
-		return fmt.Sprintf("Redrive requested for %d dead letter(s); the subscriber picks them up within seconds.", n)
+		return fmt.Sprintf("Done: redrive requested for %d dead letter(s); the subscriber picks them up within seconds.", n)
 	}
 	return ""
 }

@@ -204,7 +204,7 @@ func TestConsoleOnAWholeHub(t *testing.T) {
 	code, loc := h.post("/console/dead-letters/redrive", url.Values{"subscriber": {"flaky"}, "id": {m[1]}}, csrf)
 	require.Equal(t, http.StatusSeeOther, code, loc)
 	_, dl = h.page(loc)
-	require.Contains(t, dl, `<div id="flash" role="status">Redrive requested for 1 dead letter(s)`)
+	require.Contains(t, dl, `<div id="flash" role="status">Done: redrive requested for 1 dead letter(s)`)
 	require.Eventually(t, func() bool { return h.effects("evt_dead") == 1 }, 20*time.Second, 50*time.Millisecond)
 	require.Eventually(t, func() bool {
 		_, p := h.page("/console/event?ref=paddle:evt_dead")
@@ -256,7 +256,7 @@ func TestConsoleOnAWholeHub(t *testing.T) {
 	code, loc = h.post("/console/event/republish", url.Values{"ref": {"paddle:evt_ten"}}, csrf)
 	require.Equal(t, http.StatusSeeOther, code, loc)
 	_, ev = h.page(loc)
-	require.Contains(t, ev, `<div id="flash" role="status">Republished`)
+	require.Contains(t, ev, `<div id="flash" role="status">Done: republished`)
 	time.Sleep(300 * time.Millisecond)
 	require.Equal(t, 1, h.effects("evt_ten"))
 
