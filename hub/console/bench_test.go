@@ -51,6 +51,9 @@ func BenchmarkEventsPage(b *testing.B) {
 		{"event_id", "event_id=evt_bench_0500000"},
 		{"provider_event_id", "provider=stripe&event_id=evt_bench_0500000"},
 		{"filtered_none", "provider=paddle&type=user.deleted&status=PROCESSED"},
+		{"type_none", "type=user.nothing"},
+		{"type_only", "type=user.deleted"},
+		{"provider_only", "provider=stripe&status=PROCESSED"},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			for b.Loop() {
