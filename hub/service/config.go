@@ -176,8 +176,8 @@ func (c *Config) Validate() error {
 	if c.BackfillInterval < 0 || (c.BackfillInterval > 0 && c.BackfillInterval < 10*time.Second) {
 		bad("BACKFILL_INTERVAL", "must be 0 (off) or at least 10s, got %s", c.BackfillInterval)
 	}
-	if c.BackfillWindow <= 0 {
-		bad("BACKFILL_WINDOW", "must be positive, got %s", c.BackfillWindow)
+	if c.BackfillInterval > 0 && c.BackfillWindow <= 0 {
+		bad("BACKFILL_WINDOW", "must be positive with HUB_BACKFILL_INTERVAL set, got %s", c.BackfillWindow)
 	} else if c.BackfillWindow < c.BackfillInterval {
 		bad("BACKFILL_WINDOW", "must be at least HUB_BACKFILL_INTERVAL (%s), or events between two runs are never checked, got %s", c.BackfillInterval, c.BackfillWindow)
 	}
