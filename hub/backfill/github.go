@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hookhub/hookhub/hub/provider"
 )
 
 // The variables GitHub's source is configured from, named in its errors.
@@ -46,6 +48,9 @@ const (
 	// The hub's limits on an event id and type (hub/provider).
 	githubMaxIDLen   = 255
 	githubMaxTypeLen = 128
+	// githubTypeKey signs payloads only to have the hub's verifier read
+	// their type; it authenticates nothing.
+	githubTypeKey = "hookhub-backfill-type"
 )
 
 // githubHookPattern is a webhook's path under the API: a repository's or
@@ -89,9 +94,10 @@ type GitHubConfig struct {
 //
 // A GitHub is safe for concurrent use.
 type GitHub struct {
-	api  api
-	hook string
-	now  func() time.Time
+	api      api
+	hook     string
+	now      func() time.Time
+	verifier *provider.GitHub // derives types exactly as the hub does
 
 	mu   sync.Mutex
 	refs map[string]githubRef // guid → a delivery of it, for Fetch and Redeliver
@@ -135,7 +141,11 @@ func NewGitHub(cfg GitHubConfig) (*GitHub, error) {
 		c := *cfg.Client
 		client = &c
 	}
-	g := &GitHub{hook: hook, now: time.Now, refs: make(map[string]githubRef)}
+	verifier, err := provider.NewGitHub([]string{githubTypeKey})
+	if err != nil {
+		return nil, fmt.Errorf("github type verifier: %w", err)
+	}
+	g := &GitHub{hook: hook, now: time.Now, verifier: verifier, refs: make(map[string]githubRef)}
 	next := client.Transport
 	if next == nil {
 		next = http.DefaultTransport
@@ -238,7 +248,9 @@ func (g *GitHub) listPage(ctx context.Context, cursor string) ([]githubDelivery,
 
 // Fetch returns ev with Body set to the payload GitHub keeps for the
 // delivery (request.payload) and Type derived from that delivery's
-// X-GitHub-Event header and payload, as the hub's verifier derives it.
+// X-GitHub-Event header and payload by the hub's own verifier (List's Type
+// comes from the listing's event and action, which GitHub takes from the
+// same payload; Fetch's is authoritative).
 //
 // GitHub returns the payload as a JSON object inside its answer, not as
 // the bytes it sent: the body is that object's bytes as the API encodes
@@ -266,12 +278,12 @@ func (g *GitHub) Fetch(ctx context.Context, ev Event) (Event, error) {
 	if event == "" {
 		event = d.Event
 	}
-	action, err := githubPayloadAction(d.Request.Payload)
+	typ, err := g.verifiedType(ev.ID, event, d.Request.Payload)
 	if err != nil {
 		return Event{}, fmt.Errorf("github delivery %d (event %s): %w", ref.id, ev.ID, err)
 	}
 	out := ev
-	out.Type = githubType(event, action)
+	out.Type = typ
 	out.Body = d.Request.Payload
 	if out.OccurredAt.IsZero() {
 		out.OccurredAt = d.DeliveredAt
@@ -362,6 +374,25 @@ func (g *GitHub) prune() {
 			delete(g.refs, guid)
 		}
 	}
+}
+
+// verifiedType returns the type hub/provider's GitHub verifier extracts
+// from a webhook of event with payload as its body and guid as its
+// X-GitHub-Delivery: the payload is signed with a key of its own and
+// verified, so the derivation is the hub's own, not a copy of it. It fails
+// (wrapping provider.ErrPayload) where the hub would have answered the
+// webhook 400.
+func (g *GitHub) verifiedType(guid, event string, payload []byte) (string, error) {
+	h, err := g.verifier.Sign(guid, payload, g.now())
+	if err != nil {
+		return "", err
+	}
+	h.Set(provider.GitHubEventHeader, event)
+	ev, err := provider.VerifyDelivery(g.verifier, provider.Request{Header: h, Body: payload, URI: "/webhooks/github", Now: g.now()})
+	if err != nil {
+		return "", err
+	}
+	return ev.Type, nil
 }
 
 // githubType is the hub's type of a GitHub event: the X-GitHub-Event
@@ -490,26 +521,6 @@ func (d *githubDeliveryDetail) header(name string) string {
 		}
 	}
 	return ""
-}
-
-// githubPayloadAction returns a payload's top-level action as the hub's
-// verifier reads it: the string value, or "" when absent or not a string.
-// It fails when payload is not a JSON object.
-func githubPayloadAction(payload []byte) (string, error) {
-	if githubFirstNonSpace(payload) != '{' {
-		return "", errors.New("payload is not a JSON object")
-	}
-	var p struct {
-		Action json.RawMessage `json:"action"`
-	}
-	if err := json.Unmarshal(payload, &p); err != nil {
-		return "", fmt.Errorf("payload: %w", err)
-	}
-	var action string
-	if len(p.Action) > 0 && p.Action[0] == '"' {
-		_ = json.Unmarshal(p.Action, &action)
-	}
-	return action, nil
 }
 
 // githubNextCursor returns the cursor of a Link header's rel="next"
