@@ -129,7 +129,7 @@ func NewGitHub(cfg GitHubConfig) (*GitHub, error) {
 		return nil, fmt.Errorf("%s contains spaces or control characters", GitHubTokenVar)
 	}
 	hook := strings.Trim(cfg.Hook, "/")
-	if !githubHookPattern.MatchString(hook) {
+	if !githubHookPattern.MatchString(hook) || strings.Contains(hook, "/./") || strings.Contains(hook, "/../") {
 		return nil, fmt.Errorf("%s %q is not repos/OWNER/REPO/hooks/ID or orgs/ORG/hooks/ID", GitHubHookVar, cfg.Hook)
 	}
 	base, err := githubBaseURL(cfg.BaseURL)
