@@ -70,7 +70,7 @@ type GitHubConfig struct {
 	// Hook (HUB_GITHUB_HOOK) is the webhook's path under the API:
 	// "repos/OWNER/REPO/hooks/ID" or "orgs/ORG/hooks/ID".
 	Hook string
-	// Client sends the requests; nil means a client with a 60 s timeout.
+	// Client sends the requests (default: a client with a 30 s timeout).
 	// Its Transport is wrapped, never modified.
 	Client *http.Client
 }
@@ -125,22 +125,19 @@ func NewGitHub(cfg GitHubConfig) (*GitHub, error) {
 	switch {
 	case token == "":
 		return nil, fmt.Errorf("%s is empty: set a GitHub token that may read the webhook's deliveries", GitHubTokenVar)
-	case strings.ContainsAny(token, " \t\r\n") || githubHasControl(token):
+	case hasSpaceOrControl(token):
 		return nil, fmt.Errorf("%s contains spaces or control characters", GitHubTokenVar)
 	}
 	hook := strings.Trim(cfg.Hook, "/")
 	if !githubHookPattern.MatchString(hook) || strings.Contains(hook, "/./") || strings.Contains(hook, "/../") {
 		return nil, fmt.Errorf("%s %q is not repos/OWNER/REPO/hooks/ID or orgs/ORG/hooks/ID", GitHubHookVar, cfg.Hook)
 	}
-	base, err := githubBaseURL(cfg.BaseURL)
+	base, err := baseURL(cfg.BaseURL, GitHubDefaultBaseURL, GitHubURLVar)
 	if err != nil {
 		return nil, err
 	}
-	client := &http.Client{Timeout: time.Minute}
-	if cfg.Client != nil {
-		c := *cfg.Client
-		client = &c
-	}
+	client := new(http.Client)
+	*client = *clientOr(cfg.Client)
 	verifier, err := provider.NewGitHub([]string{githubTypeKey})
 	if err != nil {
 		return nil, fmt.Errorf("github type verifier: %w", err)
@@ -163,21 +160,6 @@ func NewGitHub(cfg GitHubConfig) (*GitHub, error) {
 		maxWait: githubMaxWait,
 	}
 	return g, nil
-}
-
-// githubBaseURL checks and normalises HUB_GITHUB_API_URL.
-func githubBaseURL(s string) (string, error) {
-	if s == "" {
-		return GitHubDefaultBaseURL, nil
-	}
-	u, err := url.Parse(s)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", GitHubURLVar, err)
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return "", fmt.Errorf("%s %q is not an http(s) URL without credentials, query or fragment", GitHubURLVar, s)
-	}
-	return strings.TrimRight(s, "/"), nil
 }
 
 // Provider returns "github".
@@ -425,14 +407,16 @@ func (d *githubDelivery) action() string {
 // check reports what makes d unusable: an event the hub could not have
 // taken as a webhook either.
 func (d *githubDelivery) check() error {
-	switch {
-	case d.ID <= 0:
+	if d.ID <= 0 {
 		return errors.New("no id")
-	case d.GUID == "" || len(d.GUID) > githubMaxIDLen || githubHasControl(d.GUID):
-		return fmt.Errorf("delivery %d: guid %q is empty, longer than %d bytes or has control characters", d.ID, d.GUID, githubMaxIDLen)
-	case d.Event == "" || len(d.Event) > githubMaxTypeLen || githubHasControl(d.Event):
-		return fmt.Errorf("delivery %d: event %q is empty, longer than %d bytes or has control characters", d.ID, d.Event, githubMaxTypeLen)
-	case d.DeliveredAt.IsZero():
+	}
+	if err := checkText(d.GUID, githubMaxIDLen); err != nil {
+		return fmt.Errorf("delivery %d: guid %q: %w", d.ID, d.GUID, err)
+	}
+	if err := checkText(d.Event, githubMaxTypeLen); err != nil {
+		return fmt.Errorf("delivery %d: event %q: %w", d.ID, d.Event, err)
+	}
+	if d.DeliveredAt.IsZero() {
 		return fmt.Errorf("delivery %d: no delivered_at", d.ID)
 	}
 	return nil
@@ -674,14 +658,4 @@ func githubFirstNonSpace(b []byte) byte {
 		}
 	}
 	return 0
-}
-
-// githubHasControl reports whether s has an ASCII control character.
-func githubHasControl(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] == 0x7f {
-			return true
-		}
-	}
-	return false
 }

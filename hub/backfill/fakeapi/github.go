@@ -282,7 +282,7 @@ func (g *GitHub) fail(w http.ResponseWriter, f GitHubFailure) int {
 		g.rateHeaders(w, 4000)
 	}
 	if f.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.FormatInt(int64(f.RetryAfter/time.Second), 10))
+		w.Header().Set("Retry-After", retryAfterSeconds(f.RetryAfter))
 	}
 	msg := f.Message
 	if msg == "" {
@@ -342,7 +342,8 @@ func (g *GitHub) list(w http.ResponseWriter, r *http.Request) int {
 	for _, d := range page {
 		items = append(items, githubItem(d))
 	}
-	return githubJSON(w, http.StatusOK, items)
+	writeJSON(w, http.StatusOK, items)
+	return http.StatusOK
 }
 
 func (g *GitHub) find(id string) (GitHubDelivery, bool) {
@@ -374,7 +375,8 @@ func (g *GitHub) get(w http.ResponseWriter, id string) int {
 		"headers": map[string]string{"Content-Type": "application/json"},
 		"payload": `{"event_id":"` + d.GUID + `"}`,
 	}
-	return githubJSON(w, http.StatusOK, item)
+	writeJSON(w, http.StatusOK, item)
+	return http.StatusOK
 }
 
 func (g *GitHub) redeliver(w http.ResponseWriter, id string) int {
@@ -386,7 +388,8 @@ func (g *GitHub) redeliver(w http.ResponseWriter, id string) int {
 	d.ID, d.Redelivery, d.DeliveredAt = 0, true, g.now()
 	d.StatusCode, d.Status = 200, "OK"
 	g.addLocked(d)
-	return githubJSON(w, http.StatusAccepted, map[string]any{})
+	writeJSON(w, http.StatusAccepted, map[string]any{})
+	return http.StatusAccepted
 }
 
 // githubItem is a delivery as the listing shows it.
@@ -411,23 +414,14 @@ func githubItem(d GitHubDelivery) map[string]any {
 	}
 }
 
-func githubJSON(w http.ResponseWriter, status int, v any) int {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status, b = http.StatusInternalServerError, []byte(`{"message":"fake: encode answer"}`)
-	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
-	return status
-}
-
+// githubError writes GitHub's error object and returns status.
 func githubError(w http.ResponseWriter, status int, message string) int {
-	return githubJSON(w, status, map[string]string{
+	writeJSON(w, status, map[string]string{
 		"message":           message,
 		"documentation_url": "https://docs.github.com/rest",
 		"status":            strconv.Itoa(status),
 	})
+	return status
 }
 
 // githubHeaderValue looks name up in h case-insensitively.
