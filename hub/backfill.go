@@ -18,7 +18,10 @@ type BackfillCheckpoint struct {
 	Listed   int64 // events of the window the API listed
 	Already  int64 // already in the dedup table (received as webhooks)
 	Ingested int64 // missing, ingested now
-	Failed   int64 // missing, but unusable (no id or type, body too large, ...)
+	// Redelivered: missing, and the provider was asked to send the
+	// webhook again instead (hub backfill --redeliver).
+	Redelivered int64
+	Failed      int64 // missing, but unusable (no id or type, body too large, ...)
 	// StartedAt is when the run began, UpdatedAt when the last page was
 	// saved; CompletedAt is zero while the run is unfinished.
 	StartedAt, UpdatedAt, CompletedAt time.Time

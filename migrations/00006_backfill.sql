@@ -66,6 +66,7 @@ CREATE TABLE IF NOT EXISTS backfill_checkpoints (
     listed       BIGINT NOT NULL DEFAULT 0,
     already      BIGINT NOT NULL DEFAULT 0,
     ingested     BIGINT NOT NULL DEFAULT 0,
+    redelivered  BIGINT NOT NULL DEFAULT 0,
     failed       BIGINT NOT NULL DEFAULT 0,
     started_at   TIMESTAMPTZ NOT NULL DEFAULT now(),
     updated_at   TIMESTAMPTZ NOT NULL DEFAULT now(),

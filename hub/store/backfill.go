@@ -44,13 +44,13 @@ func (s *Store) KnownEvents(ctx context.Context, provider string, eventIDs []str
 	return known, nil
 }
 
-const checkpointColumns = `provider, since, until, cursor, pages, listed, already, ingested, failed,
+const checkpointColumns = `provider, since, until, cursor, pages, listed, already, ingested, redelivered, failed,
        started_at, updated_at, completed_at`
 
 func scanCheckpoint(r pgx.Row) (hub.BackfillCheckpoint, error) {
 	var c hub.BackfillCheckpoint
 	var completed *time.Time
-	err := r.Scan(&c.Provider, &c.Since, &c.Until, &c.Cursor, &c.Pages, &c.Listed, &c.Already, &c.Ingested, &c.Failed,
+	err := r.Scan(&c.Provider, &c.Since, &c.Until, &c.Cursor, &c.Pages, &c.Listed, &c.Already, &c.Ingested, &c.Redelivered, &c.Failed,
 		&c.StartedAt, &c.UpdatedAt, &completed)
 	if completed != nil {
 		c.CompletedAt = *completed
@@ -95,6 +95,7 @@ ON CONFLICT (provider) DO UPDATE SET
     listed = CASE WHEN $6 OR c.completed_at IS NOT NULL THEN 0 ELSE c.listed END,
     already = CASE WHEN $6 OR c.completed_at IS NOT NULL THEN 0 ELSE c.already END,
     ingested = CASE WHEN $6 OR c.completed_at IS NOT NULL THEN 0 ELSE c.ingested END,
+    redelivered = CASE WHEN $6 OR c.completed_at IS NOT NULL THEN 0 ELSE c.redelivered END,
     failed = CASE WHEN $6 OR c.completed_at IS NOT NULL THEN 0 ELSE c.failed END,
     started_at = CASE WHEN $6 OR c.completed_at IS NOT NULL THEN clock_timestamp() ELSE c.started_at END,
     completed_at = CASE WHEN $6 OR c.completed_at IS NOT NULL THEN NULL ELSE c.completed_at END,
@@ -122,9 +123,11 @@ func (s *Store) SaveBackfill(ctx context.Context, owner string, c hub.BackfillCh
 	tag, err := s.pool.Exec(ctx, `
 UPDATE backfill_checkpoints SET cursor = $3, pages = $4, listed = $5, already = $6, ingested = $7, failed = $8,
     completed_at = $9, updated_at = clock_timestamp(),
-    lease_until = CASE WHEN $9::timestamptz IS NULL THEN clock_timestamp() + $10 * interval '1 millisecond' ELSE '-infinity' END
+    lease_until = CASE WHEN $9::timestamptz IS NULL THEN clock_timestamp() + $10 * interval '1 millisecond' ELSE '-infinity' END,
+    redelivered = $11
 WHERE provider = $1 AND lease_owner = $2 AND lease_until >= clock_timestamp()`,
-		c.Provider, owner, cleanText(c.Cursor), c.Pages, c.Listed, c.Already, c.Ingested, c.Failed, completed, lease.Milliseconds())
+		c.Provider, owner, cleanText(c.Cursor), c.Pages, c.Listed, c.Already, c.Ingested, c.Failed, completed, lease.Milliseconds(),
+		c.Redelivered)
 	if err != nil {
 		return fmt.Errorf("save backfill checkpoint: %w", err)
 	}

@@ -44,6 +44,14 @@ func TestBackfillCheckpoint(t *testing.T) {
 	require.True(t, cp2.Since.Equal(since) && cp2.Until.Equal(until))
 	require.Equal(t, int64(6), cp2.Ingested)
 
+	// A --redeliver run's count is kept as well.
+	cp2.Redelivered = 3
+	require.NoError(t, st.SaveBackfill(ctx, "b", cp2, time.Minute))
+	cp2b, found, err := st.BackfillCheckpoint(ctx, "stripe")
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, int64(3), cp2b.Redelivered)
+
 	// Finished: the next run starts over on its own window.
 	cp2.Cursor, cp2.CompletedAt = "", time.Now()
 	require.NoError(t, st.SaveBackfill(ctx, "b", cp2, time.Minute))
