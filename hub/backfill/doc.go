@@ -18,6 +18,21 @@
 // backfilled event is the one its webhook would have. ParseStripeList and
 // ParsePaddleList read the untrusted answers (fuzzed).
 //
+// GitHub (github.go) lists a webhook's deliveries (GET {hook}/deliveries,
+// cursor paging through the Link header): one event per
+// X-GitHub-Delivery guid, without bodies, so it is a Fetcher (GET
+// {hook}/deliveries/{id}: the payload as GitHub's API re-encodes it, with
+// the type derived by hub/provider's own GitHub verifier). Its events
+// carry no Hub-Occurred-At, as GitHub's webhooks carry none
+// (Event.OccurredAtAPIOnly: the delivery time only places them in the
+// window). It is also a Redeliverer (POST .../attempts): with
+// Request.Redeliver (`hub backfill --redeliver`) the engine asks GitHub to
+// send each missing webhook again, signed and with its original bytes,
+// instead of ingesting the API's copy; such a run fetches and ingests
+// nothing and counts the events redelivered. GitHub answers its rate
+// limits with 403 or 429 and x-ratelimit-*/Retry-After headers, which its
+// transport turns into the 429 + Retry-After the shared client waits out.
+//
 // The Engine runs a window: page by page, one batched look-up of the page's
 // ids in the dedup table, bodies fetched for a Fetcher (GitHub), the
 // missing events ingested in one transaction, then the provider's

@@ -104,6 +104,16 @@ type Request struct {
 	// window; without it an unfinished run of the provider is continued,
 	// on its own window, from the page after the last one ingested.
 	Restart bool
+	// Redeliver asks the provider to send each missing event's webhook
+	// again (the source must be a Redeliverer, else ErrNoRedeliver)
+	// instead of ingesting the API's copy: the hub then receives the
+	// original, signed bytes through its webhook endpoint. Nothing is
+	// fetched or ingested by the run; the checkpoint applies as usual (a
+	// page whose redeliveries were all asked for is not asked again), and a
+	// dry run only counts what it would ask for. A page interrupted
+	// mid-way may ask for some redeliveries twice: the hub answers the
+	// second webhook as a duplicate.
+	Redeliver bool
 	// Progress, when set, is called after each page.
 	Progress func(Progress)
 	// MaxListed bounds the missing events a dry run returns (default
@@ -117,7 +127,10 @@ type Counts struct {
 	Listed   int64 `json:"listed"`   // events of the window the API listed
 	Already  int64 `json:"already"`  // already received (as webhooks, or by an earlier backfill)
 	Ingested int64 `json:"ingested"` // missing, now ingested (or, in a dry run, that would be)
-	Failed   int64 `json:"failed"`   // missing, but unusable: no id or type, too large, fetch failed, type cannot form a subject
+	// Redelivered: missing, and the provider was asked to send the webhook
+	// again (Request.Redeliver; in a dry run, would be).
+	Redelivered int64 `json:"redelivered"`
+	Failed      int64 `json:"failed"` // missing, but unusable: no id or type, too large, fetch or redelivery failed, type cannot form a subject
 }
 
 // Progress is a run's state after a page.
@@ -178,6 +191,9 @@ func (e *Engine) Run(ctx context.Context, src Source, req Request) (res Result, 
 	}
 	if req.MaxListed <= 0 {
 		req.MaxListed = 10000
+	}
+	if _, ok := src.(Redeliverer); req.Redeliver && !ok {
+		return res, fmt.Errorf("%w: %s", ErrNoRedeliver, name)
 	}
 	if e.cfg.Metrics != nil {
 		defer func() { e.observeRun(name, res, err) }()
@@ -251,6 +267,7 @@ func (c *Counts) add(o Counts) {
 	c.Listed += o.Listed
 	c.Already += o.Already
 	c.Ingested += o.Ingested
+	c.Redelivered += o.Redelivered
 	c.Failed += o.Failed
 }
 
@@ -259,13 +276,15 @@ func addCounts(cp *hub.BackfillCheckpoint, c Counts) {
 	cp.Listed += c.Listed
 	cp.Already += c.Already
 	cp.Ingested += c.Ingested
+	cp.Redelivered += c.Redelivered
 	cp.Failed += c.Failed
 }
 
 // finish adds the checkpoint's totals to a resumed run's result.
 func (e *Engine) finish(res Result, cp hub.BackfillCheckpoint) Result {
 	if res.Resumed {
-		res.Total = &Counts{Pages: cp.Pages, Listed: cp.Listed, Already: cp.Already, Ingested: cp.Ingested, Failed: cp.Failed}
+		res.Total = &Counts{Pages: cp.Pages, Listed: cp.Listed, Already: cp.Already, Ingested: cp.Ingested,
+			Redelivered: cp.Redelivered, Failed: cp.Failed}
 	}
 	return res
 }
@@ -337,12 +356,20 @@ func (e *Engine) page(ctx context.Context, src Source, req Request, res *Result,
 	}
 	if req.DryRun {
 		for _, ev := range missing {
-			c.Ingested++
+			if req.Redeliver {
+				c.Redelivered++
+			} else {
+				c.Ingested++
+			}
 			if len(res.Missing) < req.MaxListed {
 				res.Missing = append(res.Missing, MissingEvent{EventID: ev.ID, EventType: ev.Type, OccurredAt: ev.OccurredAt})
 			}
 		}
 		return c, oldest, nil
+	}
+	if req.Redeliver {
+		err := e.redeliver(ctx, src.(Redeliverer), name, missing, &c)
+		return c, oldest, err
 	}
 	now := e.cfg.Now()
 	ds := make([]hub.Delivery, 0, len(missing))
@@ -350,7 +377,7 @@ func (e *Engine) page(ctx context.Context, src Source, req Request, res *Result,
 		if f, ok := src.(Fetcher); ok && len(ev.Body) == 0 {
 			full, err := f.Fetch(ctx, ev)
 			switch {
-			case err != nil && (ctx.Err() != nil || errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrRateLimited)):
+			case err != nil && fatal(ctx, err):
 				return c, oldest, err
 			case err != nil:
 				c.Failed++
@@ -394,6 +421,34 @@ func (e *Engine) page(ctx context.Context, src Source, req Request, res *Result,
 	return c, oldest, nil
 }
 
+// redeliver asks the provider to send each of missing's webhooks again,
+// counting them in c.
+func (e *Engine) redeliver(ctx context.Context, r Redeliverer, name string, missing []Event, c *Counts) error {
+	for _, ev := range missing {
+		err := r.Redeliver(ctx, ev)
+		switch {
+		case err != nil && fatal(ctx, err):
+			return err
+		case err != nil:
+			c.Failed++
+			e.cfg.Logger.Warn("backfill: redeliver an event's webhook", "provider", name, "event_id", ev.ID, "err", err)
+		default:
+			c.Redelivered++
+		}
+	}
+	if c.Redelivered > 0 {
+		e.cfg.Logger.Info("backfill: the provider was asked to send missing webhooks again", "provider", name, "redelivered", c.Redelivered)
+	}
+	return nil
+}
+
+// fatal reports whether an error about one event ends the run: ctx done,
+// refused credentials or a rate limit that outlasted the retries (every
+// further request would fail the same way).
+func fatal(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrRateLimited)
+}
+
 // delivery builds the hub.Delivery of an API event: what the HTTP server
 // builds for a webhook, with origin api and no signature.
 func (e *Engine) delivery(name string, ev Event, now time.Time) (hub.Delivery, error) {
@@ -412,7 +467,7 @@ func (e *Engine) delivery(name string, ev Event, now time.Time) (hub.Delivery, e
 	}
 	d := hub.Delivery{ArchiveID: id, Provider: name, EventID: ev.ID, EventType: ev.Type, Body: ev.Body,
 		OccurredAt: ev.OccurredAt, ReceivedAt: now, Origin: hub.OriginAPI}
-	if !d.OccurredAt.IsZero() && !schema.PlausibleOccurredAt(d.OccurredAt, now) {
+	if ev.OccurredAtAPIOnly || (!d.OccurredAt.IsZero() && !schema.PlausibleOccurredAt(d.OccurredAt, now)) {
 		d.OccurredAt = time.Time{}
 	}
 	if _, err := schema.Subject(name, ev.Type); err != nil {

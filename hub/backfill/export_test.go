@@ -12,5 +12,7 @@ func SetRetrySleep(src Source, sleep func(ctx context.Context, d time.Duration) 
 		s.api.sleep = sleep
 	case *Paddle:
 		s.api.sleep = sleep
+	case *GitHub:
+		s.api.sleep = sleep
 	}
 }

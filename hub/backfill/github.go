@@ -87,7 +87,9 @@ type GitHubConfig struct {
 // ("pull_request.opened", "push"): what hub/provider's GitHub verifier
 // extracts from the same event's webhook, so a webhook arriving after the
 // backfill is answered as a duplicate. OccurredAt is when GitHub first
-// delivered it (or tried to).
+// delivered it (or tried to), marked OccurredAtAPIOnly: a GitHub webhook
+// carries no time the hub reads, so a backfilled copy is archived without
+// one too (no Hub-Occurred-At), exactly like its webhook.
 //
 // GitHub keeps deliveries for a limited time only (3 days on github.com,
 // 7 on GitHub Enterprise Server): older events cannot be backfilled.
@@ -201,7 +203,7 @@ func (g *GitHub) List(ctx context.Context, since, until time.Time, cursor string
 			continue
 		}
 		seen[d.GUID] = struct{}{}
-		page.Events = append(page.Events, Event{ID: d.GUID, Type: githubType(d.Event, d.action()), OccurredAt: d.DeliveredAt})
+		page.Events = append(page.Events, Event{ID: d.GUID, Type: githubType(d.Event, d.action()), OccurredAt: d.DeliveredAt, OccurredAtAPIOnly: true})
 	}
 	page.Next = next
 	return page, nil
@@ -270,6 +272,7 @@ func (g *GitHub) Fetch(ctx context.Context, ev Event) (Event, error) {
 	if out.OccurredAt.IsZero() {
 		out.OccurredAt = d.DeliveredAt
 	}
+	out.OccurredAtAPIOnly = true
 	return out, nil
 }
 

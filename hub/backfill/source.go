@@ -16,6 +16,12 @@ type Event struct {
 	// OccurredAt is when the provider says the event happened (zero if
 	// unknown); it drives the checkpoint and the --since/--until window.
 	OccurredAt time.Time
+	// OccurredAtAPIOnly: the event's webhook carries no time the hub's
+	// verifier reads, and OccurredAt is only what the API says (GitHub's
+	// delivered_at). It then places the event in the window but is not
+	// archived (no Hub-Occurred-At), as the webhook's copy would have
+	// none either.
+	OccurredAtAPIOnly bool
 	// Body is the event object's bytes as the API returned them (archived
 	// as the body). Empty when the listing does not carry it: then the
 	// source implements Fetcher.
@@ -48,7 +54,8 @@ type Fetcher interface {
 
 // Redeliverer is implemented by sources that can ask the provider to send
 // an event's webhook again (GitHub's redeliver attempts). The engine uses
-// it only when told to (--redeliver); by default it ingests the API's copy.
+// it only when told to (Request.Redeliver, --redeliver), and then ingests
+// nothing itself; by default it ingests the API's copy.
 type Redeliverer interface {
 	Redeliver(ctx context.Context, ev Event) error
 }
@@ -61,4 +68,7 @@ var (
 	ErrUnauthorized = errors.New("provider api refused the credentials")
 	// ErrRateLimited: 429 still after the retries allowed.
 	ErrRateLimited = errors.New("provider api rate limit")
+	// ErrNoRedeliver: a redelivering run of a source that cannot ask its
+	// provider to send a webhook again (not a Redeliverer).
+	ErrNoRedeliver = errors.New("the provider cannot redeliver webhooks")
 )
