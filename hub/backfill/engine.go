@@ -155,6 +155,9 @@ type Result struct {
 	Since    time.Time `json:"since"`
 	Until    time.Time `json:"until"`
 	DryRun   bool      `json:"dry_run"`
+	// Redeliver: the run asked the provider to send the missing webhooks
+	// again (Request.Redeliver) instead of ingesting them.
+	Redeliver bool `json:"redeliver,omitempty"`
 	// Resumed: the run continued an interrupted one (its window, from its
 	// cursor); Total then adds that run's counts to this one's.
 	Resumed bool `json:"resumed,omitempty"`
@@ -182,7 +185,7 @@ var ErrWindow = errors.New("backfill: bad window")
 // counts so far, also with an error.
 func (e *Engine) Run(ctx context.Context, src Source, req Request) (res Result, err error) {
 	name := src.Provider()
-	res = Result{Provider: name, Since: req.Since, Until: req.Until, DryRun: req.DryRun}
+	res = Result{Provider: name, Since: req.Since, Until: req.Until, DryRun: req.DryRun, Redeliver: req.Redeliver}
 	if res.Until.IsZero() {
 		res.Until = e.cfg.Now()
 	}

@@ -26,7 +26,7 @@ import (
 const maxBackfillRate = 1000
 
 func runBackfill(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("backfill", `Usage: hub backfill --provider stripe|paddle|github [--since T] [--until T] [--dry-run] [--rate N/s] [--restart] [--json]
+	fs := newFlags("backfill", `Usage: hub backfill --provider stripe|paddle|github [--since T] [--until T] [--dry-run] [--rate N/s] [--restart] [--redeliver] [--json]
 
 Lists the provider's events of the range through its API (Stripe GET /v1/events,
 Paddle GET /events, GitHub the webhook's deliveries), finds those the hub never
@@ -35,6 +35,10 @@ origin api and no signature, dedup row, outbox), so a late webhook of one of the
 is answered as a duplicate and the stream gets each event once. The running hub's
 relay publishes them within about a second (this command needs no NATS
 connection; without a running hub they wait in the outbox, see `+"`hub status`"+`).
+GitHub's API gives a payload re-encoded, not the bytes GitHub signed; with
+--redeliver (GitHub only) the command instead asks GitHub to send each missing
+webhook again, signed and byte for byte, to the hook's URL, and ingests nothing
+itself: fix the endpoint first, or the redeliveries fail like the originals.
 
 Progress is saved after each page: an interrupted run (Ctrl-C, a failure) is
 continued by the next one, on its own range, from the page after the last one
@@ -52,6 +56,7 @@ set too. Times are durations before now (90m, 36h, 7d) or times (2026-11-30, RFC
 	dryRun := fs.Bool("dry-run", false, "list the missing events, ingest nothing (the saved progress is left alone)")
 	rateFlag := fs.String("rate", "0", fmt.Sprintf("at most N API requests a second, e.g. 10 or 10/s (0: no bound but the API's 429s), up to %d", maxBackfillRate))
 	restart := fs.Bool("restart", false, "start over on the range instead of continuing an interrupted run")
+	redeliver := fs.Bool("redeliver", false, "ask the provider to send the missing webhooks again instead of ingesting the API's copy (github)")
 	asJSON := fs.Bool("json", false, "print the counts as one JSON object")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -89,6 +94,9 @@ set too. Times are durations before now (90m, 36h, 7d) or times (2026-11-30, RFC
 	if err != nil {
 		return err
 	}
+	if _, ok := src.(backfill.Redeliverer); *redeliver && !ok {
+		return usageErr(fmt.Sprintf("--redeliver: %s cannot be asked to send a webhook again (only github can); without --redeliver the API's copy is ingested", *name))
+	}
 	pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return fmt.Errorf("HUB_DATABASE_URL: %w", err)
@@ -103,7 +111,7 @@ set too. Times are durations before now (90m, 36h, 7d) or times (2026-11-30, RFC
 	if err != nil {
 		return err
 	}
-	req := backfill.Request{Since: s, Until: u, DryRun: *dryRun, Restart: *restart}
+	req := backfill.Request{Since: s, Until: u, DryRun: *dryRun, Restart: *restart, Redeliver: *redeliver}
 	bar := newProgressBar(stderr, !*asJSON)
 	if bar != nil {
 		req.Progress = bar.update
@@ -124,6 +132,8 @@ set too. Times are durations before now (90m, 36h, 7d) or times (2026-11-30, RFC
 		return fmt.Errorf("%w: wait for it, or, if it was killed, for its lease to expire (15 minutes after its last page)", runErr)
 	case runErr != nil:
 		return runErr
+	case res.Failed > 0 && *redeliver:
+		return fmt.Errorf("%d missing events could not be redelivered (see the messages above); they are tried again by the next run", res.Failed)
 	case res.Failed > 0:
 		return fmt.Errorf("%d missing events could not be ingested (see the messages above); they are retried by the next run", res.Failed)
 	}
@@ -161,8 +171,12 @@ func printBackfill(w io.Writer, r backfill.Result) {
 		fmt.Fprintf(w, "%s: continued an interrupted backfill of %s\n", r.Provider, window)
 	}
 	if r.DryRun {
-		fmt.Fprintf(w, "%s: dry run over %s: %d events listed, %d already received, %d missing (would be ingested), %d unusable\n",
-			r.Provider, window, r.Listed, r.Already, r.Ingested, r.Failed)
+		missing, would := r.Ingested, "ingested"
+		if r.Redeliver {
+			missing, would = r.Redelivered, "redelivered"
+		}
+		fmt.Fprintf(w, "%s: dry run over %s: %d events listed, %d already received, %d missing (would be %s), %d unusable\n",
+			r.Provider, window, r.Listed, r.Already, missing, would, r.Failed)
 		for _, m := range r.Missing {
 			at := "-"
 			if !m.OccurredAt.IsZero() {
@@ -170,9 +184,19 @@ func printBackfill(w io.Writer, r backfill.Result) {
 			}
 			fmt.Fprintf(w, "  missing %s:%s  %s  occurred %s\n", r.Provider, m.EventID, m.EventType, at)
 		}
-		if int64(len(r.Missing)) < r.Ingested {
-			fmt.Fprintf(w, "  … and %d more\n", r.Ingested-int64(len(r.Missing)))
+		if int64(len(r.Missing)) < missing {
+			fmt.Fprintf(w, "  … and %d more\n", missing-int64(len(r.Missing)))
 		}
+		return
+	}
+	if r.Redeliver {
+		fmt.Fprintf(w, "%s: %d pages over %s: %d events listed, %d already received, %d redelivered (asked the provider to send the webhook again), %d ingested (origin api), %d failed\n",
+			r.Provider, r.Pages, window, r.Listed, r.Already, r.Redelivered, r.Ingested, r.Failed)
+		if t := r.Total; t != nil {
+			fmt.Fprintf(w, "%s: the whole range so far: %d pages, %d listed, %d already received, %d redelivered, %d ingested, %d failed\n",
+				r.Provider, t.Pages, t.Listed, t.Already, t.Redelivered, t.Ingested, t.Failed)
+		}
+		fmt.Fprintln(w, "the provider sends the redelivered webhooks to the hook's URL; the hub ingests them as they arrive (see hub_deliveries_total)")
 		return
 	}
 	fmt.Fprintf(w, "%s: %d pages over %s: %d events listed, %d already received, %d ingested (origin api), %d failed\n",
@@ -220,9 +244,13 @@ func (b *progressBar) update(p backfill.Progress) {
 	}
 	const width = 30
 	filled := int(p.Covered * width)
-	fmt.Fprintf(b.w, "\r%s [%s%s] %3.0f%%  page %d  listed %d  already %d  ingested %d  failed %d ",
+	done, verb := p.Ingested, "ingested"
+	if p.Redelivered > 0 {
+		done, verb = p.Redelivered, "redelivered"
+	}
+	fmt.Fprintf(b.w, "\r%s [%s%s] %3.0f%%  page %d  listed %d  already %d  %s %d  failed %d ",
 		p.Provider, strings.Repeat("#", filled), strings.Repeat(".", width-filled), p.Covered*100,
-		p.Pages, p.Listed, p.Already, p.Ingested, p.Failed)
+		p.Pages, p.Listed, p.Already, verb, done, p.Failed)
 	b.drawn = true
 }
 
