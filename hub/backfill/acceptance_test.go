@@ -135,18 +135,30 @@ func TestRetryAfterHonoured(t *testing.T) {
 // A wrong API key is an error naming the variable; nothing is ingested.
 func TestWrongKeyNamesTheVariable(t *testing.T) {
 	t.Parallel()
-	h := newHubEnv(t, func(c *service.Config) { c.StripeAPIKey, c.PaddleAPIKey = "sk_test_wrong00000000", "pdl_wrong" })
+	const wrongStripe, wrongPaddle, wrongGitHub = "sk_test_wrong00000000", "pdl_wrong_key_000000", "ghp_wrongToken0000000"
+	h := newHubEnv(t, func(c *service.Config) {
+		c.StripeAPIKey, c.PaddleAPIKey, c.GitHubToken = wrongStripe, wrongPaddle, wrongGitHub
+	})
 	h.stripeEvents(2)
-	for name, variable := range map[string]string{"stripe": "HUB_STRIPE_API_KEY", "paddle": "HUB_PADDLE_API_KEY"} {
-		_, err := h.engine().Run(context.Background(), h.source(name, 0), backfill.Request{Since: time.Now().Add(-time.Hour)})
-		require.ErrorIs(t, err, backfill.ErrUnauthorized, name)
-		require.ErrorContains(t, err, variable)
-		require.NotContains(t, err.Error(), "sk_test_wrong00000000", "the key is never shown")
+	h.githubEvents(2, func(int) bool { return false })
+	for _, c := range []struct{ name, variable, key string }{
+		{"stripe", "HUB_STRIPE_API_KEY", wrongStripe},
+		{"paddle", "HUB_PADDLE_API_KEY", wrongPaddle},
+		{"github", "HUB_GITHUB_TOKEN", wrongGitHub},
+	} {
+		_, err := h.engine().Run(context.Background(), h.source(c.name, 0), backfill.Request{Since: time.Now().Add(-time.Hour)})
+		require.ErrorIs(t, err, backfill.ErrUnauthorized, c.name)
+		require.ErrorContains(t, err, c.variable)
+		require.NotContains(t, err.Error(), c.key, "the key is never shown")
 	}
 	require.Equal(t, 0, h.count(`SELECT count(*) FROM webhook_events`))
 	for _, hit := range h.stripe.Hits() {
 		require.Equal(t, 401, hit.Status)
 	}
+	for _, r := range h.github.Requests() {
+		require.Equal(t, 401, r.Status)
+	}
+	require.Empty(t, h.github.Attempts())
 }
 
 // Paddle: the same over several pages of GET /events (newest first, after
@@ -200,7 +212,9 @@ func TestPaddleBackfillPagesAndContinues(t *testing.T) {
 // through its relay, and counts what it found.
 func TestServePeriodicBackfill(t *testing.T) {
 	t.Parallel()
-	h := newHubEnv(t, func(c *service.Config) { c.BackfillInterval, c.PaddleAPIKey = time.Hour, "" })
+	h := newHubEnv(t, func(c *service.Config) {
+		c.BackfillInterval, c.PaddleAPIKey, c.GitHubToken, c.GitHubHook = time.Hour, "", "", ""
+	})
 	ids, _ := h.stripeEvents(10)
 	h.start()
 	require.Eventually(t, func() bool {

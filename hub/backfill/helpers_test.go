@@ -8,10 +8,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
@@ -30,6 +33,8 @@ const (
 	stripeKey    = "sk_test_backfill0000000000000000key1"
 	paddleSecret = "pdl_ntfset_01backfill000000000000000000_BackfillTestSecret00000"
 	paddleKey    = "pdl_sdbx_apikey_01backfill0000000000000000_BackfillKey0000000"
+	githubSecret = "github-backfill-test-secret"
+	githubToken  = "ghp_backfillTestToken000000000000000000"
 )
 
 // hubEnv is a whole hub running in-process on a fresh database and an
@@ -43,6 +48,7 @@ type hubEnv struct {
 	registry *prometheus.Registry
 	stripe   *fakeapi.StripeAPI
 	paddle   *fakeapi.PaddleAPI
+	github   *fakeapi.GitHub
 }
 
 func newHubEnv(t *testing.T, mod ...func(*service.Config)) *hubEnv {
@@ -51,7 +57,8 @@ func newHubEnv(t *testing.T, mod ...func(*service.Config)) *hubEnv {
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
 	h := &hubEnv{t: t, pool: pool, js: js, registry: prometheus.NewRegistry(),
-		stripe: fakeapi.NewStripe(stripeKey), paddle: fakeapi.NewPaddle(paddleKey)}
+		stripe: fakeapi.NewStripe(stripeKey), paddle: fakeapi.NewPaddle(paddleKey),
+		github: fakeapi.NewGitHub(t, fakeapi.GitHubOptions{Token: githubToken})}
 	stripeSrv := httptest.NewServer(h.stripe)
 	t.Cleanup(stripeSrv.Close)
 	paddleSrv := httptest.NewServer(h.paddle)
@@ -60,11 +67,12 @@ func newHubEnv(t *testing.T, mod ...func(*service.Config)) *hubEnv {
 	h.cfg = service.Config{
 		DatabaseURL: url, DatabaseMaxConns: 8, NATSURL: n.URL(), HTTPAddr: "127.0.0.1:0",
 		Stream: "WEBHOOKS", StreamReplicas: 1, DuplicateWindow: 2 * time.Minute,
-		StripeSecrets: []string{stripeSecret}, PaddleSecrets: []string{paddleSecret},
+		StripeSecrets: []string{stripeSecret}, PaddleSecrets: []string{paddleSecret}, GitHubSecrets: []string{githubSecret},
 		SignatureTolerance: 5 * time.Minute, MaxBodyBytes: 1 << 20, MaxInflight: 128, MaxConns: 4096,
 		ShutdownTimeout: 10 * time.Second, CommitTimeout: 5 * time.Second, BatchMax: 64, BatchCommitters: 1,
 		RelayBatchSize: 256, RelayWorkers: 1, LogLevel: "info", LogFormat: "text",
 		StripeAPIKey: stripeKey, StripeAPIURL: stripeSrv.URL, PaddleAPIKey: paddleKey, PaddleAPIURL: paddleSrv.URL,
+		GitHubToken: githubToken, GitHubHook: h.github.Hook, GitHubAPIURL: h.github.URL,
 		BackfillWindow: 72 * time.Hour,
 	}
 	for _, m := range mod {
@@ -115,6 +123,8 @@ func (h *hubEnv) source(name string, pageSize int) backfill.Source {
 		src, err = backfill.NewStripe(backfill.StripeConfig{BaseURL: h.cfg.StripeAPIURL, Key: h.cfg.StripeAPIKey, PageSize: pageSize})
 	case "paddle":
 		src, err = backfill.NewPaddle(backfill.PaddleConfig{BaseURL: h.cfg.PaddleAPIURL, Key: h.cfg.PaddleAPIKey, PageSize: pageSize})
+	case "github": // GitHub's page is always 100 deliveries
+		src, err = backfill.NewGitHub(backfill.GitHubConfig{BaseURL: h.cfg.GitHubAPIURL, Token: h.cfg.GitHubToken, Hook: h.cfg.GitHubHook})
 	}
 	require.NoError(h.t, err)
 	return src
@@ -136,12 +146,31 @@ func (h *hubEnv) webhook(name, eventID string, body []byte) answer {
 	require.NoError(h.t, err)
 	hdr, err := p.(provider.Sender).Sign(eventID, body, time.Now())
 	require.NoError(h.t, err)
-	req, err := http.NewRequest(http.MethodPost, h.base+"/webhooks/"+name, bytes.NewReader(body))
+	return h.post("/webhooks/"+name, hdr, body)
+}
+
+// githubWebhook signs body as GitHub would (X-Hub-Signature-256,
+// X-GitHub-Delivery guid, X-GitHub-Event from typ) and POSTs it to the hub.
+func (h *hubEnv) githubWebhook(guid, typ string, body []byte) answer {
+	h.t.Helper()
+	p, err := provider.New("github", []string{githubSecret}, 0)
+	require.NoError(h.t, err)
+	hdr, target, err := p.(provider.TypedSender).SignTyped(guid, typ, body, time.Now())
+	require.NoError(h.t, err)
+	return h.post(target, hdr, body)
+}
+
+// post sends a webhook to the hub and decodes its JSON answer.
+func (h *hubEnv) post(target string, hdr http.Header, body []byte) answer {
+	h.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, h.base+target, bytes.NewReader(body))
 	require.NoError(h.t, err)
 	for k, v := range hdr {
 		req.Header[k] = v
 	}
-	req.Header.Set("Content-Type", "application/json")
+	if req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(h.t, err)
 	defer resp.Body.Close()
@@ -171,13 +200,23 @@ func (h *hubEnv) waitPublished() {
 // Nats-Msg-Id.
 func (h *hubEnv) streamMsgIDs() map[string]int {
 	h.t.Helper()
+	out := map[string]int{}
+	for _, hdr := range h.streamHeaders() {
+		out[hdr.Get(schema.HeaderMsgID)]++
+	}
+	return out
+}
+
+// streamHeaders reads the headers of every message of the stream.
+func (h *hubEnv) streamHeaders() []nats.Header {
+	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	st, err := h.js.Stream(ctx, h.cfg.Stream)
 	require.NoError(h.t, err)
 	info, err := st.Info(ctx)
 	require.NoError(h.t, err)
-	out := map[string]int{}
+	var out []nats.Header
 	if info.State.Msgs == 0 {
 		return out
 	}
@@ -187,7 +226,7 @@ func (h *hubEnv) streamMsgIDs() map[string]int {
 		batch, err := c.Fetch(500, jetstream.FetchMaxWait(2*time.Second))
 		require.NoError(h.t, err)
 		for m := range batch.Messages() {
-			out[m.Headers().Get(schema.HeaderMsgID)]++
+			out = append(out, m.Headers())
 			seen++
 		}
 		require.NoError(h.t, batch.Error())
@@ -247,4 +286,36 @@ func (h *hubEnv) paddleEvents(n int, age time.Duration) (ids []string, webhooks 
 		ids, webhooks[id] = append(ids, id), body
 	}
 	return ids, webhooks
+}
+
+// githubEvent is an event of the fake GitHub's hook: its original
+// delivery and the payload GitHub sent.
+type githubEvent struct {
+	guid, typ string
+	delivery  fakeapi.GitHubDelivery
+	body      []byte
+}
+
+// githubEvents makes n events of the fake GitHub's hook delivered a minute
+// apart before now, newest first, of varied types. Those for which
+// arrived(i) is true were answered 200 by the hub (the test sends their
+// webhooks); the others' deliveries failed to connect.
+func (h *hubEnv) githubEvents(n int, arrived func(i int) bool) []githubEvent {
+	h.t.Helper()
+	p, err := provider.New("github", []string{githubSecret}, 0)
+	require.NoError(h.t, err)
+	types := []string{"push", "pull_request.opened", "issues.closed", "issue_comment.created", "release.published"}
+	now := time.Now()
+	out := make([]githubEvent, n)
+	for i := range n {
+		guid, typ, at := uuid.NewString(), types[i%len(types)], now.Add(-time.Duration(i+1)*time.Minute)
+		body, err := p.(provider.Sender).Sample(guid, typ, nil, at)
+		require.NoError(h.t, err)
+		d := fakeapi.GitHubDelivery{GUID: guid, DeliveredAt: at, Event: strings.SplitN(typ, ".", 2)[0], Payload: body}
+		if arrived(i) {
+			d.StatusCode = http.StatusOK
+		}
+		out[i] = githubEvent{guid: guid, typ: typ, delivery: h.github.Add(d), body: body}
+	}
+	return out
 }
