@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub/backfill"
 	"github.com/hookhub/hookhub/hub/service"
+	"github.com/hookhub/hookhub/schema"
 )
 
 // 100 Stripe events, 70 of which arrived as signed webhooks: the backfill
@@ -208,32 +209,43 @@ func TestPaddleBackfillPagesAndContinues(t *testing.T) {
 	require.Equal(t, true, a.body["idempotent"])
 }
 
-// `hub serve` with HUB_BACKFILL_INTERVAL backfills at start, publishes
-// through its relay, and counts what it found.
+// `hub serve` with HUB_BACKFILL_INTERVAL backfills every provider with
+// API credentials at start (Stripe's listing, GitHub's through Fetch),
+// publishes through its relay, and counts what it found.
 func TestServePeriodicBackfill(t *testing.T) {
 	t.Parallel()
-	h := newHubEnv(t, func(c *service.Config) {
-		c.BackfillInterval, c.PaddleAPIKey, c.GitHubToken, c.GitHubHook = time.Hour, "", "", ""
-	})
+	h := newHubEnv(t, func(c *service.Config) { c.BackfillInterval, c.PaddleAPIKey = time.Hour, "" })
 	ids, _ := h.stripeEvents(10)
+	gh := h.githubEvents(5, func(int) bool { return false })
 	h.start()
 	require.Eventually(t, func() bool {
-		return h.count(`SELECT count(*) FROM webhook_event_status WHERE origin = 'api' AND processing_status = 'PROCESSED'`) == 10
+		return h.count(`SELECT count(*) FROM webhook_event_status WHERE origin = 'api' AND processing_status = 'PROCESSED'`) == 15
 	}, 30*time.Second, 20*time.Millisecond)
-	h.requireEachOnce("stripe", ids)
-	mfs, err := h.registry.Gather()
-	require.NoError(t, err)
+	got := h.streamMsgIDs()
+	require.Len(t, got, 15)
+	for _, id := range ids {
+		require.Equal(t, 1, got[schema.MsgID("stripe", id)], id)
+	}
+	for _, ev := range gh {
+		require.Equal(t, 1, got[schema.MsgID("github", ev.guid)], ev.guid)
+	}
+	// A run is counted when it ends, which may follow its events'
+	// publication.
 	found := map[string]float64{}
-	for _, mf := range mfs {
-		if strings.HasPrefix(mf.GetName(), "hub_backfill_") {
-			for _, m := range mf.GetMetric() {
-				v := m.GetCounter().GetValue() + m.GetGauge().GetValue()
-				found[mf.GetName()] += v
+	require.Eventually(t, func() bool {
+		mfs, err := h.registry.Gather()
+		require.NoError(t, err)
+		clear(found)
+		for _, mf := range mfs {
+			if strings.HasPrefix(mf.GetName(), "hub_backfill_") {
+				for _, m := range mf.GetMetric() {
+					found[mf.GetName()] += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+				}
 			}
 		}
-	}
-	require.Equal(t, 10.0, found["hub_backfill_missing_total"])
-	require.Equal(t, 10.0, found["hub_backfill_ingested_total"])
-	require.Equal(t, 1.0, found["hub_backfill_runs_total"])
+		return found["hub_backfill_runs_total"] == 2
+	}, 30*time.Second, 20*time.Millisecond, "runs counted: %v", found)
+	require.Equal(t, 15.0, found["hub_backfill_missing_total"])
+	require.Equal(t, 15.0, found["hub_backfill_ingested_total"])
 	require.Greater(t, found["hub_backfill_last_success_timestamp_seconds"], 0.0)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/kelseyhightower/envconfig"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub/backfill"
 	"github.com/hookhub/hookhub/hub/service"
 )
 
@@ -121,4 +122,23 @@ func TestBackfillSourceNamesTheVariable(t *testing.T) {
 	srcs, err := cfg.BackfillSources(nil)
 	require.NoError(t, err)
 	require.Len(t, srcs, 1)
+
+	// GitHub: the token and the hook, and the webhook secrets; its source
+	// fetches payloads and can redeliver.
+	cfg.GitHubToken, cfg.GitHubHook = "ghp_x", "repos/octo/hello/hooks/1"
+	_, err = cfg.BackfillSource("github", nil)
+	require.ErrorContains(t, err, "HUB_GITHUB_SECRETS")
+	cfg.GitHubSecrets = []string{"gh_secret"}
+	cfg.GitHubHook = "hooks/1"
+	_, err = cfg.BackfillSource("github", nil)
+	require.ErrorContains(t, err, "HUB_GITHUB_HOOK")
+	cfg.GitHubHook = "repos/octo/hello/hooks/1"
+	src, err = cfg.BackfillSource("github", nil)
+	require.NoError(t, err)
+	require.Equal(t, "github", src.Provider())
+	require.Implements(t, (*backfill.Fetcher)(nil), src)
+	require.Implements(t, (*backfill.Redeliverer)(nil), src)
+	srcs, err = cfg.BackfillSources(nil)
+	require.NoError(t, err)
+	require.Len(t, srcs, 2)
 }
