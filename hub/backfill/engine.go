@@ -112,7 +112,8 @@ type Request struct {
 	// page whose redeliveries were all asked for is not asked again), and a
 	// dry run only counts what it would ask for. A page interrupted
 	// mid-way may ask for some redeliveries twice: the hub answers the
-	// second webhook as a duplicate.
+	// second webhook as a duplicate. A later run asks again for an event
+	// whose redelivered webhook has not arrived (yet, or failed again).
 	Redeliver bool
 	// Progress, when set, is called after each page.
 	Progress func(Progress)
