@@ -22,6 +22,7 @@ type ArchivedDelivery struct {
 	Error      string    // why it is FAILED, or the last publish failure; "" if none
 	ReceivedAt time.Time // created_at: the archive's order
 	Signature  string    // the signature header as received; "" if none
+	Origin     Origin    // webhook, or api for an event a backfill ingested
 	SignedAt   time.Time // zero when the scheme has no signed timestamp
 	// StreamSeq and PublishedAt are the original message's, once JetStream
 	// acknowledged it; 0 and zero before (and for SKIPPED and FAILED rows).

@@ -57,7 +57,20 @@ type Delivery struct {
 	// delivery, published with the message; empty when the hub does not
 	// trace.
 	TraceParent string
+	// Origin is where the delivery came from: OriginWebhook (also "") for
+	// a request to the hub, OriginAPI for an event a backfill read from
+	// the provider's API. Archived with the row, never changed.
+	Origin Origin
 }
+
+// Origin is where an archived delivery came from.
+type Origin string
+
+// The origins of archive rows (the origin column, migration 00006).
+const (
+	OriginWebhook Origin = "webhook" // a verified webhook request
+	OriginAPI     Origin = "api"     // read from the provider's API by a backfill (no signature)
+)
 
 // Outcome is what became of one delivery.
 type Outcome struct {

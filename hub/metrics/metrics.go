@@ -48,7 +48,22 @@ type Metrics struct {
 	StreamPresent  prometheus.Gauge
 	StreamLost     prometheus.Counter
 	StreamRestored prometheus.Counter
+	// The backfill (hub/backfill): events a provider's API listed that
+	// the hub never received as webhooks, those ingested, runs by outcome
+	// (ok, partial: some events failed, error), and the time of the last
+	// run that listed its whole window.
+	BackfillMissing     *prometheus.CounterVec
+	BackfillIngested    *prometheus.CounterVec
+	BackfillRuns        *prometheus.CounterVec
+	BackfillLastSuccess *prometheus.GaugeVec
 }
+
+// Backfill run outcomes, the "outcome" label of hub_backfill_runs_total.
+const (
+	BackfillOK      = "ok"
+	BackfillPartial = "partial" // listed the whole window, but some missing events could not be ingested
+	BackfillError   = "error"   // stopped early: the API, the database or a shutdown
+)
 
 // New creates the hub's metrics and registers them on reg.
 func New(reg prometheus.Registerer) *Metrics {
@@ -108,7 +123,24 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "hub_stream_restored_events_total",
 			Help: "Events a lost stream held that this hub re-queued for publishing to the recreated stream.",
 		}),
+		BackfillMissing: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hub_backfill_missing_total",
+			Help: "Events a provider's API listed that the hub had not received as webhooks (found by a backfill, dry runs included): each means a webhook was lost.",
+		}, []string{"provider"}),
+		BackfillIngested: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hub_backfill_ingested_total",
+			Help: "Missing events a backfill ingested from a provider's API (origin api).",
+		}, []string{"provider"}),
+		BackfillRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hub_backfill_runs_total",
+			Help: "Backfill runs, by provider and outcome (ok, partial, error).",
+		}, []string{"provider", "outcome"}),
+		BackfillLastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hub_backfill_last_success_timestamp_seconds",
+			Help: "Unix time of the last backfill run that listed its whole window, by provider.",
+		}, []string{"provider"}),
 	}
+	reg.MustRegister(m.BackfillMissing, m.BackfillIngested, m.BackfillRuns, m.BackfillLastSuccess)
 	reg.MustRegister(m.Deliveries, m.IngestSeconds, m.CommitBatch, m.Published, m.PublishLagSecond, m.OutboxPending, m.OutboxOldest, m.NATSConnected,
 		m.ConnsRejected, m.BodyBytes, m.StreamPresent, m.StreamLost, m.StreamRestored)
 	return m

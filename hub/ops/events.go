@@ -107,8 +107,11 @@ type Delivery struct {
 	Error      string     `json:"error,omitempty"`
 	Signature  string     `json:"signature,omitempty"`
 	SignedAt   *time.Time `json:"signed_at,omitempty"`
-	StreamSeq  uint64     `json:"stream_seq,omitempty"`
-	Attempts   int        `json:"publish_attempts"`
+	// Origin is where the delivery came from: webhook, or api (ingested by
+	// a backfill from the provider's API, without a signature).
+	Origin    string `json:"origin"`
+	StreamSeq uint64 `json:"stream_seq,omitempty"`
+	Attempts  int    `json:"publish_attempts"`
 }
 
 // SubscriberOutcome is what one subscriber did with an event.
@@ -124,12 +127,17 @@ type SubscriberOutcome struct {
 
 // EventDetail is everything known about one event.
 type EventDetail struct {
-	Provider   string     `json:"provider"`
-	EventID    string     `json:"event_id"`
-	EventType  string     `json:"event_type"`
-	Subject    string     `json:"subject,omitempty"`
-	FirstSeen  time.Time  `json:"first_seen"`
-	Status     string     `json:"status"` // of the first delivery
+	Provider  string    `json:"provider"`
+	EventID   string    `json:"event_id"`
+	EventType string    `json:"event_type"`
+	Subject   string    `json:"subject,omitempty"`
+	FirstSeen time.Time `json:"first_seen"`
+	Status    string    `json:"status"` // of the first delivery
+	// Origin is the first delivery's: webhook, or api when a backfill
+	// ingested the event from the provider's API (its webhook never
+	// arrived, or arrived later as a duplicate); "" once the archive is
+	// purged.
+	Origin     string     `json:"origin,omitempty"`
 	Deliveries []Delivery `json:"deliveries"`
 	// DeliveriesTruncated: the event has more than MaxShownDeliveries
 	// archived deliveries; the first ones are listed.
@@ -170,7 +178,7 @@ func (o *Ops) ShowEvent(ctx context.Context, ref string) (EventDetail, error) {
 	d.Deliveries = make([]Delivery, len(ds))
 	for i, a := range ds {
 		dl := Delivery{ArchiveID: a.ArchiveID.String(), ReceivedAt: a.ReceivedAt, Status: string(a.Status), Error: a.Error,
-			Signature: a.Signature, StreamSeq: a.StreamSeq, Attempts: a.Attempts}
+			Signature: a.Signature, StreamSeq: a.StreamSeq, Attempts: a.Attempts, Origin: string(a.Origin)}
 		if !a.SignedAt.IsZero() {
 			dl.SignedAt = &a.SignedAt
 		}
@@ -182,10 +190,10 @@ func (o *Ops) ShowEvent(ctx context.Context, ref string) (EventDetail, error) {
 	if len(d.Deliveries) == 0 {
 		d.Purged = true
 	} else {
-		d.Status = d.Deliveries[0].Status
+		d.Status, d.Origin = d.Deliveries[0].Status, d.Deliveries[0].Origin
 		for _, dl := range d.Deliveries {
 			if dl.Status != string(hub.Skipped) {
-				d.Status = dl.Status
+				d.Status, d.Origin = dl.Status, dl.Origin
 				break
 			}
 		}

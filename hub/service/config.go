@@ -56,7 +56,16 @@ type Config struct {
 	BatchCommitters      int                 `envconfig:"HUB_BATCH_COMMITTERS" default:"1" desc:"Group commit: transactions committing concurrently; one makes the largest batches, the cheapest for Postgres"`
 	RelayBatchSize       int                 `envconfig:"HUB_RELAY_BATCH_SIZE" default:"256" desc:"Most rows one publish batch holds, fast path and relay alike; a fast-path pipeline has up to four batches in flight"`
 	RelayWorkers         int                 `envconfig:"HUB_RELAY_WORKERS" default:"1" desc:"Fast-path publish pipelines: each sends, settles and marks batches in parallel stages"`
-	AdminToken           string              `envconfig:"HUB_ADMIN_TOKEN" desc:"Bearer token of the admin API under /admin/ (at least 32 characters); empty leaves the API off"`
+	StripeAPIKey         string              `envconfig:"HUB_STRIPE_API_KEY" desc:"Stripe secret or restricted key (read access to events) for backfill (hub backfill, HUB_BACKFILL_INTERVAL); never logged"`
+	StripeAPIURL         string              `envconfig:"HUB_STRIPE_API_URL" default:"https://api.stripe.com" desc:"Stripe API base URL for backfill"`
+	PaddleAPIKey         string              `envconfig:"HUB_PADDLE_API_KEY" desc:"Paddle API key (event.read permission) for backfill; never logged"`
+	PaddleAPIURL         string              `envconfig:"HUB_PADDLE_API_URL" default:"https://api.paddle.com" desc:"Paddle API base URL for backfill (sandbox: https://sandbox-api.paddle.com)"`
+	GitHubToken          string              `envconfig:"HUB_GITHUB_TOKEN" desc:"GitHub token that can read the webhook's deliveries (HUB_GITHUB_HOOK), for backfill; never logged"`
+	GitHubHook           string              `envconfig:"HUB_GITHUB_HOOK" desc:"The GitHub webhook to backfill: repos/OWNER/REPO/hooks/ID or orgs/ORG/hooks/ID"`
+	GitHubAPIURL         string              `envconfig:"HUB_GITHUB_API_URL" default:"https://api.github.com" desc:"GitHub API base URL for backfill"`
+	BackfillInterval     time.Duration       `envconfig:"HUB_BACKFILL_INTERVAL" default:"0" desc:"hub serve backfills every provider with API credentials this often (at start, then every interval), e.g. 1h; 0 leaves it off"`
+	BackfillWindow       time.Duration       `envconfig:"HUB_BACKFILL_WINDOW" default:"72h" desc:"How far back a periodic backfill looks; at least HUB_BACKFILL_INTERVAL"`
+	AdminToken           string              `envconfig:"HUB_ADMIN_TOKEN" desc:"Bearer token of the admin API under /admin/ and the admin sign-in of the web console under /console/ (at least 32 characters); empty leaves both off"`
 	ConsoleReadOnlyToken string              `envconfig:"HUB_CONSOLE_READONLY_TOKEN" desc:"Token of the web console's read-only sign-in under /console/ (at least 32 characters, not HUB_ADMIN_TOKEN; needs HUB_ADMIN_TOKEN, which signs in as admin); empty: admin sign-in only"`
 	OTelEnabled          bool                `envconfig:"HUB_OTEL_ENABLED" default:"false" desc:"OpenTelemetry tracing: a span per delivery and per publish, exported with OTLP over HTTP as the standard OTEL_* variables say (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_TRACES_SAMPLER, ...)"`
 	DataDir              string              `envconfig:"HUB_DATA_DIR" default:"./.hub" desc:"Directory of the embedded NATS server's store"`
@@ -174,6 +183,21 @@ func (c *Config) Validate() error {
 	}
 	if c.RelayBatchSize < 1 || c.RelayBatchSize > 10000 {
 		bad("RELAY_BATCH_SIZE", "must be between 1 and 10000, got %d", c.RelayBatchSize)
+	}
+	if c.BackfillInterval < 0 || (c.BackfillInterval > 0 && c.BackfillInterval < 10*time.Second) {
+		bad("BACKFILL_INTERVAL", "must be 0 (off) or at least 10s, got %s", c.BackfillInterval)
+	}
+	if c.BackfillInterval > 0 && c.BackfillWindow <= 0 {
+		bad("BACKFILL_WINDOW", "must be positive with HUB_BACKFILL_INTERVAL set, got %s", c.BackfillWindow)
+	} else if c.BackfillWindow < c.BackfillInterval {
+		bad("BACKFILL_WINDOW", "must be at least HUB_BACKFILL_INTERVAL (%s), or events between two runs are never checked, got %s", c.BackfillInterval, c.BackfillWindow)
+	}
+	if (c.GitHubToken == "") != (c.GitHubHook == "") {
+		if c.GitHubHook == "" {
+			bad("GITHUB_HOOK", "is required with HUB_GITHUB_TOKEN: the webhook whose deliveries to backfill (repos/OWNER/REPO/hooks/ID or orgs/ORG/hooks/ID)")
+		} else {
+			bad("GITHUB_TOKEN", "is required with HUB_GITHUB_HOOK")
+		}
 	}
 	switch strings.ToLower(c.LogLevel) {
 	case "debug", "info", "warn", "error":

@@ -10,6 +10,7 @@ import (
 	"github.com/kelseyhightower/envconfig"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub/backfill"
 	"github.com/hookhub/hookhub/hub/service"
 )
 
@@ -55,6 +56,11 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 			c.AdminToken, c.ConsoleReadOnlyToken = strings.Repeat("a", 32), strings.Repeat("a", 32)
 		}},
 		{"HUB_CONSOLE_READONLY_TOKEN", func(c *service.Config) { c.ConsoleReadOnlyToken = strings.Repeat("r", 32) }},
+		{"HUB_BACKFILL_INTERVAL", func(c *service.Config) { c.BackfillInterval = time.Second }},
+		{"HUB_BACKFILL_WINDOW", func(c *service.Config) { c.BackfillInterval, c.BackfillWindow = time.Hour, 0 }},
+		{"HUB_BACKFILL_WINDOW", func(c *service.Config) { c.BackfillInterval, c.BackfillWindow = 2*time.Hour, time.Hour }},
+		{"HUB_GITHUB_HOOK", func(c *service.Config) { c.GitHubToken = "ghp_x" }},
+		{"HUB_GITHUB_TOKEN", func(c *service.Config) { c.GitHubHook = "repos/o/r/hooks/1" }},
 	}
 	for _, c := range cases {
 		t.Run(c.variable, func(t *testing.T) {
@@ -89,4 +95,57 @@ func TestREADMEDocumentsEveryVariable(t *testing.T) {
 		key := typ.Field(i).Tag.Get("envconfig")
 		require.True(t, strings.Contains(string(readme), "| `"+key+"` |"), "README.md has no table row for %s", key)
 	}
+}
+
+// A backfill source needs its API credentials and the provider's webhook
+// secrets; each mistake names the variable.
+func TestBackfillSourceNamesTheVariable(t *testing.T) {
+	var cfg service.Config
+	require.NoError(t, envconfig.Process("", &cfg))
+	require.Equal(t, 72*time.Hour, cfg.BackfillWindow)
+	require.Equal(t, "https://api.stripe.com", cfg.StripeAPIURL)
+	require.Equal(t, "https://api.paddle.com", cfg.PaddleAPIURL)
+	require.Equal(t, "https://api.github.com", cfg.GitHubAPIURL)
+	_, err := cfg.BackfillSource("stripe", nil)
+	require.ErrorIs(t, err, service.ErrNoBackfillCredentials)
+	require.ErrorContains(t, err, "HUB_STRIPE_API_KEY")
+	_, err = cfg.BackfillSource("paddle", nil)
+	require.ErrorContains(t, err, "HUB_PADDLE_API_KEY")
+	_, err = cfg.BackfillSource("github", nil)
+	require.ErrorContains(t, err, "HUB_GITHUB_TOKEN")
+	_, err = cfg.BackfillSource("clerk", nil)
+	require.ErrorContains(t, err, "no backfill for provider")
+	cfg.StripeAPIKey = "sk_test_x"
+	_, err = cfg.BackfillSource("stripe", nil)
+	require.ErrorContains(t, err, "HUB_STRIPE_SECRETS")
+	cfg.StripeSecrets = []string{"whsec_x"}
+	cfg.StripeAPIURL = "api.stripe.com"
+	_, err = cfg.BackfillSource("stripe", nil)
+	require.ErrorContains(t, err, "HUB_STRIPE_API_URL")
+	cfg.StripeAPIURL = "https://api.stripe.com/"
+	src, err := cfg.BackfillSource("stripe", nil)
+	require.NoError(t, err)
+	require.Equal(t, "stripe", src.Provider())
+	srcs, err := cfg.BackfillSources(nil)
+	require.NoError(t, err)
+	require.Len(t, srcs, 1)
+
+	// GitHub: the token and the hook, and the webhook secrets; its source
+	// fetches payloads and can redeliver.
+	cfg.GitHubToken, cfg.GitHubHook = "ghp_x", "repos/octo/hello/hooks/1"
+	_, err = cfg.BackfillSource("github", nil)
+	require.ErrorContains(t, err, "HUB_GITHUB_SECRETS")
+	cfg.GitHubSecrets = []string{"gh_secret"}
+	cfg.GitHubHook = "hooks/1"
+	_, err = cfg.BackfillSource("github", nil)
+	require.ErrorContains(t, err, "HUB_GITHUB_HOOK")
+	cfg.GitHubHook = "repos/octo/hello/hooks/1"
+	src, err = cfg.BackfillSource("github", nil)
+	require.NoError(t, err)
+	require.Equal(t, "github", src.Provider())
+	require.Implements(t, (*backfill.Fetcher)(nil), src)
+	require.Implements(t, (*backfill.Redeliverer)(nil), src)
+	srcs, err = cfg.BackfillSources(nil)
+	require.NoError(t, err)
+	require.Len(t, srcs, 2)
 }

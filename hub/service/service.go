@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/backfill"
 	"github.com/hookhub/hookhub/hub/console"
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/natsembed"
@@ -91,6 +92,11 @@ type Service struct {
 	adminLn  net.Listener // nil unless HUB_ADMIN_ADDR is set
 	metrics  *metrics.Metrics
 	names    []string
+	now      func() time.Time
+	// backfill runs every HUB_BACKFILL_INTERVAL over backfillSources; nil
+	// when off.
+	backfill        *backfill.Engine
+	backfillSources []backfill.Source
 	// natsUp receives a value whenever the NATS connection (re)opens; Run
 	// hands it to the relay. A channel, because nats.go calls its handlers
 	// from its own goroutine, possibly before New has returned.
@@ -119,7 +125,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 		deps.Registry = prometheus.NewRegistry()
 		deps.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	s := &Service{cfg: cfg, log: deps.Logger, metrics: metrics.New(deps.Registry), natsUp: make(chan struct{}, 1)}
+	s := &Service{cfg: cfg, log: deps.Logger, metrics: metrics.New(deps.Registry), natsUp: make(chan struct{}, 1), now: deps.Now}
 	defer func() {
 		if err != nil {
 			s.close()
@@ -188,6 +194,9 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 		s.batcher = s.store.GroupCommitter(cfg.BatchMax, cfg.BatchCommitters, cfg.CommitTimeout,
 			store.OnCommit(func(n int) { s.metrics.CommitBatch.Observe(float64(n)) }))
 		ingester = s.batcher
+	}
+	if err := s.newBackfill(ingester); err != nil {
+		return nil, err
 	}
 	var operator server.Operator
 	var mountConsole func(fiber.Router)
@@ -432,6 +441,15 @@ func (s *Service) Run(ctx context.Context) error {
 		s.log.Info("admin listener: /admin/, /metrics, /debug/pprof/", "addr", s.adminLn.Addr().String())
 	}
 	s.log.Info("hub listening", "addr", s.ln.Addr().String(), "providers", s.names, "stream", s.cfg.Stream)
+	// The periodic backfill stops with the listener, before the group
+	// committer it ingests through is closed.
+	backfillCtx, stopBackfill := context.WithCancel(ctx)
+	defer stopBackfill()
+	var backfillDone sync.WaitGroup
+	if s.backfill != nil {
+		s.log.Info("periodic backfill", "providers", providerNames(s.backfillSources), "interval", s.cfg.BackfillInterval, "window", s.cfg.BackfillWindow)
+		backfillDone.Go(func() { s.runBackfill(backfillCtx) })
+	}
 
 	var runErr error
 	select {
@@ -448,6 +466,8 @@ func (s *Service) Run(ctx context.Context) error {
 	if s.console != nil {
 		s.console.Close() // stops a replay job
 	}
+	stopBackfill()
+	backfillDone.Wait()
 	if s.batcher != nil {
 		s.batcher.Close() // commits what in-flight requests queued
 	}

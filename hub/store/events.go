@@ -34,19 +34,19 @@ import (
 // from (scanDelivery), qualified by alias v.
 const deliveryColumns = `v.id, v.provider, v.event_id, v.event_type, v.processing_status, COALESCE(v.error_message, ''),
        v.created_at, COALESCE(v.signature, ''), v.signed_at, COALESCE(v.stream_seq, 0), v.published_at,
-       v.publish_attempts`
+       v.publish_attempts, v.origin`
 
 func scanDelivery(r pgx.Row, extra ...any) (hub.ArchivedDelivery, error) {
 	var d hub.ArchivedDelivery
-	var status string
+	var status, origin string
 	var signedAt, publishedAt *time.Time
 	var seq int64
 	dest := append([]any{&d.ArchiveID, &d.Provider, &d.EventID, &d.EventType, &status, &d.Error,
-		&d.ReceivedAt, &d.Signature, &signedAt, &seq, &publishedAt, &d.Attempts}, extra...)
+		&d.ReceivedAt, &d.Signature, &signedAt, &seq, &publishedAt, &d.Attempts, &origin}, extra...)
 	if err := r.Scan(dest...); err != nil {
 		return d, err
 	}
-	d.Status = hub.Status(status)
+	d.Status, d.Origin = hub.Status(status), hub.Origin(origin)
 	if signedAt != nil {
 		d.SignedAt = *signedAt
 	}

@@ -64,7 +64,9 @@ func (s *Store) Ping(ctx context.Context) error {
 // the payload ($5), and its bytes are taken from it ($6 is NULL): half the
 // bytes on the wire for both sides. Trace parents ($14) travel
 // as an empty array when no delivery has one (tracing off): unnest pads a
-// shorter array with NULLs.
+// shorter array with NULLs. Origins ($15) travel the same way: an empty
+// array when every delivery is a webhook (the column's default), one entry
+// per delivery when a backfill ingests events read from an API.
 //
 // The archive row is written once and never changed (DESIGN invariant 8):
 // a duplicate is SKIPPED, an event whose type cannot form a subject FAILED,
@@ -76,9 +78,10 @@ const ingestSQL = `
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[],
                          $7::text[], $8::timestamptz[], $9::timestamptz[], $10::timestamptz[], $11::text[],
-                         $14::text[])
+                         $14::text[], $15::text[])
         WITH ORDINALITY AS t(id, provider, event_id, event_type, payload, body,
-                             signature, signed_at, occurred_at, received_at, error_message, trace_parent, ord)
+                             signature, signed_at, occurred_at, received_at, error_message, trace_parent,
+                             origin, ord)
 ), dedup AS (
     INSERT INTO processed_webhook_events (id, provider, event_id, event_type, processed_at, next_attempt_at)
     -- Sorted by key, so concurrent batches take row locks in one order and
@@ -90,14 +93,14 @@ WITH input AS (
     RETURNING id
 )
 INSERT INTO webhook_events (id, provider, event_id, event_type, payload, signature, processing_status,
-                            error_message, created_at, body, signed_at, occurred_at, trace_parent)
+                            error_message, created_at, body, signed_at, occurred_at, trace_parent, origin)
 SELECT i.id, i.provider, i.event_id, i.event_type, i.payload::jsonb, NULLIF(i.signature, ''),
        CASE WHEN d.id IS NULL THEN 'SKIPPED' WHEN i.error_message <> '' THEN 'FAILED' END,
        CASE WHEN d.id IS NULL THEN NULL ELSE NULLIF(i.error_message, '') END,
        i.received_at,
        CASE WHEN d.id IS NULL THEN NULL ELSE COALESCE(i.body, convert_to(i.payload, 'UTF8')) END,
        NULLIF(i.signed_at, $13), NULLIF(i.occurred_at, $13),
-       NULLIF(i.trace_parent, '')
+       NULLIF(i.trace_parent, ''), COALESCE(NULLIF(i.origin, ''), 'webhook')
 FROM input i LEFT JOIN dedup d ON d.id = i.id
 ORDER BY i.ord
 RETURNING id, COALESCE(processing_status, 'PENDING')`
@@ -158,6 +161,7 @@ func (s *Store) ingest(ctx context.Context, ds []hub.Delivery, payloads []string
 	receivedAt := make([]time.Time, n)
 	errs := make([]string, n)
 	traceParents := []string{} // not nil: pgx would send NULL
+	origins := []string{}
 	for i := range ds {
 		d := &ds[i]
 		ids[i], providers[i], eventIDs[i], types[i] = d.ArchiveID, d.Provider, d.EventID, d.EventType
@@ -169,10 +173,16 @@ func (s *Store) ingest(ctx context.Context, ds []hub.Delivery, payloads []string
 		if len(traceParents) > 0 {
 			traceParents[i] = cleanText(d.TraceParent)
 		}
+		if d.Origin != "" && d.Origin != hub.OriginWebhook && len(origins) == 0 {
+			origins = make([]string, n)
+		}
+		if len(origins) > 0 {
+			origins[i] = string(d.Origin)
+		}
 	}
 	rows, err := s.pool.Query(ctx, ingestSQL, ids, providers, eventIDs, types, payloads,
 		pgtype.FlatArray[[]byte](bodies), sigs, signedAt, occurredAt, receivedAt, errs,
-		s.relayGrace.Milliseconds(), time.Time{}, traceParents)
+		s.relayGrace.Milliseconds(), time.Time{}, traceParents, origins)
 	if err != nil {
 		return nil, err
 	}

@@ -63,6 +63,7 @@ func commands() []command {
 		{"dlq", "list a subscriber's dead letters, or redrive them after a fix", runDLQ},
 		{"purge", "delete old archive rows in batches (the dedup table is kept)", runPurge},
 		{"status", "stream, consumers, outbox backlog and dead letters at a glance", runStatus},
+		{"backfill", "ingest the events a provider's API lists but whose webhooks never arrived", runBackfill},
 		{"bench", "measure throughput and latency end to end, against batching disabled and the raw ceiling", runBench},
 		{"version", "print the version", func(_ context.Context, _ []string, stdout, _ io.Writer) error {
 			_, err := fmt.Fprintln(stdout, "hub", version)

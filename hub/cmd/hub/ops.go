@@ -280,20 +280,20 @@ func runEventsShow(ctx context.Context, args []string, stdout io.Writer) error {
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(d)
 	}
-	fmt.Fprintf(stdout, "event      %s:%s\ntype       %s\nsubject    %s\nfirst seen %s\nstatus     %s\n",
-		d.Provider, d.EventID, d.EventType, orDash(d.Subject), d.FirstSeen.UTC().Format(time.RFC3339Nano), orDash(d.Status))
+	fmt.Fprintf(stdout, "event      %s:%s\ntype       %s\nsubject    %s\nfirst seen %s\nstatus     %s\norigin     %s\n",
+		d.Provider, d.EventID, d.EventType, orDash(d.Subject), d.FirstSeen.UTC().Format(time.RFC3339Nano), orDash(d.Status), originText(d.Origin))
 	if d.Purged {
 		fmt.Fprintln(stdout, "archive    purged (the dedup row remains: retries are still answered as duplicates)")
 	}
 	fmt.Fprintf(stdout, "\ndeliveries (%d):\n", len(d.Deliveries))
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  RECEIVED\tSTATUS\tSEQ\tATTEMPTS\tARCHIVE ID\tSIGNATURE\tERROR")
+	fmt.Fprintln(tw, "  RECEIVED\tSTATUS\tORIGIN\tSEQ\tATTEMPTS\tARCHIVE ID\tSIGNATURE\tERROR")
 	for _, dl := range d.Deliveries {
 		seq := "-"
 		if dl.StreamSeq > 0 {
 			seq = fmt.Sprint(dl.StreamSeq)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\t%s\n", dl.ReceivedAt.UTC().Format(time.RFC3339Nano), dl.Status, seq, dl.Attempts, dl.ArchiveID, oneLine(dl.Signature, 40), oneLine(dl.Error, 60))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", dl.ReceivedAt.UTC().Format(time.RFC3339Nano), dl.Status, orDash(dl.Origin), seq, dl.Attempts, dl.ArchiveID, oneLine(dl.Signature, 40), oneLine(dl.Error, 60))
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(stdout, "\nsubscribers:\n")
@@ -578,6 +578,17 @@ func oneLine(s string, n int) string {
 		return "-"
 	}
 	return s
+}
+
+// originText explains an event's origin.
+func originText(o string) string {
+	switch o {
+	case "api":
+		return "api (ingested by a backfill from the provider's API: its webhook never arrived)"
+	case "":
+		return "-"
+	}
+	return o
 }
 
 func orDash(s string) string {

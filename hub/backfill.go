@@ -1,0 +1,31 @@
+package hub
+
+import "time"
+
+// BackfillCheckpoint is where a provider's backfill stands: the window it
+// lists, the cursor of the next page to read, and what it found so far. It
+// is saved after each page is fully ingested, so an interrupted run is
+// continued from the page after the last one ingested.
+type BackfillCheckpoint struct {
+	Provider string
+	// Since and Until bound the window [Since, Until) the run lists.
+	Since, Until time.Time
+	// Cursor is the provider's cursor of the next page; "" before the
+	// first page.
+	Cursor string
+	// Pages and the counts are the run's totals so far.
+	Pages    int64
+	Listed   int64 // events of the window the API listed
+	Already  int64 // already in the dedup table (received as webhooks)
+	Ingested int64 // missing, ingested now
+	// Redelivered: missing, and the provider was asked to send the
+	// webhook again instead (hub backfill --redeliver).
+	Redelivered int64
+	Failed      int64 // missing, but unusable (no id or type, body too large, ...)
+	// StartedAt is when the run began, UpdatedAt when the last page was
+	// saved; CompletedAt is zero while the run is unfinished.
+	StartedAt, UpdatedAt, CompletedAt time.Time
+}
+
+// Done reports whether the run of c listed its whole window.
+func (c BackfillCheckpoint) Done() bool { return !c.CompletedAt.IsZero() }

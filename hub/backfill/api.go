@@ -1,0 +1,156 @@
+package backfill
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// maxAPIBody bounds a provider API answer read into memory.
+const maxAPIBody = 32 << 20
+
+// api is a provider API's HTTP client: one base URL, one way to
+// authenticate, 429 and 5xx retried with Retry-After honoured.
+type api struct {
+	client *http.Client
+	base   string              // e.g. https://api.stripe.com (no trailing slash)
+	auth   func(h http.Header) // sets the credentials; never logged
+	keyVar string              // the variable holding the credentials, for errors
+	// retries is how many times a 429 or 5xx is retried (default 5);
+	// maxWait caps one Retry-After (default 60s).
+	retries int
+	maxWait time.Duration
+	// sleep waits d or until ctx is done (tests may shorten it).
+	sleep func(ctx context.Context, d time.Duration) error
+	// onWait is told about each rate-limit wait (metrics, progress).
+	onWait func(d time.Duration)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// do sends method path (path includes the query) with body (nil for none)
+// and decodes a 2xx JSON answer into out (nil to discard). It retries 429
+// and 5xx, waiting Retry-After (seconds or an HTTP date) or an exponential
+// backoff from 1s; 401/403 are ErrUnauthorized naming keyVar; other 4xx
+// carry the API's message.
+func (a *api) do(ctx context.Context, method, path string, body any, out any) error {
+	retries, maxWait := a.retries, a.maxWait
+	if retries == 0 {
+		retries = 5
+	}
+	if maxWait == 0 {
+		maxWait = time.Minute
+	}
+	sleep := a.sleep
+	if sleep == nil {
+		sleep = sleepCtx
+	}
+	var payload []byte
+	if body != nil {
+		var err error
+		if payload, err = json.Marshal(body); err != nil {
+			return fmt.Errorf("encode request: %w", err)
+		}
+	}
+	backoff := time.Second
+	for attempt := 0; ; attempt++ {
+		req, err := http.NewRequestWithContext(ctx, method, a.base+path, bytes.NewReader(payload))
+		if err != nil {
+			return fmt.Errorf("request %s %s: %w", method, path, err)
+		}
+		req.Header.Set("Accept", "application/json")
+		if payload != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		a.auth(req.Header)
+		resp, err := a.client.Do(req)
+		if err != nil {
+			if ctx.Err() != nil || attempt >= retries {
+				return fmt.Errorf("%s %s: %w", method, path, err)
+			}
+			if err := sleep(ctx, backoff); err != nil {
+				return err
+			}
+			backoff = min(backoff*2, maxWait)
+			continue
+		}
+		data, err := io.ReadAll(io.LimitReader(resp.Body, maxAPIBody+1))
+		resp.Body.Close()
+		if err != nil {
+			return fmt.Errorf("%s %s: read answer: %w", method, path, err)
+		}
+		switch code := resp.StatusCode; {
+		case code >= 200 && code < 300:
+			if len(data) > maxAPIBody {
+				return fmt.Errorf("%s %s: answer larger than %d bytes", method, path, maxAPIBody)
+			}
+			if out == nil || len(data) == 0 {
+				return nil
+			}
+			if err := json.Unmarshal(data, out); err != nil {
+				return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+			}
+			return nil
+		case code == http.StatusUnauthorized || code == http.StatusForbidden:
+			return fmt.Errorf("%w: %s %s answered %d (check %s): %s", ErrUnauthorized, method, path, code, a.keyVar, snippet(data))
+		case code == http.StatusTooManyRequests || code >= 500:
+			if attempt >= retries {
+				if code == http.StatusTooManyRequests {
+					return fmt.Errorf("%w: %s %s still 429 after %d retries", ErrRateLimited, method, path, retries)
+				}
+				return fmt.Errorf("%s %s answered %d after %d retries: %s", method, path, code, retries, snippet(data))
+			}
+			wait := backoff
+			if ra, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+				wait = ra
+			}
+			wait = min(wait, maxWait)
+			if a.onWait != nil {
+				a.onWait(wait)
+			}
+			if err := sleep(ctx, wait); err != nil {
+				return err
+			}
+			backoff = min(backoff*2, maxWait)
+		default:
+			return fmt.Errorf("%s %s answered %d: %s", method, path, code, snippet(data))
+		}
+	}
+}
+
+// retryAfter parses a Retry-After header: delay-seconds or an HTTP date.
+func retryAfter(v string, now time.Time) (time.Duration, bool) {
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+// snippet is the start of an API's error answer, for error messages.
+func snippet(b []byte) string {
+	const n = 300
+	if len(b) > n {
+		return string(b[:n]) + "…"
+	}
+	return string(b)
+}

@@ -1,0 +1,497 @@
+package backfill
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/metrics"
+	"github.com/hookhub/hookhub/schema"
+)
+
+// Store is what the engine reads and writes in the hub's tables:
+// hub/store's *Store, their only owner.
+type Store interface {
+	// KnownEvents returns which of ids the hub already accepted.
+	KnownEvents(ctx context.Context, provider string, ids []string) (map[string]bool, error)
+	AcquireBackfill(ctx context.Context, provider, owner string, since, until time.Time, restart bool, lease time.Duration) (hub.BackfillCheckpoint, error)
+	SaveBackfill(ctx context.Context, owner string, c hub.BackfillCheckpoint, lease time.Duration) error
+	ReleaseBackfill(ctx context.Context, provider, owner string) error
+}
+
+// Ingester commits deliveries: the webhook's own path (hub/store's Store,
+// or the hub's group committer in front of it).
+type Ingester interface {
+	Ingest(ctx context.Context, ds []hub.Delivery) ([]hub.Outcome, error)
+}
+
+// Config configures an Engine.
+type Config struct {
+	Store    Store    // required
+	Ingester Ingester // required
+	// Committed is called with each event committed PENDING, as the HTTP
+	// server calls it for a webhook: `hub serve` hands it to the relay's
+	// fast path. Optional: without it the claiming relay publishes the
+	// event once the store's relay grace has passed (`hub backfill` uses a
+	// store without grace, so a running hub's relay takes it at its next
+	// poll).
+	Committed func(hub.Delivery)
+	// MaxBodyBytes bounds an event's body, as HUB_MAX_BODY_BYTES and the
+	// NATS server's max_payload bound a webhook's: a larger event is
+	// counted failed, never committed (it could not be published). Default
+	// 1 MiB.
+	MaxBodyBytes int
+	// Owner names this process in checkpoint leases (default: host, pid
+	// and a random suffix).
+	Owner string
+	// Lease is how long a run holds a provider's checkpoint without saving
+	// a page (default 15m): past it, another run may take it over.
+	Lease   time.Duration
+	Now     func() time.Time
+	Logger  *slog.Logger
+	Metrics *metrics.Metrics // optional
+}
+
+// Engine backfills providers' events into the hub.
+type Engine struct{ cfg Config }
+
+// New returns an Engine.
+func New(cfg Config) (*Engine, error) {
+	if cfg.Store == nil || cfg.Ingester == nil {
+		return nil, errors.New("backfill: Store and Ingester are required")
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 15 * time.Minute
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Owner == "" {
+		host, _ := os.Hostname()
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		cfg.Owner = fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	return &Engine{cfg: cfg}, nil
+}
+
+// Request is one run.
+type Request struct {
+	// Since and Until bound the window [Since, Until) of when the events
+	// occurred; Since is required, Until defaults to now.
+	Since, Until time.Time
+	// DryRun lists the missing events without ingesting them; it neither
+	// reads nor writes the checkpoint.
+	DryRun bool
+	// Restart drops an unfinished checkpoint and starts over on the
+	// window; without it an unfinished run of the provider is continued,
+	// on its own window, from the page after the last one ingested.
+	Restart bool
+	// Redeliver asks the provider to send each missing event's webhook
+	// again (the source must be a Redeliverer, else ErrNoRedeliver)
+	// instead of ingesting the API's copy: the hub then receives the
+	// original, signed bytes through its webhook endpoint. Nothing is
+	// fetched or ingested by the run; the checkpoint applies as usual (a
+	// page whose redeliveries were all asked for is not asked again), and a
+	// dry run only counts what it would ask for. A page interrupted
+	// mid-way may ask for some redeliveries twice: the hub answers the
+	// second webhook as a duplicate. A later run asks again for an event
+	// whose redelivered webhook has not arrived (yet, or failed again).
+	Redeliver bool
+	// Progress, when set, is called after each page.
+	Progress func(Progress)
+	// MaxListed bounds the missing events a dry run returns (default
+	// 10,000); they are all counted.
+	MaxListed int
+}
+
+// Counts are what a run found.
+type Counts struct {
+	Pages    int64 `json:"pages"`
+	Listed   int64 `json:"listed"`   // events of the window the API listed
+	Already  int64 `json:"already"`  // already received (as webhooks, or by an earlier backfill)
+	Ingested int64 `json:"ingested"` // missing, now ingested (or, in a dry run, that would be)
+	// Redelivered: missing, and the provider was asked to send the webhook
+	// again (Request.Redeliver; in a dry run, would be).
+	Redelivered int64 `json:"redelivered"`
+	Failed      int64 `json:"failed"` // missing, but unusable: no id or type, too large, fetch or redelivery failed, type cannot form a subject
+}
+
+// Progress is a run's state after a page.
+type Progress struct {
+	Provider string
+	Counts
+	// Covered is the part of the window listed so far, 0..1, from the
+	// oldest event seen (sources list newest first).
+	Covered float64
+}
+
+// MissingEvent is an event a dry run would ingest.
+type MissingEvent struct {
+	EventID    string    `json:"event_id"`
+	EventType  string    `json:"event_type"`
+	OccurredAt time.Time `json:"occurred_at,omitzero"`
+}
+
+// Result is a run's outcome.
+type Result struct {
+	Provider string    `json:"provider"`
+	Since    time.Time `json:"since"`
+	Until    time.Time `json:"until"`
+	DryRun   bool      `json:"dry_run"`
+	// Redeliver: the run asked the provider to send the missing webhooks
+	// again (Request.Redeliver) instead of ingesting them.
+	Redeliver bool `json:"redeliver,omitempty"`
+	// Resumed: the run continued an interrupted one (its window, from its
+	// cursor); Total then adds that run's counts to this one's.
+	Resumed bool `json:"resumed,omitempty"`
+	Counts
+	Total *Counts `json:"total,omitempty"`
+	// Complete: the whole window was listed.
+	Complete bool `json:"complete"`
+	// Missing lists what a dry run found missing (at most MaxListed).
+	Missing []MissingEvent `json:"missing,omitempty"`
+}
+
+// ErrWindow is returned for a window without a start, or whose end is not
+// after its start.
+var ErrWindow = errors.New("backfill: bad window")
+
+// Run lists src's events of the window, page by page, and ingests those
+// the hub never received, each through the webhook's own statement (archive
+// row with origin api and no signature, dedup row, outbox entry, in one
+// transaction), so a late webhook of one of them is answered as a
+// duplicate and the stream gets each event once. After each page is fully
+// ingested the checkpoint is saved, so a run interrupted anywhere (an
+// error, a cancelled ctx, a crash) is continued by the next one from the
+// page after the last one saved: a page ingested but not saved is listed
+// again, and its events are then found present. The Result holds the
+// counts so far, also with an error.
+func (e *Engine) Run(ctx context.Context, src Source, req Request) (res Result, err error) {
+	name := src.Provider()
+	res = Result{Provider: name, Since: req.Since, Until: req.Until, DryRun: req.DryRun, Redeliver: req.Redeliver}
+	if res.Until.IsZero() {
+		res.Until = e.cfg.Now()
+	}
+	if res.Since.IsZero() || !res.Until.After(res.Since) {
+		return res, fmt.Errorf("%w: since %s, until %s", ErrWindow, res.Since.Format(time.RFC3339), res.Until.Format(time.RFC3339))
+	}
+	if req.MaxListed <= 0 {
+		req.MaxListed = 10000
+	}
+	if _, ok := src.(Redeliverer); req.Redeliver && !ok {
+		return res, fmt.Errorf("%w: %s", ErrNoRedeliver, name)
+	}
+	if e.cfg.Metrics != nil {
+		defer func() { e.observeRun(name, res, err) }()
+	}
+	var cp hub.BackfillCheckpoint
+	if !req.DryRun {
+		cp, err = e.cfg.Store.AcquireBackfill(ctx, name, e.cfg.Owner, res.Since, res.Until, req.Restart, e.cfg.Lease)
+		if err != nil {
+			return res, err
+		}
+		defer func() {
+			if cp.Done() {
+				return // saving the last page released the lease
+			}
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if rerr := e.cfg.Store.ReleaseBackfill(rctx, name, e.cfg.Owner); rerr != nil {
+				e.cfg.Logger.Warn("backfill: release checkpoint", "provider", name, "err", rerr)
+			}
+		}()
+		if cp.Pages > 0 {
+			res.Resumed, res.Since, res.Until = true, cp.Since, cp.Until
+			e.cfg.Logger.Info("backfill: continuing an interrupted run", "provider", name,
+				"since", cp.Since, "until", cp.Until, "pages_done", cp.Pages)
+		}
+	}
+	cursor, covered := cp.Cursor, 0.0
+	for {
+		page, err := src.List(ctx, res.Since, res.Until, cursor)
+		if err != nil {
+			return e.finish(res, cp), err
+		}
+		if page.Next != "" && page.Next == cursor {
+			return e.finish(res, cp), fmt.Errorf("%s: the api gave the same cursor %q again", name, cursor)
+		}
+		pc, oldest, err := e.page(ctx, src, req, &res, page)
+		res.Counts.add(pc)
+		if err != nil {
+			return e.finish(res, cp), err
+		}
+		if !req.DryRun {
+			addCounts(&cp, pc)
+			cp.Cursor = page.Next
+			if page.Next == "" {
+				cp.CompletedAt = e.cfg.Now()
+			}
+			if err := e.cfg.Store.SaveBackfill(ctx, e.cfg.Owner, cp, e.cfg.Lease); err != nil {
+				cp.CompletedAt = time.Time{}
+				return e.finish(res, cp), err
+			}
+		}
+		switch {
+		case page.Next == "":
+			covered = 1
+		case !oldest.IsZero():
+			covered = min(1, max(covered, float64(res.Until.Sub(oldest))/float64(res.Until.Sub(res.Since))))
+		}
+		if req.Progress != nil {
+			req.Progress(Progress{Provider: name, Counts: res.Counts, Covered: covered})
+		}
+		if page.Next == "" {
+			res.Complete = true
+			return e.finish(res, cp), nil
+		}
+		cursor = page.Next
+	}
+}
+
+func (c *Counts) add(o Counts) {
+	c.Pages += o.Pages
+	c.Listed += o.Listed
+	c.Already += o.Already
+	c.Ingested += o.Ingested
+	c.Redelivered += o.Redelivered
+	c.Failed += o.Failed
+}
+
+func addCounts(cp *hub.BackfillCheckpoint, c Counts) {
+	cp.Pages += c.Pages
+	cp.Listed += c.Listed
+	cp.Already += c.Already
+	cp.Ingested += c.Ingested
+	cp.Redelivered += c.Redelivered
+	cp.Failed += c.Failed
+}
+
+// finish adds the checkpoint's totals to a resumed run's result.
+func (e *Engine) finish(res Result, cp hub.BackfillCheckpoint) Result {
+	if res.Resumed {
+		res.Total = &Counts{Pages: cp.Pages, Listed: cp.Listed, Already: cp.Already, Ingested: cp.Ingested,
+			Redelivered: cp.Redelivered, Failed: cp.Failed}
+	}
+	return res
+}
+
+func (e *Engine) observeRun(name string, res Result, err error) {
+	m := e.cfg.Metrics
+	outcome := metrics.BackfillOK
+	switch {
+	case err != nil:
+		outcome = metrics.BackfillError
+	case res.Failed > 0:
+		outcome = metrics.BackfillPartial
+	}
+	m.BackfillRuns.WithLabelValues(name, outcome).Inc()
+	if err == nil && res.Complete {
+		m.BackfillLastSuccess.WithLabelValues(name).Set(float64(e.cfg.Now().Unix()))
+	}
+}
+
+// page handles one page: which events of the window are missing, their
+// bodies when the listing lacks them, and their ingestion in one
+// transaction. It returns the page's counts and the oldest time it saw.
+func (e *Engine) page(ctx context.Context, src Source, req Request, res *Result, page Page) (Counts, time.Time, error) {
+	name := src.Provider()
+	c := Counts{Pages: 1}
+	var oldest time.Time
+	inWindow := make([]Event, 0, len(page.Events))
+	for _, ev := range page.Events {
+		if !ev.OccurredAt.IsZero() {
+			if oldest.IsZero() || ev.OccurredAt.Before(oldest) {
+				oldest = ev.OccurredAt
+			}
+			if ev.OccurredAt.Before(res.Since) || !ev.OccurredAt.Before(res.Until) {
+				continue
+			}
+		}
+		inWindow = append(inWindow, ev)
+	}
+	c.Listed = int64(len(inWindow))
+	ids := make([]string, 0, len(inWindow))
+	for _, ev := range inWindow {
+		if checkText(ev.ID, 255) == nil {
+			ids = append(ids, ev.ID)
+		}
+	}
+	known, err := e.cfg.Store.KnownEvents(ctx, name, ids)
+	if err != nil {
+		return c, oldest, err
+	}
+	var missing []Event
+	for _, ev := range inWindow {
+		if err := checkText(ev.ID, 255); err != nil {
+			c.Failed++
+			e.cfg.Logger.Warn("backfill: an event the api listed has no usable id", "provider", name, "err", err)
+			continue
+		}
+		if known[ev.ID] {
+			c.Already++
+			continue
+		}
+		known[ev.ID] = true // listed twice: the second is present by then
+		missing = append(missing, ev)
+	}
+	if e.cfg.Metrics != nil && len(missing) > 0 {
+		e.cfg.Metrics.BackfillMissing.WithLabelValues(name).Add(float64(len(missing)))
+	}
+	if len(missing) > 0 {
+		e.cfg.Logger.Warn("backfill: events the hub never received as webhooks", "provider", name, "missing", len(missing))
+	}
+	if req.DryRun {
+		for _, ev := range missing {
+			if req.Redeliver {
+				c.Redelivered++
+			} else {
+				c.Ingested++
+			}
+			if len(res.Missing) < req.MaxListed {
+				res.Missing = append(res.Missing, MissingEvent{EventID: ev.ID, EventType: ev.Type, OccurredAt: ev.OccurredAt})
+			}
+		}
+		return c, oldest, nil
+	}
+	if req.Redeliver {
+		err := e.redeliver(ctx, src.(Redeliverer), name, missing, &c)
+		return c, oldest, err
+	}
+	now := e.cfg.Now()
+	ds := make([]hub.Delivery, 0, len(missing))
+	for _, ev := range missing {
+		if f, ok := src.(Fetcher); ok && len(ev.Body) == 0 {
+			full, err := f.Fetch(ctx, ev)
+			switch {
+			case err != nil && fatal(ctx, err):
+				return c, oldest, err
+			case err != nil:
+				c.Failed++
+				e.cfg.Logger.Warn("backfill: fetch an event's body", "provider", name, "event_id", ev.ID, "err", err)
+				continue
+			}
+			ev = full
+		}
+		d, err := e.delivery(name, ev, now)
+		if err != nil {
+			c.Failed++
+			e.cfg.Logger.Warn("backfill: event not ingested", "provider", name, "event_id", ev.ID, "err", err)
+			continue
+		}
+		ds = append(ds, d)
+	}
+	if len(ds) == 0 {
+		return c, oldest, nil
+	}
+	outs, err := e.cfg.Ingester.Ingest(ctx, ds)
+	if err != nil {
+		return c, oldest, fmt.Errorf("%s: ingest: %w", name, err)
+	}
+	for i, out := range outs {
+		switch {
+		case out.Duplicate:
+			c.Already++ // its webhook arrived meanwhile
+		case out.Status == hub.Failed:
+			c.Failed++
+			e.cfg.Logger.Warn("backfill: event archived FAILED", "provider", name, "event_id", ds[i].EventID, "reason", ds[i].Error)
+		default:
+			c.Ingested++
+			if e.cfg.Committed != nil {
+				e.cfg.Committed(ds[i])
+			}
+		}
+	}
+	if e.cfg.Metrics != nil {
+		e.cfg.Metrics.BackfillIngested.WithLabelValues(name).Add(float64(c.Ingested))
+	}
+	return c, oldest, nil
+}
+
+// redeliver asks the provider to send each of missing's webhooks again,
+// counting them in c.
+func (e *Engine) redeliver(ctx context.Context, r Redeliverer, name string, missing []Event, c *Counts) error {
+	for _, ev := range missing {
+		err := r.Redeliver(ctx, ev)
+		switch {
+		case err != nil && fatal(ctx, err):
+			return err
+		case err != nil:
+			c.Failed++
+			e.cfg.Logger.Warn("backfill: redeliver an event's webhook", "provider", name, "event_id", ev.ID, "err", err)
+		default:
+			c.Redelivered++
+		}
+	}
+	if c.Redelivered > 0 {
+		e.cfg.Logger.Info("backfill: the provider was asked to send missing webhooks again", "provider", name, "redelivered", c.Redelivered)
+	}
+	return nil
+}
+
+// fatal reports whether an error about one event ends the run: ctx done,
+// refused credentials or a rate limit that outlasted the retries (every
+// further request would fail the same way).
+func fatal(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrRateLimited)
+}
+
+// delivery builds the hub.Delivery of an API event: what the HTTP server
+// builds for a webhook, with origin api and no signature.
+func (e *Engine) delivery(name string, ev Event, now time.Time) (hub.Delivery, error) {
+	if err := checkText(ev.Type, 128); err != nil {
+		return hub.Delivery{}, fmt.Errorf("event type: %w", err)
+	}
+	switch {
+	case len(ev.Body) == 0:
+		return hub.Delivery{}, errors.New("no body")
+	case len(ev.Body) > e.cfg.MaxBodyBytes:
+		return hub.Delivery{}, fmt.Errorf("body of %d bytes, over the %d a delivery may have", len(ev.Body), e.cfg.MaxBodyBytes)
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return hub.Delivery{}, fmt.Errorf("archive id: %w", err)
+	}
+	d := hub.Delivery{ArchiveID: id, Provider: name, EventID: ev.ID, EventType: ev.Type, Body: ev.Body,
+		OccurredAt: ev.OccurredAt, ReceivedAt: now, Origin: hub.OriginAPI}
+	if ev.OccurredAtAPIOnly || (!d.OccurredAt.IsZero() && !schema.PlausibleOccurredAt(d.OccurredAt, now)) {
+		d.OccurredAt = time.Time{}
+	}
+	if _, err := schema.Subject(name, ev.Type); err != nil {
+		d.Error = "cannot publish: " + err.Error()
+	}
+	return d, nil
+}
+
+// checkText is the HTTP server's check of ids and types: what Postgres
+// text columns can hold and operators can read.
+func checkText(s string, maxLen int) error {
+	switch {
+	case s == "":
+		return errors.New("empty")
+	case len(s) > maxLen:
+		return fmt.Errorf("longer than %d bytes", maxLen)
+	case !utf8.ValidString(s):
+		return errors.New("not valid UTF-8")
+	case strings.ContainsFunc(s, unicode.IsControl):
+		return errors.New("contains control characters")
+	}
+	return nil
+}

@@ -1,0 +1,18 @@
+package backfill
+
+import (
+	"context"
+	"time"
+)
+
+// SetRetrySleep replaces a source's wait between retries (tests).
+func SetRetrySleep(src Source, sleep func(ctx context.Context, d time.Duration) error) {
+	switch s := src.(type) {
+	case *Stripe:
+		s.api.sleep = sleep
+	case *Paddle:
+		s.api.sleep = sleep
+	case *GitHub:
+		s.api.sleep = sleep
+	}
+}

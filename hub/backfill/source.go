@@ -1,0 +1,74 @@
+package backfill
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Event is one event as a provider's API lists it.
+type Event struct {
+	// ID and Type are the event's id and type exactly as the hub's
+	// verifier extracts them from the same event's webhook (hub/provider),
+	// so the dedup row of a webhook and of a backfilled copy coincide.
+	ID   string
+	Type string
+	// OccurredAt is when the provider says the event happened (zero if
+	// unknown); it drives the checkpoint and the --since/--until window.
+	OccurredAt time.Time
+	// OccurredAtAPIOnly: the event's webhook carries no time the hub's
+	// verifier reads, and OccurredAt is only what the API says (GitHub's
+	// delivered_at). It then places the event in the window but is not
+	// archived (no Hub-Occurred-At), as the webhook's copy would have
+	// none either.
+	OccurredAtAPIOnly bool
+	// Body is the event object's bytes as the API returned them (archived
+	// as the body). Empty when the listing does not carry it: then the
+	// source implements Fetcher.
+	Body []byte
+}
+
+// Page is one page of a listing. Next is the cursor of the following page,
+// "" when there is none. Events are in the provider's order.
+type Page struct {
+	Events []Event
+	Next   string
+}
+
+// Source lists one provider's events through its API.
+type Source interface {
+	// Provider is the hub's provider name ("stripe", "paddle", "github").
+	Provider() string
+	// List returns the page at cursor ("" = first page) of the events that
+	// occurred within [since, until). A source whose API cannot filter by
+	// time returns more and the engine filters; it must still stop paging
+	// (Next == "") once it is past since.
+	List(ctx context.Context, since, until time.Time, cursor string) (Page, error)
+}
+
+// Fetcher is implemented by sources whose listing lacks the event bodies
+// (GitHub's deliveries): the engine fetches only the missing events' bodies.
+type Fetcher interface {
+	Fetch(ctx context.Context, ev Event) (Event, error)
+}
+
+// Redeliverer is implemented by sources that can ask the provider to send
+// an event's webhook again (GitHub's redeliver attempts). The engine uses
+// it only when told to (Request.Redeliver, --redeliver), and then ingests
+// nothing itself; by default it ingests the API's copy.
+type Redeliverer interface {
+	Redeliver(ctx context.Context, ev Event) error
+}
+
+// Sentinel errors sources return (wrapped), for the engine and the CLI to
+// branch on.
+var (
+	// ErrUnauthorized: the API refused the credentials (401/403). The
+	// error text names the variable holding them.
+	ErrUnauthorized = errors.New("provider api refused the credentials")
+	// ErrRateLimited: 429 still after the retries allowed.
+	ErrRateLimited = errors.New("provider api rate limit")
+	// ErrNoRedeliver: a redelivering run of a source that cannot ask its
+	// provider to send a webhook again (not a Redeliverer).
+	ErrNoRedeliver = errors.New("the provider cannot redeliver webhooks")
+)

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookhub/hookhub/hub/backfill"
+	"github.com/hookhub/hookhub/hub/backfill/fakeapi"
+	"github.com/hookhub/hookhub/hub/hubtest"
+	"github.com/hookhub/hookhub/hub/provider"
+)
+
+// `hub backfill` as an operator runs it: a wrong key names its variable
+// and exits 1, mistakes in flags exit 2, and a run prints its counts.
+func TestBackfillCommand(t *testing.T) {
+	_, url := hubtest.Pool(t)
+	const key = "sk_test_cli0000000000000000000000key"
+	fake := fakeapi.NewStripe(key)
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	p, err := provider.New("stripe", []string{"whsec_cli"}, 0)
+	require.NoError(t, err)
+	for i := range 3 {
+		body, err := p.(provider.Sender).Sample(fmt.Sprintf("evt_cli_%d", i), "invoice.paid", nil, time.Now().Add(-time.Hour))
+		require.NoError(t, err)
+		require.NoError(t, fake.Add(body))
+	}
+	t.Setenv("HUB_DATABASE_URL", url)
+	t.Setenv("HUB_STRIPE_SECRETS", "whsec_cli")
+	t.Setenv("HUB_STRIPE_API_URL", srv.URL)
+
+	run1 := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), args, &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	code, _, stderr := run1("backfill", "--provider", "stripe")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "no API credentials for stripe: set HUB_STRIPE_API_KEY")
+
+	t.Setenv("HUB_STRIPE_API_KEY", "sk_test_wrong000000000000")
+	code, stdout, stderr := run1("backfill", "--provider", "stripe", "--json")
+	require.Equal(t, 1, code, stdout)
+	require.Contains(t, stderr, "check HUB_STRIPE_API_KEY")
+	require.NotContains(t, stderr, "sk_test_wrong000000000000")
+
+	t.Setenv("HUB_STRIPE_API_KEY", key)
+	for _, c := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"backfill"}, "--provider is required"},
+		{[]string{"backfill", "--provider", "clerk"}, `--provider: "clerk" has no backfill`},
+		{[]string{"backfill", "--provider", "stripe", "--rate", "fast"}, "--rate: must be"},
+		{[]string{"backfill", "--provider", "stripe", "--rate", "-1/s"}, "--rate: must be"},
+		{[]string{"backfill", "--provider", "stripe", "--since", "yesterday"}, "--since"},
+		{[]string{"backfill", "--provider", "stripe", "--since", "1h", "--until", "2h"}, "--until must be after --since"},
+		{[]string{"backfill", "--provider", "stripe", "--dry-run", "--restart"}, "contradict"},
+	} {
+		code, stdout, stderr := run1(c.args...)
+		require.Equal(t, 2, code, "%v: %s", c.args, stderr)
+		require.Empty(t, stdout)
+		require.Contains(t, stderr, c.err)
+	}
+
+	code, stdout, _ = run1("backfill", "--provider", "stripe", "--dry-run")
+	require.Equal(t, 0, code)
+	require.Contains(t, stdout, "3 missing (would be ingested)")
+	require.Contains(t, stdout, "missing stripe:evt_cli_0")
+
+	code, stdout, stderr = run1("backfill", "--provider", "stripe", "--since", "2h", "--rate", "50/s", "--json")
+	require.Equal(t, 0, code, stderr)
+	var res backfill.Result
+	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
+	require.Equal(t, backfill.Counts{Pages: 1, Listed: 3, Ingested: 3}, res.Counts)
+	require.True(t, res.Complete)
+	require.Equal(t, 1, strings.Count(stdout, "\n"), "one JSON object")
+
+	code, stdout, _ = run1("events", "show", "stripe:evt_cli_1")
+	require.Equal(t, 0, code)
+	require.Contains(t, stdout, "origin     api")
+	code, stdout, _ = run1("events", "show", "--json", "stripe:evt_cli_1")
+	require.Equal(t, 0, code)
+	require.Contains(t, stdout, `"origin":"api"`)
+
+	code, stdout, _ = run1("backfill", "--provider", "stripe", "--since", "2h")
+	require.Equal(t, 0, code)
+	require.Contains(t, stdout, "3 events listed, 3 already received, 0 ingested")
+}
+
+// `hub backfill --provider github`: the token without the hook is a
+// configuration error naming HUB_GITHUB_HOOK, a wrong token names
+// HUB_GITHUB_TOKEN; --redeliver asks GitHub to send the missing webhooks
+// again (a dry run only lists them) and is refused for a provider that
+// cannot; without it the payloads are fetched and ingested.
+func TestBackfillCommandGitHub(t *testing.T) {
+	pool, url := hubtest.Pool(t)
+	fake := fakeapi.NewGitHub(t, fakeapi.GitHubOptions{Token: "ghp_cliToken0000000000"})
+	p, err := provider.New("github", []string{"gh_cli_secret"}, 0)
+	require.NoError(t, err)
+	var guids []string
+	for i := range 3 {
+		guid := fmt.Sprintf("72d3162e-cc78-11e3-81ab-4c9367dc0%03d", i)
+		at := time.Now().Add(-time.Duration(i+1) * time.Hour)
+		body, err := p.(provider.Sender).Sample(guid, "issues.opened", nil, at)
+		require.NoError(t, err)
+		fake.Add(fakeapi.GitHubDelivery{GUID: guid, DeliveredAt: at, Event: "issues", Payload: body})
+		guids = append(guids, guid)
+	}
+	t.Setenv("HUB_DATABASE_URL", url)
+	t.Setenv("HUB_GITHUB_SECRETS", "gh_cli_secret")
+	t.Setenv("HUB_GITHUB_API_URL", fake.URL)
+	run1 := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), args, &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+
+	code, _, stderr := run1("backfill", "--provider", "github")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "no API credentials for github: set HUB_GITHUB_TOKEN and HUB_GITHUB_HOOK")
+
+	t.Setenv("HUB_GITHUB_TOKEN", "ghp_wrongToken0000000")
+	code, _, stderr = run1("backfill", "--provider", "github")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "configuration")
+	require.Contains(t, stderr, "HUB_GITHUB_HOOK")
+	require.NotContains(t, stderr, "ghp_wrongToken0000000")
+
+	t.Setenv("HUB_GITHUB_HOOK", fake.Hook)
+	code, _, stderr = run1("backfill", "--provider", "github")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "check HUB_GITHUB_TOKEN")
+	require.NotContains(t, stderr, "ghp_wrongToken0000000")
+
+	t.Setenv("HUB_GITHUB_TOKEN", fake.Token)
+	t.Setenv("HUB_STRIPE_API_KEY", "sk_test_cli_unused")
+	t.Setenv("HUB_STRIPE_SECRETS", "whsec_cli")
+	code, stdout, stderr := run1("backfill", "--provider", "stripe", "--redeliver")
+	require.Equal(t, 2, code, stderr)
+	require.Empty(t, stdout)
+	require.Contains(t, stderr, "--redeliver: stripe cannot be asked to send a webhook again")
+
+	code, stdout, stderr = run1("backfill", "--provider", "github", "--redeliver", "--dry-run")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "3 missing (would be redelivered)")
+	require.Contains(t, stdout, "missing github:"+guids[0]+"  issues.opened")
+	require.Empty(t, fake.Attempts())
+
+	code, stdout, stderr = run1("backfill", "--provider", "github", "--redeliver", "--json")
+	require.Equal(t, 0, code, stderr)
+	var res backfill.Result
+	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
+	require.Equal(t, backfill.Counts{Pages: 1, Listed: 3, Redelivered: 3}, res.Counts)
+	require.True(t, res.Redeliver)
+	require.Contains(t, stdout, `"redelivered":3`)
+	require.Len(t, fake.Attempts(), 3)
+	var n int
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook_events`).Scan(&n))
+	require.Equal(t, 0, n, "nothing ingested from the API")
+
+	// GitHub's redeliveries never reached this hub (no hub runs here): a
+	// run without --redeliver ingests the API's copies.
+	code, stdout, stderr = run1("backfill", "--provider", "github")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "3 events listed, 0 already received, 3 ingested (origin api)")
+	code, stdout, _ = run1("events", "show", "github:"+guids[1])
+	require.Equal(t, 0, code)
+	require.Contains(t, stdout, "origin     api")
+	require.Len(t, fake.Attempts(), 3)
+}

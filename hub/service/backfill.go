@@ -1,0 +1,152 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hookhub/hookhub/hub/backfill"
+	"github.com/hookhub/hookhub/hub/store"
+)
+
+// BackfillProviders are the providers a backfill can list.
+var BackfillProviders = []string{"github", "paddle", "stripe"}
+
+// periodicBackfillRate bounds a periodic backfill's API requests a second,
+// far below every provider's documented limit.
+const periodicBackfillRate = 5
+
+// ErrNoBackfillCredentials is returned for a provider whose API credentials
+// are not configured.
+var ErrNoBackfillCredentials = errors.New("no API credentials")
+
+// BackfillSource builds the backfill source of provider name from the
+// configuration, with client for its requests (nil: a default client). It
+// fails naming the variable to set when the credentials are missing, or
+// the provider's webhook secrets (the hub would not publish its events).
+func (c *Config) BackfillSource(name string, client *http.Client) (backfill.Source, error) {
+	var keyVar string
+	var build func() (backfill.Source, error)
+	switch name {
+	case "stripe":
+		keyVar = backfill.StripeKeyVar
+		if strings.TrimSpace(c.StripeAPIKey) != "" {
+			build = func() (backfill.Source, error) {
+				return backfill.NewStripe(backfill.StripeConfig{BaseURL: c.StripeAPIURL, Key: c.StripeAPIKey, Client: client})
+			}
+		}
+	case "paddle":
+		keyVar = backfill.PaddleKeyVar
+		if strings.TrimSpace(c.PaddleAPIKey) != "" {
+			build = func() (backfill.Source, error) {
+				return backfill.NewPaddle(backfill.PaddleConfig{BaseURL: c.PaddleAPIURL, Key: c.PaddleAPIKey, Client: client})
+			}
+		}
+	case "github":
+		keyVar = EnvPrefix + "_GITHUB_TOKEN and " + EnvPrefix + "_GITHUB_HOOK"
+		if strings.TrimSpace(c.GitHubToken) != "" {
+			build = func() (backfill.Source, error) {
+				return backfill.NewGitHub(backfill.GitHubConfig{BaseURL: c.GitHubAPIURL, Token: c.GitHubToken, Hook: c.GitHubHook, Client: client})
+			}
+		}
+	default:
+		return nil, fmt.Errorf("no backfill for provider %q (want %s)", name, strings.Join(BackfillProviders, ", "))
+	}
+	if build == nil {
+		return nil, fmt.Errorf("%w for %s: set %s", ErrNoBackfillCredentials, name, keyVar)
+	}
+	if len(c.ProviderSecrets()[name]) == 0 {
+		return nil, fmt.Errorf("%s is not configured (set %s): the hub would not publish its events", name, secretsVarOf(name, c))
+	}
+	return build()
+}
+
+// BackfillSources builds the source of every provider with API
+// credentials, sorted by name.
+func (c *Config) BackfillSources(client *http.Client) ([]backfill.Source, error) {
+	var out []backfill.Source
+	for _, name := range BackfillProviders {
+		src, err := c.BackfillSource(name, client)
+		if errors.Is(err, ErrNoBackfillCredentials) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, src)
+	}
+	return out, nil
+}
+
+// runBackfill backfills every source at once, then every
+// HUB_BACKFILL_INTERVAL, over the last HUB_BACKFILL_WINDOW, until ctx is
+// done. An unfinished run (this hub was stopped mid-way) is continued
+// first; a provider another hub is backfilling is skipped.
+func (s *Service) runBackfill(ctx context.Context) {
+	if s.backfill == nil {
+		return
+	}
+	tick := time.NewTicker(s.cfg.BackfillInterval)
+	defer tick.Stop()
+	for {
+		for _, src := range s.backfillSources {
+			now := s.now()
+			res, err := s.backfill.Run(ctx, src, backfill.Request{Since: now.Add(-s.cfg.BackfillWindow), Until: now})
+			switch {
+			case ctx.Err() != nil:
+				return
+			case errors.Is(err, store.ErrBackfillBusy):
+				s.log.Info("backfill skipped: another hub is backfilling this provider", "provider", src.Provider())
+			case err != nil:
+				s.log.Error("backfill failed", "provider", src.Provider(), "err", err, "listed", res.Listed, "ingested", res.Ingested)
+			default:
+				s.log.Info("backfill done", "provider", src.Provider(), "listed", res.Listed, "already", res.Already,
+					"ingested", res.Ingested, "failed", res.Failed, "resumed", res.Resumed)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// newBackfill builds the periodic backfill when HUB_BACKFILL_INTERVAL is
+// set and some provider has API credentials.
+func (s *Service) newBackfill(ingester backfill.Ingester) error {
+	if s.cfg.BackfillInterval <= 0 {
+		return nil
+	}
+	srcs, err := s.cfg.BackfillSources(backfill.RateLimited(nil, periodicBackfillRate))
+	if err != nil {
+		return fmt.Errorf("backfill: %w", err)
+	}
+	if len(srcs) == 0 {
+		s.log.Warn("HUB_BACKFILL_INTERVAL is set but no provider has API credentials (HUB_STRIPE_API_KEY, HUB_PADDLE_API_KEY, HUB_GITHUB_TOKEN): no backfill runs")
+		return nil
+	}
+	s.backfillSources = srcs
+	maxBody := s.cfg.MaxBodyBytes
+	if m := int(s.nc.MaxPayload()) - maxHeaderBytes; m > 0 && m < maxBody {
+		maxBody = m
+	}
+	s.backfill, err = backfill.New(backfill.Config{
+		Store: s.store, Ingester: ingester, Committed: s.relay.Enqueue, MaxBodyBytes: maxBody,
+		Now: s.now, Logger: s.log.With("component", "backfill"), Metrics: s.metrics,
+	})
+	return err
+}
+
+func providerNames(srcs []backfill.Source) []string {
+	out := make([]string, len(srcs))
+	for i, s := range srcs {
+		out[i] = s.Provider()
+	}
+	slices.Sort(out)
+	return out
+}
