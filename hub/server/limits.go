@@ -173,13 +173,28 @@ var errBodyRead = errors.New("request body not received whole")
 // otherwise read the rest of that body as the next request on the
 // connection: a request smuggled through a keep-alive connection shared
 // by a proxy.
+//
+// The client may still be sending that body: closed at once, the
+// connection would answer it with a reset, which can destroy the answer
+// before the client reads it (a 413 seen as "connection reset by peer").
+// A connection of LimitListener therefore lingers (see limitConn.Close).
 func closeUnread(c *fiber.Ctx) error {
 	err := c.Next()
 	if cl := c.Request().Header.ContentLength(); cl != 0 && cl != -2 && c.Locals(bodyReadKey{}) == nil {
 		c.Response().Header.SetConnectionClose()
+		if l, ok := c.Context().Conn().(interface{ lingerOnClose() }); ok {
+			l.lingerOnClose()
+		}
 	}
 	return err
 }
+
+// lingerDelay is how long a connection closed with a request body unread
+// stays half-closed (our answer and FIN sent, the client's bytes left
+// unread) before it is closed: the client reads the answer first, as Go's
+// net/http server does (its rstAvoidanceDelay). The connection keeps its
+// place under HUB_MAX_CONNS meanwhile.
+const lingerDelay = 500 * time.Millisecond
 
 // LimitListener returns a listener that accepts at most max connections
 // at once from ln. A connection past the cap is answered
@@ -251,11 +266,26 @@ func (l *limitListener) refuse(c net.Conn) {
 
 type limitConn struct {
 	net.Conn
-	l    *limitListener
-	once sync.Once
+	l      *limitListener
+	once   sync.Once
+	linger atomic.Bool
 }
 
+// lingerOnClose makes the next Close linger (closeUnread).
+func (c *limitConn) lingerOnClose() { c.linger.Store(true) }
+
 func (c *limitConn) Close() error {
-	c.once.Do(func() { c.l.open.Add(-1) })
-	return c.Conn.Close()
+	if tc, ok := c.Conn.(*net.TCPConn); ok && c.linger.CompareAndSwap(true, false) {
+		err := tc.CloseWrite()
+		time.AfterFunc(lingerDelay, func() {
+			_ = tc.Close()
+			c.release()
+		})
+		return err
+	}
+	err := c.Conn.Close()
+	c.release()
+	return err
 }
+
+func (c *limitConn) release() { c.once.Do(func() { c.l.open.Add(-1) }) }

@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -265,6 +266,23 @@ func TestUnreadBodyClosesTheConnection(t *testing.T) {
 		})
 	}
 	require.Zero(t, h.count(`SELECT count(*) FROM webhook_event_status WHERE event_id = 'evt_smuggled'`))
+}
+
+// A client still sending a body the hub refused (413, announced too
+// large) gets the answer, not a reset: the hub half-closes and lingers
+// before it closes a connection whose request body it left unread. Closed
+// at once, the client's next write meets a reset, and Go's client (like
+// others) then reports the write error instead of the 413.
+func TestRefusedBodyAnswerIsNotReset(t *testing.T) {
+	t.Parallel()
+	h := newTestHub(t, func(c *service.Config) { c.MaxBodyBytes = 4096 })
+	body := bytes.Repeat([]byte("x"), 8<<20)
+	for i := range 20 {
+		resp, err := http.Post(h.base+"/webhooks/paddle", "application/json", bytes.NewReader(body))
+		require.NoError(t, err, "attempt %d: the 413 must reach a client still sending its body", i)
+		resp.Body.Close()
+		require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+	}
 }
 
 func TestLoadConfigRefusesTheOldDebugAddr(t *testing.T) {
