@@ -72,10 +72,6 @@ func commands() []command {
 	}
 }
 
-// errUsage marks an error whose message already explains the usage; the
-// exit code is 2.
-var errUsage = errors.New("usage")
-
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		printHelp(stdout)

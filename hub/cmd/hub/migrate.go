@@ -102,5 +102,3 @@ Flags:
 	}
 	return nil
 }
-
-func usageErr(msg string) error { return fmt.Errorf("%w: %s", errUsage, msg) }

@@ -3,171 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/hookhub/hookhub/hub/ops"
-	"github.com/hookhub/hookhub/hub/relay"
-	"github.com/hookhub/hookhub/hub/service"
-	"github.com/hookhub/hookhub/hub/store"
 )
-
-// opsEnv is what an operator command connects to.
-type opsEnv struct {
-	ops  *ops.Ops
-	pool *pgxpool.Pool
-	nc   *nats.Conn
-}
-
-func (e *opsEnv) Close() {
-	if e.nc != nil {
-		e.nc.Close()
-	}
-	e.pool.Close()
-}
-
-// connectOps connects to the hub's database and, when needNATS, to NATS
-// (HUB_NATS_URL must then be set: an operator command never starts an
-// embedded server).
-func connectOps(ctx context.Context, needNATS bool) (*opsEnv, service.Config, error) {
-	cfg, err := loadConfig()
-	if err != nil {
-		return nil, cfg, err
-	}
-	pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
-	if err != nil {
-		return nil, cfg, fmt.Errorf("HUB_DATABASE_URL: %w", err)
-	}
-	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := pool.Ping(pingCtx); err != nil {
-		pool.Close()
-		return nil, cfg, fmt.Errorf("connect to the hub's database (HUB_DATABASE_URL): %w", err)
-	}
-	env := &opsEnv{pool: pool}
-	var js jetstream.JetStream
-	if cfg.NATSURL != "" {
-		nc, err := nats.Connect(cfg.NATSURL, nats.Name("hookhub-operator"), nats.Timeout(5*time.Second))
-		if err != nil && needNATS {
-			pool.Close()
-			return nil, cfg, fmt.Errorf("connect to NATS (HUB_NATS_URL=%s): %w", cfg.NATSURL, err)
-		}
-		if err == nil {
-			env.nc = nc
-			js, err = jetstream.New(nc, jetstream.WithPublishAsyncTimeout(30*time.Second))
-			if err != nil {
-				env.Close()
-				return nil, cfg, err
-			}
-		}
-	} else if needNATS {
-		pool.Close()
-		return nil, cfg, errors.New("set HUB_NATS_URL to the NATS server the hub uses (for `hub dev`, the URL it printed)")
-	}
-	st := store.New(pool)
-	oc := ops.Config{Archive: st, Subscribers: pool, JetStream: js, Stream: cfg.Stream}
-	if js != nil {
-		// Republished copies are built by the hub's own publisher, as the
-		// originals were. This relay only republishes: it never claims.
-		rl, err := relay.New(st, js, relay.Config{Stream: cfg.Stream, DuplicateWindow: cfg.DuplicateWindow})
-		if err != nil {
-			env.Close()
-			return nil, cfg, err
-		}
-		oc.Republisher = rl
-	}
-	env.ops = ops.New(oc)
-	return env, cfg, nil
-}
-
-// printJSONLines writes one JSON object per line.
-func printJSONLines[T any](w io.Writer, items []T) error {
-	enc := json.NewEncoder(w)
-	for _, it := range items {
-		if err := enc.Encode(it); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func newFlags(name, usage string, stdout io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stdout)
-	fs.Usage = func() {
-		io.WriteString(stdout, usage)
-		io.WriteString(stdout, "\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// parseFlags parses args into fs. --help prints the usage on stdout; a
-// bad flag is a usage error (exit 2, its message on stderr), so stdout
-// carries nothing but the command's output (JSON lines with --json).
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	usage, out := fs.Usage, fs.Output()
-	fs.Usage = func() {}
-	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
-	fs.Usage = usage
-	fs.SetOutput(out)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		fs.Usage()
-		return err
-	case err != nil:
-		return usageErr(err.Error() + " (see --help)")
-	}
-	return nil
-}
-
-// flagName is the command line's name for an operation's input (the admin
-// API's field): older_than is --older-than.
-func flagName(field string) string {
-	if field == "ref" {
-		return "the event (archive id or provider:event_id)"
-	}
-	return "--" + strings.ReplaceAll(field, "_", "-")
-}
-
-// parseInterleaved parses flags that may come before or after positional
-// arguments and returns the positional ones.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := parseFlags(fs, args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
-}
-
-// parseWindow reads --since and --until; a bad value is a usage error.
-func parseWindow(o *ops.Ops, since, until string) (time.Time, time.Time, error) {
-	s, u, err := ops.ParseWindow(since, until, o.Now())
-	switch {
-	case errors.Is(err, ops.ErrInvalid):
-		return s, u, usageErr("--until must be after --since")
-	case err != nil:
-		return s, u, usageErr("--" + err.Error())
-	}
-	return s, u, nil
-}
 
 func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
@@ -569,17 +412,6 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 }
 
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		return s[:n-1] + "…"
-	}
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 // originText explains an event's origin.
 func originText(o string) string {
 	switch o {
@@ -589,13 +421,6 @@ func originText(o string) string {
 		return "-"
 	}
 	return o
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) error {
