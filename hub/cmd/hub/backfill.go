@@ -16,7 +16,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookhub/hookhub/hub/backfill"
-	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/migrations"
@@ -77,13 +76,11 @@ set too. Times are durations before now (90m, 36h, 7d) or times (2026-11-30, RFC
 	if *dryRun && *restart {
 		return usageErr("--dry-run and --restart contradict each other: a dry run leaves the saved progress alone")
 	}
-	s, u, err := ops.ParseWindow(*since, *until, time.Now())
-	switch {
-	case errors.Is(err, ops.ErrInvalid):
-		return usageErr("--until must be after --since")
-	case err != nil:
-		return usageErr("--" + err.Error())
-	case s.IsZero():
+	s, u, err := parseWindow(*since, *until, time.Now())
+	if err != nil {
+		return err
+	}
+	if s.IsZero() {
 		return usageErr("--since must not be empty")
 	}
 	cfg, err := loadConfig()

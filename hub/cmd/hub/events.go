@@ -68,7 +68,7 @@ func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	if f.Since, f.Until, err = parseWindow(env.ops, *since, *until); err != nil {
+	if f.Since, f.Until, err = parseWindow(*since, *until, env.ops.Now()); err != nil {
 		return err
 	}
 	rows, err := env.ops.ListEvents(ctx, f)

@@ -43,9 +43,9 @@ in batches. Without --yes it is a dry run: it counts what it would delete.
 	if *yes && *dryRun {
 		return usageErr("--yes and --dry-run contradict each other")
 	}
-	age, err := ops.ParseAge(*olderThan)
+	age, err := parseAge("older-than", *olderThan)
 	if err != nil {
-		return usageErr("--older-than: " + err.Error())
+		return err
 	}
 	env, _, err := connectOps(ctx, false)
 	if err != nil {

@@ -34,7 +34,7 @@ and were not republished.
 		return err
 	}
 	defer env.Close()
-	s, u, err := parseWindow(env.ops, *since, *until)
+	s, u, err := parseWindow(*since, *until, env.ops.Now())
 	if err != nil {
 		return err
 	}

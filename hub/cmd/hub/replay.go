@@ -45,7 +45,7 @@ Needs HUB_DATABASE_URL and HUB_NATS_URL; nats-server 2.10 or newer.
 	}
 	defer env.Close()
 	req := ops.ReplayRequest{Subscriber: *sub, Subject: *subject, DryRun: *dryRun, Rate: *rate, Wait: *wait}
-	if req.Since, req.Until, err = parseWindow(env.ops, *since, *until); err != nil {
+	if req.Since, req.Until, err = parseWindow(*since, *until, env.ops.Now()); err != nil {
 		return err
 	}
 	res, err := env.ops.Replay(ctx, req)

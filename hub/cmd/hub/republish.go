@@ -40,7 +40,7 @@ skips what they already processed, so side effects stay single.
 	if f.Status, err = ops.ParseStatus("status", *status); err != nil {
 		return err
 	}
-	if f.Since, f.Until, err = parseWindow(env.ops, *since, *until); err != nil {
+	if f.Since, f.Until, err = parseWindow(*since, *until, env.ops.Now()); err != nil {
 		return err
 	}
 	res, err := env.ops.Republish(ctx, f)
