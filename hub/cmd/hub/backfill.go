@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -116,7 +115,7 @@ set too. Times are durations before now (90m, 36h, 7d) or times (2026-11-30, RFC
 	res, runErr := eng.Run(ctx, src, req)
 	bar.done()
 	if *asJSON {
-		if err := json.NewEncoder(stdout).Encode(res); err != nil {
+		if err := printJSON(stdout, res); err != nil {
 			return err
 		}
 	} else {

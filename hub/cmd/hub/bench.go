@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -188,12 +187,10 @@ Flags:
 		}
 		fmt.Fprintf(stdout, "nothing lost or duplicated: %t\n", rep.NothingLostOrDuped)
 	}
-	line, _ := json.Marshal(rep)
-	if *asJSON {
-		fmt.Fprintf(stdout, "%s\n", line) // JSON lines only
-	} else {
-		fmt.Fprintf(stdout, "BENCH %s\n", line)
+	if !*asJSON { // with --json, JSON lines only
+		fmt.Fprint(stdout, "BENCH ")
 	}
+	_ = printJSON(stdout, rep)
 	if !rep.NothingLostOrDuped {
 		return fmt.Errorf("the run lost or duplicated events")
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -84,7 +83,7 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 		if *asJSON {
-			return json.NewEncoder(stdout).Encode(res)
+			return printJSON(stdout, res)
 		}
 		fmt.Fprintf(stdout, "requested a redrive of %d dead letter(s) of %s; the running subscriber picks them up within seconds (see `hub dlq list --subscriber %s`)\n", res.Requested, *sub, *sub)
 		return nil

@@ -5,6 +5,12 @@ import (
 	"io"
 )
 
+// printJSON writes v as one JSON object on one line: a command's --json
+// output (stdout then carries nothing else).
+func printJSON(w io.Writer, v any) error {
+	return json.NewEncoder(w).Encode(v)
+}
+
 // printJSONLines writes one JSON object per line.
 func printJSONLines[T any](w io.Writer, items []T) error {
 	enc := json.NewEncoder(w)

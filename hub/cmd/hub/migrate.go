@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -50,13 +49,12 @@ Flags:
 		return err
 	}
 	defer m.Close()
-	enc := json.NewEncoder(stdout)
 	switch fs.Arg(0) {
 	case "up":
 		rs, err := m.Up(ctx)
 		for _, r := range rs {
 			if *asJSON {
-				_ = enc.Encode(r)
+				_ = printJSON(stdout, r)
 			} else {
 				fmt.Fprintf(stdout, "applied %d %s (%s)\n", r.Version, r.Name, r.Duration)
 			}
@@ -73,7 +71,7 @@ Flags:
 			return err
 		}
 		if *asJSON {
-			return enc.Encode(r)
+			return printJSON(stdout, r)
 		}
 		fmt.Fprintf(stdout, "rolled back %d %s (%s)\n", r.Version, r.Name, r.Duration)
 	case "status":
@@ -82,9 +80,7 @@ Flags:
 			return err
 		}
 		if *asJSON {
-			for _, s := range ss {
-				_ = enc.Encode(s)
-			}
+			_ = printJSONLines(stdout, ss)
 			return nil
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -57,7 +56,7 @@ in batches. Without --yes it is a dry run: it counts what it would delete.
 		return err
 	}
 	if *asJSON {
-		return json.NewEncoder(stdout).Encode(res)
+		return printJSON(stdout, res)
 	}
 	verb := "deleted"
 	if res.DryRun {

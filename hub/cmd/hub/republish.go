@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -48,7 +47,7 @@ skips what they already processed, so side effects stay single.
 		return err
 	}
 	if *asJSON {
-		return json.NewEncoder(stdout).Encode(res)
+		return printJSON(stdout, res)
 	}
 	if res.DryRun {
 		fmt.Fprintf(stdout, "would republish %d events\n", res.Matched)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -26,7 +25,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if *asJSON {
-		return json.NewEncoder(stdout).Encode(st)
+		return printJSON(stdout, st)
 	}
 	if st.Stream != nil {
 		s := st.Stream
