@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -16,11 +15,7 @@ import (
 )
 
 func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
-	fs.SetOutput(stdout)
-	noSubscribers := fs.Bool("no-subscribers", false, "do not run the credits, email and downgrade subscribers in-process")
-	fs.Usage = func() {
-		io.WriteString(stdout, `Usage: hub dev [--no-subscribers]
+	fs := newEnvFlags("dev", `Usage: hub dev [--no-subscribers]
 
 The quick start: runs the whole hub on embedded defaults.
   - creates the database named in HUB_DATABASE_URL if it is missing, and migrates it;
@@ -37,9 +32,8 @@ The quick start: runs the whole hub on embedded defaults.
 Stop it with Ctrl-C.
 
 Environment:
-`)
-		printEnv(stdout)
-	}
+`, stdout)
+	noSubscribers := fs.Bool("no-subscribers", false, "do not run the credits, email and downgrade subscribers in-process")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -11,30 +11,22 @@ import (
 )
 
 func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		w := stdout // asked for; a mistake's usage goes with the message
-		if len(args) == 0 {
-			w = stderr
-		}
-		io.WriteString(w, `Usage: hub dlq list --subscriber NAME [--json]
+	action, args, err := parseAction(args, `Usage: hub dlq list --subscriber NAME [--json]
        hub dlq redrive --subscriber NAME (--id ID | --all) [--json]
 
   list     the subscriber's dead letters: messages its handler failed on too often
   redrive  ask the running subscriber to process them again (after a fix); an event it
            processed meanwhile is skipped
-`)
-		if len(args) == 0 {
-			return usageErr("dlq needs list or redrive")
-		}
-		return nil
+`, "dlq needs list or redrive", stdout, stderr)
+	if err != nil {
+		return err
 	}
-	action := args[0]
 	fs := newFlags("dlq "+action, "Usage: hub dlq "+action+" --subscriber NAME ...\n", stdout)
 	sub := fs.String("subscriber", "", "the subscriber (credits, email, downgrade, ...)")
 	id := fs.Int64("id", 0, "redrive: this dead letter")
 	all := fs.Bool("all", false, "redrive: every dead letter not yet redriven")
 	asJSON := fs.Bool("json", false, "one JSON object per line")
-	if err := parseFlags(fs, args[1:]); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

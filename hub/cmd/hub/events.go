@@ -11,12 +11,7 @@ import (
 )
 
 func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		w := stdout // asked for; a mistake's usage goes with the message
-		if len(args) == 0 {
-			w = stderr
-		}
-		io.WriteString(w, `Usage: hub events list [flags]
+	action, args, err := parseAction(args, `Usage: hub events list [flags]
        hub events show [--json] <archive-id | provider:event_id>
 
   list   the archive, newest first: one line per first delivery (add --status SKIPPED
@@ -25,19 +20,17 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
          headers, status, error, stream sequence, and what each subscriber did with it
 
 Run `+"`hub events list --help`"+` for the filters.
-`)
-		if len(args) == 0 {
-			return usageErr("events needs list or show")
-		}
-		return nil
+`, "events needs list or show", stdout, stderr)
+	if err != nil {
+		return err
 	}
-	switch args[0] {
+	switch action {
 	case "list":
-		return runEventsList(ctx, args[1:], stdout)
+		return runEventsList(ctx, args, stdout)
 	case "show":
-		return runEventsShow(ctx, args[1:], stdout)
+		return runEventsShow(ctx, args, stdout)
 	}
-	return usageErr(fmt.Sprintf("unknown events action %q: want list or show", args[0]))
+	return usageErr(fmt.Sprintf("unknown events action %q: want list or show", action))
 }
 
 func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {

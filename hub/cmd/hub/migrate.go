@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -13,22 +12,15 @@ import (
 )
 
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	fs.SetOutput(stdout)
-	asJSON := fs.Bool("json", false, "print one JSON object per line")
-	fs.Usage = func() {
-		io.WriteString(stdout, `Usage: hub migrate [--json] up | down | status
+	fs := newFlags("migrate", `Usage: hub migrate [--json] up | down | status
 
   up      apply every pending migration (idempotent; safe from several replicas at once)
   down    roll back the most recent migration (drops data: the archive and the dedup rows)
   status  list the migrations and whether each is applied
 
 Uses HUB_DATABASE_URL.
-
-Flags:
-`)
-		fs.PrintDefaults()
-	}
+`, stdout)
+	asJSON := fs.Bool("json", false, "print one JSON object per line")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
