@@ -21,10 +21,11 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 Uses HUB_DATABASE_URL.
 `, stdout)
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
-	if err := parseFlags(fs, args); err != nil {
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	if len(pos) != 1 {
 		return usageErr("migrate needs exactly one of up, down, status")
 	}
 	cfg, err := loadConfig()
@@ -41,7 +42,7 @@ Uses HUB_DATABASE_URL.
 		return err
 	}
 	defer m.Close()
-	switch fs.Arg(0) {
+	switch pos[0] {
 	case "up":
 		rs, err := m.Up(ctx)
 		for _, r := range rs {
@@ -86,7 +87,7 @@ Uses HUB_DATABASE_URL.
 		}
 		return tw.Flush()
 	default:
-		return usageErr(fmt.Sprintf("unknown migrate action %q: want up, down or status", fs.Arg(0)))
+		return usageErr(fmt.Sprintf("unknown migrate action %q: want up, down or status", pos[0]))
 	}
 	return nil
 }

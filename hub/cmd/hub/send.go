@@ -38,16 +38,9 @@ Providers: `+strings.Join(provider.Names(), ", ")+`, and each name in HUB_STANDA
 	repeat := fs.Int("repeat", 1, fmt.Sprintf("deliver the same event N times (1..%d), re-signed each time as a provider retry is", maxSendRepeat))
 	eventID := fs.String("event-id", "", "the event id (default: a new random id)")
 	url := fs.String("url", "", "the hub's base URL (default: http://127.0.0.1 on HUB_HTTP_ADDR's port)")
-	// Accept flags before and after the positional arguments.
-	if err := parseFlags(fs, args); err != nil {
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
 		return err
-	}
-	pos := fs.Args()
-	if len(pos) >= 2 {
-		if err := parseFlags(fs, pos[2:]); err != nil {
-			return err
-		}
-		pos = append(pos[:2:2], fs.Args()...)
 	}
 	if len(pos) != 2 {
 		return usageErr("send needs <provider> <event_type>; see `hub send --help`")
