@@ -93,9 +93,9 @@ set too. Times are durations before now (90m, 36h, 7d) or times (2026-11-30, RFC
 	if _, ok := src.(backfill.Redeliverer); *redeliver && !ok {
 		return usageErr(fmt.Sprintf("--redeliver: %s cannot be asked to send a webhook again (only github can); without --redeliver the API's copy is ingested", *name))
 	}
-	pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
+	pool, err := openDatabase(ctx, cfg.DatabaseURL)
 	if err != nil {
-		return fmt.Errorf("HUB_DATABASE_URL: %w", err)
+		return err
 	}
 	defer pool.Close()
 	if err := checkSchema(ctx, pool); err != nil {

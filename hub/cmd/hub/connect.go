@@ -16,6 +16,16 @@ import (
 	"github.com/hookhub/hookhub/hub/store"
 )
 
+// openDatabase opens a pool on the hub's database (HUB_DATABASE_URL) without
+// connecting yet: a malformed URL is an error naming the variable.
+func openDatabase(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("HUB_DATABASE_URL: %w", err)
+	}
+	return pool, nil
+}
+
 // opsEnv is what an operator command connects to.
 type opsEnv struct {
 	ops  *ops.Ops
@@ -38,9 +48,9 @@ func connectOps(ctx context.Context, needNATS bool) (*opsEnv, service.Config, er
 	if err != nil {
 		return nil, cfg, err
 	}
-	pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
+	pool, err := openDatabase(ctx, cfg.DatabaseURL)
 	if err != nil {
-		return nil, cfg, fmt.Errorf("HUB_DATABASE_URL: %w", err)
+		return nil, cfg, err
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

@@ -8,8 +8,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/migrations"
 )
@@ -122,9 +120,9 @@ Send a first signed event from another shell:
 }
 
 func migrateUp(ctx context.Context, url string, stdout io.Writer) error {
-	pool, err := pgxpool.New(ctx, url)
+	pool, err := openDatabase(ctx, url)
 	if err != nil {
-		return fmt.Errorf("HUB_DATABASE_URL: %w", err)
+		return err
 	}
 	defer pool.Close()
 	m, err := migrations.Hub(pool)

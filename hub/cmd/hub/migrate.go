@@ -6,8 +6,6 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/hookhub/hookhub/migrations"
 )
 
@@ -32,9 +30,9 @@ Uses HUB_DATABASE_URL.
 	if err != nil {
 		return err
 	}
-	pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
+	pool, err := openDatabase(ctx, cfg.DatabaseURL)
 	if err != nil {
-		return fmt.Errorf("HUB_DATABASE_URL: %w", err)
+		return err
 	}
 	defer pool.Close()
 	m, err := migrations.Hub(pool)
