@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +15,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookhub/hookhub/hub/backfill"
-	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/migrations"
@@ -77,13 +75,11 @@ set too. Times are durations before now (90m, 36h, 7d) or times (2026-11-30, RFC
 	if *dryRun && *restart {
 		return usageErr("--dry-run and --restart contradict each other: a dry run leaves the saved progress alone")
 	}
-	s, u, err := ops.ParseWindow(*since, *until, time.Now())
-	switch {
-	case errors.Is(err, ops.ErrInvalid):
-		return usageErr("--until must be after --since")
-	case err != nil:
-		return usageErr("--" + err.Error())
-	case s.IsZero():
+	s, u, err := parseWindow(*since, *until, time.Now())
+	if err != nil {
+		return err
+	}
+	if s.IsZero() {
 		return usageErr("--since must not be empty")
 	}
 	cfg, err := loadConfig()
@@ -97,9 +93,9 @@ set too. Times are durations before now (90m, 36h, 7d) or times (2026-11-30, RFC
 	if _, ok := src.(backfill.Redeliverer); *redeliver && !ok {
 		return usageErr(fmt.Sprintf("--redeliver: %s cannot be asked to send a webhook again (only github can); without --redeliver the API's copy is ingested", *name))
 	}
-	pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
+	pool, err := openDatabase(ctx, cfg.DatabaseURL)
 	if err != nil {
-		return fmt.Errorf("HUB_DATABASE_URL: %w", err)
+		return err
 	}
 	defer pool.Close()
 	if err := checkSchema(ctx, pool); err != nil {
@@ -119,7 +115,7 @@ set too. Times are durations before now (90m, 36h, 7d) or times (2026-11-30, RFC
 	res, runErr := eng.Run(ctx, src, req)
 	bar.done()
 	if *asJSON {
-		if err := json.NewEncoder(stdout).Encode(res); err != nil {
+		if err := printJSON(stdout, res); err != nil {
 			return err
 		}
 	} else {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -19,23 +17,7 @@ import (
 )
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stdout)
-	count := fs.Int("count", 20000, "measured deliveries per run")
-	warmup := fs.Int("warmup", 2000, "deliveries sent to each fresh hub (and database) before the measured ones, left out of the figures but checked for loss")
-	concurrency := fs.Int("concurrency", 64, "concurrent HTTP clients (keep-alive connections)")
-	dups := fs.Float64("duplicates", 0.10, "share of deliveries that repeat an earlier event (0..0.9)")
-	batchMax := fs.Int("batch-max", 64, "HUB_BATCH_MAX of the measured hub")
-	baseline := fs.Bool("baseline", true, "also measure the hub with batching disabled (HUB_BATCH_MAX=1)")
-	ceiling := fs.Bool("ceiling", true, "also measure the raw batched insert (no HTTP, no publish)")
-	keep := fs.Bool("keep", false, "keep the bench databases")
-	asJSON := fs.Bool("json", false, "print only the final JSON report on stdout (progress goes to stderr)")
-	rounds := fs.Int("rounds", 1, "repeat the runs, interleaved, and report each run's median round and the median ratios")
-	preload := fs.String("preload", "0", "archive sizes to measure with, comma-separated (e.g. 0,2000000): each run's fresh database first holds that many archive rows of published past deliveries, copied from a template filled once")
-	hubAdminAddr := fs.String("hub-admin-addr", "", "HUB_ADMIN_ADDR of the measured hubs (/metrics, /debug/pprof/); empty picks a free port for each hub and prints it")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the benchmark process (load generator and embedded NATS server, pprof label \"bench\") during each hub run's measured load: this file for the first run, then name.2.ext, name.3.ext, …")
-	fs.Usage = func() {
-		io.WriteString(stdout, `Usage: hub bench [flags]
+	fs := newFlags("bench", `Usage: hub bench [flags]
 
 Measures the hub end to end on this machine. It starts this binary's
 `+"`hub serve`"+` against a fresh database (created next to HUB_DATABASE_URL,
@@ -70,11 +52,20 @@ to the measured hubs; their addresses, stream, secrets and database are
 the bench's own. Each hub serves /metrics, where the bench reads the commit
 batches, and /debug/pprof/ on its own admin listener: --hub-admin-addr, or
 a free port printed for each run.
-
-Flags:
-`)
-		fs.PrintDefaults()
-	}
+`, stdout)
+	count := fs.Int("count", 20000, "measured deliveries per run")
+	warmup := fs.Int("warmup", 2000, "deliveries sent to each fresh hub (and database) before the measured ones, left out of the figures but checked for loss")
+	concurrency := fs.Int("concurrency", 64, "concurrent HTTP clients (keep-alive connections)")
+	dups := fs.Float64("duplicates", 0.10, "share of deliveries that repeat an earlier event (0..0.9)")
+	batchMax := fs.Int("batch-max", 64, "HUB_BATCH_MAX of the measured hub")
+	baseline := fs.Bool("baseline", true, "also measure the hub with batching disabled (HUB_BATCH_MAX=1)")
+	ceiling := fs.Bool("ceiling", true, "also measure the raw batched insert (no HTTP, no publish)")
+	keep := fs.Bool("keep", false, "keep the bench databases")
+	asJSON := fs.Bool("json", false, "print only the final JSON report on stdout (progress goes to stderr)")
+	rounds := fs.Int("rounds", 1, "repeat the runs, interleaved, and report each run's median round and the median ratios")
+	preload := fs.String("preload", "0", "archive sizes to measure with, comma-separated (e.g. 0,2000000): each run's fresh database first holds that many archive rows of published past deliveries, copied from a template filled once")
+	hubAdminAddr := fs.String("hub-admin-addr", "", "HUB_ADMIN_ADDR of the measured hubs (/metrics, /debug/pprof/); empty picks a free port for each hub and prints it")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the benchmark process (load generator and embedded NATS server, pprof label \"bench\") during each hub run's measured load: this file for the first run, then name.2.ext, name.3.ext, …")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -188,12 +179,10 @@ Flags:
 		}
 		fmt.Fprintf(stdout, "nothing lost or duplicated: %t\n", rep.NothingLostOrDuped)
 	}
-	line, _ := json.Marshal(rep)
-	if *asJSON {
-		fmt.Fprintf(stdout, "%s\n", line) // JSON lines only
-	} else {
-		fmt.Fprintf(stdout, "BENCH %s\n", line)
+	if !*asJSON { // with --json, JSON lines only
+		fmt.Fprint(stdout, "BENCH ")
 	}
+	_ = printJSON(stdout, rep)
 	if !rep.NothingLostOrDuped {
 		return fmt.Errorf("the run lost or duplicated events")
 	}

@@ -4,23 +4,16 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/migrations"
 )
 
 func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
-	fs.SetOutput(stdout)
-	noSubscribers := fs.Bool("no-subscribers", false, "do not run the credits, email and downgrade subscribers in-process")
-	fs.Usage = func() {
-		io.WriteString(stdout, `Usage: hub dev [--no-subscribers]
+	fs := newEnvFlags("dev", `Usage: hub dev [--no-subscribers]
 
 The quick start: runs the whole hub on embedded defaults.
   - creates the database named in HUB_DATABASE_URL if it is missing, and migrates it;
@@ -37,9 +30,8 @@ The quick start: runs the whole hub on embedded defaults.
 Stop it with Ctrl-C.
 
 Environment:
-`)
-		printEnv(stdout)
-	}
+`, stdout)
+	noSubscribers := fs.Bool("no-subscribers", false, "do not run the credits, email and downgrade subscribers in-process")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -128,9 +120,9 @@ Send a first signed event from another shell:
 }
 
 func migrateUp(ctx context.Context, url string, stdout io.Writer) error {
-	pool, err := pgxpool.New(ctx, url)
+	pool, err := openDatabase(ctx, url)
 	if err != nil {
-		return fmt.Errorf("HUB_DATABASE_URL: %w", err)
+		return err
 	}
 	defer pool.Close()
 	m, err := migrations.Hub(pool)

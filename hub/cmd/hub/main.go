@@ -18,9 +18,6 @@ import (
 	"github.com/hookhub/hookhub/hub/ops"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 func main() {
 	tuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -43,7 +40,10 @@ func tuneGC() {
 	}
 }
 
-// command is one subcommand.
+// command is one subcommand, in its own file (serve.go, events.go, ...):
+// run gets the arguments after the command's name, declares and parses its
+// flags as flags.go shows, writes its output on stdout and returns an
+// error, which exitCode prints and maps to the exit code.
 type command struct {
 	name    string
 	summary string
@@ -65,16 +65,9 @@ func commands() []command {
 		{"status", "stream, consumers, outbox backlog and dead letters at a glance", runStatus},
 		{"backfill", "ingest the events a provider's API lists but whose webhooks never arrived", runBackfill},
 		{"bench", "measure throughput and latency end to end, against batching disabled and the raw ceiling", runBench},
-		{"version", "print the version", func(_ context.Context, _ []string, stdout, _ io.Writer) error {
-			_, err := fmt.Fprintln(stdout, "hub", version)
-			return err
-		}},
+		{"version", "print the version", runVersion},
 	}
 }
-
-// errUsage marks an error whose message already explains the usage; the
-// exit code is 2.
-var errUsage = errors.New("usage")
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
@@ -85,30 +78,36 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	for _, c := range commands() {
-		if c.name != args[0] {
-			continue
-		}
-		err := c.run(ctx, args[1:], stdout, stderr)
-		var input *ops.InputError
-		switch {
-		case err == nil:
-			return 0
-		case errors.Is(err, flag.ErrHelp):
-			return 0
-		case errors.As(err, &input):
-			// An operation refused a flag's value: name the flag.
-			fmt.Fprintln(stderr, "hub "+c.name+":", flagName(input.Field)+":", input.Reason)
-			return 2
-		case errors.Is(err, errUsage), errors.Is(err, ops.ErrInvalid), errors.Is(err, ops.ErrBadTime):
-			fmt.Fprintln(stderr, "hub "+c.name+":", err)
-			return 2
-		default:
-			fmt.Fprintln(stderr, "hub "+c.name+":", err)
-			return 1
+		if c.name == args[0] {
+			return exitCode(c.name, c.run(ctx, args[1:], stdout, stderr), stderr)
 		}
 	}
 	fmt.Fprintf(stderr, "hub: unknown command %q; run `hub --help`\n", args[0])
 	return 2
+}
+
+// exitCode prints the error of the command name on stderr and returns the
+// exit code, the same for every command: 0 without an error (or after
+// --help), 2 for bad input (the message names the flag), 1 otherwise (the
+// target is missing or the operation failed).
+func exitCode(name string, err error, stderr io.Writer) int {
+	var input *ops.InputError
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &input):
+		// An operation refused a flag's value: name the flag.
+		fmt.Fprintln(stderr, "hub "+name+":", flagName(input.Field)+":", input.Reason)
+		return 2
+	case errors.Is(err, errUsage), errors.Is(err, ops.ErrInvalid), errors.Is(err, ops.ErrBadTime):
+		fmt.Fprintln(stderr, "hub "+name+":", err)
+		return 2
+	default:
+		fmt.Fprintln(stderr, "hub "+name+":", err)
+		return 1
+	}
 }
 
 func printHelp(w io.Writer) {

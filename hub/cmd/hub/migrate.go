@@ -2,47 +2,37 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookhub/hookhub/migrations"
 )
 
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	fs.SetOutput(stdout)
-	asJSON := fs.Bool("json", false, "print one JSON object per line")
-	fs.Usage = func() {
-		io.WriteString(stdout, `Usage: hub migrate [--json] up | down | status
+	fs := newFlags("migrate", `Usage: hub migrate [--json] up | down | status
 
   up      apply every pending migration (idempotent; safe from several replicas at once)
   down    roll back the most recent migration (drops data: the archive and the dedup rows)
   status  list the migrations and whether each is applied
 
 Uses HUB_DATABASE_URL.
-
-Flags:
-`)
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+`, stdout)
+	asJSON := fs.Bool("json", false, "print one JSON object per line")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	if len(pos) != 1 {
 		return usageErr("migrate needs exactly one of up, down, status")
 	}
 	cfg, err := loadConfig()
 	if err != nil {
 		return err
 	}
-	pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
+	pool, err := openDatabase(ctx, cfg.DatabaseURL)
 	if err != nil {
-		return fmt.Errorf("HUB_DATABASE_URL: %w", err)
+		return err
 	}
 	defer pool.Close()
 	m, err := migrations.Hub(pool)
@@ -50,13 +40,12 @@ Flags:
 		return err
 	}
 	defer m.Close()
-	enc := json.NewEncoder(stdout)
-	switch fs.Arg(0) {
+	switch pos[0] {
 	case "up":
 		rs, err := m.Up(ctx)
 		for _, r := range rs {
 			if *asJSON {
-				_ = enc.Encode(r)
+				_ = printJSON(stdout, r)
 			} else {
 				fmt.Fprintf(stdout, "applied %d %s (%s)\n", r.Version, r.Name, r.Duration)
 			}
@@ -73,7 +62,7 @@ Flags:
 			return err
 		}
 		if *asJSON {
-			return enc.Encode(r)
+			return printJSON(stdout, r)
 		}
 		fmt.Fprintf(stdout, "rolled back %d %s (%s)\n", r.Version, r.Name, r.Duration)
 	case "status":
@@ -82,9 +71,7 @@ Flags:
 			return err
 		}
 		if *asJSON {
-			for _, s := range ss {
-				_ = enc.Encode(s)
-			}
+			_ = printJSONLines(stdout, ss)
 			return nil
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
@@ -98,9 +85,7 @@ Flags:
 		}
 		return tw.Flush()
 	default:
-		return usageErr(fmt.Sprintf("unknown migrate action %q: want up, down or status", fs.Arg(0)))
+		return usageErr(fmt.Sprintf("unknown migrate action %q: want up, down or status", pos[0]))
 	}
 	return nil
 }
-
-func usageErr(msg string) error { return fmt.Errorf("%w: %s", errUsage, msg) }

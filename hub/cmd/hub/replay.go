@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -45,7 +44,7 @@ Needs HUB_DATABASE_URL and HUB_NATS_URL; nats-server 2.10 or newer.
 	}
 	defer env.Close()
 	req := ops.ReplayRequest{Subscriber: *sub, Subject: *subject, DryRun: *dryRun, Rate: *rate, Wait: *wait}
-	if req.Since, req.Until, err = parseWindow(env.ops, *since, *until); err != nil {
+	if req.Since, req.Until, err = parseWindow(*since, *until, env.ops.Now()); err != nil {
 		return err
 	}
 	res, err := env.ops.Replay(ctx, req)
@@ -53,7 +52,7 @@ Needs HUB_DATABASE_URL and HUB_NATS_URL; nats-server 2.10 or newer.
 		return err
 	}
 	if *asJSON {
-		return json.NewEncoder(stdout).Encode(res)
+		return printJSON(stdout, res)
 	}
 	if res.DryRun {
 		fmt.Fprintf(stdout, "would replay %d events (stream seq %d..%d) to %s: %d already processed (would be skipped), %d to process\n",

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -22,14 +21,7 @@ import (
 const maxSendRepeat = 10_000
 
 func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("send", flag.ContinueOnError)
-	fs.SetOutput(stdout)
-	data := fs.String("data", "", "the event's data object as JSON (default: a realistic sample)")
-	repeat := fs.Int("repeat", 1, fmt.Sprintf("deliver the same event N times (1..%d), re-signed each time as a provider retry is", maxSendRepeat))
-	eventID := fs.String("event-id", "", "the event id (default: a new random id)")
-	url := fs.String("url", "", "the hub's base URL (default: http://127.0.0.1 on HUB_HTTP_ADDR's port)")
-	fs.Usage = func() {
-		io.WriteString(stdout, `Usage: hub send [flags] <provider> <event_type>
+	fs := newFlags("send", `Usage: hub send [flags] <provider> <event_type>
 
 Signs a realistic delivery with the provider's configured secret (or the
 development secret `+"`hub dev`"+` uses when none is set), POSTs it to a
@@ -41,21 +33,14 @@ Examples:
   hub send clerk user.created --repeat 10
 
 Providers: `+strings.Join(provider.Names(), ", ")+`, and each name in HUB_STANDARD_PROVIDERS
-
-Flags:
-`)
-		fs.PrintDefaults()
-	}
-	// Accept flags before and after the positional arguments.
-	if err := parseFlags(fs, args); err != nil {
+`, stdout)
+	data := fs.String("data", "", "the event's data object as JSON (default: a realistic sample)")
+	repeat := fs.Int("repeat", 1, fmt.Sprintf("deliver the same event N times (1..%d), re-signed each time as a provider retry is", maxSendRepeat))
+	eventID := fs.String("event-id", "", "the event id (default: a new random id)")
+	url := fs.String("url", "", "the hub's base URL (default: http://127.0.0.1 on HUB_HTTP_ADDR's port)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
 		return err
-	}
-	pos := fs.Args()
-	if len(pos) >= 2 {
-		if err := parseFlags(fs, pos[2:]); err != nil {
-			return err
-		}
-		pos = append(pos[:2:2], fs.Args()...)
 	}
 	if len(pos) != 2 {
 		return usageErr("send needs <provider> <event_type>; see `hub send --help`")

@@ -2,17 +2,13 @@ package main
 
 import (
 	"context"
-	"flag"
 	"io"
 
 	"github.com/hookhub/hookhub/hub/service"
 )
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stdout)
-	fs.Usage = func() {
-		io.WriteString(stdout, `Usage: hub serve
+	fs := newEnvFlags("serve", `Usage: hub serve
 
 Runs the hub until SIGTERM or SIGINT, then shuts down gracefully: /readyz
 fails first, new connections are refused, in-flight requests finish and
@@ -23,9 +19,7 @@ or when no provider has a secret. With HUB_NATS_URL empty it starts an
 embedded JetStream server whose store is under HUB_DATA_DIR.
 
 Environment:
-`)
-		printEnv(stdout)
-	}
+`, stdout)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hookhub/hookhub/hub/ops"
+)
+
+func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	action, args, err := parseAction(args, `Usage: hub events list [flags]
+       hub events show [--json] <archive-id | provider:event_id>
+
+  list   the archive, newest first: one line per first delivery (add --status SKIPPED
+         for the duplicates), with how many deliveries the event had
+  show   every delivery of one event (first and duplicates), its body, signature
+         headers, status, error, stream sequence, and what each subscriber did with it
+
+Run `+"`hub events list --help`"+` for the filters.
+`, "events needs list or show", stdout, stderr)
+	if err != nil {
+		return err
+	}
+	switch action {
+	case "list":
+		return runEventsList(ctx, args, stdout)
+	case "show":
+		return runEventsShow(ctx, args, stdout)
+	}
+	return usageErr(fmt.Sprintf("unknown events action %q: want list or show", action))
+}
+
+func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := newFlags("events list", "Usage: hub events list [--provider P] [--type T] [--status S] [--since T] [--until T] [--limit N] [--before CURSOR] [--json]\n\nNewest first. Times are durations before now (90m, 36h, 7d) or times (2026-11-30, 2026-11-30T08:00:00Z).\nA full page ends with the --before cursor of the next one (with --json, every row has its \"cursor\").\n", stdout)
+	provider := fs.String("provider", "", "only this provider")
+	typ := fs.String("type", "", "only this event type, e.g. subscription.created")
+	status := fs.String("status", "", "PENDING, PROCESSED, SKIPPED or FAILED (default: all but SKIPPED)")
+	since := fs.String("since", "", "received at or after")
+	until := fs.String("until", "", "received before")
+	limit := fs.Int("limit", ops.DefaultListLimit, fmt.Sprintf("at most this many rows (1..%d)", ops.MaxListLimit))
+	before := fs.String("before", "", "the next page: rows listed after the row of this cursor (printed at the end of a full page)")
+	asJSON := fs.Bool("json", false, "one JSON object per line")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErr("events list takes no arguments; filters are flags")
+	}
+	env, _, err := connectOps(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	f := ops.EventFilter{Provider: *provider, Type: *typ, Limit: *limit, Before: *before}
+	if *status != "" {
+		if f.Status, err = ops.ParseStatus("status", *status); err != nil {
+			return err
+		}
+	}
+	if f.Since, f.Until, err = parseWindow(*since, *until, env.ops.Now()); err != nil {
+		return err
+	}
+	rows, err := env.ops.ListEvents(ctx, f)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSONLines(stdout, rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(stdout, "no events match")
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RECEIVED\tPROVIDER\tEVENT ID\tTYPE\tSTATUS\tDELIVERIES\tSEQ\tARCHIVE ID\tERROR")
+	for _, r := range rows {
+		seq := "-"
+		if r.StreamSeq > 0 {
+			seq = fmt.Sprint(r.StreamSeq)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.ReceivedAt.UTC().Format(time.RFC3339), r.Provider, r.EventID, r.EventType, r.Status, r.Deliveries, seq, r.ArchiveID, oneLine(r.Error, 60))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(rows) == f.Limit {
+		fmt.Fprintf(stdout, "\nmore may follow: add --before %s\n", rows[len(rows)-1].Cursor)
+	}
+	return nil
+}
+
+func runEventsShow(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := newFlags("events show", "Usage: hub events show [--json] <archive-id | provider:event_id>\n", stdout)
+	asJSON := fs.Bool("json", false, "print the whole record as one JSON object")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageErr("events show needs exactly one archive id or provider:event_id")
+	}
+	env, _, err := connectOps(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	d, err := env.ops.ShowEvent(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(stdout, d)
+	}
+	fmt.Fprintf(stdout, "event      %s:%s\ntype       %s\nsubject    %s\nfirst seen %s\nstatus     %s\norigin     %s\n",
+		d.Provider, d.EventID, d.EventType, orDash(d.Subject), d.FirstSeen.UTC().Format(time.RFC3339Nano), orDash(d.Status), originText(d.Origin))
+	if d.Purged {
+		fmt.Fprintln(stdout, "archive    purged (the dedup row remains: retries are still answered as duplicates)")
+	}
+	fmt.Fprintf(stdout, "\ndeliveries (%d):\n", len(d.Deliveries))
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  RECEIVED\tSTATUS\tORIGIN\tSEQ\tATTEMPTS\tARCHIVE ID\tSIGNATURE\tERROR")
+	for _, dl := range d.Deliveries {
+		seq := "-"
+		if dl.StreamSeq > 0 {
+			seq = fmt.Sprint(dl.StreamSeq)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", dl.ReceivedAt.UTC().Format(time.RFC3339Nano), dl.Status, orDash(dl.Origin), seq, dl.Attempts, dl.ArchiveID, oneLine(dl.Signature, 40), oneLine(dl.Error, 60))
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(stdout, "\nsubscribers:\n")
+	tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  SUBSCRIBER\tOUTCOME\tAT\tSEQ\tDEAD LETTER\tERROR")
+	for _, s := range d.Subscribers {
+		at, seq, dl := "-", "-", "-"
+		if !s.At.IsZero() {
+			at = s.At.UTC().Format(time.RFC3339)
+		}
+		if s.StreamSeq > 0 {
+			seq = fmt.Sprint(s.StreamSeq)
+		}
+		if s.DeadLetter > 0 {
+			dl = fmt.Sprint(s.DeadLetter)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", s.Subscriber, s.Outcome, at, seq, dl, oneLine(s.Error, 60))
+	}
+	_ = tw.Flush()
+	switch {
+	case d.Payload != nil:
+		fmt.Fprintf(stdout, "\nbody (exact bytes of the first delivery):\n%s\n", d.Payload)
+	case d.Body != "":
+		fmt.Fprintf(stdout, "\nbody (exact bytes of the first delivery):\n%s\n", d.Body)
+	}
+	return nil
+}
+
+// originText explains an event's origin.
+func originText(o string) string {
+	switch o {
+	case "api":
+		return "api (ingested by a backfill from the provider's API: its webhook never arrived)"
+	case "":
+		return "-"
+	}
+	return o
+}

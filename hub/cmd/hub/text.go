@@ -1,0 +1,24 @@
+package main
+
+import "strings"
+
+// oneLine squeezes s onto one line of at most n bytes for a table
+// column; an empty s is "-".
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		return s[:n-1] + "…"
+	}
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// orDash is s, or "-" when s is empty.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
