@@ -250,7 +250,7 @@ func TestBrowserEventDeliveredTenTimes(t *testing.T) {
 	require.Contains(t, b.text("#stream-seq"), fmt.Sprint(seq))
 	require.Equal(t, string(w.body), eval[string](b, `document.querySelector("#body-raw").textContent`), "the exact body")
 	require.Contains(t, eval[string](b, `document.querySelector("#body-pretty").textContent`), "\n  ", "indented JSON")
-	require.Equal(t, "processed", b.text(`#outcomes tr[data-subscriber="flaky"] td.outcome`))
+	require.Contains(t, b.text(`#outcomes tr[data-subscriber="flaky"] td.outcome`), "processed")
 	require.Equal(t, 1, b.count(`form#republish.action`), "admin may republish")
 	b.screenshot("event")
 }
@@ -373,6 +373,9 @@ func TestBrowserReplay(t *testing.T) {
 	require.Equal(t, len(ids), h.count(`SELECT count(*) FROM flaky.processed_messages`))
 }
 
+// republishButton is the event page's republish button.
+const republishButton = `#republish button, #republish input[type=submit]`
+
 // A state-changing form posted without its CSRF token (or with a wrong one)
 // is refused with 403 and does nothing; the same form intact works.
 func TestBrowserCSRF(t *testing.T) {
@@ -400,7 +403,7 @@ func TestBrowserCSRF(t *testing.T) {
 	} {
 		b.openOK(event)
 		b.do(chromedp.Evaluate[chromedp.Void](tamper))
-		resp := b.click(`#republish [type=submit]`)
+		resp := b.click(republishButton)
 		require.Equal(t, http.StatusForbidden, int(resp.Status), "%s: %s", tamper, b.errorText())
 		require.Contains(t, b.text("#error"), "CSRF", tamper)
 	}
@@ -418,7 +421,7 @@ func TestBrowserCSRF(t *testing.T) {
 
 	// The untouched form works: it was the token that was missing.
 	b.openOK(event)
-	b.clickOK(`#republish [type=submit]`)
+	b.clickOK(republishButton)
 	require.Contains(t, b.text("#flash"), "republished")
 	h.eventually(func() bool { return h.streamMessages() == msgs+1 }, "the intact form republishes")
 }
