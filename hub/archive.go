@@ -57,6 +57,9 @@ func (c ArchiveCursor) IsZero() bool { return c.ReceivedAt.IsZero() && c.Archive
 type ArchiveFilter struct {
 	Provider  string
 	EventType string
+	// EventID, when set, selects the deliveries of that event id (exact
+	// match; of any provider unless Provider is set).
+	EventID string
 	// Status selects the rows of that status; empty selects every status
 	// but SKIPPED (the first delivery of every event).
 	Status Status

@@ -18,9 +18,12 @@ import (
 type EventFilter struct {
 	Provider string
 	Type     string
-	Status   hub.Status // empty: every status but SKIPPED (first deliveries)
-	Since    time.Time
-	Until    time.Time
+	// EventID selects the deliveries of one event id (exact match); with
+	// Status SKIPPED its duplicates, by default its first delivery.
+	EventID string
+	Status  hub.Status // empty: every status but SKIPPED (first deliveries)
+	Since   time.Time
+	Until   time.Time
 	// Before continues a listing: the cursor of the last row of the
 	// previous page (EventRow.Cursor); empty for the first page.
 	Before string
@@ -34,6 +37,9 @@ func (f EventFilter) check() (hub.ArchiveCursor, error) {
 		return hub.ArchiveCursor{}, err
 	}
 	if err := checkText("type", f.Type, maxEventTypeLen); err != nil {
+		return hub.ArchiveCursor{}, err
+	}
+	if err := checkText("event_id", f.EventID, maxEventIDLen); err != nil {
 		return hub.ArchiveCursor{}, err
 	}
 	if !f.Until.IsZero() && !f.Since.IsZero() && !f.Until.After(f.Since) {
@@ -73,7 +79,7 @@ func (o *Ops) ListEvents(ctx context.Context, f EventFilter) ([]EventRow, error)
 		return nil, err
 	}
 	ds, err := o.archive.ListArchive(ctx, hub.ArchiveFilter{
-		Provider: f.Provider, EventType: f.Type, Status: f.Status, Since: f.Since, Until: f.Until,
+		Provider: f.Provider, EventType: f.Type, EventID: f.EventID, Status: f.Status, Since: f.Since, Until: f.Until,
 		Before: before, Limit: f.Limit, CountDeliveries: true,
 	})
 	if err != nil {

@@ -35,6 +35,11 @@ type ReplayRequest struct {
 	// replay whose Rate would make publishing the range take longer: the
 	// admin API answers within a bounded time.
 	PublishWithin time.Duration
+	// Progress, when set, is called with the counts so far: after the
+	// range is read, as copies are published, and at each check of what
+	// the subscriber settled. It runs on the replay's goroutine and must
+	// return quickly.
+	Progress func(ReplayResult)
 }
 
 // check refuses a request out of bounds before anything is read.
@@ -65,11 +70,15 @@ func (req ReplayRequest) check() error {
 // ReplayResult counts what a replay did. Events are counted once even if
 // the stream held several copies (republishes).
 type ReplayResult struct {
-	RunID        string `json:"run_id"`
-	Matched      int    `json:"matched"`       // events in the range the subscriber consumes
-	Delivered    int    `json:"delivered"`     // copies published to the subscriber
-	Processed    int    `json:"processed"`     // processed now (had not been before)
-	Skipped      int    `json:"skipped"`       // already processed before: skipped by the subscriber
+	RunID     string `json:"run_id"`
+	Matched   int    `json:"matched"`   // events in the range the subscriber consumes
+	Delivered int    `json:"delivered"` // copies published to the subscriber
+	Processed int    `json:"processed"` // processed now (had not been before)
+	Skipped   int    `json:"skipped"`   // already processed before: skipped by the subscriber
+	// ToProcess is what the replay is for: the matched events the
+	// subscriber had not processed (Matched - Skipped), the ones a run
+	// would process. A dry run reports it (and Skipped) too.
+	ToProcess    int    `json:"to_process"`
 	DeadLettered int    `json:"dead_lettered"` // failed again and were dead-lettered
 	Unsettled    int    `json:"unsettled"`     // not settled within the wait
 	FirstSeq     uint64 `json:"first_stream_seq,omitempty"`
@@ -144,16 +153,23 @@ func (o *Ops) Replay(ctx context.Context, req ReplayRequest) (ReplayResult, erro
 		return res, err
 	}
 	res.Skipped = len(before)
+	res.ToProcess = res.Matched - res.Skipped
 	if req.DryRun {
 		return res, nil
 	}
+	progress := func() {
+		if req.Progress != nil {
+			req.Progress(res)
+		}
+	}
+	progress()
 
 	// Dead letters written from here on are the replay's.
 	lastDeadLetter, err := subscriber.LastDeadLetterID(ctx, o.subs, req.Subscriber)
 	if err != nil {
 		return res, err
 	}
-	if err := o.publishReplay(ctx, req, msgs, &res); err != nil {
+	if err := o.publishReplay(ctx, req, msgs, &res, progress); err != nil {
 		return res, err
 	}
 	deadline := time.Now().Add(req.Wait)
@@ -165,6 +181,7 @@ func (o *Ops) Replay(ctx context.Context, req ReplayRequest) (ReplayResult, erro
 		res.Processed = len(done) - len(before)
 		res.DeadLettered = len(dead)
 		res.Unsettled = res.Matched - len(done) - len(dead)
+		progress()
 		if res.Unsettled <= 0 || time.Now().After(deadline) {
 			return res, nil
 		}
@@ -237,7 +254,7 @@ func (o *Ops) readRange(ctx context.Context, filters []string, req ReplayRequest
 
 // publishReplay publishes a copy of each message on the subscriber's
 // replay subject, under a message id of its own, at most req.Rate a second.
-func (o *Ops) publishReplay(ctx context.Context, req ReplayRequest, msgs []replayMsg, res *ReplayResult) error {
+func (o *Ops) publishReplay(ctx context.Context, req ReplayRequest, msgs []replayMsg, res *ReplayResult, progress func()) error {
 	var tick <-chan time.Time
 	if req.Rate > 0 {
 		t := time.NewTicker(rateInterval(req.Rate))
@@ -257,6 +274,7 @@ func (o *Ops) publishReplay(ctx context.Context, req ReplayRequest, msgs []repla
 			}
 		}
 		futures = futures[:0]
+		progress()
 		return nil
 	}
 	for _, m := range msgs {

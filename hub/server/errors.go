@@ -75,6 +75,14 @@ func classify(err error) problem {
 	return problem{fiber.StatusInternalServerError, "internal error", ""}
 }
 
+// ErrorStatus is the HTTP status and message the hub answers for err (an
+// error of hub/ops or of the server), for other HTTP interfaces of the
+// hub such as the console: the same mapping as the admin API's.
+func ErrorStatus(err error) (status int, message string) {
+	p := classify(err)
+	return p.status, p.message
+}
+
 type errorBody struct {
 	Error string `json:"error"`
 }

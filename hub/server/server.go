@@ -71,6 +71,13 @@ type Config struct {
 	// token) over Operator; empty leaves it off.
 	AdminToken string
 	Operator   Operator
+	// Console, when set with AdminToken, mounts the operator's web
+	// console (hub/console) on the admin listener's app: it registers its
+	// routes under /console on the router it is given.
+	Console func(r fiber.Router)
+	// Traffic counts the webhook answers per minute for the console's
+	// chart; nil: the server keeps its own (Server.Traffic).
+	Traffic *Traffic
 	// Tracer, when set, traces each delivery (a server span, the parent
 	// of the publish's) and archives the span's traceparent with the event;
 	// nil leaves tracing off at no cost.
@@ -99,6 +106,7 @@ type Server struct {
 	draining  atomic.Bool
 	inflight  *inflight
 	bodies    *budget
+	traffic   *Traffic
 	// notReadyLogged is when /readyz last logged why the hub is not ready
 	// (unix nanoseconds).
 	notReadyLogged atomic.Int64
@@ -130,13 +138,16 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxInflight <= 0 {
 		cfg.MaxInflight = 128
 	}
+	if cfg.Traffic == nil {
+		cfg.Traffic = NewTraffic()
+	}
 	if cfg.Pprof && !cfg.SeparateAdmin {
 		return nil, errors.New("server: Pprof needs SeparateAdmin")
 	}
 	if cfg.AdminToken != "" && cfg.Operator == nil {
 		return nil, errors.New("server: AdminToken needs an Operator")
 	}
-	s := &Server{cfg: cfg, providers: make(map[string]provider.Provider, len(cfg.Providers)), inflight: newInflight(cfg.MaxInflight),
+	s := &Server{cfg: cfg, providers: make(map[string]provider.Provider, len(cfg.Providers)), inflight: newInflight(cfg.MaxInflight), traffic: cfg.Traffic,
 		bodies: &budget{limit: int64(cfg.MaxInflight) * int64(cfg.MaxBodyBytes), gauge: cfg.Metrics.BodyBytes}}
 	for _, p := range cfg.Providers {
 		s.providers[p.Name()] = p
@@ -165,7 +176,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Tracer != nil {
 		webhook = s.tracedWebhook
 	}
-	s.app.All("/webhooks/:provider", webhook)
+	s.app.All("/webhooks/:provider", s.counted(webhook))
 	s.app.Get("/healthz", s.healthz)
 	s.app.Get("/readyz", s.readyz)
 	adminApp := s.app
@@ -192,6 +203,9 @@ func New(cfg Config) (*Server, error) {
 	adminApp.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{})))
 	if cfg.AdminToken != "" {
 		s.mountAdmin(adminApp, cfg.AdminToken, cfg.Operator)
+		if cfg.Console != nil {
+			cfg.Console(adminApp)
+		}
 	}
 	return s, nil
 }
@@ -222,6 +236,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	return err
 }
+
+// Traffic is the per-minute count of webhook answers.
+func (s *Server) Traffic() *Traffic { return s.traffic }
 
 // App exposes the webhook listener's fiber app, for tests (app.Test).
 func (s *Server) App() *fiber.App { return s.app }

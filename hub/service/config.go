@@ -45,22 +45,23 @@ type Config struct {
 	StandardProviders []string      `envconfig:"HUB_STANDARD_PROVIDERS" desc:"Standard Webhooks providers to mount under names of your choice (resend,acme); each needs HUB_STANDARD_<NAME>_SECRETS"`
 	// StandardSecrets holds HUB_STANDARD_<NAME>_SECRETS for each name in
 	// StandardProviders (upper-cased, '-' as '_'); LoadConfig reads them.
-	StandardSecrets    map[string][]string `ignored:"true"`
-	SignatureTolerance time.Duration       `envconfig:"HUB_SIGNATURE_TOLERANCE" default:"5m" desc:"Largest accepted difference between a signed timestamp and the hub's clock, past or future"`
-	MaxBodyBytes       int                 `envconfig:"HUB_MAX_BODY_BYTES" default:"1048576" desc:"Largest accepted request body; larger is answered 413"`
-	MaxInflight        int                 `envconfig:"HUB_MAX_INFLIGHT" default:"128" desc:"Webhook requests verified and committed at once; request bodies being received hold at most HUB_MAX_INFLIGHT x HUB_MAX_BODY_BYTES of memory. Past either bound a request is answered 503 with Retry-After"`
-	MaxConns           int                 `envconfig:"HUB_MAX_CONNS" default:"4096" desc:"Open connections on HUB_HTTP_ADDR; past it a new connection is answered 503 with Retry-After and closed"`
-	ShutdownTimeout    time.Duration       `envconfig:"HUB_SHUTDOWN_TIMEOUT" default:"25s" desc:"On SIGTERM, time allowed for in-flight requests and the relay to finish"`
-	CommitTimeout      time.Duration       `envconfig:"HUB_COMMIT_TIMEOUT" default:"10s" desc:"Longest wait for Postgres to commit a delivery before answering 503"`
-	BatchMax           int                 `envconfig:"HUB_BATCH_MAX" default:"64" desc:"Group commit: most deliveries that share one transaction; 1 disables batching (one transaction per request)"`
-	BatchCommitters    int                 `envconfig:"HUB_BATCH_COMMITTERS" default:"1" desc:"Group commit: transactions committing concurrently; one makes the largest batches, the cheapest for Postgres"`
-	RelayBatchSize     int                 `envconfig:"HUB_RELAY_BATCH_SIZE" default:"256" desc:"Most rows one publish batch holds, fast path and relay alike; a fast-path pipeline has up to four batches in flight"`
-	RelayWorkers       int                 `envconfig:"HUB_RELAY_WORKERS" default:"1" desc:"Fast-path publish pipelines: each sends, settles and marks batches in parallel stages"`
-	AdminToken         string              `envconfig:"HUB_ADMIN_TOKEN" desc:"Bearer token of the admin API under /admin/ (at least 32 characters); empty leaves the API off"`
-	OTelEnabled        bool                `envconfig:"HUB_OTEL_ENABLED" default:"false" desc:"OpenTelemetry tracing: a span per delivery and per publish, exported with OTLP over HTTP as the standard OTEL_* variables say (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_TRACES_SAMPLER, ...)"`
-	DataDir            string              `envconfig:"HUB_DATA_DIR" default:"./.hub" desc:"Directory of the embedded NATS server's store"`
-	LogLevel           string              `envconfig:"HUB_LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
-	LogFormat          string              `envconfig:"HUB_LOG_FORMAT" default:"json" desc:"json or text"`
+	StandardSecrets      map[string][]string `ignored:"true"`
+	SignatureTolerance   time.Duration       `envconfig:"HUB_SIGNATURE_TOLERANCE" default:"5m" desc:"Largest accepted difference between a signed timestamp and the hub's clock, past or future"`
+	MaxBodyBytes         int                 `envconfig:"HUB_MAX_BODY_BYTES" default:"1048576" desc:"Largest accepted request body; larger is answered 413"`
+	MaxInflight          int                 `envconfig:"HUB_MAX_INFLIGHT" default:"128" desc:"Webhook requests verified and committed at once; request bodies being received hold at most HUB_MAX_INFLIGHT x HUB_MAX_BODY_BYTES of memory. Past either bound a request is answered 503 with Retry-After"`
+	MaxConns             int                 `envconfig:"HUB_MAX_CONNS" default:"4096" desc:"Open connections on HUB_HTTP_ADDR; past it a new connection is answered 503 with Retry-After and closed"`
+	ShutdownTimeout      time.Duration       `envconfig:"HUB_SHUTDOWN_TIMEOUT" default:"25s" desc:"On SIGTERM, time allowed for in-flight requests and the relay to finish"`
+	CommitTimeout        time.Duration       `envconfig:"HUB_COMMIT_TIMEOUT" default:"10s" desc:"Longest wait for Postgres to commit a delivery before answering 503"`
+	BatchMax             int                 `envconfig:"HUB_BATCH_MAX" default:"64" desc:"Group commit: most deliveries that share one transaction; 1 disables batching (one transaction per request)"`
+	BatchCommitters      int                 `envconfig:"HUB_BATCH_COMMITTERS" default:"1" desc:"Group commit: transactions committing concurrently; one makes the largest batches, the cheapest for Postgres"`
+	RelayBatchSize       int                 `envconfig:"HUB_RELAY_BATCH_SIZE" default:"256" desc:"Most rows one publish batch holds, fast path and relay alike; a fast-path pipeline has up to four batches in flight"`
+	RelayWorkers         int                 `envconfig:"HUB_RELAY_WORKERS" default:"1" desc:"Fast-path publish pipelines: each sends, settles and marks batches in parallel stages"`
+	AdminToken           string              `envconfig:"HUB_ADMIN_TOKEN" desc:"Bearer token of the admin API under /admin/ (at least 32 characters); empty leaves the API off"`
+	ConsoleReadOnlyToken string              `envconfig:"HUB_CONSOLE_READONLY_TOKEN" desc:"Token of the web console's read-only sign-in under /console/ (at least 32 characters, not HUB_ADMIN_TOKEN; needs HUB_ADMIN_TOKEN, which signs in as admin); empty: admin sign-in only"`
+	OTelEnabled          bool                `envconfig:"HUB_OTEL_ENABLED" default:"false" desc:"OpenTelemetry tracing: a span per delivery and per publish, exported with OTLP over HTTP as the standard OTEL_* variables say (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_TRACES_SAMPLER, ...)"`
+	DataDir              string              `envconfig:"HUB_DATA_DIR" default:"./.hub" desc:"Directory of the embedded NATS server's store"`
+	LogLevel             string              `envconfig:"HUB_LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
+	LogFormat            string              `envconfig:"HUB_LOG_FORMAT" default:"json" desc:"json or text"`
 }
 
 // Validate checks the configuration and names the variable at fault.
@@ -125,6 +126,16 @@ func (c *Config) Validate() error {
 	}
 	if c.AdminToken != "" && len(c.AdminToken) < 32 {
 		bad("ADMIN_TOKEN", "must be at least 32 characters (e.g. openssl rand -hex 32), got %d", len(c.AdminToken))
+	}
+	if c.ConsoleReadOnlyToken != "" {
+		switch {
+		case len(c.ConsoleReadOnlyToken) < 32:
+			bad("CONSOLE_READONLY_TOKEN", "must be at least 32 characters (e.g. openssl rand -hex 32), got %d", len(c.ConsoleReadOnlyToken))
+		case c.ConsoleReadOnlyToken == c.AdminToken:
+			bad("CONSOLE_READONLY_TOKEN", "must differ from HUB_ADMIN_TOKEN: it signs in as read-only")
+		case c.AdminToken == "":
+			bad("CONSOLE_READONLY_TOKEN", "needs HUB_ADMIN_TOKEN: the console is off without it")
+		}
 	}
 	if c.PublicURL != "" {
 		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {

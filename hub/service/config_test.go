@@ -48,6 +48,13 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 		{"HUB_LOG_LEVEL", func(c *service.Config) { c.LogLevel = "loud" }},
 		{"HUB_DATABASE_MAX_CONNS", func(c *service.Config) { c.DatabaseMaxConns = 1 }},
 		{"HUB_STREAM_MAX_AGE", func(c *service.Config) { c.StreamMaxAge = time.Second }},
+		{"HUB_CONSOLE_READONLY_TOKEN", func(c *service.Config) {
+			c.AdminToken, c.ConsoleReadOnlyToken = strings.Repeat("a", 32), "short"
+		}},
+		{"HUB_CONSOLE_READONLY_TOKEN", func(c *service.Config) {
+			c.AdminToken, c.ConsoleReadOnlyToken = strings.Repeat("a", 32), strings.Repeat("a", 32)
+		}},
+		{"HUB_CONSOLE_READONLY_TOKEN", func(c *service.Config) { c.ConsoleReadOnlyToken = strings.Repeat("r", 32) }},
 	}
 	for _, c := range cases {
 		t.Run(c.variable, func(t *testing.T) {

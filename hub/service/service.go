@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -23,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/console"
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/natsembed"
 	"github.com/hookhub/hookhub/hub/ops"
@@ -84,6 +86,7 @@ type Service struct {
 	relay    *relay.Relay
 	keeper   *relay.Keeper
 	server   *server.Server
+	console  *console.Console // nil unless HUB_ADMIN_TOKEN is set
 	ln       net.Listener
 	adminLn  net.Listener // nil unless HUB_ADMIN_ADDR is set
 	metrics  *metrics.Metrics
@@ -187,13 +190,31 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 		ingester = s.batcher
 	}
 	var operator server.Operator
+	var mountConsole func(fiber.Router)
+	traffic := server.NewTraffic()
 	if cfg.AdminToken != "" {
-		operator = ops.New(ops.Config{Archive: s.store, Subscribers: s.pool, JetStream: s.js, Stream: cfg.Stream,
+		o := ops.New(ops.Config{Archive: s.store, Subscribers: s.pool, JetStream: s.js, Stream: cfg.Stream,
 			Republisher: s.relay, Now: deps.Now})
+		operator = o
+		s.console, err = console.New(console.Config{
+			AdminToken:    cfg.AdminToken,
+			ReadOnlyToken: cfg.ConsoleReadOnlyToken,
+			Operator:      o,
+			StreamState:   func() string { return string(s.keeper.State()) },
+			Traffic:       traffic.Minutes,
+			Logger:        s.log.With("component", "console"),
+			Now:           deps.Now,
+		})
+		if err != nil {
+			return nil, err
+		}
+		mountConsole = s.console.Mount
 	}
 	s.server, err = server.New(server.Config{
 		AdminToken:    cfg.AdminToken,
 		Operator:      operator,
+		Console:       mountConsole,
+		Traffic:       traffic,
 		Providers:     providers,
 		Ingester:      ingester,
 		MaxBodyBytes:  cfg.MaxBodyBytes,
@@ -424,6 +445,9 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := s.server.Shutdown(shutCtx); err != nil {
 		s.log.Warn("http shutdown incomplete", "err", err)
 	}
+	if s.console != nil {
+		s.console.Close() // stops a replay job
+	}
 	if s.batcher != nil {
 		s.batcher.Close() // commits what in-flight requests queued
 	}
@@ -437,6 +461,9 @@ func (s *Service) Run(ctx context.Context) error {
 }
 
 func (s *Service) close() {
+	if s.console != nil {
+		s.console.Close()
+	}
 	if s.batcher != nil {
 		s.batcher.Close()
 	}

@@ -88,6 +88,22 @@ func (s *Store) ListArchive(ctx context.Context, f hub.ArchiveFilter) ([]hub.Arc
 	if f.EventType != "" {
 		conds = append(conds, "a.event_type = "+args.add(f.EventType))
 	}
+	if f.EventID != "" {
+		if f.Provider != "" {
+			conds = append(conds, "a.event_id = "+args.add(f.EventID))
+		} else {
+			// ix_webhook_events_provider_event_id leads with the provider:
+			// the providers present are found by a loose index scan (a few
+			// descents of that index), then each (provider, event_id) is
+			// one more, instead of reading the whole archive.
+			conds = append(conds, "a.event_id = "+args.add(f.EventID)+` AND a.provider = ANY (ARRAY(
+        WITH RECURSIVE ps AS (
+            SELECT min(provider) AS provider FROM webhook_events
+            UNION ALL
+            SELECT (SELECT min(w.provider) FROM webhook_events w WHERE w.provider > ps.provider) FROM ps WHERE ps.provider IS NOT NULL)
+        SELECT provider FROM ps WHERE provider IS NOT NULL))`)
+		}
+	}
 	if !f.Since.IsZero() {
 		conds = append(conds, "a.created_at >= "+args.add(f.Since))
 	}

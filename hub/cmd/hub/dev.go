@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
@@ -29,6 +31,8 @@ The quick start: runs the whole hub on embedded defaults.
   - runs the credits, email and downgrade subscribers in-process (emails go to the
     log unless EMAIL_SMTP_ADDR names an SMTP server), so an event flows from the
     POST to its side effects;
+  - opens the web console at /console/ (a fresh admin token is made for the run
+    when HUB_ADMIN_TOKEN is not set; the URL and the token are printed);
   - prints a command that sends a first signed event.
 Stop it with Ctrl-C.
 
@@ -65,6 +69,15 @@ Environment:
 		secrets := cfg.ProviderSecrets()[name]
 		fmt.Fprintf(stdout, "dev: HUB_%s_SECRETS not set; using the public development secret %s\n", strings.ToUpper(name), secrets[0])
 	}
+	devToken := cfg.AdminToken == ""
+	if devToken {
+		// The console and /admin/ need a token: one for this run only.
+		var b [24]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return fmt.Errorf("make a development admin token: %w", err)
+		}
+		cfg.AdminToken = hex.EncodeToString(b[:])
+	}
 	svc, err := service.New(ctx, cfg, service.Deps{Logger: log})
 	if err != nil {
 		return err
@@ -79,14 +92,24 @@ Environment:
 			return err
 		}
 	}
+	consoleAddr := svc.Addr()
+	if a := svc.AdminAddr(); a != nil {
+		consoleAddr = a
+	}
+	token := "the value of HUB_ADMIN_TOKEN"
+	if devToken {
+		token = cfg.AdminToken + " (made for this run; set HUB_ADMIN_TOKEN to choose one)"
+	}
 	fmt.Fprintf(stdout, `
 hookhub is running: webhooks at http://%[1]s/webhooks/{%[3]s}, NATS at %[2]s
+Web console: http://%[4]s/console/ (sign in with %[5]s)
 Send a first signed event from another shell:
 
     go run ./hub/cmd/hub send paddle subscription.created
     go run ./hub/cmd/hub send clerk user.created --repeat 3
 
-`, service.DisplayAddr(svc.Addr().String()), svc.NATSURL(), strings.Join(svc.Providers(), ","))
+`, service.DisplayAddr(svc.Addr().String()), svc.NATSURL(), strings.Join(svc.Providers(), ","),
+		service.DisplayAddr(consoleAddr.String()), token)
 	hubCtx, stopHub := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopHub()
 	done := make(chan error, 1)

@@ -1,0 +1,350 @@
+package console
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/utils"
+)
+
+// Session bounds: a session ends SessionLifetime after sign-in, or after
+// SessionIdle without a request, whichever comes first. Constants, not
+// settings: an operator signs in again.
+const (
+	SessionLifetime = 8 * time.Hour
+	SessionIdle     = time.Hour
+	// MaxSessions bounds the sessions kept; past it the oldest is ended.
+	MaxSessions = 1000
+	// MaxFailedSignIns is how many wrong tokens (or refused sign-in forms)
+	// one remote address may send in a minute; past it every sign-in from
+	// that address is answered 429 until the minute is over.
+	MaxFailedSignIns = 10
+)
+
+// Roles.
+const (
+	RoleAdmin    = "admin"
+	RoleReadOnly = "read-only"
+)
+
+// Cookie names.
+const (
+	sessionCookie = "hookhub_session"
+	loginCookie   = "hookhub_login"
+	cookiePath    = "/console/"
+)
+
+// maxFormBytes bounds a console form's body: a few hundred bytes at most.
+const maxFormBytes = 16 << 10
+
+type session struct {
+	id, csrf string
+	role     string
+	tokenFP  string // first 8 hex digits of the token's SHA-256
+	created  time.Time
+	lastSeen time.Time
+}
+
+// Role is "admin" or "read-only".
+func (s *session) Role() string { return s.role }
+
+type sessions struct {
+	mu  sync.Mutex
+	now func() time.Time
+	m   map[string]*session
+}
+
+func newSessions(now func() time.Time) *sessions {
+	return &sessions{now: now, m: map[string]*session{}}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return hex.EncodeToString(b)
+}
+
+// open starts a session of role.
+func (ss *sessions) open(role, fp string) *session {
+	now := ss.now()
+	s := &session{id: randomHex(32), csrf: randomHex(32), role: role, tokenFP: fp, created: now, lastSeen: now}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if len(ss.m) >= MaxSessions {
+		var oldest *session
+		for _, o := range ss.m {
+			if !ss.alive(o, now) {
+				delete(ss.m, o.id)
+			} else if oldest == nil || o.created.Before(oldest.created) {
+				oldest = o
+			}
+		}
+		if len(ss.m) >= MaxSessions && oldest != nil {
+			delete(ss.m, oldest.id)
+		}
+	}
+	ss.m[s.id] = s
+	return s
+}
+
+func (ss *sessions) alive(s *session, now time.Time) bool {
+	return now.Sub(s.created) < SessionLifetime && now.Sub(s.lastSeen) < SessionIdle
+}
+
+// get returns the live session id names and marks it used.
+func (ss *sessions) get(id string) *session {
+	if len(id) != 64 {
+		return nil
+	}
+	now := ss.now()
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	s := ss.m[id]
+	if s == nil {
+		return nil
+	}
+	if !ss.alive(s, now) {
+		delete(ss.m, id)
+		return nil
+	}
+	s.lastSeen = now
+	return s
+}
+
+func (ss *sessions) end(id string) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	delete(ss.m, id)
+}
+
+// limiter counts failed sign-ins per remote address in fixed one-minute
+// windows.
+type limiter struct {
+	mu  sync.Mutex
+	now func() time.Time
+	m   map[string]*window
+}
+
+type window struct {
+	start time.Time
+	n     int
+}
+
+// maxLimiterAddrs bounds the addresses tracked; past it, expired windows
+// are dropped, and if none expired every address is forgotten (a flood
+// from that many addresses is the network's to stop).
+const maxLimiterAddrs = 10_000
+
+func newLimiter(now func() time.Time) *limiter { return &limiter{now: now, m: map[string]*window{}} }
+
+// blocked reports whether addr has failed MaxFailedSignIns times this
+// minute.
+func (l *limiter) blocked(addr string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w := l.m[addr]
+	return w != nil && l.now().Sub(w.start) < time.Minute && w.n >= MaxFailedSignIns
+}
+
+// fail counts a failed sign-in of addr.
+func (l *limiter) fail(addr string) {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w := l.m[addr]
+	if w == nil || now.Sub(w.start) >= time.Minute {
+		if len(l.m) >= maxLimiterAddrs {
+			for k, o := range l.m {
+				if now.Sub(o.start) >= time.Minute {
+					delete(l.m, k)
+				}
+			}
+			if len(l.m) >= maxLimiterAddrs {
+				clear(l.m)
+			}
+		}
+		w = &window{start: now}
+		l.m[strings.Clone(addr)] = w
+	}
+	w.n++
+}
+
+// fingerprint names a token in logs: the first 8 hex digits of its
+// SHA-256.
+func fingerprint(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:4])
+}
+
+// tokenRole returns the role token signs in as, or "". Tokens are compared
+// through their SHA-256 in constant time, so neither content nor length
+// leaks.
+func (cn *Console) tokenRole(token string) string {
+	if token == "" {
+		return ""
+	}
+	got := sha256.Sum256([]byte(token))
+	admin := sha256.Sum256([]byte(cn.cfg.AdminToken))
+	isAdmin := subtle.ConstantTimeCompare(got[:], admin[:]) == 1
+	isRO := false
+	if cn.cfg.ReadOnlyToken != "" {
+		ro := sha256.Sum256([]byte(cn.cfg.ReadOnlyToken))
+		isRO = subtle.ConstantTimeCompare(got[:], ro[:]) == 1
+	}
+	switch {
+	case isAdmin:
+		return RoleAdmin
+	case isRO:
+		return RoleReadOnly
+	}
+	return ""
+}
+
+func equalTokens(a, b string) bool {
+	return a != "" && len(a) == len(b) && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+// secure reports whether cookies should be Secure: the request came over
+// HTTPS (or through a proxy that says so).
+func secure(c *fiber.Ctx) bool { return c.Protocol() == "https" }
+
+func (cn *Console) setCookie(c *fiber.Ctx, name, value string, expires time.Time) {
+	c.Cookie(&fiber.Cookie{Name: name, Value: value, Path: cookiePath, Expires: expires,
+		HTTPOnly: true, Secure: secure(c), SameSite: fiber.CookieSameSiteStrictMode})
+}
+
+func (cn *Console) clearCookie(c *fiber.Ctx, name string) {
+	c.Cookie(&fiber.Cookie{Name: name, Value: "", Path: cookiePath, Expires: time.Unix(1, 0), MaxAge: -1,
+		HTTPOnly: true, Secure: secure(c), SameSite: fiber.CookieSameSiteStrictMode})
+}
+
+// crossSite reports a request another site made the browser send: a
+// Sec-Fetch-Site of cross-site, or an Origin that is not this host.
+func crossSite(c *fiber.Ctx) bool {
+	if c.Get("Sec-Fetch-Site") == "cross-site" {
+		return true
+	}
+	origin := c.Get(fiber.HeaderOrigin)
+	if origin == "" {
+		return false
+	}
+	u, err := url.Parse(origin)
+	return err != nil || u.Host == "" || !strings.EqualFold(u.Host, c.Hostname())
+}
+
+// remote is the address sign-ins are limited by.
+func remote(c *fiber.Ctx) string { return utils.CopyString(c.IP()) }
+
+// audit logs an action: who did it (role and token fingerprint) and what.
+func (cn *Console) audit(c *fiber.Ctx, s *session, action string, attrs ...any) {
+	who, fp := "none", ""
+	if s != nil {
+		who, fp = s.role, s.tokenFP
+	}
+	cn.log.Info("console action", append([]any{"who", who, "token", fp, "action", action, "remote", remote(c)}, attrs...)...)
+}
+
+// handler is a page or action of a signed-in operator.
+type handler func(c *fiber.Ctx, s *session) error
+
+// authed runs h for a live session; without one it sends the browser to
+// the sign-in page. A POST must come from a session that may act (admin,
+// but sign-out), from this site, with the session's CSRF token.
+func (cn *Console) authed(h handler) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		s := cn.sessions.get(c.Cookies(sessionCookie))
+		if s == nil {
+			if c.Cookies(sessionCookie) != "" {
+				cn.clearCookie(c, sessionCookie)
+			}
+			return c.Redirect("/console/login", fiber.StatusSeeOther)
+		}
+		if c.Method() == fiber.MethodPost {
+			form, err := readForm(c)
+			if err != nil {
+				return cn.failErr(c, s, err)
+			}
+			if s.role != RoleAdmin && c.Path() != "/console/logout" {
+				cn.audit(c, s, "refused", "path", c.Path(), "reason", "read-only")
+				return cn.fail(c, s, fiber.StatusForbidden, "Refused: a read-only session cannot act.")
+			}
+			if crossSite(c) || !equalTokens(form.Get("csrf"), s.csrf) {
+				cn.audit(c, s, "refused", "path", c.Path(), "reason", "csrf")
+				return cn.fail(c, s, fiber.StatusForbidden, "Refused: the form's CSRF token is missing or wrong, or it came from another site. Reload the page and try again.")
+			}
+			c.Locals(formKey{}, form)
+		}
+		return h(c, s)
+	}
+}
+
+type formKey struct{}
+
+// formOf is the POST form authed read.
+func formOf(c *fiber.Ctx) url.Values {
+	v, _ := c.Locals(formKey{}).(url.Values)
+	return v
+}
+
+// loginView is the sign-in page's data.
+type loginView struct{}
+
+func (cn *Console) loginPage(c *fiber.Ctx) error {
+	if s := cn.sessions.get(c.Cookies(sessionCookie)); s != nil {
+		return c.Redirect("/console/", fiber.StatusSeeOther)
+	}
+	return cn.renderLogin(c, fiber.StatusOK, "")
+}
+
+// renderLogin shows the sign-in form with a fresh login CSRF token (a
+// double-submit cookie: a sign-in form posted from another site lacks it).
+func (cn *Console) renderLogin(c *fiber.Ctx, code int, msg string) error {
+	tok := randomHex(16)
+	cn.setCookie(c, loginCookie, tok, cn.cfg.Now().Add(time.Hour))
+	return cn.render(c, code, "login", view{Title: "Sign in", CSRF: tok, Error: msg, Page: loginView{}})
+}
+
+func (cn *Console) login(c *fiber.Ctx) error {
+	addr := remote(c)
+	if cn.limiter.blocked(addr) {
+		cn.audit(c, nil, "login refused", "reason", "too many failed sign-ins")
+		c.Set(fiber.HeaderRetryAfter, "60")
+		return cn.render(c, fiber.StatusTooManyRequests, "login", view{Title: "Sign in",
+			Error: "Too many failed sign-ins from your address: wait a minute."})
+	}
+	form, err := readForm(c)
+	if err != nil {
+		cn.limiter.fail(addr)
+		return cn.failErr(c, nil, err)
+	}
+	if crossSite(c) || !equalTokens(form.Get("csrf"), c.Cookies(loginCookie)) {
+		cn.limiter.fail(addr)
+		cn.audit(c, nil, "login failed", "reason", "csrf")
+		return cn.fail(c, nil, fiber.StatusForbidden, "Refused: the sign-in form's CSRF token is missing or wrong (are cookies enabled?). Reload the sign-in page and try again.")
+	}
+	role := cn.tokenRole(form.Get("token"))
+	if role == "" {
+		cn.limiter.fail(addr)
+		cn.audit(c, nil, "login failed", "reason", "wrong token")
+		return cn.renderLogin(c, fiber.StatusUnauthorized, "Sign-in refused: wrong token.")
+	}
+	s := cn.sessions.open(role, fingerprint(form.Get("token")))
+	cn.clearCookie(c, loginCookie)
+	cn.setCookie(c, sessionCookie, s.id, s.created.Add(SessionLifetime))
+	cn.audit(c, s, "login")
+	return c.Redirect("/console/", fiber.StatusSeeOther)
+}
+
+func (cn *Console) logout(c *fiber.Ctx, s *session) error {
+	cn.sessions.end(s.id)
+	cn.clearCookie(c, sessionCookie)
+	cn.audit(c, s, "logout")
+	return c.Redirect("/console/login", fiber.StatusSeeOther)
+}

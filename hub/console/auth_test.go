@@ -1,0 +1,231 @@
+package console_test
+
+import (
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookhub/hookhub/hub/console"
+)
+
+func TestSignInAndOut(t *testing.T) {
+	t.Parallel()
+	s := newSite(t)
+
+	a := s.do("GET", "/console/", "", nil)
+	require.Equal(t, http.StatusSeeOther, a.status)
+	require.Equal(t, "/console/login", a.header.Get("Location"))
+
+	page := s.do("GET", "/console/login", "", nil)
+	require.Equal(t, 200, page.status)
+	for _, want := range []string{`<form id="login" method="post" action="/console/login">`, `id="token"`, `name="token"`, `id="sign-in"`} {
+		require.Contains(t, page.body, want)
+	}
+	lc := cookieOf(page, "hookhub_login")
+	require.NotNil(t, lc)
+
+	// A wrong token: 401 and the form again.
+	a = s.do("POST", "/console/login", url.Values{"token": {"not-the-token"}, "csrf": {csrfOf(t, page.body)}}.Encode(), []*http.Cookie{lc})
+	require.Equal(t, http.StatusUnauthorized, a.status)
+	require.Regexp(t, `<p id="error" role="alert">[^<]*wrong token`, a.body)
+	require.Nil(t, cookieOf(a, "hookhub_session"))
+
+	// The right one: a session cookie, HttpOnly and SameSite=Strict.
+	a = s.do("POST", "/console/login", url.Values{"token": {adminToken}, "csrf": {csrfOf(t, page.body)}}.Encode(), []*http.Cookie{lc})
+	require.Equal(t, http.StatusSeeOther, a.status)
+	require.Equal(t, "/console/", a.header.Get("Location"))
+	sc := cookieOf(a, "hookhub_session")
+	require.NotNil(t, sc)
+	require.True(t, sc.HttpOnly)
+	require.Equal(t, http.SameSiteStrictMode, sc.SameSite)
+	require.Equal(t, "/console/", sc.Path)
+	require.False(t, sc.Secure, "plain HTTP")
+	require.Len(t, sc.Value, 64)
+
+	home := s.do("GET", "/console/", "", []*http.Cookie{sc})
+	require.Equal(t, 200, home.status)
+	require.Contains(t, home.body, `<span id="who">admin</span>`)
+	require.Contains(t, home.body, `id="sign-out"`)
+	require.Contains(t, home.body, `<nav id="nav"`)
+	require.Contains(t, home.body, `<main id="main">`)
+
+	// Signing out needs the CSRF token too.
+	a = s.do("POST", "/console/logout", "", []*http.Cookie{sc})
+	require.Equal(t, http.StatusForbidden, a.status)
+	require.Regexp(t, `id="error" role="alert">[^<]*CSRF`, a.body)
+	a = s.do("POST", "/console/logout", url.Values{"csrf": {csrfOf(t, home.body)}}.Encode(), []*http.Cookie{sc})
+	require.Equal(t, http.StatusSeeOther, a.status)
+	require.Equal(t, "/console/login", a.header.Get("Location"))
+	require.Equal(t, http.StatusSeeOther, s.do("GET", "/console/", "", []*http.Cookie{sc}).status, "the session is gone")
+
+	// The log names the role and the token's fingerprint, never the token.
+	log := s.logText()
+	require.Contains(t, log, "console action")
+	require.Contains(t, log, "action=login")
+	require.Contains(t, log, "action=logout")
+	require.Contains(t, log, "action=\"login failed\"")
+	require.NotContains(t, log, adminToken)
+	require.NotContains(t, log, "not-the-token")
+	require.Regexp(t, `who=admin token=[0-9a-f]{8} action=login`, log)
+}
+
+func TestSecureCookieBehindHTTPS(t *testing.T) {
+	t.Parallel()
+	s := newSite(t)
+	page := s.do("GET", "/console/login", "", nil, "X-Forwarded-Proto", "https")
+	lc := cookieOf(page, "hookhub_login")
+	require.True(t, lc.Secure)
+	a := s.do("POST", "/console/login", url.Values{"token": {adminToken}, "csrf": {csrfOf(t, page.body)}}.Encode(), []*http.Cookie{lc}, "X-Forwarded-Proto", "https")
+	require.Equal(t, http.StatusSeeOther, a.status)
+	require.True(t, cookieOf(a, "hookhub_session").Secure)
+}
+
+func TestLoginCSRF(t *testing.T) {
+	t.Parallel()
+	s := newSite(t)
+	page := s.do("GET", "/console/login", "", nil)
+	lc := cookieOf(page, "hookhub_login")
+	for name, tc := range map[string]struct {
+		form    url.Values
+		cookies []*http.Cookie
+		header  []string
+	}{
+		"no csrf field":   {url.Values{"token": {adminToken}}, []*http.Cookie{lc}, nil},
+		"no login cookie": {url.Values{"token": {adminToken}, "csrf": {csrfOf(t, page.body)}}, nil, nil},
+		"wrong csrf":      {url.Values{"token": {adminToken}, "csrf": {strings.Repeat("0", 32)}}, []*http.Cookie{lc}, nil},
+		"cross-site":      {url.Values{"token": {adminToken}, "csrf": {csrfOf(t, page.body)}}, []*http.Cookie{lc}, []string{"Sec-Fetch-Site", "cross-site"}},
+		"foreign origin":  {url.Values{"token": {adminToken}, "csrf": {csrfOf(t, page.body)}}, []*http.Cookie{lc}, []string{"Origin", "https://evil.example"}},
+	} {
+		a := s.do("POST", "/console/login", tc.form.Encode(), tc.cookies, tc.header...)
+		require.Equal(t, http.StatusForbidden, a.status, name)
+		require.Contains(t, a.body, "CSRF", name)
+		require.Nil(t, cookieOf(a, "hookhub_session"), name)
+	}
+}
+
+func TestLoginRateLimit(t *testing.T) {
+	t.Parallel()
+	s := newSite(t)
+	page := s.do("GET", "/console/login", "", nil)
+	lc := cookieOf(page, "hookhub_login")
+	form := func(token string) string {
+		return url.Values{"token": {token}, "csrf": {csrfOf(t, page.body)}}.Encode()
+	}
+	for i := range console.MaxFailedSignIns {
+		require.Equal(t, http.StatusUnauthorized, s.do("POST", "/console/login", form("guess"), []*http.Cookie{lc}).status, "attempt %d", i+1)
+	}
+	a := s.do("POST", "/console/login", form("guess"), []*http.Cookie{lc})
+	require.Equal(t, http.StatusTooManyRequests, a.status)
+	require.Equal(t, "60", a.header.Get("Retry-After"))
+	require.Contains(t, a.body, `id="error"`)
+	// Even the right token waits out the minute.
+	require.Equal(t, http.StatusTooManyRequests, s.do("POST", "/console/login", form(adminToken), []*http.Cookie{lc}).status)
+	s.clock.Add(61 * time.Second)
+	require.Equal(t, http.StatusSeeOther, s.do("POST", "/console/login", form(adminToken), []*http.Cookie{lc}).status)
+}
+
+func TestSessionExpiry(t *testing.T) {
+	t.Parallel()
+	s := newSite(t)
+	sc, _ := s.login(adminToken)
+	// Idle for less than SessionIdle: still signed in, and the clock of
+	// idleness restarts.
+	for range 3 {
+		s.clock.Add(console.SessionIdle - time.Minute)
+		require.Equal(t, 200, s.do("GET", "/console/events", "", []*http.Cookie{sc}).status)
+	}
+	// Idle past it: signed out.
+	s.clock.Add(console.SessionIdle + time.Second)
+	a := s.do("GET", "/console/events", "", []*http.Cookie{sc})
+	require.Equal(t, http.StatusSeeOther, a.status)
+	require.Equal(t, "/console/login", a.header.Get("Location"))
+
+	// Active all along, but past SessionLifetime: signed out too.
+	sc, _ = s.login(adminToken)
+	for elapsed := time.Duration(0); elapsed < console.SessionLifetime-30*time.Minute; elapsed += 30 * time.Minute {
+		s.clock.Add(30 * time.Minute)
+		require.Equal(t, 200, s.do("GET", "/console/", "", []*http.Cookie{sc}).status)
+	}
+	s.clock.Add(31 * time.Minute)
+	require.Equal(t, http.StatusSeeOther, s.do("GET", "/console/", "", []*http.Cookie{sc}).status)
+}
+
+// actionRE finds an element of class "action".
+var actionRE = regexp.MustCompile(`class="([^"]* )?action( [^"]*)?"`)
+
+func TestReadOnly(t *testing.T) {
+	t.Parallel()
+	s := newSite(t)
+	ids := seed(t, s.pool, s.clock.Now(), 3, 1)
+	addDeadLetter(t, s.pool, "credits", "paddle", ids[0])
+	sc, csrf := s.login(readOnlyToken)
+	pages := []string{"/console/", "/console/events", "/console/event?ref=paddle:" + ids[0], "/console/dead-letters?subscriber=credits", "/console/replay"}
+	for _, p := range pages {
+		a := s.do("GET", p, "", []*http.Cookie{sc})
+		require.Equal(t, 200, a.status, p)
+		require.Contains(t, a.body, `<span id="who">read-only</span>`, p)
+		require.NotRegexp(t, actionRE, a.body, "%s shows an action to a read-only session", p)
+	}
+	// The admin sees them.
+	asc, _ := s.login(adminToken)
+	for _, p := range pages[2:] {
+		require.Regexp(t, actionRE, s.do("GET", p, "", []*http.Cookie{asc}).body, p)
+	}
+	// Every POST but sign-out is refused, CSRF token or not.
+	for _, p := range []string{"/console/event/republish", "/console/dead-letters/redrive", "/console/replay/plan", "/console/replay/run"} {
+		for _, form := range []string{url.Values{"csrf": {csrf}, "subscriber": {"credits"}, "all": {"1"}, "ref": {"paddle:" + ids[0]}}.Encode(), ""} {
+			a := s.do("POST", p, form, []*http.Cookie{sc})
+			require.Equal(t, http.StatusForbidden, a.status, p)
+			require.Regexp(t, `id="error" role="alert">[^<]*read-only`, a.body, p)
+		}
+	}
+	var requested int
+	require.NoError(t, s.pool.QueryRow(t.Context(), `SELECT count(*) FROM credits.dead_letters WHERE redrive_requested_at IS NOT NULL`).Scan(&requested))
+	require.Zero(t, requested)
+	require.Contains(t, s.logText(), `who=read-only`)
+	require.Equal(t, http.StatusSeeOther, s.do("POST", "/console/logout", url.Values{"csrf": {csrf}}.Encode(), []*http.Cookie{sc}).status)
+}
+
+func TestCSRFRefused(t *testing.T) {
+	t.Parallel()
+	s := newSite(t)
+	ids := seed(t, s.pool, s.clock.Now(), 2, 0)
+	addDeadLetter(t, s.pool, "credits", "paddle", ids[0])
+	sc, csrf := s.login(adminToken)
+	for name, tc := range map[string]struct {
+		form   url.Values
+		header []string
+	}{
+		"missing":        {url.Values{"subscriber": {"credits"}, "all": {"1"}}, nil},
+		"wrong":          {url.Values{"subscriber": {"credits"}, "all": {"1"}, "csrf": {strings.Repeat("a", 64)}}, nil},
+		"cross-site":     {url.Values{"subscriber": {"credits"}, "all": {"1"}, "csrf": {csrf}}, []string{"Sec-Fetch-Site", "cross-site"}},
+		"foreign origin": {url.Values{"subscriber": {"credits"}, "all": {"1"}, "csrf": {csrf}}, []string{"Origin", "http://evil.example"}},
+		"null origin":    {url.Values{"subscriber": {"credits"}, "all": {"1"}, "csrf": {csrf}}, []string{"Origin", "null"}},
+	} {
+		a := s.do("POST", "/console/dead-letters/redrive", tc.form.Encode(), []*http.Cookie{sc}, tc.header...)
+		require.Equal(t, http.StatusForbidden, a.status, name)
+		require.Regexp(t, `id="error" role="alert">[^<]*CSRF`, a.body, name)
+	}
+	// Another session's token is no good either.
+	_, other := s.login(adminToken)
+	require.Equal(t, http.StatusForbidden, s.do("POST", "/console/dead-letters/redrive",
+		url.Values{"subscriber": {"credits"}, "all": {"1"}, "csrf": {other}}.Encode(), []*http.Cookie{sc}).status)
+	var requested int
+	require.NoError(t, s.pool.QueryRow(t.Context(), `SELECT count(*) FROM credits.dead_letters WHERE redrive_requested_at IS NOT NULL`).Scan(&requested))
+	require.Zero(t, requested)
+
+	// Same origin with the token: done.
+	a := s.do("POST", "/console/dead-letters/redrive", url.Values{"subscriber": {"credits"}, "all": {"1"}, "csrf": {csrf}}.Encode(),
+		[]*http.Cookie{sc}, "Origin", "http://example.com", "Sec-Fetch-Site", "same-origin")
+	require.Equal(t, http.StatusSeeOther, a.status, a.body)
+	loc, err := url.Parse(a.header.Get("Location"))
+	require.NoError(t, err)
+	page := s.do("GET", loc.String(), "", []*http.Cookie{sc})
+	require.Contains(t, page.body, `<div id="flash" role="status">Done: redrive requested for 1 dead letter(s)`)
+	require.Regexp(t, `who=admin token=[0-9a-f]{8} action=redrive .*subscriber=credits`, s.logText())
+}

@@ -1,0 +1,177 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/hookhub/hookhub/hub/ops"
+	"github.com/hookhub/hookhub/hub/server"
+)
+
+// Operator is what the console needs: the operator's tools (hub/ops),
+// which check every input themselves.
+type Operator interface {
+	Now() time.Time
+	ListEvents(ctx context.Context, f ops.EventFilter) ([]ops.EventRow, error)
+	ShowEvent(ctx context.Context, ref string) (ops.EventDetail, error)
+	Replay(ctx context.Context, req ops.ReplayRequest) (ops.ReplayResult, error)
+	Republish(ctx context.Context, f ops.RepublishFilter) (ops.RepublishResult, error)
+	DeadLetters(ctx context.Context, sub string) ([]ops.DeadLetter, error)
+	Redrive(ctx context.Context, req ops.RedriveRequest) (ops.RedriveResult, error)
+	Status(ctx context.Context) (ops.Status, error)
+	Subscribers(ctx context.Context) ([]string, error)
+}
+
+// Config configures a Console.
+type Config struct {
+	// AdminToken signs in as "admin" (required, the admin API's token).
+	AdminToken string
+	// ReadOnlyToken, when set, signs in as "read-only".
+	ReadOnlyToken string
+	Operator      Operator // required
+	// StreamState is the stream's state as /readyz reports it ("ok",
+	// "missing", ...); optional.
+	StreamState func() string
+	// Traffic returns the last hour of webhook answers per minute, oldest
+	// first (server.Traffic.Minutes); optional.
+	Traffic func(now time.Time) []server.TrafficMinute
+	Logger  *slog.Logger
+	Now     func() time.Time // default time.Now
+}
+
+// Console serves the operator's web console.
+type Console struct {
+	cfg      Config
+	log      *slog.Logger
+	pages    map[string]*template.Template
+	css      []byte
+	sessions *sessions
+	limiter  *limiter
+	jobs     *jobs
+}
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static/console.css
+var cssFile []byte
+
+// pageNames are the templates, each rendered inside layout.html.
+var pageNames = []string{"login", "error", "overview", "events", "event", "deadletters", "replay", "plan", "job"}
+
+// New returns a Console on cfg.
+func New(cfg Config) (*Console, error) {
+	if cfg.AdminToken == "" || cfg.Operator == nil {
+		return nil, errors.New("console: AdminToken and Operator are required")
+	}
+	if cfg.ReadOnlyToken == cfg.AdminToken {
+		return nil, errors.New("console: the read-only token must differ from the admin token")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	cn := &Console{cfg: cfg, log: cfg.Logger, css: cssFile, pages: map[string]*template.Template{},
+		sessions: newSessions(cfg.Now), limiter: newLimiter(cfg.Now), jobs: newJobs()}
+	for _, name := range pageNames {
+		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+		if err != nil {
+			return nil, fmt.Errorf("console: template %s: %w", name, err)
+		}
+		cn.pages[name] = t
+	}
+	return cn, nil
+}
+
+// Close stops a replay job that is running (the hub is shutting down).
+func (cn *Console) Close() { cn.jobs.stop() }
+
+// Mount registers the console's routes under /console on r.
+func (cn *Console) Mount(r fiber.Router) {
+	g := r.Group("/console", cn.headers)
+	g.Get("/static/console.css", func(c *fiber.Ctx) error {
+		c.Set(fiber.HeaderCacheControl, "public, max-age=3600")
+		c.Type("css", "utf-8")
+		return c.Send(cn.css)
+	})
+	g.Get("/login", cn.loginPage)
+	g.Post("/login", cn.login)
+	g.Post("/logout", cn.authed(cn.logout))
+	g.Get("/", cn.authed(cn.overview))
+	g.Get("/events", cn.authed(cn.events))
+	g.Get("/event", cn.authed(cn.event))
+	g.Post("/event/republish", cn.authed(cn.republish))
+	g.Get("/dead-letters", cn.authed(cn.deadLetters))
+	g.Post("/dead-letters/redrive", cn.authed(cn.redrive))
+	g.Get("/replay", cn.authed(cn.replayPage))
+	g.Post("/replay/plan", cn.authed(cn.replayPlan))
+	g.Post("/replay/run", cn.authed(cn.replayRun))
+	g.Get("/replay/jobs/:id", cn.authed(cn.replayJob))
+	g.All("/*", cn.authed(func(c *fiber.Ctx, s *session) error {
+		return cn.fail(c, s, fiber.StatusNotFound, "No such page.")
+	}))
+}
+
+// headers sets what every console answer carries: no caching of pages
+// that show the archive, no framing, no script, no referrer.
+func (cn *Console) headers(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	c.Set(fiber.HeaderXFrameOptions, "DENY")
+	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
+	c.Set(fiber.HeaderReferrerPolicy, "same-origin")
+	c.Set(fiber.HeaderContentSecurityPolicy, "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	return c.Next()
+}
+
+// view is what layout.html renders; Page is the page's own data.
+type view struct {
+	Title   string
+	Nav     string // overview, events, dead-letters, replay
+	Session *session
+	CSRF    string // the form token: the session's, or the login one
+	Admin   bool
+	Flash   string
+	Error   string
+	Refresh int // seconds; 0: none
+	Page    any
+}
+
+// render writes page with v, status code.
+func (cn *Console) render(c *fiber.Ctx, code int, page string, v view) error {
+	if v.Session != nil {
+		v.CSRF, v.Admin = v.Session.csrf, v.Session.role == RoleAdmin
+	}
+	var buf bytes.Buffer
+	if err := cn.pages[page].ExecuteTemplate(&buf, "layout", v); err != nil {
+		cn.log.Error("console: render failed", "page", page, "err", err)
+		return c.Status(fiber.StatusInternalServerError).Type("html", "utf-8").SendString("<!doctype html><title>error</title><p id=\"error\" role=\"alert\">internal error</p>")
+	}
+	return c.Status(code).Type("html", "utf-8").Send(buf.Bytes())
+}
+
+// fail renders the error page with a fixed status and message.
+func (cn *Console) fail(c *fiber.Ctx, s *session, code int, msg string) error {
+	return cn.render(c, code, "error", view{Title: "Error", Session: s, Error: msg})
+}
+
+// failErr renders err (from hub/ops) with the admin API's status.
+func (cn *Console) failErr(c *fiber.Ctx, s *session, err error) error {
+	code, msg := server.ErrorStatus(err)
+	if code >= 500 {
+		cn.log.Error("console request failed", "path", c.Path(), "err", err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		code, msg = fiber.StatusServiceUnavailable, "the request took too long or was cancelled; try again"
+	}
+	return cn.fail(c, s, code, msg)
+}

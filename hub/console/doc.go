@@ -1,0 +1,23 @@
+// Package console is the operator's web console: server-rendered HTML
+// pages under /console/ on the hub's admin listener, next to /admin/.
+//
+// Operators sign in with the admin token (role "admin": every page and
+// action) or the console's read-only token (role "read-only": every page,
+// no action). A sign-in opens a server-side session, kept in memory (a
+// restart signs everyone out), named by a random cookie (HttpOnly,
+// SameSite=Strict, Secure behind HTTPS) and bounded by SessionLifetime and
+// SessionIdle. Every POST carries the session's CSRF token, compared in
+// constant time, and a cross-site Origin or Sec-Fetch-Site is refused.
+// Failed sign-ins are limited per remote address (MaxFailedSignIns a
+// minute).
+//
+// The console owns no logic of its own: every page and action goes
+// through the same hub/ops operations as the command line and the admin
+// API (Operator), which check every input; their errors become the
+// admin API's statuses (server.ErrorStatus) on an error page. Each action
+// is logged as one "console action" line naming the role and the token's
+// fingerprint (the first 8 hex digits of its SHA-256), never the token.
+//
+// The pages need no JavaScript, no CDN and no build step: html/template
+// with embedded templates and one embedded style sheet.
+package console

@@ -1,0 +1,150 @@
+package console
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/hookhub/hookhub/hub/ops"
+)
+
+// The console turns queries and forms into hub/ops requests and leaves
+// every check of their values to hub/ops; what it checks itself is only
+// what it must convert (a number, a status name) and the form's shape.
+
+// errTooLarge is a form over maxFormBytes (answered 400 as an input error).
+var errTooLarge = errors.New("form too large")
+
+// readForm reads a POSTed urlencoded form of at most maxFormBytes.
+func readForm(c *fiber.Ctx) (url.Values, error) {
+	if ct := c.Get(fiber.HeaderContentType); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || mt != fiber.MIMEApplicationForm {
+			return nil, &ops.InputError{Field: "form", Reason: "send the page's form (application/x-www-form-urlencoded)"}
+		}
+	}
+	req := c.Request()
+	if cl := req.Header.ContentLength(); cl > maxFormBytes {
+		c.Response().Header.SetConnectionClose()
+		return nil, &ops.InputError{Field: "form", Reason: fmt.Sprintf("%v: more than %d bytes", errTooLarge, maxFormBytes)}
+	}
+	var raw []byte
+	if st := req.BodyStream(); st != nil {
+		b, err := io.ReadAll(io.LimitReader(st, maxFormBytes+1))
+		if err != nil {
+			c.Response().Header.SetConnectionClose()
+			return nil, &ops.InputError{Field: "form", Reason: "not received whole"}
+		}
+		raw = b
+	} else {
+		raw = req.Body()
+	}
+	if len(raw) > maxFormBytes {
+		c.Response().Header.SetConnectionClose()
+		return nil, &ops.InputError{Field: "form", Reason: fmt.Sprintf("%v: more than %d bytes", errTooLarge, maxFormBytes)}
+	}
+	return parseForm(string(raw))
+}
+
+// parseForm reads an urlencoded form in which each field appears at most
+// once.
+func parseForm(raw string) (url.Values, error) {
+	v, err := url.ParseQuery(raw)
+	if err != nil {
+		return nil, &ops.InputError{Field: "form", Reason: "not a form (bad percent-encoding)"}
+	}
+	for k, vs := range v {
+		if len(vs) > 1 {
+			return nil, &ops.InputError{Field: clip(k), Reason: "given more than once"}
+		}
+	}
+	return v, nil
+}
+
+// clip shortens a field name of untrusted origin for a message.
+func clip(s string) string {
+	s = strings.ToValidUTF8(s, "?")
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}
+
+// queryValues reads the request's query string the same way.
+func queryValues(c *fiber.Ctx) (url.Values, error) {
+	return parseForm(string(c.Request().URI().QueryString()))
+}
+
+// eventsQuery is the events page's filter as typed, for the form.
+type eventsQuery struct {
+	Provider, Type, Status, Since, Until, EventID, Before, Limit string
+}
+
+const defaultPageSize = 50
+
+// parseEvents turns the events page's query into an ops filter.
+func parseEvents(q url.Values, now time.Time) (eventsQuery, ops.EventFilter, error) {
+	in := eventsQuery{Provider: q.Get("provider"), Type: q.Get("type"), Status: q.Get("status"), Since: q.Get("since"),
+		Until: q.Get("until"), EventID: q.Get("event_id"), Before: q.Get("before"), Limit: q.Get("limit")}
+	f := ops.EventFilter{Provider: in.Provider, Type: in.Type, EventID: in.EventID, Before: in.Before, Limit: defaultPageSize}
+	var err error
+	if in.Limit != "" {
+		if f.Limit, err = strconv.Atoi(in.Limit); err != nil {
+			return in, f, &ops.InputError{Field: "limit", Reason: fmt.Sprintf("not a whole number (1..%d)", ops.MaxListLimit)}
+		}
+	}
+	if in.Status != "" {
+		if f.Status, err = ops.ParseStatus("status", in.Status); err != nil {
+			return in, f, err
+		}
+		in.Status = string(f.Status)
+	}
+	if f.Since, f.Until, err = ops.ParseWindow(in.Since, in.Until, now); err != nil {
+		return in, f, err
+	}
+	return in, f, nil
+}
+
+// replayForm is a replay's inputs as typed.
+type replayForm struct {
+	Subscriber, Since, Until, Subject string
+}
+
+// parseReplay turns the replay form into an ops request (a dry run unless
+// run). An empty until is now: a plan and its run cover the same range.
+func parseReplay(v url.Values, now time.Time, run bool) (replayForm, ops.ReplayRequest, error) {
+	in := replayForm{Subscriber: v.Get("subscriber"), Since: v.Get("since"), Until: v.Get("until"), Subject: v.Get("subject")}
+	req := ops.ReplayRequest{Subscriber: in.Subscriber, Subject: in.Subject, DryRun: !run, Wait: ops.DefaultReplayWait}
+	var err error
+	if req.Since, req.Until, err = ops.ParseWindow(in.Since, in.Until, now); err != nil {
+		return in, req, err
+	}
+	if req.Until.IsZero() {
+		req.Until = now
+	}
+	return in, req, nil
+}
+
+// parseRedrive turns a redrive form (subscriber and id, or all=1) into an
+// ops request.
+func parseRedrive(v url.Values) (ops.RedriveRequest, error) {
+	req := ops.RedriveRequest{Subscriber: v.Get("subscriber"), All: v.Get("all") == "1"}
+	if a := v.Get("all"); a != "" && a != "1" {
+		return req, &ops.InputError{Field: "all", Reason: "must be 1 (every dead letter waiting) or absent"}
+	}
+	if id := v.Get("id"); id != "" {
+		n, err := strconv.ParseInt(id, 10, 64)
+		if err != nil {
+			return req, &ops.InputError{Field: "id", Reason: "must be a dead letter's id (a positive number)"}
+		}
+		req.ID = n
+	}
+	return req, nil
+}

@@ -1,0 +1,212 @@
+package console
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/utils"
+
+	"github.com/hookhub/hookhub/hub/ops"
+)
+
+// keptJobs is how many replay jobs the console remembers.
+const keptJobs = 20
+
+// Job states.
+const (
+	jobRunning = "running"
+	jobDone    = "done"
+	jobFailed  = "failed"
+)
+
+// job is a replay running (or run) in the background.
+type job struct {
+	ID       string
+	Who      string
+	Req      ops.ReplayRequest
+	Started  time.Time
+	Finished time.Time
+	State    string
+	Res      ops.ReplayResult
+	Err      string
+}
+
+// jobs runs one replay at a time and remembers the last keptJobs.
+type jobs struct {
+	mu     sync.Mutex
+	list   []*job // oldest first
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func newJobs() *jobs {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &jobs{ctx: ctx, cancel: cancel}
+}
+
+// stop cancels a running job and waits for it.
+func (js *jobs) stop() {
+	js.cancel()
+	js.wg.Wait()
+}
+
+// start runs req as a new job unless one is running (then it returns
+// that one and false).
+func (js *jobs) start(who string, req ops.ReplayRequest, now time.Time, run func(context.Context, ops.ReplayRequest) (ops.ReplayResult, error), done func(*job)) (*job, bool) {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	for _, j := range js.list {
+		if j.State == jobRunning {
+			return j, false
+		}
+	}
+	j := &job{ID: randomHex(8), Who: who, Req: req, Started: now, State: jobRunning}
+	js.list = append(js.list, j)
+	if len(js.list) > keptJobs {
+		js.list = js.list[len(js.list)-keptJobs:]
+	}
+	req.Progress = func(r ops.ReplayResult) {
+		js.mu.Lock()
+		j.Res = r
+		js.mu.Unlock()
+	}
+	js.wg.Add(1)
+	go func() {
+		defer js.wg.Done()
+		res, err := run(js.ctx, req)
+		js.mu.Lock()
+		j.Res, j.Finished = res, time.Now()
+		if err != nil {
+			j.State, j.Err = jobFailed, err.Error()
+		} else {
+			j.State = jobDone
+		}
+		snapshot := *j
+		js.mu.Unlock()
+		done(&snapshot)
+	}()
+	return j, true
+}
+
+// get returns a copy of job id.
+func (js *jobs) get(id string) (job, bool) {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	for _, j := range js.list {
+		if j.ID == id {
+			return *j, true
+		}
+	}
+	return job{}, false
+}
+
+// recent returns copies of the jobs, newest first.
+func (js *jobs) recent() []job {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	out := make([]job, 0, len(js.list))
+	for i := len(js.list) - 1; i >= 0; i-- {
+		out = append(out, *js.list[i])
+	}
+	return out
+}
+
+type replayView struct {
+	Subscribers []string
+	Form        replayForm
+	Jobs        []job
+}
+
+func (cn *Console) replayPage(c *fiber.Ctx, s *session) error {
+	subs, err := cn.cfg.Operator.Subscribers(c.UserContext())
+	if err != nil {
+		return cn.failErr(c, s, err)
+	}
+	q := queryOrEmpty(c)
+	v := replayView{Subscribers: subs, Form: replayForm{Subscriber: q.Get("subscriber"), Since: "24h"}, Jobs: cn.jobs.recent()}
+	return cn.render(c, fiber.StatusOK, "replay", view{Title: "Replay", Nav: "replay", Session: s, Page: v})
+}
+
+type planView struct {
+	Form replayForm // what the confirmation posts: the range resolved
+	Res  ops.ReplayResult
+}
+
+// timeField writes a resolved time for a form: RFC 3339 with nanoseconds.
+func timeField(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func (cn *Console) replayPlan(c *fiber.Ctx, s *session) error {
+	_, req, err := parseReplay(formOf(c), cn.cfg.Operator.Now(), false)
+	if err != nil {
+		cn.audit(c, s, "replay dry run", "err", err)
+		return cn.failErr(c, s, err)
+	}
+	res, err := cn.cfg.Operator.Replay(c.UserContext(), req)
+	attrs := []any{"subscriber", req.Subscriber, "since", timeField(req.Since), "until", timeField(req.Until), "subject", req.Subject}
+	if err != nil {
+		cn.audit(c, s, "replay dry run", append(attrs, "err", err)...)
+		return cn.failErr(c, s, err)
+	}
+	cn.audit(c, s, "replay dry run", append(attrs, "matched", res.Matched, "to_process", res.ToProcess, "skipped", res.Skipped)...)
+	v := planView{Form: replayForm{Subscriber: req.Subscriber, Since: timeField(req.Since), Until: timeField(req.Until), Subject: req.Subject}, Res: res}
+	return cn.render(c, fiber.StatusOK, "plan", view{Title: "Replay plan", Nav: "replay", Session: s, Page: v})
+}
+
+func (cn *Console) replayRun(c *fiber.Ctx, s *session) error {
+	_, req, err := parseReplay(formOf(c), cn.cfg.Operator.Now(), true)
+	if err != nil {
+		cn.audit(c, s, "replay", "err", err)
+		return cn.failErr(c, s, err)
+	}
+	// Strings of the request outlive it: copy them out of fiber's buffers.
+	req.Subscriber, req.Subject = utils.CopyString(req.Subscriber), utils.CopyString(req.Subject)
+	attrs := []any{"subscriber", req.Subscriber, "since", timeField(req.Since), "until", timeField(req.Until), "subject", req.Subject}
+	who := s.role + " " + s.tokenFP
+	j, started := cn.jobs.start(who, req, cn.cfg.Now(), cn.cfg.Operator.Replay, func(j *job) {
+		cn.log.Info("console action", "who", s.role, "token", s.tokenFP, "action", "replay finished", "job", j.ID,
+			"state", j.State, "matched", j.Res.Matched, "delivered", j.Res.Delivered, "processed", j.Res.Processed,
+			"skipped", j.Res.Skipped, "dead_lettered", j.Res.DeadLettered, "unsettled", j.Res.Unsettled, "err", j.Err)
+	})
+	if !started {
+		cn.audit(c, s, "replay", append(attrs, "refused", "another replay is running", "running_job", j.ID)...)
+		return cn.render(c, fiber.StatusConflict, "error", view{Title: "Replay running", Nav: "replay", Session: s,
+			Error: "Another replay is running (job " + j.ID + "): wait for it to finish.", Page: nil})
+	}
+	cn.audit(c, s, "replay", append(attrs, "job", j.ID)...)
+	return c.Redirect("/console/replay/jobs/"+j.ID, fiber.StatusSeeOther)
+}
+
+type jobView struct {
+	J        job
+	Value    int
+	Max      int
+	Percent  int
+	Running  bool
+	Finished string
+}
+
+func (cn *Console) replayJob(c *fiber.Ctx, s *session) error {
+	id := c.Params("id")
+	if len(id) != 16 || strings.Trim(id, "0123456789abcdef") != "" {
+		return cn.fail(c, s, fiber.StatusNotFound, "No such replay job.")
+	}
+	j, ok := cn.jobs.get(id)
+	if !ok {
+		return cn.fail(c, s, fiber.StatusNotFound, "No such replay job (the console keeps the last 20, until the hub restarts).")
+	}
+	v := jobView{J: j, Running: j.State == jobRunning, Max: max(2*j.Res.Matched, 1)}
+	v.Value = min(j.Res.Delivered+j.Res.Processed+j.Res.Skipped+j.Res.DeadLettered, v.Max)
+	if j.State != jobRunning {
+		v.Value = v.Max
+	}
+	v.Percent = v.Value * 100 / v.Max
+	refresh := 0
+	if v.Running {
+		refresh = 1
+	}
+	return cn.render(c, fiber.StatusOK, "job", view{Title: "Replay job " + j.ID, Nav: "replay", Session: s, Page: v, Refresh: refresh})
+}

@@ -1,0 +1,99 @@
+package server
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// TrafficMinutes is how many minutes a Traffic counter keeps.
+const TrafficMinutes = 60
+
+// TrafficMinute is one minute of webhook requests by status class.
+type TrafficMinute struct {
+	Start                 time.Time
+	OK, ClientErr, SrvErr uint64 // 2xx, 4xx, 5xx answers
+}
+
+// Traffic counts webhook answers per minute by status class over the last
+// hour, for the operator console's chart. Recording is a few atomic
+// operations and no lock, so it costs nothing noticeable on the hot path.
+// A count can be lost in the instant a bucket is reused for a new minute
+// (an increment racing its reset): it is a chart, not an account; the
+// Prometheus counters are exact.
+type Traffic struct {
+	buckets [TrafficMinutes]trafficBucket
+}
+
+type trafficBucket struct {
+	minute atomic.Int64 // Unix minute the counts belong to
+	counts [3]atomic.Uint64
+}
+
+// NewTraffic returns an empty counter.
+func NewTraffic() *Traffic { return &Traffic{} }
+
+// Record counts one answer of status at now; statuses outside 2xx, 4xx
+// and 5xx are not counted.
+func (t *Traffic) Record(now time.Time, status int) {
+	class := status/100 - 2 // 2xx:0, 3xx:1, 4xx:2, 5xx:3
+	switch class {
+	case 0:
+	case 2, 3:
+		class--
+	default:
+		return
+	}
+	m := now.Unix() / 60
+	b := &t.buckets[m%TrafficMinutes]
+	if old := b.minute.Load(); old != m {
+		if old < m && b.minute.CompareAndSwap(old, m) {
+			for i := range b.counts {
+				b.counts[i].Store(0)
+			}
+		} else if b.minute.Load() != m {
+			return // a request from a minute long gone (a clock jump)
+		}
+	}
+	b.counts[class].Add(1)
+}
+
+// Minutes returns the last TrafficMinutes minutes up to now, oldest
+// first; the last one is the current, incomplete minute.
+func (t *Traffic) Minutes(now time.Time) []TrafficMinute {
+	cur := now.Unix() / 60
+	out := make([]TrafficMinute, TrafficMinutes)
+	for i := range out {
+		m := cur - TrafficMinutes + 1 + int64(i)
+		out[i].Start = time.Unix(m*60, 0).UTC()
+		b := &t.buckets[((m%TrafficMinutes)+TrafficMinutes)%TrafficMinutes]
+		if b.minute.Load() != m {
+			continue
+		}
+		out[i].OK, out[i].ClientErr, out[i].SrvErr = b.counts[0].Load(), b.counts[1].Load(), b.counts[2].Load()
+	}
+	return out
+}
+
+// counted records the status of each answer of h in the server's Traffic
+// (a panic counts as 5xx).
+func (s *Server) counted(h fiber.Handler) fiber.Handler {
+	return func(c *fiber.Ctx) (err error) {
+		returned := false
+		defer func() {
+			status := fiber.StatusInternalServerError
+			if returned {
+				if err != nil {
+					status = classify(err).status
+				} else {
+					status = c.Response().StatusCode()
+				}
+			}
+			s.traffic.Record(s.cfg.Now(), status)
+		}()
+		err = h(c)
+		returned = true
+		return err
+	}
+}
