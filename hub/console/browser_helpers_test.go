@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,11 +13,12 @@ import (
 	"image/png"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,10 +41,10 @@ import (
 
 // The tokens and secrets of the hubs these tests start.
 const (
-	adminToken    = "console-admin-token-0123456789abcdef0123456789"
-	readOnlyToken = "console-read-only-token-0123456789abcdef01234"
-	paddleSecret  = "pdl_ntfset_01console00000000000000000000_ConsoleTestSecret0000000"
-	clerkSecret   = "whsec_dGVzdC1zZWNyZXQtZm9yLWhvb2todWItdGVzdHMh"
+	consoleAdminToken    = "console-admin-token-0123456789abcdef0123456789"
+	consoleReadOnlyToken = "console-read-only-token-0123456789abcdef01234"
+	browserPaddleSecret  = "pdl_ntfset_01console00000000000000000000_ConsoleTestSecret0000000"
+	browserClerkSecret   = "whsec_dGVzdC1zZWNyZXQtZm9yLWhvb2todWItdGVzdHMh"
 )
 
 // Environment variables of the browser tests.
@@ -313,36 +315,49 @@ func (b *browser) csrf() string {
 	return v
 }
 
-// posted is the answer to a POST the page sent with fetch.
+// posted is the answer to a form POST built by a script on the page.
 type posted struct {
-	Status     int    `json:"status"`
-	Redirected bool   `json:"redirected"` // a 3xx (fetch's redirect: "manual")
-	Body       string `json:"body"`
+	Status int    // the final document's (after redirects)
+	URL    string // the final document's
+	Error  string // its #error text
 }
 
-// post sends a form POST from the page with fetch(), as a script on the
-// console's own origin could, and returns the answer without following a
-// redirect.
-func (b *browser) post(path string, form map[string]string) posted {
+// post builds a form on the page and submits it, as a script on the
+// console's own origin could (the console's Content-Security-Policy keeps
+// fetch from connecting anywhere, but form-action 'self' lets forms post):
+// the POST goes with the page's cookies, Origin and Sec-Fetch-Site. It
+// returns the document the browser ends up on (redirects followed).
+func (b *browser) post(path string, fields map[string]string) posted {
 	b.t.Helper()
-	raw, err := json.Marshal(form)
+	raw, err := json.Marshal(fields)
 	require.NoError(b.t, err)
-	expr := fmt.Sprintf(`(async () => {
-		const r = await fetch(%s, {method: "POST", body: new URLSearchParams(%s), redirect: "manual", credentials: "same-origin"});
-		return {status: r.status, redirected: r.type === "opaqueredirect", body: await r.text()};
+	expr := fmt.Sprintf(`(() => {
+		const f = document.createElement("form");
+		f.method = "post";
+		f.action = %s;
+		for (const [name, value] of Object.entries(%s)) {
+			const i = document.createElement("input");
+			i.type = "hidden";
+			i.name = name;
+			i.value = value;
+			f.appendChild(i);
+		}
+		document.body.appendChild(f);
+		f.submit();
 	})()`, jsString(path), raw)
 	ctx, cancel := b.step()
 	defer cancel()
-	p, err := chromedp.Run(ctx, chromedp.Evaluate[posted](expr, chromedp.EvalAwaitPromise))
+	resp, err := chromedp.RunResponse(ctx, chromedp.Evaluate[chromedp.Void](expr))
 	require.NoError(b.t, err, "POST %s", path)
-	return p
+	require.NotNil(b.t, resp, "POST %s: no document loaded", path)
+	return posted{Status: int(resp.Status), URL: resp.URL, Error: b.text("#error")}
 }
 
 // screenshot saves a full-page PNG of the current page as name.png in
 // $HOOKHUB_SCREENSHOTS, if set.
 func (b *browser) screenshot(name string) {
 	b.t.Helper()
-	dir := os.Getenv(envScreenshots)
+	dir := screenshotDir(b.t)
 	if dir == "" {
 		return
 	}
@@ -357,6 +372,26 @@ func (b *browser) screenshot(name string) {
 	require.NoError(b.t, err, "screenshot %s", name)
 	require.NoError(b.t, os.MkdirAll(dir, 0o755))
 	require.NoError(b.t, os.WriteFile(filepath.Join(dir, name+".png"), buf, 0o644))
+}
+
+// screenshotDir is $HOOKHUB_SCREENSHOTS, a relative path taken from the
+// module's root (where the go command was most likely run), "" when unset.
+func screenshotDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv(envScreenshots)
+	if dir == "" || filepath.IsAbs(dir) {
+		return dir
+	}
+	wd, err := os.Getwd() // the package's directory under go test
+	require.NoError(t, err)
+	for root := wd; ; root = filepath.Dir(root) {
+		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+			return filepath.Join(root, dir)
+		}
+		if filepath.Dir(root) == root {
+			return filepath.Join(wd, dir)
+		}
+	}
 }
 
 // phoneScreenshot saves the current page at phone width, then restores the
@@ -402,31 +437,31 @@ func startHub(t *testing.T, browsers ...*browser) *testHub {
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
 	cfg := service.Config{
-		DatabaseURL:        url,
-		DatabaseMaxConns:   8,
-		NATSURL:            n.URL(),
-		HTTPAddr:           "127.0.0.1:0",
-		AdminAddr:          "127.0.0.1:0",
-		AdminToken:         adminToken,
-		Stream:             "WEBHOOKS",
-		StreamReplicas:     1,
-		DuplicateWindow:    2 * time.Minute,
-		PaddleSecrets:      []string{paddleSecret},
-		ClerkSecrets:       []string{clerkSecret},
-		SignatureTolerance: 5 * time.Minute,
-		MaxBodyBytes:       1 << 20,
-		MaxInflight:        128,
-		MaxConns:           4096,
-		ShutdownTimeout:    10 * time.Second,
-		CommitTimeout:      5 * time.Second,
-		BatchMax:           64,
-		BatchCommitters:    2,
-		RelayBatchSize:     256,
-		RelayWorkers:       2,
-		LogLevel:           "info",
-		LogFormat:          "json",
+		DatabaseURL:          url,
+		DatabaseMaxConns:     8,
+		NATSURL:              n.URL(),
+		HTTPAddr:             "127.0.0.1:0",
+		AdminAddr:            "127.0.0.1:0",
+		AdminToken:           consoleAdminToken,
+		ConsoleReadOnlyToken: consoleReadOnlyToken,
+		Stream:               "WEBHOOKS",
+		StreamReplicas:       1,
+		DuplicateWindow:      2 * time.Minute,
+		PaddleSecrets:        []string{browserPaddleSecret},
+		ClerkSecrets:         []string{browserClerkSecret},
+		SignatureTolerance:   5 * time.Minute,
+		MaxBodyBytes:         1 << 20,
+		MaxInflight:          128,
+		MaxConns:             4096,
+		ShutdownTimeout:      10 * time.Second,
+		CommitTimeout:        5 * time.Second,
+		BatchMax:             64,
+		BatchCommitters:      2,
+		RelayBatchSize:       256,
+		RelayWorkers:         2,
+		LogLevel:             "info",
+		LogFormat:            "json",
 	}
-	setReadOnlyToken(t, &cfg, readOnlyToken)
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
@@ -451,11 +486,11 @@ func startHub(t *testing.T, browsers ...*browser) *testHub {
 		}
 		// No log line may carry a token.
 		out := logs.String()
-		require.NotContains(t, out, adminToken, "the admin token was logged")
-		require.NotContains(t, out, readOnlyToken, "the read-only token was logged")
+		require.NotContains(t, out, consoleAdminToken, "the admin token was logged")
+		require.NotContains(t, out, consoleReadOnlyToken, "the read-only token was logged")
 	})
 	for _, name := range []string{"paddle", "clerk"} {
-		secret := map[string]string{"paddle": paddleSecret, "clerk": clerkSecret}[name]
+		secret := map[string]string{"paddle": browserPaddleSecret, "clerk": browserClerkSecret}[name]
 		p, err := provider.New(name, []string{secret}, 0)
 		require.NoError(t, err)
 		if name == "paddle" {
@@ -653,61 +688,84 @@ func (s *syncBuffer) String() string {
 	return s.buf.String()
 }
 
-// setReadOnlyToken sets the field HUB_CONSOLE_READONLY_TOKEN loads.
-func setReadOnlyToken(t *testing.T, cfg *service.Config, token string) {
-	t.Helper()
-	v := reflect.ValueOf(cfg).Elem()
-	for i := range v.NumField() {
-		if v.Type().Field(i).Tag.Get("envconfig") == "HUB_CONSOLE_READONLY_TOKEN" {
-			v.Field(i).SetString(token)
-			return
-		}
-	}
-	t.Fatal("service.Config has no field for HUB_CONSOLE_READONLY_TOKEN")
-}
-
-// shrinkPNG re-encodes a screenshot losslessly: paletted when it has at
-// most 256 colours, best compression.
+// shrinkPNG makes a screenshot small enough to commit: a paletted PNG
+// (the pages are flat colours and anti-aliased text, so a palette of 256
+// loses almost nothing), best compression.
 func shrinkPNG(raw []byte) ([]byte, error) {
 	img, err := png.Decode(bytes.NewReader(raw))
 	if err != nil {
 		return nil, fmt.Errorf("decode screenshot: %w", err)
 	}
-	out := img
-	b := img.Bounds()
-	seen := map[color.RGBA]uint8{}
-	var pal color.Palette
-	paletted := true
-	for y := b.Min.Y; y < b.Max.Y && paletted; y++ {
-		for x := b.Min.X; x < b.Max.X; x++ {
-			c := color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)
-			if _, ok := seen[c]; ok {
-				continue
-			}
-			if len(pal) == 256 {
-				paletted = false
-				break
-			}
-			seen[c] = uint8(len(pal))
-			pal = append(pal, c)
-		}
-	}
-	if paletted {
-		p := image.NewPaletted(b, pal)
-		for y := b.Min.Y; y < b.Max.Y; y++ {
-			for x := b.Min.X; x < b.Max.X; x++ {
-				p.SetColorIndex(x, y, seen[color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)])
-			}
-		}
-		out = p
-	}
 	var buf bytes.Buffer
 	enc := png.Encoder{CompressionLevel: png.BestCompression}
-	if err := enc.Encode(&buf, out); err != nil {
+	if err := enc.Encode(&buf, paletted(img)); err != nil {
 		return nil, fmt.Errorf("encode screenshot: %w", err)
 	}
-	if buf.Len() >= len(raw) {
-		return raw, nil
-	}
 	return buf.Bytes(), nil
+}
+
+// paletted maps an image onto at most 256 of its own colours, without
+// dithering: all of them when there are no more, else the most frequent
+// first, then each next the colour with the largest frequency × squared
+// distance to the colours already taken (so that a rare but distinct
+// colour, a link's blue, keeps its own entry).
+func paletted(img image.Image) *image.Paletted {
+	b := img.Bounds()
+	freq := map[color.RGBA]int{}
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			freq[color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)]++
+		}
+	}
+	cols := slices.Collect(maps.Keys(freq))
+	slices.SortFunc(cols, func(a, c color.RGBA) int {
+		if n := cmp.Compare(freq[c], freq[a]); n != 0 {
+			return n
+		}
+		return cmp.Compare(uint32(a.R)<<24|uint32(a.G)<<16|uint32(a.B)<<8|uint32(a.A),
+			uint32(c.R)<<24|uint32(c.G)<<16|uint32(c.B)<<8|uint32(c.A))
+	})
+	pal := color.Palette{}
+	if len(cols) <= 256 {
+		for _, c := range cols {
+			pal = append(pal, c)
+		}
+	} else {
+		d2 := func(a, c color.RGBA) float64 {
+			dr, dg, db := float64(a.R)-float64(c.R), float64(a.G)-float64(c.G), float64(a.B)-float64(c.B)
+			return dr*dr + dg*dg + db*db
+		}
+		dist := make([]float64, len(cols))
+		for i, c := range cols {
+			dist[i] = d2(c, cols[0])
+		}
+		pal = append(pal, cols[0])
+		for len(pal) < 256 {
+			best, score := 0, -1.0
+			for i, c := range cols {
+				if s := float64(freq[c]) * dist[i]; s > score {
+					best, score = i, s
+				}
+			}
+			next := cols[best]
+			pal = append(pal, next)
+			for i, c := range cols {
+				dist[i] = min(dist[i], d2(c, next))
+			}
+		}
+	}
+	out := image.NewPaletted(b, pal)
+	index := map[color.RGBA]uint8{}
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			c := color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)
+			i, ok := index[c]
+			if !ok {
+				i = uint8(pal.Index(c))
+				index[c] = i
+			}
+			out.SetColorIndex(x, y, i)
+		}
+	}
+	return out
 }
