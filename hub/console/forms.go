@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -82,6 +83,18 @@ func queryValues(c *fiber.Ctx) (url.Values, error) {
 	return parseForm(string(c.Request().URI().QueryString()))
 }
 
+// displayable makes text of untrusted origin fit to echo into a page:
+// valid UTF-8 without control characters (each replaced by U+FFFD).
+func displayable(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '\uFFFD'
+		}
+		return r
+	}, s)
+}
+
 // eventsQuery is the events page's filter as typed, for the form.
 type eventsQuery struct {
 	Provider, Type, Status, Since, Until, EventID, Before, Limit string
@@ -89,11 +102,22 @@ type eventsQuery struct {
 
 const defaultPageSize = 50
 
-// parseEvents turns the events page's query into an ops filter.
+// parseEvents turns the events page's query into an ops filter, and
+// returns what was typed made displayable for the form (the filter keeps
+// the bytes, for ops to judge).
 func parseEvents(q url.Values, now time.Time) (eventsQuery, ops.EventFilter, error) {
+	in, f, err := parseEventsQuery(q, now)
+	for _, p := range []*string{&in.Provider, &in.Type, &in.Status, &in.Since, &in.Until, &in.EventID, &in.Before, &in.Limit} {
+		*p = displayable(*p)
+	}
+	return in, f, err
+}
+
+func parseEventsQuery(q url.Values, now time.Time) (eventsQuery, ops.EventFilter, error) {
 	in := eventsQuery{Provider: q.Get("provider"), Type: q.Get("type"), Status: q.Get("status"), Since: q.Get("since"),
 		Until: q.Get("until"), EventID: q.Get("event_id"), Before: q.Get("before"), Limit: q.Get("limit")}
 	f := ops.EventFilter{Provider: in.Provider, Type: in.Type, EventID: in.EventID, Before: in.Before, Limit: defaultPageSize}
+
 	var err error
 	if in.Limit != "" {
 		if f.Limit, err = strconv.Atoi(in.Limit); err != nil {

@@ -172,12 +172,13 @@ func TestReplayAfterFix(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, events, dry.Matched)
 	require.Equal(t, events/2, dry.Skipped)
+	require.Equal(t, events/2, dry.ToProcess, "a dry run says what a run would process")
 
 	s.broken.Store(false) // the fix
 	res, err := s.ops.Replay(ctx, ops.ReplayRequest{Subscriber: "flaky", Since: time.Now().Add(-time.Hour), Wait: 30 * time.Second})
 	require.NoError(t, err)
 	require.Equal(t, ops.ReplayResult{RunID: res.RunID, Matched: events, Delivered: events, Processed: events / 2, Skipped: events / 2,
-		FirstSeq: res.FirstSeq, LastSeq: res.LastSeq}, res)
+		ToProcess: events / 2, FirstSeq: res.FirstSeq, LastSeq: res.LastSeq}, res)
 
 	for i := range events {
 		require.Equal(t, 1, s.count(`SELECT count(*) FROM flaky.effects WHERE event_id = $1`, fmt.Sprintf("evt_ops_%d", i)), "event %d", i)

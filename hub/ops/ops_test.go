@@ -119,6 +119,26 @@ func TestListAndShowEvents(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rows, 9)
 
+	// By event id, with or without its provider.
+	for _, f := range []ops.EventFilter{{EventID: "evt_old"}, {Provider: "paddle", EventID: "evt_old"}} {
+		f.Limit = ops.DefaultListLimit
+		rows, err = o.ListEvents(ctx, f)
+		require.NoError(t, err)
+		require.Len(t, rows, 1)
+		require.Equal(t, "evt_old", rows[0].EventID)
+	}
+	f := ops.EventFilter{EventID: "evt_old", Status: hub.Skipped, Limit: ops.DefaultListLimit}
+	rows, err = o.ListEvents(ctx, f)
+	require.NoError(t, err)
+	require.Len(t, rows, 9)
+	rows, err = o.ListEvents(ctx, ops.EventFilter{Provider: "clerk", EventID: "evt_old", Limit: ops.DefaultListLimit})
+	require.NoError(t, err)
+	require.Empty(t, rows)
+	_, err = o.ListEvents(ctx, ops.EventFilter{EventID: `bad\x00`, Limit: 1})
+	require.NoError(t, err, "a backslash is text")
+	_, err = o.ListEvents(ctx, ops.EventFilter{EventID: "bad\x00", Limit: 1})
+	require.ErrorIs(t, err, ops.ErrInvalid)
+
 	rows, err = o.ListEvents(ctx, ops.EventFilter{Since: now.Add(-90 * time.Minute), Limit: ops.DefaultListLimit})
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
