@@ -151,6 +151,11 @@ func TestBrowserEventsFilter(t *testing.T) {
 	b.signIn(consoleAdminToken, "admin")
 	b.openOK("/console/events")
 	require.Equal(t, all, b.attrs("tr.event", "data-event-id"), "every first delivery, newest first")
+	var statuses []string
+	for _, e := range slices.Backward(seed) {
+		statuses = append(statuses, e.status)
+	}
+	require.Equal(t, statuses, b.attrs("tr.event", "data-status"))
 	require.Zero(t, b.count("#next-page"), "one page")
 	require.Equal(t, 1, b.count(`#events a.event-link[href="/console/event?ref=paddle:evt_f1"]`), "rows link to the event")
 	b.screenshot("events")
