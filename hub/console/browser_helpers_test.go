@@ -1,0 +1,771 @@
+package console_test
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"log/slog"
+	"maps"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookhub/hookhub/hub/hubtest"
+	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/service"
+	"github.com/hookhub/hookhub/subscribers/subscriber"
+)
+
+// The tokens and secrets of the hubs these tests start.
+const (
+	consoleAdminToken    = "console-admin-token-0123456789abcdef0123456789"
+	consoleReadOnlyToken = "console-read-only-token-0123456789abcdef01234"
+	browserPaddleSecret  = "pdl_ntfset_01console00000000000000000000_ConsoleTestSecret0000000"
+	browserClerkSecret   = "whsec_dGVzdC1zZWNyZXQtZm9yLWhvb2todWItdGVzdHMh"
+)
+
+// Environment variables of the browser tests.
+const (
+	// envChromePath names the browser binary; default: chromium on PATH.
+	envChromePath = "CHROME_PATH"
+	// envRequireBrowser=1 (set by .ci/run) fails the tests when the
+	// browser is missing instead of skipping them.
+	envRequireBrowser = "HOOKHUB_REQUIRE_BROWSER"
+	// envScreenshots names a directory: the tests save a full-page PNG of
+	// each page there (for the README).
+	envScreenshots = "HOOKHUB_SCREENSHOTS"
+)
+
+// Timeouts for a loaded 2-core machine: generous, they only bound a hang.
+const (
+	stepTimeout = 60 * time.Second // one browser step (a navigation, a click, a query)
+	waitTimeout = 90 * time.Second // a condition the hub or a subscriber must reach
+)
+
+// laptopWidth and phoneWidth are the viewport widths of the screenshots.
+const (
+	laptopWidth  = 1280
+	laptopHeight = 900
+	phoneWidth   = 390
+	phoneHeight  = 844
+)
+
+// chromePath finds the browser, or skips the test (fails it when
+// HOOKHUB_REQUIRE_BROWSER=1).
+func chromePath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv(envChromePath); p != "" {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+		missingBrowser(t, fmt.Sprintf("%s=%s does not exist", envChromePath, p))
+	}
+	p, err := exec.LookPath("chromium")
+	if err != nil {
+		missingBrowser(t, "chromium is not on PATH (apt-get install chromium, or set "+envChromePath+")")
+	}
+	return p
+}
+
+func missingBrowser(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv(envRequireBrowser) == "1" {
+		t.Fatalf("browser test: %s, and %s=1", why, envRequireBrowser)
+	}
+	t.Skipf("browser test skipped: %s (set %s=1 to make this a failure)", why, envRequireBrowser)
+}
+
+// browser is one headless Chromium process (a fresh profile: no cookies)
+// driven through chromedp, closed when the test ends.
+type browser struct {
+	t    *testing.T
+	ctx  context.Context
+	base string // the console's origin, e.g. http://127.0.0.1:4711
+}
+
+// newBrowser starts a browser for the test. Call it before starting the
+// hub: without a browser the test is skipped at once.
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	path := chromePath(t)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.WindowSize(laptopWidth, laptopHeight),
+		chromedp.DisableGPU,
+		chromedp.Flag("hide-scrollbars", true),
+		chromedp.Flag("font-render-hinting", "none"),
+	)
+	if os.Geteuid() == 0 {
+		// Chromium's sandbox refuses to run as root.
+		opts = append(opts, chromedp.NoSandbox)
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc()
+	})
+	// The first call starts the browser and binds its life to ctx (no
+	// timeout there); it must not hang the test forever either.
+	started := make(chan error, 1)
+	go func() { started <- chromedp.Do(ctx) }()
+	select {
+	case err := <-started:
+		require.NoError(t, err, "start %s", path)
+	case <-time.After(2 * stepTimeout):
+		t.Fatalf("browser %s did not start within %s", path, 2*stepTimeout)
+	}
+	b := &browser{t: t, ctx: ctx}
+	b.do(chromedp.EmulateViewport(laptopWidth, laptopHeight))
+	return b
+}
+
+// step is a context for one browser step.
+func (b *browser) step() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(b.ctx, stepTimeout)
+}
+
+// do runs actions that return nothing.
+func (b *browser) do(actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := b.step()
+	defer cancel()
+	require.NoError(b.t, chromedp.Do(ctx, actions...))
+}
+
+// eval evaluates a JavaScript expression on the page.
+func eval[T any](b *browser, expr string) T {
+	b.t.Helper()
+	ctx, cancel := b.step()
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	require.NoError(b.t, err, "evaluate %s", expr)
+	return v
+}
+
+// open navigates to a console path and returns the document's final
+// response (after redirects).
+func (b *browser) open(path string) *network.Response {
+	b.t.Helper()
+	ctx, cancel := b.step()
+	defer cancel()
+	resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(b.base+path))
+	require.NoError(b.t, err, "open %s", path)
+	require.NotNil(b.t, resp, "open %s: no response", path)
+	return resp
+}
+
+// openOK opens a path and requires a 200 page.
+func (b *browser) openOK(path string) {
+	b.t.Helper()
+	resp := b.open(path)
+	require.Equal(b.t, http.StatusOK, int(resp.Status), "GET %s (now at %s): %s", path, resp.URL, b.errorText())
+}
+
+// click clicks the first element sel matches, waits for the document the
+// click loads (a form submission, a link) and returns its final response.
+func (b *browser) click(sel string) *network.Response {
+	b.t.Helper()
+	ctx, cancel := b.step()
+	defer cancel()
+	resp, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(sel), chromedp.NodeVisible))
+	require.NoError(b.t, err, "click %s", sel)
+	require.NotNil(b.t, resp, "click %s: no document loaded", sel)
+	return resp
+}
+
+// clickOK clicks and requires the loaded page to answer 200.
+func (b *browser) clickOK(sel string) {
+	b.t.Helper()
+	resp := b.click(sel)
+	require.Equal(b.t, http.StatusOK, int(resp.Status), "click %s (now at %s): %s", sel, resp.URL, b.errorText())
+}
+
+// setValue sets the value of an input or a select.
+func (b *browser) setValue(sel, value string) {
+	b.t.Helper()
+	b.do(chromedp.SetValue(chromedp.CSS(sel), value, chromedp.NodeReady))
+}
+
+// count counts the elements sel matches, without waiting.
+func (b *browser) count(sel string) int {
+	b.t.Helper()
+	return eval[int](b, fmt.Sprintf("document.querySelectorAll(%s).length", jsString(sel)))
+}
+
+// text is the trimmed text content of the first element sel matches, ""
+// when there is none (no waiting).
+func (b *browser) text(sel string) string {
+	b.t.Helper()
+	return eval[string](b, fmt.Sprintf("((e) => e ? e.textContent.trim() : '')(document.querySelector(%s))", jsString(sel)))
+}
+
+// texts are the trimmed texts of every element sel matches.
+func (b *browser) texts(sel string) []string {
+	b.t.Helper()
+	return eval[[]string](b, fmt.Sprintf("Array.from(document.querySelectorAll(%s), (e) => e.textContent.trim())", jsString(sel)))
+}
+
+// attrs are the values of one attribute of every element sel matches.
+func (b *browser) attrs(sel, name string) []string {
+	b.t.Helper()
+	return eval[[]string](b, fmt.Sprintf("Array.from(document.querySelectorAll(%s), (e) => e.getAttribute(%s) || '')",
+		jsString(sel), jsString(name)))
+}
+
+// number is the whole number the first element sel matches shows.
+func (b *browser) number(sel string) int {
+	b.t.Helper()
+	s := b.text(sel)
+	n, err := strconv.Atoi(strings.ReplaceAll(s, ",", ""))
+	require.NoError(b.t, err, "%s shows %q, not a number", sel, s)
+	return n
+}
+
+// errorText is the page's #error message, for failure messages.
+func (b *browser) errorText() string {
+	ctx, cancel := b.step()
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](
+		"((e) => e ? '#error: ' + e.textContent.trim() : 'no #error; page starts: ' + document.body.innerText.slice(0, 300))(document.querySelector('#error'))"))
+	if err != nil {
+		return "(page unreadable: " + err.Error() + ")"
+	}
+	return s
+}
+
+// location is the page's URL.
+func (b *browser) location() string {
+	b.t.Helper()
+	return eval[string](b, "location.href")
+}
+
+// waitUntil re-evaluates a JavaScript condition until it is true, across
+// page reloads (a page that refreshes itself).
+func (b *browser) waitUntil(cond, msg string) {
+	b.t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	var last error
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+cond+")"))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		last = err
+		time.Sleep(250 * time.Millisecond)
+	}
+	b.t.Fatalf("%s: %s still false after %s (last error: %v); %s", msg, cond, waitTimeout, last, b.errorText())
+}
+
+// cookie is the browser's cookie of that name for the console, nil if
+// there is none.
+func (b *browser) cookie(name string) *network.Cookie {
+	b.t.Helper()
+	ctx, cancel := b.step()
+	defer cancel()
+	res, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{b.base + "/console/"}})
+	require.NoError(b.t, err)
+	for _, c := range res.Cookies {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// signIn signs in with a token and requires the overview to greet the role.
+func (b *browser) signIn(token, role string) {
+	b.t.Helper()
+	b.openOK("/console/login")
+	b.setValue("#token", token)
+	b.clickOK("#sign-in")
+	require.Equal(b.t, role, b.text("#who"), "signed in as %s at %s", role, b.location())
+}
+
+// csrf is the CSRF token of the page's first form that has one.
+func (b *browser) csrf() string {
+	b.t.Helper()
+	v := eval[string](b, "((e) => e ? e.value : '')(document.querySelector('form input[name=csrf]'))")
+	require.NotEmpty(b.t, v, "no csrf input on %s", b.location())
+	return v
+}
+
+// posted is the answer to a form POST built by a script on the page.
+type posted struct {
+	Status int    // the final document's (after redirects)
+	URL    string // the final document's
+	Error  string // its #error text
+}
+
+// post builds a form on the page and submits it, as a script on the
+// console's own origin could (the console's Content-Security-Policy keeps
+// fetch from connecting anywhere, but form-action 'self' lets forms post):
+// the POST goes with the page's cookies, Origin and Sec-Fetch-Site. It
+// returns the document the browser ends up on (redirects followed).
+func (b *browser) post(path string, fields map[string]string) posted {
+	b.t.Helper()
+	raw, err := json.Marshal(fields)
+	require.NoError(b.t, err)
+	expr := fmt.Sprintf(`(() => {
+		const f = document.createElement("form");
+		f.method = "post";
+		f.action = %s;
+		for (const [name, value] of Object.entries(%s)) {
+			const i = document.createElement("input");
+			i.type = "hidden";
+			i.name = name;
+			i.value = value;
+			f.appendChild(i);
+		}
+		document.body.appendChild(f);
+		f.submit();
+	})()`, jsString(path), raw)
+	ctx, cancel := b.step()
+	defer cancel()
+	resp, err := chromedp.RunResponse(ctx, chromedp.Evaluate[chromedp.Void](expr))
+	require.NoError(b.t, err, "POST %s", path)
+	require.NotNil(b.t, resp, "POST %s: no document loaded", path)
+	return posted{Status: int(resp.Status), URL: resp.URL, Error: b.text("#error")}
+}
+
+// screenshot saves a full-page PNG of the current page as name.png in
+// $HOOKHUB_SCREENSHOTS, if set.
+func (b *browser) screenshot(name string) {
+	b.t.Helper()
+	dir := screenshotDir(b.t)
+	if dir == "" {
+		return
+	}
+	ctx, cancel := b.step()
+	defer cancel()
+	// Fonts and layout settle before the picture.
+	_, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void]("document.fonts.ready", chromedp.EvalAwaitPromise))
+	require.NoError(b.t, err)
+	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	require.NoError(b.t, err, "screenshot %s", name)
+	buf, err = shrinkPNG(buf)
+	require.NoError(b.t, err, "screenshot %s", name)
+	require.NoError(b.t, os.MkdirAll(dir, 0o755))
+	require.NoError(b.t, os.WriteFile(filepath.Join(dir, name+".png"), buf, 0o644))
+}
+
+// screenshotDir is $HOOKHUB_SCREENSHOTS, a relative path taken from the
+// module's root (where the go command was most likely run), "" when unset.
+func screenshotDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv(envScreenshots)
+	if dir == "" || filepath.IsAbs(dir) {
+		return dir
+	}
+	wd, err := os.Getwd() // the package's directory under go test
+	require.NoError(t, err)
+	for root := wd; ; root = filepath.Dir(root) {
+		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+			return filepath.Join(root, dir)
+		}
+		if filepath.Dir(root) == root {
+			return filepath.Join(wd, dir)
+		}
+	}
+}
+
+// phoneScreenshot saves the current page at phone width, then restores the
+// laptop viewport.
+func (b *browser) phoneScreenshot(name string) {
+	b.t.Helper()
+	if os.Getenv(envScreenshots) == "" {
+		return
+	}
+	b.do(chromedp.EmulateViewport(phoneWidth, phoneHeight, chromedp.EmulateMobile, chromedp.EmulateScale(1)))
+	b.do(chromedp.Reload())
+	b.screenshot(name)
+	b.do(chromedp.EmulateViewport(laptopWidth, laptopHeight))
+}
+
+// jsString quotes s as a JavaScript string literal.
+func jsString(s string) string {
+	raw, _ := json.Marshal(s)
+	return string(raw)
+}
+
+// testHub is a whole hub (hub/service) with the console on its admin
+// listener, on a fresh Postgres database and an embedded JetStream server.
+type testHub struct {
+	t      *testing.T
+	cfg    service.Config
+	base   string // admin listener: /console/
+	hooks  string // public listener: /webhooks/
+	pool   *pgxpool.Pool
+	js     jetstream.JetStream
+	paddle provider.Sender
+	clerk  provider.Sender
+	logs   *syncBuffer
+
+	mu      sync.Mutex
+	failing map[string]bool // event ids the flaky subscriber fails on
+}
+
+// startHub starts the hub for the test and points the browsers at it.
+func startHub(t *testing.T, browsers ...*browser) *testHub {
+	t.Helper()
+	pool, url := hubtest.Pool(t)
+	n := hubtest.JetStream(t)
+	_, js := n.Connect(t)
+	cfg := service.Config{
+		DatabaseURL:          url,
+		DatabaseMaxConns:     8,
+		NATSURL:              n.URL(),
+		HTTPAddr:             "127.0.0.1:0",
+		AdminAddr:            "127.0.0.1:0",
+		AdminToken:           consoleAdminToken,
+		ConsoleReadOnlyToken: consoleReadOnlyToken,
+		Stream:               "WEBHOOKS",
+		StreamReplicas:       1,
+		DuplicateWindow:      2 * time.Minute,
+		PaddleSecrets:        []string{browserPaddleSecret},
+		ClerkSecrets:         []string{browserClerkSecret},
+		SignatureTolerance:   5 * time.Minute,
+		MaxBodyBytes:         1 << 20,
+		MaxInflight:          128,
+		MaxConns:             4096,
+		ShutdownTimeout:      10 * time.Second,
+		CommitTimeout:        5 * time.Second,
+		BatchMax:             64,
+		BatchCommitters:      2,
+		RelayBatchSize:       256,
+		RelayWorkers:         2,
+		LogLevel:             "info",
+		LogFormat:            "json",
+	}
+	logs := &syncBuffer{}
+	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	svc, err := service.New(ctx, cfg, service.Deps{Logger: logger})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	h := &testHub{t: t, cfg: cfg, pool: pool, js: js, logs: logs, failing: map[string]bool{},
+		hooks: "http://" + svc.Addr().String()}
+	h.base = h.hooks
+	if a := svc.AdminAddr(); a != nil {
+		h.base = "http://" + a.String()
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(30 * time.Second):
+			t.Error("hub did not stop within 30s")
+		}
+		// No log line may carry a token.
+		out := logs.String()
+		require.NotContains(t, out, consoleAdminToken, "the admin token was logged")
+		require.NotContains(t, out, consoleReadOnlyToken, "the read-only token was logged")
+	})
+	for _, name := range []string{"paddle", "clerk"} {
+		secret := map[string]string{"paddle": browserPaddleSecret, "clerk": browserClerkSecret}[name]
+		p, err := provider.New(name, []string{secret}, 0)
+		require.NoError(t, err)
+		if name == "paddle" {
+			h.paddle = p.(provider.Sender)
+		} else {
+			h.clerk = p.(provider.Sender)
+		}
+	}
+	require.Eventually(t, func() bool {
+		_, err := js.Stream(context.Background(), cfg.Stream)
+		return err == nil
+	}, waitTimeout, 20*time.Millisecond, "the hub did not create its stream")
+	for _, b := range browsers {
+		b.base = h.base
+	}
+	return h
+}
+
+// signed is one signed webhook, ready to be POSTed (as often as wanted).
+type signed struct {
+	provider string
+	header   http.Header
+	body     []byte
+}
+
+// sign signs a sample event of a provider ("paddle" or "clerk").
+func (h *testHub) sign(name, eventID, eventType string) signed {
+	h.t.Helper()
+	s := h.paddle
+	if name == "clerk" {
+		s = h.clerk
+	}
+	body, err := s.Sample(eventID, eventType, nil, time.Now())
+	require.NoError(h.t, err)
+	hdr, err := s.Sign(eventID, body, time.Now())
+	require.NoError(h.t, err)
+	return signed{provider: name, header: hdr, body: body}
+}
+
+// post POSTs a signed webhook to the hub and returns whether the hub
+// called it a duplicate (idempotent).
+func (h *testHub) post(w signed) bool {
+	h.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, h.hooks+"/webhooks/"+w.provider, bytes.NewReader(w.body))
+	require.NoError(h.t, err)
+	for k, v := range w.header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(h.t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(h.t, err)
+	require.Equal(h.t, http.StatusOK, resp.StatusCode, "webhook %s: %s", w.provider, raw)
+	var a struct{ Idempotent bool }
+	require.NoError(h.t, json.Unmarshal(raw, &a), "%s", raw)
+	return a.Idempotent
+}
+
+// deliver signs and POSTs one event.
+func (h *testHub) deliver(name, eventID, eventType string) {
+	h.t.Helper()
+	h.post(h.sign(name, eventID, eventType))
+}
+
+// count runs a SELECT count(*).
+func (h *testHub) count(sql string, args ...any) int {
+	h.t.Helper()
+	var n int
+	require.NoError(h.t, h.pool.QueryRow(context.Background(), sql, args...).Scan(&n), sql)
+	return n
+}
+
+// eventually waits for a condition of the hub or a subscriber.
+func (h *testHub) eventually(cond func() bool, msg string, args ...any) {
+	h.t.Helper()
+	require.Eventually(h.t, cond, waitTimeout, 25*time.Millisecond, append([]any{msg}, args...)...)
+}
+
+// waitPublished waits until no archive row is PENDING.
+func (h *testHub) waitPublished() {
+	h.t.Helper()
+	h.eventually(func() bool {
+		return h.count(`SELECT count(*) FROM webhook_event_status WHERE processing_status = 'PENDING'`) == 0
+	}, "the outbox did not drain")
+}
+
+// streamMessages is the number of messages in the stream.
+func (h *testHub) streamMessages() uint64 {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	st, err := h.js.Stream(ctx, h.cfg.Stream)
+	require.NoError(h.t, err)
+	info, err := st.Info(ctx)
+	require.NoError(h.t, err)
+	return info.State.Msgs
+}
+
+// failOn makes the flaky subscriber's handler fail (or stop failing) on an
+// event.
+func (h *testHub) failOn(eventID string, fail bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.failing[eventID] = fail
+}
+
+func (h *testHub) fails(eventID string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.failing[eventID]
+}
+
+// flaky is the name of the test subscriber: it consumes paddle.>, counts
+// its side effects in flaky.effects (one row per successful handler run)
+// and fails on the events failOn names.
+const flaky = "flaky"
+
+// startFlaky runs the flaky subscriber until the test ends: two attempts
+// before a dead letter, short backoff, redrive requests seen within 100 ms.
+func (h *testHub) startFlaky() *subscriber.Subscriber {
+	h.t.Helper()
+	migrations := fstest.MapFS{"00001_effects.sql": {Data: []byte(
+		"-- +goose Up\nCREATE TABLE flaky.effects (event_id TEXT NOT NULL, at TIMESTAMPTZ NOT NULL DEFAULT now());\n" +
+			"-- +goose Down\nDROP TABLE flaky.effects;\n")}}
+	sub, err := subscriber.New(subscriber.Config{Name: flaky, Pool: h.pool, JetStream: h.js, Migrations: migrations,
+		MaxDeliver: 2, Backoff: []time.Duration{50 * time.Millisecond}, AckWait: 5 * time.Second,
+		RedriveInterval: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(h.t, err)
+	sub.Handle("paddle.>", func(ctx context.Context, tx pgx.Tx, ev subscriber.Event) error {
+		if h.fails(ev.EventID) {
+			return fmt.Errorf("bug: cannot handle %s", ev.EventID)
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO flaky.effects (event_id) VALUES ($1)`, ev.EventID)
+		return err
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sub.Run(ctx) }()
+	h.t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(h.t, err)
+		case <-time.After(40 * time.Second):
+			h.t.Error("the flaky subscriber did not stop within 40s")
+		}
+	})
+	h.eventually(func() bool { return sub.Healthy() == nil }, "the flaky subscriber did not become healthy")
+	return sub
+}
+
+// effects counts the flaky subscriber's side effects for an event.
+func (h *testHub) effects(eventID string) int {
+	h.t.Helper()
+	return h.count(`SELECT count(*) FROM flaky.effects WHERE event_id = $1`, eventID)
+}
+
+// consoleActions are the "console action" log lines.
+func (h *testHub) consoleActions() []map[string]any {
+	h.t.Helper()
+	var out []map[string]any
+	for line := range strings.Lines(h.logs.String()) {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == "console action" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// tokenID is how the log names a token: the first 8 hex digits of its
+// SHA-256.
+func tokenID(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])[:8]
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+// shrinkPNG makes a screenshot small enough to commit: a paletted PNG
+// (the pages are flat colours and anti-aliased text, so a palette of 256
+// loses almost nothing), best compression.
+func shrinkPNG(raw []byte) ([]byte, error) {
+	img, err := png.Decode(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("decode screenshot: %w", err)
+	}
+	var buf bytes.Buffer
+	enc := png.Encoder{CompressionLevel: png.BestCompression}
+	if err := enc.Encode(&buf, paletted(img)); err != nil {
+		return nil, fmt.Errorf("encode screenshot: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// paletted maps an image onto at most 256 of its own colours, without
+// dithering: all of them when there are no more, else the most frequent
+// first, then each next the colour with the largest frequency × squared
+// distance to the colours already taken (so that a rare but distinct
+// colour, a link's blue, keeps its own entry).
+func paletted(img image.Image) *image.Paletted {
+	b := img.Bounds()
+	freq := map[color.RGBA]int{}
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			freq[color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)]++
+		}
+	}
+	cols := slices.Collect(maps.Keys(freq))
+	slices.SortFunc(cols, func(a, c color.RGBA) int {
+		if n := cmp.Compare(freq[c], freq[a]); n != 0 {
+			return n
+		}
+		return cmp.Compare(uint32(a.R)<<24|uint32(a.G)<<16|uint32(a.B)<<8|uint32(a.A),
+			uint32(c.R)<<24|uint32(c.G)<<16|uint32(c.B)<<8|uint32(c.A))
+	})
+	pal := color.Palette{}
+	if len(cols) <= 256 {
+		for _, c := range cols {
+			pal = append(pal, c)
+		}
+	} else {
+		d2 := func(a, c color.RGBA) float64 {
+			dr, dg, db := float64(a.R)-float64(c.R), float64(a.G)-float64(c.G), float64(a.B)-float64(c.B)
+			return dr*dr + dg*dg + db*db
+		}
+		dist := make([]float64, len(cols))
+		for i, c := range cols {
+			dist[i] = d2(c, cols[0])
+		}
+		pal = append(pal, cols[0])
+		for len(pal) < 256 {
+			best, score := 0, -1.0
+			for i, c := range cols {
+				if s := float64(freq[c]) * dist[i]; s > score {
+					best, score = i, s
+				}
+			}
+			next := cols[best]
+			pal = append(pal, next)
+			for i, c := range cols {
+				dist[i] = min(dist[i], d2(c, next))
+			}
+		}
+	}
+	out := image.NewPaletted(b, pal)
+	index := map[color.RGBA]uint8{}
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			c := color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)
+			i, ok := index[c]
+			if !ok {
+				i = uint8(pal.Index(c))
+				index[c] = i
+			}
+			out.SetColorIndex(x, y, i)
+		}
+	}
+	return out
+}

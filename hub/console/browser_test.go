@@ -1,0 +1,509 @@
+package console_test
+
+// The acceptance tests of the console (issue 13), in a real headless
+// Chromium (Debian's package, driven with chromedp) against a whole hub on
+// real Postgres and an embedded JetStream server. Run them with
+//
+//	go test -race -run Browser ./hub/console/
+//
+// Without chromium they are skipped, unless HOOKHUB_REQUIRE_BROWSER=1 (as
+// in .ci/run). HOOKHUB_SCREENSHOTS=dir saves a full-page PNG of each page
+// (hub/console/screenshots/ holds the README's).
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+)
+
+// Sign in with the admin token: a session cookie (HttpOnly,
+// SameSite=Strict, scoped to /console/), the header names the role, and
+// signing out ends the session on the server, not just in the browser.
+func TestBrowserSignIn(t *testing.T) {
+	b := newBrowser(t)
+	startHub(t, b)
+
+	// Without a session every page leads to the sign-in form.
+	for _, path := range []string{"/console/", "/console/events", "/console/dead-letters", "/console/replay"} {
+		resp := b.open(path)
+		require.Equal(t, http.StatusOK, int(resp.Status), path)
+		require.Equal(t, b.base+"/console/login", resp.URL, "%s without a session", path)
+	}
+	require.Equal(t, 1, b.count(`form#login[method=post i][action="/console/login"]`))
+	require.Equal(t, "password", eval[string](b, `document.querySelector("#token").type`))
+	require.Equal(t, 1, b.count(`#login input[type=hidden][name=csrf]`), "the sign-in form has a CSRF token")
+	require.Nil(t, b.cookie("hookhub_session"))
+	b.screenshot("login")
+
+	b.setValue("#token", consoleAdminToken)
+	resp := b.click("#sign-in")
+	require.Equal(t, http.StatusOK, int(resp.Status), b.errorText())
+	require.Equal(t, b.base+"/console/", resp.URL)
+	require.Equal(t, "admin", b.text("#who"))
+	for _, href := range []string{"/console/", "/console/events", "/console/dead-letters", "/console/replay"} {
+		require.Equal(t, 1, b.count(fmt.Sprintf(`#nav a[href=%q]`, href)), "nav link %s", href)
+	}
+	require.Equal(t, 1, b.count(`svg#traffic-chart[role=img]`), "the overview's traffic chart")
+	require.Equal(t, 1, b.count("#sign-out"))
+
+	session := b.cookie("hookhub_session")
+	require.NotNil(t, session, "no session cookie after sign-in")
+	require.True(t, session.HTTPOnly, "HttpOnly")
+	require.Equal(t, network.CookieSameSiteStrict, session.SameSite)
+	require.Equal(t, "/console/", session.Path)
+	require.False(t, session.Secure, "plain HTTP: not Secure (the browser would drop it)")
+	require.GreaterOrEqual(t, len(session.Value), 32, "a random session id")
+
+	// Every page is reachable with the session.
+	for _, path := range []string{"/console/events", "/console/dead-letters", "/console/replay"} {
+		b.openOK(path)
+		require.Equal(t, "admin", b.text("#who"), path)
+	}
+
+	// Sign out: back to the form, and the old cookie is worthless.
+	resp = b.click("#sign-out")
+	require.Equal(t, b.base+"/console/login", resp.URL)
+	if c := b.cookie("hookhub_session"); c != nil {
+		require.Empty(t, c.Value, "the session cookie is cleared")
+	}
+	resp = b.open("/console/")
+	require.Equal(t, b.base+"/console/login", resp.URL, "signed out")
+	_, err := chromedp.Call(b.ctx, network.SetCookie, network.SetCookieParams{
+		Name: session.Name, Value: session.Value, URL: b.base + "/console/", Path: "/console/",
+		HTTPOnly: new(true), SameSite: network.CookieSameSiteStrict})
+	require.NoError(t, err)
+	resp = b.open("/console/")
+	require.Equal(t, b.base+"/console/login", resp.URL, "a signed-out session id is refused by the server")
+}
+
+// A wrong token is refused: 401, an error on the form, no session.
+func TestBrowserWrongToken(t *testing.T) {
+	b := newBrowser(t)
+	h := startHub(t, b)
+
+	for _, token := range []string{"wrong", consoleAdminToken + "x", strings.ToUpper(consoleAdminToken), consoleReadOnlyToken[:len(consoleReadOnlyToken)-1]} {
+		b.openOK("/console/login")
+		b.setValue("#token", token)
+		resp := b.click("#sign-in")
+		require.Equal(t, http.StatusUnauthorized, int(resp.Status), "token %q: %s", token, b.errorText())
+		require.Contains(t, b.text("#error"), "wrong token", "token %q", token)
+		require.Equal(t, "alert", eval[string](b, `document.querySelector("#error").getAttribute("role")`))
+		require.Zero(t, b.count("#who"), "token %q: no session header", token)
+		if c := b.cookie("hookhub_session"); c != nil {
+			require.Empty(t, c.Value, "token %q: no session cookie", token)
+		}
+		resp = b.open("/console/")
+		require.Equal(t, b.base+"/console/login", resp.URL, "token %q: still signed out", token)
+	}
+	// The failures are logged, naming the token only by its hash prefix
+	// (startHub's cleanup checks that no token is in the log).
+	failed := 0
+	for _, a := range h.consoleActions() {
+		if strings.Contains(fmt.Sprint(a["action"]), "login") && a["token"] != tokenID(consoleAdminToken) {
+			failed++
+		}
+	}
+	require.GreaterOrEqual(t, failed, 4, "a console action line per failed sign-in: %v", h.consoleActions())
+}
+
+// The events list filters by provider, type, status, time range and event
+// id, and pages newest first with #next-page.
+func TestBrowserEventsFilter(t *testing.T) {
+	b := newBrowser(t)
+	h := startHub(t, b)
+
+	before := time.Now().Add(-time.Second).UTC()
+	// In order of receipt; the list shows them newest first.
+	type ev struct{ provider, id, typ, status string }
+	seed := []ev{
+		{"paddle", "evt_f1", "subscription.created", "PROCESSED"},
+		{"paddle", "evt_f2", "subscription.created", "PROCESSED"},
+		{"clerk", "msg_f3", "user.created", "PROCESSED"},
+		{"paddle", "evt_f4", "subscription.updated", "PROCESSED"},
+		{"paddle", "evt_f5", "subscription created", "FAILED"}, // no subject can hold a space
+		{"clerk", "msg_f6", "user.deleted", "PROCESSED"},
+		{"paddle", "evt_f7", "subscription.created", "PROCESSED"},
+	}
+	for _, e := range seed {
+		h.deliver(e.provider, e.id, e.typ)
+	}
+	h.deliver("paddle", "evt_f2", "subscription.created") // a duplicate: SKIPPED, not listed by default
+	h.waitPublished()
+	newestFirst := func(keep func(ev) bool) []string {
+		var ids []string
+		for _, e := range slices.Backward(seed) {
+			if keep(e) {
+				ids = append(ids, e.id)
+			}
+		}
+		return ids
+	}
+	all := newestFirst(func(ev) bool { return true })
+
+	b.signIn(consoleAdminToken, "admin")
+	b.openOK("/console/events")
+	require.Equal(t, all, b.attrs("tr.event", "data-event-id"), "every first delivery, newest first")
+	var statuses []string
+	for _, e := range slices.Backward(seed) {
+		statuses = append(statuses, e.status)
+	}
+	require.Equal(t, statuses, b.attrs("tr.event", "data-status"))
+	require.Zero(t, b.count("#next-page"), "one page")
+	require.Equal(t, 1, b.count(`#events a.event-link[href="/console/event?ref=paddle:evt_f1"]`), "rows link to the event")
+	b.screenshot("events")
+	b.phoneScreenshot("events-phone")
+
+	// Through the form, one filter at a time.
+	cases := []struct {
+		field, value string
+		want         []string
+		statuses     []string // when set: the rows' data-status
+	}{
+		{"provider", "clerk", []string{"msg_f6", "msg_f3"}, nil},
+		{"type", "subscription.created", []string{"evt_f7", "evt_f2", "evt_f1"}, nil},
+		{"status", "FAILED", []string{"evt_f5"}, []string{"FAILED"}},
+		{"status", "SKIPPED", []string{"evt_f2"}, []string{"SKIPPED"}},
+		{"event_id", "evt_f4", []string{"evt_f4"}, nil},
+		{"until", before.Format(time.RFC3339), nil, nil},
+		{"since", before.Format(time.RFC3339), all, nil},
+		{"event_id", "evt_nope", nil, nil},
+	}
+	for _, c := range cases {
+		b.openOK("/console/events")
+		b.setValue(fmt.Sprintf("#filters [name=%s]", c.field), c.value)
+		b.clickOK("#apply-filters")
+		require.Contains(t, b.location(), c.field+"="+url.QueryEscape(c.value), "the filter is in the URL (bookmarkable)")
+		got := b.attrs("tr.event", "data-event-id")
+		if len(c.want) == 0 {
+			require.Empty(t, got, "%s=%s", c.field, c.value)
+			require.Equal(t, 1, b.count("#no-events"), "%s=%s: says so when nothing matches", c.field, c.value)
+			continue
+		}
+		require.Equal(t, c.want, got, "%s=%s", c.field, c.value)
+		if c.statuses != nil {
+			require.Equal(t, c.statuses, b.attrs("tr.event", "data-status"), "%s=%s", c.field, c.value)
+		}
+		if c.field == "provider" {
+			require.Equal(t, []string{"clerk", "clerk"}, b.attrs("tr.event", "data-provider"))
+		}
+	}
+	// Filters combine.
+	b.openOK("/console/events?provider=paddle&status=PROCESSED&type=subscription.created")
+	require.Equal(t, []string{"evt_f7", "evt_f2", "evt_f1"}, b.attrs("tr.event", "data-event-id"))
+
+	// Paging: pages of 3, newest first, no row twice, the filter kept.
+	pages := func(path string, size int) [][]string {
+		b.openOK(path)
+		var out [][]string
+		for {
+			rows := b.attrs("tr.event", "data-event-id")
+			require.LessOrEqual(t, len(rows), size, "page %d of %s", len(out)+1, path)
+			out = append(out, rows)
+			if b.count("#next-page") == 0 {
+				return out
+			}
+			require.Less(t, len(out), 10, "paging does not end")
+			b.clickOK("#next-page")
+		}
+	}
+	got := pages("/console/events?limit=3", 3)
+	require.Equal(t, [][]string{all[0:3], all[3:6], all[6:7]}, got)
+	paddle := newestFirst(func(e ev) bool { return e.provider == "paddle" })
+	got = pages("/console/events?provider=paddle&limit=2", 2)
+	require.Equal(t, paddle, slices.Concat(got...), "the provider filter holds on every page")
+	require.Len(t, got, 3)
+}
+
+// An event delivered 10 times (the provider retried the same signed
+// webhook) shows 10 deliveries: the first and nine duplicates, each with its
+// signature header, and the exact body.
+func TestBrowserEventDeliveredTenTimes(t *testing.T) {
+	b := newBrowser(t)
+	h := startHub(t, b)
+	h.startFlaky()
+
+	w := h.sign("paddle", "evt_ten", "subscription.created")
+	for i := range 10 {
+		require.Equal(t, i > 0, h.post(w), "delivery %d", i+1)
+	}
+	h.waitPublished()
+	h.eventually(func() bool { return h.effects("evt_ten") == 1 }, "flaky processes evt_ten")
+	var seq int64
+	require.NoError(t, h.pool.QueryRow(t.Context(),
+		`SELECT stream_seq FROM processed_webhook_events WHERE provider = 'paddle' AND event_id = 'evt_ten'`).Scan(&seq))
+
+	b.signIn(consoleAdminToken, "admin")
+	b.openOK("/console/event?ref=" + url.QueryEscape("paddle:evt_ten"))
+	require.Contains(t, b.text("h1"), "paddle")
+	require.Contains(t, b.text("h1"), "evt_ten")
+	require.Equal(t, 10, b.count("#deliveries tr.delivery"), "10 deliveries")
+	statuses := b.attrs("#deliveries tr.delivery", "data-status")
+	slices.Sort(statuses)
+	require.Equal(t, append([]string{"PROCESSED"}, slices.Repeat([]string{"SKIPPED"}, 9)...), statuses)
+	sig := w.header.Get("Paddle-Signature")
+	require.NotEmpty(t, sig)
+	require.Equal(t, slices.Repeat([]string{sig}, 10), b.texts("#deliveries tr.delivery code.signature"),
+		"each delivery's signature header")
+	require.Contains(t, b.text("#stream-seq"), fmt.Sprint(seq))
+	require.Equal(t, string(w.body), eval[string](b, `document.querySelector("#body-raw").textContent`), "the exact body")
+	require.Contains(t, eval[string](b, `document.querySelector("#body-pretty").textContent`), "\n  ", "indented JSON")
+	require.Contains(t, b.text(`#outcomes tr[data-subscriber="flaky"] td.outcome`), "processed")
+	require.Equal(t, 1, b.count(`form#republish.action`), "admin may republish")
+	b.screenshot("event")
+}
+
+// A dead-lettered event is redriven from the dead letters page after the
+// fix, and processed exactly once.
+func TestBrowserRedriveDeadLetter(t *testing.T) {
+	b := newBrowser(t)
+	h := startHub(t, b)
+	h.startFlaky()
+
+	h.failOn("evt_dead", true)
+	h.deliver("paddle", "evt_ok", "subscription.created")
+	h.deliver("paddle", "evt_dead", "subscription.created")
+	h.deliver("clerk", "msg_other", "user.created") // flaky does not consume clerk
+	h.eventually(func() bool {
+		return h.count(`SELECT count(*) FROM flaky.dead_letters WHERE event_id = 'evt_dead'`) == 1
+	}, "evt_dead dead-lettered")
+	h.eventually(func() bool { return h.effects("evt_ok") == 1 }, "evt_ok processed")
+	var id int64
+	require.NoError(t, h.pool.QueryRow(t.Context(), `SELECT id FROM flaky.dead_letters WHERE event_id = 'evt_dead'`).Scan(&id))
+
+	b.signIn(consoleAdminToken, "admin")
+	// The overview points at the stuck subscriber.
+	h.eventually(func() bool {
+		b.openOK("/console/")
+		return b.text(`#subscribers tr[data-subscriber="flaky"] td.dead-letters`) == "1"
+	}, "the overview counts flaky's dead letter")
+	require.Contains(t, strings.Join(b.texts("#attention li"), "\n"), flaky, "attention names the subscriber with a dead letter")
+	require.Zero(t, b.count("#attention li.all-clear"))
+	require.Equal(t, "ok", b.text("#stream-state"))
+	b.screenshot("overview")
+
+	// The fix is deployed; the operator redrives from the page.
+	h.failOn("evt_dead", false)
+	b.openOK("/console/dead-letters?subscriber=flaky")
+	row := fmt.Sprintf(`tr.dead-letter[data-id="%d"]`, id)
+	require.Equal(t, 1, b.count(row))
+	require.Equal(t, "evt_dead", eval[string](b, fmt.Sprintf(`document.querySelector(%s).dataset.eventId`, jsString(row))))
+	require.Contains(t, b.text(row), "bug: cannot handle evt_dead", "the error")
+	require.Equal(t, 1, b.count("#redrive-all"))
+	b.screenshot("dead-letters")
+	require.Zero(t, h.effects("evt_dead"))
+
+	b.clickOK(row + " form.redrive .redrive-button")
+	require.Contains(t, b.text("#flash"), "redrive requested for 1 dead letter(s)")
+	h.eventually(func() bool {
+		return h.count(`SELECT count(*) FROM flaky.dead_letters WHERE id = $1 AND redriven_at IS NOT NULL`, id) == 1
+	}, "the dead letter is marked redriven")
+	require.Equal(t, 1, h.effects("evt_dead"), "processed once")
+	require.Equal(t, 1, h.count(`SELECT count(*) FROM flaky.processed_messages WHERE event_id = 'evt_dead' AND dead_letter_id = $1`, id))
+	// And stays processed once: nothing else redelivers it.
+	time.Sleep(2 * time.Second)
+	require.Equal(t, 1, h.effects("evt_dead"), "still processed once")
+	require.Equal(t, 1, h.effects("evt_ok"))
+
+	// The action is logged with who did it.
+	found := false
+	for _, a := range h.consoleActions() {
+		if strings.Contains(fmt.Sprint(a["action"]), "redrive") && a["who"] == "admin" && a["token"] == tokenID(consoleAdminToken) {
+			found = true
+		}
+	}
+	require.True(t, found, "a console action line for the redrive: %v", h.consoleActions())
+}
+
+// A replay's dry run shows the plan and changes nothing; its confirmation
+// processes only the events the subscriber had not processed.
+func TestBrowserReplay(t *testing.T) {
+	b := newBrowser(t)
+	h := startHub(t, b)
+	h.startFlaky()
+
+	ids := []string{"evt_r0", "evt_r1", "evt_r2", "evt_r3", "evt_r4", "evt_r5"}
+	for _, id := range ids {
+		h.deliver("paddle", id, "subscription.created")
+	}
+	h.eventually(func() bool { return h.count(`SELECT count(*) FROM flaky.effects`) == len(ids) }, "flaky processes everything")
+	// Two events were "never processed": their side effects and processed
+	// rows are gone (as if the handler had been a no-op by mistake).
+	lost := []string{"evt_r1", "evt_r4"}
+	_, err := h.pool.Exec(t.Context(), `DELETE FROM flaky.effects WHERE event_id = ANY($1)`, lost)
+	require.NoError(t, err)
+	_, err = h.pool.Exec(t.Context(), `DELETE FROM flaky.processed_messages WHERE event_id = ANY($1)`, lost)
+	require.NoError(t, err)
+	msgs := h.streamMessages()
+	processedRows := h.count(`SELECT count(*) FROM flaky.processed_messages`)
+
+	b.signIn(consoleAdminToken, "admin")
+	b.openOK("/console/replay")
+	b.setValue("#replay [name=subscriber]", flaky)
+	b.setValue("#replay [name=since]", "1h")
+	b.clickOK("#dry-run")
+	require.Equal(t, len(ids), b.number("#plan-matched"), "matched")
+	require.Equal(t, len(lost), b.number("#plan-deliver"), "would deliver: not yet processed")
+	require.Equal(t, len(ids)-len(lost), b.number("#plan-skip"), "would skip: already processed")
+	require.Equal(t, 1, b.count("form#confirm.action #confirm-replay"))
+	b.screenshot("replay-plan")
+
+	// The dry run changed nothing.
+	time.Sleep(time.Second)
+	require.Equal(t, msgs, h.streamMessages(), "the dry run published nothing")
+	require.Equal(t, processedRows, h.count(`SELECT count(*) FROM flaky.processed_messages`))
+	require.Equal(t, len(ids)-len(lost), h.count(`SELECT count(*) FROM flaky.effects`))
+
+	resp := b.click("#confirm-replay")
+	require.Equal(t, http.StatusOK, int(resp.Status), b.errorText())
+	require.Contains(t, resp.URL, b.base+"/console/replay/jobs/")
+	b.waitUntil(`document.querySelector("#job") && document.querySelector("#job").dataset.state === "done"`, "the replay job finishes")
+	require.Equal(t, 1, b.count("progress#progress"))
+	require.Equal(t, len(lost), b.number("#result-processed"))
+	require.Equal(t, len(ids)-len(lost), b.number("#result-skipped"))
+	require.Zero(t, b.number("#result-dead-lettered"))
+	require.Zero(t, b.number("#result-unsettled"))
+	b.screenshot("replay-job")
+
+	for _, id := range ids {
+		require.Equal(t, 1, h.effects(id), "%s processed exactly once", id)
+	}
+	require.Equal(t, len(ids), h.count(`SELECT count(*) FROM flaky.processed_messages`))
+}
+
+// republishButton is the event page's republish button.
+const republishButton = `#republish button, #republish input[type=submit]`
+
+// A state-changing form posted without its CSRF token (or with a wrong one)
+// is refused with 403 and does nothing; the same form intact works.
+func TestBrowserCSRF(t *testing.T) {
+	b := newBrowser(t)
+	h := startHub(t, b)
+	h.deliver("paddle", "evt_csrf", "subscription.created")
+	h.waitPublished()
+	msgs := h.streamMessages()
+
+	// The sign-in form too (login CSRF).
+	b.openOK("/console/login")
+	b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('#login input[name=csrf]').remove()`))
+	b.setValue("#token", consoleAdminToken)
+	resp := b.click("#sign-in")
+	require.Equal(t, http.StatusForbidden, int(resp.Status), "sign-in without CSRF: %s", b.errorText())
+	require.Contains(t, b.text("#error"), "CSRF")
+	require.Nil(t, b.cookie("hookhub_session"), "no session")
+
+	b.signIn(consoleAdminToken, "admin")
+	event := "/console/event?ref=" + url.QueryEscape("paddle:evt_csrf")
+	for _, tamper := range []string{
+		`document.querySelector('#republish input[name=csrf]').remove()`,
+		`document.querySelector('#republish input[name=csrf]').value = 'A'.repeat(43)`,
+		`document.querySelector('#republish input[name=csrf]').value = ''`,
+	} {
+		b.openOK(event)
+		b.do(chromedp.Evaluate[chromedp.Void](tamper))
+		resp := b.click(republishButton)
+		require.Equal(t, http.StatusForbidden, int(resp.Status), "%s: %s", tamper, b.errorText())
+		require.Contains(t, b.text("#error"), "CSRF", tamper)
+	}
+	// Forms a script on the page builds without the token are refused too.
+	for _, path := range []string{"/console/event/republish", "/console/replay/plan", "/console/replay/run",
+		"/console/dead-letters/redrive", "/console/logout"} {
+		b.openOK(event)
+		p := b.post(path, map[string]string{"ref": "paddle:evt_csrf", "subscriber": "nobody", "since": "1h", "all": "1"})
+		require.Equal(t, http.StatusForbidden, p.Status, "POST %s without csrf: %s", path, p.Error)
+		require.Contains(t, p.Error, "CSRF", path)
+	}
+	time.Sleep(time.Second)
+	require.Equal(t, msgs, h.streamMessages(), "nothing was republished")
+	b.openOK("/console/")
+	require.Equal(t, "admin", b.text("#who"), "the refused sign-out left the session alone")
+
+	// The untouched form works: it was the token that was missing.
+	b.openOK(event)
+	b.clickOK(republishButton)
+	require.Contains(t, b.text("#flash"), "republished")
+	h.eventually(func() bool { return h.streamMessages() == msgs+1 }, "the intact form republishes")
+}
+
+// The read-only token sees every page and no action, and its POSTs are
+// refused even with a valid CSRF token of its own session.
+func TestBrowserReadOnly(t *testing.T) {
+	ro := newBrowser(t)
+	admin := newBrowser(t)
+	h := startHub(t, ro, admin)
+	h.startFlaky()
+	h.failOn("evt_ro_dead", true)
+	h.deliver("paddle", "evt_ro", "subscription.created")
+	h.deliver("paddle", "evt_ro_dead", "subscription.created")
+	h.eventually(func() bool { return h.count(`SELECT count(*) FROM flaky.dead_letters`) == 1 }, "evt_ro_dead dead-lettered")
+	h.eventually(func() bool { return h.effects("evt_ro") == 1 }, "evt_ro processed")
+	var id int64
+	require.NoError(t, h.pool.QueryRow(t.Context(), `SELECT id FROM flaky.dead_letters`).Scan(&id))
+	h.failOn("evt_ro_dead", false)
+	msgs := h.streamMessages()
+
+	pages := []struct {
+		path        string
+		adminAction bool // the admin sees an action here
+	}{
+		{"/console/", false},
+		{"/console/events", false},
+		{"/console/event?ref=" + url.QueryEscape("paddle:evt_ro"), true},
+		{"/console/dead-letters?subscriber=flaky", true},
+		{"/console/replay", true},
+	}
+	admin.signIn(consoleAdminToken, "admin")
+	ro.signIn(consoleReadOnlyToken, "read-only")
+	for _, p := range pages {
+		admin.openOK(p.path)
+		if p.adminAction {
+			require.Positive(t, admin.count(".action"), "%s: the admin's page has actions (the check below can fail)", p.path)
+		}
+		ro.openOK(p.path)
+		require.Equal(t, "read-only", ro.text("#who"), p.path)
+		require.Zero(t, ro.count(".action"), "%s: no .action element for the read-only token", p.path)
+		require.Zero(t, ro.count(`form[method=post i]:not([action="/console/logout"])`), "%s: no form but sign-out posts", p.path)
+		require.Zero(t, ro.count(".redrive-button, #redrive-all, #republish, #dry-run, #confirm-replay"), p.path)
+		if strings.HasPrefix(p.path, "/console/dead-letters") {
+			require.Equal(t, 1, ro.count(`tr.dead-letter`), "the read-only token sees the dead letter")
+		}
+	}
+
+	// Its POSTs, with a valid CSRF token from its own session.
+	ro.openOK("/console/")
+	csrf := ro.csrf()
+	for _, c := range []struct {
+		path string
+		form map[string]string
+	}{
+		{"/console/event/republish", map[string]string{"ref": "paddle:evt_ro"}},
+		{"/console/dead-letters/redrive", map[string]string{"subscriber": flaky, "id": fmt.Sprint(id)}},
+		{"/console/dead-letters/redrive", map[string]string{"subscriber": flaky, "all": "1"}},
+		{"/console/replay/plan", map[string]string{"subscriber": flaky, "since": "1h"}},
+		{"/console/replay/run", map[string]string{"subscriber": flaky, "since": "1h"}},
+	} {
+		c.form["csrf"] = csrf
+		p := ro.post(c.path, c.form)
+		require.Equal(t, http.StatusForbidden, p.Status, "POST %s %v: %s", c.path, c.form, p.Error)
+		require.Contains(t, p.Error, "read-only", c.path)
+		ro.openOK("/console/")
+	}
+	time.Sleep(time.Second)
+	require.Equal(t, msgs, h.streamMessages(), "nothing republished or replayed")
+	require.Equal(t, 1, h.count(`SELECT count(*) FROM flaky.dead_letters WHERE redrive_requested_at IS NULL AND redriven_at IS NULL`),
+		"no redrive requested")
+	require.Zero(t, h.effects("evt_ro_dead"))
+
+	// The same token signs out with it: the CSRF token was valid.
+	p := ro.post("/console/logout", map[string]string{"csrf": csrf})
+	require.Equal(t, ro.base+"/console/login", p.URL, "sign-out: %d %s", p.Status, p.Error)
+	resp := ro.open("/console/")
+	require.Equal(t, ro.base+"/console/login", resp.URL, "signed out")
+}
