@@ -163,7 +163,7 @@ func TestMaxInflightAnswers503(t *testing.T) {
 	// The first delivery waits for the lock inside its commit.
 	require.Eventually(t, func() bool {
 		var waiting int
-		require.NoError(t, h.pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE NOT granted`).Scan(&waiting))
+		require.NoError(t, h.pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&waiting))
 		return waiting > 0
 	}, 5*time.Second, 10*time.Millisecond)
 
