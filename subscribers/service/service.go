@@ -28,6 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/hookhub/hookhub/hub/tracing"
+	"github.com/hookhub/hookhub/internal/backoff"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -287,7 +288,7 @@ func run(ctx context.Context, p Program, log *slog.Logger) error {
 // waitForPostgres pings until Postgres answers, logging while it does not,
 // so the service can start before its database (docker compose, k8s).
 func waitForPostgres(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
-	delay := 250 * time.Millisecond
+	delays := backoff.New(250*time.Millisecond, 5*time.Second)
 	for {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err := pool.Ping(pctx)
@@ -298,6 +299,7 @@ func waitForPostgres(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) 
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		delay := delays.Next()
 		log.Warn("waiting for Postgres", "error", err, "retry_in", delay)
 		t := time.NewTimer(delay)
 		select {
@@ -306,6 +308,5 @@ func waitForPostgres(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) 
 			return ctx.Err()
 		case <-t.C:
 		}
-		delay = min(delay*2, 5*time.Second)
 	}
 }
