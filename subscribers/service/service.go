@@ -29,6 +29,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub/tracing"
 	"github.com/hookhub/hookhub/internal/backoff"
+	"github.com/hookhub/hookhub/internal/logging"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -147,13 +148,7 @@ func (p Program) Load() error {
 
 // Logger returns the logger the configuration asks for.
 func (c Common) Logger(w io.Writer) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(c.LogLevel))
-	opts := &slog.HandlerOptions{Level: level}
-	if strings.EqualFold(c.LogFormat, "text") {
-		return slog.New(slog.NewTextHandler(w, opts))
-	}
-	return slog.New(slog.NewJSONHandler(w, opts))
+	return logging.New(w, c.LogLevel, c.LogFormat)
 }
 
 // Main runs the program with the process arguments (without the program
