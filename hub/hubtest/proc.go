@@ -93,7 +93,11 @@ func Build(t testing.TB, pkg string) string {
 		if err != nil {
 			return "", err
 		}
-		bin := filepath.Join(dir, filepath.Base(pkg))
+		abs, err := filepath.Abs(pkg)
+		if err != nil {
+			return "", err
+		}
+		bin := filepath.Join(dir, filepath.Base(abs))
 		out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
 		if err != nil {
 			return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
