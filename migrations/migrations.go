@@ -48,6 +48,24 @@ type Status struct {
 	At      string // when it was applied, RFC 3339; empty if pending
 }
 
+// Dir returns the directory dir of fsys: the one way a package exposes
+// the migrations it embeds, as an fs.FS with the *.sql files at its root
+// (what New, ForSchema and subscriber.Config.Migrations take):
+//
+//	//go:embed migrations/*.sql
+//	var migrationsFS embed.FS
+//
+//	var Migrations = migrations.Dir(migrationsFS, "migrations")
+//
+// It panics if dir is not a valid path (a programming error).
+func Dir(fsys fs.FS, dir string) fs.FS {
+	sub, err := fs.Sub(fsys, dir)
+	if err != nil {
+		panic(fmt.Sprintf("migrations: %v", err))
+	}
+	return sub
+}
+
 // Hub returns the Migrator for the hub's own tables (in this package).
 func Hub(pool *pgxpool.Pool) (*Migrator, error) {
 	return New(pool, hubFS, HubVersionTable, "hub")

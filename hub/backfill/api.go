@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/hookhub/hookhub/internal/backoff"
 )
 
 // maxAPIBody bounds a provider API answer read into memory.
@@ -66,7 +68,7 @@ func (a *api) do(ctx context.Context, method, path string, body any, out any) er
 			return fmt.Errorf("encode request: %w", err)
 		}
 	}
-	backoff := time.Second
+	delays := backoff.New(time.Second, maxWait)
 	for attempt := 0; ; attempt++ {
 		req, err := http.NewRequestWithContext(ctx, method, a.base+path, bytes.NewReader(payload))
 		if err != nil {
@@ -82,10 +84,9 @@ func (a *api) do(ctx context.Context, method, path string, body any, out any) er
 			if ctx.Err() != nil || attempt >= retries {
 				return fmt.Errorf("%s %s: %w", method, path, err)
 			}
-			if err := sleep(ctx, backoff); err != nil {
+			if err := sleep(ctx, delays.Next()); err != nil {
 				return err
 			}
-			backoff = min(backoff*2, maxWait)
 			continue
 		}
 		data, err := io.ReadAll(io.LimitReader(resp.Body, maxAPIBody+1))
@@ -114,7 +115,7 @@ func (a *api) do(ctx context.Context, method, path string, body any, out any) er
 				}
 				return fmt.Errorf("%s %s answered %d after %d retries: %s", method, path, code, retries, snippet(data))
 			}
-			wait := backoff
+			wait := delays.Next()
 			if ra, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
 				wait = ra
 			}
@@ -125,7 +126,6 @@ func (a *api) do(ctx context.Context, method, path string, body any, out any) er
 			if err := sleep(ctx, wait); err != nil {
 				return err
 			}
-			backoff = min(backoff*2, maxWait)
 		default:
 			return fmt.Errorf("%s %s answered %d: %s", method, path, code, snippet(data))
 		}

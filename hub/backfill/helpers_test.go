@@ -22,6 +22,7 @@ import (
 	"github.com/hookhub/hookhub/hub/backfill"
 	"github.com/hookhub/hookhub/hub/backfill/fakeapi"
 	"github.com/hookhub/hookhub/hub/hubtest"
+	"github.com/hookhub/hookhub/hub/hubtest/testhub"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/hub/store"
@@ -84,25 +85,9 @@ func newHubEnv(t *testing.T, mod ...func(*service.Config)) *hubEnv {
 // start runs the hub until the test ends.
 func (h *hubEnv) start() {
 	h.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	svc, err := service.New(ctx, h.cfg, service.Deps{Registry: h.registry})
-	require.NoError(h.t, err)
-	h.base = "http://" + svc.Addr().String()
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
-	h.t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			require.NoError(h.t, err)
-		case <-time.After(30 * time.Second):
-			h.t.Error("hub did not stop")
-		}
-	})
-	require.Eventually(h.t, func() bool {
-		_, err := h.js.Stream(context.Background(), h.cfg.Stream)
-		return err == nil
-	}, 20*time.Second, 10*time.Millisecond, "the hub did not create its stream")
+	hub := testhub.Start(h.t, h.cfg, service.Deps{Registry: h.registry})
+	h.base = hub.URL
+	hub.WaitStream(h.js, h.cfg.Stream)
 }
 
 // engine is a standalone backfill on the hub's database, as `hub backfill`

@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -266,18 +265,7 @@ func TestCommitBatches(t *testing.T) {
 }
 
 // buildHub compiles the hub binary once per test binary run.
-var buildHub = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "hub-bench-bin-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "hub")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/hub").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
-})
+func buildHub(t *testing.T) string { return hubtest.Build(t, "../cmd/hub") }
 
 // TestRunPreloadedWhateverTheEnvironment runs the bench end to end with an
 // empty and a preloaded archive, from an environment whose HUB_ADMIN_ADDR
@@ -290,8 +278,7 @@ func TestRunPreloadedWhateverTheEnvironment(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc")
 	}
-	bin, err := buildHub()
-	require.NoError(t, err)
+	bin := buildHub(t)
 	t.Cleanup(func() { os.RemoveAll(filepath.Dir(bin)) })
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

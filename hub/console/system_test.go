@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/hubtest"
+	"github.com/hookhub/hookhub/hub/hubtest/testhub"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
@@ -44,28 +45,19 @@ func newHubSystem(t *testing.T) *hubSystem {
 	pool, dbURL := hubtest.Pool(t)
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
-	cfg, err := service.LoadConfig()
-	require.NoError(t, err)
-	cfg.DatabaseURL, cfg.NATSURL, cfg.HTTPAddr, cfg.AdminAddr = dbURL, n.URL(), "127.0.0.1:0", "127.0.0.1:0"
+	cfg := testhub.Config(t, dbURL, n.URL())
+	cfg.AdminAddr = "127.0.0.1:0"
 	cfg.PaddleSecrets = []string{paddleSecret}
 	cfg.AdminToken, cfg.ConsoleReadOnlyToken = adminToken, readOnlyToken
-	ctx, cancel := context.WithCancel(context.Background())
-	svc, err := service.New(ctx, cfg, service.Deps{})
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
+	hub := testhub.Start(t, cfg, service.Deps{})
 	p, err := provider.New("paddle", []string{paddleSecret}, 0)
 	require.NoError(t, err)
 	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)
-	h := &hubSystem{t: t, hook: "http://" + svc.Addr().String(), admin: "http://" + svc.AdminAddr().String(), pool: pool,
+	h := &hubSystem{t: t, hook: hub.URL, admin: hub.AdminURL, pool: pool,
 		paddle: p.(provider.Sender), browser: &http.Client{Jar: jar, Timeout: 30 * time.Second,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
-	require.Eventually(t, func() bool { _, err := js.Stream(ctx, "WEBHOOKS"); return err == nil }, 20*time.Second, 10*time.Millisecond)
+	hub.WaitStream(js, "WEBHOOKS")
 
 	// The flaky subscriber: one effect row per handler run; fails while
 	// broken.

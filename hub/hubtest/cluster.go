@@ -17,6 +17,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookhub/hookhub/hub/natsembed"
 )
 
 // ClusterOptions configure JetStreamCluster. Zero values take defaults.
@@ -205,7 +207,7 @@ func (c *Cluster) Start(i int) {
 		c.t.Fatalf("hubtest: cluster: node %s: %v", n.name, err)
 	}
 	if n.logger != nil {
-		ns.SetLoggerV2(slogNATS{n.logger}, false, false, false)
+		ns.SetLoggerV2(natsembed.NewLogger(n.logger), false, false, false)
 	}
 	ns.Start()
 	if !ns.ReadyForConnections(20 * time.Second) {
@@ -598,15 +600,3 @@ func (p *routeProxy) close() {
 	_ = p.ln.Close()
 	p.wg.Wait()
 }
-
-// slogNATS routes nats-server's printf-style logging to slog; notices are
-// logged at debug level. Fatalf is logged as an error: an in-process
-// server must never exit the test binary.
-type slogNATS struct{ l *slog.Logger }
-
-func (a slogNATS) Noticef(format string, v ...any) { a.l.Debug(fmt.Sprintf(format, v...)) }
-func (a slogNATS) Warnf(format string, v ...any)   { a.l.Warn(fmt.Sprintf(format, v...)) }
-func (a slogNATS) Fatalf(format string, v ...any)  { a.l.Error(fmt.Sprintf(format, v...)) }
-func (a slogNATS) Errorf(format string, v ...any)  { a.l.Error(fmt.Sprintf(format, v...)) }
-func (a slogNATS) Debugf(format string, v ...any)  { a.l.Debug(fmt.Sprintf(format, v...)) }
-func (a slogNATS) Tracef(format string, v ...any)  { a.l.Debug(fmt.Sprintf(format, v...)) }

@@ -91,7 +91,7 @@ func start(opts *server.Options, logger *slog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("natsembed: new server: %w", err)
 	}
 	if logger != nil {
-		ns.SetLoggerV2(slogAdapter{logger.With("component", "nats-server")}, false, false, false)
+		ns.SetLoggerV2(NewLogger(logger.With("component", "nats-server")), false, false, false)
 	}
 	ns.Start()
 	if !ns.ReadyForConnections(10 * time.Second) {
@@ -136,8 +136,12 @@ func portFree(host string, port int) bool {
 	return true
 }
 
+// NewLogger returns l as a nats-server logger (server.SetLoggerV2), for
+// every in-process server: the embedded one and the test clusters.
+func NewLogger(l *slog.Logger) server.Logger { return slogAdapter{l} }
+
 // slogAdapter routes nats-server's printf-style logging to slog. Fatalf is
-// logged as an error: an embedded server must never exit the process.
+// logged as an error: an in-process server must never exit the process.
 type slogAdapter struct{ l *slog.Logger }
 
 // Noticef is logged at debug level: the server's start-up banner is noise

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/hubtest"
+	"github.com/hookhub/hookhub/hub/hubtest/testhub"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/service"
@@ -47,24 +48,14 @@ func newSystem(t *testing.T) *system {
 	pool, url := hubtest.Pool(t)
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
-	cfg, err := service.LoadConfig()
-	require.NoError(t, err)
-	cfg.DatabaseURL, cfg.NATSURL, cfg.HTTPAddr = url, n.URL(), "127.0.0.1:0"
+	cfg := testhub.Config(t, url, n.URL())
 	cfg.PaddleSecrets = []string{paddleSecret}
-	ctx, cancel := context.WithCancel(context.Background())
-	svc, err := service.New(ctx, cfg, service.Deps{})
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
+	hub := testhub.Start(t, cfg, service.Deps{})
 	p, err := provider.New("paddle", []string{paddleSecret}, 0)
 	require.NoError(t, err)
-	s := &system{t: t, base: "http://" + svc.Addr().String(), pool: pool, js: js, ops: newOps(t, pool, js),
+	s := &system{t: t, base: hub.URL, pool: pool, js: js, ops: newOps(t, pool, js),
 		paddle: p.(provider.Sender), subs: map[string]*subscriber.Subscriber{}}
-	require.Eventually(t, func() bool { _, err := js.Stream(ctx, "WEBHOOKS"); return err == nil }, 20*time.Second, 10*time.Millisecond)
+	hub.WaitStream(js, "WEBHOOKS")
 	return s
 }
 

@@ -20,3 +20,19 @@ func TestWithDatabase(t *testing.T) {
 		}
 	}
 }
+
+func TestRedact(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"postgres://u:secret@h:5432/db?sslmode=disable", "postgres://u:***@h:5432/db?sslmode=disable"},
+		{"postgres://u:p@ss@h/db", "postgres://u:***@h/db"},
+		{"postgres://u@h/db", "postgres://u@h/db"},
+		{"postgres://h/db", "postgres://h/db"},
+		{"u:secret@h/db", "…@h/db"},
+		{"host=h dbname=d", "host=h dbname=d"},
+	}
+	for _, c := range cases {
+		if got := Redact(c.in); got != c.want {
+			t.Errorf("Redact(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

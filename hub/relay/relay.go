@@ -15,6 +15,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/metrics"
+	"github.com/hookhub/hookhub/internal/backoff"
 	"github.com/hookhub/hookhub/schema"
 )
 
@@ -719,11 +720,7 @@ func (r *Relay) logFailures(results []hub.PublishResult, rows []hub.OutboxRow) {
 
 // backoff is MinBackoff doubled per earlier attempt, capped at MaxBackoff.
 func (r *Relay) backoff(attempts int) time.Duration {
-	d := r.cfg.MinBackoff
-	for i := 0; i < attempts && d < r.cfg.MaxBackoff; i++ {
-		d *= 2
-	}
-	return min(d, r.cfg.MaxBackoff)
+	return backoff.Exp(r.cfg.MinBackoff, r.cfg.MaxBackoff, attempts)
 }
 
 // findInStream reads the stream's headers on the rows' subjects from the

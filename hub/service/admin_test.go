@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/hubtest"
+	"github.com/hookhub/hookhub/hub/hubtest/testhub"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
@@ -400,12 +401,7 @@ func startFuzzHub(f *testing.F) (string, *pgxpool.Pool) {
 	cfg := newTestConfig(dbURL, n.URL())
 	cfg.AdminToken = adminToken
 	cfg.LogLevel = "error"
-	ctx, cancel := context.WithCancel(context.Background())
-	svc, err := service.New(ctx, cfg, service.Deps{})
-	require.NoError(f, err)
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
-	base := "http://" + svc.Addr().String()
+	base := testhub.Start(f, cfg, service.Deps{}).URL
 
 	// A subscriber that fails on every other event: dead letters to list
 	// and redrive, events to replay.
@@ -422,11 +418,9 @@ func startFuzzHub(f *testing.F) (string, *pgxpool.Pool) {
 	subCtx, subCancel := context.WithCancel(context.Background())
 	subDone := make(chan error, 1)
 	go func() { subDone <- sub.Run(subCtx) }()
-	f.Cleanup(func() {
+	f.Cleanup(func() { // before the hub's
 		subCancel()
 		require.NoError(f, <-subDone)
-		cancel()
-		require.NoError(f, <-done)
 	})
 	require.Eventually(f, func() bool { return sub.Healthy() == nil }, 30*time.Second, 10*time.Millisecond)
 
@@ -449,7 +443,7 @@ func startFuzzHub(f *testing.F) (string, *pgxpool.Pool) {
 	}
 	require.Eventually(f, func() bool {
 		var dead int
-		require.NoError(f, pool.QueryRow(ctx, `SELECT count(*) FROM flaky.dead_letters`).Scan(&dead))
+		require.NoError(f, pool.QueryRow(context.Background(), `SELECT count(*) FROM flaky.dead_letters`).Scan(&dead))
 		return dead == 2
 	}, 30*time.Second, 20*time.Millisecond, "two events dead-lettered")
 	return base, pool

@@ -262,21 +262,6 @@ func TestClusterFailover(t *testing.T) {
 	t.Logf("warnings and errors logged (count, first-last second, source, message):\n%s", logs.summary())
 }
 
-// startWithDeps starts the hub like start, with injected dependencies, and
-// returns the service. It does not wait for the stream.
-func (h *testHub) startWithDeps(deps service.Deps) *service.Service {
-	h.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	svc, err := service.New(ctx, h.cfg, deps)
-	require.NoError(h.t, err)
-	h.base = "http://" + svc.Addr().String()
-	h.cancel = cancel
-	h.done = make(chan error, 1)
-	go func() { h.done <- svc.Run(ctx) }()
-	h.t.Cleanup(h.stop)
-	return svc
-}
-
 func startFailoverCredits(t *testing.T, h *testHub, js jetstream.JetStream, log *slog.Logger) *subscriber.Subscriber {
 	t.Helper()
 	sub, err := subscriber.New(subscriber.Config{

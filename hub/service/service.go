@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +28,7 @@ import (
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/natsembed"
 	"github.com/hookhub/hookhub/hub/ops"
+	"github.com/hookhub/hookhub/hub/pgurl"
 	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/hub/server"
 	"github.com/hookhub/hookhub/hub/store"
@@ -280,7 +280,7 @@ func (s *Service) openDatabase(ctx context.Context) error {
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := s.pool.Ping(pingCtx); err != nil {
-		return fmt.Errorf("connect to database %s: %w", redact(s.cfg.DatabaseURL), err)
+		return fmt.Errorf("connect to database %s: %w", pgurl.Redact(s.cfg.DatabaseURL), err)
 	}
 	s.migrator, err = migrations.Hub(s.pool)
 	if err != nil {
@@ -513,20 +513,4 @@ func (s *Service) close() {
 		}
 		cancel()
 	}
-}
-
-// redact hides the password of a database URL for messages.
-func redact(url string) string {
-	scheme, rest, ok := strings.Cut(url, "://")
-	if !ok {
-		return url
-	}
-	userinfo, host, ok := strings.Cut(rest, "@")
-	if !ok {
-		return url
-	}
-	if user, _, hasPass := strings.Cut(userinfo, ":"); hasPass {
-		return scheme + "://" + user + ":***@" + host
-	}
-	return url
 }

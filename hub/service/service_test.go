@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/hubtest"
+	"github.com/hookhub/hookhub/hub/hubtest/testhub"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/schema"
@@ -40,8 +41,7 @@ type testHub struct {
 	js        jetstream.JetStream
 	paddle    provider.Sender
 	clerk     provider.Sender
-	cancel    context.CancelFunc
-	done      chan error
+	hub       *testhub.Hub // the running hub; nil once stopped
 }
 
 func newTestHub(t *testing.T, mod ...func(*service.Config)) *testHub {
@@ -96,17 +96,7 @@ func mustSender(t *testing.T, name, secret string) provider.Sender {
 
 func (h *testHub) start() {
 	h.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	svc, err := service.New(ctx, h.cfg, service.Deps{})
-	require.NoError(h.t, err)
-	h.base = "http://" + svc.Addr().String()
-	if a := svc.AdminAddr(); a != nil {
-		h.adminBase = "http://" + a.String()
-	}
-	h.cancel = cancel
-	h.done = make(chan error, 1)
-	go func() { h.done <- svc.Run(ctx) }()
-	h.t.Cleanup(h.stop)
+	h.startWithDeps(service.Deps{})
 	if h.js != nil {
 		h.waitStream()
 	}
@@ -115,24 +105,23 @@ func (h *testHub) start() {
 // waitStream waits until the hub has created its stream.
 func (h *testHub) waitStream() {
 	h.t.Helper()
-	require.Eventually(h.t, func() bool {
-		_, err := h.js.Stream(context.Background(), h.cfg.Stream)
-		return err == nil
-	}, 20*time.Second, 10*time.Millisecond, "the hub did not create its stream")
+	h.hub.WaitStream(h.js, h.cfg.Stream)
 }
 
-// stop shuts the hub down gracefully and returns Run's error.
+// startWithDeps starts the hub like start, with injected dependencies, and
+// returns the service. It does not wait for the stream.
+func (h *testHub) startWithDeps(deps service.Deps) *service.Service {
+	h.t.Helper()
+	h.hub = testhub.Start(h.t, h.cfg, deps)
+	h.base, h.adminBase = h.hub.URL, h.hub.AdminURL
+	return h.hub.Service
+}
+
+// stop shuts the hub down gracefully; Run must return nil.
 func (h *testHub) stop() {
-	if h.cancel == nil {
-		return
-	}
-	h.cancel()
-	h.cancel = nil
-	select {
-	case err := <-h.done:
-		require.NoError(h.t, err)
-	case <-time.After(30 * time.Second):
-		h.t.Fatal("hub did not stop within 30s")
+	if h.hub != nil {
+		h.hub.Stop()
+		h.hub = nil
 	}
 }
 

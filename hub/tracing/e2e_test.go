@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookhub/hookhub/hub/hubtest"
+	"github.com/hookhub/hookhub/hub/hubtest/testhub"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/hub/tracing"
@@ -38,22 +39,12 @@ func TestTraceEndToEnd(t *testing.T) {
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
 
-	cfg, err := service.LoadConfig()
-	require.NoError(t, err)
-	cfg.DatabaseURL, cfg.NATSURL, cfg.HTTPAddr = url, n.URL(), "127.0.0.1:0"
+	cfg := testhub.Config(t, url, n.URL())
 	cfg.PaddleSecrets = []string{e2eSecret}
 	hubSpans := tracetest.NewSpanRecorder()
 	hubTP := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(hubSpans))
-	ctx, cancel := context.WithCancel(context.Background())
-	svc, err := service.New(ctx, cfg, service.Deps{TracerProvider: hubTP})
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
-	require.Eventually(t, func() bool { _, err := js.Stream(ctx, cfg.Stream); return err == nil }, 20*time.Second, 10*time.Millisecond)
+	hub := testhub.Start(t, cfg, service.Deps{TracerProvider: hubTP})
+	hub.WaitStream(js, cfg.Stream)
 
 	subSpans := tracetest.NewSpanRecorder()
 	sub, err := subscriber.New(subscriber.Config{
@@ -86,7 +77,7 @@ func TestTraceEndToEnd(t *testing.T) {
 	_, _ = rand.Read(caller.SpanID[:])
 	caller.TraceFlags = trace.FlagsSampled
 	callerSC := trace.NewSpanContext(caller)
-	post(t, "http://"+svc.Addr().String(), "evt_trace_e2e", tracing.TraceParent(callerSC))
+	post(t, hub.URL, "evt_trace_e2e", tracing.TraceParent(callerSC))
 
 	var inHandler trace.SpanContext
 	select {

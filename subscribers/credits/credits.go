@@ -15,11 +15,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/http"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hookhub/hookhub/migrations"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
@@ -34,14 +34,7 @@ const DefaultGrant = 100
 var migrationsFS embed.FS
 
 // Migrations are the credits schema's migrations, for Config.Migrations.
-var Migrations = must(fs.Sub(migrationsFS, "migrations"))
-
-func must(f fs.FS, err error) fs.FS {
-	if err != nil {
-		panic(err)
-	}
-	return f
-}
+var Migrations = migrations.Dir(migrationsFS, "migrations")
 
 // Options configure the handlers.
 type Options struct {

@@ -24,12 +24,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hookhub/hookhub/migrations"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
@@ -57,13 +57,7 @@ const EntityKind = "paddle.subscription"
 var migrationsFS embed.FS
 
 // Migrations are the downgrade schema's migrations, for Config.Migrations.
-var Migrations = func() fs.FS {
-	f, err := fs.Sub(migrationsFS, "migrations")
-	if err != nil {
-		panic(err)
-	}
-	return f
-}()
+var Migrations = migrations.Dir(migrationsFS, "migrations")
 
 // Register registers the downgrade handlers on sub, which must be named
 // Name and have Migrations.

@@ -38,7 +38,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net/mail"
 	"strings"
@@ -48,6 +47,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hookhub/hookhub/migrations"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
@@ -85,13 +85,7 @@ const (
 var migrationsFS embed.FS
 
 // Migrations are the email schema's migrations, for Config.Migrations.
-var Migrations = func() fs.FS {
-	f, err := fs.Sub(migrationsFS, "migrations")
-	if err != nil {
-		panic(err)
-	}
-	return f
-}()
+var Migrations = migrations.Dir(migrationsFS, "migrations")
 
 // Options configure the handlers and the sender.
 type Options struct {

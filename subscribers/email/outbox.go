@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hookhub/hookhub/internal/backoff"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
@@ -155,9 +156,5 @@ func (o *outbox) send(ctx context.Context, msg Message, log *slog.Logger) (err e
 }
 
 func (o *outbox) retryDelay(attempts int) time.Duration {
-	d := o.opts.RetryBackoff
-	for i := 1; i < attempts && d < 10*time.Minute; i++ {
-		d *= 2
-	}
-	return min(d, 10*time.Minute)
+	return backoff.Exp(o.opts.RetryBackoff, 10*time.Minute, attempts-1)
 }

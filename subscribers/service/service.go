@@ -28,6 +28,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/hookhub/hookhub/hub/tracing"
+	"github.com/hookhub/hookhub/internal/backoff"
+	"github.com/hookhub/hookhub/internal/logging"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -146,13 +148,7 @@ func (p Program) Load() error {
 
 // Logger returns the logger the configuration asks for.
 func (c Common) Logger(w io.Writer) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(c.LogLevel))
-	opts := &slog.HandlerOptions{Level: level}
-	if strings.EqualFold(c.LogFormat, "text") {
-		return slog.New(slog.NewTextHandler(w, opts))
-	}
-	return slog.New(slog.NewJSONHandler(w, opts))
+	return logging.New(w, c.LogLevel, c.LogFormat)
 }
 
 // Main runs the program with the process arguments (without the program
@@ -287,7 +283,7 @@ func run(ctx context.Context, p Program, log *slog.Logger) error {
 // waitForPostgres pings until Postgres answers, logging while it does not,
 // so the service can start before its database (docker compose, k8s).
 func waitForPostgres(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
-	delay := 250 * time.Millisecond
+	delays := backoff.New(250*time.Millisecond, 5*time.Second)
 	for {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err := pool.Ping(pctx)
@@ -298,6 +294,7 @@ func waitForPostgres(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) 
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		delay := delays.Next()
 		log.Warn("waiting for Postgres", "error", err, "retry_in", delay)
 		t := time.NewTimer(delay)
 		select {
@@ -306,6 +303,5 @@ func waitForPostgres(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) 
 			return ctx.Err()
 		case <-t.C:
 		}
-		delay = min(delay*2, 5*time.Second)
 	}
 }

@@ -17,12 +17,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/subscribers/internal/subtest"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
 func TestMain(m *testing.M) {
-	subtest.RunMainIfChild(crashingMain)
+	hubtest.RunMainIfChild(crashingMain)
 	os.Exit(m.Run())
 }
 
@@ -108,7 +109,7 @@ func TestCrashLoopIsDeadLettered(t *testing.T) {
 		t.Helper()
 		for {
 			require.LessOrEqual(t, crashes, 2*crashMaxDeliver, "still crashing:\n%s", out.String())
-			p := subtest.StartMain(t, vars)
+			p := hubtest.StartMain(t, vars)
 			require.Eventually(t, func() bool { return !p.Running() || done() }, subtest.Timeout, subtest.Tick)
 			if !p.Running() {
 				require.Equal(t, 3, p.ExitCode(t), p.Output())

@@ -61,16 +61,17 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, name string, fsys fs.FS) e
 // in.
 func libraryFS(schemaName string) (fs.FS, error) {
 	quoted := pgx.Identifier{schemaName}.Sanitize()
+	lib := migrations.Dir(librarySQL, "sql")
 	out := fstest.MapFS{}
-	err := fs.WalkDir(librarySQL, "sql", func(path string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(lib, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		b, err := librarySQL.ReadFile(path)
+		b, err := fs.ReadFile(lib, path)
 		if err != nil {
 			return err
 		}
-		out[strings.TrimPrefix(path, "sql/")] = &fstest.MapFile{Data: []byte(strings.ReplaceAll(string(b), "__SCHEMA__", quoted)), Mode: 0o444}
+		out[path] = &fstest.MapFile{Data: []byte(strings.ReplaceAll(string(b), "__SCHEMA__", quoted)), Mode: 0o444}
 		return nil
 	})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/hookhub/hookhub/internal/backoff"
 	"github.com/hookhub/hookhub/schema"
 )
 
@@ -355,7 +356,7 @@ func (s *Subscriber) ensureConsumer(ctx context.Context) (jetstream.Consumer, er
 		MaxAckPending:  s.cfg.MaxAckPending,
 		FilterSubjects: s.filterSubjects(),
 	}
-	delay := 250 * time.Millisecond
+	delays := backoff.New(250*time.Millisecond, 5*time.Second)
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		cons, err := s.cfg.JetStream.CreateOrUpdateConsumer(cctx, s.cfg.Stream, cfg)
@@ -376,11 +377,11 @@ func (s *Subscriber) ensureConsumer(ctx context.Context) (jetstream.Consumer, er
 		if s.state.Load() == stateConsuming {
 			s.setNoConsumer(err.Error())
 		}
+		delay := delays.Next()
 		s.log.Warn("cannot create consumer yet; retrying", "stream", s.cfg.Stream, "error", err, "retry_in", delay)
 		if !sleep(ctx, delay) {
 			return nil, ctx.Err()
 		}
-		delay = min(delay*2, 5*time.Second)
 	}
 }
 
@@ -389,12 +390,12 @@ func (s *Subscriber) ensureConsumer(ctx context.Context) (jetstream.Consumer, er
 // never waits in the client's buffer for long. It returns nil when ctx is
 // cancelled, and an error when consuming cannot go on.
 func (s *Subscriber) fetch(ctx context.Context, cons jetstream.Consumer, work chan<- jetstream.Msg) error {
-	delay := 250 * time.Millisecond
+	delays := backoff.New(250*time.Millisecond, 5*time.Second)
 	for {
 		it, err := cons.Messages(jetstream.PullMaxMessages(s.cfg.Concurrency), jetstream.WithMessagesErrOnMissingHeartbeat(false))
 		if err == nil {
 			err = s.pump(ctx, cons, it, work)
-			delay = 250 * time.Millisecond
+			delays.Reset()
 		}
 		if ctx.Err() != nil {
 			return nil
@@ -410,11 +411,11 @@ func (s *Subscriber) fetch(ctx context.Context, cons jetstream.Consumer, work ch
 			reason = err.Error()
 		}
 		s.setNoConsumer(reason)
+		delay := delays.Next()
 		s.log.Warn("consumer stopped; recreating it", "error", reason, "retry_in", delay)
 		if !sleep(ctx, delay) {
 			return nil
 		}
-		delay = min(delay*2, 5*time.Second)
 		if cons, err = s.ensureConsumer(ctx); err != nil {
 			if ctx.Err() != nil {
 				return nil

@@ -5,12 +5,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/kelseyhightower/envconfig"
 
 	"github.com/hookhub/hookhub/hub/service"
+	"github.com/hookhub/hookhub/internal/logging"
 )
 
 // loadConfig reads HUB_* variables into the configuration and validates it.
@@ -33,13 +33,7 @@ func printEnv(w io.Writer) {
 }
 
 func newLogger(cfg service.Config, w io.Writer) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(cfg.LogLevel))
-	opts := &slog.HandlerOptions{Level: level}
-	if strings.EqualFold(cfg.LogFormat, "text") {
-		return slog.New(slog.NewTextHandler(w, opts))
-	}
-	return slog.New(slog.NewJSONHandler(w, opts))
+	return logging.New(w, cfg.LogLevel, cfg.LogFormat)
 }
 
 // envSet reports whether the variable HUB_<name> is set.

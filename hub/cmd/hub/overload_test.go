@@ -141,7 +141,7 @@ func TestThousandsOfSlowConnections(t *testing.T) {
 	}
 	stop()
 	wg.Wait()
-	rss := peakRSS(t, hub.cmd.Process.Pid)
+	rss := peakRSS(t, hub.Pid())
 	t.Logf("slow connections opened: %d (reopened after the hub closed them: %d); fresh deliveries: %v; hub peak RSS %d MB",
 		opened.Load(), reopened.Load(), statuses, rss>>20)
 	require.Less(t, rss, int64(300<<20), "peak RSS")

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -25,48 +23,15 @@ import (
 
 const testPaddleSecret = "pdl_ntfset_01proc000000000000000000000_ProcessTestSecret000000000"
 
-// buildHub compiles the hub binary once per test binary run.
-var buildHub = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "hub-bin-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "hub")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
-})
+// buildHub compiles the hub binary once per test binary run: the hub
+// runs as built for operators, not as the (race-instrumented) test binary.
+func buildHub(t *testing.T) string { return hubtest.Build(t, ".") }
 
-// hubProcess is the hub binary running as a child process.
-type hubProcess struct {
-	t    *testing.T
-	cmd  *exec.Cmd
-	addr string
-	logs *bytes.Buffer
-}
-
-func startHubProcess(t *testing.T, env []string, addr string) *hubProcess {
+// startHubProcess runs `hub serve` as a child process listening on addr,
+// and waits until it is ready.
+func startHubProcess(t *testing.T, env []string, addr string) *hubtest.Proc {
 	t.Helper()
-	bin, err := buildHub()
-	require.NoError(t, err)
-	cmd := exec.Command(bin, "serve")
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Env = append(cmd.Env, "HUB_HTTP_ADDR="+addr)
-	logs := &bytes.Buffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	require.NoError(t, cmd.Start())
-	p := &hubProcess{t: t, cmd: cmd, addr: addr, logs: logs}
-	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			_ = p.cmd.Process.Kill()
-			_ = p.cmd.Wait()
-		}
-		if t.Failed() {
-			t.Logf("hub logs:\n%s", logs.String())
-		}
-	})
+	p := hubtest.StartBinary(t, buildHub(t), append(slices.Clip(env), "HUB_HTTP_ADDR="+addr), "serve")
 	require.Eventually(t, func() bool {
 		resp, err := http.Get("http://" + addr + "/readyz")
 		if err != nil {
@@ -163,8 +128,8 @@ func TestSIGKILLUnderLoad(t *testing.T) {
 		defer mu.Unlock()
 		return len(acked) >= 100
 	}, 60*time.Second, 5*time.Millisecond)
-	require.NoError(t, hub.cmd.Process.Signal(syscall.SIGKILL))
-	_ = hub.cmd.Wait()
+	hub.Signal(t, syscall.SIGKILL)
+	hub.ExitCode(t)
 	wg.Wait()
 
 	// Every 2xx was backed by a commit.
@@ -228,9 +193,8 @@ func TestSIGTERMExitsZero(t *testing.T) {
 	status, err := deliver(http.DefaultClient, addr, p.(provider.Sender), "evt_term")
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, status)
-	require.NoError(t, hub.cmd.Process.Signal(syscall.SIGTERM))
-	require.NoError(t, hub.cmd.Wait(), "exit status after SIGTERM; logs:\n%s", hub.logs)
-	require.Equal(t, 0, hub.cmd.ProcessState.ExitCode())
+	hub.Terminate(t)
+	require.Equal(t, 0, hub.ExitCode(t), "exit status after SIGTERM; logs:\n%s", hub.Output())
 	var pending int
 	require.NoError(t, pool.QueryRow(context.Background(),
 		`SELECT count(*) FROM webhook_event_status WHERE processing_status = 'PENDING'`).Scan(&pending))
@@ -242,13 +206,9 @@ func TestServeRefusesPendingMigrations(t *testing.T) {
 		t.Skip("builds the hub binary")
 	}
 	dbURL := hubtest.DatabaseURL(t) // empty: not migrated
-	bin, err := buildHub()
-	require.NoError(t, err)
-	cmd := exec.Command(bin, "serve")
-	cmd.Env = append(os.Environ(), processEnv(dbURL, "nats://127.0.0.1:1")...)
-	out, err := cmd.CombinedOutput()
-	require.Error(t, err)
-	require.Contains(t, string(out), "hub migrate up")
+	p := hubtest.StartBinary(t, buildHub(t), processEnv(dbURL, "nats://127.0.0.1:1"), "serve")
+	require.NotZero(t, p.ExitCode(t))
+	require.Contains(t, p.Output(), "hub migrate up")
 }
 
 func streamMsgIDs(t *testing.T, js jetstream.JetStream) map[string]int {
@@ -279,10 +239,8 @@ func TestBenchSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the hub binary")
 	}
-	bin, err := buildHub()
-	require.NoError(t, err)
 	rep, err := bench.Run(context.Background(), bench.Config{
-		AdminURL: hubtest.AdminURL(), HubCommand: []string{bin},
+		AdminURL: hubtest.AdminURL(), HubCommand: []string{buildHub(t)},
 		Count: 400, Warmup: 100, Concurrency: 8, Duplicates: 0.2, BatchMax: 64, Baseline: true, Ceiling: true, Rounds: 2,
 	})
 	require.NoError(t, err)

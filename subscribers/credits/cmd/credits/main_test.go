@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/credits"
 	"github.com/hookhub/hookhub/subscribers/internal/subtest"
@@ -16,7 +17,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	subtest.RunMainIfChild(main)
+	hubtest.RunMainIfChild(main)
 	os.Exit(m.Run())
 }
 
@@ -37,7 +38,7 @@ func TestUsage(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			p := subtest.StartMain(t, c.env, c.args...)
+			p := hubtest.StartMain(t, c.env, c.args...)
 			require.Equal(t, c.wantCode, p.ExitCode(t), p.Output())
 			for _, w := range c.want {
 				require.Contains(t, p.Output(), w)
@@ -70,7 +71,7 @@ func TestSIGTERMFinishesInFlightAndExitsZero(t *testing.T) {
 		env.Publish(t, subtest.PaddleSubscription(t, id, schema.PaddleSubscriptionCreated, time.Now(), "sub_"+id, "ctm_"+id, nil))
 	}
 
-	p := subtest.StartMain(t, env.ServiceEnv("CREDITS"))
+	p := hubtest.StartMain(t, env.ServiceEnv("CREDITS"))
 	require.Eventually(t, func() bool { return env.Count(t, "SELECT count(*) FROM credits.ledger") == others }, subtest.Timeout, subtest.Tick)
 	require.EqualValues(t, 1, env.ConsumerInfo(t, credits.Name).NumAckPending, "the blocked message is in flight")
 

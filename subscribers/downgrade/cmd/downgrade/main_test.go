@@ -7,18 +7,19 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/internal/subtest"
 )
 
 func TestMain(m *testing.M) {
-	subtest.RunMainIfChild(main)
+	hubtest.RunMainIfChild(main)
 	os.Exit(m.Run())
 }
 
 func TestUsage(t *testing.T) {
 	t.Parallel()
-	p := subtest.StartMain(t, nil, "--help")
+	p := hubtest.StartMain(t, nil, "--help")
 	require.Equal(t, 0, p.ExitCode(t))
 	for _, w := range []string{"DOWNGRADE_DATABASE_URL", "DOWNGRADE_NATS_URL", "DOWNGRADE_STREAM", "DOWNGRADE_HTTP_ADDR", ":9103", "DOWNGRADE_CONCURRENCY", "DOWNGRADE_MAX_DELIVER"} {
 		require.Contains(t, p.Output(), w)
@@ -30,7 +31,7 @@ func TestUsage(t *testing.T) {
 func TestRunsAndExitsZeroOnSIGTERM(t *testing.T) {
 	t.Parallel()
 	env := subtest.New(t)
-	p := subtest.StartMain(t, env.ServiceEnv("DOWNGRADE"))
+	p := hubtest.StartMain(t, env.ServiceEnv("DOWNGRADE"))
 	p.WaitOutput(t, "msg=consuming")
 	env.Publish(t, subtest.PaddleSubscription(t, "evt_c", schema.PaddleSubscriptionCreated, time.Now().Add(-time.Hour), "sub_x", "ctm_x", map[string]any{"plan": "pro"}))
 	env.Publish(t, subtest.PaddleSubscription(t, "evt_x", schema.PaddleSubscriptionCanceled, time.Now(), "sub_x", "ctm_x", map[string]any{"plan": "pro"}))

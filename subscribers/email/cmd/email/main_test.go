@@ -7,12 +7,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/internal/subtest"
 )
 
 func TestMain(m *testing.M) {
-	subtest.RunMainIfChild(main)
+	hubtest.RunMainIfChild(main)
 	os.Exit(m.Run())
 }
 
@@ -32,7 +33,7 @@ func TestUsage(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			p := subtest.StartMain(t, c.env, c.args...)
+			p := hubtest.StartMain(t, c.env, c.args...)
 			require.Equal(t, c.wantCode, p.ExitCode(t), p.Output())
 			for _, w := range c.want {
 				require.Contains(t, p.Output(), w)
@@ -46,7 +47,7 @@ func TestUsage(t *testing.T) {
 func TestRunsAndExitsZeroOnSIGTERM(t *testing.T) {
 	t.Parallel()
 	env := subtest.New(t)
-	p := subtest.StartMain(t, append(env.ServiceEnv("EMAIL"), "EMAIL_SMTP_ADDR=log", "EMAIL_SEND_INTERVAL=50ms"))
+	p := hubtest.StartMain(t, append(env.ServiceEnv("EMAIL"), "EMAIL_SMTP_ADDR=log", "EMAIL_SEND_INTERVAL=50ms"))
 	p.WaitOutput(t, "msg=consuming")
 	env.Publish(t, subtest.PaddleSubscription(t, "evt_bye", schema.PaddleSubscriptionCanceled, time.Now(), "sub_bye", "ctm_bye", map[string]any{"email": "bye@example.com"}))
 	p.WaitOutput(t, "email (logged, not sent)")

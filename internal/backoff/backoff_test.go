@@ -1,0 +1,48 @@
+package backoff_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookhub/hookhub/internal/backoff"
+)
+
+func TestExp(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		first, max time.Duration
+		n          int
+		want       time.Duration
+	}{
+		{100 * time.Millisecond, time.Second, -1, 100 * time.Millisecond},
+		{100 * time.Millisecond, time.Second, 0, 100 * time.Millisecond},
+		{100 * time.Millisecond, time.Second, 1, 200 * time.Millisecond},
+		{100 * time.Millisecond, time.Second, 3, 800 * time.Millisecond},
+		{100 * time.Millisecond, time.Second, 4, time.Second},
+		{100 * time.Millisecond, time.Second, 1 << 30, time.Second},
+		{time.Minute, time.Second, 0, time.Second},
+		{time.Duration(1<<62) + 1, time.Duration(1<<63 - 1), 10, time.Duration(1<<63 - 1)},
+	}
+	for _, c := range cases {
+		require.Equal(t, c.want, backoff.Exp(c.first, c.max, c.n), "Exp(%v, %v, %d)", c.first, c.max, c.n)
+	}
+}
+
+func TestDoubling(t *testing.T) {
+	t.Parallel()
+	b := backoff.New(250*time.Millisecond, time.Second)
+	var got []time.Duration
+	for range 5 {
+		got = append(got, b.Next())
+	}
+	require.Equal(t, []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, time.Second, time.Second}, got)
+	b.Reset()
+	require.Equal(t, 250*time.Millisecond, b.Next())
+
+	// The first delay is handed out as given, the next ones capped.
+	b = backoff.New(time.Second, 300*time.Millisecond)
+	require.Equal(t, time.Second, b.Next())
+	require.Equal(t, 300*time.Millisecond, b.Next())
+}

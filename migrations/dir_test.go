@@ -1,0 +1,20 @@
+package migrations_test
+
+import (
+	"io/fs"
+	"testing"
+	"testing/fstest"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookhub/hookhub/migrations"
+)
+
+func TestDir(t *testing.T) {
+	t.Parallel()
+	fsys := fstest.MapFS{"migrations/00001_a.sql": {Data: []byte("-- +goose Up\n")}}
+	names, err := fs.Glob(migrations.Dir(fsys, "migrations"), "*.sql")
+	require.NoError(t, err)
+	require.Equal(t, []string{"00001_a.sql"}, names)
+	require.Panics(t, func() { migrations.Dir(fsys, "../migrations") })
+}
