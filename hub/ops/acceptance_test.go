@@ -22,6 +22,7 @@ import (
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/service"
+	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/credits"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
@@ -64,7 +65,7 @@ func newSystem(t *testing.T) *system {
 	require.NoError(t, err)
 	s := &system{t: t, base: "http://" + svc.Addr().String(), pool: pool, js: js, ops: newOps(t, pool, js),
 		paddle: p.(provider.Sender), subs: map[string]*subscriber.Subscriber{}}
-	require.Eventually(t, func() bool { _, err := js.Stream(ctx, "WEBHOOKS"); return err == nil }, 20*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { _, err := js.Stream(ctx, schema.DefaultStream); return err == nil }, 20*time.Second, 10*time.Millisecond)
 	return s
 }
 
@@ -220,7 +221,7 @@ func TestRepublishAfterStreamLossAndArchivePurge(t *testing.T) {
 	}, "all published")
 
 	ctx := context.Background()
-	st, err := s.js.Stream(ctx, "WEBHOOKS")
+	st, err := s.js.Stream(ctx, schema.DefaultStream)
 	require.NoError(t, err)
 	require.NoError(t, st.Purge(ctx)) // the stream lost its messages
 

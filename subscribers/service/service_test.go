@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/service"
 )
 
@@ -35,7 +36,7 @@ func TestLoad(t *testing.T) {
 		{"defaults", nil, func(t *testing.T, c *testConfig) {
 			require.Equal(t, "postgres://postgres@127.0.0.1:5432/hub?sslmode=disable", c.DatabaseURL)
 			require.Equal(t, "nats://127.0.0.1:4222", c.NatsURL)
-			require.Equal(t, "WEBHOOKS", c.Stream)
+			require.Equal(t, schema.DefaultStream, c.Stream)
 			require.Equal(t, ":9199", c.HTTPAddr)
 			require.Equal(t, 4, c.Concurrency)
 			require.Equal(t, 5, c.MaxDeliver)
@@ -57,7 +58,7 @@ func TestLoad(t *testing.T) {
 			require.Equal(t, "postgres://postgres@127.0.0.1:5432/hub?sslmode=disable", c.DatabaseURL)
 			require.Equal(t, "nats://127.0.0.1:4222", c.NatsURL)
 			require.Equal(t, ":9199", c.HTTPAddr)
-			require.Equal(t, "WEBHOOKS", c.Stream)
+			require.Equal(t, schema.DefaultStream, c.Stream)
 		}, nil},
 		{"invalid values", map[string]string{
 			"DEMO_CONCURRENCY": "0", "DEMO_MAX_DELIVER": "0", "DEMO_ACK_WAIT": "10ms", "DEMO_LOG_LEVEL": "loud",

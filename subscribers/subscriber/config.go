@@ -13,11 +13,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hookhub/hookhub/schema"
 )
 
 // Defaults applied by New to zero Config fields.
 const (
-	DefaultStream          = "WEBHOOKS"
+	DefaultStream          = schema.DefaultStream
 	DefaultConcurrency     = 4
 	DefaultMaxDeliver      = 5
 	DefaultAckWait         = 30 * time.Second
@@ -158,7 +160,7 @@ func (c Config) validate() error {
 	if c.JetStream == nil {
 		bad("JetStream is required")
 	}
-	if c.Stream == "" || strings.ContainsAny(c.Stream, " \t\r\n.*>/\\") {
+	if !schema.ValidStreamName(c.Stream) {
 		bad("Stream %q must be a stream name without spaces, '.', '*', '>', '/' or '\\'", c.Stream)
 	}
 	if c.Concurrency < 1 || c.Concurrency > MaxConcurrency {
