@@ -35,7 +35,7 @@ type Ingester interface {
 
 // Defaults applied by Config.WithDefaults to zero fields.
 const (
-	DefaultMaxBodyBytes  = 1 << 20
+	DefaultMaxBodyBytes  = hub.DefaultMaxBodyBytes
 	DefaultCommitTimeout = 10 * time.Second
 	DefaultMaxInflight   = 128
 )
