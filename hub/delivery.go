@@ -35,6 +35,11 @@ func ParseStatus(s string) (Status, error) {
 // commit's outcome is unknown. Nothing may be acknowledged to the provider.
 var ErrUnavailable = errors.New("database unavailable")
 
+// DefaultMaxBodyBytes is the largest delivery body the hub takes unless
+// configured otherwise (HUB_MAX_BODY_BYTES): the default of the HTTP
+// server's and the backfill's bound.
+const DefaultMaxBodyBytes = 1 << 20
+
 // Delivery is one verified delivery to archive.
 type Delivery struct {
 	ArchiveID uuid.UUID // new for every delivery

@@ -50,17 +50,75 @@ type Config struct {
 	// MaxBodyBytes bounds an event's body, as HUB_MAX_BODY_BYTES and the
 	// NATS server's max_payload bound a webhook's: a larger event is
 	// counted failed, never committed (it could not be published). Default
-	// 1 MiB.
+	// hub.DefaultMaxBodyBytes.
 	MaxBodyBytes int
 	// Owner names this process in checkpoint leases (default: host, pid
 	// and a random suffix).
 	Owner string
 	// Lease is how long a run holds a provider's checkpoint without saving
-	// a page (default 15m): past it, another run may take it over.
+	// a page (default DefaultLease): past it, another run may take it over.
 	Lease   time.Duration
 	Now     func() time.Time
 	Logger  *slog.Logger
 	Metrics *metrics.Metrics // optional
+}
+
+// DefaultLease is Config.Lease's default.
+const DefaultLease = 15 * time.Minute
+
+// WithDefaults returns a copy of c with every zero field that has a
+// default set to it. New calls it, then Validate.
+func (c Config) WithDefaults() Config {
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = hub.DefaultMaxBodyBytes
+	}
+	if c.Lease == 0 {
+		c.Lease = DefaultLease
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Owner == "" {
+		host, _ := os.Hostname()
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		c.Owner = fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	return c
+}
+
+// Validate checks c as it is (a zero field that has a default fails until
+// WithDefaults fills it in) and names every field at fault.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("backfill: %s %s", field, fmt.Sprintf(format, args...)))
+	}
+	if c.Store == nil {
+		bad("Store", "is required")
+	}
+	if c.Ingester == nil {
+		bad("Ingester", "is required")
+	}
+	if c.MaxBodyBytes < 1 {
+		bad("MaxBodyBytes", "must be at least 1, got %d", c.MaxBodyBytes)
+	}
+	if c.Lease <= 0 {
+		bad("Lease", "must be positive, got %s", c.Lease)
+	}
+	if c.Owner == "" {
+		bad("Owner", "is required")
+	}
+	if c.Now == nil {
+		bad("Now", "is required")
+	}
+	if c.Logger == nil {
+		bad("Logger", "is required")
+	}
+	return errors.Join(errs...)
 }
 
 // Engine backfills providers' events into the hub.
@@ -68,26 +126,9 @@ type Engine struct{ cfg Config }
 
 // New returns an Engine.
 func New(cfg Config) (*Engine, error) {
-	if cfg.Store == nil || cfg.Ingester == nil {
-		return nil, errors.New("backfill: Store and Ingester are required")
-	}
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = 1 << 20
-	}
-	if cfg.Lease <= 0 {
-		cfg.Lease = 15 * time.Minute
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Owner == "" {
-		host, _ := os.Hostname()
-		var b [4]byte
-		_, _ = rand.Read(b[:])
-		cfg.Owner = fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	return &Engine{cfg: cfg}, nil
 }

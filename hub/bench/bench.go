@@ -40,6 +40,7 @@ import (
 	"github.com/hookhub/hookhub/hub/natsembed"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/store"
+	"github.com/hookhub/hookhub/schema"
 )
 
 // Config configures a benchmark run.
@@ -464,7 +465,7 @@ func medianOf(rounds []Round, f func(Round) float64) float64 {
 func hubEnv(base []string, dbURL, natsURL, addr, adminAddr string, batchMax int, extra []string) []string {
 	env := append(slices.Clip(base),
 		"HUB_DATABASE_URL="+dbURL, "HUB_NATS_URL="+natsURL, "HUB_HTTP_ADDR="+addr, "HUB_ADMIN_ADDR="+adminAddr,
-		"HUB_STREAM=WEBHOOKS", "HUB_PADDLE_SECRETS="+benchSecret, "HUB_CLERK_SECRETS=", "HUB_LOG_LEVEL=warn",
+		"HUB_STREAM="+schema.DefaultStream, "HUB_PADDLE_SECRETS="+benchSecret, "HUB_CLERK_SECRETS=", "HUB_LOG_LEVEL=warn",
 		"HUB_BATCH_MAX="+strconv.Itoa(batchMax))
 	return append(env, extra...)
 }
@@ -502,7 +503,7 @@ func runHub(ctx context.Context, cfg Config, srv *server, w *workload, natsURL s
 	if err != nil {
 		return Result{}, err
 	}
-	if err := js.DeleteStream(ctx, "WEBHOOKS"); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+	if err := js.DeleteStream(ctx, schema.DefaultStream); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return Result{}, err
 	}
 
@@ -705,7 +706,7 @@ func verify(ctx context.Context, r *Result, st *store.Store, since time.Time, js
 	r.ArchiveRows, r.DedupRows = int(c.ArchiveRows), int(c.DedupRows)
 	seen := make([]int, r.Events)
 	if js != nil {
-		stream, err := js.Stream(ctx, "WEBHOOKS")
+		stream, err := js.Stream(ctx, schema.DefaultStream)
 		if err != nil {
 			return err
 		}
@@ -835,12 +836,12 @@ func waitReady(ctx context.Context, base string, timeout time.Duration) error {
 func waitStream(ctx context.Context, js jetstream.JetStream, timeout time.Duration) (jetstream.Stream, error) {
 	deadline := time.Now().Add(timeout)
 	for {
-		st, err := js.Stream(ctx, "WEBHOOKS")
+		st, err := js.Stream(ctx, schema.DefaultStream)
 		if err == nil {
 			return st, nil
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("stream WEBHOOKS: %w", err)
+			return nil, fmt.Errorf("stream %s: %w", schema.DefaultStream, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

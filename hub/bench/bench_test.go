@@ -24,6 +24,7 @@ import (
 	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/store"
+	"github.com/hookhub/hookhub/schema"
 )
 
 // TestVerify feeds the end-of-run check tables and streams with one thing
@@ -75,14 +76,14 @@ func TestVerify(t *testing.T) {
 				require.NoError(t, err)
 				// The shortest duplicate window: a second message of an event is
 				// stored once it has passed, as a relay that lost track would store it.
-				_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "WEBHOOKS", Subjects: []string{"paddle.>"}, Duplicates: 100 * time.Millisecond})
+				_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: schema.DefaultStream, Subjects: []string{"paddle.>"}, Duplicates: 100 * time.Millisecond})
 				require.NoError(t, err)
 				for k, i := range tc.onStream {
 					if k > 0 && slices.Contains(tc.onStream[:k], i) {
 						// Past the duplicate window of the first copy.
 						require.Eventually(t, func() bool {
 							_, err := js.Publish(ctx, "paddle.subscription.created", nil, jetstream.WithMsgID(fmt.Sprintf("paddle:%s", eventID(i))))
-							info, ierr := js.Stream(ctx, "WEBHOOKS")
+							info, ierr := js.Stream(ctx, schema.DefaultStream)
 							require.NoError(t, ierr)
 							state, ierr := info.Info(ctx)
 							require.NoError(t, ierr)
@@ -238,7 +239,7 @@ func TestHubEnv(t *testing.T) {
 		seen[k] = v
 	}
 	for k, want := range map[string]string{
-		"PATH": "/bin", "HUB_ADMIN_ADDR": "127.0.0.1:1002", "HUB_HTTP_ADDR": "127.0.0.1:1001", "HUB_STREAM": "WEBHOOKS",
+		"PATH": "/bin", "HUB_ADMIN_ADDR": "127.0.0.1:1002", "HUB_HTTP_ADDR": "127.0.0.1:1001", "HUB_STREAM": schema.DefaultStream,
 		"HUB_DATABASE_URL": "postgres://bench/db", "HUB_NATS_URL": "nats://bench", "HUB_PADDLE_SECRETS": benchSecret,
 		"HUB_BATCH_MAX": "64", "HUB_RELAY_WORKERS": "3",
 	} {

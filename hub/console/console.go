@@ -47,6 +47,41 @@ type Config struct {
 	Now     func() time.Time // default time.Now
 }
 
+// WithDefaults returns a copy of c with every zero field that has a
+// default set to it. New calls it, then Validate.
+func (c Config) WithDefaults() Config {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Validate checks c as it is (a zero field that has a default fails until
+// WithDefaults fills it in) and names every field at fault.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(field, reason string) { errs = append(errs, fmt.Errorf("console: %s %s", field, reason)) }
+	if c.AdminToken == "" {
+		bad("AdminToken", "is required")
+	}
+	if c.Operator == nil {
+		bad("Operator", "is required")
+	}
+	if c.ReadOnlyToken == c.AdminToken {
+		bad("ReadOnlyToken", "must differ from the admin token")
+	}
+	if c.Logger == nil {
+		bad("Logger", "is required")
+	}
+	if c.Now == nil {
+		bad("Now", "is required")
+	}
+	return errors.Join(errs...)
+}
+
 // Console serves the operator's web console.
 type Console struct {
 	cfg      Config
@@ -69,17 +104,9 @@ var pageNames = []string{"login", "error", "overview", "events", "event", "deadl
 
 // New returns a Console on cfg.
 func New(cfg Config) (*Console, error) {
-	if cfg.AdminToken == "" || cfg.Operator == nil {
-		return nil, errors.New("console: AdminToken and Operator are required")
-	}
-	if cfg.ReadOnlyToken == cfg.AdminToken {
-		return nil, errors.New("console: the read-only token must differ from the admin token")
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	cn := &Console{cfg: cfg, log: cfg.Logger, css: cssFile, pages: map[string]*template.Template{},
 		sessions: newSessions(cfg.Now), limiter: newLimiter(cfg.Now), jobs: newJobs()}

@@ -23,6 +23,7 @@ import (
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/service"
+	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/credits"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
@@ -55,7 +56,7 @@ func newSystem(t *testing.T) *system {
 	require.NoError(t, err)
 	s := &system{t: t, base: hub.URL, pool: pool, js: js, ops: newOps(t, pool, js),
 		paddle: p.(provider.Sender), subs: map[string]*subscriber.Subscriber{}}
-	hub.WaitStream(js, "WEBHOOKS")
+	hub.WaitStream(js, schema.DefaultStream)
 	return s
 }
 
@@ -211,7 +212,7 @@ func TestRepublishAfterStreamLossAndArchivePurge(t *testing.T) {
 	}, "all published")
 
 	ctx := context.Background()
-	st, err := s.js.Stream(ctx, "WEBHOOKS")
+	st, err := s.js.Stream(ctx, schema.DefaultStream)
 	require.NoError(t, err)
 	require.NoError(t, st.Purge(ctx)) // the stream lost its messages
 

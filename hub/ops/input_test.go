@@ -15,6 +15,7 @@ import (
 	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/store"
+	"github.com/hookhub/hookhub/schema"
 )
 
 // Every numeric and text input of every operation is checked by the
@@ -27,7 +28,7 @@ func TestOperationsRefuseInputsOutOfBounds(t *testing.T) {
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
 	ctx := context.Background()
-	_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "WEBHOOKS", Subjects: []string{"paddle.>"}})
+	_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: schema.DefaultStream, Subjects: []string{"paddle.>"}})
 	require.NoError(t, err)
 	o := newOps(t, pool, js)
 	hour := time.Now().Add(-time.Hour)
@@ -229,7 +230,7 @@ func TestPurgeMinimumAgeFollowsDuplicateWindow(t *testing.T) {
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
 	ctx := context.Background()
-	_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "WEBHOOKS", Subjects: []string{"paddle.>"}, Duplicates: 48 * time.Hour})
+	_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: schema.DefaultStream, Subjects: []string{"paddle.>"}, Duplicates: 48 * time.Hour})
 	require.NoError(t, err)
 	o := newOps(t, pool, js)
 	_, err = o.Purge(ctx, ops.PurgeRequest{OlderThan: 36 * time.Hour, BatchSize: 10, DryRun: true})
@@ -247,7 +248,7 @@ func TestStatusListsDurableConsumersOnly(t *testing.T) {
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
 	ctx := context.Background()
-	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "WEBHOOKS", Subjects: []string{"paddle.>"}})
+	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: schema.DefaultStream, Subjects: []string{"paddle.>"}})
 	require.NoError(t, err)
 	_, err = js.Publish(ctx, "paddle.subscription.created", []byte(`{}`))
 	require.NoError(t, err)

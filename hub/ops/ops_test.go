@@ -25,9 +25,9 @@ import (
 func newOps(t *testing.T, pool *pgxpool.Pool, js jetstream.JetStream) *ops.Ops {
 	t.Helper()
 	st := store.New(pool)
-	cfg := ops.Config{Archive: st, Subscribers: pool, JetStream: js, Stream: "WEBHOOKS"}
+	cfg := ops.Config{Archive: st, Subscribers: pool, JetStream: js, Stream: schema.DefaultStream}
 	if js != nil {
-		r, err := relay.New(st, js, relay.Config{Stream: "WEBHOOKS", DuplicateWindow: 2 * time.Minute})
+		r, err := relay.New(st, js, relay.Config{Stream: schema.DefaultStream, DuplicateWindow: 2 * time.Minute})
 		require.NoError(t, err)
 		cfg.Republisher = r
 	}
@@ -298,7 +298,7 @@ func TestRepublishThroughRelay(t *testing.T) {
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
 	ctx := context.Background()
-	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "WEBHOOKS", Subjects: []string{"paddle.>"}})
+	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: schema.DefaultStream, Subjects: []string{"paddle.>"}})
 	require.NoError(t, err)
 	o := newOps(t, pool, js)
 	at := time.Now().Add(-time.Hour)

@@ -58,18 +58,72 @@ type Archive interface {
 	Requeue(ctx context.Context, ids []uuid.UUID, publishedBefore time.Time, reason string) (int64, error)
 }
 
-// KeeperConfig configures a Keeper. Zero values take the defaults.
+// Defaults applied by KeeperConfig.WithDefaults to zero fields.
+const (
+	DefaultKeeperInterval = 2 * time.Second
+	DefaultRestoreBatch   = 1000
+)
+
+// KeeperConfig configures a Keeper. Zero fields take the defaults
+// (WithDefaults).
 type KeeperConfig struct {
-	Stream StreamConfig // required
-	// Interval between checks of the stream; default 2s. A publish that
-	// fails as if the stream were gone triggers a check at once.
+	Stream StreamConfig // required: its Name and Providers
+	// Interval between checks of the stream; default
+	// DefaultKeeperInterval. A publish that fails as if the stream were
+	// gone triggers a check at once.
 	Interval time.Duration
 	// RestoreBatch is how many archive rows a restore reads per query;
-	// default 1000.
+	// default DefaultRestoreBatch.
 	RestoreBatch int
 	Logger       *slog.Logger
 	Metrics      *metrics.Metrics
 	Now          func() time.Time
+}
+
+// WithDefaults returns a copy of c with every zero field that has a
+// default set to it. NewKeeper calls it, then Validate.
+func (c KeeperConfig) WithDefaults() KeeperConfig {
+	if c.Interval == 0 {
+		c.Interval = DefaultKeeperInterval
+	}
+	if c.RestoreBatch == 0 {
+		c.RestoreBatch = DefaultRestoreBatch
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Validate checks c as it is (a zero field that has a default fails until
+// WithDefaults fills it in) and names every field at fault.
+func (c KeeperConfig) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("keeper: %s %s", field, fmt.Sprintf(format, args...)))
+	}
+	if c.Stream.Name == "" {
+		bad("Stream.Name", "is required")
+	}
+	if len(c.Stream.Providers) == 0 {
+		bad("Stream.Providers", "is required")
+	}
+	if c.Interval <= 0 {
+		bad("Interval", "must be positive, got %s", c.Interval)
+	}
+	if c.RestoreBatch < 1 {
+		bad("RestoreBatch", "must be at least 1, got %d", c.RestoreBatch)
+	}
+	if c.Logger == nil {
+		bad("Logger", "is required")
+	}
+	if c.Now == nil {
+		bad("Now", "is required")
+	}
+	return errors.Join(errs...)
 }
 
 // The restore's bounds.
@@ -132,20 +186,9 @@ type lostRange struct {
 
 // NewKeeper returns a Keeper of the stream r publishes to.
 func NewKeeper(r *Relay, js jetstream.JetStream, archive Archive, cfg KeeperConfig) (*Keeper, error) {
-	if cfg.Stream.Name == "" || len(cfg.Stream.Providers) == 0 {
-		return nil, errors.New("keeper: stream name and providers are required")
-	}
-	if cfg.Interval <= 0 {
-		cfg.Interval = 2 * time.Second
-	}
-	if cfg.RestoreBatch <= 0 {
-		cfg.RestoreBatch = 1000
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	return &Keeper{cfg: cfg, js: js, archive: archive, relay: r, wake: make(chan struct{}, 1), state: StreamUnknown}, nil
 }

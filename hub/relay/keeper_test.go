@@ -22,7 +22,7 @@ import (
 	"github.com/hookhub/hookhub/schema"
 )
 
-var keptStream = relay.StreamConfig{Name: "WEBHOOKS", Providers: []string{"paddle"}, Replicas: 1, DuplicateWindow: time.Minute}
+var keptStream = relay.StreamConfig{Name: schema.DefaultStream, Providers: []string{"paddle"}, Replicas: 1, DuplicateWindow: time.Minute}
 
 // hubSide is one hub's relay and keeper over a bundle's database and
 // stream.

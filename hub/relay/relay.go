@@ -29,25 +29,41 @@ type Outbox interface {
 	RecordPublished(ctx context.Context, results []hub.PublishResult) error
 }
 
-// Config configures a Relay. Zero values take the defaults.
+// Defaults applied by Config.WithDefaults to zero fields.
+const (
+	DefaultBatchSize      = 256
+	DefaultPublishTimeout = 10 * time.Second
+	// DefaultFastPublishTimeout, or PublishTimeout when shorter.
+	DefaultFastPublishTimeout = 3 * time.Second
+	DefaultMinBackoff         = 100 * time.Millisecond
+	// DefaultMaxBackoff, or DuplicateWindow/4 when shorter (but at least
+	// MinBackoff).
+	DefaultMaxBackoff   = 10 * time.Second
+	DefaultPollInterval = time.Second
+	DefaultMarkDelay    = 50 * time.Millisecond
+	DefaultMarkBatch    = 1024
+)
+
+// Config configures a Relay. Zero fields take the defaults (WithDefaults).
 type Config struct {
 	Stream          string        // required
 	DuplicateWindow time.Duration // the stream's; required
-	BatchSize       int           // rows per claim; default 256
-	PublishTimeout  time.Duration // wait for a claimed batch's PubAcks; default 10s
+	BatchSize       int           // rows per claim; default DefaultBatchSize
+	PublishTimeout  time.Duration // wait for a claimed batch's PubAcks; default DefaultPublishTimeout
 	// Lease is how long a claimed batch is this relay's: past it, another
 	// relay may claim what it did not record. Default 3×PublishTimeout.
 	Lease time.Duration
 	// FastPublishTimeout bounds the fast path's wait for its PubAcks
-	// (default 3s): an ack lost in a leader change must not hold a fast
-	// path loop for long; what it did not confirm, the relay retries.
+	// (default DefaultFastPublishTimeout): an ack lost in a leader change
+	// must not hold a fast path loop for long; what it did not confirm, the
+	// relay retries.
 	FastPublishTimeout time.Duration
-	MinBackoff         time.Duration // first retry delay; default 100ms
-	MaxBackoff         time.Duration // retry delay cap; default min(10s, window/4)
-	PollInterval       time.Duration // look for due rows without a wake-up; default 1s
+	MinBackoff         time.Duration // first retry delay; default DefaultMinBackoff
+	MaxBackoff         time.Duration // retry delay cap; default min(DefaultMaxBackoff, window/4)
+	PollInterval       time.Duration // look for due rows without a wake-up; default DefaultPollInterval
 	// MarkDelay and MarkBatch bound how long, and for how many rows, the
 	// fast path gathers results before it marks them in one statement;
-	// default 50ms and 1024.
+	// default DefaultMarkDelay and DefaultMarkBatch.
 	MarkDelay time.Duration
 	MarkBatch int
 	// Grace is the store's relay grace (store.WithRelayGrace): how long a
@@ -67,42 +83,35 @@ type Config struct {
 	Tracer trace.Tracer
 }
 
-func (c *Config) setDefaults() error {
-	if c.Stream == "" {
-		return errors.New("relay: stream name is required")
+// WithDefaults returns a copy of c with every zero field that has a
+// default set to it. New calls it, then Validate.
+func (c Config) WithDefaults() Config {
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultBatchSize
 	}
-	if c.DuplicateWindow <= 0 {
-		return errors.New("relay: duplicate window is required")
+	if c.PublishTimeout == 0 {
+		c.PublishTimeout = DefaultPublishTimeout
 	}
-	if c.BatchSize <= 0 {
-		c.BatchSize = 256
-	}
-	if c.PublishTimeout <= 0 {
-		c.PublishTimeout = 10 * time.Second
-	}
-	if c.Lease <= 0 {
+	if c.Lease == 0 {
 		c.Lease = 3 * c.PublishTimeout
 	}
-	if c.FastPublishTimeout <= 0 {
-		c.FastPublishTimeout = min(3*time.Second, c.PublishTimeout)
+	if c.FastPublishTimeout == 0 {
+		c.FastPublishTimeout = min(DefaultFastPublishTimeout, c.PublishTimeout)
 	}
-	if c.MinBackoff <= 0 {
-		c.MinBackoff = 100 * time.Millisecond
+	if c.MinBackoff == 0 {
+		c.MinBackoff = DefaultMinBackoff
 	}
-	if c.MaxBackoff <= 0 {
-		c.MaxBackoff = min(10*time.Second, c.DuplicateWindow/4)
+	if c.MaxBackoff == 0 {
+		c.MaxBackoff = max(c.MinBackoff, min(DefaultMaxBackoff, c.DuplicateWindow/4))
 	}
-	if c.MaxBackoff < c.MinBackoff {
-		c.MaxBackoff = c.MinBackoff
+	if c.PollInterval == 0 {
+		c.PollInterval = DefaultPollInterval
 	}
-	if c.PollInterval <= 0 {
-		c.PollInterval = time.Second
+	if c.MarkDelay == 0 {
+		c.MarkDelay = DefaultMarkDelay
 	}
-	if c.MarkDelay <= 0 {
-		c.MarkDelay = 50 * time.Millisecond
-	}
-	if c.MarkBatch <= 0 {
-		c.MarkBatch = 1024
+	if c.MarkBatch == 0 {
+		c.MarkBatch = DefaultMarkBatch
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -110,7 +119,52 @@ func (c *Config) setDefaults() error {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	return nil
+	return c
+}
+
+// Validate checks c as it is (a zero field that has a default fails until
+// WithDefaults fills it in) and names every field at fault.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("relay: %s %s", field, fmt.Sprintf(format, args...)))
+	}
+	if c.Stream == "" {
+		bad("Stream", "is required")
+	}
+	if c.DuplicateWindow <= 0 {
+		bad("DuplicateWindow", "is required (positive), got %s", c.DuplicateWindow)
+	}
+	if c.BatchSize < 1 {
+		bad("BatchSize", "must be at least 1, got %d", c.BatchSize)
+	}
+	for _, d := range []struct {
+		field string
+		value time.Duration
+	}{
+		{"PublishTimeout", c.PublishTimeout}, {"Lease", c.Lease}, {"FastPublishTimeout", c.FastPublishTimeout},
+		{"MinBackoff", c.MinBackoff}, {"PollInterval", c.PollInterval}, {"MarkDelay", c.MarkDelay},
+	} {
+		if d.value <= 0 {
+			bad(d.field, "must be positive, got %s", d.value)
+		}
+	}
+	if c.MaxBackoff < c.MinBackoff {
+		bad("MaxBackoff", "must be at least MinBackoff (%s), got %s", c.MinBackoff, c.MaxBackoff)
+	}
+	if c.MarkBatch < 1 {
+		bad("MarkBatch", "must be at least 1, got %d", c.MarkBatch)
+	}
+	if c.Grace < 0 {
+		bad("Grace", "must not be negative, got %s", c.Grace)
+	}
+	if c.Logger == nil {
+		bad("Logger", "is required")
+	}
+	if c.Now == nil {
+		bad("Now", "is required")
+	}
+	return errors.Join(errs...)
 }
 
 // Relay publishes the outbox to JetStream: the fast path (RunFast) and the
@@ -136,7 +190,8 @@ type Relay struct {
 // New returns a Relay. js should be created with
 // jetstream.WithPublishAsyncTimeout so that no PubAck future waits forever.
 func New(outbox Outbox, js jetstream.JetStream, cfg Config) (*Relay, error) {
-	if err := cfg.setDefaults(); err != nil {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	return &Relay{cfg: cfg, outbox: outbox, js: js, wake: make(chan struct{}, 1),

@@ -33,7 +33,7 @@ func setup(t *testing.T, window time.Duration) *bundle {
 	pool, _ := hubtest.Pool(t)
 	_, js := hubtest.JetStream(t).Connect(t)
 	st, err := relay.EnsureStream(context.Background(), js, relay.StreamConfig{
-		Name: "WEBHOOKS", Providers: []string{"paddle"}, Replicas: 1, DuplicateWindow: window,
+		Name: schema.DefaultStream, Providers: []string{"paddle"}, Replicas: 1, DuplicateWindow: window,
 	})
 	require.NoError(t, err)
 	return &bundle{store: store.New(pool), js: js, stream: st, metrics: metrics.New(prometheus.NewRegistry())}
@@ -134,7 +134,7 @@ func TestRetryAfterDuplicateWindowLooksInTheStream(t *testing.T) {
 	// signal it.)
 	time.Sleep(3 * window)
 
-	r, err := relay.New(b.store, b.js, relay.Config{Stream: "WEBHOOKS", DuplicateWindow: window, Metrics: b.metrics})
+	r, err := relay.New(b.store, b.js, relay.Config{Stream: schema.DefaultStream, DuplicateWindow: window, Metrics: b.metrics})
 	require.NoError(t, err)
 	require.NoError(t, r.Drain(ctx))
 
@@ -160,7 +160,7 @@ func TestRetryAfterDuplicateWindowPublishesWhenAbsent(t *testing.T) {
 	require.NoError(t, b.store.RecordPublished(ctx, []hub.PublishResult{{ArchiveID: rows[0].ArchiveID, Err: "nats down"}}))
 	time.Sleep(3 * window)
 
-	r, err := relay.New(b.store, b.js, relay.Config{Stream: "WEBHOOKS", DuplicateWindow: window, Metrics: b.metrics})
+	r, err := relay.New(b.store, b.js, relay.Config{Stream: schema.DefaultStream, DuplicateWindow: window, Metrics: b.metrics})
 	require.NoError(t, err)
 	require.NoError(t, r.Drain(ctx))
 	require.EqualValues(t, 1, b.msgs(t))
@@ -173,9 +173,9 @@ func TestPublishFailureBacksOff(t *testing.T) {
 	b := setup(t, time.Minute)
 	ctx := context.Background()
 	// A stream that does not hold the subject makes the publish fail.
-	require.NoError(t, b.js.DeleteStream(ctx, "WEBHOOKS"))
+	require.NoError(t, b.js.DeleteStream(ctx, schema.DefaultStream))
 	b.ingest(t, "evt_nostream")
-	r, err := relay.New(b.store, b.js, relay.Config{Stream: "WEBHOOKS", DuplicateWindow: time.Minute, PublishTimeout: 2 * time.Second})
+	r, err := relay.New(b.store, b.js, relay.Config{Stream: schema.DefaultStream, DuplicateWindow: time.Minute, PublishTimeout: 2 * time.Second})
 	require.NoError(t, err)
 	require.NoError(t, r.Drain(ctx))
 	var status string
@@ -256,7 +256,7 @@ func TestFastPathPipeline(t *testing.T) {
 			t.Parallel()
 			b := setup(t, time.Minute)
 			out := recordingOutbox{Store: b.store, records: make(chan int, rows)}
-			r, err := relay.New(out, b.js, relay.Config{Stream: "WEBHOOKS", DuplicateWindow: time.Minute,
+			r, err := relay.New(out, b.js, relay.Config{Stream: schema.DefaultStream, DuplicateWindow: time.Minute,
 				BatchSize: 50, MarkDelay: tc.markDelay, MarkBatch: tc.markBatch,
 				Now: func() time.Time { return relayClock }})
 			require.NoError(t, err)
@@ -308,7 +308,7 @@ func TestFastPathSlowMarkDoesNotBlockPublishing(t *testing.T) {
 	b := setup(t, time.Minute)
 	out := recordingOutbox{Store: b.store, records: make(chan int, rows), gate: make(chan struct{})}
 	// The fast path queues 16 batches, so all 1,500 rows fit.
-	r, err := relay.New(out, b.js, relay.Config{Stream: "WEBHOOKS", DuplicateWindow: time.Minute,
+	r, err := relay.New(out, b.js, relay.Config{Stream: schema.DefaultStream, DuplicateWindow: time.Minute,
 		BatchSize: 100, MarkDelay: time.Millisecond, MarkBatch: 1})
 	require.NoError(t, err)
 	stop := b.runFast(t, r, rows)

@@ -42,7 +42,7 @@ func TestRelayPublishCarriesTraceParent(t *testing.T) {
 
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	r, err := relay.New(b.store, b.js, relay.Config{Stream: "WEBHOOKS", DuplicateWindow: time.Minute, Tracer: tp.Tracer("test")})
+	r, err := relay.New(b.store, b.js, relay.Config{Stream: schema.DefaultStream, DuplicateWindow: time.Minute, Tracer: tp.Tracer("test")})
 	require.NoError(t, err)
 	require.NoError(t, r.Drain(ctx))
 
@@ -71,7 +71,7 @@ func TestRelayWithoutTracer(t *testing.T) {
 	var archived *string
 	require.NoError(t, b.store.Pool().QueryRow(ctx, `SELECT trace_parent FROM webhook_event_status WHERE id = $1`, id).Scan(&archived))
 	require.Nil(t, archived)
-	r, err := relay.New(b.store, b.js, relay.Config{Stream: "WEBHOOKS", DuplicateWindow: time.Minute})
+	r, err := relay.New(b.store, b.js, relay.Config{Stream: schema.DefaultStream, DuplicateWindow: time.Minute})
 	require.NoError(t, err)
 	require.NoError(t, r.Drain(ctx))
 	msg, err := b.stream.GetLastMsgForSubject(ctx, "paddle.subscription.created")

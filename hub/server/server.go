@@ -33,13 +33,21 @@ type Ingester interface {
 	Ingest(ctx context.Context, ds []hub.Delivery) ([]hub.Outcome, error)
 }
 
-// Config configures a Server.
+// Defaults applied by Config.WithDefaults to zero fields.
+const (
+	DefaultMaxBodyBytes  = hub.DefaultMaxBodyBytes
+	DefaultCommitTimeout = 10 * time.Second
+	DefaultMaxInflight   = 128
+)
+
+// Config configures a Server. Zero fields take the defaults
+// (WithDefaults).
 type Config struct {
 	Providers    []provider.Provider // required
 	Ingester     Ingester            // required
-	MaxBodyBytes int                 // default 1 MiB
+	MaxBodyBytes int                 // default DefaultMaxBodyBytes
 	// CommitTimeout bounds the wait for the database; past it the answer is
-	// 503. Default 10s.
+	// 503. Default DefaultCommitTimeout.
 	CommitTimeout time.Duration
 	// Ready reports whether the hub can accept deliveries (database
 	// reachable, migrations current). Required. /readyz never shows its
@@ -93,8 +101,79 @@ type Config struct {
 	// MaxInflight bounds the webhook requests verified and committed at
 	// once, and MaxInflight × MaxBodyBytes the memory of the request
 	// bodies being received and handled; past either, a request is
-	// answered 503 with Retry-After (see limits.go). Default 128.
+	// answered 503 with Retry-After (see limits.go). Default
+	// DefaultMaxInflight.
 	MaxInflight int
+}
+
+// WithDefaults returns a copy of c with every zero field that has a
+// default set to it. New calls it, then Validate.
+func (c Config) WithDefaults() Config {
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.CommitTimeout == 0 {
+		c.CommitTimeout = DefaultCommitTimeout
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.NATSStatus == nil {
+		c.NATSStatus = func() string { return "unknown" }
+	}
+	if c.Committed == nil {
+		c.Committed = func(hub.Delivery) {}
+	}
+	if c.MaxInflight == 0 {
+		c.MaxInflight = DefaultMaxInflight
+	}
+	if c.Traffic == nil {
+		c.Traffic = NewTraffic()
+	}
+	return c
+}
+
+// Validate checks c as it is (a zero field that has a default fails until
+// WithDefaults fills it in) and names every field at fault.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("server: %s %s", field, fmt.Sprintf(format, args...)))
+	}
+	if len(c.Providers) == 0 {
+		bad("Providers", "is required")
+	}
+	for _, f := range []struct {
+		name    string
+		missing bool
+	}{
+		{"Ingester", c.Ingester == nil}, {"Ready", c.Ready == nil}, {"Metrics", c.Metrics == nil},
+		{"Gatherer", c.Gatherer == nil}, {"Now", c.Now == nil}, {"Logger", c.Logger == nil},
+		{"NATSStatus", c.NATSStatus == nil}, {"Committed", c.Committed == nil}, {"Traffic", c.Traffic == nil},
+	} {
+		if f.missing {
+			bad(f.name, "is required")
+		}
+	}
+	if c.MaxBodyBytes < 1 {
+		bad("MaxBodyBytes", "must be at least 1, got %d", c.MaxBodyBytes)
+	}
+	if c.CommitTimeout <= 0 {
+		bad("CommitTimeout", "must be positive, got %s", c.CommitTimeout)
+	}
+	if c.MaxInflight < 1 {
+		bad("MaxInflight", "must be at least 1, got %d", c.MaxInflight)
+	}
+	if c.Pprof && !c.SeparateAdmin {
+		bad("Pprof", "needs SeparateAdmin")
+	}
+	if c.AdminToken != "" && c.Operator == nil {
+		bad("AdminToken", "needs an Operator")
+	}
+	return errors.Join(errs...)
 }
 
 // Server is the hub's HTTP server.
@@ -114,38 +193,9 @@ type Server struct {
 
 // New builds a Server.
 func New(cfg Config) (*Server, error) {
-	if len(cfg.Providers) == 0 || cfg.Ingester == nil || cfg.Ready == nil || cfg.Metrics == nil || cfg.Gatherer == nil {
-		return nil, errors.New("server: Providers, Ingester, Ready, Metrics and Gatherer are required")
-	}
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = 1 << 20
-	}
-	if cfg.CommitTimeout <= 0 {
-		cfg.CommitTimeout = 10 * time.Second
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.NATSStatus == nil {
-		cfg.NATSStatus = func() string { return "unknown" }
-	}
-	if cfg.Committed == nil {
-		cfg.Committed = func(hub.Delivery) {}
-	}
-	if cfg.MaxInflight <= 0 {
-		cfg.MaxInflight = 128
-	}
-	if cfg.Traffic == nil {
-		cfg.Traffic = NewTraffic()
-	}
-	if cfg.Pprof && !cfg.SeparateAdmin {
-		return nil, errors.New("server: Pprof needs SeparateAdmin")
-	}
-	if cfg.AdminToken != "" && cfg.Operator == nil {
-		return nil, errors.New("server: AdminToken needs an Operator")
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	s := &Server{cfg: cfg, providers: make(map[string]provider.Provider, len(cfg.Providers)), inflight: newInflight(cfg.MaxInflight), traffic: cfg.Traffic,
 		bodies: &budget{limit: int64(cfg.MaxInflight) * int64(cfg.MaxBodyBytes), gauge: cfg.Metrics.BodyBytes}}

@@ -13,6 +13,7 @@ import (
 	"github.com/kelseyhightower/envconfig"
 
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/schema"
 )
 
 // EnvPrefix is the prefix of every hub environment variable.
@@ -91,7 +92,7 @@ func (c *Config) Validate() error {
 	if c.AdminAddr != "" && c.AdminAddr == c.HTTPAddr && !strings.HasSuffix(c.AdminAddr, ":0") {
 		bad("ADMIN_ADDR", "must differ from HUB_HTTP_ADDR (%s): it is a second, private listener", c.HTTPAddr)
 	}
-	if c.Stream == "" || strings.ContainsAny(c.Stream, " \t\r\n.*>/\\") {
+	if !schema.ValidStreamName(c.Stream) {
 		bad("STREAM", "must be a JetStream stream name without spaces, '.', '*', '>', '/' or '\\', got %q", c.Stream)
 	}
 	if c.StreamReplicas < 1 || c.StreamReplicas > 5 {

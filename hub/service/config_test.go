@@ -12,6 +12,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub/backfill"
 	"github.com/hookhub/hookhub/hub/service"
+	"github.com/hookhub/hookhub/schema"
 )
 
 func TestDefaultsAreValid(t *testing.T) {
@@ -20,7 +21,7 @@ func TestDefaultsAreValid(t *testing.T) {
 	require.NoError(t, cfg.Validate())
 	require.Equal(t, "postgres://postgres@127.0.0.1:5432/hub?sslmode=disable", cfg.DatabaseURL)
 	require.Equal(t, ":8080", cfg.HTTPAddr)
-	require.Equal(t, "WEBHOOKS", cfg.Stream)
+	require.Equal(t, schema.DefaultStream, cfg.Stream)
 	require.Equal(t, 1, cfg.StreamReplicas)
 	require.Equal(t, 2*time.Minute, cfg.DuplicateWindow)
 	require.Equal(t, 5*time.Minute, cfg.SignatureTolerance)

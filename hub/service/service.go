@@ -48,10 +48,6 @@ const maxHeaderBytes = 4096
 // (relay.Config.Grace).
 const relayGrace = 15 * time.Second
 
-// streamCheckInterval is how often the hub checks that its stream exists
-// (relay.Keeper); a publish failing as if it did not checks it at once.
-const streamCheckInterval = 2 * time.Second
-
 // TracingServiceName is the hub's service.name unless OTEL_SERVICE_NAME
 // says otherwise, and TracerName its tracer's instrumentation scope.
 const (
@@ -181,10 +177,12 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 			DuplicateWindow: cfg.DuplicateWindow,
 			MaxAge:          cfg.StreamMaxAge,
 		},
-		Interval: streamCheckInterval,
-		Logger:   s.log.With("component", "stream"),
-		Metrics:  s.metrics,
-		Now:      deps.Now,
+		// Interval: relay.DefaultKeeperInterval (HUB_STREAM's description
+		// says 2 s); a publish failing as if the stream were gone checks it
+		// at once.
+		Logger:  s.log.With("component", "stream"),
+		Metrics: s.metrics,
+		Now:     deps.Now,
 	})
 	if err != nil {
 		return nil, err

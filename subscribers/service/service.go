@@ -110,23 +110,18 @@ func (p Program) Load() error {
 	if c.NatsURL == "" {
 		bad("NATS_URL", "must not be empty")
 	}
-	if c.Concurrency < 1 || c.Concurrency > subscriber.MaxConcurrency {
-		bad("CONCURRENCY", "must be between 1 and %d, got %d", subscriber.MaxConcurrency, c.Concurrency)
+	// The subscriber library's settings follow its rules (Config.Validate),
+	// each error naming the variable. Its other fields (Name, Pool,
+	// JetStream) are no variables: run sets them and subscriber.New checks
+	// them.
+	vars := p.libraryVars()
+	for _, fe := range subscriber.InvalidFields(p.subscriberConfig().Validate()) {
+		if v, ok := vars[fe.Field]; ok {
+			errs = append(errs, fmt.Errorf("%s %s", v, fe.Reason))
+		}
 	}
 	if c.DatabaseMaxConns < int32(min(c.Concurrency, subscriber.MaxConcurrency))+2 {
 		bad("DATABASE_MAX_CONNS", "must be at least CONCURRENCY + 2 (%d), got %d", c.Concurrency+2, c.DatabaseMaxConns)
-	}
-	if c.MaxDeliver < 1 {
-		bad("MAX_DELIVER", "must be at least 1, got %d", c.MaxDeliver)
-	}
-	if c.AckWait < time.Second {
-		bad("ACK_WAIT", "must be at least 1s, got %s", c.AckWait)
-	}
-	if c.MaxAckPending < c.Concurrency {
-		bad("MAX_ACK_PENDING", "must be at least CONCURRENCY (%d), got %d", c.Concurrency, c.MaxAckPending)
-	}
-	if c.ShutdownTimeout <= 0 {
-		bad("SHUTDOWN_TIMEOUT", "must be positive, got %s", c.ShutdownTimeout)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.LogLevel)); err != nil {
@@ -144,6 +139,37 @@ func (p Program) Load() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// subscriberConfig is the subscriber library's configuration as the
+// variables set it; run adds the connections, logger and registry.
+func (p Program) subscriberConfig() subscriber.Config {
+	c := p.Common
+	return subscriber.Config{
+		Name:            p.Name,
+		Stream:          c.Stream,
+		Migrations:      p.Migrations,
+		Concurrency:     c.Concurrency,
+		MaxDeliver:      c.MaxDeliver,
+		AckWait:         c.AckWait,
+		MaxAckPending:   c.MaxAckPending,
+		ShutdownTimeout: c.ShutdownTimeout,
+	}
+}
+
+// libraryVars maps the fields of Common, which bear the names of the
+// subscriber.Config fields they set, to their variables (<PREFIX>_ACK_WAIT
+// for AckWait), as envconfig names them.
+func (p Program) libraryVars() map[string]string {
+	var b strings.Builder
+	_ = envconfig.Usagef(p.Prefix(), p.Common, &b, "{{range .}}{{.Name}} {{.Key}}\n{{end}}")
+	vars := map[string]string{}
+	for line := range strings.Lines(b.String()) {
+		if field, key, ok := strings.Cut(strings.TrimSpace(line), " "); ok {
+			vars[field] = key
+		}
+	}
+	return vars
 }
 
 // Logger returns the logger the configuration asks for.
@@ -234,21 +260,10 @@ func run(ctx context.Context, p Program, log *slog.Logger) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	sub, err := subscriber.New(subscriber.Config{
-		Name:            p.Name,
-		Pool:            pool,
-		JetStream:       js,
-		Stream:          c.Stream,
-		Migrations:      p.Migrations,
-		Concurrency:     c.Concurrency,
-		MaxDeliver:      c.MaxDeliver,
-		AckWait:         c.AckWait,
-		MaxAckPending:   c.MaxAckPending,
-		ShutdownTimeout: c.ShutdownTimeout,
-		Logger:          log,
-		Registerer:      reg,
-		TracerProvider:  tp,
-	})
+	scfg := p.subscriberConfig()
+	scfg.Pool, scfg.JetStream = pool, js
+	scfg.Logger, scfg.Registerer, scfg.TracerProvider = log, reg, tp
+	sub, err := subscriber.New(scfg)
 	if err != nil {
 		return err
 	}

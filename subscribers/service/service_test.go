@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/service"
+	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
 type testConfig struct {
@@ -35,7 +38,7 @@ func TestLoad(t *testing.T) {
 		{"defaults", nil, func(t *testing.T, c *testConfig) {
 			require.Equal(t, "postgres://postgres@127.0.0.1:5432/hub?sslmode=disable", c.DatabaseURL)
 			require.Equal(t, "nats://127.0.0.1:4222", c.NatsURL)
-			require.Equal(t, "WEBHOOKS", c.Stream)
+			require.Equal(t, schema.DefaultStream, c.Stream)
 			require.Equal(t, ":9199", c.HTTPAddr)
 			require.Equal(t, 4, c.Concurrency)
 			require.Equal(t, 5, c.MaxDeliver)
@@ -57,12 +60,24 @@ func TestLoad(t *testing.T) {
 			require.Equal(t, "postgres://postgres@127.0.0.1:5432/hub?sslmode=disable", c.DatabaseURL)
 			require.Equal(t, "nats://127.0.0.1:4222", c.NatsURL)
 			require.Equal(t, ":9199", c.HTTPAddr)
-			require.Equal(t, "WEBHOOKS", c.Stream)
+			require.Equal(t, schema.DefaultStream, c.Stream)
 		}, nil},
 		{"invalid values", map[string]string{
 			"DEMO_CONCURRENCY": "0", "DEMO_MAX_DELIVER": "0", "DEMO_ACK_WAIT": "10ms", "DEMO_LOG_LEVEL": "loud",
 			"DEMO_LOG_FORMAT": "xml", "DEMO_DATABASE_URL": "", "DEMO_HTTP_ADDR": "",
 		}, nil, []string{"DEMO_CONCURRENCY", "DEMO_MAX_DELIVER", "DEMO_ACK_WAIT", "DEMO_LOG_LEVEL", "DEMO_LOG_FORMAT", "DEMO_DATABASE_URL", "DEMO_HTTP_ADDR"}},
+		{"the library's bounds", map[string]string{"DEMO_ACK_WAIT": "500ms", "DEMO_MAX_ACK_PENDING": "10000"}, func(t *testing.T, c *testConfig) {
+			require.Equal(t, 500*time.Millisecond, c.AckWait)
+			require.Equal(t, subscriber.MaxMaxAckPending, c.MaxAckPending)
+		}, nil},
+		{"every library setting invalid", map[string]string{
+			"DEMO_STREAM": "WEB.HOOKS", "DEMO_CONCURRENCY": "2000", "DEMO_MAX_DELIVER": "-1", "DEMO_ACK_WAIT": "10ms",
+			"DEMO_MAX_ACK_PENDING": "20000", "DEMO_SHUTDOWN_TIMEOUT": "0s",
+		}, nil, []string{
+			`DEMO_STREAM "WEB.HOOKS" must be a stream name`, "DEMO_CONCURRENCY must be between 1 and 1024, got 2000",
+			"DEMO_MAX_DELIVER must be at least 1, got -1", "DEMO_ACK_WAIT must be at least 100ms, got 10ms",
+			"DEMO_MAX_ACK_PENDING must be between", "DEMO_SHUTDOWN_TIMEOUT must be positive, got 0s",
+		}},
 		{"pool smaller than concurrency", map[string]string{"DEMO_CONCURRENCY": "16"}, nil, []string{"DEMO_DATABASE_MAX_CONNS must be at least CONCURRENCY + 2 (18)"}},
 	}
 	for _, c := range cases {

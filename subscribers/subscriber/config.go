@@ -13,11 +13,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hookhub/hookhub/schema"
 )
 
 // Defaults applied by New to zero Config fields.
 const (
-	DefaultStream          = "WEBHOOKS"
+	DefaultStream          = schema.DefaultStream
 	DefaultConcurrency     = 4
 	DefaultMaxDeliver      = 5
 	DefaultAckWait         = 30 * time.Second
@@ -106,8 +108,9 @@ func ValidName(name string) bool {
 	return nameRE.MatchString(name) && !strings.HasPrefix(name, "pg_")
 }
 
-// withDefaults returns a copy of c with defaults filled in.
-func (c Config) withDefaults() Config {
+// WithDefaults returns a copy of c with every zero field that has a
+// default set to it (Backoff copied). New calls it, then Validate.
+func (c Config) WithDefaults() Config {
 	if c.Stream == "" {
 		c.Stream = DefaultStream
 	}
@@ -145,52 +148,95 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// validate checks a Config that has its defaults.
-func (c Config) validate() error {
+// FieldError is one invalid Config field.
+type FieldError struct {
+	// Field is the Config field's name, with the index of a slice
+	// element: "AckWait", "Backoff[1]".
+	Field string
+	// Reason says what is wrong: "must be at least 100ms, got 10ms".
+	Reason string
+}
+
+func (e *FieldError) Error() string { return e.Field + " " + e.Reason }
+
+// Validate checks c as it is: New checks c.WithDefaults(), so a zero field
+// that has a default fails here only when its default is not filled in.
+// The error wraps ErrInvalidConfig and a *FieldError per invalid field
+// (InvalidFields lists them); nil when c is valid.
+func (c Config) Validate() error {
 	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &FieldError{Field: field, Reason: fmt.Sprintf(format, args...)})
+	}
 	if !ValidName(c.Name) {
-		bad("Name %q must be a lower-case identifier ([a-z][a-z0-9_]*, at most 63 bytes, not starting with pg_): it names the consumer and the Postgres schema", c.Name)
+		bad("Name", "%q must be a lower-case identifier ([a-z][a-z0-9_]*, at most 63 bytes, not starting with pg_): it names the consumer and the Postgres schema", c.Name)
 	}
 	if c.Pool == nil {
-		bad("Pool is required")
+		bad("Pool", "is required")
 	}
 	if c.JetStream == nil {
-		bad("JetStream is required")
+		bad("JetStream", "is required")
 	}
-	if c.Stream == "" || strings.ContainsAny(c.Stream, " \t\r\n.*>/\\") {
-		bad("Stream %q must be a stream name without spaces, '.', '*', '>', '/' or '\\'", c.Stream)
+	if !schema.ValidStreamName(c.Stream) {
+		bad("Stream", "%q must be a stream name without spaces, '.', '*', '>', '/' or '\\'", c.Stream)
 	}
 	if c.Concurrency < 1 || c.Concurrency > MaxConcurrency {
-		bad("Concurrency must be between 1 and %d, got %d", MaxConcurrency, c.Concurrency)
+		bad("Concurrency", "must be between 1 and %d, got %d", MaxConcurrency, c.Concurrency)
 	}
 	if c.MaxDeliver < 1 {
-		bad("MaxDeliver must be at least 1, got %d", c.MaxDeliver)
+		bad("MaxDeliver", "must be at least 1, got %d", c.MaxDeliver)
 	}
 	for i, d := range c.Backoff {
 		if d <= 0 {
-			bad("Backoff[%d] must be positive, got %s", i, d)
+			bad(fmt.Sprintf("Backoff[%d]", i), "must be positive, got %s", d)
 		}
 	}
 	if c.AckWait < MinAckWait {
-		bad("AckWait must be at least %s, got %s", MinAckWait, c.AckWait)
+		bad("AckWait", "must be at least %s, got %s", MinAckWait, c.AckWait)
 	}
 	if c.MaxAckPending < c.Concurrency || c.MaxAckPending > MaxMaxAckPending {
-		bad("MaxAckPending must be between Concurrency (%d) and %d, got %d", c.Concurrency, MaxMaxAckPending, c.MaxAckPending)
+		bad("MaxAckPending", "must be between Concurrency (%d) and %d, got %d", c.Concurrency, MaxMaxAckPending, c.MaxAckPending)
 	}
 	if c.HandlerTimeout < 0 {
-		bad("HandlerTimeout must not be negative, got %s", c.HandlerTimeout)
+		bad("HandlerTimeout", "must not be negative, got %s", c.HandlerTimeout)
 	}
-	if c.ShutdownTimeout < 0 {
-		bad("ShutdownTimeout must not be negative, got %s", c.ShutdownTimeout)
+	if c.ShutdownTimeout <= 0 {
+		bad("ShutdownTimeout", "must be positive, got %s", c.ShutdownTimeout)
 	}
-	if c.RedriveInterval < 0 {
-		bad("RedriveInterval must not be negative, got %s", c.RedriveInterval)
+	if c.RedriveInterval <= 0 {
+		bad("RedriveInterval", "must be positive, got %s", c.RedriveInterval)
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
 	}
 	return nil
+}
+
+// InvalidFields returns the *FieldError values err wraps (an error of
+// Validate or New), in the order Validate found them.
+func InvalidFields(err error) []*FieldError {
+	var out []*FieldError
+	var walk func(error)
+	walk = func(err error) {
+		if fe, ok := err.(*FieldError); ok {
+			out = append(out, fe)
+			return
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				walk(e)
+			}
+		case interface{ Unwrap() error }:
+			if e := u.Unwrap(); e != nil {
+				walk(e)
+			}
+		}
+	}
+	if err != nil {
+		walk(err)
+	}
+	return out
 }
 
 // backoff returns the delay before redelivering a message whose attempt

@@ -155,3 +155,46 @@ func TestServeMux(t *testing.T) {
 	code, _ = get("/healthz")
 	require.Equal(t, http.StatusServiceUnavailable, code)
 }
+
+// Validate checks a Config as it is, each invalid field a *FieldError:
+// zero fields fail until WithDefaults fills them in, as New does.
+func TestValidateNamesFields(t *testing.T) {
+	t.Parallel()
+	pool, err := pgxpool.New(context.Background(), "postgres://nobody@127.0.0.1:1/none")
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	_, js := hubtest.JetStream(t).Connect(t)
+	cfg := subscriber.Config{Name: "credits", Pool: pool, JetStream: js}
+	require.NoError(t, cfg.WithDefaults().Validate())
+
+	err = cfg.Validate()
+	require.ErrorIs(t, err, subscriber.ErrInvalidConfig)
+	var fields []string
+	for _, fe := range subscriber.InvalidFields(err) {
+		fields = append(fields, fe.Field)
+	}
+	require.Equal(t, []string{"Stream", "Concurrency", "MaxDeliver", "AckWait", "ShutdownTimeout", "RedriveInterval"}, fields)
+
+	cfg = cfg.WithDefaults()
+	cfg.Pool, cfg.AckWait, cfg.Backoff = nil, 10*time.Millisecond, []time.Duration{time.Second, -time.Second}
+	_, err = subscriber.New(cfg)
+	require.Equal(t, []*subscriber.FieldError{
+		{Field: "Pool", Reason: "is required"},
+		{Field: "Backoff[1]", Reason: "must be positive, got -1s"},
+		{Field: "AckWait", Reason: "must be at least 100ms, got 10ms"},
+	}, subscriber.InvalidFields(err))
+	require.Empty(t, subscriber.InvalidFields(nil))
+}
+
+// WithDefaults fills in only zero fields, and copies Backoff.
+func TestWithDefaults(t *testing.T) {
+	t.Parallel()
+	got := subscriber.Config{Concurrency: 300}.WithDefaults()
+	require.Equal(t, subscriber.DefaultStream, got.Stream)
+	require.Equal(t, 300, got.Concurrency)
+	require.Equal(t, 300, got.MaxAckPending, "at least Concurrency")
+	require.Equal(t, subscriber.DefaultAckWait, got.AckWait)
+	require.Equal(t, subscriber.DefaultBackoff, got.Backoff)
+	got.Backoff[0] = time.Hour
+	require.NotEqual(t, time.Hour, subscriber.DefaultBackoff[0])
+}

@@ -79,8 +79,8 @@ type hooks struct {
 // fields. It registers the subscriber's metrics but touches neither
 // Postgres nor NATS: Run does.
 func New(cfg Config) (*Subscriber, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	m, err := newMetrics(cfg.Registerer, cfg.Name)

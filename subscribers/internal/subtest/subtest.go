@@ -28,7 +28,7 @@ import (
 )
 
 // Stream is the stream name tests use, as the hub's default.
-const Stream = "WEBHOOKS"
+const Stream = schema.DefaultStream
 
 // Timeout bounds every wait in the tests: generous, the machine is shared.
 const Timeout = 60 * time.Second
