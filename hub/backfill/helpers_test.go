@@ -67,7 +67,7 @@ func newHubEnv(t *testing.T, mod ...func(*service.Config)) *hubEnv {
 	h.paddle.BaseURL = paddleSrv.URL
 	h.cfg = service.Config{
 		DatabaseURL: url, DatabaseMaxConns: 8, NATSURL: n.URL(), HTTPAddr: "127.0.0.1:0",
-		Stream: "WEBHOOKS", StreamReplicas: 1, DuplicateWindow: 2 * time.Minute,
+		Stream: schema.DefaultStream, StreamReplicas: 1, DuplicateWindow: 2 * time.Minute,
 		StripeSecrets: []string{stripeSecret}, PaddleSecrets: []string{paddleSecret}, GitHubSecrets: []string{githubSecret},
 		SignatureTolerance: 5 * time.Minute, MaxBodyBytes: 1 << 20, MaxInflight: 128, MaxConns: 4096,
 		ShutdownTimeout: 10 * time.Second, CommitTimeout: 5 * time.Second, BatchMax: 64, BatchCommitters: 1,

@@ -36,6 +36,7 @@ import (
 	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/service"
+	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -444,7 +445,7 @@ func startHub(t *testing.T, browsers ...*browser) *testHub {
 		AdminAddr:            "127.0.0.1:0",
 		AdminToken:           consoleAdminToken,
 		ConsoleReadOnlyToken: consoleReadOnlyToken,
-		Stream:               "WEBHOOKS",
+		Stream:               schema.DefaultStream,
 		StreamReplicas:       1,
 		DuplicateWindow:      2 * time.Minute,
 		PaddleSecrets:        []string{browserPaddleSecret},

@@ -23,6 +23,7 @@ import (
 	"github.com/hookhub/hookhub/hub/hubtest/testhub"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/service"
+	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -57,7 +58,7 @@ func newHubSystem(t *testing.T) *hubSystem {
 	h := &hubSystem{t: t, hook: hub.URL, admin: hub.AdminURL, pool: pool,
 		paddle: p.(provider.Sender), browser: &http.Client{Jar: jar, Timeout: 30 * time.Second,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
-	hub.WaitStream(js, "WEBHOOKS")
+	hub.WaitStream(js, schema.DefaultStream)
 
 	// The flaky subscriber: one effect row per handler run; fails while
 	// broken.

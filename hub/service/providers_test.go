@@ -13,6 +13,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/service"
+	"github.com/hookhub/hookhub/schema"
 )
 
 // Every provider, built from configuration as the hub builds it, delivers
@@ -77,7 +78,7 @@ func TestEveryProviderEndToEnd(t *testing.T) {
 	}
 	h.waitPublished()
 	ctx := context.Background()
-	st, err := h.js.Stream(ctx, "WEBHOOKS")
+	st, err := h.js.Stream(ctx, schema.DefaultStream)
 	require.NoError(t, err)
 	for name, c := range cases {
 		m, err := st.GetLastMsgForSubject(ctx, c.subject)

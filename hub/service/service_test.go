@@ -66,7 +66,7 @@ func newTestConfig(dbURL, natsURL string) service.Config {
 		DatabaseMaxConns:   8,
 		NATSURL:            natsURL,
 		HTTPAddr:           "127.0.0.1:0",
-		Stream:             "WEBHOOKS",
+		Stream:             schema.DefaultStream,
 		StreamReplicas:     1,
 		DuplicateWindow:    2 * time.Minute,
 		PaddleSecrets:      []string{paddleSecret},
@@ -292,7 +292,7 @@ func TestMessageShape(t *testing.T) {
 	h.waitPublished()
 
 	ctx := context.Background()
-	st, err := h.js.Stream(ctx, "WEBHOOKS")
+	st, err := h.js.Stream(ctx, schema.DefaultStream)
 	require.NoError(t, err)
 	m, err := st.GetMsg(ctx, 1)
 	require.NoError(t, err)

@@ -216,11 +216,11 @@ func TestEnsureStreamMergesSubjects(t *testing.T) {
 	pool, dbURL := hubtest.Pool(t)
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
-	_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "WEBHOOKS", Subjects: []string{"other.>"}, Duplicates: 5 * time.Minute})
+	_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: schema.DefaultStream, Subjects: []string{"other.>"}, Duplicates: 5 * time.Minute})
 	require.NoError(t, err)
 	info := func() *jetstream.StreamInfo {
 		t.Helper()
-		st, err := js.Stream(ctx, "WEBHOOKS")
+		st, err := js.Stream(ctx, schema.DefaultStream)
 		require.NoError(t, err)
 		return st.CachedInfo()
 	}

@@ -214,7 +214,7 @@ func TestServeRefusesPendingMigrations(t *testing.T) {
 func streamMsgIDs(t *testing.T, js jetstream.JetStream) map[string]int {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	st, err := js.Stream(ctx, "WEBHOOKS")
+	st, err := js.Stream(ctx, schema.DefaultStream)
 	require.NoError(t, err)
 	info, err := st.Info(ctx)
 	require.NoError(t, err)
