@@ -61,18 +61,12 @@ func (p *Paddle) Tolerance() time.Duration { return p.tolerance }
 
 // Static errors of the Paddle verifier.
 var (
-	errPaddleNoHeader   = errSig("missing Paddle-Signature header")
-	errPaddleNoTS       = errSig("Paddle-Signature has no ts")
-	errPaddleDupTS      = errSig("Paddle-Signature has more than one ts")
-	errPaddleBadTS      = errSig("Paddle-Signature ts is not a unix time")
-	errPaddleNoH1       = errSig("Paddle-Signature has no well-formed h1")
-	errPaddleMismatch   = errSig("no h1 matches any secret")
-	errPaddleNoID       = errPayload("body has no event_id")
-	errPaddleNoType     = errPayload("body has no event_type")
-	errPaddleLongID     = errPayload("event_id is longer than 255 bytes")
-	errPaddleLongType   = errPayload("event_type is longer than 128 bytes")
-	errPaddleBadIDChars = errPayload("event_id contains control characters")
-	errPaddleBadTypeChr = errPayload("event_type contains control characters")
+	errPaddleNoHeader = errSig("missing Paddle-Signature header")
+	errPaddleNoTS     = errSig("Paddle-Signature has no ts")
+	errPaddleDupTS    = errSig("Paddle-Signature has more than one ts")
+	errPaddleBadTS    = errSig("Paddle-Signature ts is not a unix time")
+	errPaddleNoH1     = errSig("Paddle-Signature has no well-formed h1")
+	errPaddleMismatch = errSig("no h1 matches any secret")
 )
 
 // Verify authenticates a Paddle notification and returns its event. The
@@ -179,19 +173,11 @@ func parsePaddleBody(body []byte) (Event, error) {
 			return Event{}, jsonPayloadError(err)
 		}
 	}
-	switch {
-	case b.EventID == "":
-		return Event{}, errPaddleNoID
-	case b.EventType == "":
-		return Event{}, errPaddleNoType
-	case len(b.EventID) > maxEventIDLen:
-		return Event{}, errPaddleLongID
-	case len(b.EventType) > maxEventTypeLen:
-		return Event{}, errPaddleLongType
-	case hasControl(b.EventID):
-		return Event{}, errPaddleBadIDChars
-	case hasControl(b.EventType):
-		return Event{}, errPaddleBadTypeChr
+	if err := checkText("body has no event_id", "event_id", b.EventID, maxEventIDLen); err != nil {
+		return Event{}, err
+	}
+	if err := checkText("body has no event_type", "event_type", b.EventType, maxEventTypeLen); err != nil {
+		return Event{}, err
 	}
 	return Event{ID: b.EventID, Type: b.EventType, OccurredAt: b.OccurredAt.t}, nil
 }

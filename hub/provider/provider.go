@@ -69,7 +69,9 @@ type Sender interface {
 // through VerifyRequest when p is a RequestVerifier, through Verify
 // otherwise. It is the one place every provider's Event passes through on
 // its way to the archive and the stream, so what holds for every provider
-// is applied here, where a new provider cannot forget it: OccurredAt is
+// is applied here, where a new provider cannot forget it: the event id
+// and type pass checkText (present, bounded, valid UTF-8, no control
+// characters; ErrPayload otherwise), and OccurredAt is
 // kept only when it is plausible for r.Now, the time of receipt
 // (schema.PlausibleOccurredAt: from 2000-01-01 to a day ahead), and is
 // zero otherwise. An implausible time never fails the delivery.
@@ -82,6 +84,12 @@ func VerifyDelivery(p Provider, r Request) (Event, error) {
 		ev, err = p.Verify(r.Header, r.Body, r.Now)
 	}
 	if err != nil {
+		return Event{}, err
+	}
+	if err := checkText("empty event id", "event id", ev.ID, maxEventIDLen); err != nil {
+		return Event{}, err
+	}
+	if err := checkText("empty event type", "event type", ev.Type, maxEventTypeLen); err != nil {
 		return Event{}, err
 	}
 	if !ev.OccurredAt.IsZero() && !schema.PlausibleOccurredAt(ev.OccurredAt, r.Now) {
