@@ -163,7 +163,7 @@ func TestPreloadEvents(t *testing.T) {
 			require.Equal(t, uuid.RFC4122, d.ArchiveID.Variant())
 			sec, nsec := d.ArchiveID.Time().UnixTime()
 			require.Equal(t, d.ReceivedAt.UnixMilli(), time.Unix(sec, nsec).UnixMilli(), "a UUIDv7 of the receipt")
-			got, err := p.Verify(http.Header{provider.PaddleSignatureHeader: {d.Signature}}, d.Body, d.SignedAt)
+			got, err := p.Verify(provider.Request{Header: http.Header{provider.PaddleSignatureHeader: {d.Signature}}, Body: d.Body, Now: d.SignedAt})
 			require.NoError(t, err, "signed")
 			require.Equal(t, d.EventID, got.ID)
 		}
@@ -346,7 +346,7 @@ func TestWorkloadSignaturesAreRenewed(t *testing.T) {
 		for i := range w.bodies {
 			h := http.Header{}
 			h.Set(provider.PaddleSignatureHeader, string(w.signatures[i]))
-			if _, err := verifier.Verify(h, w.bodies[i], at); err != nil {
+			if _, err := verifier.Verify(provider.Request{Header: h, Body: w.bodies[i], Now: at}); err != nil {
 				return err
 			}
 		}

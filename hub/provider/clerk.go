@@ -66,7 +66,8 @@ func (c *Clerk) Tolerance() time.Duration { return c.svix.tolerance }
 // ErrInvalidSignature and an authentic but stale (or future) one
 // ErrTimestamp. OccurredAt comes from the body's "timestamp", integer
 // milliseconds.
-func (c *Clerk) Verify(h Header, body []byte, now time.Time) (Event, error) {
+func (c *Clerk) Verify(r Request) (Event, error) {
+	h, body, now := r.Header, r.Body, r.Now
 	return c.svix.verify(h, body, now, clerkOccurredAt)
 }
 

@@ -105,7 +105,7 @@ func TestClerkVerify(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c, err := NewClerk(tt.secrets, tt.tol)
 			require.NoError(t, err)
-			ev, err := c.Verify(svixHeader(tt.id, tt.ts, tt.sig), tt.body, tt.now)
+			ev, err := c.Verify(Request{Header: svixHeader(tt.id, tt.ts, tt.sig), Body: tt.body, Now: tt.now})
 			if tt.wantErr != nil {
 				require.ErrorIs(t, err, tt.wantErr)
 				require.Equal(t, Event{}, ev)
@@ -169,7 +169,7 @@ func TestClerkMalformedHeaders(t *testing.T) {
 	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := c.Verify(svixHeader(tt.id, tt.ts, tt.sig), clerkTestBody, time.Unix(clerkTS, 0))
+			_, err := c.Verify(Request{Header: svixHeader(tt.id, tt.ts, tt.sig), Body: clerkTestBody, Now: time.Unix(clerkTS, 0)})
 			require.ErrorIs(t, err, ErrInvalidSignature)
 			require.EqualError(t, err, "invalid signature: "+tt.wantDetail)
 		})
@@ -237,7 +237,7 @@ func TestClerkPayload(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h, err := c.Sign(clerkMsgID, []byte(tt.body), now)
 			require.NoError(t, err)
-			ev, err := c.Verify(h, []byte(tt.body), now)
+			ev, err := c.Verify(Request{Header: h, Body: []byte(tt.body), Now: now})
 			if tt.wantErr != "" {
 				require.ErrorIs(t, err, ErrPayload)
 				require.EqualError(t, err, tt.wantErr)
@@ -330,7 +330,7 @@ func TestClerkSampleSign(t *testing.T) {
 			require.Equal(t, "1748781045", h.Get("svix-timestamp"))
 			require.Equal(t, "v1,"+refSvixV1(clerkSecret, eventID, "1748781045", body), h.Get("svix-signature"))
 
-			ev, err := c.Verify(h, body, now.Add(time.Minute))
+			ev, err := c.Verify(Request{Header: h, Body: body, Now: now.Add(time.Minute)})
 			require.NoError(t, err)
 			require.Equal(t, eventID, ev.ID)
 			require.Equal(t, tt.eventType, ev.Type)
@@ -339,7 +339,7 @@ func TestClerkSampleSign(t *testing.T) {
 
 			other, err := NewClerk([]string{clerkOldSecret}, 0)
 			require.NoError(t, err)
-			_, err = other.Verify(h, body, now)
+			_, err = other.Verify(Request{Header: h, Body: body, Now: now})
 			require.ErrorIs(t, err, ErrInvalidSignature)
 		})
 	}

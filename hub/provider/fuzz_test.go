@@ -173,7 +173,7 @@ func FuzzPaddleVerify(f *testing.F) {
 
 	f.Fuzz(func(t *testing.T, header string, body []byte) {
 		h := http.Header{"Paddle-Signature": {header}}
-		ev, err := p.Verify(h, body, fuzzNow)
+		ev, err := p.Verify(Request{Header: h, Body: body, Now: fuzzNow})
 		if err != nil {
 			checkVerifyError(t, err)
 			if ev != (Event{}) {
@@ -245,7 +245,7 @@ func FuzzClerkVerify(f *testing.F) {
 
 	f.Fuzz(func(t *testing.T, id, ts, sig string, body []byte) {
 		h := http.Header{"Svix-Id": {id}, "Svix-Timestamp": {ts}, "Svix-Signature": {sig}}
-		ev, err := c.Verify(h, body, fuzzNow)
+		ev, err := c.Verify(Request{Header: h, Body: body, Now: fuzzNow})
 		if err != nil {
 			checkVerifyError(t, err)
 			if ev != (Event{}) {
@@ -536,7 +536,7 @@ func FuzzStripeVerify(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, header string, body []byte) {
-		ev, err := s.Verify(http.Header{"Stripe-Signature": {header}}, body, fuzzNow)
+		ev, err := s.Verify(Request{Header: http.Header{"Stripe-Signature": {header}}, Body: body, Now: fuzzNow})
 		if err != nil {
 			checkVerifyError(t, err)
 			if ev != (Event{}) {
@@ -586,7 +586,7 @@ func FuzzStandardWebhooksVerify(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, id, ts, sig string, body []byte) {
 		h := http.Header{"Webhook-Id": {id}, "Webhook-Timestamp": {ts}, "Webhook-Signature": {sig}}
-		ev, err := s.Verify(h, body, fuzzNow)
+		ev, err := s.Verify(Request{Header: h, Body: body, Now: fuzzNow})
 		if err != nil {
 			checkVerifyError(t, err)
 			if ev != (Event{}) {
@@ -632,7 +632,7 @@ func FuzzGitHubVerify(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, sig, event string, body []byte) {
 		h := http.Header{"X-Hub-Signature-256": {sig}, "X-Github-Event": {event}, "X-Github-Delivery": {githubDelivery}}
-		ev, err := g.Verify(h, body, time.Time{})
+		ev, err := g.Verify(Request{Header: h, Body: body, Now: time.Time{}})
 		if err != nil {
 			checkVerifyError(t, err)
 			if errors.Is(err, ErrTimestamp) || ev != (Event{}) {
@@ -679,7 +679,7 @@ func FuzzShopifyVerify(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, sig, topic string, body []byte) {
 		h := http.Header{"X-Shopify-Hmac-Sha256": {sig}, "X-Shopify-Topic": {topic}, "X-Shopify-Webhook-Id": {"1"}}
-		ev, err := s.Verify(h, body, time.Time{})
+		ev, err := s.Verify(Request{Header: h, Body: body, Now: time.Time{}})
 		if err != nil {
 			checkVerifyError(t, err)
 			if errors.Is(err, ErrTimestamp) || ev != (Event{}) {
@@ -699,7 +699,7 @@ func FuzzShopifyVerify(f *testing.F) {
 	})
 }
 
-// twilioTargetRE is the request-targets VerifyRequest may accept, written
+// twilioTargetRE is the request-targets Verify may accept, written
 // independently of parseTwilioTarget: the type in group 2, the body hash
 // in group 3 or 4.
 var twilioTargetRE = regexp.MustCompile(`^/webhooks/twilio(\?(?:type=((?:[a-z0-9_-]+\.)*[a-z0-9_-]+)(?:&bodySHA256=([0-9a-f]{64}))?|bodySHA256=([0-9a-f]{64})))?$`)
@@ -759,7 +759,7 @@ func FuzzTwilioVerify(f *testing.F) {
 	f.Add(signTwilioRef(jsonTarget, jsonBody), jsonTarget, []byte(`{"a":2}`))
 	f.Fuzz(func(t *testing.T, sig, target string, body []byte) {
 		h := http.Header{"X-Twilio-Signature": {sig}}
-		ev, err := tw.VerifyRequest(Request{Header: h, Body: body, URI: target, Now: fuzzNow})
+		ev, err := tw.Verify(Request{Header: h, Body: body, URI: target, Now: fuzzNow})
 		if err != nil {
 			checkVerifyError(t, err)
 			if errors.Is(err, ErrTimestamp) || ev != (Event{}) {
@@ -810,6 +810,6 @@ func FuzzTwilioVerify(f *testing.F) {
 				}
 			}
 		}
-		t.Fatalf("VerifyRequest accepted an unsigned request: sig %q target %q body %q", sig, target, body)
+		t.Fatalf("Verify accepted an unsigned request: sig %q target %q body %q", sig, target, body)
 	})
 }

@@ -76,7 +76,8 @@ var (
 )
 
 // Verify authenticates a GitHub delivery and returns its event.
-func (g *GitHub) Verify(h Header, body []byte, now time.Time) (Event, error) {
+func (g *GitHub) Verify(r Request) (Event, error) {
+	h, body := r.Header, r.Body
 	header := h.Get(GitHubSignatureHeader)
 	if header == "" {
 		return Event{}, errGitHubNoHeader

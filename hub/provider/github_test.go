@@ -89,7 +89,7 @@ func TestGitHubVerify(t *testing.T) {
 			require.NoError(t, err)
 			// No timestamp: the verdict holds at any time.
 			for _, now := range []time.Time{{}, time.Unix(1700000000, 0), time.Unix(4000000000, 0)} {
-				ev, err := g.Verify(tt.header, tt.body, now)
+				ev, err := g.Verify(Request{Header: tt.header, Body: tt.body, Now: now})
 				if tt.wantErr != nil {
 					require.ErrorIs(t, err, tt.wantErr)
 					require.Equal(t, Event{}, ev)
@@ -121,7 +121,7 @@ func TestGitHubMalformedHeader(t *testing.T) {
 	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := g.Verify(githubHeader(tt.header, "pull_request", githubDelivery), githubTestBody, time.Time{})
+			_, err := g.Verify(Request{Header: githubHeader(tt.header, "pull_request", githubDelivery), Body: githubTestBody, Now: time.Time{}})
 			require.ErrorIs(t, err, ErrInvalidSignature)
 			require.EqualError(t, err, "invalid signature: "+tt.wantDetail)
 		})
@@ -158,7 +158,7 @@ func TestGitHubPayload(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			body := []byte(tt.body)
-			ev, err := g.Verify(githubHeader(githubSig(githubSecret, body), tt.event, tt.delivery), body, time.Time{})
+			ev, err := g.Verify(Request{Header: githubHeader(githubSig(githubSecret, body), tt.event, tt.delivery), Body: body, Now: time.Time{}})
 			if tt.wantErr != "" {
 				require.ErrorIs(t, err, ErrPayload)
 				require.EqualError(t, err, tt.wantErr)
@@ -232,7 +232,7 @@ func TestGitHubSampleSign(t *testing.T) {
 			require.Equal(t, githubSig(githubSecret, body), h.Get("X-Hub-Signature-256"))
 			require.Equal(t, githubDelivery, h.Get("X-GitHub-Delivery"))
 			require.Empty(t, h.Get("X-GitHub-Event"))
-			_, err = g.Verify(h, body, now)
+			_, err = g.Verify(Request{Header: h, Body: body, Now: now})
 			require.EqualError(t, err, "invalid payload: missing X-GitHub-Event header")
 
 			h, target, err := g.SignTyped(githubDelivery, tt.eventType, body, now)
@@ -240,13 +240,13 @@ func TestGitHubSampleSign(t *testing.T) {
 			require.Equal(t, "/webhooks/github", target)
 			require.Equal(t, tt.wantEvent, h.Get("X-GitHub-Event"))
 			require.Equal(t, "application/json", h.Get("Content-Type"))
-			ev, err := g.Verify(h, body, now)
+			ev, err := g.Verify(Request{Header: h, Body: body, Now: now})
 			require.NoError(t, err)
 			require.Equal(t, Event{ID: githubDelivery, Type: tt.eventType, Signature: h.Get("X-Hub-Signature-256")}, ev)
 
 			other, err := NewGitHub([]string{githubOldSecret})
 			require.NoError(t, err)
-			_, err = other.Verify(h, body, now)
+			_, err = other.Verify(Request{Header: h, Body: body, Now: now})
 			require.ErrorIs(t, err, ErrInvalidSignature)
 		})
 	}

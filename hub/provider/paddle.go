@@ -73,7 +73,8 @@ var (
 // signature is checked before the timestamp, so a forged delivery reports
 // ErrInvalidSignature and an authentic but stale (or future) one
 // ErrTimestamp.
-func (p *Paddle) Verify(h Header, body []byte, now time.Time) (Event, error) {
+func (p *Paddle) Verify(r Request) (Event, error) {
+	h, body, now := r.Header, r.Body, r.Now
 	header := h.Get(PaddleSignatureHeader)
 	if header == "" {
 		return Event{}, errPaddleNoHeader

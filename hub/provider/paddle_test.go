@@ -95,7 +95,7 @@ func TestPaddleVerify(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p, err := NewPaddle(tt.secrets, tt.tol)
 			require.NoError(t, err)
-			ev, err := p.Verify(paddleHeader(tt.header), tt.body, tt.now)
+			ev, err := p.Verify(Request{Header: paddleHeader(tt.header), Body: tt.body, Now: tt.now})
 			if tt.wantErr != nil {
 				require.ErrorIs(t, err, tt.wantErr)
 				require.Equal(t, Event{}, ev)
@@ -144,7 +144,7 @@ func TestPaddleMalformedHeader(t *testing.T) {
 	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := p.Verify(paddleHeader(tt.header), paddleTestBody, time.Unix(paddleTS, 0))
+			_, err := p.Verify(Request{Header: paddleHeader(tt.header), Body: paddleTestBody, Now: time.Unix(paddleTS, 0)})
 			require.ErrorIs(t, err, ErrInvalidSignature)
 			require.EqualError(t, err, "invalid signature: "+tt.wantDetail)
 		})
@@ -228,7 +228,7 @@ func TestPaddlePayload(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h, err := p.Sign("", []byte(tt.body), now)
 			require.NoError(t, err)
-			ev, err := p.Verify(h, []byte(tt.body), now)
+			ev, err := p.Verify(Request{Header: h, Body: []byte(tt.body), Now: now})
 			if tt.wantErr != "" {
 				require.ErrorIs(t, err, ErrPayload)
 				require.EqualError(t, err, tt.wantErr)
@@ -319,7 +319,7 @@ func TestPaddleSampleSign(t *testing.T) {
 			h, err := p.Sign(eventID, body, now)
 			require.NoError(t, err)
 			require.Equal(t, "ts=1748781045;h1="+refPaddleH1(paddleSecret, "1748781045", body), h.Get("Paddle-Signature"))
-			ev, err := p.Verify(h, body, now.Add(2*time.Second))
+			ev, err := p.Verify(Request{Header: h, Body: body, Now: now.Add(2 * time.Second)})
 			require.NoError(t, err)
 			require.Equal(t, eventID, ev.ID)
 			require.Equal(t, tt.eventType, ev.Type)
@@ -328,7 +328,7 @@ func TestPaddleSampleSign(t *testing.T) {
 
 			other, err := NewPaddle([]string{paddleOldSecret}, 0)
 			require.NoError(t, err)
-			_, err = other.Verify(h, body, now)
+			_, err = other.Verify(Request{Header: h, Body: body, Now: now})
 			require.ErrorIs(t, err, ErrInvalidSignature)
 		})
 	}

@@ -3,7 +3,7 @@
 // Webhooks, Twilio) lives in one file and implements Provider; adding one
 // means one new file, its registration line in registry.go, and its tests.
 // Schemes that need more than headers and body implement the optional
-// interfaces of request.go (RequestVerifier, Payloader, TypedSender).
+// interfaces of request.go (Payloader, TypedSender).
 //
 // Verification always happens on the raw request bytes, before any JSON
 // parsing; MACs are compared in constant time; every configured secret is
@@ -47,11 +47,13 @@ type Provider interface {
 	// Name is the provider's name: the path segment in
 	// POST /webhooks/{name} and the first subject token.
 	Name() string
-	// Verify authenticates body against the headers at time now and returns
-	// the event. It returns an error wrapping ErrInvalidSignature or
+	// Verify authenticates r (its body against its headers, and its URI
+	// for the schemes that sign the URL) at time r.Now and returns the
+	// event. It returns an error wrapping ErrInvalidSignature or
 	// ErrTimestamp when the delivery is not authentic, and ErrPayload when
-	// it is authentic but carries no usable event id or type.
-	Verify(h Header, body []byte, now time.Time) (Event, error)
+	// it is authentic but carries no usable event id or type. The server
+	// calls it through VerifyDelivery.
+	Verify(r Request) (Event, error)
 }
 
 // Sender builds realistic signed deliveries, for `hub send`, tests and
@@ -66,8 +68,7 @@ type Sender interface {
 }
 
 // VerifyDelivery authenticates a delivery with p as the HTTP server must:
-// through VerifyRequest when p is a RequestVerifier, through Verify
-// otherwise. It is the one place every provider's Event passes through on
+// p.Verify(r), then the checks below. It is the one place every provider's Event passes through on
 // its way to the archive and the stream, so what holds for every provider
 // is applied here, where a new provider cannot forget it: the event id
 // and type pass checkText (present, bounded, valid UTF-8, no control
@@ -76,13 +77,7 @@ type Sender interface {
 // (schema.PlausibleOccurredAt: from 2000-01-01 to a day ahead), and is
 // zero otherwise. An implausible time never fails the delivery.
 func VerifyDelivery(p Provider, r Request) (Event, error) {
-	var ev Event
-	var err error
-	if rv, ok := p.(RequestVerifier); ok {
-		ev, err = rv.VerifyRequest(r)
-	} else {
-		ev, err = p.Verify(r.Header, r.Body, r.Now)
-	}
+	ev, err := p.Verify(r)
 	if err != nil {
 		return Event{}, err
 	}

@@ -10,7 +10,8 @@ import (
 // server and `hub send` detect them with type assertions, so a provider
 // that does not need one is unaffected.
 
-// Request is everything the HTTP server knows about a delivery.
+// Request is everything the HTTP server knows about a delivery: what
+// Provider.Verify authenticates.
 type Request struct {
 	Header Header
 	Body   []byte // the raw body, as received
@@ -22,16 +23,6 @@ type Request struct {
 	// not alias a buffer reused after the request.
 	URI string
 	Now time.Time
-}
-
-// RequestVerifier is implemented by providers whose signature covers the
-// request URL (Twilio). The server must call VerifyRequest instead of
-// Verify for them (VerifyDelivery does); their Verify cannot succeed and
-// reports ErrInvalidSignature. VerifyRequest returns the same errors as
-// Verify.
-type RequestVerifier interface {
-	Provider
-	VerifyRequest(r Request) (Event, error)
 }
 
 // Payloader is implemented by providers whose bodies are not always JSON

@@ -85,7 +85,8 @@ func shopifyGet(h Header, classic, unprefixed string) string {
 }
 
 // Verify authenticates a Shopify delivery and returns its event.
-func (s *Shopify) Verify(h Header, body []byte, now time.Time) (Event, error) {
+func (s *Shopify) Verify(r Request) (Event, error) {
+	h, body := r.Header, r.Body
 	header := shopifyGet(h, ShopifyHmacHeader, "Shopify-Hmac-Sha256")
 	if header == "" {
 		return Event{}, errShopifyNoHeader

@@ -77,7 +77,7 @@ func TestShopifyVerify(t *testing.T) {
 			s, err := NewShopify(tt.secrets)
 			require.NoError(t, err)
 			for _, now := range []time.Time{{}, time.Unix(1700000000, 0), time.Unix(4000000000, 0)} {
-				ev, err := s.Verify(tt.header, tt.body, now)
+				ev, err := s.Verify(Request{Header: tt.header, Body: tt.body, Now: now})
 				if tt.wantErr != nil {
 					require.ErrorIs(t, err, tt.wantErr)
 					require.Equal(t, Event{}, ev)
@@ -113,7 +113,7 @@ func TestShopifyMalformedHeader(t *testing.T) {
 	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := s.Verify(shopifyHeaders(false, tt.header, "1", "orders/create"), shopifyTestBody, time.Time{})
+			_, err := s.Verify(Request{Header: shopifyHeaders(false, tt.header, "1", "orders/create"), Body: shopifyTestBody, Now: time.Time{}})
 			require.ErrorIs(t, err, ErrInvalidSignature)
 			require.EqualError(t, err, "invalid signature: "+tt.wantDetail)
 		})
@@ -133,7 +133,7 @@ func TestShopifyPayload(t *testing.T) {
 	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := s.Verify(shopifyHeaders(false, good, tt.id, tt.topic), shopifyTestBody, time.Time{})
+			_, err := s.Verify(Request{Header: shopifyHeaders(false, good, tt.id, tt.topic), Body: shopifyTestBody, Now: time.Time{}})
 			require.ErrorIs(t, err, ErrPayload)
 			require.EqualError(t, err, tt.wantErr)
 		})
@@ -175,7 +175,7 @@ func TestShopifySampleSign(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, shopifySig(shopifySecret, body), h.Get("X-Shopify-Hmac-Sha256"))
 			require.Empty(t, h.Get("X-Shopify-Topic"))
-			_, err = s.Verify(h, body, now)
+			_, err = s.Verify(Request{Header: h, Body: body, Now: now})
 			require.EqualError(t, err, "invalid payload: missing X-Shopify-Topic header")
 
 			h, target, err := s.SignTyped(id, tt.eventType, body, now)
@@ -183,7 +183,7 @@ func TestShopifySampleSign(t *testing.T) {
 			require.Equal(t, "/webhooks/shopify", target)
 			require.Equal(t, tt.wantTopic, h.Get("X-Shopify-Topic"))
 			require.Equal(t, id, h.Get("X-Shopify-Webhook-Id"))
-			ev, err := s.Verify(h, body, now)
+			ev, err := s.Verify(Request{Header: h, Body: body, Now: now})
 			require.NoError(t, err)
 			require.Equal(t, id, ev.ID)
 			require.Equal(t, tt.eventType, ev.Type)
@@ -191,7 +191,7 @@ func TestShopifySampleSign(t *testing.T) {
 
 			other, err := NewShopify([]string{shopifyOldSecret})
 			require.NoError(t, err)
-			_, err = other.Verify(h, body, now)
+			_, err = other.Verify(Request{Header: h, Body: body, Now: now})
 			require.ErrorIs(t, err, ErrInvalidSignature)
 		})
 	}

@@ -89,7 +89,8 @@ func (s *StandardWebhooks) Tolerance() time.Duration { return s.svix.tolerance }
 // The signature is checked before the timestamp, so a forged delivery
 // reports ErrInvalidSignature and an authentic but stale (or future) one
 // ErrTimestamp.
-func (s *StandardWebhooks) Verify(h Header, body []byte, now time.Time) (Event, error) {
+func (s *StandardWebhooks) Verify(r Request) (Event, error) {
+	h, body, now := r.Header, r.Body, r.Now
 	return s.svix.verify(h, body, now, standardOccurredAt)
 }
 

@@ -100,7 +100,7 @@ func TestStandardWebhooksVerify(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s, err := NewStandardWebhooks("resend", tt.secrets, tt.tol)
 			require.NoError(t, err)
-			ev, err := s.Verify(tt.header, tt.body, tt.now)
+			ev, err := s.Verify(Request{Header: tt.header, Body: tt.body, Now: tt.now})
 			if tt.wantErr != nil {
 				require.ErrorIs(t, err, tt.wantErr)
 				require.Equal(t, Event{}, ev)
@@ -138,7 +138,7 @@ func TestStandardWebhooksMalformedHeaders(t *testing.T) {
 	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := s.Verify(standardHeader(tt.id, tt.ts, tt.sig), standardTestBody, time.Unix(standardTS, 0))
+			_, err := s.Verify(Request{Header: standardHeader(tt.id, tt.ts, tt.sig), Body: standardTestBody, Now: time.Unix(standardTS, 0)})
 			require.ErrorIs(t, err, ErrInvalidSignature)
 			require.EqualError(t, err, "invalid signature: "+tt.wantDetail)
 		})
@@ -165,7 +165,7 @@ func TestStandardWebhooksPayload(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h, err := s.Sign(standardMsgID, []byte(tt.body), now)
 			require.NoError(t, err)
-			ev, err := s.Verify(h, []byte(tt.body), now)
+			ev, err := s.Verify(Request{Header: h, Body: []byte(tt.body), Now: now})
 			if tt.wantErr != "" {
 				require.ErrorIs(t, err, ErrPayload)
 				require.EqualError(t, err, tt.wantErr)
@@ -208,7 +208,7 @@ func TestStandardWebhooksSampleSign(t *testing.T) {
 			require.Equal(t, "v1,"+refSvixV1(standardSecret, standardMsgID, "1748781045", body), h.Get("webhook-signature"))
 			require.Empty(t, h.Get("svix-id"))
 
-			ev, err := s.Verify(h, body, now.Add(time.Minute))
+			ev, err := s.Verify(Request{Header: h, Body: body, Now: now.Add(time.Minute)})
 			require.NoError(t, err)
 			require.Equal(t, standardMsgID, ev.ID)
 			require.Equal(t, eventType, ev.Type)
@@ -219,12 +219,12 @@ func TestStandardWebhooksSampleSign(t *testing.T) {
 			// there too: one scheme, two header sets.
 			c, err := NewClerk([]string{standardSecret}, 0)
 			require.NoError(t, err)
-			_, err = c.Verify(svixHeader(h.Get("webhook-id"), h.Get("webhook-timestamp"), h.Get("webhook-signature")), body, now)
+			_, err = c.Verify(Request{Header: svixHeader(h.Get("webhook-id"), h.Get("webhook-timestamp"), h.Get("webhook-signature")), Body: body, Now: now})
 			require.NoError(t, err)
 
 			other, err := NewStandardWebhooks("resend", []string{standardOldSecret}, 0)
 			require.NoError(t, err)
-			_, err = other.Verify(h, body, now)
+			_, err = other.Verify(Request{Header: h, Body: body, Now: now})
 			require.ErrorIs(t, err, ErrInvalidSignature)
 		})
 	}

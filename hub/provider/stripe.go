@@ -81,7 +81,8 @@ var (
 // checked before the timestamp, so a forged delivery reports
 // ErrInvalidSignature and an authentic but stale (or future) one
 // ErrTimestamp.
-func (s *Stripe) Verify(h Header, body []byte, now time.Time) (Event, error) {
+func (s *Stripe) Verify(r Request) (Event, error) {
+	h, body, now := r.Header, r.Body, r.Now
 	header := h.Get(StripeSignatureHeader)
 	if header == "" {
 		return Event{}, errStripeNoHeader

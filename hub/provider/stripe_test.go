@@ -103,7 +103,7 @@ func TestStripeVerify(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s, err := NewStripe(tt.secrets, tt.tol)
 			require.NoError(t, err)
-			ev, err := s.Verify(stripeHeader(tt.header), tt.body, tt.now)
+			ev, err := s.Verify(Request{Header: stripeHeader(tt.header), Body: tt.body, Now: tt.now})
 			if tt.wantErr != nil {
 				require.ErrorIs(t, err, tt.wantErr)
 				require.Equal(t, Event{}, ev)
@@ -150,7 +150,7 @@ func TestStripeMalformedHeader(t *testing.T) {
 	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := s.Verify(stripeHeader(tt.header), stripeTestBody, time.Unix(stripeTS, 0))
+			_, err := s.Verify(Request{Header: stripeHeader(tt.header), Body: stripeTestBody, Now: time.Unix(stripeTS, 0)})
 			require.ErrorIs(t, err, ErrInvalidSignature)
 			require.EqualError(t, err, "invalid signature: "+tt.wantDetail)
 		})
@@ -210,7 +210,7 @@ func TestStripePayload(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h, err := s.Sign("", []byte(tt.body), now)
 			require.NoError(t, err)
-			ev, err := s.Verify(h, []byte(tt.body), now)
+			ev, err := s.Verify(Request{Header: h, Body: []byte(tt.body), Now: now})
 			if tt.wantErr != "" {
 				require.ErrorIs(t, err, ErrPayload)
 				require.EqualError(t, err, tt.wantErr)
@@ -283,7 +283,7 @@ func TestStripeSampleSign(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, "t=1748781045,v1="+refStripeV1(stripeSecret, "1748781045", body), h.Get("Stripe-Signature"))
 
-			ev, err := s.Verify(h, body, now.Add(time.Minute))
+			ev, err := s.Verify(Request{Header: h, Body: body, Now: now.Add(time.Minute)})
 			require.NoError(t, err)
 			require.Equal(t, eventID, ev.ID)
 			require.Equal(t, tt.eventType, ev.Type)
@@ -292,7 +292,7 @@ func TestStripeSampleSign(t *testing.T) {
 
 			other, err := NewStripe([]string{stripeOldSecret}, 0)
 			require.NoError(t, err)
-			_, err = other.Verify(h, body, now)
+			_, err = other.Verify(Request{Header: h, Body: body, Now: now})
 			require.ErrorIs(t, err, ErrInvalidSignature)
 		})
 	}

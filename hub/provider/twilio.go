@@ -39,7 +39,7 @@ const TwilioPath = "/webhooks/twilio"
 // event type: configure Twilio to call WebhookURL(type), e.g.
 // https://hub.example.com/webhooks/twilio?type=sms.status. The query is
 // part of what Twilio signs and the hub accepts it only in that exact form
-// (see VerifyRequest), so the type of a delivery to such a URL cannot be
+// (see Verify), so the type of a delivery to such a URL cannot be
 // changed without the signature failing. A type the hub infers from the
 // form's parameters (a URL without ?type=) does not have that guarantee.
 const TwilioTypeParam = "type"
@@ -54,7 +54,7 @@ const twilioHashParam = "bodySHA256"
 // has no upper-case letter, '&', '=' or '%' on purpose: Twilio's parameter
 // names start with an upper-case letter, so the type's last byte and the
 // first parameter name's first byte can never be confused in the signed
-// string (see VerifyRequest). Such a type is also a valid subject suffix.
+// string (see Verify). Such a type is also a valid subject suffix.
 func ValidTwilioType(t string) bool {
 	if len(t) == 0 || len(t) > maxEventTypeLen || t[0] == '.' || t[len(t)-1] == '.' {
 		return false
@@ -105,7 +105,7 @@ type TwilioConfig struct {
 // configured while promoting it.
 //
 // The signed string has no delimiters, so the hub accepts only requests
-// whose boundaries it can place unambiguously: see VerifyRequest for the
+// whose boundaries it can place unambiguously: see Verify for the
 // rules and why they suffice, and for what they cannot protect.
 //
 // The request carries no signed timestamp: replays are caught by
@@ -118,9 +118,8 @@ type TwilioConfig struct {
 // the form. OccurredAt is the Timestamp parameter of call status
 // callbacks, when present.
 //
-// Verification needs the request URL, so the server must call
-// VerifyRequest; Verify always fails. A Twilio is safe for concurrent use.
-// It implements Provider, RequestVerifier, Payloader, Sender and
+// Verification needs the request URL: Request.URI. A Twilio is safe for
+// concurrent use. It implements Provider, Payloader, Sender and
 // TypedSender.
 type Twilio struct {
 	sha1Keys   []*macKey
@@ -135,7 +134,6 @@ type Twilio struct {
 
 var (
 	_ Provider        = (*Twilio)(nil)
-	_ RequestVerifier = (*Twilio)(nil)
 	_ Payloader       = (*Twilio)(nil)
 	_ Sender          = (*Twilio)(nil)
 	_ TypedSender     = (*Twilio)(nil)
@@ -237,7 +235,6 @@ func twilioTarget(eventType string) string {
 
 // Static errors of the Twilio verifier.
 var (
-	errTwilioNoURL       = errSig("Twilio signs the request URL: the server must call VerifyRequest")
 	errTwilioNoHeader    = errSig("missing X-Twilio-Signature header")
 	errTwilioBadSettings = errSig("X-Twilio-Webhooks-Signature-Settings names no supported algorithm")
 	errTwilioMalformed   = errSig("X-Twilio-Signature is not the standard base64 of a MAC of the named algorithm")
@@ -255,12 +252,6 @@ var (
 	errTwilioNoID        = errPayload("no I-Twilio-Idempotency-Token header and no MessageSid, SmsSid or CallSid parameter")
 	errTwilioNoType      = errPayload("no event type: add ?type=<type> to the webhook URL configured in Twilio")
 )
-
-// Verify always fails: the signature covers the request URL, which only
-// VerifyRequest receives.
-func (t *Twilio) Verify(h Header, body []byte, now time.Time) (Event, error) {
-	return Event{}, errTwilioNoURL
-}
 
 // twilioAlgorithm is the MAC of a Twilio signature.
 type twilioAlgorithm int
@@ -418,7 +409,7 @@ func appendTwilioParams(dst []byte, form url.Values) []byte {
 	return dst
 }
 
-// VerifyRequest authenticates a Twilio request and returns its event.
+// Verify authenticates a Twilio request and returns its event.
 //
 // Twilio signs S = B || P || Q || F with no delimiters, where B is the
 // public URL (either port variant), P is TwilioPath, Q is "?" and the
@@ -467,7 +458,7 @@ func appendTwilioParams(dst []byte, form url.Values) []byte {
 // inferred from F (message.<status>, call.<status>) and an id derived
 // from F inherit that weakness: configure ?type= URLs, and Types to refuse
 // any other.
-func (t *Twilio) VerifyRequest(r Request) (Event, error) {
+func (t *Twilio) Verify(r Request) (Event, error) {
 	q, err := parseTwilioTarget(r.URI)
 	if err != nil {
 		return Event{}, err
@@ -508,7 +499,7 @@ func (t *Twilio) VerifyRequest(r Request) (Event, error) {
 // path, "?…" or empty) and, for a form body (bodyHash empty), form's sorted
 // parameters; for a JSON body, body must then hash to bodyHash. It is
 // Twilio's scheme alone, as the SDKs implement it: the hub's rules on what
-// a request may look like are VerifyRequest's. It returns the signature
+// a request may look like are Verify's. It returns the signature
 // header.
 func (t *Twilio) checkSignature(h Header, query string, form url.Values, bodyHash string, body []byte) (string, error) {
 	header := h.Get(TwilioSignatureHeader)
@@ -624,7 +615,7 @@ func firstNonEmpty(a, b string) string {
 	return b
 }
 
-// PayloadJSON returns the JSON view of a body VerifyRequest accepted, for
+// PayloadJSON returns the JSON view of a body Verify accepted, for
 // the archive's payload column: a JSON body (the bodySHA256 variant) as
 // is, a form body as a JSON object of its parameters, each a string, or an
 // array of strings for a repeated name ({"CallSid":"CA…","Digits":"1234"}).

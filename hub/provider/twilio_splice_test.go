@@ -168,7 +168,7 @@ func TestTwilioTypes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ev, err := tw.VerifyRequest(Request{Header: twilioSigned(testPublicURL, tt.target, tt.body), Body: tt.body, URI: tt.target})
+			ev, err := tw.Verify(Request{Header: twilioSigned(testPublicURL, tt.target, tt.body), Body: tt.body, URI: tt.target})
 			if tt.wantErr != nil {
 				require.ErrorIs(t, err, tt.wantErr)
 				require.ErrorIs(t, err, ErrInvalidSignature)
@@ -211,7 +211,7 @@ func TestTwilioFormNames(t *testing.T) {
 			const target = "/webhooks/twilio?type=call.status"
 			form, _ := url.ParseQuery(tt.body)
 			h := twilioHeader(refTwilio(twilioSecret, testPublicURL+target, form, false), twilioToken)
-			ev, err := tw.VerifyRequest(Request{Header: h, Body: []byte(tt.body), URI: target})
+			ev, err := tw.Verify(Request{Header: h, Body: []byte(tt.body), URI: target})
 			if tt.wantErr != nil {
 				require.ErrorIs(t, err, tt.wantErr)
 				require.ErrorIs(t, err, ErrInvalidSignature)
@@ -243,7 +243,7 @@ func TestTwilioInferredType(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := twilioHeader(refTwilio(twilioSecret, testPublicURL+TwilioPath, tt.form, false), "")
-			ev, err := tw.VerifyRequest(Request{Header: h, Body: []byte(tt.form.Encode()), URI: TwilioPath})
+			ev, err := tw.Verify(Request{Header: h, Body: []byte(tt.form.Encode()), URI: TwilioPath})
 			if tt.wantErr != nil {
 				require.ErrorIs(t, err, tt.wantErr)
 				require.ErrorIs(t, err, ErrInvalidSignature)
@@ -475,7 +475,7 @@ func twilioGenuineDeliveries() ([]twilioGenuine, [][]byte) {
 // genuine signature, and that moves bytes across the path, query, form or
 // JSON boundaries, is refused as ErrInvalidSignature. Re-splits inside the
 // form, which no verifier can tell from the genuine one (see
-// Twilio.VerifyRequest), never change a type that came from the URL.
+// Twilio.Verify), never change a type that came from the URL.
 func TestTwilioSplices(t *testing.T) {
 	genuine, evil := twilioGenuineDeliveries()
 	now := time.Date(2025, 6, 1, 12, 31, 0, 0, time.UTC)
@@ -572,7 +572,7 @@ func TestTwilioSpliceReproductions(t *testing.T) {
 	signed, ok := legacyTwilioSigned(g.public, target, body)
 	want, _ := legacyTwilioSigned(g.public, g.target, g.body)
 	require.True(t, ok && signed == want, "a real splice")
-	_, err = tw.VerifyRequest(Request{Header: g.header(), Body: body, URI: target})
+	_, err = tw.Verify(Request{Header: g.header(), Body: body, URI: target})
 	require.ErrorIs(t, err, errTwilioBadType)
 
 	// 2. An SMS whose text holds "x&bodySHA256=<H>&z=": the whole signed
@@ -583,7 +583,7 @@ func TestTwilioSpliceReproductions(t *testing.T) {
 	evil := []byte(`{"MessageSid":"SM666","MessageStatus":"delivered","Body":"forged"}`)
 	signed, ok = legacyTwilioSigned(g.public, target, evil)
 	require.True(t, ok && signed == want, "a real splice")
-	_, err = tw.VerifyRequest(Request{Header: g.header(), Body: evil, URI: target})
+	_, err = tw.Verify(Request{Header: g.header(), Body: evil, URI: target})
 	require.ErrorIs(t, err, errTwilioBadType)
 	// Even with a type that could have absorbed nothing, the extra keys
 	// are refused.
@@ -626,9 +626,9 @@ func TestTwilioFormBoundariesAreNotSigned(t *testing.T) {
 
 		tw, err := NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL})
 		require.NoError(t, err)
-		genuineEv, err := tw.VerifyRequest(Request{Header: g.header(), Body: g.body, URI: g.target})
+		genuineEv, err := tw.Verify(Request{Header: g.header(), Body: g.body, URI: g.target})
 		require.NoError(t, err)
-		ev, err := tw.VerifyRequest(Request{Header: g.header(), Body: resplit, URI: g.target})
+		ev, err := tw.Verify(Request{Header: g.header(), Body: resplit, URI: g.target})
 		require.NoError(t, err, "no verifier can refuse it")
 		if withType {
 			require.Equal(t, "sms.received", ev.Type)
@@ -639,7 +639,7 @@ func TestTwilioFormBoundariesAreNotSigned(t *testing.T) {
 		}
 		typed, err := NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL, Types: []string{"sms.received"}})
 		require.NoError(t, err)
-		_, err = typed.VerifyRequest(Request{Header: g.header(), Body: resplit, URI: g.target})
+		_, err = typed.Verify(Request{Header: g.header(), Body: resplit, URI: g.target})
 		if withType {
 			require.NoError(t, err)
 		} else {
@@ -682,7 +682,7 @@ func TestTwilioRefusedURLs(t *testing.T) {
 				signed = testPublicURL + target // a bodySHA256 the form does not hash to
 			}
 			header := twilioHeader(refTwilio(twilioSecret, signed, nil, false), twilioToken)
-			_, err := tw.VerifyRequest(Request{Header: header, Body: form, URI: target})
+			_, err := tw.Verify(Request{Header: header, Body: form, URI: target})
 			require.ErrorIs(t, err, ErrInvalidSignature)
 			require.False(t, errors.Is(err, errTwilioMismatch), "refused for its shape, not its MAC: %v", err)
 		})
@@ -747,7 +747,7 @@ func FuzzTwilioSplice(f *testing.F) {
 		if got, ok := legacyTwilioSigned(g.public, v.target, v.body); !ok || got != want {
 			return
 		}
-		ev, err := tw.VerifyRequest(Request{Header: g.header(), Body: v.body, URI: v.target})
+		ev, err := tw.Verify(Request{Header: g.header(), Body: v.body, URI: v.target})
 		switch {
 		case v.target != g.target && err == nil:
 			t.Fatalf("splice accepted: target %q body %q: %+v", v.target, v.body, ev)

@@ -102,7 +102,7 @@ func TestTwilioBases(t *testing.T) {
 	}
 }
 
-func TestTwilioVerifyRequest(t *testing.T) {
+func TestTwilioVerify(t *testing.T) {
 	body := []byte(twilioForm.Encode())
 	full := testPublicURL + twilioTestTarget
 	good := refTwilio(twilioSecret, full, twilioForm, false)
@@ -172,7 +172,7 @@ func TestTwilioVerifyRequest(t *testing.T) {
 			require.NoError(t, err)
 			// No timestamp: the verdict holds at any time.
 			for _, now := range []time.Time{{}, time.Unix(1700000000, 0), time.Unix(4000000000, 0)} {
-				ev, err := tw.VerifyRequest(Request{Header: tt.header, Body: tt.body, URI: tt.target, Now: now})
+				ev, err := tw.Verify(Request{Header: tt.header, Body: tt.body, URI: tt.target, Now: now})
 				if tt.wantErr != "" {
 					require.ErrorIs(t, err, ErrInvalidSignature)
 					require.EqualError(t, err, tt.wantErr)
@@ -189,12 +189,12 @@ func TestTwilioVerifyRequest(t *testing.T) {
 		})
 	}
 
-	t.Run("Verify without the URL fails", func(t *testing.T) {
+	t.Run("a request without its URI fails", func(t *testing.T) {
 		tw, err := NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL})
 		require.NoError(t, err)
-		_, err = tw.Verify(twilioHeader(good, twilioToken), body, time.Time{})
+		_, err = tw.Verify(Request{Header: twilioHeader(good, twilioToken), Body: body, Now: time.Time{}})
 		require.ErrorIs(t, err, ErrInvalidSignature)
-		require.EqualError(t, err, "invalid signature: Twilio signs the request URL: the server must call VerifyRequest")
+		require.ErrorIs(t, err, errTwilioBadPath)
 	})
 }
 
@@ -228,7 +228,7 @@ func TestTwilioMalformedHeaders(t *testing.T) {
 			if tt.settings != "" {
 				h.Set("X-Twilio-Webhooks-Signature-Settings", tt.settings)
 			}
-			_, err := tw.VerifyRequest(Request{Header: h, Body: body, URI: twilioTestTarget})
+			_, err := tw.Verify(Request{Header: h, Body: body, URI: twilioTestTarget})
 			require.ErrorIs(t, err, ErrInvalidSignature)
 			require.EqualError(t, err, "invalid signature: "+tt.wantDetail)
 		})
@@ -286,7 +286,7 @@ func TestTwilioEvent(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := twilioHeader(refTwilio(twilioSecret, testPublicURL+tt.target, tt.form, false), tt.token)
-			ev, err := tw.VerifyRequest(Request{Header: h, Body: []byte(tt.form.Encode()), URI: tt.target})
+			ev, err := tw.Verify(Request{Header: h, Body: []byte(tt.form.Encode()), URI: tt.target})
 			if tt.wantErr != "" {
 				require.ErrorIs(t, err, ErrPayload)
 				require.EqualError(t, err, tt.wantErr)
@@ -362,7 +362,7 @@ func TestTwilioSampleSign(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, refTwilio(twilioSecret, testPublicURL+"/webhooks/twilio", form, false), h.Get("X-Twilio-Signature"))
 			require.Equal(t, "application/x-www-form-urlencoded", h.Get("Content-Type"))
-			ev, err := tw.VerifyRequest(Request{Header: h, Body: body, URI: "/webhooks/twilio"})
+			ev, err := tw.Verify(Request{Header: h, Body: body, URI: "/webhooks/twilio"})
 			require.NoError(t, err)
 			require.Equal(t, id, ev.ID)
 			require.Equal(t, tt.wantInferred, ev.Type)
@@ -372,13 +372,13 @@ func TestTwilioSampleSign(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, "/webhooks/twilio?type="+tt.eventType, target)
 			require.Equal(t, testPublicURL+target, tw.WebhookURL(tt.eventType))
-			ev, err = tw.VerifyRequest(Request{Header: h, Body: body, URI: target})
+			ev, err = tw.Verify(Request{Header: h, Body: body, URI: target})
 			require.NoError(t, err)
 			require.Equal(t, Event{ID: id, Type: tt.eventType, Signature: h.Get("X-Twilio-Signature"), OccurredAt: ev.OccurredAt}, ev)
 
 			other, err := NewTwilio([]string{twilioOldSecret}, TwilioConfig{PublicURL: testPublicURL})
 			require.NoError(t, err)
-			_, err = other.VerifyRequest(Request{Header: h, Body: body, URI: target})
+			_, err = other.Verify(Request{Header: h, Body: body, URI: target})
 			require.ErrorIs(t, err, ErrInvalidSignature)
 		})
 	}
@@ -391,7 +391,7 @@ func TestTwilioSampleSign(t *testing.T) {
 		sum := sha256.Sum256(body)
 		require.Equal(t, "/webhooks/twilio?type=studio.execution&bodySHA256="+hex.EncodeToString(sum[:]), target)
 		require.Equal(t, "application/json", h.Get("Content-Type"))
-		ev, err := tw.VerifyRequest(Request{Header: h, Body: body, URI: target})
+		ev, err := tw.Verify(Request{Header: h, Body: body, URI: target})
 		require.NoError(t, err)
 		require.Equal(t, "studio.execution", ev.Type)
 		payload, err := tw.PayloadJSON(body)

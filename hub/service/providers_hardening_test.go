@@ -276,7 +276,7 @@ func TestTwilioTypesConfig(t *testing.T) {
 		m := hmac.New(sha1.New, []byte("token"))
 		m.Write([]byte(hardeningPublicURL + target + twilioParams(form)))
 		hdr := http.Header{"X-Twilio-Signature": {base64.StdEncoding.EncodeToString(m.Sum(nil))}, "I-Twilio-Idempotency-Token": {"t1"}}
-		_, err := tw.VerifyRequest(provider.Request{Header: hdr, Body: []byte(form.Encode()), URI: target, Now: time.Now()})
+		_, err := tw.Verify(provider.Request{Header: hdr, Body: []byte(form.Encode()), URI: target, Now: time.Now()})
 		require.Equal(t, ok, err == nil, "%s: %v", target, err)
 	}
 }
