@@ -133,10 +133,10 @@ type Twilio struct {
 }
 
 var (
-	_ Provider        = (*Twilio)(nil)
-	_ Payloader       = (*Twilio)(nil)
-	_ Sender          = (*Twilio)(nil)
-	_ TypedSender     = (*Twilio)(nil)
+	_ Provider    = (*Twilio)(nil)
+	_ Payloader   = (*Twilio)(nil)
+	_ Sender      = (*Twilio)(nil)
+	_ TypedSender = (*Twilio)(nil)
 )
 
 // NewTwilio returns a Twilio verifier that accepts a signature made with
