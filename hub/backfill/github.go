@@ -368,7 +368,7 @@ func (g *GitHub) prune() {
 // (wrapping provider.ErrPayload) where the hub would have answered the
 // webhook 400.
 func (g *GitHub) verifiedType(guid, event string, payload []byte) (string, error) {
-	h, err := g.verifier.Sign(guid, payload, g.now())
+	h, _, err := g.verifier.Sign(guid, "", payload, g.now())
 	if err != nil {
 		return "", err
 	}

@@ -261,7 +261,7 @@ func TestGitHubIDAndTypeAsTheVerifier(t *testing.T) {
 			})
 
 			// The webhook GitHub sent for this delivery, as the server verifies it.
-			hdr, err := sampler.Sign(guid, webhookBody, ghT0)
+			hdr, _, err := sampler.Sign(guid, "", webhookBody, ghT0)
 			require.NoError(t, err)
 			hdr.Set("Content-Type", contentType)
 			hdr.Set(provider.GitHubEventHeader, d.Headers["X-GitHub-Event"])

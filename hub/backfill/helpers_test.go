@@ -144,7 +144,7 @@ func (h *hubEnv) webhook(name, eventID string, body []byte) answer {
 	}
 	p, err := provider.New(name, []string{secret}, 0)
 	require.NoError(h.t, err)
-	hdr, err := p.(provider.Sender).Sign(eventID, body, time.Now())
+	hdr, _, err := p.(provider.Sender).Sign(eventID, "", body, time.Now())
 	require.NoError(h.t, err)
 	return h.post("/webhooks/"+name, hdr, body)
 }
@@ -155,7 +155,7 @@ func (h *hubEnv) githubWebhook(guid, typ string, body []byte) answer {
 	h.t.Helper()
 	p, err := provider.New("github", []string{githubSecret}, 0)
 	require.NoError(h.t, err)
-	hdr, target, err := p.(provider.TypedSender).SignTyped(guid, typ, body, time.Now())
+	hdr, target, err := p.(provider.Sender).Sign(guid, typ, body, time.Now())
 	require.NoError(h.t, err)
 	return h.post(target, hdr, body)
 }

@@ -203,7 +203,7 @@ type workload struct {
 // load (22,000 HMACs, milliseconds).
 func (w *workload) sign(now time.Time) error {
 	for i, e := range w.eventOf {
-		h, err := w.paddle.Sign(eventID(e), w.eventBodies[e], now)
+		h, _, err := w.paddle.Sign(eventID(e), "", w.eventBodies[e], now)
 		if err != nil {
 			return err
 		}

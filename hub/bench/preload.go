@@ -138,7 +138,7 @@ func preloadEvents(rows int, dupShare float64, end time.Time) (iter.Seq[store.Im
 	first := end.Add(-preloadSpan)
 	deliver := func(eventID string, body []byte, row int, rng *rand.Rand) (hub.Delivery, error) {
 		at := first.Add(time.Duration(row) * step)
-		h, err := p.Sign(eventID, body, at.Add(-time.Second))
+		h, _, err := p.Sign(eventID, "", body, at.Add(-time.Second))
 		if err != nil {
 			return hub.Delivery{}, err
 		}

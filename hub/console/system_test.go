@@ -98,7 +98,7 @@ func (h *hubSystem) deliver(eventID string) {
 	h.t.Helper()
 	body, err := h.paddle.Sample(eventID, "subscription.created", nil, time.Now())
 	require.NoError(h.t, err)
-	hdr, err := h.paddle.Sign(eventID, body, time.Now())
+	hdr, _, err := h.paddle.Sign(eventID, "", body, time.Now())
 	require.NoError(h.t, err)
 	req, err := http.NewRequest(http.MethodPost, h.hook+"/webhooks/paddle", bytes.NewReader(body))
 	require.NoError(h.t, err)

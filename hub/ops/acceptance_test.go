@@ -120,7 +120,7 @@ func (s *system) deliver(eventID string) bool {
 	s.t.Helper()
 	body, err := s.paddle.Sample(eventID, "subscription.created", nil, time.Now())
 	require.NoError(s.t, err)
-	h, err := s.paddle.Sign(eventID, body, time.Now())
+	h, _, err := s.paddle.Sign(eventID, "", body, time.Now())
 	require.NoError(s.t, err)
 	req, err := http.NewRequest(http.MethodPost, s.base+"/webhooks/paddle", bytes.NewReader(body))
 	require.NoError(s.t, err)

@@ -220,6 +220,12 @@ func clerkSessionStatus(action string) string {
 // Sign returns svix-id (eventID), svix-timestamp (now) and svix-signature
 // headers for body, signed with the first secret. eventID must be a valid
 // svix-id: non-empty, at most 255 bytes, without '.' or control characters.
-func (c *Clerk) Sign(eventID string, body []byte, now time.Time) (http.Header, error) {
-	return c.svix.sign(eventID, body, now)
+// The target is "/webhooks/clerk"; the type is in the body, so eventType
+// is unused.
+func (c *Clerk) Sign(eventID, eventType string, body []byte, now time.Time) (http.Header, string, error) {
+	h, err := c.svix.sign(eventID, body, now)
+	if err != nil {
+		return nil, "", err
+	}
+	return h, "/webhooks/clerk", nil
 }

@@ -235,7 +235,7 @@ func TestClerkPayload(t *testing.T) {
 	now := time.Unix(clerkTS, 0)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, err := c.Sign(clerkMsgID, []byte(tt.body), now)
+			h, _, err := c.Sign(clerkMsgID, "", []byte(tt.body), now)
 			require.NoError(t, err)
 			ev, err := c.Verify(Request{Header: h, Body: []byte(tt.body), Now: now})
 			if tt.wantErr != "" {
@@ -324,7 +324,7 @@ func TestClerkSampleSign(t *testing.T) {
 				require.Regexp(t, `^user_`, env.Data.UserID)
 			}
 
-			h, err := c.Sign(eventID, body, now)
+			h, _, err := c.Sign(eventID, "", body, now)
 			require.NoError(t, err)
 			require.Equal(t, eventID, h.Get("svix-id"))
 			require.Equal(t, "1748781045", h.Get("svix-timestamp"))
@@ -357,12 +357,12 @@ func TestClerkSampleSign(t *testing.T) {
 	})
 	t.Run("invalid svix-id", func(t *testing.T) {
 		for _, id := range []string{"", "msg.1", "msg\n1", strings.Repeat("m", 256)} {
-			_, err := c.Sign(id, []byte("{}"), now)
+			_, _, err := c.Sign(id, "", []byte("{}"), now)
 			require.Error(t, err, "id %q", id)
 		}
 	})
 	t.Run("sign before 1970", func(t *testing.T) {
-		_, err := c.Sign("msg_1", []byte("{}"), time.Unix(-1, 0))
+		_, _, err := c.Sign("msg_1", "", []byte("{}"), time.Unix(-1, 0))
 		require.Error(t, err)
 	})
 }

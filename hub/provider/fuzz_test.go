@@ -147,7 +147,7 @@ func FuzzPaddleVerify(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	signed, err := p.Sign("", seedBody, fuzzNow)
+	signed, _, err := p.Sign("", "", seedBody, fuzzNow)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func FuzzPaddleVerify(f *testing.F) {
 	f.Add(seedHeader, seedBody[:len(seedBody)-1])
 	f.Add(seedHeader, []byte(`{"event_id":"evt_1","event_type":"a.b"}`))
 	for _, body := range []string{`{"event_id":"evt_1","event_type":"a.b"}`, `{"event_id":"","event_type":"a.b"}`, `hello-world`, `{}`} {
-		h, err := p.Sign("", []byte(body), fuzzNow)
+		h, _, err := p.Sign("", "", []byte(body), fuzzNow)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -219,7 +219,7 @@ func FuzzClerkVerify(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	signed, err := c.Sign(clerkMsgID, seedBody, fuzzNow)
+	signed, _, err := c.Sign(clerkMsgID, "", seedBody, fuzzNow)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -231,7 +231,7 @@ func FuzzClerkVerify(f *testing.F) {
 	f.Add(clerkMsgID, ts, seedSig, append(bytes.Clone(seedBody), '\n'))
 	f.Add("msg.1", ts, seedSig, seedBody)
 	for _, body := range []string{`{"type":"user.created"}`, `{"test": 2432232314}`, `[]`} {
-		h, err := c.Sign(clerkMsgID, []byte(body), fuzzNow)
+		h, _, err := c.Sign(clerkMsgID, "", []byte(body), fuzzNow)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -514,7 +514,7 @@ func FuzzStripeVerify(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	signed, err := s.Sign("", seedBody, fuzzNow)
+	signed, _, err := s.Sign("", "", seedBody, fuzzNow)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -524,7 +524,7 @@ func FuzzStripeVerify(f *testing.F) {
 	f.Add("t=0"+seedHeader[2:], seedBody)
 	f.Add(seedHeader, append(bytes.Clone(seedBody), ' '))
 	for _, body := range []string{`{"id":"evt_1","type":"a.b"}`, `{"id":"","type":"a.b"}`, `{}`, `[]`} {
-		h, err := s.Sign("", []byte(body), fuzzNow)
+		h, _, err := s.Sign("", "", []byte(body), fuzzNow)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -570,7 +570,7 @@ func FuzzStandardWebhooksVerify(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	signed, err := s.Sign(standardMsgID, seedBody, fuzzNow)
+	signed, _, err := s.Sign(standardMsgID, "", seedBody, fuzzNow)
 	if err != nil {
 		f.Fatal(err)
 	}

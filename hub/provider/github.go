@@ -39,17 +39,16 @@ const (
 // from the decoded payload, and PayloadJSON returns that payload for the
 // archive.
 //
-// A GitHub is safe for concurrent use. It implements Provider, Sender,
-// TypedSender and Payloader.
+// A GitHub is safe for concurrent use. It implements Provider, Sender
+// and Payloader.
 type GitHub struct {
 	keys []*macKey
 }
 
 var (
-	_ Provider    = (*GitHub)(nil)
-	_ Sender      = (*GitHub)(nil)
-	_ TypedSender = (*GitHub)(nil)
-	_ Payloader   = (*GitHub)(nil)
+	_ Provider  = (*GitHub)(nil)
+	_ Sender    = (*GitHub)(nil)
+	_ Payloader = (*GitHub)(nil)
 )
 
 // NewGitHub returns a GitHub verifier that accepts a signature made with
@@ -180,12 +179,18 @@ func (g *GitHub) PayloadJSON(body []byte) ([]byte, error) {
 }
 
 // Sign returns the X-Hub-Signature-256 header for body, signed with the
-// first secret, with X-GitHub-Delivery (eventID), X-GitHub-Hook-ID,
-// User-Agent and Content-Type: application/json. It sets no
-// X-GitHub-Event, which is not in the body: use SignTyped.
-func (g *GitHub) Sign(eventID string, body []byte, now time.Time) (http.Header, error) {
+// first secret, with X-GitHub-Delivery (eventID), X-GitHub-Event (the
+// first dot-separated token of eventType: "pull_request" for
+// "pull_request.opened"; the action is in the body; none when eventType
+// is empty), X-GitHub-Hook-ID, User-Agent and Content-Type:
+// application/json. The target is "/webhooks/github".
+func (g *GitHub) Sign(eventID, eventType string, body []byte, now time.Time) (http.Header, string, error) {
+	event, _, _ := strings.Cut(eventType, ".")
+	if eventType != "" && (event == "" || hasControl(event)) {
+		return nil, "", errors.New("github: event type has no event name")
+	}
 	if eventID == "" || len(eventID) > maxEventIDLen || hasControl(eventID) {
-		return nil, errors.New("github: event id is not a valid delivery id")
+		return nil, "", errors.New("github: event id is not a valid delivery id")
 	}
 	var mac [macSize]byte
 	g.keys[0].sum(&mac, body, 0)
@@ -197,22 +202,9 @@ func (g *GitHub) Sign(eventID string, body []byte, now time.Time) (http.Header, 
 	h.Set("X-GitHub-Hook-Installation-Target-ID", "812345678")
 	h.Set("X-GitHub-Hook-Installation-Target-Type", "repository")
 	h.Set(GitHubSignatureHeader, "sha256="+hex.EncodeToString(mac[:]))
-	return h, nil
-}
-
-// SignTyped signs like Sign and sets X-GitHub-Event to eventType's first
-// dot-separated token ("pull_request" for "pull_request.opened"; the
-// action is in the body). The target is "/webhooks/github".
-func (g *GitHub) SignTyped(eventID, eventType string, body []byte, now time.Time) (http.Header, string, error) {
-	event, _, _ := strings.Cut(eventType, ".")
-	if event == "" || hasControl(event) {
-		return nil, "", errors.New("github: event type has no event name")
+	if event != "" {
+		h.Set(GitHubEventHeader, event)
 	}
-	h, err := g.Sign(eventID, body, now)
-	if err != nil {
-		return nil, "", err
-	}
-	h.Set(GitHubEventHeader, event)
 	return h, "/webhooks/github", nil
 }
 

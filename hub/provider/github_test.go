@@ -227,7 +227,7 @@ func TestGitHubSampleSign(t *testing.T) {
 
 			// Sign cannot know the event: the delivery is authentic but
 			// has no type.
-			h, err := g.Sign(githubDelivery, body, now)
+			h, _, err := g.Sign(githubDelivery, "", body, now)
 			require.NoError(t, err)
 			require.Equal(t, githubSig(githubSecret, body), h.Get("X-Hub-Signature-256"))
 			require.Equal(t, githubDelivery, h.Get("X-GitHub-Delivery"))
@@ -235,7 +235,7 @@ func TestGitHubSampleSign(t *testing.T) {
 			_, err = g.Verify(Request{Header: h, Body: body, Now: now})
 			require.EqualError(t, err, "invalid payload: missing X-GitHub-Event header")
 
-			h, target, err := g.SignTyped(githubDelivery, tt.eventType, body, now)
+			h, target, err := g.Sign(githubDelivery, tt.eventType, body, now)
 			require.NoError(t, err)
 			require.Equal(t, "/webhooks/github", target)
 			require.Equal(t, tt.wantEvent, h.Get("X-GitHub-Event"))
@@ -270,9 +270,12 @@ func TestGitHubSampleSign(t *testing.T) {
 		require.Error(t, err)
 		_, err = g.Sample(githubDelivery, ".opened", nil, now)
 		require.Error(t, err)
-		_, err = g.Sign("id\n", []byte("{}"), now)
+		_, _, err = g.Sign("id\n", "", []byte("{}"), now)
 		require.Error(t, err)
-		_, _, err = g.SignTyped(githubDelivery, "", []byte("{}"), now)
+		_, _, err = g.Sign(githubDelivery, ".opened", []byte("{}"), now)
 		require.Error(t, err)
+		h, _, err := g.Sign(githubDelivery, "", []byte("{}"), now)
+		require.NoError(t, err)
+		require.Empty(t, h.Get(GitHubEventHeader), "no type, no X-GitHub-Event")
 	})
 }

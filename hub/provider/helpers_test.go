@@ -102,7 +102,7 @@ type delivery struct {
 }
 
 // sampleDelivery builds a realistic signed delivery of p, as `hub send`
-// does: Sample, then SignTyped when p has it, else Sign.
+// does: Sample, then Sign.
 func sampleDelivery(p Provider, eventID, eventType string, now time.Time) (delivery, error) {
 	s := p.(Sender)
 	body, err := s.Sample(eventID, eventType, nil, now)
@@ -114,12 +114,8 @@ func sampleDelivery(p Provider, eventID, eventType string, now time.Time) (deliv
 
 // signDelivery signs body as eventType with p, as `hub send` does.
 func signDelivery(p Provider, eventID, eventType string, body []byte, now time.Time) (delivery, error) {
-	if ts, ok := p.(TypedSender); ok {
-		h, target, err := ts.SignTyped(eventID, eventType, body, now)
-		return delivery{h, target, body}, err
-	}
-	h, err := p.(Sender).Sign(eventID, body, now)
-	return delivery{h, "/webhooks/" + p.Name(), body}, err
+	h, target, err := p.(Sender).Sign(eventID, eventType, body, now)
+	return delivery{h, target, body}, err
 }
 
 // verifyDelivery verifies d with p, as the HTTP server does

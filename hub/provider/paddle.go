@@ -344,16 +344,16 @@ func paddleTransactionStatus(action string) string {
 }
 
 // Sign returns a Paddle-Signature header for body, signed with the first
-// secret at now. Paddle carries the event id in the body, so eventID is
-// unused.
-func (p *Paddle) Sign(eventID string, body []byte, now time.Time) (http.Header, error) {
+// secret at now, and the target "/webhooks/paddle". Paddle carries the
+// event id and type in the body, so eventID and eventType are unused.
+func (p *Paddle) Sign(eventID, eventType string, body []byte, now time.Time) (http.Header, string, error) {
 	if now.Unix() < 0 {
-		return nil, errors.New("paddle: cannot sign before 1970")
+		return nil, "", errors.New("paddle: cannot sign before 1970")
 	}
 	ts := strconv.FormatInt(now.Unix(), 10)
 	var mac [macSize]byte
 	p.keys[0].sum(&mac, body, ':', ts)
 	h := http.Header{}
 	h.Set(PaddleSignatureHeader, "ts="+ts+";h1="+hex.EncodeToString(mac[:]))
-	return h, nil
+	return h, "/webhooks/paddle", nil
 }

@@ -226,7 +226,7 @@ func TestPaddlePayload(t *testing.T) {
 	now := time.Unix(paddleTS, 0)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, err := p.Sign("", []byte(tt.body), now)
+			h, _, err := p.Sign("", "", []byte(tt.body), now)
 			require.NoError(t, err)
 			ev, err := p.Verify(Request{Header: h, Body: []byte(tt.body), Now: now})
 			if tt.wantErr != "" {
@@ -316,7 +316,7 @@ func TestPaddleSampleSign(t *testing.T) {
 				require.Less(t, len(body), 2000)
 			}
 
-			h, err := p.Sign(eventID, body, now)
+			h, _, err := p.Sign(eventID, "", body, now)
 			require.NoError(t, err)
 			require.Equal(t, "ts=1748781045;h1="+refPaddleH1(paddleSecret, "1748781045", body), h.Get("Paddle-Signature"))
 			ev, err := p.Verify(Request{Header: h, Body: body, Now: now.Add(2 * time.Second)})
@@ -356,7 +356,7 @@ func TestPaddleSampleSign(t *testing.T) {
 		require.Error(t, err)
 	})
 	t.Run("sign before 1970", func(t *testing.T) {
-		_, err := p.Sign("evt_1", []byte("{}"), time.Unix(-1, 0))
+		_, _, err := p.Sign("evt_1", "", []byte("{}"), time.Unix(-1, 0))
 		require.Error(t, err)
 	})
 }

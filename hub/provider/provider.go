@@ -3,7 +3,7 @@
 // Webhooks, Twilio) lives in one file and implements Provider; adding one
 // means one new file, its registration line in registry.go, and its tests.
 // Schemes that need more than headers and body implement the optional
-// interfaces of request.go (Payloader, TypedSender).
+// interface of request.go (Payloader).
 //
 // Verification always happens on the raw request bytes, before any JSON
 // parsing; MACs are compared in constant time; every configured secret is
@@ -62,9 +62,15 @@ type Sender interface {
 	// Sample returns a request body for an event of the given type and id.
 	// data, when not nil, is the event's "data" object.
 	Sample(eventID, eventType string, data []byte, now time.Time) ([]byte, error)
-	// Sign returns the headers that authenticate body, signed with the
-	// provider's first secret at time now.
-	Sign(eventID string, body []byte, now time.Time) (http.Header, error)
+	// Sign returns the headers that authenticate body as the event
+	// eventID of type eventType, signed with the provider's first secret
+	// at time now, and the request-target to POST it to on the hub
+	// ("/webhooks/paddle", "/webhooks/twilio?type=sms.status"). The
+	// headers include the body's Content-Type when the provider sends
+	// one. Schemes that carry the event id or type in the body ignore
+	// them; those that carry the type in a header or the URL (GitHub,
+	// Shopify, Twilio) leave it out when eventType is empty.
+	Sign(eventID, eventType string, body []byte, now time.Time) (h http.Header, target string, err error)
 }
 
 // VerifyDelivery authenticates a delivery with p as the HTTP server must:

@@ -41,16 +41,14 @@ const (
 // old change win over newer ones); the body's own times (updated_at, …)
 // mean different things from topic to topic.
 //
-// A Shopify is safe for concurrent use. It implements Provider, Sender and
-// TypedSender.
+// A Shopify is safe for concurrent use. It implements Provider and Sender.
 type Shopify struct {
 	keys []*macKey
 }
 
 var (
-	_ Provider    = (*Shopify)(nil)
-	_ Sender      = (*Shopify)(nil)
-	_ TypedSender = (*Shopify)(nil)
+	_ Provider = (*Shopify)(nil)
+	_ Sender   = (*Shopify)(nil)
 )
 
 // NewShopify returns a Shopify verifier that accepts a signature made with
@@ -121,13 +119,17 @@ func parseShopifyHmac(dst *[macSize]byte, header string) bool {
 func shopifyTopic(eventType string) string { return strings.ReplaceAll(eventType, ".", "/") }
 
 // Sign returns the X-Shopify-Hmac-Sha256 header for body, signed with the
-// first secret, with X-Shopify-Webhook-Id (eventID), X-Shopify-Shop-Domain,
-// X-Shopify-API-Version, X-Shopify-Triggered-At (now), X-Shopify-Event-Id
-// and Content-Type: application/json. It sets no X-Shopify-Topic, which is
-// not in the body: use SignTyped.
-func (s *Shopify) Sign(eventID string, body []byte, now time.Time) (http.Header, error) {
+// first secret, with X-Shopify-Webhook-Id (eventID), X-Shopify-Topic
+// (eventType, "orders.create" as "orders/create"; none when eventType is
+// empty), X-Shopify-Shop-Domain, X-Shopify-API-Version,
+// X-Shopify-Triggered-At (now), X-Shopify-Event-Id and Content-Type:
+// application/json. The target is "/webhooks/shopify".
+func (s *Shopify) Sign(eventID, eventType string, body []byte, now time.Time) (http.Header, string, error) {
+	if hasControl(eventType) {
+		return nil, "", errors.New("shopify: invalid event type")
+	}
 	if eventID == "" || len(eventID) > maxEventIDLen || hasControl(eventID) {
-		return nil, errors.New("shopify: event id is not a valid webhook id")
+		return nil, "", errors.New("shopify: event id is not a valid webhook id")
 	}
 	var mac [macSize]byte
 	s.keys[0].sum(&mac, body, 0)
@@ -140,21 +142,9 @@ func (s *Shopify) Sign(eventID string, body []byte, now time.Time) (http.Header,
 	h.Set("X-Shopify-API-Version", "2025-07")
 	h.Set("X-Shopify-Event-Id", uuidLike("event/"+eventID))
 	h.Set(ShopifyTriggeredAtHeader, now.UTC().Format("2006-01-02T15:04:05.000000000Z"))
-	return h, nil
-}
-
-// SignTyped signs like Sign and sets X-Shopify-Topic from eventType
-// ("orders.create" becomes "orders/create"). The target is
-// "/webhooks/shopify".
-func (s *Shopify) SignTyped(eventID, eventType string, body []byte, now time.Time) (http.Header, string, error) {
-	if eventType == "" || hasControl(eventType) {
-		return nil, "", errors.New("shopify: invalid event type")
+	if eventType != "" {
+		h.Set(ShopifyTopicHeader, shopifyTopic(eventType))
 	}
-	h, err := s.Sign(eventID, body, now)
-	if err != nil {
-		return nil, "", err
-	}
-	h.Set(ShopifyTopicHeader, shopifyTopic(eventType))
 	return h, "/webhooks/shopify", nil
 }
 

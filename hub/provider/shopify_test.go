@@ -171,14 +171,14 @@ func TestShopifySampleSign(t *testing.T) {
 			require.True(t, strings.HasPrefix(r.GID, tt.wantGID), r.GID)
 			require.Greater(t, len(body), tt.minLen)
 
-			h, err := s.Sign(id, body, now)
+			h, _, err := s.Sign(id, "", body, now)
 			require.NoError(t, err)
 			require.Equal(t, shopifySig(shopifySecret, body), h.Get("X-Shopify-Hmac-Sha256"))
 			require.Empty(t, h.Get("X-Shopify-Topic"))
 			_, err = s.Verify(Request{Header: h, Body: body, Now: now})
 			require.EqualError(t, err, "invalid payload: missing X-Shopify-Topic header")
 
-			h, target, err := s.SignTyped(id, tt.eventType, body, now)
+			h, target, err := s.Sign(id, tt.eventType, body, now)
 			require.NoError(t, err)
 			require.Equal(t, "/webhooks/shopify", target)
 			require.Equal(t, tt.wantTopic, h.Get("X-Shopify-Topic"))
@@ -205,9 +205,12 @@ func TestShopifySampleSign(t *testing.T) {
 	t.Run("invalid input", func(t *testing.T) {
 		_, err := s.Sample("", "orders.create", nil, now)
 		require.Error(t, err)
-		_, err = s.Sign("", []byte("{}"), now)
+		_, _, err = s.Sign("", "", []byte("{}"), now)
 		require.Error(t, err)
-		_, _, err = s.SignTyped("1", "", []byte("{}"), now)
+		_, _, err = s.Sign("1", "orders/create\n", []byte("{}"), now)
 		require.Error(t, err)
+		h, _, err := s.Sign("1", "", []byte("{}"), now)
+		require.NoError(t, err)
+		require.Empty(t, h.Get(ShopifyTopicHeader), "no type, no X-Shopify-Topic")
 	})
 }

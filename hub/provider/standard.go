@@ -99,14 +99,16 @@ func standardOccurredAt(t svixTime) time.Time { return t.rfc3339 }
 // Sign returns webhook-id (eventID), webhook-timestamp (now) and
 // webhook-signature headers for body, signed with the first secret, plus
 // Content-Type: application/json. eventID must be a valid webhook-id:
-// non-empty, at most 255 bytes, without '.' or control characters.
-func (s *StandardWebhooks) Sign(eventID string, body []byte, now time.Time) (http.Header, error) {
+// non-empty, at most 255 bytes, without '.' or control characters. The
+// target is "/webhooks/<name>"; the type is in the body, so eventType is
+// unused.
+func (s *StandardWebhooks) Sign(eventID, eventType string, body []byte, now time.Time) (http.Header, string, error) {
 	h, err := s.svix.sign(eventID, body, now)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	h.Set("Content-Type", "application/json")
-	return h, nil
+	return h, "/webhooks/" + s.svix.name, nil
 }
 
 // Sample returns a body in the shape the specification recommends:

@@ -163,7 +163,7 @@ func TestStandardWebhooksPayload(t *testing.T) {
 	now := time.Unix(standardTS, 0)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, err := s.Sign(standardMsgID, []byte(tt.body), now)
+			h, _, err := s.Sign(standardMsgID, "", []byte(tt.body), now)
 			require.NoError(t, err)
 			ev, err := s.Verify(Request{Header: h, Body: []byte(tt.body), Now: now})
 			if tt.wantErr != "" {
@@ -201,7 +201,7 @@ func TestStandardWebhooksSampleSign(t *testing.T) {
 			require.NotEmpty(t, env.Data)
 			require.Greater(t, len(body), 300)
 
-			h, err := s.Sign(standardMsgID, body, now)
+			h, _, err := s.Sign(standardMsgID, "", body, now)
 			require.NoError(t, err)
 			require.Equal(t, standardMsgID, h.Get("webhook-id"))
 			require.Equal(t, "1748781045", h.Get("webhook-timestamp"))
@@ -233,9 +233,9 @@ func TestStandardWebhooksSampleSign(t *testing.T) {
 		require.Error(t, err)
 		_, err = s.Sample(standardMsgID, "email.sent", []byte("nope"), now)
 		require.Error(t, err)
-		_, err = s.Sign("msg.1", []byte("{}"), now)
+		_, _, err = s.Sign("msg.1", "", []byte("{}"), now)
 		require.EqualError(t, err, "resend: event id is not a valid webhook-id")
-		_, err = s.Sign(standardMsgID, []byte("{}"), time.Unix(-1, 0))
+		_, _, err = s.Sign(standardMsgID, "", []byte("{}"), time.Unix(-1, 0))
 		require.EqualError(t, err, "resend: cannot sign before 1970")
 	})
 }

@@ -219,10 +219,11 @@ func (l *lenientSecond) UnmarshalJSON(b []byte) error {
 
 // Sign returns a Stripe-Signature header for body, "t=<now>,v1=<hex>",
 // signed with the first secret, plus Content-Type: application/json.
-// Stripe carries the event id in the body, so eventID is unused.
-func (s *Stripe) Sign(eventID string, body []byte, now time.Time) (http.Header, error) {
+// The target is "/webhooks/stripe". Stripe carries the event id and type
+// in the body, so eventID and eventType are unused.
+func (s *Stripe) Sign(eventID, eventType string, body []byte, now time.Time) (http.Header, string, error) {
 	if now.Unix() < 0 {
-		return nil, errors.New("stripe: cannot sign before 1970")
+		return nil, "", errors.New("stripe: cannot sign before 1970")
 	}
 	ts := strconv.FormatInt(now.Unix(), 10)
 	var mac [macSize]byte
@@ -230,7 +231,7 @@ func (s *Stripe) Sign(eventID string, body []byte, now time.Time) (http.Header, 
 	h := http.Header{}
 	h.Set(StripeSignatureHeader, "t="+ts+",v1="+hex.EncodeToString(mac[:]))
 	h.Set("Content-Type", "application/json; charset=utf-8")
-	return h, nil
+	return h, "/webhooks/stripe", nil
 }
 
 // stripeID derives a Stripe-style id ("<prefix>_1" + 23 base62 characters)

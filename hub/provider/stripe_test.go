@@ -208,7 +208,7 @@ func TestStripePayload(t *testing.T) {
 	now := time.Unix(stripeTS, 0)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, err := s.Sign("", []byte(tt.body), now)
+			h, _, err := s.Sign("", "", []byte(tt.body), now)
 			require.NoError(t, err)
 			ev, err := s.Verify(Request{Header: h, Body: []byte(tt.body), Now: now})
 			if tt.wantErr != "" {
@@ -279,7 +279,7 @@ func TestStripeSampleSign(t *testing.T) {
 				require.Less(t, len(body), 4000)
 			}
 
-			h, err := s.Sign("ignored", body, now)
+			h, _, err := s.Sign("ignored", "", body, now)
 			require.NoError(t, err)
 			require.Equal(t, "t=1748781045,v1="+refStripeV1(stripeSecret, "1748781045", body), h.Get("Stripe-Signature"))
 
@@ -314,7 +314,7 @@ func TestStripeSampleSign(t *testing.T) {
 		require.Error(t, err)
 	})
 	t.Run("sign before 1970", func(t *testing.T) {
-		_, err := s.Sign("", []byte("{}"), time.Unix(-1, 0))
+		_, _, err := s.Sign("", "", []byte("{}"), time.Unix(-1, 0))
 		require.Error(t, err)
 	})
 }

@@ -119,8 +119,7 @@ type TwilioConfig struct {
 // callbacks, when present.
 //
 // Verification needs the request URL: Request.URI. A Twilio is safe for
-// concurrent use. It implements Provider, Payloader, Sender and
-// TypedSender.
+// concurrent use. It implements Provider, Payloader and Sender.
 type Twilio struct {
 	sha1Keys   []*macKey
 	sha256Keys []*macKey
@@ -133,10 +132,9 @@ type Twilio struct {
 }
 
 var (
-	_ Provider    = (*Twilio)(nil)
-	_ Payloader   = (*Twilio)(nil)
-	_ Sender      = (*Twilio)(nil)
-	_ TypedSender = (*Twilio)(nil)
+	_ Provider  = (*Twilio)(nil)
+	_ Payloader = (*Twilio)(nil)
+	_ Sender    = (*Twilio)(nil)
 )
 
 // NewTwilio returns a Twilio verifier that accepts a signature made with
@@ -681,28 +679,27 @@ func (t *Twilio) sign(eventID, target string, body []byte) (http.Header, string,
 	return h, target, nil
 }
 
-// Sign returns the headers authenticating a form body posted to
-// PublicURL + "/webhooks/twilio" (no query): X-Twilio-Signature, signed
-// with the first secret, I-Twilio-Idempotency-Token (eventID), User-Agent
-// and Content-Type. Without ?type=, Verify infers the type from the body
-// (message.<status>, call.<status>), as for Sample's bodies. A JSON body
-// needs bodySHA256 in the URL: use SignTyped.
-func (t *Twilio) Sign(eventID string, body []byte, now time.Time) (http.Header, error) {
-	h, target, err := t.sign(eventID, twilioTarget(""), body)
-	if err != nil {
-		return nil, err
+// Sign returns the headers authenticating body posted to the target it
+// returns, as Twilio would sign it for a webhook configured at
+// WebhookURL(eventType): X-Twilio-Signature, signed with the first secret,
+// I-Twilio-Idempotency-Token (eventID), User-Agent and Content-Type. The
+// target is "/webhooks/twilio?type=<eventType>", plus
+// "&bodySHA256=<hex>" for a JSON body. eventType must be valid
+// (ValidTwilioType), or empty: the target is then "/webhooks/twilio" with
+// no query, Verify infers the type from a form body (message.<status>,
+// call.<status>), and a JSON body, which needs bodySHA256 in the URL,
+// fails.
+func (t *Twilio) Sign(eventID, eventType string, body []byte, now time.Time) (http.Header, string, error) {
+	if eventType == "" {
+		h, target, err := t.sign(eventID, twilioTarget(""), body)
+		if err != nil {
+			return nil, "", err
+		}
+		if target != twilioTarget("") {
+			return nil, "", errors.New("twilio: a JSON body is signed with its bodySHA256 in the URL: sign it with an event type")
+		}
+		return h, target, nil
 	}
-	if target != twilioTarget("") {
-		return nil, errors.New("twilio: a JSON body is signed with its bodySHA256 in the URL: use SignTyped")
-	}
-	return h, nil
-}
-
-// SignTyped returns the headers authenticating body posted to target,
-// "/webhooks/twilio?type=<eventType>" (plus "&bodySHA256=<hex>" for a JSON
-// body), as Twilio would sign it for a webhook configured at
-// WebhookURL(eventType). eventType must be valid (ValidTwilioType).
-func (t *Twilio) SignTyped(eventID, eventType string, body []byte, now time.Time) (http.Header, string, error) {
 	if !ValidTwilioType(eventType) {
 		return nil, "", fmt.Errorf("twilio: type %q is not lowercase tokens of [a-z0-9_-] separated by dots", eventType)
 	}

@@ -358,7 +358,7 @@ func TestTwilioSampleSign(t *testing.T) {
 			require.Greater(t, len(body), 550)
 
 			// Sign: no query, the type is inferred from the parameters.
-			h, err := tw.Sign(id, body, now)
+			h, _, err := tw.Sign(id, "", body, now)
 			require.NoError(t, err)
 			require.Equal(t, refTwilio(twilioSecret, testPublicURL+"/webhooks/twilio", form, false), h.Get("X-Twilio-Signature"))
 			require.Equal(t, "application/x-www-form-urlencoded", h.Get("Content-Type"))
@@ -368,7 +368,7 @@ func TestTwilioSampleSign(t *testing.T) {
 			require.Equal(t, tt.wantInferred, ev.Type)
 
 			// SignTyped: the type travels in the signed URL.
-			h, target, err := tw.SignTyped(id, tt.eventType, body, now)
+			h, target, err := tw.Sign(id, tt.eventType, body, now)
 			require.NoError(t, err)
 			require.Equal(t, "/webhooks/twilio?type="+tt.eventType, target)
 			require.Equal(t, testPublicURL+target, tw.WebhookURL(tt.eventType))
@@ -384,9 +384,9 @@ func TestTwilioSampleSign(t *testing.T) {
 	}
 	t.Run("JSON body", func(t *testing.T) {
 		body := []byte(`{"FlowSid":"FW1","ExecutionSid":"FN1","Status":"ended"}`)
-		_, err := tw.Sign("evt_1", body, now)
-		require.EqualError(t, err, "twilio: a JSON body is signed with its bodySHA256 in the URL: use SignTyped")
-		h, target, err := tw.SignTyped("evt_1", "studio.execution", body, now)
+		_, _, err := tw.Sign("evt_1", "", body, now)
+		require.EqualError(t, err, "twilio: a JSON body is signed with its bodySHA256 in the URL: sign it with an event type")
+		h, target, err := tw.Sign("evt_1", "studio.execution", body, now)
 		require.NoError(t, err)
 		sum := sha256.Sum256(body)
 		require.Equal(t, "/webhooks/twilio?type=studio.execution&bodySHA256="+hex.EncodeToString(sum[:]), target)
@@ -415,11 +415,11 @@ func TestTwilioSampleSign(t *testing.T) {
 	t.Run("invalid input", func(t *testing.T) {
 		_, err := tw.Sample("", "message.received", nil, now)
 		require.Error(t, err)
-		_, err = tw.Sign("", []byte("a=b"), now)
+		_, _, err = tw.Sign("", "", []byte("a=b"), now)
 		require.Error(t, err)
-		_, _, err = tw.SignTyped("evt_1", "", []byte("a=b"), now)
+		_, _, err = tw.Sign("evt_1", "Message.Sent", []byte("a=b"), now)
 		require.Error(t, err)
-		_, err = tw.Sign("evt_1", []byte("a=%zz"), now)
+		_, _, err = tw.Sign("evt_1", "", []byte("a=%zz"), now)
 		require.Error(t, err)
 	})
 }

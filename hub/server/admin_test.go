@@ -125,7 +125,7 @@ func TestPanicIsA500AndTheServerGoesOn(t *testing.T) {
 	now := time.Now()
 	raw, err := a.p.Sample("evt_panic", "subscription.created", nil, now)
 	require.NoError(t, err)
-	h, err := a.p.Sign("evt_panic", raw, now)
+	h, _, err := a.p.Sign("evt_panic", "", raw, now)
 	require.NoError(t, err)
 	req := httptest.NewRequest(http.MethodPost, "/webhooks/paddle", bytes.NewReader(raw))
 	req.Header = h

@@ -45,7 +45,7 @@ func benchmarkWebhook(b *testing.B, name, secret, eventType string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	hdr, err := s.Sign("evt_bench", body, now)
+	hdr, _, err := s.Sign("evt_bench", "", body, now)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -64,7 +64,7 @@ func (ts *tracedServer) post(t *testing.T, eventID string, sign bool, traceparen
 	require.NoError(t, err)
 	req := httptest.NewRequest(http.MethodPost, "/webhooks/paddle", bytes.NewReader(body))
 	if sign {
-		hdr, err := ts.sender.Sign(eventID, body, now)
+		hdr, _, err := ts.sender.Sign(eventID, "", body, now)
 		require.NoError(t, err)
 		req.Header = hdr
 	}
@@ -166,7 +166,7 @@ func BenchmarkRequestPathTraced(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	hdr, err := s.Sign("evt_bench", body, now)
+	hdr, _, err := s.Sign("evt_bench", "", body, now)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -437,7 +437,7 @@ func startFuzzHub(f *testing.F) (string, *pgxpool.Pool) {
 		id := fmt.Sprintf("evt_fuzz_%d", i)
 		raw, err := p.Sample(id, "subscription.created", nil, time.Now())
 		require.NoError(f, err)
-		hdr, err := p.Sign(id, raw, time.Now())
+		hdr, _, err := p.Sign(id, "", raw, time.Now())
 		require.NoError(f, err)
 		req, err := http.NewRequest(http.MethodPost, base+"/webhooks/paddle", bytes.NewReader(raw))
 		require.NoError(f, err)

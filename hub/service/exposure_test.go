@@ -98,7 +98,7 @@ func (h *testHub) signedPaddle(eventID string) (http.Header, []byte) {
 	h.t.Helper()
 	body, err := h.paddle.Sample(eventID, "subscription.created", nil, time.Now())
 	require.NoError(h.t, err)
-	hdr, err := h.paddle.Sign(eventID, body, time.Now())
+	hdr, _, err := h.paddle.Sign(eventID, "", body, time.Now())
 	require.NoError(h.t, err)
 	return hdr, body
 }

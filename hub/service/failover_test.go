@@ -372,7 +372,7 @@ func (l *failoverLoad) post(eventID string, dup bool) loadAnswer {
 		a.failure = err.Error()
 		return a
 	}
-	hdr, err := s.Sign(eventID, body, time.Now())
+	hdr, _, err := s.Sign(eventID, "", body, time.Now())
 	if err != nil {
 		a.failure = err.Error()
 		return a

@@ -181,7 +181,7 @@ func (h *testHub) tryDeliver(name, eventID, eventType string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	hdr, err := s.Sign(eventID, body, time.Now())
+	hdr, _, err := s.Sign(eventID, "", body, time.Now())
 	if err != nil {
 		return 0, err
 	}

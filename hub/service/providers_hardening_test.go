@@ -311,7 +311,7 @@ func TestAbsurdOccurredAtEndToEnd(t *testing.T) {
 		if c.provider == "stripe" {
 			s = stripe
 		}
-		hdr, err := s.Sign(c.eventID, body, now)
+		hdr, _, err := s.Sign(c.eventID, "", body, now)
 		require.NoError(t, err)
 		a := h.post(c.provider, hdr, body)
 		require.Equal(t, http.StatusOK, a.status, "%s: %v", c.name, a.body)

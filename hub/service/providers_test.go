@@ -49,12 +49,7 @@ func TestEveryProviderEndToEnd(t *testing.T) {
 		body, err := s.Sample(eventID, c.eventType, nil, time.Now())
 		require.NoError(t, err, p.Name())
 		for attempt := range 2 {
-			hdr, target := http.Header{}, "/webhooks/"+p.Name()
-			if ts, ok := s.(provider.TypedSender); ok {
-				hdr, target, err = ts.SignTyped(eventID, c.eventType, body, time.Now())
-			} else {
-				hdr, err = s.Sign(eventID, body, time.Now())
-			}
+			hdr, target, err := s.Sign(eventID, c.eventType, body, time.Now())
 			require.NoError(t, err)
 			req, err := http.NewRequest(http.MethodPost, h.base+target, bytes.NewReader(body))
 			require.NoError(t, err)

@@ -155,7 +155,7 @@ func post(t *testing.T, base, eventID, traceparent string) {
 	s := p.(provider.Sender)
 	body, err := s.Sample(eventID, "subscription.created", nil, time.Now())
 	require.NoError(t, err)
-	hdr, err := s.Sign(eventID, body, time.Now())
+	hdr, _, err := s.Sign(eventID, "", body, time.Now())
 	require.NoError(t, err)
 	req, err := http.NewRequest(http.MethodPost, base+"/webhooks/paddle", bytes.NewReader(body))
 	require.NoError(t, err)

@@ -100,7 +100,7 @@ func deliver(client *http.Client, addr string, s provider.Sender, eventID string
 	if err != nil {
 		return 0, err
 	}
-	hdr, err := s.Sign(eventID, body, time.Now())
+	hdr, _, err := s.Sign(eventID, "", body, time.Now())
 	if err != nil {
 		return 0, err
 	}

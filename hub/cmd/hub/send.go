@@ -107,7 +107,7 @@ Flags:
 	failed := 0
 	for i := 0; i < *repeat; i++ {
 		// Sign each attempt anew, as providers do on retries.
-		h, target, err := sign(sender, *eventID, eventType, body, name)
+		h, target, err := sender.Sign(*eventID, eventType, body, time.Now())
 		if err != nil {
 			return err
 		}
@@ -134,16 +134,6 @@ Flags:
 		return fmt.Errorf("%d of %d deliveries were not accepted", failed, *repeat)
 	}
 	return nil
-}
-
-// sign signs one delivery; senders whose type travels outside the body
-// (GitHub, Shopify, Twilio) also choose the request-target.
-func sign(s provider.Sender, eventID, eventType string, body []byte, name string) (http.Header, string, error) {
-	if ts, ok := s.(provider.TypedSender); ok {
-		return ts.SignTyped(eventID, eventType, body, time.Now())
-	}
-	h, err := s.Sign(eventID, body, time.Now())
-	return h, "/webhooks/" + name, err
 }
 
 // newEventID returns a fresh id in the provider's style.
