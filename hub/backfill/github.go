@@ -140,7 +140,7 @@ func NewGitHub(cfg GitHubConfig) (*GitHub, error) {
 	}
 	client := new(http.Client)
 	*client = *clientOr(cfg.Client)
-	verifier, err := provider.NewGitHub([]string{githubTypeKey})
+	verifier, err := provider.NewGitHub([]string{githubTypeKey}, provider.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("github type verifier: %w", err)
 	}

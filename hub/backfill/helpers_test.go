@@ -67,7 +67,7 @@ func newHubEnv(t *testing.T, mod ...func(*service.Config)) *hubEnv {
 	h.cfg = service.Config{
 		DatabaseURL: url, DatabaseMaxConns: 8, NATSURL: n.URL(), HTTPAddr: "127.0.0.1:0",
 		Stream: "WEBHOOKS", StreamReplicas: 1, DuplicateWindow: 2 * time.Minute,
-		StripeSecrets: []string{stripeSecret}, PaddleSecrets: []string{paddleSecret}, GitHubSecrets: []string{githubSecret},
+		Secrets:            map[string][]string{"stripe": {stripeSecret}, "paddle": {paddleSecret}, "github": {githubSecret}},
 		SignatureTolerance: 5 * time.Minute, MaxBodyBytes: 1 << 20, MaxInflight: 128, MaxConns: 4096,
 		ShutdownTimeout: 10 * time.Second, CommitTimeout: 5 * time.Second, BatchMax: 64, BatchCommitters: 1,
 		RelayBatchSize: 256, RelayWorkers: 1, LogLevel: "info", LogFormat: "text",
@@ -142,7 +142,7 @@ func (h *hubEnv) webhook(name, eventID string, body []byte) answer {
 	if name == "paddle" {
 		secret = paddleSecret
 	}
-	p, err := provider.New(name, []string{secret}, 0)
+	p, err := provider.New(name, []string{secret}, provider.Options{})
 	require.NoError(h.t, err)
 	hdr, _, err := p.(provider.Sender).Sign(eventID, "", body, time.Now())
 	require.NoError(h.t, err)
@@ -153,7 +153,7 @@ func (h *hubEnv) webhook(name, eventID string, body []byte) answer {
 // X-GitHub-Delivery guid, X-GitHub-Event from typ) and POSTs it to the hub.
 func (h *hubEnv) githubWebhook(guid, typ string, body []byte) answer {
 	h.t.Helper()
-	p, err := provider.New("github", []string{githubSecret}, 0)
+	p, err := provider.New("github", []string{githubSecret}, provider.Options{})
 	require.NoError(h.t, err)
 	hdr, target, err := p.(provider.Sender).Sign(guid, typ, body, time.Now())
 	require.NoError(h.t, err)
@@ -249,7 +249,7 @@ func (h *hubEnv) requireEachOnce(name string, ids []string) {
 // newest first; the API fake holds them all.
 func (h *hubEnv) stripeEvents(n int) (ids []string, bodies map[string][]byte) {
 	h.t.Helper()
-	p, err := provider.New("stripe", []string{stripeSecret}, 0)
+	p, err := provider.New("stripe", []string{stripeSecret}, provider.Options{})
 	require.NoError(h.t, err)
 	bodies = map[string][]byte{}
 	now := time.Now()
@@ -269,7 +269,7 @@ func (h *hubEnv) stripeEvents(n int) (ids []string, bodies map[string][]byte) {
 // GET /events lists it).
 func (h *hubEnv) paddleEvents(n int, age time.Duration) (ids []string, webhooks map[string][]byte) {
 	h.t.Helper()
-	p, err := provider.New("paddle", []string{paddleSecret}, 0)
+	p, err := provider.New("paddle", []string{paddleSecret}, provider.Options{})
 	require.NoError(h.t, err)
 	webhooks = map[string][]byte{}
 	now := time.Now().Add(-age)
@@ -302,7 +302,7 @@ type githubEvent struct {
 // webhooks); the others' deliveries failed to connect.
 func (h *hubEnv) githubEvents(n int, arrived func(i int) bool) []githubEvent {
 	h.t.Helper()
-	p, err := provider.New("github", []string{githubSecret}, 0)
+	p, err := provider.New("github", []string{githubSecret}, provider.Options{})
 	require.NoError(h.t, err)
 	types := []string{"push", "pull_request.opened", "issues.closed", "issue_comment.created", "release.published"}
 	now := time.Now()

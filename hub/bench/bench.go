@@ -216,7 +216,7 @@ func (w *workload) sign(now time.Time) error {
 }
 
 func newWorkload(count int, dupShare float64) (*workload, error) {
-	p, err := provider.NewPaddle([]string{benchSecret}, 0)
+	p, err := provider.NewPaddle([]string{benchSecret}, provider.Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -136,7 +136,7 @@ func TestPreloadEvents(t *testing.T) {
 	require.NoError(t, err)
 	w, err := newWorkload(50, 0)
 	require.NoError(t, err)
-	p, err := provider.NewPaddle([]string{benchSecret}, time.Minute)
+	p, err := provider.NewPaddle([]string{benchSecret}, provider.Options{Tolerance: time.Minute})
 	require.NoError(t, err)
 
 	var n, dups int
@@ -340,7 +340,7 @@ func TestRunPreloadedWhateverTheEnvironment(t *testing.T) {
 func TestWorkloadSignaturesAreRenewed(t *testing.T) {
 	w, err := newWorkload(20, 0.2)
 	require.NoError(t, err)
-	verifier, err := provider.NewPaddle([]string{benchSecret}, 5*time.Minute)
+	verifier, err := provider.NewPaddle([]string{benchSecret}, provider.Options{Tolerance: 5 * time.Minute})
 	require.NoError(t, err)
 	verify := func(at time.Time) error {
 		for i := range w.bodies {

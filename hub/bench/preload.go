@@ -121,7 +121,7 @@ func (s *server) fillTemplate(ctx context.Context, rows int, dupShare float64, l
 // makes them, and every delivery is signed. Deterministic but for the
 // times.
 func preloadEvents(rows int, dupShare float64, end time.Time) (iter.Seq[store.ImportedEvent], error) {
-	p, err := provider.NewPaddle([]string{benchSecret}, 0)
+	p, err := provider.NewPaddle([]string{benchSecret}, provider.Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -47,7 +47,7 @@ func newHubSystem(t *testing.T) *hubSystem {
 	cfg, err := service.LoadConfig()
 	require.NoError(t, err)
 	cfg.DatabaseURL, cfg.NATSURL, cfg.HTTPAddr, cfg.AdminAddr = dbURL, n.URL(), "127.0.0.1:0", "127.0.0.1:0"
-	cfg.PaddleSecrets = []string{paddleSecret}
+	cfg.SetSecrets("paddle", paddleSecret)
 	cfg.AdminToken, cfg.ConsoleReadOnlyToken = adminToken, readOnlyToken
 	ctx, cancel := context.WithCancel(context.Background())
 	svc, err := service.New(ctx, cfg, service.Deps{})
@@ -58,7 +58,7 @@ func newHubSystem(t *testing.T) *hubSystem {
 		cancel()
 		require.NoError(t, <-done)
 	})
-	p, err := provider.New("paddle", []string{paddleSecret}, 0)
+	p, err := provider.New("paddle", []string{paddleSecret}, provider.Options{})
 	require.NoError(t, err)
 	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)

@@ -50,7 +50,7 @@ func newSystem(t *testing.T) *system {
 	cfg, err := service.LoadConfig()
 	require.NoError(t, err)
 	cfg.DatabaseURL, cfg.NATSURL, cfg.HTTPAddr = url, n.URL(), "127.0.0.1:0"
-	cfg.PaddleSecrets = []string{paddleSecret}
+	cfg.SetSecrets("paddle", paddleSecret)
 	ctx, cancel := context.WithCancel(context.Background())
 	svc, err := service.New(ctx, cfg, service.Deps{})
 	require.NoError(t, err)
@@ -60,7 +60,7 @@ func newSystem(t *testing.T) *system {
 		cancel()
 		require.NoError(t, <-done)
 	})
-	p, err := provider.New("paddle", []string{paddleSecret}, 0)
+	p, err := provider.New("paddle", []string{paddleSecret}, provider.Options{})
 	require.NoError(t, err)
 	s := &system{t: t, base: "http://" + svc.Addr().String(), pool: pool, js: js, ops: newOps(t, pool, js),
 		paddle: p.(provider.Sender), subs: map[string]*subscriber.Subscriber{}}

@@ -43,12 +43,12 @@ var (
 // NewClerk returns a Clerk verifier that accepts a signature made with any
 // of secrets (several during a rotation; the first one signs in Sign). A
 // secret is "whsec_" followed by the standard base64 of the key; the prefix
-// may be omitted. tolerance bounds |now - svix-timestamp|; 0 means
+// may be omitted. o.Tolerance bounds |now - svix-timestamp|; 0 means
 // ClerkDefaultTolerance. It fails when secrets is empty, a secret is not
 // valid base64 or decodes to an empty key (the error names the secret's
-// index, never its value), or tolerance is negative.
-func NewClerk(secrets []string, tolerance time.Duration) (*Clerk, error) {
-	s, err := newSvixScheme("clerk", "svix", secrets, tolerance)
+// index, never its value), or the tolerance is negative.
+func NewClerk(secrets []string, o Options) (*Clerk, error) {
+	s, err := newSvixScheme("clerk", "svix", secrets, o.Tolerance)
 	if err != nil {
 		return nil, err
 	}

@@ -42,7 +42,7 @@ func TestNewClerk(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := NewClerk(tt.secrets, tt.tol)
+			c, err := NewClerk(tt.secrets, Options{Tolerance: tt.tol})
 			if tt.wantErr != "" {
 				require.EqualError(t, err, tt.wantErr)
 				require.Nil(t, c)
@@ -103,7 +103,7 @@ func TestClerkVerify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := NewClerk(tt.secrets, tt.tol)
+			c, err := NewClerk(tt.secrets, Options{Tolerance: tt.tol})
 			require.NoError(t, err)
 			ev, err := c.Verify(Request{Header: svixHeader(tt.id, tt.ts, tt.sig), Body: tt.body, Now: tt.now})
 			if tt.wantErr != nil {
@@ -165,7 +165,7 @@ func TestClerkMalformedHeaders(t *testing.T) {
 		{"comma separated list", clerkMsgID, ts, good + "," + good, "svix-signature has no well-formed v1 entry"},
 		{"good but junk MAC", clerkMsgID, ts, "v1," + base64.StdEncoding.EncodeToString(make([]byte, 32)), "no v1 signature matches any secret"},
 	}
-	c, err := NewClerk([]string{clerkSecret}, 0)
+	c, err := NewClerk([]string{clerkSecret}, Options{})
 	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -230,7 +230,7 @@ func TestClerkPayload(t *testing.T) {
 		{"huge timestamp", `{"type":"user.created","timestamp":1e300}`, "", "user.created", time.Time{}},
 		{"timestamp in ms", `{"type":"user.created","timestamp":1654012591835}`, "", "user.created", time.UnixMilli(1654012591835)},
 	}
-	c, err := NewClerk([]string{clerkSecret}, 0)
+	c, err := NewClerk([]string{clerkSecret}, Options{})
 	require.NoError(t, err)
 	now := time.Unix(clerkTS, 0)
 	for _, tt := range tests {
@@ -253,7 +253,7 @@ func TestClerkPayload(t *testing.T) {
 
 func TestClerkSampleSign(t *testing.T) {
 	now := time.Date(2025, 6, 1, 12, 30, 45, 123456789, time.UTC)
-	c, err := NewClerk([]string{clerkSecret, clerkOldSecret}, 0)
+	c, err := NewClerk([]string{clerkSecret, clerkOldSecret}, Options{})
 	require.NoError(t, err)
 
 	type email struct {
@@ -337,7 +337,7 @@ func TestClerkSampleSign(t *testing.T) {
 			require.True(t, ev.SignedAt.Equal(now.Truncate(time.Second)))
 			require.True(t, ev.OccurredAt.Equal(now.Truncate(time.Millisecond)))
 
-			other, err := NewClerk([]string{clerkOldSecret}, 0)
+			other, err := NewClerk([]string{clerkOldSecret}, Options{})
 			require.NoError(t, err)
 			_, err = other.Verify(Request{Header: h, Body: body, Now: now})
 			require.ErrorIs(t, err, ErrInvalidSignature)

@@ -139,7 +139,7 @@ func checkEvent(t *testing.T, ev Event, tol time.Duration) {
 }
 
 func FuzzPaddleVerify(f *testing.F) {
-	p, err := NewPaddle([]string{paddleOldSecret, paddleSecret}, 0)
+	p, err := NewPaddle([]string{paddleOldSecret, paddleSecret}, Options{})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func FuzzPaddleVerify(f *testing.F) {
 }
 
 func FuzzClerkVerify(f *testing.F) {
-	c, err := NewClerk([]string{clerkOldSecret, clerkSecret}, 0)
+	c, err := NewClerk([]string{clerkOldSecret, clerkSecret}, Options{})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -446,7 +446,7 @@ func FuzzTwilioForm(f *testing.F) {
 	for _, b := range []string{"", "a=1&a=0&b=", "Digits=5678&Digits=1234&Digits=1234", "x=%zz", "a;b=1", "=&=&", "k=%E2%82%AC+%00", `{"a":1}`} {
 		f.Add(b)
 	}
-	tw, err := NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL})
+	tw, err := NewTwilio([]string{twilioSecret}, Options{PublicURL: testPublicURL})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -506,7 +506,7 @@ func signTwilioRef(target string, body []byte) string {
 }
 
 func FuzzStripeVerify(f *testing.F) {
-	s, err := NewStripe([]string{stripeOldSecret, stripeSecret}, 0)
+	s, err := NewStripe([]string{stripeOldSecret, stripeSecret}, Options{})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -562,7 +562,7 @@ func FuzzStripeVerify(f *testing.F) {
 }
 
 func FuzzStandardWebhooksVerify(f *testing.F) {
-	s, err := NewStandardWebhooks("acme", []string{standardOldSecret, standardSecret}, 0)
+	s, err := NewStandardWebhooks([]string{standardOldSecret, standardSecret}, Options{Name: "acme"})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -611,7 +611,7 @@ func FuzzStandardWebhooksVerify(f *testing.F) {
 }
 
 func FuzzGitHubVerify(f *testing.F) {
-	g, err := NewGitHub([]string{githubOldSecret, githubSecret})
+	g, err := NewGitHub([]string{githubOldSecret, githubSecret}, Options{})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -660,7 +660,7 @@ func FuzzGitHubVerify(f *testing.F) {
 }
 
 func FuzzShopifyVerify(f *testing.F) {
-	s, err := NewShopify([]string{shopifyOldSecret, shopifySecret})
+	s, err := NewShopify([]string{shopifyOldSecret, shopifySecret}, Options{})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -738,7 +738,7 @@ func FuzzTwilioTarget(f *testing.F) {
 }
 
 func FuzzTwilioVerify(f *testing.F) {
-	tw, err := NewTwilio([]string{twilioOldSecret, twilioSecret}, TwilioConfig{PublicURL: testPublicURL})
+	tw, err := NewTwilio([]string{twilioOldSecret, twilioSecret}, Options{PublicURL: testPublicURL})
 	if err != nil {
 		f.Fatal(err)
 	}

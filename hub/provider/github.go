@@ -54,8 +54,8 @@ var (
 // NewGitHub returns a GitHub verifier that accepts a signature made with
 // any of secrets (the first one signs in Sign). It fails when secrets is
 // empty or a secret is the empty string. GitHub signs no timestamp, so it
-// takes no tolerance.
-func NewGitHub(secrets []string) (*GitHub, error) {
+// ignores o.
+func NewGitHub(secrets []string, o Options) (*GitHub, error) {
 	keys, err := rawKeys("github", secrets)
 	if err != nil {
 		return nil, err

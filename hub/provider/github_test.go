@@ -41,7 +41,7 @@ func TestNewGitHub(t *testing.T) {
 		{"two", []string{githubSecret, githubOldSecret}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			g, err := NewGitHub(tt.secrets)
+			g, err := NewGitHub(tt.secrets, Options{})
 			if tt.wantErr != "" {
 				require.EqualError(t, err, tt.wantErr)
 				require.Nil(t, g)
@@ -85,7 +85,7 @@ func TestGitHubVerify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g, err := NewGitHub(tt.secrets)
+			g, err := NewGitHub(tt.secrets, Options{})
 			require.NoError(t, err)
 			// No timestamp: the verdict holds at any time.
 			for _, now := range []time.Time{{}, time.Unix(1700000000, 0), time.Unix(4000000000, 0)} {
@@ -117,7 +117,7 @@ func TestGitHubMalformedHeader(t *testing.T) {
 		{"two signatures", good + "," + good, "X-Hub-Signature-256 is not sha256= followed by 64 hex digits"},
 		{"well-formed, junk MAC", "sha256=" + strings.Repeat("0", 64), "X-Hub-Signature-256 matches no secret"},
 	}
-	g, err := NewGitHub([]string{githubSecret})
+	g, err := NewGitHub([]string{githubSecret}, Options{})
 	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -153,7 +153,7 @@ func TestGitHubPayload(t *testing.T) {
 		{"form payload not JSON", "ping", githubDelivery, `payload=hello`, "invalid payload: body is not JSON: invalid character 'h' looking for beginning of value", ""},
 		{"form payload an array", "ping", githubDelivery, `payload=%5B%5D`, "invalid payload: body is a JSON array, not an object", ""},
 	}
-	g, err := NewGitHub([]string{githubSecret})
+	g, err := NewGitHub([]string{githubSecret}, Options{})
 	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -172,7 +172,7 @@ func TestGitHubPayload(t *testing.T) {
 }
 
 func TestGitHubPayloadJSON(t *testing.T) {
-	g, err := NewGitHub([]string{githubSecret})
+	g, err := NewGitHub([]string{githubSecret}, Options{})
 	require.NoError(t, err)
 	got, err := g.PayloadJSON(githubTestBody)
 	require.NoError(t, err)
@@ -190,7 +190,7 @@ func TestGitHubPayloadJSON(t *testing.T) {
 
 func TestGitHubSampleSign(t *testing.T) {
 	now := time.Date(2025, 6, 1, 12, 30, 45, 0, time.UTC)
-	g, err := NewGitHub([]string{githubSecret, githubOldSecret})
+	g, err := NewGitHub([]string{githubSecret, githubOldSecret}, Options{})
 	require.NoError(t, err)
 	tests := []struct {
 		eventType, wantEvent, wantObject string
@@ -244,7 +244,7 @@ func TestGitHubSampleSign(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, Event{ID: githubDelivery, Type: tt.eventType, Signature: h.Get("X-Hub-Signature-256")}, ev)
 
-			other, err := NewGitHub([]string{githubOldSecret})
+			other, err := NewGitHub([]string{githubOldSecret}, Options{})
 			require.NoError(t, err)
 			_, err = other.Verify(Request{Header: h, Body: body, Now: now})
 			require.ErrorIs(t, err, ErrInvalidSignature)

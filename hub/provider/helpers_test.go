@@ -89,7 +89,7 @@ var testSecrets = map[string][2]string{
 // newTestProvider builds a registered provider with the test public URL.
 func newTestProvider(t testing.TB, name string, secrets ...string) Provider {
 	t.Helper()
-	p, err := NewWithOptions(name, secrets, Options{PublicURL: testPublicURL})
+	p, err := New(name, secrets, Options{PublicURL: testPublicURL})
 	require.NoError(t, err)
 	return p
 }

@@ -40,14 +40,16 @@ var (
 
 // NewPaddle returns a Paddle verifier that accepts a signature made with any
 // of secrets (several during a rotation; the first one signs in Sign).
-// tolerance bounds |now - ts|; 0 means PaddleDefaultTolerance. It fails when
-// secrets is empty, a secret is the empty string, or tolerance is negative.
-func NewPaddle(secrets []string, tolerance time.Duration) (*Paddle, error) {
+// o.Tolerance bounds |now - ts|; 0 means PaddleDefaultTolerance. It fails
+// when secrets is empty, a secret is the empty string, or the tolerance is
+// negative.
+func NewPaddle(secrets []string, o Options) (*Paddle, error) {
 	keys, err := rawKeys("paddle", secrets)
 	if err != nil {
 		return nil, err
 	}
-	if tolerance, err = timestampTolerance("paddle", tolerance, PaddleDefaultTolerance); err != nil {
+	tolerance, err := timestampTolerance("paddle", o.Tolerance, PaddleDefaultTolerance)
+	if err != nil {
 		return nil, err
 	}
 	return &Paddle{keys: keys, tolerance: tolerance}, nil

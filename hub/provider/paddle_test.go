@@ -35,7 +35,7 @@ func TestNewPaddle(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := NewPaddle(tt.secrets, tt.tol)
+			p, err := NewPaddle(tt.secrets, Options{Tolerance: tt.tol})
 			if tt.wantErr != "" {
 				require.EqualError(t, err, tt.wantErr)
 				require.Nil(t, p)
@@ -93,7 +93,7 @@ func TestPaddleVerify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := NewPaddle(tt.secrets, tt.tol)
+			p, err := NewPaddle(tt.secrets, Options{Tolerance: tt.tol})
 			require.NoError(t, err)
 			ev, err := p.Verify(Request{Header: paddleHeader(tt.header), Body: tt.body, Now: tt.now})
 			if tt.wantErr != nil {
@@ -140,7 +140,7 @@ func TestPaddleMalformedHeader(t *testing.T) {
 		{"separators only", ";;;==;", "Paddle-Signature has no ts"},
 		{"stripe style", "t=" + ts + ",v1=" + good, "Paddle-Signature has no ts"},
 	}
-	p, err := NewPaddle([]string{paddleSecret}, 0)
+	p, err := NewPaddle([]string{paddleSecret}, Options{})
 	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -221,7 +221,7 @@ func TestPaddlePayload(t *testing.T) {
 		{"occurred_at with offset", `{"event_id":"evt_1","event_type":"a.b","occurred_at":"2024-03-20T11:07:35+01:00"}`, "", "evt_1", time.Date(2024, 3, 20, 10, 7, 35, 0, time.UTC)},
 		{"escaped event_id", `{"event_id":"evt_\u00dc","event_type":"a.b"}`, "", "evt_Ü", time.Time{}},
 	}
-	p, err := NewPaddle([]string{paddleSecret}, 0)
+	p, err := NewPaddle([]string{paddleSecret}, Options{})
 	require.NoError(t, err)
 	now := time.Unix(paddleTS, 0)
 	for _, tt := range tests {
@@ -244,7 +244,7 @@ func TestPaddlePayload(t *testing.T) {
 
 func TestPaddleSampleSign(t *testing.T) {
 	now := time.Date(2025, 6, 1, 12, 30, 45, 123456789, time.UTC)
-	p, err := NewPaddle([]string{paddleSecret, paddleOldSecret}, 0)
+	p, err := NewPaddle([]string{paddleSecret, paddleOldSecret}, Options{})
 	require.NoError(t, err)
 
 	type sub struct {
@@ -326,7 +326,7 @@ func TestPaddleSampleSign(t *testing.T) {
 			require.True(t, ev.SignedAt.Equal(now.Truncate(time.Second)))
 			require.True(t, ev.OccurredAt.Equal(now.Truncate(time.Microsecond)))
 
-			other, err := NewPaddle([]string{paddleOldSecret}, 0)
+			other, err := NewPaddle([]string{paddleOldSecret}, Options{})
 			require.NoError(t, err)
 			_, err = other.Verify(Request{Header: h, Body: body, Now: now})
 			require.ErrorIs(t, err, ErrInvalidSignature)

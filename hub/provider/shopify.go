@@ -54,8 +54,8 @@ var (
 // NewShopify returns a Shopify verifier that accepts a signature made with
 // any of secrets (app client secrets, used as bytes; the first one signs
 // in Sign). It fails when secrets is empty or a secret is the empty
-// string. Shopify signs no timestamp, so it takes no tolerance.
-func NewShopify(secrets []string) (*Shopify, error) {
+// string. Shopify signs no timestamp, so it ignores o.
+func NewShopify(secrets []string, o Options) (*Shopify, error) {
 	keys, err := rawKeys("shopify", secrets)
 	if err != nil {
 		return nil, err

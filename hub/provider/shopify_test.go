@@ -35,11 +35,11 @@ func shopifyHeaders(unprefixed bool, hmac, id, topic string) http.Header {
 }
 
 func TestNewShopify(t *testing.T) {
-	_, err := NewShopify(nil)
+	_, err := NewShopify(nil, Options{})
 	require.EqualError(t, err, "shopify: no secret configured")
-	_, err = NewShopify([]string{""})
+	_, err = NewShopify([]string{""}, Options{})
 	require.EqualError(t, err, "shopify: secret 0 is empty")
-	s, err := NewShopify([]string{shopifySecret, shopifyOldSecret})
+	s, err := NewShopify([]string{shopifySecret, shopifyOldSecret}, Options{})
 	require.NoError(t, err)
 	require.Equal(t, "shopify", s.Name())
 }
@@ -74,7 +74,7 @@ func TestShopifyVerify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := NewShopify(tt.secrets)
+			s, err := NewShopify(tt.secrets, Options{})
 			require.NoError(t, err)
 			for _, now := range []time.Time{{}, time.Unix(1700000000, 0), time.Unix(4000000000, 0)} {
 				ev, err := s.Verify(Request{Header: tt.header, Body: tt.body, Now: now})
@@ -109,7 +109,7 @@ func TestShopifyMalformedHeader(t *testing.T) {
 		{"surrounding space", " " + good, "X-Shopify-Hmac-Sha256 is not the standard base64 of 32 bytes"},
 		{"well-formed, junk MAC", base64.StdEncoding.EncodeToString(make([]byte, 32)), "X-Shopify-Hmac-Sha256 matches no secret"},
 	}
-	s, err := NewShopify([]string{shopifySecret})
+	s, err := NewShopify([]string{shopifySecret}, Options{})
 	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -129,7 +129,7 @@ func TestShopifyPayload(t *testing.T) {
 		{"topic with a control character", "1", "orders/create\x01", "invalid payload: X-Shopify-Topic contains control characters"},
 		{"topic of 129 bytes", "1", strings.Repeat("t", 129), "invalid payload: X-Shopify-Topic is longer than 128 bytes"},
 	}
-	s, err := NewShopify([]string{shopifySecret})
+	s, err := NewShopify([]string{shopifySecret}, Options{})
 	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -142,7 +142,7 @@ func TestShopifyPayload(t *testing.T) {
 
 func TestShopifySampleSign(t *testing.T) {
 	now := time.Date(2025, 6, 1, 12, 30, 45, 0, time.UTC)
-	s, err := NewShopify([]string{shopifySecret, shopifyOldSecret})
+	s, err := NewShopify([]string{shopifySecret, shopifyOldSecret}, Options{})
 	require.NoError(t, err)
 	tests := []struct {
 		eventType, wantTopic, wantGID string
@@ -189,7 +189,7 @@ func TestShopifySampleSign(t *testing.T) {
 			require.Equal(t, tt.eventType, ev.Type)
 			require.True(t, ev.OccurredAt.IsZero(), "X-Shopify-Triggered-At is not signed")
 
-			other, err := NewShopify([]string{shopifyOldSecret})
+			other, err := NewShopify([]string{shopifyOldSecret}, Options{})
 			require.NoError(t, err)
 			_, err = other.Verify(Request{Header: h, Body: body, Now: now})
 			require.ErrorIs(t, err, ErrInvalidSignature)

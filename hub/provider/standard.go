@@ -19,7 +19,7 @@ const (
 
 // StandardWebhooksName is the name the registry builds a StandardWebhooks
 // under. Operators usually mount it under names of their own choosing
-// instead (NewStandard).
+// instead (Options.Name).
 const StandardWebhooksName = "standard-webhooks"
 
 // StandardWebhooksDefaultTolerance is the timestamp tolerance
@@ -52,31 +52,34 @@ var (
 	_ Sender   = (*StandardWebhooks)(nil)
 )
 
-// NewStandardWebhooks returns a Standard Webhooks verifier named name (the
-// path segment in POST /webhooks/{name} and the subject prefix) that
-// accepts a signature made with any of secrets (several during a
-// rotation; the first one signs in Sign). A secret is "whsec_" followed by
-// the standard base64 of the key; the prefix may be omitted. tolerance
-// bounds |now - webhook-timestamp|; 0 means
-// StandardWebhooksDefaultTolerance. It fails when name is not a valid
-// provider name (see ValidName), secrets is empty, a secret is not valid
-// base64 or decodes to an empty key (the error names the secret's index,
-// never its value), or tolerance is negative.
-func NewStandardWebhooks(name string, secrets []string, tolerance time.Duration) (*StandardWebhooks, error) {
+// NewStandardWebhooks returns a Standard Webhooks verifier named o.Name
+// (the path segment in POST /webhooks/{name} and the subject prefix, an
+// operator's choice: HUB_STANDARD_PROVIDERS=resend,acme builds "resend"
+// and "acme"; empty means StandardWebhooksName) that accepts a signature
+// made with any of secrets (several during a rotation; the first one
+// signs in Sign). A secret is "whsec_" followed by the standard base64 of
+// the key; the prefix may be omitted. o.Tolerance bounds
+// |now - webhook-timestamp|; 0 means StandardWebhooksDefaultTolerance. It
+// fails when the name is not a valid provider name (see ValidName) or is
+// the name of another built-in provider, secrets is empty, a secret is not
+// valid base64 or decodes to an empty key (the error names the secret's
+// index, never its value), or the tolerance is negative.
+func NewStandardWebhooks(secrets []string, o Options) (*StandardWebhooks, error) {
+	name := o.Name
+	if name == "" {
+		name = StandardWebhooksName
+	}
 	if !ValidName(name) {
 		return nil, fmt.Errorf("standard webhooks: invalid provider name %q: want 1 to 32 of [a-z0-9_-], starting with a letter or digit", name)
 	}
-	s, err := newSvixScheme(name, "webhook", secrets, tolerance)
+	if _, builtin := lookup(name); builtin && name != StandardWebhooksName {
+		return nil, fmt.Errorf("standard webhooks: %q is the name of a built-in provider", name)
+	}
+	s, err := newSvixScheme(name, "webhook", secrets, o.Tolerance)
 	if err != nil {
 		return nil, err
 	}
 	return &StandardWebhooks{svix: s}, nil
-}
-
-// newDefaultStandardWebhooks builds a StandardWebhooks under its registry
-// name, StandardWebhooksName.
-func newDefaultStandardWebhooks(secrets []string, tolerance time.Duration) (*StandardWebhooks, error) {
-	return NewStandardWebhooks(StandardWebhooksName, secrets, tolerance)
 }
 
 // Name returns the name the verifier was built with.

@@ -47,7 +47,7 @@ func TestNewStandardWebhooks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := NewStandardWebhooks(tt.provider, tt.secrets, tt.tol)
+			s, err := NewStandardWebhooks(tt.secrets, Options{Name: tt.provider, Tolerance: tt.tol})
 			if tt.wantErr != "" {
 				require.EqualError(t, err, tt.wantErr)
 				require.Nil(t, s)
@@ -98,7 +98,7 @@ func TestStandardWebhooksVerify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := NewStandardWebhooks("resend", tt.secrets, tt.tol)
+			s, err := NewStandardWebhooks(tt.secrets, Options{Name: "resend", Tolerance: tt.tol})
 			require.NoError(t, err)
 			ev, err := s.Verify(Request{Header: tt.header, Body: tt.body, Now: tt.now})
 			if tt.wantErr != nil {
@@ -134,7 +134,7 @@ func TestStandardWebhooksMalformedHeaders(t *testing.T) {
 		{"comma separated", standardMsgID, ts, good + "," + good, "webhook-signature has no well-formed v1 entry"},
 		{"good but junk MAC", standardMsgID, ts, "v1," + base64.StdEncoding.EncodeToString(make([]byte, 32)), "no v1 signature matches any secret"},
 	}
-	s, err := NewStandardWebhooks("acme", []string{standardSecret}, 0)
+	s, err := NewStandardWebhooks([]string{standardSecret}, Options{Name: "acme"})
 	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -158,7 +158,7 @@ func TestStandardWebhooksPayload(t *testing.T) {
 		{"malformed timestamp", `{"type":"email.sent","timestamp":"yesterday"}`, "", "email.sent", time.Time{}},
 		{"RFC 3339 timestamp", `{"type":"email.sent","timestamp":"2024-02-22T23:41:12.126Z"}`, "", "email.sent", time.Date(2024, 2, 22, 23, 41, 12, 126000000, time.UTC)},
 	}
-	s, err := NewStandardWebhooks("resend", []string{standardSecret}, 0)
+	s, err := NewStandardWebhooks([]string{standardSecret}, Options{Name: "resend"})
 	require.NoError(t, err)
 	now := time.Unix(standardTS, 0)
 	for _, tt := range tests {
@@ -180,7 +180,7 @@ func TestStandardWebhooksPayload(t *testing.T) {
 
 func TestStandardWebhooksSampleSign(t *testing.T) {
 	now := time.Date(2025, 6, 1, 12, 30, 45, 123456000, time.UTC)
-	s, err := NewStandardWebhooks("resend", []string{standardSecret, standardOldSecret}, 0)
+	s, err := NewStandardWebhooks([]string{standardSecret, standardOldSecret}, Options{Name: "resend"})
 	require.NoError(t, err)
 	type envelope struct {
 		Type      string         `json:"type"`
@@ -217,12 +217,12 @@ func TestStandardWebhooksSampleSign(t *testing.T) {
 
 			// The same bytes, delivered to Clerk under svix-* names, verify
 			// there too: one scheme, two header sets.
-			c, err := NewClerk([]string{standardSecret}, 0)
+			c, err := NewClerk([]string{standardSecret}, Options{})
 			require.NoError(t, err)
 			_, err = c.Verify(Request{Header: svixHeader(h.Get("webhook-id"), h.Get("webhook-timestamp"), h.Get("webhook-signature")), Body: body, Now: now})
 			require.NoError(t, err)
 
-			other, err := NewStandardWebhooks("resend", []string{standardOldSecret}, 0)
+			other, err := NewStandardWebhooks([]string{standardOldSecret}, Options{Name: "resend"})
 			require.NoError(t, err)
 			_, err = other.Verify(Request{Header: h, Body: body, Now: now})
 			require.ErrorIs(t, err, ErrInvalidSignature)

@@ -47,15 +47,17 @@ var (
 
 // NewStripe returns a Stripe verifier that accepts a signature made with any
 // of secrets (several while a rolled secret is still active; the first one
-// signs in Sign). Each secret is used as is (whsec_… as bytes). tolerance
-// bounds |now - t|; 0 means StripeDefaultTolerance. It fails when secrets
-// is empty, a secret is the empty string, or tolerance is negative.
-func NewStripe(secrets []string, tolerance time.Duration) (*Stripe, error) {
+// signs in Sign). Each secret is used as is (whsec_… as bytes).
+// o.Tolerance bounds |now - t|; 0 means StripeDefaultTolerance. It fails
+// when secrets is empty, a secret is the empty string, or the tolerance is
+// negative.
+func NewStripe(secrets []string, o Options) (*Stripe, error) {
 	keys, err := rawKeys("stripe", secrets)
 	if err != nil {
 		return nil, err
 	}
-	if tolerance, err = timestampTolerance("stripe", tolerance, StripeDefaultTolerance); err != nil {
+	tolerance, err := timestampTolerance("stripe", o.Tolerance, StripeDefaultTolerance)
+	if err != nil {
 		return nil, err
 	}
 	return &Stripe{keys: keys, tolerance: tolerance}, nil

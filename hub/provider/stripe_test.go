@@ -42,7 +42,7 @@ func TestNewStripe(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := NewStripe(tt.secrets, tt.tol)
+			s, err := NewStripe(tt.secrets, Options{Tolerance: tt.tol})
 			if tt.wantErr != "" {
 				require.EqualError(t, err, tt.wantErr)
 				require.Nil(t, s)
@@ -101,7 +101,7 @@ func TestStripeVerify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := NewStripe(tt.secrets, tt.tol)
+			s, err := NewStripe(tt.secrets, Options{Tolerance: tt.tol})
 			require.NoError(t, err)
 			ev, err := s.Verify(Request{Header: stripeHeader(tt.header), Body: tt.body, Now: tt.now})
 			if tt.wantErr != nil {
@@ -146,7 +146,7 @@ func TestStripeMalformedHeader(t *testing.T) {
 		{"junk", "=,=,,=", "Stripe-Signature has no t"},
 		{"well-formed, junk MAC", "t=" + ts + ",v1=" + strings.Repeat("0", 64), "no v1 matches any secret"},
 	}
-	s, err := NewStripe([]string{stripeSecret}, 0)
+	s, err := NewStripe([]string{stripeSecret}, Options{})
 	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -203,7 +203,7 @@ func TestStripePayload(t *testing.T) {
 		{"huge created", `{"id":"evt_1","type":"a.b","created":99999999999999}`, "", time.Time{}, "a.b"},
 		{"created", `{"id":"evt_1","type":"v1.billing.meter.error_report_triggered","created":1686089970}`, "", time.Unix(1686089970, 0), "v1.billing.meter.error_report_triggered"},
 	}
-	s, err := NewStripe([]string{stripeSecret}, 0)
+	s, err := NewStripe([]string{stripeSecret}, Options{})
 	require.NoError(t, err)
 	now := time.Unix(stripeTS, 0)
 	for _, tt := range tests {
@@ -226,7 +226,7 @@ func TestStripePayload(t *testing.T) {
 
 func TestStripeSampleSign(t *testing.T) {
 	now := time.Date(2025, 6, 1, 12, 30, 45, 0, time.UTC)
-	s, err := NewStripe([]string{stripeSecret, stripeOldSecret}, 0)
+	s, err := NewStripe([]string{stripeSecret, stripeOldSecret}, Options{})
 	require.NoError(t, err)
 	type envelope struct {
 		ID         string `json:"id"`
@@ -290,7 +290,7 @@ func TestStripeSampleSign(t *testing.T) {
 			require.True(t, ev.SignedAt.Equal(now))
 			require.True(t, ev.OccurredAt.Equal(now))
 
-			other, err := NewStripe([]string{stripeOldSecret}, 0)
+			other, err := NewStripe([]string{stripeOldSecret}, Options{})
 			require.NoError(t, err)
 			_, err = other.Verify(Request{Header: h, Body: body, Now: now})
 			require.ErrorIs(t, err, ErrInvalidSignature)

@@ -49,7 +49,7 @@ const TwilioTypeParam = "type"
 const twilioHashParam = "bodySHA256"
 
 // ValidTwilioType reports whether t can be a Twilio event type, in ?type=
-// or in TwilioConfig.Types: 1 to 128 bytes of tokens of [a-z0-9_-]
+// or in Options.TwilioTypes: 1 to 128 bytes of tokens of [a-z0-9_-]
 // separated by single dots ("sms.status", "voice.no-answer"). The grammar
 // has no upper-case letter, '&', '=' or '%' on purpose: Twilio's parameter
 // names start with an upper-case letter, so the type's last byte and the
@@ -68,22 +68,6 @@ func ValidTwilioType(t string) bool {
 		}
 	}
 	return true
-}
-
-// TwilioConfig configures a Twilio verifier.
-type TwilioConfig struct {
-	// PublicURL is the hub's base URL as Twilio calls it (HUB_PUBLIC_URL):
-	// scheme, host, optional port and optional path prefix, without query,
-	// e.g. "https://hub.example.com". The URL Twilio signs is PublicURL
-	// followed by TwilioPath and the query, so behind a proxy that strips a
-	// path prefix, PublicURL carries that prefix. Required.
-	PublicURL string
-	// Types, when not empty, are the only event types accepted
-	// (HUB_TWILIO_TYPES): the hub then accepts exactly the URLs
-	// WebhookURL(t) for t in Types (with bodySHA256 appended for JSON
-	// bodies), and refuses the URL without ?type=, whose type it would
-	// infer from the form. Each must satisfy ValidTwilioType.
-	Types []string
 }
 
 // Twilio verifies Twilio webhook requests (voice, messaging and status
@@ -140,10 +124,11 @@ var (
 // NewTwilio returns a Twilio verifier that accepts a signature made with
 // any of secrets (Auth Tokens, or Webhooks Rule shared keys, used as
 // bytes; the first one signs in Sign). It fails when secrets is empty, a
-// secret is the empty string, cfg.PublicURL is missing or not an absolute
-// http(s) URL without query, fragment or user info, or one of cfg.Types is
-// not a valid type (ValidTwilioType).
-func NewTwilio(secrets []string, cfg TwilioConfig) (*Twilio, error) {
+// secret is the empty string, o.PublicURL is missing or not an absolute
+// http(s) URL without query, fragment or user info, or one of
+// o.TwilioTypes is not a valid type (ValidTwilioType). Twilio signs no
+// timestamp, so it ignores o.Tolerance.
+func NewTwilio(secrets []string, o Options) (*Twilio, error) {
 	if len(secrets) == 0 {
 		return nil, errors.New("twilio: no secret configured")
 	}
@@ -155,14 +140,14 @@ func NewTwilio(secrets []string, cfg TwilioConfig) (*Twilio, error) {
 		t.sha1Keys[i] = newMACKeyHash(sha1.New, []byte(s))
 		t.sha256Keys[i] = newMACKey([]byte(s))
 	}
-	bases, err := twilioBases(cfg.PublicURL)
+	bases, err := twilioBases(o.PublicURL)
 	if err != nil {
 		return nil, err
 	}
 	t.bases = [2][]byte{[]byte(bases[0] + TwilioPath), []byte(bases[1] + TwilioPath)}
-	if len(cfg.Types) > 0 {
-		t.types = make(map[string]bool, len(cfg.Types))
-		for _, typ := range cfg.Types {
+	if len(o.TwilioTypes) > 0 {
+		t.types = make(map[string]bool, len(o.TwilioTypes))
+		for _, typ := range o.TwilioTypes {
 			if !ValidTwilioType(typ) {
 				return nil, fmt.Errorf("twilio: type %q is not lowercase tokens of [a-z0-9_-] separated by dots", typ)
 			}
@@ -170,13 +155,6 @@ func NewTwilio(secrets []string, cfg TwilioConfig) (*Twilio, error) {
 		}
 	}
 	return t, nil
-}
-
-// newTwilioFactory is Twilio's registry factory: it takes the public URL
-// and the types from o and ignores the tolerance (Twilio signs no
-// timestamp).
-func newTwilioFactory(secrets []string, o Options) (Provider, error) {
-	return provide(NewTwilio(secrets, TwilioConfig{PublicURL: o.PublicURL, Types: o.TwilioTypes}))
 }
 
 // twilioBases validates a public URL and returns it as configured (less a

@@ -140,15 +140,15 @@ func twilioSigned(public, target string, body []byte) http.Header {
 
 // With Types configured, the hub accepts exactly their webhook URLs.
 func TestTwilioTypes(t *testing.T) {
-	_, err := NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL, Types: []string{"sms.status", "SMS"}})
+	_, err := NewTwilio([]string{twilioSecret}, Options{PublicURL: testPublicURL, TwilioTypes: []string{"sms.status", "SMS"}})
 	require.EqualError(t, err, `twilio: type "SMS" is not lowercase tokens of [a-z0-9_-] separated by dots`)
-	_, err = NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL, Types: []string{""}})
+	_, err = NewTwilio([]string{twilioSecret}, Options{PublicURL: testPublicURL, TwilioTypes: []string{""}})
 	require.Error(t, err)
-	p, err := NewWithOptions("twilio", []string{twilioSecret}, Options{PublicURL: testPublicURL, TwilioTypes: []string{"x y"}})
+	p, err := New("twilio", []string{twilioSecret}, Options{PublicURL: testPublicURL, TwilioTypes: []string{"x y"}})
 	require.Error(t, err)
 	require.Nil(t, p)
 
-	tw, err := NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL, Types: []string{"sms.status", "studio.flow"}})
+	tw, err := NewTwilio([]string{twilioSecret}, Options{PublicURL: testPublicURL, TwilioTypes: []string{"sms.status", "studio.flow"}})
 	require.NoError(t, err)
 	form := []byte(twilioForm.Encode())
 	jsonBody := []byte(`{"FlowSid":"FW1"}`)
@@ -185,7 +185,7 @@ func TestTwilioTypes(t *testing.T) {
 // letter, as Twilio's always do; other names are free (the Voice SDK
 // passes an app's own parameters, SIP headers arrive as SipHeader_X-…).
 func TestTwilioFormNames(t *testing.T) {
-	tw, err := NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL})
+	tw, err := NewTwilio([]string{twilioSecret}, Options{PublicURL: testPublicURL})
 	require.NoError(t, err)
 	tests := []struct {
 		name, body string
@@ -226,7 +226,7 @@ func TestTwilioFormNames(t *testing.T) {
 // An inferred type must be lowercase tokens like every Twilio status: a
 // status that swallowed the next parameter's name is refused.
 func TestTwilioInferredType(t *testing.T) {
-	tw, err := NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL})
+	tw, err := NewTwilio([]string{twilioSecret}, Options{PublicURL: testPublicURL})
 	require.NoError(t, err)
 	tests := []struct {
 		name     string
@@ -481,7 +481,7 @@ func TestTwilioSplices(t *testing.T) {
 	now := time.Date(2025, 6, 1, 12, 31, 0, 0, time.UTC)
 	for _, g := range genuine {
 		t.Run(g.name, func(t *testing.T) {
-			tw, err := NewTwilio([]string{twilioOldSecret, twilioSecret}, TwilioConfig{PublicURL: g.public})
+			tw, err := NewTwilio([]string{twilioOldSecret, twilioSecret}, Options{PublicURL: g.public})
 			require.NoError(t, err)
 			header := g.header()
 			ev, err := VerifyDelivery(tw, Request{Header: header, Body: g.body, URI: g.target, Now: now})
@@ -557,7 +557,7 @@ func twilioSameBody(g twilioGenuine, body []byte) bool {
 
 // The issue's two reproductions, spelled out.
 func TestTwilioSpliceReproductions(t *testing.T) {
-	tw, err := NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL})
+	tw, err := NewTwilio([]string{twilioSecret}, Options{PublicURL: testPublicURL})
 	require.NoError(t, err)
 	genuine, _ := twilioGenuineDeliveries()
 
@@ -624,7 +624,7 @@ func TestTwilioFormBoundariesAreNotSigned(t *testing.T) {
 		got, ok := legacyTwilioSigned(g.public, g.target, resplit)
 		require.True(t, ok && got == want, "the same signed string")
 
-		tw, err := NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL})
+		tw, err := NewTwilio([]string{twilioSecret}, Options{PublicURL: testPublicURL})
 		require.NoError(t, err)
 		genuineEv, err := tw.Verify(Request{Header: g.header(), Body: g.body, URI: g.target})
 		require.NoError(t, err)
@@ -637,7 +637,7 @@ func TestTwilioFormBoundariesAreNotSigned(t *testing.T) {
 			require.Equal(t, "message.received", genuineEv.Type)
 			require.Equal(t, "message.delivered", ev.Type, "the inferred type followed the re-split")
 		}
-		typed, err := NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL, Types: []string{"sms.received"}})
+		typed, err := NewTwilio([]string{twilioSecret}, Options{PublicURL: testPublicURL, TwilioTypes: []string{"sms.received"}})
 		require.NoError(t, err)
 		_, err = typed.Verify(Request{Header: g.header(), Body: resplit, URI: g.target})
 		if withType {
@@ -673,7 +673,7 @@ func TestTwilioRefusedURLs(t *testing.T) {
 		"/webhooks/twilio?bodySHA256=" + h + "&type=sms.status",
 		"/webhooks/twilio?type=sms.status&bodySHA256=" + h + "&bodySHA256=" + h,
 	}
-	tw, err := NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL})
+	tw, err := NewTwilio([]string{twilioSecret}, Options{PublicURL: testPublicURL})
 	require.NoError(t, err)
 	for _, target := range targets {
 		t.Run(target, func(t *testing.T) {
@@ -707,7 +707,7 @@ func FuzzTwilioSplice(f *testing.F) {
 	f.Add("x&bodySHA256={H}", uint16(300), uint8(1), false)
 	f.Add("MessageSidSM1MessageStatusfailedZz", uint16(80), uint8(2), false)
 	f.Add("%74ype=x&type=y#", uint16(20), uint8(3), true)
-	tw, err := NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL})
+	tw, err := NewTwilio([]string{twilioSecret}, Options{PublicURL: testPublicURL})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func TestNewTwilio(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tw, err := NewTwilio(tt.secrets, TwilioConfig{PublicURL: tt.public})
+			tw, err := NewTwilio(tt.secrets, Options{PublicURL: tt.public})
 			if tt.wantErr != "" {
 				require.EqualError(t, err, tt.wantErr)
 				require.Nil(t, tw)
@@ -168,7 +168,7 @@ func TestTwilioVerify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tw, err := NewTwilio(tt.secrets, TwilioConfig{PublicURL: tt.public})
+			tw, err := NewTwilio(tt.secrets, Options{PublicURL: tt.public})
 			require.NoError(t, err)
 			// No timestamp: the verdict holds at any time.
 			for _, now := range []time.Time{{}, time.Unix(1700000000, 0), time.Unix(4000000000, 0)} {
@@ -190,7 +190,7 @@ func TestTwilioVerify(t *testing.T) {
 	}
 
 	t.Run("a request without its URI fails", func(t *testing.T) {
-		tw, err := NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL})
+		tw, err := NewTwilio([]string{twilioSecret}, Options{PublicURL: testPublicURL})
 		require.NoError(t, err)
 		_, err = tw.Verify(Request{Header: twilioHeader(good, twilioToken), Body: body, Now: time.Time{}})
 		require.ErrorIs(t, err, ErrInvalidSignature)
@@ -220,7 +220,7 @@ func TestTwilioMalformedHeaders(t *testing.T) {
 		{"algorithm without value", good, "algorithm", badSettings},
 		{"explicit HMAC_SHA1, junk MAC", base64.StdEncoding.EncodeToString(make([]byte, 20)), "algorithm=HMAC_SHA1", "X-Twilio-Signature matches no secret"},
 	}
-	tw, err := NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL})
+	tw, err := NewTwilio([]string{twilioSecret}, Options{PublicURL: testPublicURL})
 	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -281,7 +281,7 @@ func TestTwilioEvent(t *testing.T) {
 		{"token too long", twilioTestTarget, strings.Repeat("t", 256), twilioForm, "invalid payload: event id is longer than 255 bytes", "", ""},
 		{"SID with a control character", "/webhooks/twilio", "", url.Values{"CallSid": {"CA\x01"}}, "invalid payload: event id contains control characters", "", ""},
 	}
-	tw, err := NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL})
+	tw, err := NewTwilio([]string{twilioSecret}, Options{PublicURL: testPublicURL})
 	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -300,7 +300,7 @@ func TestTwilioEvent(t *testing.T) {
 }
 
 func TestTwilioPayloadJSON(t *testing.T) {
-	tw, err := NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL})
+	tw, err := NewTwilio([]string{twilioSecret}, Options{PublicURL: testPublicURL})
 	require.NoError(t, err)
 	tests := []struct{ name, body, want, wantErr string }{
 		{"form", "CallSid=CA1&From=%2B14155550123&Body=a+b", `{"Body":"a b","CallSid":"CA1","From":"+14155550123"}`, ""},
@@ -329,7 +329,7 @@ func TestTwilioPayloadJSON(t *testing.T) {
 
 func TestTwilioSampleSign(t *testing.T) {
 	now := time.Date(2025, 6, 1, 12, 30, 45, 0, time.UTC)
-	tw, err := NewTwilio([]string{twilioSecret, twilioOldSecret}, TwilioConfig{PublicURL: testPublicURL})
+	tw, err := NewTwilio([]string{twilioSecret, twilioOldSecret}, Options{PublicURL: testPublicURL})
 	require.NoError(t, err)
 	tests := []struct {
 		eventType, wantSidParam, wantStatusParam, wantStatus, wantInferred string
@@ -376,7 +376,7 @@ func TestTwilioSampleSign(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, Event{ID: id, Type: tt.eventType, Signature: h.Get("X-Twilio-Signature"), OccurredAt: ev.OccurredAt}, ev)
 
-			other, err := NewTwilio([]string{twilioOldSecret}, TwilioConfig{PublicURL: testPublicURL})
+			other, err := NewTwilio([]string{twilioOldSecret}, Options{PublicURL: testPublicURL})
 			require.NoError(t, err)
 			_, err = other.Verify(Request{Header: h, Body: body, URI: target})
 			require.ErrorIs(t, err, ErrInvalidSignature)

@@ -78,7 +78,7 @@ func verifyVector(t testing.TB, v vector, now time.Time) (Provider, Event, error
 		return verifyTwilioScheme(t, v)
 	}
 	require.Nil(t, v.URL, "only twilio vectors have a url")
-	p, err := New(v.Provider, []string{v.Secret}, v.tolerance())
+	p, err := New(v.Provider, []string{v.Secret}, Options{Tolerance: v.tolerance()})
 	require.NoError(t, err)
 	ev, err := p.Verify(Request{Header: v.header(), Body: []byte(v.Body), Now: now})
 	return p, ev, err
@@ -94,7 +94,7 @@ func verifyTwilioScheme(t testing.TB, v vector) (Provider, Event, error) {
 	require.NotNil(t, v.URL, "every twilio vector has a url")
 	base, target := splitURL(t, *v.URL)
 	path, rawQuery, hasQuery := strings.Cut(target, "?")
-	tw, err := NewTwilio([]string{v.Secret}, TwilioConfig{PublicURL: base})
+	tw, err := NewTwilio([]string{v.Secret}, Options{PublicURL: base})
 	require.NoError(t, err)
 	bases, err := twilioBases(base + path)
 	require.NoError(t, err)
@@ -135,7 +135,7 @@ func TestTwilioVectorsRefusedByTheHub(t *testing.T) {
 		n++
 		t.Run(v.Name, func(t *testing.T) {
 			base, target := splitURL(t, *v.URL)
-			tw, err := NewTwilio([]string{v.Secret}, TwilioConfig{PublicURL: base})
+			tw, err := NewTwilio([]string{v.Secret}, Options{PublicURL: base})
 			require.NoError(t, err)
 			ev, err := tw.Verify(Request{Header: v.header(), Body: []byte(v.Body), URI: target})
 			require.ErrorIs(t, err, errTwilioBadPath)

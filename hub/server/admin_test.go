@@ -74,7 +74,7 @@ type adminServer struct {
 
 func newAdminServer(t *testing.T) *adminServer {
 	t.Helper()
-	p, err := provider.New("paddle", []string{traceTestSecret}, time.Hour)
+	p, err := provider.New("paddle", []string{traceTestSecret}, provider.Options{Tolerance: time.Hour})
 	require.NoError(t, err)
 	reg := prometheus.NewRegistry()
 	a := &adminServer{op: &recordingOperator{}, logs: &bytes.Buffer{}, p: p.(provider.Sender)}

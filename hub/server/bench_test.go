@@ -24,7 +24,7 @@ func (memoryIngester) Ingest(_ context.Context, ds []hub.Delivery) ([]hub.Outcom
 }
 
 func benchmarkWebhook(b *testing.B, name, secret, eventType string) {
-	p, err := provider.New(name, []string{secret}, time.Hour)
+	p, err := provider.New(name, []string{secret}, provider.Options{Tolerance: time.Hour})
 	if err != nil {
 		b.Fatal(err)
 	}

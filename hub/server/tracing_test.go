@@ -38,7 +38,7 @@ type tracedServer struct {
 
 func newTracedServer(t *testing.T) *tracedServer {
 	t.Helper()
-	p, err := provider.New("paddle", []string{traceTestSecret}, time.Hour)
+	p, err := provider.New("paddle", []string{traceTestSecret}, provider.Options{Tolerance: time.Hour})
 	require.NoError(t, err)
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
@@ -143,7 +143,7 @@ func TestDeliverySpanWithoutParentAndRefused(t *testing.T) {
 // of a span per delivery. Compare with BenchmarkRequestPath/paddle, which
 // runs with tracing off.
 func BenchmarkRequestPathTraced(b *testing.B) {
-	p, err := provider.New("paddle", []string{traceTestSecret}, time.Hour)
+	p, err := provider.New("paddle", []string{traceTestSecret}, provider.Options{Tolerance: time.Hour})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -430,7 +430,7 @@ func startFuzzHub(f *testing.F) (string, *pgxpool.Pool) {
 	})
 	require.Eventually(f, func() bool { return sub.Healthy() == nil }, 30*time.Second, 10*time.Millisecond)
 
-	pp, err := provider.New("paddle", []string{paddleSecret}, 0)
+	pp, err := provider.New("paddle", []string{paddleSecret}, provider.Options{})
 	require.NoError(f, err)
 	p := pp.(provider.Sender)
 	for i := range 4 {

@@ -203,7 +203,7 @@ func twilioSplices(t *testing.T) (genuine, splices []rawDelivery) {
 func TestTwilioSplicesRefusedEndToEnd(t *testing.T) {
 	t.Parallel()
 	h := newTestHub(t, func(c *service.Config) {
-		c.TwilioSecrets = []string{hardeningTwilioToken}
+		c.SetSecrets("twilio", hardeningTwilioToken)
 		c.PublicURL = hardeningPublicURL
 	})
 	genuine, splices := twilioSplices(t)
@@ -240,7 +240,7 @@ func TestTwilioSplicesRefusedEndToEnd(t *testing.T) {
 func TestTwilioTypesEndToEnd(t *testing.T) {
 	t.Parallel()
 	h := newTestHub(t, func(c *service.Config) {
-		c.TwilioSecrets = []string{hardeningTwilioToken}
+		c.SetSecrets("twilio", hardeningTwilioToken)
 		c.PublicURL = hardeningPublicURL
 		c.TwilioTypes = []string{"sms.status", " call.status "}
 	})
@@ -289,7 +289,7 @@ func TestTwilioTypesConfig(t *testing.T) {
 func TestAbsurdOccurredAtEndToEnd(t *testing.T) {
 	t.Parallel()
 	const stripeSecret = "whsec_hardening_test_stripe"
-	h := newTestHub(t, func(c *service.Config) { c.StripeSecrets = []string{stripeSecret} })
+	h := newTestHub(t, func(c *service.Config) { c.SetSecrets("stripe", stripeSecret) })
 	clerk := h.sender("clerk")
 	stripe := mustSender(t, "stripe", stripeSecret)
 	now := time.Now()

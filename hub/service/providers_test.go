@@ -21,7 +21,8 @@ import (
 func TestEveryProviderEndToEnd(t *testing.T) {
 	t.Parallel()
 	configure := func(c *service.Config) {
-		c.PaddleSecrets, c.ClerkSecrets = nil, nil
+		c.SetSecrets("paddle")
+		c.SetSecrets("clerk")
 		c.WithDevSecrets()
 		c.PublicURL = "https://hub.example.com"
 		c.StandardProviders = []string{"acme"}

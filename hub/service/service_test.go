@@ -69,8 +69,7 @@ func newTestConfig(dbURL, natsURL string) service.Config {
 		Stream:             "WEBHOOKS",
 		StreamReplicas:     1,
 		DuplicateWindow:    2 * time.Minute,
-		PaddleSecrets:      []string{paddleSecret},
-		ClerkSecrets:       []string{clerkSecret},
+		Secrets:            map[string][]string{"paddle": {paddleSecret}, "clerk": {clerkSecret}},
 		SignatureTolerance: 5 * time.Minute,
 		MaxBodyBytes:       1 << 20,
 		MaxInflight:        128,
@@ -89,7 +88,7 @@ func newTestConfig(dbURL, natsURL string) service.Config {
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
 func mustSender(t *testing.T, name, secret string) provider.Sender {
-	p, err := provider.New(name, []string{secret}, 0)
+	p, err := provider.New(name, []string{secret}, provider.Options{})
 	require.NoError(t, err)
 	return p.(provider.Sender)
 }

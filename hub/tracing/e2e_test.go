@@ -41,7 +41,7 @@ func TestTraceEndToEnd(t *testing.T) {
 	cfg, err := service.LoadConfig()
 	require.NoError(t, err)
 	cfg.DatabaseURL, cfg.NATSURL, cfg.HTTPAddr = url, n.URL(), "127.0.0.1:0"
-	cfg.PaddleSecrets = []string{e2eSecret}
+	cfg.SetSecrets("paddle", e2eSecret)
 	hubSpans := tracetest.NewSpanRecorder()
 	hubTP := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(hubSpans))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -150,7 +150,7 @@ func TestTraceEndToEnd(t *testing.T) {
 
 func post(t *testing.T, base, eventID, traceparent string) {
 	t.Helper()
-	p, err := provider.New("paddle", []string{e2eSecret}, 0)
+	p, err := provider.New("paddle", []string{e2eSecret}, provider.Options{})
 	require.NoError(t, err)
 	s := p.(provider.Sender)
 	body, err := s.Sample(eventID, "subscription.created", nil, time.Now())

@@ -26,7 +26,7 @@ func TestBackfillCommand(t *testing.T) {
 	fake := fakeapi.NewStripe(key)
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
-	p, err := provider.New("stripe", []string{"whsec_cli"}, 0)
+	p, err := provider.New("stripe", []string{"whsec_cli"}, provider.Options{})
 	require.NoError(t, err)
 	for i := range 3 {
 		body, err := p.(provider.Sender).Sample(fmt.Sprintf("evt_cli_%d", i), "invoice.paid", nil, time.Now().Add(-time.Hour))
@@ -104,7 +104,7 @@ func TestBackfillCommand(t *testing.T) {
 func TestBackfillCommandGitHub(t *testing.T) {
 	pool, url := hubtest.Pool(t)
 	fake := fakeapi.NewGitHub(t, fakeapi.GitHubOptions{Token: "ghp_cliToken0000000000"})
-	p, err := provider.New("github", []string{"gh_cli_secret"}, 0)
+	p, err := provider.New("github", []string{"gh_cli_secret"}, provider.Options{})
 	require.NoError(t, err)
 	var guids []string
 	for i := range 3 {

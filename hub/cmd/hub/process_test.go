@@ -128,7 +128,7 @@ func TestSIGKILLUnderLoad(t *testing.T) {
 	pool, dbURL := hubtest.Pool(t)
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
-	p, err := provider.New("paddle", []string{testPaddleSecret}, 0)
+	p, err := provider.New("paddle", []string{testPaddleSecret}, provider.Options{})
 	require.NoError(t, err)
 	sender := p.(provider.Sender)
 	env := processEnv(dbURL, n.URL())
@@ -221,7 +221,7 @@ func TestSIGTERMExitsZero(t *testing.T) {
 	}
 	pool, dbURL := hubtest.Pool(t)
 	n := hubtest.JetStream(t)
-	p, err := provider.New("paddle", []string{testPaddleSecret}, 0)
+	p, err := provider.New("paddle", []string{testPaddleSecret}, provider.Options{})
 	require.NoError(t, err)
 	addr := freeAddr(t)
 	hub := startHubProcess(t, processEnv(dbURL, n.URL()), addr)
