@@ -18,6 +18,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub/backfill/fakeapi"
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 )
 
 // ghT0 is the tests' now, for the fake and the source alike.
@@ -74,7 +75,7 @@ func ghSampler(t *testing.T) *provider.GitHub {
 func addGH(t *testing.T, fake *fakeapi.GitHub, typ string, at time.Time) fakeapi.GitHubDelivery {
 	t.Helper()
 	guid := uuid.NewString()
-	body, err := ghSampler(t).Sample(guid, typ, nil, at)
+	body, err := samples.Body(ghSampler(t).Name(), guid, typ, nil, at)
 	require.NoError(t, err)
 	event, _, _ := strings.Cut(typ, ".")
 	return fake.Add(fakeapi.GitHubDelivery{GUID: guid, DeliveredAt: at, Event: event, Payload: body})
@@ -245,7 +246,7 @@ func TestGitHubIDAndTypeAsTheVerifier(t *testing.T) {
 			payload := []byte(tt.payload)
 			if payload == nil {
 				var err error
-				payload, err = sampler.Sample(guid, tt.typ, nil, ghT0)
+				payload, err = samples.Body(sampler.Name(), guid, tt.typ, nil, ghT0)
 				require.NoError(t, err)
 			}
 			event, _, _ := strings.Cut(tt.typ, ".")

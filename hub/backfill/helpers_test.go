@@ -23,6 +23,7 @@ import (
 	"github.com/hookhub/hookhub/hub/backfill/fakeapi"
 	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/schema"
@@ -144,7 +145,7 @@ func (h *hubEnv) webhook(name, eventID string, body []byte) answer {
 	}
 	p, err := provider.New(name, []string{secret}, provider.Options{})
 	require.NoError(h.t, err)
-	hdr, _, err := p.(provider.Sender).Sign(eventID, "", body, time.Now())
+	hdr, _, err := p.(provider.Signer).Sign(eventID, "", body, time.Now())
 	require.NoError(h.t, err)
 	return h.post("/webhooks/"+name, hdr, body)
 }
@@ -155,7 +156,7 @@ func (h *hubEnv) githubWebhook(guid, typ string, body []byte) answer {
 	h.t.Helper()
 	p, err := provider.New("github", []string{githubSecret}, provider.Options{})
 	require.NoError(h.t, err)
-	hdr, target, err := p.(provider.Sender).Sign(guid, typ, body, time.Now())
+	hdr, target, err := p.(provider.Signer).Sign(guid, typ, body, time.Now())
 	require.NoError(h.t, err)
 	return h.post(target, hdr, body)
 }
@@ -255,7 +256,7 @@ func (h *hubEnv) stripeEvents(n int) (ids []string, bodies map[string][]byte) {
 	now := time.Now()
 	for i := range n {
 		id := fmt.Sprintf("evt_1Backfill%05d", i)
-		body, err := p.(provider.Sender).Sample(id, "invoice.paid", nil, now.Add(-time.Duration(i+1)*time.Minute))
+		body, err := samples.Body(p.(provider.Signer).Name(), id, "invoice.paid", nil, now.Add(-time.Duration(i+1)*time.Minute))
 		require.NoError(h.t, err)
 		require.NoError(h.t, h.stripe.Add(body))
 		ids, bodies[id] = append(ids, id), body
@@ -275,7 +276,7 @@ func (h *hubEnv) paddleEvents(n int, age time.Duration) (ids []string, webhooks 
 	now := time.Now().Add(-age)
 	for i := range n {
 		id := fmt.Sprintf("evt_01hv%022d", 1_000_000-i-int(age/time.Minute))
-		body, err := p.(provider.Sender).Sample(id, "subscription.created", nil, now.Add(-time.Duration(i+1)*time.Minute))
+		body, err := samples.Body(p.(provider.Signer).Name(), id, "subscription.created", nil, now.Add(-time.Duration(i+1)*time.Minute))
 		require.NoError(h.t, err)
 		var m map[string]json.RawMessage
 		require.NoError(h.t, json.Unmarshal(body, &m))
@@ -309,7 +310,7 @@ func (h *hubEnv) githubEvents(n int, arrived func(i int) bool) []githubEvent {
 	out := make([]githubEvent, n)
 	for i := range n {
 		guid, typ, at := uuid.NewString(), types[i%len(types)], now.Add(-time.Duration(i+1)*time.Minute)
-		body, err := p.(provider.Sender).Sample(guid, typ, nil, at)
+		body, err := samples.Body(p.(provider.Signer).Name(), guid, typ, nil, at)
 		require.NoError(h.t, err)
 		d := fakeapi.GitHubDelivery{GUID: guid, DeliveredAt: at, Event: strings.SplitN(typ, ".", 2)[0], Payload: body}
 		if arrived(i) {

@@ -39,6 +39,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub/natsembed"
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/store"
 )
 
@@ -228,7 +229,7 @@ func newWorkload(count int, dupShare float64) (*workload, error) {
 		if w.events > 0 && rng.Float64() < dupShare {
 			w.eventOf[i] = rng.IntN(w.events)
 		} else {
-			body, err := p.Sample(eventID(w.events), "subscription.created", nil, now)
+			body, err := samples.Body(p.Name(), eventID(w.events), "subscription.created", nil, now)
 			if err != nil {
 				return nil, err
 			}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/store"
 )
 
@@ -127,7 +128,7 @@ func preloadEvents(rows int, dupShare float64, end time.Time) (iter.Seq[store.Im
 	}
 	width := len(strconv.Itoa(max(rows-1, 0)))
 	placeholder := preloadPrefix + strings.Repeat("0", width)
-	tmpl, err := p.Sample(placeholder, "subscription.created", nil, end.Add(-preloadSpan/2))
+	tmpl, err := samples.Body(p.Name(), placeholder, "subscription.created", nil, end.Add(-preloadSpan/2))
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
@@ -34,7 +35,7 @@ type hubSystem struct {
 	hook    string // webhook listener base URL
 	admin   string // admin listener base URL
 	pool    *pgxpool.Pool
-	paddle  provider.Sender
+	paddle  provider.Signer
 	broken  atomic.Bool
 	browser *http.Client
 }
@@ -63,7 +64,7 @@ func newHubSystem(t *testing.T) *hubSystem {
 	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)
 	h := &hubSystem{t: t, hook: "http://" + svc.Addr().String(), admin: "http://" + svc.AdminAddr().String(), pool: pool,
-		paddle: p.(provider.Sender), browser: &http.Client{Jar: jar, Timeout: 30 * time.Second,
+		paddle: p.(provider.Signer), browser: &http.Client{Jar: jar, Timeout: 30 * time.Second,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	require.Eventually(t, func() bool { _, err := js.Stream(ctx, "WEBHOOKS"); return err == nil }, 20*time.Second, 10*time.Millisecond)
 
@@ -96,7 +97,7 @@ func newHubSystem(t *testing.T) *hubSystem {
 // deliver signs and POSTs a Paddle event.
 func (h *hubSystem) deliver(eventID string) {
 	h.t.Helper()
-	body, err := h.paddle.Sample(eventID, "subscription.created", nil, time.Now())
+	body, err := samples.Body(h.paddle.Name(), eventID, "subscription.created", nil, time.Now())
 	require.NoError(h.t, err)
 	hdr, _, err := h.paddle.Sign(eventID, "", body, time.Now())
 	require.NoError(h.t, err)

@@ -21,6 +21,7 @@ import (
 	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/subscribers/credits"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
@@ -35,7 +36,7 @@ type system struct {
 	pool   *pgxpool.Pool
 	js     jetstream.JetStream
 	ops    *ops.Ops
-	paddle provider.Sender
+	paddle provider.Signer
 	broken atomic.Bool
 	subs   map[string]*subscriber.Subscriber
 }
@@ -63,7 +64,7 @@ func newSystem(t *testing.T) *system {
 	p, err := provider.New("paddle", []string{paddleSecret}, provider.Options{})
 	require.NoError(t, err)
 	s := &system{t: t, base: "http://" + svc.Addr().String(), pool: pool, js: js, ops: newOps(t, pool, js),
-		paddle: p.(provider.Sender), subs: map[string]*subscriber.Subscriber{}}
+		paddle: p.(provider.Signer), subs: map[string]*subscriber.Subscriber{}}
 	require.Eventually(t, func() bool { _, err := js.Stream(ctx, "WEBHOOKS"); return err == nil }, 20*time.Second, 10*time.Millisecond)
 	return s
 }
@@ -118,7 +119,7 @@ func (s *system) startCredits() {
 // deliver signs and POSTs a Paddle subscription.created event, as Paddle would.
 func (s *system) deliver(eventID string) bool {
 	s.t.Helper()
-	body, err := s.paddle.Sample(eventID, "subscription.created", nil, time.Now())
+	body, err := samples.Body(s.paddle.Name(), eventID, "subscription.created", nil, time.Now())
 	require.NoError(s.t, err)
 	h, _, err := s.paddle.Sign(eventID, "", body, time.Now())
 	require.NoError(s.t, err)

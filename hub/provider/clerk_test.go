@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/stretchr/testify/require"
 )
 
@@ -293,9 +294,9 @@ func TestClerkSampleSign(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.eventType, func(t *testing.T) {
 			const eventID = "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W"
-			body, err := c.Sample(eventID, tt.eventType, nil, now)
+			body, err := samples.Body(c.Name(), eventID, tt.eventType, nil, now)
 			require.NoError(t, err)
-			again, err := c.Sample(eventID, tt.eventType, nil, now)
+			again, err := samples.Body(c.Name(), eventID, tt.eventType, nil, now)
 			require.NoError(t, err)
 			require.Equal(t, body, again, "Sample is deterministic")
 
@@ -345,14 +346,14 @@ func TestClerkSampleSign(t *testing.T) {
 	}
 
 	t.Run("given data", func(t *testing.T) {
-		body, err := c.Sample("msg_1", "user.created", []byte(`{"id":"user_1"}`), now)
+		body, err := samples.Body(c.Name(), "msg_1", "user.created", []byte(`{"id":"user_1"}`), now)
 		require.NoError(t, err)
 		var env envelope
 		require.NoError(t, json.Unmarshal(body, &env))
 		require.Equal(t, "user_1", env.Data.ID)
 	})
 	t.Run("invalid data", func(t *testing.T) {
-		_, err := c.Sample("msg_1", "user.created", []byte(`nope`), now)
+		_, err := samples.Body(c.Name(), "msg_1", "user.created", []byte(`nope`), now)
 		require.Error(t, err)
 	})
 	t.Run("invalid svix-id", func(t *testing.T) {

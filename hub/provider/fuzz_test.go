@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hookhub/hookhub/hub/provider/samples"
 )
 
 // fuzzNow is the clock of the Verify fuzz targets, and the time their
@@ -143,7 +145,7 @@ func FuzzPaddleVerify(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	seedBody, err := p.Sample("evt_01hv8x2a5b9bf4yc3mj0c0ahqm", "subscription.created", nil, fuzzNow)
+	seedBody, err := samples.Body(p.Name(), "evt_01hv8x2a5b9bf4yc3mj0c0ahqm", "subscription.created", nil, fuzzNow)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -215,7 +217,7 @@ func FuzzClerkVerify(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	seedBody, err := c.Sample(clerkMsgID, "user.created", nil, fuzzNow)
+	seedBody, err := samples.Body(c.Name(), clerkMsgID, "user.created", nil, fuzzNow)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -510,7 +512,7 @@ func FuzzStripeVerify(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	seedBody, err := s.Sample("evt_1PqRsTuVwXyZ0123456789ab", "customer.subscription.created", nil, fuzzNow)
+	seedBody, err := samples.Body(s.Name(), "evt_1PqRsTuVwXyZ0123456789ab", "customer.subscription.created", nil, fuzzNow)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -566,7 +568,7 @@ func FuzzStandardWebhooksVerify(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	seedBody, err := s.Sample(standardMsgID, "email.delivered", nil, fuzzNow)
+	seedBody, err := samples.Body(s.Name(), standardMsgID, "email.delivered", nil, fuzzNow)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -615,7 +617,7 @@ func FuzzGitHubVerify(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	seedBody, err := g.Sample(githubDelivery, "pull_request.opened", nil, fuzzNow)
+	seedBody, err := samples.Body(g.Name(), githubDelivery, "pull_request.opened", nil, fuzzNow)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -664,7 +666,7 @@ func FuzzShopifyVerify(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	seedBody, err := s.Sample("1", "orders.create", nil, fuzzNow)
+	seedBody, err := samples.Body(s.Name(), "1", "orders.create", nil, fuzzNow)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -742,7 +744,7 @@ func FuzzTwilioVerify(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	seedBody, err := tw.Sample("evt_1", "message.delivered", nil, fuzzNow)
+	seedBody, err := samples.Body(tw.Name(), "evt_1", "message.delivered", nil, fuzzNow)
 	if err != nil {
 		f.Fatal(err)
 	}

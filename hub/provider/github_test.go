@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/stretchr/testify/require"
 )
 
@@ -206,9 +207,9 @@ func TestGitHubSampleSign(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.eventType, func(t *testing.T) {
-			body, err := g.Sample(githubDelivery, tt.eventType, nil, now)
+			body, err := samples.Body(g.Name(), githubDelivery, tt.eventType, nil, now)
 			require.NoError(t, err)
-			again, err := g.Sample(githubDelivery, tt.eventType, nil, now)
+			again, err := samples.Body(g.Name(), githubDelivery, tt.eventType, nil, now)
 			require.NoError(t, err)
 			require.Equal(t, body, again, "Sample is deterministic")
 			var p map[string]json.RawMessage
@@ -251,7 +252,7 @@ func TestGitHubSampleSign(t *testing.T) {
 		})
 	}
 	t.Run("given data", func(t *testing.T) {
-		body, err := g.Sample(githubDelivery, "pull_request.opened", []byte(`{"id":7,"title":"x"}`), now)
+		body, err := samples.Body(g.Name(), githubDelivery, "pull_request.opened", []byte(`{"id":7,"title":"x"}`), now)
 		require.NoError(t, err)
 		var p struct {
 			PullRequest struct{ ID int } `json:"pull_request"`
@@ -261,14 +262,14 @@ func TestGitHubSampleSign(t *testing.T) {
 	})
 	t.Run("invalid data", func(t *testing.T) {
 		for _, data := range []string{`nope`, `[1]`, `"x"`} {
-			_, err := g.Sample(githubDelivery, "push", []byte(data), now)
+			_, err := samples.Body(g.Name(), githubDelivery, "push", []byte(data), now)
 			require.Error(t, err, data)
 		}
 	})
 	t.Run("invalid input", func(t *testing.T) {
-		_, err := g.Sample("", "push", nil, now)
+		_, err := samples.Body(g.Name(), "", "push", nil, now)
 		require.Error(t, err)
-		_, err = g.Sample(githubDelivery, ".opened", nil, now)
+		_, err = samples.Body(g.Name(), githubDelivery, ".opened", nil, now)
 		require.Error(t, err)
 		_, _, err = g.Sign("id\n", "", []byte("{}"), now)
 		require.Error(t, err)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/stretchr/testify/require"
 )
 
@@ -102,19 +103,15 @@ type delivery struct {
 }
 
 // sampleDelivery builds a realistic signed delivery of p, as `hub send`
-// does: Sample, then Sign.
+// does (samples.New).
 func sampleDelivery(p Provider, eventID, eventType string, now time.Time) (delivery, error) {
-	s := p.(Sender)
-	body, err := s.Sample(eventID, eventType, nil, now)
-	if err != nil {
-		return delivery{}, err
-	}
-	return signDelivery(p, eventID, eventType, body, now)
+	d, err := samples.New(p.(samples.Signer), eventID, eventType, nil, now)
+	return delivery{d.Header, d.Target, d.Body}, err
 }
 
 // signDelivery signs body as eventType with p, as `hub send` does.
 func signDelivery(p Provider, eventID, eventType string, body []byte, now time.Time) (delivery, error) {
-	h, target, err := p.(Sender).Sign(eventID, eventType, body, now)
+	h, target, err := p.(Signer).Sign(eventID, eventType, body, now)
 	return delivery{h, target, body}, err
 }
 

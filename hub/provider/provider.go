@@ -56,12 +56,11 @@ type Provider interface {
 	Verify(r Request) (Event, error)
 }
 
-// Sender builds realistic signed deliveries, for `hub send`, tests and
-// benchmarks. Every built-in provider implements it.
-type Sender interface {
-	// Sample returns a request body for an event of the given type and id.
-	// data, when not nil, is the event's "data" object.
-	Sample(eventID, eventType string, data []byte, now time.Time) ([]byte, error)
+// Signer signs deliveries as the provider would, for `hub send`, tests and
+// benchmarks (with the bodies of package samples). Every built-in provider
+// implements it.
+type Signer interface {
+	Provider
 	// Sign returns the headers that authenticate body as the event
 	// eventID of type eventType, signed with the provider's first secret
 	// at time now, and the request-target to POST it to on the hub

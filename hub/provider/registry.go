@@ -103,7 +103,7 @@ func lookup(name string) (Spec, bool) {
 // yields an error wrapping ErrUnknownProvider. A Standard Webhooks
 // provider is mounted under an operator's name with
 // New(StandardWebhooksName, secrets, Options{Name: name}). Every built-in
-// provider also implements Sender.
+// provider also implements Signer.
 func New(name string, secrets []string, o Options) (Provider, error) {
 	s, ok := lookup(name)
 	if !ok {

@@ -62,8 +62,8 @@ func TestNew(t *testing.T) {
 			if timed {
 				require.Equal(t, tt.wantTol, tp.Tolerance())
 			}
-			_, ok := p.(Sender)
-			require.True(t, ok, "every built-in provider is a Sender")
+			_, ok := p.(Signer)
+			require.True(t, ok, "every built-in provider is a Signer")
 		})
 	}
 }

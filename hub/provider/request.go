@@ -3,7 +3,7 @@ package provider
 import "time"
 
 // Request, and the optional interface Payloader: a provider implements
-// Provider and Sender; Payloader adds what the schemes whose bodies are
+// Provider and Signer; Payloader adds what the schemes whose bodies are
 // not always JSON need. The HTTP server detects it with a type
 // assertion, so a provider that does not need it is unaffected.
 

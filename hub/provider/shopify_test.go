@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/stretchr/testify/require"
 )
 
@@ -157,9 +158,9 @@ func TestShopifySampleSign(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.eventType, func(t *testing.T) {
 			const id = "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043"
-			body, err := s.Sample(id, tt.eventType, nil, now)
+			body, err := samples.Body(s.Name(), id, tt.eventType, nil, now)
 			require.NoError(t, err)
-			again, err := s.Sample(id, tt.eventType, nil, now)
+			again, err := samples.Body(s.Name(), id, tt.eventType, nil, now)
 			require.NoError(t, err)
 			require.Equal(t, body, again, "Sample is deterministic")
 			var r struct {
@@ -196,14 +197,14 @@ func TestShopifySampleSign(t *testing.T) {
 		})
 	}
 	t.Run("given data is the body", func(t *testing.T) {
-		body, err := s.Sample("1", "orders.create", []byte(`{"id":1}`), now)
+		body, err := samples.Body(s.Name(), "1", "orders.create", []byte(`{"id":1}`), now)
 		require.NoError(t, err)
 		require.Equal(t, `{"id":1}`, string(body))
-		_, err = s.Sample("1", "orders.create", []byte(`nope`), now)
+		_, err = samples.Body(s.Name(), "1", "orders.create", []byte(`nope`), now)
 		require.Error(t, err)
 	})
 	t.Run("invalid input", func(t *testing.T) {
-		_, err := s.Sample("", "orders.create", nil, now)
+		_, err := samples.Body(s.Name(), "", "orders.create", nil, now)
 		require.Error(t, err)
 		_, _, err = s.Sign("", "", []byte("{}"), now)
 		require.Error(t, err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/stretchr/testify/require"
 )
 
@@ -189,9 +190,9 @@ func TestStandardWebhooksSampleSign(t *testing.T) {
 	}
 	for _, eventType := range []string{"email.delivered", "email.clicked", "email.bounced", "contact.created", "domain.updated"} {
 		t.Run(eventType, func(t *testing.T) {
-			body, err := s.Sample(standardMsgID, eventType, nil, now)
+			body, err := samples.Body(s.Name(), standardMsgID, eventType, nil, now)
 			require.NoError(t, err)
-			again, err := s.Sample(standardMsgID, eventType, nil, now)
+			again, err := samples.Body(s.Name(), standardMsgID, eventType, nil, now)
 			require.NoError(t, err)
 			require.Equal(t, body, again, "Sample is deterministic")
 			var env envelope
@@ -229,9 +230,9 @@ func TestStandardWebhooksSampleSign(t *testing.T) {
 		})
 	}
 	t.Run("invalid input", func(t *testing.T) {
-		_, err := s.Sample("", "email.sent", nil, now)
+		_, err := samples.Body(s.Name(), "", "email.sent", nil, now)
 		require.Error(t, err)
-		_, err = s.Sample(standardMsgID, "email.sent", []byte("nope"), now)
+		_, err = samples.Body(s.Name(), standardMsgID, "email.sent", []byte("nope"), now)
 		require.Error(t, err)
 		_, _, err = s.Sign("msg.1", "", []byte("{}"), now)
 		require.EqualError(t, err, "resend: event id is not a valid webhook-id")

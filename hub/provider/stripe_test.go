@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/stretchr/testify/require"
 )
 
@@ -258,9 +259,9 @@ func TestStripeSampleSign(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.eventType, func(t *testing.T) {
 			const eventID = "evt_1PqRsTuVwXyZ0123456789ab"
-			body, err := s.Sample(eventID, tt.eventType, nil, now)
+			body, err := samples.Body(s.Name(), eventID, tt.eventType, nil, now)
 			require.NoError(t, err)
-			again, err := s.Sample(eventID, tt.eventType, nil, now)
+			again, err := samples.Body(s.Name(), eventID, tt.eventType, nil, now)
 			require.NoError(t, err)
 			require.Equal(t, body, again, "Sample is deterministic")
 
@@ -268,7 +269,7 @@ func TestStripeSampleSign(t *testing.T) {
 			require.NoError(t, json.Unmarshal(body, &env))
 			require.Equal(t, eventID, env.ID)
 			require.Equal(t, "event", env.Object)
-			require.Equal(t, StripeAPIVersion, env.APIVersion)
+			require.Equal(t, samples.StripeAPIVersion, env.APIVersion)
 			require.Equal(t, now.Unix(), env.Created)
 			require.Equal(t, tt.eventType, env.Type)
 			require.Equal(t, tt.wantObject, env.Data.Object.Object)
@@ -297,20 +298,20 @@ func TestStripeSampleSign(t *testing.T) {
 		})
 	}
 	t.Run("given data", func(t *testing.T) {
-		body, err := s.Sample("evt_1", "customer.created", []byte(`{"id":"cus_1","object":"customer"}`), now)
+		body, err := samples.Body(s.Name(), "evt_1", "customer.created", []byte(`{"id":"cus_1","object":"customer"}`), now)
 		require.NoError(t, err)
 		var env envelope
 		require.NoError(t, json.Unmarshal(body, &env))
 		require.Equal(t, "cus_1", env.Data.Object.ID)
 	})
 	t.Run("invalid data", func(t *testing.T) {
-		_, err := s.Sample("evt_1", "customer.created", []byte(`nope`), now)
+		_, err := samples.Body(s.Name(), "evt_1", "customer.created", []byte(`nope`), now)
 		require.Error(t, err)
 	})
 	t.Run("no id or type", func(t *testing.T) {
-		_, err := s.Sample("", "customer.created", nil, now)
+		_, err := samples.Body(s.Name(), "", "customer.created", nil, now)
 		require.Error(t, err)
-		_, err = s.Sample("evt_1", "", nil, now)
+		_, err = samples.Body(s.Name(), "evt_1", "", nil, now)
 		require.Error(t, err)
 	})
 	t.Run("sign before 1970", func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/stretchr/testify/require"
 )
 
@@ -345,9 +346,9 @@ func TestTwilioSampleSign(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.eventType, func(t *testing.T) {
 			const id = "evt_0123456789abcdef"
-			body, err := tw.Sample(id, tt.eventType, nil, now)
+			body, err := samples.Body(tw.Name(), id, tt.eventType, nil, now)
 			require.NoError(t, err)
-			again, err := tw.Sample(id, tt.eventType, nil, now)
+			again, err := samples.Body(tw.Name(), id, tt.eventType, nil, now)
 			require.NoError(t, err)
 			require.Equal(t, body, again, "Sample is deterministic")
 			form, err := url.ParseQuery(string(body))
@@ -399,7 +400,7 @@ func TestTwilioSampleSign(t *testing.T) {
 		require.Equal(t, body, payload)
 	})
 	t.Run("given data", func(t *testing.T) {
-		body, err := tw.Sample("evt_1", "message.received", []byte(`{"Body":"STOP","NumMedia":1,"SmsStatus":null,"Flag":true}`), now)
+		body, err := samples.Body(tw.Name(), "evt_1", "message.received", []byte(`{"Body":"STOP","NumMedia":1,"SmsStatus":null,"Flag":true}`), now)
 		require.NoError(t, err)
 		form, err := url.ParseQuery(string(body))
 		require.NoError(t, err)
@@ -408,12 +409,12 @@ func TestTwilioSampleSign(t *testing.T) {
 		require.Equal(t, "true", form.Get("Flag"))
 		require.NotContains(t, form, "SmsStatus")
 		for _, data := range []string{`nope`, `[]`, `{"a":{"b":1}}`, `{"a":[1]}`} {
-			_, err := tw.Sample("evt_1", "message.received", []byte(data), now)
+			_, err := samples.Body(tw.Name(), "evt_1", "message.received", []byte(data), now)
 			require.Error(t, err, data)
 		}
 	})
 	t.Run("invalid input", func(t *testing.T) {
-		_, err := tw.Sample("", "message.received", nil, now)
+		_, err := samples.Body(tw.Name(), "", "message.received", nil, now)
 		require.Error(t, err)
 		_, _, err = tw.Sign("", "", []byte("a=b"), now)
 		require.Error(t, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/server"
 )
 
@@ -39,9 +40,9 @@ func benchmarkWebhook(b *testing.B, name, secret, eventType string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := p.(provider.Sender)
+	s := p.(provider.Signer)
 	now := time.Now()
-	body, err := s.Sample("evt_bench", eventType, nil, now)
+	body, err := samples.Body(s.Name(), "evt_bench", eventType, nil, now)
 	if err != nil {
 		b.Fatal(err)
 	}

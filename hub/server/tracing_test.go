@@ -19,6 +19,7 @@ import (
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/server"
 	"github.com/hookhub/hookhub/hub/tracing"
 )
@@ -32,7 +33,7 @@ const (
 type tracedServer struct {
 	srv       *server.Server
 	recorder  *tracetest.SpanRecorder
-	sender    provider.Sender
+	sender    provider.Signer
 	committed chan hub.Delivery
 }
 
@@ -43,7 +44,7 @@ func newTracedServer(t *testing.T) *tracedServer {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	reg := prometheus.NewRegistry()
-	ts := &tracedServer{recorder: rec, sender: p.(provider.Sender), committed: make(chan hub.Delivery, 10)}
+	ts := &tracedServer{recorder: rec, sender: p.(provider.Signer), committed: make(chan hub.Delivery, 10)}
 	ts.srv, err = server.New(server.Config{
 		Providers: []provider.Provider{p},
 		Ingester:  memoryIngester{},
@@ -60,7 +61,7 @@ func newTracedServer(t *testing.T) *tracedServer {
 func (ts *tracedServer) post(t *testing.T, eventID string, sign bool, traceparent string) *http.Response {
 	t.Helper()
 	now := time.Now()
-	body, err := ts.sender.Sample(eventID, "subscription.created", nil, now)
+	body, err := samples.Body(ts.sender.Name(), eventID, "subscription.created", nil, now)
 	require.NoError(t, err)
 	req := httptest.NewRequest(http.MethodPost, "/webhooks/paddle", bytes.NewReader(body))
 	if sign {
@@ -160,9 +161,9 @@ func BenchmarkRequestPathTraced(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := p.(provider.Sender)
+	s := p.(provider.Signer)
 	now := time.Now()
-	body, err := s.Sample("evt_bench", "subscription.created", nil, now)
+	body, err := samples.Body(s.Name(), "evt_bench", "subscription.created", nil, now)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
@@ -432,10 +433,10 @@ func startFuzzHub(f *testing.F) (string, *pgxpool.Pool) {
 
 	pp, err := provider.New("paddle", []string{paddleSecret}, provider.Options{})
 	require.NoError(f, err)
-	p := pp.(provider.Sender)
+	p := pp.(provider.Signer)
 	for i := range 4 {
 		id := fmt.Sprintf("evt_fuzz_%d", i)
-		raw, err := p.Sample(id, "subscription.created", nil, time.Now())
+		raw, err := samples.Body(p.Name(), id, "subscription.created", nil, time.Now())
 		require.NoError(f, err)
 		hdr, _, err := p.Sign(id, "", raw, time.Now())
 		require.NoError(f, err)

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/schema"
 )
@@ -343,9 +344,9 @@ func TestAbsurdOccurredAtEndToEnd(t *testing.T) {
 
 // clerkBodyAt returns a Clerk user.created body whose timestamp is "now"
 // or the given number of milliseconds.
-func clerkBodyAt(t *testing.T, s provider.Sender, eventID, ms string) []byte {
+func clerkBodyAt(t *testing.T, s provider.Signer, eventID, ms string) []byte {
 	t.Helper()
-	body, err := s.Sample(eventID, "user.created", nil, time.Now())
+	body, err := samples.Body(s.Name(), eventID, "user.created", nil, time.Now())
 	require.NoError(t, err)
 	if ms == "now" {
 		return body

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
 )
 
@@ -45,9 +46,9 @@ func TestEveryProviderEndToEnd(t *testing.T) {
 	for _, p := range providers {
 		c, ok := cases[p.Name()]
 		require.True(t, ok, p.Name())
-		s := p.(provider.Sender)
+		s := p.(provider.Signer)
 		eventID := "evt_all_" + p.Name()
-		body, err := s.Sample(eventID, c.eventType, nil, time.Now())
+		body, err := samples.Body(s.Name(), eventID, c.eventType, nil, time.Now())
 		require.NoError(t, err, p.Name())
 		for attempt := range 2 {
 			hdr, target, err := s.Sign(eventID, c.eventType, body, time.Now())

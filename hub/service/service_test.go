@@ -18,6 +18,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/schema"
 )
@@ -38,8 +39,8 @@ type testHub struct {
 	pool      *pgxpool.Pool
 	nats      *hubtest.NATS
 	js        jetstream.JetStream
-	paddle    provider.Sender
-	clerk     provider.Sender
+	paddle    provider.Signer
+	clerk     provider.Signer
 	cancel    context.CancelFunc
 	done      chan error
 }
@@ -87,10 +88,10 @@ func newTestConfig(dbURL, natsURL string) service.Config {
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
-func mustSender(t *testing.T, name, secret string) provider.Sender {
+func mustSender(t *testing.T, name, secret string) provider.Signer {
 	p, err := provider.New(name, []string{secret}, provider.Options{})
 	require.NoError(t, err)
-	return p.(provider.Sender)
+	return p.(provider.Signer)
 }
 
 func (h *testHub) start() {
@@ -144,14 +145,14 @@ type answer struct {
 func (h *testHub) deliver(name, eventID, eventType string) answer {
 	h.t.Helper()
 	s := h.sender(name)
-	body, err := s.Sample(eventID, eventType, nil, time.Now())
+	body, err := samples.Body(s.Name(), eventID, eventType, nil, time.Now())
 	require.NoError(h.t, err)
 	hdr, _, err := s.Sign(eventID, "", body, time.Now())
 	require.NoError(h.t, err)
 	return h.post(name, hdr, body)
 }
 
-func (h *testHub) sender(name string) provider.Sender {
+func (h *testHub) sender(name string) provider.Signer {
 	if name == "clerk" {
 		return h.clerk
 	}
@@ -294,7 +295,7 @@ func TestConcurrentDuplicates(t *testing.T) {
 func TestMessageShape(t *testing.T) {
 	t.Parallel()
 	h := newTestHub(t)
-	body, err := h.paddle.Sample("evt_shape", "subscription.created", nil, time.Now())
+	body, err := samples.Body(h.paddle.Name(), "evt_shape", "subscription.created", nil, time.Now())
 	require.NoError(t, err)
 	hdr, _, err := h.paddle.Sign("evt_shape", "", body, time.Now())
 	require.NoError(t, err)
@@ -328,7 +329,7 @@ func TestRejectedDeliveriesWriteNothing(t *testing.T) {
 	t.Parallel()
 	h := newTestHub(t)
 	now := time.Now()
-	body, err := h.paddle.Sample("evt_bad", "subscription.created", nil, now)
+	body, err := samples.Body(h.paddle.Name(), "evt_bad", "subscription.created", nil, now)
 	require.NoError(t, err)
 	good, _, err := h.paddle.Sign("evt_bad", "", body, now)
 	require.NoError(t, err)
@@ -339,7 +340,7 @@ func TestRejectedDeliveriesWriteNothing(t *testing.T) {
 	require.NoError(t, err)
 	future, _, err := h.paddle.Sign("evt_bad", "", body, now.Add(6*time.Minute))
 	require.NoError(t, err)
-	clerkBody, err := h.clerk.Sample("msg_bad", "user.created", nil, now)
+	clerkBody, err := samples.Body(h.clerk.Name(), "msg_bad", "user.created", nil, now)
 	require.NoError(t, err)
 	clerkStale, _, err := h.clerk.Sign("msg_bad", "", clerkBody, now.Add(-6*time.Minute))
 	require.NoError(t, err)

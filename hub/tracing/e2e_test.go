@@ -18,6 +18,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/hub/tracing"
 	"github.com/hookhub/hookhub/schema"
@@ -152,8 +153,8 @@ func post(t *testing.T, base, eventID, traceparent string) {
 	t.Helper()
 	p, err := provider.New("paddle", []string{e2eSecret}, provider.Options{})
 	require.NoError(t, err)
-	s := p.(provider.Sender)
-	body, err := s.Sample(eventID, "subscription.created", nil, time.Now())
+	s := p.(provider.Signer)
+	body, err := samples.Body(s.Name(), eventID, "subscription.created", nil, time.Now())
 	require.NoError(t, err)
 	hdr, _, err := s.Sign(eventID, "", body, time.Now())
 	require.NoError(t, err)

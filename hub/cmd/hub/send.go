@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
 )
 
@@ -80,12 +81,12 @@ Flags:
 	if err != nil {
 		return err
 	}
-	var sender provider.Sender
+	var sender provider.Signer
 	var known []string
 	for _, p := range providers {
 		known = append(known, p.Name())
 		if p.Name() == name {
-			sender, _ = p.(provider.Sender)
+			sender, _ = p.(provider.Signer)
 		}
 	}
 	if sender == nil {
@@ -99,7 +100,7 @@ Flags:
 		base = "http://" + service.DisplayAddr(cfg.HTTPAddr)
 	}
 	base = strings.TrimRight(base, "/")
-	body, err := sender.Sample(*eventID, eventType, dataBytes, time.Now())
+	body, err := samples.Body(sender.Name(), *eventID, eventType, dataBytes, time.Now())
 	if err != nil {
 		return err
 	}
