@@ -42,7 +42,7 @@ const (
 // A GitHub is safe for concurrent use. It implements Provider, Signer
 // and Payloader.
 type GitHub struct {
-	keys []*macKey
+	hmac *bodyHMAC
 }
 
 var (
@@ -56,11 +56,11 @@ var (
 // empty or a secret is the empty string. GitHub signs no timestamp, so it
 // ignores o.
 func NewGitHub(secrets []string, o Options) (*GitHub, error) {
-	keys, err := rawKeys("github", secrets)
+	s, err := newBodyHMAC("github", secrets, githubSigPrefix, errGitHubNoHeader, errGitHubMalformed, errGitHubMismatch)
 	if err != nil {
 		return nil, err
 	}
-	return &GitHub{keys: keys}, nil
+	return &GitHub{hmac: s}, nil
 }
 
 // Name returns "github".
@@ -78,15 +78,8 @@ var (
 func (g *GitHub) Verify(r Request) (Event, error) {
 	h, body := r.Header, r.Body
 	header := h.Get(GitHubSignatureHeader)
-	if header == "" {
-		return Event{}, errGitHubNoHeader
-	}
-	var sig [1][macSize]byte
-	if !parseGitHubSignature(&sig[0], header) {
-		return Event{}, errGitHubMalformed
-	}
-	if !authenticate(g.keys, sig[:], body, 0) {
-		return Event{}, errGitHubMismatch
+	if err := g.hmac.verify(header, body); err != nil {
+		return Event{}, err
 	}
 	id := h.Get(GitHubDeliveryHeader)
 	if err := checkText("missing X-GitHub-Delivery header", "X-GitHub-Delivery", id, maxEventIDLen); err != nil {
@@ -138,11 +131,13 @@ func githubAction(payload []byte) (string, error) {
 	return action, nil
 }
 
+// githubSigPrefix starts an X-Hub-Signature-256 value.
+const githubSigPrefix = "sha256="
+
 // parseGitHubSignature decodes an X-Hub-Signature-256 value, exactly
 // "sha256=" and 64 hex digits (either case), into dst.
 func parseGitHubSignature(dst *[macSize]byte, header string) bool {
-	hexMAC, ok := strings.CutPrefix(header, "sha256=")
-	return ok && decodeHexMAC(dst, hexMAC)
+	return (&bodyHMAC{hexPrefix: githubSigPrefix}).decode(dst, header)
 }
 
 // githubPayload returns the JSON of a GitHub body: the body itself, or the
@@ -192,8 +187,7 @@ func (g *GitHub) Sign(eventID, eventType string, body []byte, now time.Time) (ht
 	if eventID == "" || len(eventID) > maxEventIDLen || hasControl(eventID) {
 		return nil, "", errors.New("github: event id is not a valid delivery id")
 	}
-	var mac [macSize]byte
-	g.keys[0].sum(&mac, body, 0)
+	mac := g.hmac.sign(body)
 	h := http.Header{}
 	h.Set("User-Agent", "GitHub-Hookshot/a2c3b5e")
 	h.Set("Content-Type", "application/json")
@@ -201,7 +195,7 @@ func (g *GitHub) Sign(eventID, eventType string, body []byte, now time.Time) (ht
 	h.Set("X-GitHub-Hook-ID", "512345678")
 	h.Set("X-GitHub-Hook-Installation-Target-ID", "812345678")
 	h.Set("X-GitHub-Hook-Installation-Target-Type", "repository")
-	h.Set(GitHubSignatureHeader, "sha256="+hex.EncodeToString(mac[:]))
+	h.Set(GitHubSignatureHeader, githubSigPrefix+hex.EncodeToString(mac[:]))
 	if event != "" {
 		h.Set(GitHubEventHeader, event)
 	}

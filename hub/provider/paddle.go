@@ -3,9 +3,7 @@ package provider
 import (
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -29,8 +27,7 @@ const PaddleDefaultTolerance = 5 * time.Second
 //
 // A Paddle is safe for concurrent use. It implements Provider and Signer.
 type Paddle struct {
-	keys      []*macKey
-	tolerance time.Duration
+	hmac *timedHMAC
 }
 
 var (
@@ -44,22 +41,18 @@ var (
 // when secrets is empty, a secret is the empty string, or the tolerance is
 // negative.
 func NewPaddle(secrets []string, o Options) (*Paddle, error) {
-	keys, err := rawKeys("paddle", secrets)
+	s, err := newTimedHMAC("paddle", secrets, o.Tolerance, PaddleDefaultTolerance, ':', errPaddleMismatch)
 	if err != nil {
 		return nil, err
 	}
-	tolerance, err := timestampTolerance("paddle", o.Tolerance, PaddleDefaultTolerance)
-	if err != nil {
-		return nil, err
-	}
-	return &Paddle{keys: keys, tolerance: tolerance}, nil
+	return &Paddle{hmac: s}, nil
 }
 
 // Name returns "paddle".
 func (p *Paddle) Name() string { return "paddle" }
 
 // Tolerance returns the timestamp tolerance in effect.
-func (p *Paddle) Tolerance() time.Duration { return p.tolerance }
+func (p *Paddle) Tolerance() time.Duration { return p.hmac.tolerance }
 
 // Static errors of the Paddle verifier.
 var (
@@ -76,8 +69,7 @@ var (
 // ErrInvalidSignature and an authentic but stale (or future) one
 // ErrTimestamp.
 func (p *Paddle) Verify(r Request) (Event, error) {
-	h, body, now := r.Header, r.Body, r.Now
-	header := h.Get(PaddleSignatureHeader)
+	header := r.Header.Get(PaddleSignatureHeader)
 	if header == "" {
 		return Event{}, errPaddleNoHeader
 	}
@@ -87,20 +79,7 @@ func (p *Paddle) Verify(r Request) (Event, error) {
 		return Event{}, err
 	}
 	unix, _ := parseUnixDigits(ts) // checked by parsePaddleSignature
-	if !authenticate(p.keys, sigs, body, ':', ts) {
-		return Event{}, errPaddleMismatch
-	}
-	signedAt := time.Unix(unix, 0)
-	if !withinTolerance(signedAt, now, p.tolerance) {
-		return Event{}, timestampError(signedAt, now, p.tolerance)
-	}
-	ev, err := parsePaddleBody(body)
-	if err != nil {
-		return Event{}, err
-	}
-	ev.Signature = header
-	ev.SignedAt = signedAt
-	return ev, nil
+	return p.hmac.verify(header, ts, unix, sigs, r.Body, r.Now, parsePaddleBody)
 }
 
 // parsePaddleSignature parses a Paddle-Signature header value:
@@ -189,12 +168,10 @@ func parsePaddleBody(body []byte) (Event, error) {
 // secret at now, and the target "/webhooks/paddle". Paddle carries the
 // event id and type in the body, so eventID and eventType are unused.
 func (p *Paddle) Sign(eventID, eventType string, body []byte, now time.Time) (http.Header, string, error) {
-	if now.Unix() < 0 {
-		return nil, "", errors.New("paddle: cannot sign before 1970")
+	ts, mac, err := p.hmac.sign(body, now)
+	if err != nil {
+		return nil, "", err
 	}
-	ts := strconv.FormatInt(now.Unix(), 10)
-	var mac [macSize]byte
-	p.keys[0].sum(&mac, body, ':', ts)
 	h := http.Header{}
 	h.Set(PaddleSignatureHeader, "ts="+ts+";h1="+hex.EncodeToString(mac[:]))
 	return h, "/webhooks/paddle", nil

@@ -40,7 +40,7 @@ const (
 //
 // A Shopify is safe for concurrent use. It implements Provider and Signer.
 type Shopify struct {
-	keys []*macKey
+	hmac *bodyHMAC
 }
 
 var (
@@ -53,11 +53,11 @@ var (
 // in Sign). It fails when secrets is empty or a secret is the empty
 // string. Shopify signs no timestamp, so it ignores o.
 func NewShopify(secrets []string, o Options) (*Shopify, error) {
-	keys, err := rawKeys("shopify", secrets)
+	s, err := newBodyHMAC("shopify", secrets, "", errShopifyNoHeader, errShopifyMalformed, errShopifyMismatch)
 	if err != nil {
 		return nil, err
 	}
-	return &Shopify{keys: keys}, nil
+	return &Shopify{hmac: s}, nil
 }
 
 // Name returns "shopify".
@@ -83,15 +83,8 @@ func shopifyGet(h Header, classic, unprefixed string) string {
 func (s *Shopify) Verify(r Request) (Event, error) {
 	h, body := r.Header, r.Body
 	header := shopifyGet(h, ShopifyHmacHeader, "Shopify-Hmac-Sha256")
-	if header == "" {
-		return Event{}, errShopifyNoHeader
-	}
-	var sig [1][macSize]byte
-	if !parseShopifyHmac(&sig[0], header) {
-		return Event{}, errShopifyMalformed
-	}
-	if !authenticate(s.keys, sig[:], body, 0) {
-		return Event{}, errShopifyMismatch
+	if err := s.hmac.verify(header, body); err != nil {
+		return Event{}, err
 	}
 	id := shopifyGet(h, ShopifyWebhookIDHeader, "Shopify-Webhook-Id")
 	if err := checkText("missing X-Shopify-Webhook-Id header", "X-Shopify-Webhook-Id", id, maxEventIDLen); err != nil {
@@ -128,8 +121,7 @@ func (s *Shopify) Sign(eventID, eventType string, body []byte, now time.Time) (h
 	if eventID == "" || len(eventID) > maxEventIDLen || hasControl(eventID) {
 		return nil, "", errors.New("shopify: event id is not a valid webhook id")
 	}
-	var mac [macSize]byte
-	s.keys[0].sum(&mac, body, 0)
+	mac := s.hmac.sign(body)
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", "Shopify-Captain-Hook")

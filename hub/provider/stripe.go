@@ -3,7 +3,6 @@ package provider
 import (
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -33,8 +32,7 @@ const StripeDefaultTolerance = 300 * time.Second
 //
 // A Stripe is safe for concurrent use. It implements Provider and Signer.
 type Stripe struct {
-	keys      []*macKey
-	tolerance time.Duration
+	hmac *timedHMAC
 }
 
 var (
@@ -49,22 +47,18 @@ var (
 // when secrets is empty, a secret is the empty string, or the tolerance is
 // negative.
 func NewStripe(secrets []string, o Options) (*Stripe, error) {
-	keys, err := rawKeys("stripe", secrets)
+	s, err := newTimedHMAC("stripe", secrets, o.Tolerance, StripeDefaultTolerance, '.', errStripeMismatch)
 	if err != nil {
 		return nil, err
 	}
-	tolerance, err := timestampTolerance("stripe", o.Tolerance, StripeDefaultTolerance)
-	if err != nil {
-		return nil, err
-	}
-	return &Stripe{keys: keys, tolerance: tolerance}, nil
+	return &Stripe{hmac: s}, nil
 }
 
 // Name returns "stripe".
 func (s *Stripe) Name() string { return "stripe" }
 
 // Tolerance returns the timestamp tolerance in effect.
-func (s *Stripe) Tolerance() time.Duration { return s.tolerance }
+func (s *Stripe) Tolerance() time.Duration { return s.hmac.tolerance }
 
 // Static errors of the Stripe verifier.
 var (
@@ -81,8 +75,7 @@ var (
 // ErrInvalidSignature and an authentic but stale (or future) one
 // ErrTimestamp.
 func (s *Stripe) Verify(r Request) (Event, error) {
-	h, body, now := r.Header, r.Body, r.Now
-	header := h.Get(StripeSignatureHeader)
+	header := r.Header.Get(StripeSignatureHeader)
 	if header == "" {
 		return Event{}, errStripeNoHeader
 	}
@@ -91,21 +84,7 @@ func (s *Stripe) Verify(r Request) (Event, error) {
 	if err != nil {
 		return Event{}, err
 	}
-	ts := canonicalStripeT(header, unix)
-	if !authenticate(s.keys, sigs, body, '.', ts) {
-		return Event{}, errStripeMismatch
-	}
-	signedAt := time.Unix(unix, 0)
-	if !withinTolerance(signedAt, now, s.tolerance) {
-		return Event{}, timestampError(signedAt, now, s.tolerance)
-	}
-	ev, err := parseStripeBody(body)
-	if err != nil {
-		return Event{}, err
-	}
-	ev.Signature = header
-	ev.SignedAt = signedAt
-	return ev, nil
+	return s.hmac.verify(header, canonicalStripeT(header, unix), unix, sigs, r.Body, r.Now, parseStripeBody)
 }
 
 // canonicalStripeT returns the decimal form of t, which is what stripe-go
@@ -221,12 +200,10 @@ func (l *lenientSecond) UnmarshalJSON(b []byte) error {
 // The target is "/webhooks/stripe". Stripe carries the event id and type
 // in the body, so eventID and eventType are unused.
 func (s *Stripe) Sign(eventID, eventType string, body []byte, now time.Time) (http.Header, string, error) {
-	if now.Unix() < 0 {
-		return nil, "", errors.New("stripe: cannot sign before 1970")
+	ts, mac, err := s.hmac.sign(body, now)
+	if err != nil {
+		return nil, "", err
 	}
-	ts := strconv.FormatInt(now.Unix(), 10)
-	var mac [macSize]byte
-	s.keys[0].sum(&mac, body, '.', ts)
 	h := http.Header{}
 	h.Set(StripeSignatureHeader, "t="+ts+",v1="+hex.EncodeToString(mac[:]))
 	h.Set("Content-Type", "application/json; charset=utf-8")
