@@ -1,8 +1,14 @@
 // Package provider verifies webhook deliveries and extracts the event they
 // carry. Each provider (Paddle, Clerk, Stripe, GitHub, Shopify, Standard
-// Webhooks, Twilio) lives in one file and implements Provider; adding one
-// means one new file, its registration line in registry.go, and its tests.
-// Schemes that need more than headers and body implement the optional
+// Webhooks, Twilio) lives in one file, implements Provider (one
+// Verify(Request)) and Signer (one Sign), and is built by a constructor of
+// one shape, NewX(secrets, Options). Adding one means that file, its line
+// in Registry (from which the hub's configuration derives its
+// HUB_<NAME>_SECRETS), its sample builder in package samples, and its
+// entry in the conformance table every provider passes. The HMAC
+// skeletons shared by schemes that differ only in header layout are in
+// hmacscheme.go and svix.go; event ids and types are checked once
+// (checkText). Schemes whose bodies are not JSON implement the optional
 // interface of request.go (Payloader).
 //
 // Verification always happens on the raw request bytes, before any JSON
