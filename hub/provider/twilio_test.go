@@ -368,7 +368,7 @@ func TestTwilioSampleSign(t *testing.T) {
 			require.Equal(t, id, ev.ID)
 			require.Equal(t, tt.wantInferred, ev.Type)
 
-			// SignTyped: the type travels in the signed URL.
+			// Sign with a type: the type travels in the signed URL.
 			h, target, err := tw.Sign(id, tt.eventType, body, now)
 			require.NoError(t, err)
 			require.Equal(t, "/webhooks/twilio?type="+tt.eventType, target)
