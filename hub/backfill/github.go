@@ -140,7 +140,7 @@ func NewGitHub(cfg GitHubConfig) (*GitHub, error) {
 	}
 	client := new(http.Client)
 	*client = *clientOr(cfg.Client)
-	verifier, err := provider.NewGitHub([]string{githubTypeKey})
+	verifier, err := provider.NewGitHub([]string{githubTypeKey}, provider.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("github type verifier: %w", err)
 	}
@@ -368,7 +368,7 @@ func (g *GitHub) prune() {
 // (wrapping provider.ErrPayload) where the hub would have answered the
 // webhook 400.
 func (g *GitHub) verifiedType(guid, event string, payload []byte) (string, error) {
-	h, err := g.verifier.Sign(guid, payload, g.now())
+	h, _, err := g.verifier.Sign(guid, "", payload, g.now())
 	if err != nil {
 		return "", err
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub/backfill/fakeapi"
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 )
 
 // ghT0 is the tests' now, for the fake and the source alike.
@@ -64,7 +65,7 @@ func (h *ghHarness) recordedWaits() []time.Duration {
 // ghSampler builds webhook bodies and signs them as GitHub would.
 func ghSampler(t *testing.T) *provider.GitHub {
 	t.Helper()
-	p, err := provider.NewGitHub([]string{"It's a Secret to Everybody"})
+	p, err := provider.NewGitHub([]string{"It's a Secret to Everybody"}, provider.Options{})
 	require.NoError(t, err)
 	return p
 }
@@ -74,7 +75,7 @@ func ghSampler(t *testing.T) *provider.GitHub {
 func addGH(t *testing.T, fake *fakeapi.GitHub, typ string, at time.Time) fakeapi.GitHubDelivery {
 	t.Helper()
 	guid := uuid.NewString()
-	body, err := ghSampler(t).Sample(guid, typ, nil, at)
+	body, err := samples.Body(ghSampler(t).Name(), guid, typ, nil, at)
 	require.NoError(t, err)
 	event, _, _ := strings.Cut(typ, ".")
 	return fake.Add(fakeapi.GitHubDelivery{GUID: guid, DeliveredAt: at, Event: event, Payload: body})
@@ -245,7 +246,7 @@ func TestGitHubIDAndTypeAsTheVerifier(t *testing.T) {
 			payload := []byte(tt.payload)
 			if payload == nil {
 				var err error
-				payload, err = sampler.Sample(guid, tt.typ, nil, ghT0)
+				payload, err = samples.Body(sampler.Name(), guid, tt.typ, nil, ghT0)
 				require.NoError(t, err)
 			}
 			event, _, _ := strings.Cut(tt.typ, ".")
@@ -261,7 +262,7 @@ func TestGitHubIDAndTypeAsTheVerifier(t *testing.T) {
 			})
 
 			// The webhook GitHub sent for this delivery, as the server verifies it.
-			hdr, err := sampler.Sign(guid, webhookBody, ghT0)
+			hdr, _, err := sampler.Sign(guid, "", webhookBody, ghT0)
 			require.NoError(t, err)
 			hdr.Set("Content-Type", contentType)
 			hdr.Set(provider.GitHubEventHeader, d.Headers["X-GitHub-Event"])
@@ -591,7 +592,7 @@ func FuzzGitHubDeliveries(f *testing.F) {
 func FuzzGitHubDelivery(f *testing.F) {
 	f.Add([]byte(`{"id":12345,"guid":"0b989ba4-242f-11e5-81e1-c7b6966d2516","delivered_at":"2019-06-03T00:57:16Z","redelivery":false,"duration":0.27,"status":"OK","status_code":200,"event":"issues","action":"opened","installation_id":123,"repository_id":456,"url":"https://www.example.com","request":{"headers":{"X-GitHub-Delivery":"0b989ba4-242f-11e5-81e1-c7b6966d2516","X-Hub-Signature-256":"sha256=6dcb09b5b57875f334f61aebed695e2e4193db5e","Accept":"*/*","X-GitHub-Hook-ID":"42","User-Agent":"GitHub-Hookshot/b8c71d8","X-GitHub-Event":"issues","X-GitHub-Hook-Installation-Target-ID":"123","X-GitHub-Hook-Installation-Target-Type":"repository","content-type":"application/json"},"payload":{"action":"opened","issue":{"body":"foo"},"repository":{"id":123},"sender":{"id":123}}},"response":{"headers":{"Content-Type":"text/html;charset=utf-8"},"payload":"ok"}}`))
 	f.Add([]byte(`{"id":1,"guid":"g","delivered_at":"2019-06-03T00:57:16Z","event":"push","request":{"headers":null,"payload":null}}`))
-	h, err := provider.NewGitHub([]string{githubTypeKey})
+	h, err := provider.NewGitHub([]string{githubTypeKey}, provider.Options{})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/hubtest/testhub"
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/schema"
@@ -68,7 +69,7 @@ func newHubEnv(t *testing.T, mod ...func(*service.Config)) *hubEnv {
 	h.cfg = service.Config{
 		DatabaseURL: url, DatabaseMaxConns: 8, NATSURL: n.URL(), HTTPAddr: "127.0.0.1:0",
 		Stream: schema.DefaultStream, StreamReplicas: 1, DuplicateWindow: 2 * time.Minute,
-		StripeSecrets: []string{stripeSecret}, PaddleSecrets: []string{paddleSecret}, GitHubSecrets: []string{githubSecret},
+		Secrets:            map[string][]string{"stripe": {stripeSecret}, "paddle": {paddleSecret}, "github": {githubSecret}},
 		SignatureTolerance: 5 * time.Minute, MaxBodyBytes: 1 << 20, MaxInflight: 128, MaxConns: 4096,
 		ShutdownTimeout: 10 * time.Second, CommitTimeout: 5 * time.Second, BatchMax: 64, BatchCommitters: 1,
 		RelayBatchSize: 256, RelayWorkers: 1, LogLevel: "info", LogFormat: "text",
@@ -127,9 +128,9 @@ func (h *hubEnv) webhook(name, eventID string, body []byte) answer {
 	if name == "paddle" {
 		secret = paddleSecret
 	}
-	p, err := provider.New(name, []string{secret}, 0)
+	p, err := provider.New(name, []string{secret}, provider.Options{})
 	require.NoError(h.t, err)
-	hdr, err := p.(provider.Sender).Sign(eventID, body, time.Now())
+	hdr, _, err := p.(provider.Signer).Sign(eventID, "", body, time.Now())
 	require.NoError(h.t, err)
 	return h.post("/webhooks/"+name, hdr, body)
 }
@@ -138,9 +139,9 @@ func (h *hubEnv) webhook(name, eventID string, body []byte) answer {
 // X-GitHub-Delivery guid, X-GitHub-Event from typ) and POSTs it to the hub.
 func (h *hubEnv) githubWebhook(guid, typ string, body []byte) answer {
 	h.t.Helper()
-	p, err := provider.New("github", []string{githubSecret}, 0)
+	p, err := provider.New("github", []string{githubSecret}, provider.Options{})
 	require.NoError(h.t, err)
-	hdr, target, err := p.(provider.TypedSender).SignTyped(guid, typ, body, time.Now())
+	hdr, target, err := p.(provider.Signer).Sign(guid, typ, body, time.Now())
 	require.NoError(h.t, err)
 	return h.post(target, hdr, body)
 }
@@ -234,13 +235,13 @@ func (h *hubEnv) requireEachOnce(name string, ids []string) {
 // newest first; the API fake holds them all.
 func (h *hubEnv) stripeEvents(n int) (ids []string, bodies map[string][]byte) {
 	h.t.Helper()
-	p, err := provider.New("stripe", []string{stripeSecret}, 0)
+	p, err := provider.New("stripe", []string{stripeSecret}, provider.Options{})
 	require.NoError(h.t, err)
 	bodies = map[string][]byte{}
 	now := time.Now()
 	for i := range n {
 		id := fmt.Sprintf("evt_1Backfill%05d", i)
-		body, err := p.(provider.Sender).Sample(id, "invoice.paid", nil, now.Add(-time.Duration(i+1)*time.Minute))
+		body, err := samples.Body(p.(provider.Signer).Name(), id, "invoice.paid", nil, now.Add(-time.Duration(i+1)*time.Minute))
 		require.NoError(h.t, err)
 		require.NoError(h.t, h.stripe.Add(body))
 		ids, bodies[id] = append(ids, id), body
@@ -254,13 +255,13 @@ func (h *hubEnv) stripeEvents(n int) (ids []string, bodies map[string][]byte) {
 // GET /events lists it).
 func (h *hubEnv) paddleEvents(n int, age time.Duration) (ids []string, webhooks map[string][]byte) {
 	h.t.Helper()
-	p, err := provider.New("paddle", []string{paddleSecret}, 0)
+	p, err := provider.New("paddle", []string{paddleSecret}, provider.Options{})
 	require.NoError(h.t, err)
 	webhooks = map[string][]byte{}
 	now := time.Now().Add(-age)
 	for i := range n {
 		id := fmt.Sprintf("evt_01hv%022d", 1_000_000-i-int(age/time.Minute))
-		body, err := p.(provider.Sender).Sample(id, "subscription.created", nil, now.Add(-time.Duration(i+1)*time.Minute))
+		body, err := samples.Body(p.(provider.Signer).Name(), id, "subscription.created", nil, now.Add(-time.Duration(i+1)*time.Minute))
 		require.NoError(h.t, err)
 		var m map[string]json.RawMessage
 		require.NoError(h.t, json.Unmarshal(body, &m))
@@ -287,14 +288,14 @@ type githubEvent struct {
 // webhooks); the others' deliveries failed to connect.
 func (h *hubEnv) githubEvents(n int, arrived func(i int) bool) []githubEvent {
 	h.t.Helper()
-	p, err := provider.New("github", []string{githubSecret}, 0)
+	p, err := provider.New("github", []string{githubSecret}, provider.Options{})
 	require.NoError(h.t, err)
 	types := []string{"push", "pull_request.opened", "issues.closed", "issue_comment.created", "release.published"}
 	now := time.Now()
 	out := make([]githubEvent, n)
 	for i := range n {
 		guid, typ, at := uuid.NewString(), types[i%len(types)], now.Add(-time.Duration(i+1)*time.Minute)
-		body, err := p.(provider.Sender).Sample(guid, typ, nil, at)
+		body, err := samples.Body(p.(provider.Signer).Name(), guid, typ, nil, at)
 		require.NoError(h.t, err)
 		d := fakeapi.GitHubDelivery{GUID: guid, DeliveredAt: at, Event: strings.SplitN(typ, ".", 2)[0], Payload: body}
 		if arrived(i) {

@@ -39,6 +39,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub/natsembed"
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/schema"
 )
@@ -204,7 +205,7 @@ type workload struct {
 // load (22,000 HMACs, milliseconds).
 func (w *workload) sign(now time.Time) error {
 	for i, e := range w.eventOf {
-		h, err := w.paddle.Sign(eventID(e), w.eventBodies[e], now)
+		h, _, err := w.paddle.Sign(eventID(e), "", w.eventBodies[e], now)
 		if err != nil {
 			return err
 		}
@@ -217,7 +218,7 @@ func (w *workload) sign(now time.Time) error {
 }
 
 func newWorkload(count int, dupShare float64) (*workload, error) {
-	p, err := provider.NewPaddle([]string{benchSecret}, 0)
+	p, err := provider.NewPaddle([]string{benchSecret}, provider.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +230,7 @@ func newWorkload(count int, dupShare float64) (*workload, error) {
 		if w.events > 0 && rng.Float64() < dupShare {
 			w.eventOf[i] = rng.IntN(w.events)
 		} else {
-			body, err := p.Sample(eventID(w.events), "subscription.created", nil, now)
+			body, err := samples.Body(p.Name(), eventID(w.events), "subscription.created", nil, now)
 			if err != nil {
 				return nil, err
 			}

@@ -136,7 +136,7 @@ func TestPreloadEvents(t *testing.T) {
 	require.NoError(t, err)
 	w, err := newWorkload(50, 0)
 	require.NoError(t, err)
-	p, err := provider.NewPaddle([]string{benchSecret}, time.Minute)
+	p, err := provider.NewPaddle([]string{benchSecret}, provider.Options{Tolerance: time.Minute})
 	require.NoError(t, err)
 
 	var n, dups int
@@ -163,7 +163,7 @@ func TestPreloadEvents(t *testing.T) {
 			require.Equal(t, uuid.RFC4122, d.ArchiveID.Variant())
 			sec, nsec := d.ArchiveID.Time().UnixTime()
 			require.Equal(t, d.ReceivedAt.UnixMilli(), time.Unix(sec, nsec).UnixMilli(), "a UUIDv7 of the receipt")
-			got, err := p.Verify(http.Header{provider.PaddleSignatureHeader: {d.Signature}}, d.Body, d.SignedAt)
+			got, err := p.Verify(provider.Request{Header: http.Header{provider.PaddleSignatureHeader: {d.Signature}}, Body: d.Body, Now: d.SignedAt})
 			require.NoError(t, err, "signed")
 			require.Equal(t, d.EventID, got.ID)
 		}
@@ -333,13 +333,13 @@ func TestRunPreloadedWhateverTheEnvironment(t *testing.T) {
 func TestWorkloadSignaturesAreRenewed(t *testing.T) {
 	w, err := newWorkload(20, 0.2)
 	require.NoError(t, err)
-	verifier, err := provider.NewPaddle([]string{benchSecret}, 5*time.Minute)
+	verifier, err := provider.NewPaddle([]string{benchSecret}, provider.Options{Tolerance: 5 * time.Minute})
 	require.NoError(t, err)
 	verify := func(at time.Time) error {
 		for i := range w.bodies {
 			h := http.Header{}
 			h.Set(provider.PaddleSignatureHeader, string(w.signatures[i]))
-			if _, err := verifier.Verify(h, w.bodies[i], at); err != nil {
+			if _, err := verifier.Verify(provider.Request{Header: h, Body: w.bodies[i], Now: at}); err != nil {
 				return err
 			}
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/store"
 )
 
@@ -121,13 +122,13 @@ func (s *server) fillTemplate(ctx context.Context, rows int, dupShare float64, l
 // makes them, and every delivery is signed. Deterministic but for the
 // times.
 func preloadEvents(rows int, dupShare float64, end time.Time) (iter.Seq[store.ImportedEvent], error) {
-	p, err := provider.NewPaddle([]string{benchSecret}, 0)
+	p, err := provider.NewPaddle([]string{benchSecret}, provider.Options{})
 	if err != nil {
 		return nil, err
 	}
 	width := len(strconv.Itoa(max(rows-1, 0)))
 	placeholder := preloadPrefix + strings.Repeat("0", width)
-	tmpl, err := p.Sample(placeholder, "subscription.created", nil, end.Add(-preloadSpan/2))
+	tmpl, err := samples.Body(p.Name(), placeholder, "subscription.created", nil, end.Add(-preloadSpan/2))
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +139,7 @@ func preloadEvents(rows int, dupShare float64, end time.Time) (iter.Seq[store.Im
 	first := end.Add(-preloadSpan)
 	deliver := func(eventID string, body []byte, row int, rng *rand.Rand) (hub.Delivery, error) {
 		at := first.Add(time.Duration(row) * step)
-		h, err := p.Sign(eventID, body, at.Add(-time.Second))
+		h, _, err := p.Sign(eventID, "", body, at.Add(-time.Second))
 		if err != nil {
 			return hub.Delivery{}, err
 		}

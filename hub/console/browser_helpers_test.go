@@ -35,6 +35,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
@@ -423,8 +424,8 @@ type testHub struct {
 	hooks  string // public listener: /webhooks/
 	pool   *pgxpool.Pool
 	js     jetstream.JetStream
-	paddle provider.Sender
-	clerk  provider.Sender
+	paddle provider.Signer
+	clerk  provider.Signer
 	logs   *syncBuffer
 
 	mu      sync.Mutex
@@ -448,8 +449,7 @@ func startHub(t *testing.T, browsers ...*browser) *testHub {
 		Stream:               schema.DefaultStream,
 		StreamReplicas:       1,
 		DuplicateWindow:      2 * time.Minute,
-		PaddleSecrets:        []string{browserPaddleSecret},
-		ClerkSecrets:         []string{browserClerkSecret},
+		Secrets:              map[string][]string{"paddle": {browserPaddleSecret}, "clerk": {browserClerkSecret}},
 		SignatureTolerance:   5 * time.Minute,
 		MaxBodyBytes:         1 << 20,
 		MaxInflight:          128,
@@ -492,12 +492,12 @@ func startHub(t *testing.T, browsers ...*browser) *testHub {
 	})
 	for _, name := range []string{"paddle", "clerk"} {
 		secret := map[string]string{"paddle": browserPaddleSecret, "clerk": browserClerkSecret}[name]
-		p, err := provider.New(name, []string{secret}, 0)
+		p, err := provider.New(name, []string{secret}, provider.Options{})
 		require.NoError(t, err)
 		if name == "paddle" {
-			h.paddle = p.(provider.Sender)
+			h.paddle = p.(provider.Signer)
 		} else {
-			h.clerk = p.(provider.Sender)
+			h.clerk = p.(provider.Signer)
 		}
 	}
 	require.Eventually(t, func() bool {
@@ -524,9 +524,9 @@ func (h *testHub) sign(name, eventID, eventType string) signed {
 	if name == "clerk" {
 		s = h.clerk
 	}
-	body, err := s.Sample(eventID, eventType, nil, time.Now())
+	body, err := samples.Body(name, eventID, eventType, nil, time.Now())
 	require.NoError(h.t, err)
-	hdr, err := s.Sign(eventID, body, time.Now())
+	hdr, _, err := s.Sign(eventID, eventType, body, time.Now())
 	require.NoError(h.t, err)
 	return signed{provider: name, header: hdr, body: body}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/hubtest/testhub"
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
@@ -36,7 +37,7 @@ type hubSystem struct {
 	hook    string // webhook listener base URL
 	admin   string // admin listener base URL
 	pool    *pgxpool.Pool
-	paddle  provider.Sender
+	paddle  provider.Signer
 	broken  atomic.Bool
 	browser *http.Client
 }
@@ -48,15 +49,15 @@ func newHubSystem(t *testing.T) *hubSystem {
 	_, js := n.Connect(t)
 	cfg := testhub.Config(t, dbURL, n.URL())
 	cfg.AdminAddr = "127.0.0.1:0"
-	cfg.PaddleSecrets = []string{paddleSecret}
+	cfg.SetSecrets("paddle", paddleSecret)
 	cfg.AdminToken, cfg.ConsoleReadOnlyToken = adminToken, readOnlyToken
 	hub := testhub.Start(t, cfg, service.Deps{})
-	p, err := provider.New("paddle", []string{paddleSecret}, 0)
+	p, err := provider.New("paddle", []string{paddleSecret}, provider.Options{})
 	require.NoError(t, err)
 	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)
 	h := &hubSystem{t: t, hook: hub.URL, admin: hub.AdminURL, pool: pool,
-		paddle: p.(provider.Sender), browser: &http.Client{Jar: jar, Timeout: 30 * time.Second,
+		paddle: p.(provider.Signer), browser: &http.Client{Jar: jar, Timeout: 30 * time.Second,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	hub.WaitStream(js, schema.DefaultStream)
 
@@ -89,9 +90,9 @@ func newHubSystem(t *testing.T) *hubSystem {
 // deliver signs and POSTs a Paddle event.
 func (h *hubSystem) deliver(eventID string) {
 	h.t.Helper()
-	body, err := h.paddle.Sample(eventID, "subscription.created", nil, time.Now())
+	body, err := samples.Body(h.paddle.Name(), eventID, "subscription.created", nil, time.Now())
 	require.NoError(h.t, err)
-	hdr, err := h.paddle.Sign(eventID, body, time.Now())
+	hdr, _, err := h.paddle.Sign(eventID, "", body, time.Now())
 	require.NoError(h.t, err)
 	req, err := http.NewRequest(http.MethodPost, h.hook+"/webhooks/paddle", bytes.NewReader(body))
 	require.NoError(h.t, err)

@@ -22,6 +22,7 @@ import (
 	"github.com/hookhub/hookhub/hub/hubtest/testhub"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/credits"
@@ -37,7 +38,7 @@ type system struct {
 	pool   *pgxpool.Pool
 	js     jetstream.JetStream
 	ops    *ops.Ops
-	paddle provider.Sender
+	paddle provider.Signer
 	broken atomic.Bool
 	subs   map[string]*subscriber.Subscriber
 }
@@ -50,12 +51,12 @@ func newSystem(t *testing.T) *system {
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
 	cfg := testhub.Config(t, url, n.URL())
-	cfg.PaddleSecrets = []string{paddleSecret}
+	cfg.SetSecrets("paddle", paddleSecret)
 	hub := testhub.Start(t, cfg, service.Deps{})
-	p, err := provider.New("paddle", []string{paddleSecret}, 0)
+	p, err := provider.New("paddle", []string{paddleSecret}, provider.Options{})
 	require.NoError(t, err)
 	s := &system{t: t, base: hub.URL, pool: pool, js: js, ops: newOps(t, pool, js),
-		paddle: p.(provider.Sender), subs: map[string]*subscriber.Subscriber{}}
+		paddle: p.(provider.Signer), subs: map[string]*subscriber.Subscriber{}}
 	hub.WaitStream(js, schema.DefaultStream)
 	return s
 }
@@ -110,9 +111,9 @@ func (s *system) startCredits() {
 // deliver signs and POSTs a Paddle subscription.created event, as Paddle would.
 func (s *system) deliver(eventID string) bool {
 	s.t.Helper()
-	body, err := s.paddle.Sample(eventID, "subscription.created", nil, time.Now())
+	body, err := samples.Body(s.paddle.Name(), eventID, "subscription.created", nil, time.Now())
 	require.NoError(s.t, err)
-	h, err := s.paddle.Sign(eventID, body, time.Now())
+	h, _, err := s.paddle.Sign(eventID, "", body, time.Now())
 	require.NoError(s.t, err)
 	req, err := http.NewRequest(http.MethodPost, s.base+"/webhooks/paddle", bytes.NewReader(body))
 	require.NoError(s.t, err)

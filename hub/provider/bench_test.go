@@ -9,7 +9,7 @@ import (
 // (Sample's body, about 1 KB): with one secret, with two where only the
 // second matches (a rotation whose new secret the sender does not use
 // yet), and forged (signed with another secret). It verifies the way the
-// server does: VerifyRequest for Twilio, Verify otherwise.
+// server does: VerifyDelivery.
 func BenchmarkVerify(b *testing.B) {
 	now := time.Unix(1750000000, 0)
 	setups := []struct {

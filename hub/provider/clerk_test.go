@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/stretchr/testify/require"
 )
 
@@ -42,7 +43,7 @@ func TestNewClerk(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := NewClerk(tt.secrets, tt.tol)
+			c, err := NewClerk(tt.secrets, Options{Tolerance: tt.tol})
 			if tt.wantErr != "" {
 				require.EqualError(t, err, tt.wantErr)
 				require.Nil(t, c)
@@ -103,9 +104,9 @@ func TestClerkVerify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := NewClerk(tt.secrets, tt.tol)
+			c, err := NewClerk(tt.secrets, Options{Tolerance: tt.tol})
 			require.NoError(t, err)
-			ev, err := c.Verify(svixHeader(tt.id, tt.ts, tt.sig), tt.body, tt.now)
+			ev, err := c.Verify(Request{Header: svixHeader(tt.id, tt.ts, tt.sig), Body: tt.body, Now: tt.now})
 			if tt.wantErr != nil {
 				require.ErrorIs(t, err, tt.wantErr)
 				require.Equal(t, Event{}, ev)
@@ -165,11 +166,11 @@ func TestClerkMalformedHeaders(t *testing.T) {
 		{"comma separated list", clerkMsgID, ts, good + "," + good, "svix-signature has no well-formed v1 entry"},
 		{"good but junk MAC", clerkMsgID, ts, "v1," + base64.StdEncoding.EncodeToString(make([]byte, 32)), "no v1 signature matches any secret"},
 	}
-	c, err := NewClerk([]string{clerkSecret}, 0)
+	c, err := NewClerk([]string{clerkSecret}, Options{})
 	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := c.Verify(svixHeader(tt.id, tt.ts, tt.sig), clerkTestBody, time.Unix(clerkTS, 0))
+			_, err := c.Verify(Request{Header: svixHeader(tt.id, tt.ts, tt.sig), Body: clerkTestBody, Now: time.Unix(clerkTS, 0)})
 			require.ErrorIs(t, err, ErrInvalidSignature)
 			require.EqualError(t, err, "invalid signature: "+tt.wantDetail)
 		})
@@ -230,14 +231,14 @@ func TestClerkPayload(t *testing.T) {
 		{"huge timestamp", `{"type":"user.created","timestamp":1e300}`, "", "user.created", time.Time{}},
 		{"timestamp in ms", `{"type":"user.created","timestamp":1654012591835}`, "", "user.created", time.UnixMilli(1654012591835)},
 	}
-	c, err := NewClerk([]string{clerkSecret}, 0)
+	c, err := NewClerk([]string{clerkSecret}, Options{})
 	require.NoError(t, err)
 	now := time.Unix(clerkTS, 0)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, err := c.Sign(clerkMsgID, []byte(tt.body), now)
+			h, _, err := c.Sign(clerkMsgID, "", []byte(tt.body), now)
 			require.NoError(t, err)
-			ev, err := c.Verify(h, []byte(tt.body), now)
+			ev, err := c.Verify(Request{Header: h, Body: []byte(tt.body), Now: now})
 			if tt.wantErr != "" {
 				require.ErrorIs(t, err, ErrPayload)
 				require.EqualError(t, err, tt.wantErr)
@@ -253,7 +254,7 @@ func TestClerkPayload(t *testing.T) {
 
 func TestClerkSampleSign(t *testing.T) {
 	now := time.Date(2025, 6, 1, 12, 30, 45, 123456789, time.UTC)
-	c, err := NewClerk([]string{clerkSecret, clerkOldSecret}, 0)
+	c, err := NewClerk([]string{clerkSecret, clerkOldSecret}, Options{})
 	require.NoError(t, err)
 
 	type email struct {
@@ -293,9 +294,9 @@ func TestClerkSampleSign(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.eventType, func(t *testing.T) {
 			const eventID = "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W"
-			body, err := c.Sample(eventID, tt.eventType, nil, now)
+			body, err := samples.Body(c.Name(), eventID, tt.eventType, nil, now)
 			require.NoError(t, err)
-			again, err := c.Sample(eventID, tt.eventType, nil, now)
+			again, err := samples.Body(c.Name(), eventID, tt.eventType, nil, now)
 			require.NoError(t, err)
 			require.Equal(t, body, again, "Sample is deterministic")
 
@@ -324,45 +325,45 @@ func TestClerkSampleSign(t *testing.T) {
 				require.Regexp(t, `^user_`, env.Data.UserID)
 			}
 
-			h, err := c.Sign(eventID, body, now)
+			h, _, err := c.Sign(eventID, "", body, now)
 			require.NoError(t, err)
 			require.Equal(t, eventID, h.Get("svix-id"))
 			require.Equal(t, "1748781045", h.Get("svix-timestamp"))
 			require.Equal(t, "v1,"+refSvixV1(clerkSecret, eventID, "1748781045", body), h.Get("svix-signature"))
 
-			ev, err := c.Verify(h, body, now.Add(time.Minute))
+			ev, err := c.Verify(Request{Header: h, Body: body, Now: now.Add(time.Minute)})
 			require.NoError(t, err)
 			require.Equal(t, eventID, ev.ID)
 			require.Equal(t, tt.eventType, ev.Type)
 			require.True(t, ev.SignedAt.Equal(now.Truncate(time.Second)))
 			require.True(t, ev.OccurredAt.Equal(now.Truncate(time.Millisecond)))
 
-			other, err := NewClerk([]string{clerkOldSecret}, 0)
+			other, err := NewClerk([]string{clerkOldSecret}, Options{})
 			require.NoError(t, err)
-			_, err = other.Verify(h, body, now)
+			_, err = other.Verify(Request{Header: h, Body: body, Now: now})
 			require.ErrorIs(t, err, ErrInvalidSignature)
 		})
 	}
 
 	t.Run("given data", func(t *testing.T) {
-		body, err := c.Sample("msg_1", "user.created", []byte(`{"id":"user_1"}`), now)
+		body, err := samples.Body(c.Name(), "msg_1", "user.created", []byte(`{"id":"user_1"}`), now)
 		require.NoError(t, err)
 		var env envelope
 		require.NoError(t, json.Unmarshal(body, &env))
 		require.Equal(t, "user_1", env.Data.ID)
 	})
 	t.Run("invalid data", func(t *testing.T) {
-		_, err := c.Sample("msg_1", "user.created", []byte(`nope`), now)
+		_, err := samples.Body(c.Name(), "msg_1", "user.created", []byte(`nope`), now)
 		require.Error(t, err)
 	})
 	t.Run("invalid svix-id", func(t *testing.T) {
 		for _, id := range []string{"", "msg.1", "msg\n1", strings.Repeat("m", 256)} {
-			_, err := c.Sign(id, []byte("{}"), now)
+			_, _, err := c.Sign(id, "", []byte("{}"), now)
 			require.Error(t, err, "id %q", id)
 		}
 	})
 	t.Run("sign before 1970", func(t *testing.T) {
-		_, err := c.Sign("msg_1", []byte("{}"), time.Unix(-1, 0))
+		_, _, err := c.Sign("msg_1", "", []byte("{}"), time.Unix(-1, 0))
 		require.Error(t, err)
 	})
 }

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hookhub/hookhub/hub/provider/samples"
 )
 
 // fuzzNow is the clock of the Verify fuzz targets, and the time their
@@ -139,15 +141,15 @@ func checkEvent(t *testing.T, ev Event, tol time.Duration) {
 }
 
 func FuzzPaddleVerify(f *testing.F) {
-	p, err := NewPaddle([]string{paddleOldSecret, paddleSecret}, 0)
+	p, err := NewPaddle([]string{paddleOldSecret, paddleSecret}, Options{})
 	if err != nil {
 		f.Fatal(err)
 	}
-	seedBody, err := p.Sample("evt_01hv8x2a5b9bf4yc3mj0c0ahqm", "subscription.created", nil, fuzzNow)
+	seedBody, err := samples.Body(p.Name(), "evt_01hv8x2a5b9bf4yc3mj0c0ahqm", "subscription.created", nil, fuzzNow)
 	if err != nil {
 		f.Fatal(err)
 	}
-	signed, err := p.Sign("", seedBody, fuzzNow)
+	signed, _, err := p.Sign("", "", seedBody, fuzzNow)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -159,7 +161,7 @@ func FuzzPaddleVerify(f *testing.F) {
 	f.Add(seedHeader, seedBody[:len(seedBody)-1])
 	f.Add(seedHeader, []byte(`{"event_id":"evt_1","event_type":"a.b"}`))
 	for _, body := range []string{`{"event_id":"evt_1","event_type":"a.b"}`, `{"event_id":"","event_type":"a.b"}`, `hello-world`, `{}`} {
-		h, err := p.Sign("", []byte(body), fuzzNow)
+		h, _, err := p.Sign("", "", []byte(body), fuzzNow)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -173,7 +175,7 @@ func FuzzPaddleVerify(f *testing.F) {
 
 	f.Fuzz(func(t *testing.T, header string, body []byte) {
 		h := http.Header{"Paddle-Signature": {header}}
-		ev, err := p.Verify(h, body, fuzzNow)
+		ev, err := p.Verify(Request{Header: h, Body: body, Now: fuzzNow})
 		if err != nil {
 			checkVerifyError(t, err)
 			if ev != (Event{}) {
@@ -211,15 +213,15 @@ func FuzzPaddleVerify(f *testing.F) {
 }
 
 func FuzzClerkVerify(f *testing.F) {
-	c, err := NewClerk([]string{clerkOldSecret, clerkSecret}, 0)
+	c, err := NewClerk([]string{clerkOldSecret, clerkSecret}, Options{})
 	if err != nil {
 		f.Fatal(err)
 	}
-	seedBody, err := c.Sample(clerkMsgID, "user.created", nil, fuzzNow)
+	seedBody, err := samples.Body(c.Name(), clerkMsgID, "user.created", nil, fuzzNow)
 	if err != nil {
 		f.Fatal(err)
 	}
-	signed, err := c.Sign(clerkMsgID, seedBody, fuzzNow)
+	signed, _, err := c.Sign(clerkMsgID, "", seedBody, fuzzNow)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -231,7 +233,7 @@ func FuzzClerkVerify(f *testing.F) {
 	f.Add(clerkMsgID, ts, seedSig, append(bytes.Clone(seedBody), '\n'))
 	f.Add("msg.1", ts, seedSig, seedBody)
 	for _, body := range []string{`{"type":"user.created"}`, `{"test": 2432232314}`, `[]`} {
-		h, err := c.Sign(clerkMsgID, []byte(body), fuzzNow)
+		h, _, err := c.Sign(clerkMsgID, "", []byte(body), fuzzNow)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -245,7 +247,7 @@ func FuzzClerkVerify(f *testing.F) {
 
 	f.Fuzz(func(t *testing.T, id, ts, sig string, body []byte) {
 		h := http.Header{"Svix-Id": {id}, "Svix-Timestamp": {ts}, "Svix-Signature": {sig}}
-		ev, err := c.Verify(h, body, fuzzNow)
+		ev, err := c.Verify(Request{Header: h, Body: body, Now: fuzzNow})
 		if err != nil {
 			checkVerifyError(t, err)
 			if ev != (Event{}) {
@@ -446,7 +448,7 @@ func FuzzTwilioForm(f *testing.F) {
 	for _, b := range []string{"", "a=1&a=0&b=", "Digits=5678&Digits=1234&Digits=1234", "x=%zz", "a;b=1", "=&=&", "k=%E2%82%AC+%00", `{"a":1}`} {
 		f.Add(b)
 	}
-	tw, err := NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL})
+	tw, err := NewTwilio([]string{twilioSecret}, Options{PublicURL: testPublicURL})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -506,15 +508,15 @@ func signTwilioRef(target string, body []byte) string {
 }
 
 func FuzzStripeVerify(f *testing.F) {
-	s, err := NewStripe([]string{stripeOldSecret, stripeSecret}, 0)
+	s, err := NewStripe([]string{stripeOldSecret, stripeSecret}, Options{})
 	if err != nil {
 		f.Fatal(err)
 	}
-	seedBody, err := s.Sample("evt_1PqRsTuVwXyZ0123456789ab", "customer.subscription.created", nil, fuzzNow)
+	seedBody, err := samples.Body(s.Name(), "evt_1PqRsTuVwXyZ0123456789ab", "customer.subscription.created", nil, fuzzNow)
 	if err != nil {
 		f.Fatal(err)
 	}
-	signed, err := s.Sign("", seedBody, fuzzNow)
+	signed, _, err := s.Sign("", "", seedBody, fuzzNow)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -524,7 +526,7 @@ func FuzzStripeVerify(f *testing.F) {
 	f.Add("t=0"+seedHeader[2:], seedBody)
 	f.Add(seedHeader, append(bytes.Clone(seedBody), ' '))
 	for _, body := range []string{`{"id":"evt_1","type":"a.b"}`, `{"id":"","type":"a.b"}`, `{}`, `[]`} {
-		h, err := s.Sign("", []byte(body), fuzzNow)
+		h, _, err := s.Sign("", "", []byte(body), fuzzNow)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -536,7 +538,7 @@ func FuzzStripeVerify(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, header string, body []byte) {
-		ev, err := s.Verify(http.Header{"Stripe-Signature": {header}}, body, fuzzNow)
+		ev, err := s.Verify(Request{Header: http.Header{"Stripe-Signature": {header}}, Body: body, Now: fuzzNow})
 		if err != nil {
 			checkVerifyError(t, err)
 			if ev != (Event{}) {
@@ -562,15 +564,15 @@ func FuzzStripeVerify(f *testing.F) {
 }
 
 func FuzzStandardWebhooksVerify(f *testing.F) {
-	s, err := NewStandardWebhooks("acme", []string{standardOldSecret, standardSecret}, 0)
+	s, err := NewStandardWebhooks([]string{standardOldSecret, standardSecret}, Options{Name: "acme"})
 	if err != nil {
 		f.Fatal(err)
 	}
-	seedBody, err := s.Sample(standardMsgID, "email.delivered", nil, fuzzNow)
+	seedBody, err := samples.Body(s.Name(), standardMsgID, "email.delivered", nil, fuzzNow)
 	if err != nil {
 		f.Fatal(err)
 	}
-	signed, err := s.Sign(standardMsgID, seedBody, fuzzNow)
+	signed, _, err := s.Sign(standardMsgID, "", seedBody, fuzzNow)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -586,7 +588,7 @@ func FuzzStandardWebhooksVerify(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, id, ts, sig string, body []byte) {
 		h := http.Header{"Webhook-Id": {id}, "Webhook-Timestamp": {ts}, "Webhook-Signature": {sig}}
-		ev, err := s.Verify(h, body, fuzzNow)
+		ev, err := s.Verify(Request{Header: h, Body: body, Now: fuzzNow})
 		if err != nil {
 			checkVerifyError(t, err)
 			if ev != (Event{}) {
@@ -611,11 +613,11 @@ func FuzzStandardWebhooksVerify(f *testing.F) {
 }
 
 func FuzzGitHubVerify(f *testing.F) {
-	g, err := NewGitHub([]string{githubOldSecret, githubSecret})
+	g, err := NewGitHub([]string{githubOldSecret, githubSecret}, Options{})
 	if err != nil {
 		f.Fatal(err)
 	}
-	seedBody, err := g.Sample(githubDelivery, "pull_request.opened", nil, fuzzNow)
+	seedBody, err := samples.Body(g.Name(), githubDelivery, "pull_request.opened", nil, fuzzNow)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -632,7 +634,7 @@ func FuzzGitHubVerify(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, sig, event string, body []byte) {
 		h := http.Header{"X-Hub-Signature-256": {sig}, "X-Github-Event": {event}, "X-Github-Delivery": {githubDelivery}}
-		ev, err := g.Verify(h, body, time.Time{})
+		ev, err := g.Verify(Request{Header: h, Body: body, Now: time.Time{}})
 		if err != nil {
 			checkVerifyError(t, err)
 			if errors.Is(err, ErrTimestamp) || ev != (Event{}) {
@@ -660,11 +662,11 @@ func FuzzGitHubVerify(f *testing.F) {
 }
 
 func FuzzShopifyVerify(f *testing.F) {
-	s, err := NewShopify([]string{shopifyOldSecret, shopifySecret})
+	s, err := NewShopify([]string{shopifyOldSecret, shopifySecret}, Options{})
 	if err != nil {
 		f.Fatal(err)
 	}
-	seedBody, err := s.Sample("1", "orders.create", nil, fuzzNow)
+	seedBody, err := samples.Body(s.Name(), "1", "orders.create", nil, fuzzNow)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -679,7 +681,7 @@ func FuzzShopifyVerify(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, sig, topic string, body []byte) {
 		h := http.Header{"X-Shopify-Hmac-Sha256": {sig}, "X-Shopify-Topic": {topic}, "X-Shopify-Webhook-Id": {"1"}}
-		ev, err := s.Verify(h, body, time.Time{})
+		ev, err := s.Verify(Request{Header: h, Body: body, Now: time.Time{}})
 		if err != nil {
 			checkVerifyError(t, err)
 			if errors.Is(err, ErrTimestamp) || ev != (Event{}) {
@@ -699,7 +701,7 @@ func FuzzShopifyVerify(f *testing.F) {
 	})
 }
 
-// twilioTargetRE is the request-targets VerifyRequest may accept, written
+// twilioTargetRE is the request-targets Verify may accept, written
 // independently of parseTwilioTarget: the type in group 2, the body hash
 // in group 3 or 4.
 var twilioTargetRE = regexp.MustCompile(`^/webhooks/twilio(\?(?:type=((?:[a-z0-9_-]+\.)*[a-z0-9_-]+)(?:&bodySHA256=([0-9a-f]{64}))?|bodySHA256=([0-9a-f]{64})))?$`)
@@ -738,11 +740,11 @@ func FuzzTwilioTarget(f *testing.F) {
 }
 
 func FuzzTwilioVerify(f *testing.F) {
-	tw, err := NewTwilio([]string{twilioOldSecret, twilioSecret}, TwilioConfig{PublicURL: testPublicURL})
+	tw, err := NewTwilio([]string{twilioOldSecret, twilioSecret}, Options{PublicURL: testPublicURL})
 	if err != nil {
 		f.Fatal(err)
 	}
-	seedBody, err := tw.Sample("evt_1", "message.delivered", nil, fuzzNow)
+	seedBody, err := samples.Body(tw.Name(), "evt_1", "message.delivered", nil, fuzzNow)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -759,7 +761,7 @@ func FuzzTwilioVerify(f *testing.F) {
 	f.Add(signTwilioRef(jsonTarget, jsonBody), jsonTarget, []byte(`{"a":2}`))
 	f.Fuzz(func(t *testing.T, sig, target string, body []byte) {
 		h := http.Header{"X-Twilio-Signature": {sig}}
-		ev, err := tw.VerifyRequest(Request{Header: h, Body: body, URI: target, Now: fuzzNow})
+		ev, err := tw.Verify(Request{Header: h, Body: body, URI: target, Now: fuzzNow})
 		if err != nil {
 			checkVerifyError(t, err)
 			if errors.Is(err, ErrTimestamp) || ev != (Event{}) {
@@ -810,6 +812,6 @@ func FuzzTwilioVerify(f *testing.F) {
 				}
 			}
 		}
-		t.Fatalf("VerifyRequest accepted an unsigned request: sig %q target %q body %q", sig, target, body)
+		t.Fatalf("Verify accepted an unsigned request: sig %q target %q body %q", sig, target, body)
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/stretchr/testify/require"
 )
 
@@ -41,7 +42,7 @@ func TestNewGitHub(t *testing.T) {
 		{"two", []string{githubSecret, githubOldSecret}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			g, err := NewGitHub(tt.secrets)
+			g, err := NewGitHub(tt.secrets, Options{})
 			if tt.wantErr != "" {
 				require.EqualError(t, err, tt.wantErr)
 				require.Nil(t, g)
@@ -85,11 +86,11 @@ func TestGitHubVerify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g, err := NewGitHub(tt.secrets)
+			g, err := NewGitHub(tt.secrets, Options{})
 			require.NoError(t, err)
 			// No timestamp: the verdict holds at any time.
 			for _, now := range []time.Time{{}, time.Unix(1700000000, 0), time.Unix(4000000000, 0)} {
-				ev, err := g.Verify(tt.header, tt.body, now)
+				ev, err := g.Verify(Request{Header: tt.header, Body: tt.body, Now: now})
 				if tt.wantErr != nil {
 					require.ErrorIs(t, err, tt.wantErr)
 					require.Equal(t, Event{}, ev)
@@ -117,11 +118,11 @@ func TestGitHubMalformedHeader(t *testing.T) {
 		{"two signatures", good + "," + good, "X-Hub-Signature-256 is not sha256= followed by 64 hex digits"},
 		{"well-formed, junk MAC", "sha256=" + strings.Repeat("0", 64), "X-Hub-Signature-256 matches no secret"},
 	}
-	g, err := NewGitHub([]string{githubSecret})
+	g, err := NewGitHub([]string{githubSecret}, Options{})
 	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := g.Verify(githubHeader(tt.header, "pull_request", githubDelivery), githubTestBody, time.Time{})
+			_, err := g.Verify(Request{Header: githubHeader(tt.header, "pull_request", githubDelivery), Body: githubTestBody, Now: time.Time{}})
 			require.ErrorIs(t, err, ErrInvalidSignature)
 			require.EqualError(t, err, "invalid signature: "+tt.wantDetail)
 		})
@@ -153,12 +154,12 @@ func TestGitHubPayload(t *testing.T) {
 		{"form payload not JSON", "ping", githubDelivery, `payload=hello`, "invalid payload: body is not JSON: invalid character 'h' looking for beginning of value", ""},
 		{"form payload an array", "ping", githubDelivery, `payload=%5B%5D`, "invalid payload: body is a JSON array, not an object", ""},
 	}
-	g, err := NewGitHub([]string{githubSecret})
+	g, err := NewGitHub([]string{githubSecret}, Options{})
 	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			body := []byte(tt.body)
-			ev, err := g.Verify(githubHeader(githubSig(githubSecret, body), tt.event, tt.delivery), body, time.Time{})
+			ev, err := g.Verify(Request{Header: githubHeader(githubSig(githubSecret, body), tt.event, tt.delivery), Body: body, Now: time.Time{}})
 			if tt.wantErr != "" {
 				require.ErrorIs(t, err, ErrPayload)
 				require.EqualError(t, err, tt.wantErr)
@@ -172,7 +173,7 @@ func TestGitHubPayload(t *testing.T) {
 }
 
 func TestGitHubPayloadJSON(t *testing.T) {
-	g, err := NewGitHub([]string{githubSecret})
+	g, err := NewGitHub([]string{githubSecret}, Options{})
 	require.NoError(t, err)
 	got, err := g.PayloadJSON(githubTestBody)
 	require.NoError(t, err)
@@ -190,7 +191,7 @@ func TestGitHubPayloadJSON(t *testing.T) {
 
 func TestGitHubSampleSign(t *testing.T) {
 	now := time.Date(2025, 6, 1, 12, 30, 45, 0, time.UTC)
-	g, err := NewGitHub([]string{githubSecret, githubOldSecret})
+	g, err := NewGitHub([]string{githubSecret, githubOldSecret}, Options{})
 	require.NoError(t, err)
 	tests := []struct {
 		eventType, wantEvent, wantObject string
@@ -206,9 +207,9 @@ func TestGitHubSampleSign(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.eventType, func(t *testing.T) {
-			body, err := g.Sample(githubDelivery, tt.eventType, nil, now)
+			body, err := samples.Body(g.Name(), githubDelivery, tt.eventType, nil, now)
 			require.NoError(t, err)
-			again, err := g.Sample(githubDelivery, tt.eventType, nil, now)
+			again, err := samples.Body(g.Name(), githubDelivery, tt.eventType, nil, now)
 			require.NoError(t, err)
 			require.Equal(t, body, again, "Sample is deterministic")
 			var p map[string]json.RawMessage
@@ -227,31 +228,31 @@ func TestGitHubSampleSign(t *testing.T) {
 
 			// Sign cannot know the event: the delivery is authentic but
 			// has no type.
-			h, err := g.Sign(githubDelivery, body, now)
+			h, _, err := g.Sign(githubDelivery, "", body, now)
 			require.NoError(t, err)
 			require.Equal(t, githubSig(githubSecret, body), h.Get("X-Hub-Signature-256"))
 			require.Equal(t, githubDelivery, h.Get("X-GitHub-Delivery"))
 			require.Empty(t, h.Get("X-GitHub-Event"))
-			_, err = g.Verify(h, body, now)
+			_, err = g.Verify(Request{Header: h, Body: body, Now: now})
 			require.EqualError(t, err, "invalid payload: missing X-GitHub-Event header")
 
-			h, target, err := g.SignTyped(githubDelivery, tt.eventType, body, now)
+			h, target, err := g.Sign(githubDelivery, tt.eventType, body, now)
 			require.NoError(t, err)
 			require.Equal(t, "/webhooks/github", target)
 			require.Equal(t, tt.wantEvent, h.Get("X-GitHub-Event"))
 			require.Equal(t, "application/json", h.Get("Content-Type"))
-			ev, err := g.Verify(h, body, now)
+			ev, err := g.Verify(Request{Header: h, Body: body, Now: now})
 			require.NoError(t, err)
 			require.Equal(t, Event{ID: githubDelivery, Type: tt.eventType, Signature: h.Get("X-Hub-Signature-256")}, ev)
 
-			other, err := NewGitHub([]string{githubOldSecret})
+			other, err := NewGitHub([]string{githubOldSecret}, Options{})
 			require.NoError(t, err)
-			_, err = other.Verify(h, body, now)
+			_, err = other.Verify(Request{Header: h, Body: body, Now: now})
 			require.ErrorIs(t, err, ErrInvalidSignature)
 		})
 	}
 	t.Run("given data", func(t *testing.T) {
-		body, err := g.Sample(githubDelivery, "pull_request.opened", []byte(`{"id":7,"title":"x"}`), now)
+		body, err := samples.Body(g.Name(), githubDelivery, "pull_request.opened", []byte(`{"id":7,"title":"x"}`), now)
 		require.NoError(t, err)
 		var p struct {
 			PullRequest struct{ ID int } `json:"pull_request"`
@@ -261,18 +262,21 @@ func TestGitHubSampleSign(t *testing.T) {
 	})
 	t.Run("invalid data", func(t *testing.T) {
 		for _, data := range []string{`nope`, `[1]`, `"x"`} {
-			_, err := g.Sample(githubDelivery, "push", []byte(data), now)
+			_, err := samples.Body(g.Name(), githubDelivery, "push", []byte(data), now)
 			require.Error(t, err, data)
 		}
 	})
 	t.Run("invalid input", func(t *testing.T) {
-		_, err := g.Sample("", "push", nil, now)
+		_, err := samples.Body(g.Name(), "", "push", nil, now)
 		require.Error(t, err)
-		_, err = g.Sample(githubDelivery, ".opened", nil, now)
+		_, err = samples.Body(g.Name(), githubDelivery, ".opened", nil, now)
 		require.Error(t, err)
-		_, err = g.Sign("id\n", []byte("{}"), now)
+		_, _, err = g.Sign("id\n", "", []byte("{}"), now)
 		require.Error(t, err)
-		_, _, err = g.SignTyped(githubDelivery, "", []byte("{}"), now)
+		_, _, err = g.Sign(githubDelivery, ".opened", []byte("{}"), now)
 		require.Error(t, err)
+		h, _, err := g.Sign(githubDelivery, "", []byte("{}"), now)
+		require.NoError(t, err)
+		require.Empty(t, h.Get(GitHubEventHeader), "no type, no X-GitHub-Event")
 	})
 }

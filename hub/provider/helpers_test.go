@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/stretchr/testify/require"
 )
 
@@ -89,7 +90,7 @@ var testSecrets = map[string][2]string{
 // newTestProvider builds a registered provider with the test public URL.
 func newTestProvider(t testing.TB, name string, secrets ...string) Provider {
 	t.Helper()
-	p, err := NewWithOptions(name, secrets, Options{PublicURL: testPublicURL})
+	p, err := New(name, secrets, Options{PublicURL: testPublicURL})
 	require.NoError(t, err)
 	return p
 }
@@ -102,24 +103,16 @@ type delivery struct {
 }
 
 // sampleDelivery builds a realistic signed delivery of p, as `hub send`
-// does: Sample, then SignTyped when p has it, else Sign.
+// does (samples.New).
 func sampleDelivery(p Provider, eventID, eventType string, now time.Time) (delivery, error) {
-	s := p.(Sender)
-	body, err := s.Sample(eventID, eventType, nil, now)
-	if err != nil {
-		return delivery{}, err
-	}
-	return signDelivery(p, eventID, eventType, body, now)
+	d, err := samples.New(p.(samples.Signer), eventID, eventType, nil, now)
+	return delivery{d.Header, d.Target, d.Body}, err
 }
 
 // signDelivery signs body as eventType with p, as `hub send` does.
 func signDelivery(p Provider, eventID, eventType string, body []byte, now time.Time) (delivery, error) {
-	if ts, ok := p.(TypedSender); ok {
-		h, target, err := ts.SignTyped(eventID, eventType, body, now)
-		return delivery{h, target, body}, err
-	}
-	h, err := p.(Sender).Sign(eventID, body, now)
-	return delivery{h, "/webhooks/" + p.Name(), body}, err
+	h, target, err := p.(Signer).Sign(eventID, eventType, body, now)
+	return delivery{h, target, body}, err
 }
 
 // verifyDelivery verifies d with p, as the HTTP server does

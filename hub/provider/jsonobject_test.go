@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/hookhub/hookhub/hub/provider/samples"
 )
 
 // validJSON is topLevelMembers' validator on its own: data is one JSON
@@ -156,7 +158,7 @@ func FuzzTopLevelMembers(f *testing.F) {
 }
 
 func BenchmarkPaddleBody(b *testing.B) {
-	body, err := (&Paddle{}).Sample("evt_01bench", "subscription.created", nil, fuzzNow)
+	body, err := samples.Body((&Paddle{}).Name(), "evt_01bench", "subscription.created", nil, fuzzNow)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/stretchr/testify/require"
 )
 
@@ -35,7 +36,7 @@ func TestNewPaddle(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := NewPaddle(tt.secrets, tt.tol)
+			p, err := NewPaddle(tt.secrets, Options{Tolerance: tt.tol})
 			if tt.wantErr != "" {
 				require.EqualError(t, err, tt.wantErr)
 				require.Nil(t, p)
@@ -93,9 +94,9 @@ func TestPaddleVerify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := NewPaddle(tt.secrets, tt.tol)
+			p, err := NewPaddle(tt.secrets, Options{Tolerance: tt.tol})
 			require.NoError(t, err)
-			ev, err := p.Verify(paddleHeader(tt.header), tt.body, tt.now)
+			ev, err := p.Verify(Request{Header: paddleHeader(tt.header), Body: tt.body, Now: tt.now})
 			if tt.wantErr != nil {
 				require.ErrorIs(t, err, tt.wantErr)
 				require.Equal(t, Event{}, ev)
@@ -140,11 +141,11 @@ func TestPaddleMalformedHeader(t *testing.T) {
 		{"separators only", ";;;==;", "Paddle-Signature has no ts"},
 		{"stripe style", "t=" + ts + ",v1=" + good, "Paddle-Signature has no ts"},
 	}
-	p, err := NewPaddle([]string{paddleSecret}, 0)
+	p, err := NewPaddle([]string{paddleSecret}, Options{})
 	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := p.Verify(paddleHeader(tt.header), paddleTestBody, time.Unix(paddleTS, 0))
+			_, err := p.Verify(Request{Header: paddleHeader(tt.header), Body: paddleTestBody, Now: time.Unix(paddleTS, 0)})
 			require.ErrorIs(t, err, ErrInvalidSignature)
 			require.EqualError(t, err, "invalid signature: "+tt.wantDetail)
 		})
@@ -221,14 +222,14 @@ func TestPaddlePayload(t *testing.T) {
 		{"occurred_at with offset", `{"event_id":"evt_1","event_type":"a.b","occurred_at":"2024-03-20T11:07:35+01:00"}`, "", "evt_1", time.Date(2024, 3, 20, 10, 7, 35, 0, time.UTC)},
 		{"escaped event_id", `{"event_id":"evt_\u00dc","event_type":"a.b"}`, "", "evt_Ü", time.Time{}},
 	}
-	p, err := NewPaddle([]string{paddleSecret}, 0)
+	p, err := NewPaddle([]string{paddleSecret}, Options{})
 	require.NoError(t, err)
 	now := time.Unix(paddleTS, 0)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, err := p.Sign("", []byte(tt.body), now)
+			h, _, err := p.Sign("", "", []byte(tt.body), now)
 			require.NoError(t, err)
-			ev, err := p.Verify(h, []byte(tt.body), now)
+			ev, err := p.Verify(Request{Header: h, Body: []byte(tt.body), Now: now})
 			if tt.wantErr != "" {
 				require.ErrorIs(t, err, ErrPayload)
 				require.EqualError(t, err, tt.wantErr)
@@ -244,7 +245,7 @@ func TestPaddlePayload(t *testing.T) {
 
 func TestPaddleSampleSign(t *testing.T) {
 	now := time.Date(2025, 6, 1, 12, 30, 45, 123456789, time.UTC)
-	p, err := NewPaddle([]string{paddleSecret, paddleOldSecret}, 0)
+	p, err := NewPaddle([]string{paddleSecret, paddleOldSecret}, Options{})
 	require.NoError(t, err)
 
 	type sub struct {
@@ -289,9 +290,9 @@ func TestPaddleSampleSign(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.eventType, func(t *testing.T) {
 			const eventID = "evt_01hv8x2a5b9bf4yc3mj0c0ahqm"
-			body, err := p.Sample(eventID, tt.eventType, nil, now)
+			body, err := samples.Body(p.Name(), eventID, tt.eventType, nil, now)
 			require.NoError(t, err)
-			again, err := p.Sample(eventID, tt.eventType, nil, now)
+			again, err := samples.Body(p.Name(), eventID, tt.eventType, nil, now)
 			require.NoError(t, err)
 			require.Equal(t, body, again, "Sample is deterministic")
 
@@ -316,47 +317,42 @@ func TestPaddleSampleSign(t *testing.T) {
 				require.Less(t, len(body), 2000)
 			}
 
-			h, err := p.Sign(eventID, body, now)
+			h, _, err := p.Sign(eventID, "", body, now)
 			require.NoError(t, err)
 			require.Equal(t, "ts=1748781045;h1="+refPaddleH1(paddleSecret, "1748781045", body), h.Get("Paddle-Signature"))
-			ev, err := p.Verify(h, body, now.Add(2*time.Second))
+			ev, err := p.Verify(Request{Header: h, Body: body, Now: now.Add(2 * time.Second)})
 			require.NoError(t, err)
 			require.Equal(t, eventID, ev.ID)
 			require.Equal(t, tt.eventType, ev.Type)
 			require.True(t, ev.SignedAt.Equal(now.Truncate(time.Second)))
 			require.True(t, ev.OccurredAt.Equal(now.Truncate(time.Microsecond)))
 
-			other, err := NewPaddle([]string{paddleOldSecret}, 0)
+			other, err := NewPaddle([]string{paddleOldSecret}, Options{})
 			require.NoError(t, err)
-			_, err = other.Verify(h, body, now)
+			_, err = other.Verify(Request{Header: h, Body: body, Now: now})
 			require.ErrorIs(t, err, ErrInvalidSignature)
 		})
 	}
 
 	t.Run("ids depend on the event id", func(t *testing.T) {
-		a, err := p.Sample("evt_a", "subscription.created", nil, now)
+		a, err := samples.Body(p.Name(), "evt_a", "subscription.created", nil, now)
 		require.NoError(t, err)
-		b, err := p.Sample("evt_b", "subscription.created", nil, now)
+		b, err := samples.Body(p.Name(), "evt_b", "subscription.created", nil, now)
 		require.NoError(t, err)
 		require.NotEqual(t, a, b)
 	})
-	t.Run("given data", func(t *testing.T) {
-		body, err := p.Sample("evt_1", "price.created", []byte(`{"id":"pri_1"}`), now)
-		require.NoError(t, err)
-		require.JSONEq(t, `{"data":{"id":"pri_1"},"event_id":"evt_1","event_type":"price.created","occurred_at":"2025-06-01T12:30:45.123456Z","notification_id":"`+paddleID("ntf", "evt_1")+`"}`, string(body))
-	})
 	t.Run("invalid data", func(t *testing.T) {
-		_, err := p.Sample("evt_1", "price.created", []byte(`{`), now)
+		_, err := samples.Body(p.Name(), "evt_1", "price.created", []byte(`{`), now)
 		require.Error(t, err)
 	})
 	t.Run("no id or type", func(t *testing.T) {
-		_, err := p.Sample("", "price.created", nil, now)
+		_, err := samples.Body(p.Name(), "", "price.created", nil, now)
 		require.Error(t, err)
-		_, err = p.Sample("evt_1", "", nil, now)
+		_, err = samples.Body(p.Name(), "evt_1", "", nil, now)
 		require.Error(t, err)
 	})
 	t.Run("sign before 1970", func(t *testing.T) {
-		_, err := p.Sign("evt_1", []byte("{}"), time.Unix(-1, 0))
+		_, _, err := p.Sign("evt_1", "", []byte("{}"), time.Unix(-1, 0))
 		require.Error(t, err)
 	})
 }

@@ -1,9 +1,15 @@
 // Package provider verifies webhook deliveries and extracts the event they
 // carry. Each provider (Paddle, Clerk, Stripe, GitHub, Shopify, Standard
-// Webhooks, Twilio) lives in one file and implements Provider; adding one
-// means one new file, its registration line in registry.go, and its tests.
-// Schemes that need more than headers and body implement the optional
-// interfaces of request.go (RequestVerifier, Payloader, TypedSender).
+// Webhooks, Twilio) lives in one file, implements Provider (one
+// Verify(Request)) and Signer (one Sign), and is built by a constructor of
+// one shape, NewX(secrets, Options). Adding one means that file, its line
+// in Registry (from which the hub's configuration derives its
+// HUB_<NAME>_SECRETS), its sample builder in package samples, and its
+// entry in the conformance table every provider passes. The HMAC
+// skeletons shared by schemes that differ only in header layout are in
+// hmacscheme.go and svix.go; event ids and types are checked once
+// (checkText). Schemes whose bodies are not JSON implement the optional
+// interface of request.go (Payloader).
 //
 // Verification always happens on the raw request bytes, before any JSON
 // parsing; MACs are compared in constant time; every configured secret is
@@ -47,41 +53,49 @@ type Provider interface {
 	// Name is the provider's name: the path segment in
 	// POST /webhooks/{name} and the first subject token.
 	Name() string
-	// Verify authenticates body against the headers at time now and returns
-	// the event. It returns an error wrapping ErrInvalidSignature or
+	// Verify authenticates r (its body against its headers, and its URI
+	// for the schemes that sign the URL) at time r.Now and returns the
+	// event. It returns an error wrapping ErrInvalidSignature or
 	// ErrTimestamp when the delivery is not authentic, and ErrPayload when
-	// it is authentic but carries no usable event id or type.
-	Verify(h Header, body []byte, now time.Time) (Event, error)
+	// it is authentic but carries no usable event id or type. The server
+	// calls it through VerifyDelivery.
+	Verify(r Request) (Event, error)
 }
 
-// Sender builds realistic signed deliveries, for `hub send`, tests and
-// benchmarks. Every built-in provider implements it.
-type Sender interface {
-	// Sample returns a request body for an event of the given type and id.
-	// data, when not nil, is the event's "data" object.
-	Sample(eventID, eventType string, data []byte, now time.Time) ([]byte, error)
-	// Sign returns the headers that authenticate body, signed with the
-	// provider's first secret at time now.
-	Sign(eventID string, body []byte, now time.Time) (http.Header, error)
+// Signer signs deliveries as the provider would, for `hub send`, tests and
+// benchmarks (with the bodies of package samples). Every built-in provider
+// implements it.
+type Signer interface {
+	Provider
+	// Sign returns the headers that authenticate body as the event
+	// eventID of type eventType, signed with the provider's first secret
+	// at time now, and the request-target to POST it to on the hub
+	// ("/webhooks/paddle", "/webhooks/twilio?type=sms.status"). The
+	// headers include the body's Content-Type when the provider sends
+	// one. Schemes that carry the event id or type in the body ignore
+	// them; those that carry the type in a header or the URL (GitHub,
+	// Shopify, Twilio) leave it out when eventType is empty.
+	Sign(eventID, eventType string, body []byte, now time.Time) (h http.Header, target string, err error)
 }
 
 // VerifyDelivery authenticates a delivery with p as the HTTP server must:
-// through VerifyRequest when p is a RequestVerifier, through Verify
-// otherwise. It is the one place every provider's Event passes through on
+// p.Verify(r), then the checks below. It is the one place every provider's Event passes through on
 // its way to the archive and the stream, so what holds for every provider
-// is applied here, where a new provider cannot forget it: OccurredAt is
+// is applied here, where a new provider cannot forget it: the event id
+// and type pass checkText (present, bounded, valid UTF-8, no control
+// characters; ErrPayload otherwise), and OccurredAt is
 // kept only when it is plausible for r.Now, the time of receipt
 // (schema.PlausibleOccurredAt: from 2000-01-01 to a day ahead), and is
 // zero otherwise. An implausible time never fails the delivery.
 func VerifyDelivery(p Provider, r Request) (Event, error) {
-	var ev Event
-	var err error
-	if rv, ok := p.(RequestVerifier); ok {
-		ev, err = rv.VerifyRequest(r)
-	} else {
-		ev, err = p.Verify(r.Header, r.Body, r.Now)
-	}
+	ev, err := p.Verify(r)
 	if err != nil {
+		return Event{}, err
+	}
+	if err := checkText("empty event id", "event id", ev.ID, maxEventIDLen); err != nil {
+		return Event{}, err
+	}
+	if err := checkText("empty event type", "event type", ev.Type, maxEventTypeLen); err != nil {
 		return Event{}, err
 	}
 	if !ev.OccurredAt.IsZero() && !schema.PlausibleOccurredAt(ev.OccurredAt, r.Now) {

@@ -46,7 +46,7 @@ func TestNew(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := New(tt.name, tt.secrets, time.Minute)
+			p, err := New(tt.name, tt.secrets, Options{Tolerance: time.Minute})
 			if !tt.wantOK {
 				require.Error(t, err)
 				if tt.wantErr != nil {
@@ -62,27 +62,27 @@ func TestNew(t *testing.T) {
 			if timed {
 				require.Equal(t, tt.wantTol, tp.Tolerance())
 			}
-			_, ok := p.(Sender)
-			require.True(t, ok, "every built-in provider is a Sender")
+			_, ok := p.(Signer)
+			require.True(t, ok, "every built-in provider is a Signer")
 		})
 	}
 }
 
-func TestNewWithOptions(t *testing.T) {
-	p, err := NewWithOptions("twilio", []string{twilioSecret}, Options{PublicURL: testPublicURL + "/"})
+func TestNewOptions(t *testing.T) {
+	p, err := New("twilio", []string{twilioSecret}, Options{PublicURL: testPublicURL + "/"})
 	require.NoError(t, err)
 	require.Equal(t, "twilio", p.Name())
 	require.Equal(t, testPublicURL, p.(*Twilio).PublicURL())
 
-	p, err = NewWithOptions("twilio", []string{twilioSecret}, Options{})
+	p, err = New("twilio", []string{twilioSecret}, Options{})
 	require.EqualError(t, err, "twilio: no public URL configured: set it to the base URL Twilio calls, e.g. https://hub.example.com")
 	require.Nil(t, p)
 
-	p, err = NewWithOptions("stripe", []string{stripeSecret}, Options{Tolerance: 2 * time.Minute, PublicURL: "ignored"})
+	p, err = New("stripe", []string{stripeSecret}, Options{Tolerance: 2 * time.Minute, PublicURL: "ignored"})
 	require.NoError(t, err)
 	require.Equal(t, 2*time.Minute, p.(*Stripe).Tolerance())
 
-	_, err = NewWithOptions("nope", []string{"x"}, Options{})
+	_, err = New("nope", []string{"x"}, Options{})
 	require.ErrorIs(t, err, ErrUnknownProvider)
 }
 
@@ -99,7 +99,6 @@ func TestNewStandard(t *testing.T) {
 		{"stripe", []string{standardSecret}, `standard webhooks: "stripe" is the name of a built-in provider`},
 		{"clerk", []string{standardSecret}, `standard webhooks: "clerk" is the name of a built-in provider`},
 		{"Resend", []string{standardSecret}, `standard webhooks: invalid provider name "Resend": want 1 to 32 of [a-z0-9_-], starting with a letter or digit`},
-		{"", []string{standardSecret}, `standard webhooks: invalid provider name "": want 1 to 32 of [a-z0-9_-], starting with a letter or digit`},
 		{"a.b", []string{standardSecret}, `standard webhooks: invalid provider name "a.b": want 1 to 32 of [a-z0-9_-], starting with a letter or digit`},
 		{"-x", []string{standardSecret}, `standard webhooks: invalid provider name "-x": want 1 to 32 of [a-z0-9_-], starting with a letter or digit`},
 		{"resend", nil, "resend: no secret configured"},
@@ -107,7 +106,7 @@ func TestNewStandard(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := NewStandard(tt.name, tt.secrets, 0)
+			p, err := New(StandardWebhooksName, tt.secrets, Options{Name: tt.name})
 			if tt.wantErr != "" {
 				require.EqualError(t, err, tt.wantErr)
 				require.Nil(t, p)
@@ -118,6 +117,10 @@ func TestNewStandard(t *testing.T) {
 			require.Equal(t, 5*time.Minute, p.(*StandardWebhooks).Tolerance())
 		})
 	}
+	// Without a name, a Standard Webhooks provider has its registry name.
+	p, err := New(StandardWebhooksName, []string{standardSecret}, Options{})
+	require.NoError(t, err)
+	require.Equal(t, StandardWebhooksName, p.Name())
 }
 
 func TestValidName(t *testing.T) {

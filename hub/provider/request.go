@@ -1,16 +1,14 @@
 package provider
 
-import (
-	"net/http"
-	"time"
-)
+import "time"
 
-// Optional interfaces. A provider implements Provider and Sender; the
-// ones below add what some schemes need beyond headers and body. The HTTP
-// server and `hub send` detect them with type assertions, so a provider
-// that does not need one is unaffected.
+// Request, and the optional interface Payloader: a provider implements
+// Provider and Signer; Payloader adds what the schemes whose bodies are
+// not always JSON need. The HTTP server detects it with a type
+// assertion, so a provider that does not need it is unaffected.
 
-// Request is everything the HTTP server knows about a delivery.
+// Request is everything the HTTP server knows about a delivery: what
+// Provider.Verify authenticates.
 type Request struct {
 	Header Header
 	Body   []byte // the raw body, as received
@@ -24,16 +22,6 @@ type Request struct {
 	Now time.Time
 }
 
-// RequestVerifier is implemented by providers whose signature covers the
-// request URL (Twilio). The server must call VerifyRequest instead of
-// Verify for them (VerifyDelivery does); their Verify cannot succeed and
-// reports ErrInvalidSignature. VerifyRequest returns the same errors as
-// Verify.
-type RequestVerifier interface {
-	Provider
-	VerifyRequest(r Request) (Event, error)
-}
-
 // Payloader is implemented by providers whose bodies are not always JSON
 // (Twilio's and GitHub's form-encoded deliveries). The archive's payload
 // column is JSONB; for these providers the server archives PayloadJSON's
@@ -44,17 +32,4 @@ type RequestVerifier interface {
 // failures (which a verified body never causes) wrapping ErrPayload.
 type Payloader interface {
 	PayloadJSON(body []byte) ([]byte, error)
-}
-
-// TypedSender is implemented by Senders whose event type travels outside
-// the body: in a header (GitHub's X-GitHub-Event, Shopify's
-// X-Shopify-Topic) or in the URL (Twilio's ?type=). Their Sign cannot set
-// it. `hub send` must call SignTyped instead of Sign when the sender
-// implements it, and POST to the hub's base URL followed by target, a
-// request-target such as "/webhooks/github" or
-// "/webhooks/twilio?type=sms.status". The returned headers include the
-// body's Content-Type, which the caller must keep.
-type TypedSender interface {
-	Sender
-	SignTyped(eventID, eventType string, body []byte, now time.Time) (h http.Header, target string, err error)
 }

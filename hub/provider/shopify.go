@@ -2,11 +2,8 @@ package provider
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -41,28 +38,26 @@ const (
 // old change win over newer ones); the body's own times (updated_at, …)
 // mean different things from topic to topic.
 //
-// A Shopify is safe for concurrent use. It implements Provider, Sender and
-// TypedSender.
+// A Shopify is safe for concurrent use. It implements Provider and Signer.
 type Shopify struct {
-	keys []*macKey
+	hmac *bodyHMAC
 }
 
 var (
-	_ Provider    = (*Shopify)(nil)
-	_ Sender      = (*Shopify)(nil)
-	_ TypedSender = (*Shopify)(nil)
+	_ Provider = (*Shopify)(nil)
+	_ Signer   = (*Shopify)(nil)
 )
 
 // NewShopify returns a Shopify verifier that accepts a signature made with
 // any of secrets (app client secrets, used as bytes; the first one signs
 // in Sign). It fails when secrets is empty or a secret is the empty
-// string. Shopify signs no timestamp, so it takes no tolerance.
-func NewShopify(secrets []string) (*Shopify, error) {
-	keys, err := rawKeys("shopify", secrets)
+// string. Shopify signs no timestamp, so it ignores o.
+func NewShopify(secrets []string, o Options) (*Shopify, error) {
+	s, err := newBodyHMAC("shopify", secrets, "", errShopifyNoHeader, errShopifyMalformed, errShopifyMismatch)
 	if err != nil {
 		return nil, err
 	}
-	return &Shopify{keys: keys}, nil
+	return &Shopify{hmac: s}, nil
 }
 
 // Name returns "shopify".
@@ -85,17 +80,11 @@ func shopifyGet(h Header, classic, unprefixed string) string {
 }
 
 // Verify authenticates a Shopify delivery and returns its event.
-func (s *Shopify) Verify(h Header, body []byte, now time.Time) (Event, error) {
+func (s *Shopify) Verify(r Request) (Event, error) {
+	h, body := r.Header, r.Body
 	header := shopifyGet(h, ShopifyHmacHeader, "Shopify-Hmac-Sha256")
-	if header == "" {
-		return Event{}, errShopifyNoHeader
-	}
-	var sig [1][macSize]byte
-	if !parseShopifyHmac(&sig[0], header) {
-		return Event{}, errShopifyMalformed
-	}
-	if !authenticate(s.keys, sig[:], body, 0) {
-		return Event{}, errShopifyMismatch
+	if err := s.hmac.verify(header, body); err != nil {
+		return Event{}, err
 	}
 	id := shopifyGet(h, ShopifyWebhookIDHeader, "Shopify-Webhook-Id")
 	if err := checkText("missing X-Shopify-Webhook-Id header", "X-Shopify-Webhook-Id", id, maxEventIDLen); err != nil {
@@ -120,16 +109,19 @@ func parseShopifyHmac(dst *[macSize]byte, header string) bool {
 func shopifyTopic(eventType string) string { return strings.ReplaceAll(eventType, ".", "/") }
 
 // Sign returns the X-Shopify-Hmac-Sha256 header for body, signed with the
-// first secret, with X-Shopify-Webhook-Id (eventID), X-Shopify-Shop-Domain,
-// X-Shopify-API-Version, X-Shopify-Triggered-At (now), X-Shopify-Event-Id
-// and Content-Type: application/json. It sets no X-Shopify-Topic, which is
-// not in the body: use SignTyped.
-func (s *Shopify) Sign(eventID string, body []byte, now time.Time) (http.Header, error) {
-	if eventID == "" || len(eventID) > maxEventIDLen || hasControl(eventID) {
-		return nil, errors.New("shopify: event id is not a valid webhook id")
+// first secret, with X-Shopify-Webhook-Id (eventID), X-Shopify-Topic
+// (eventType, "orders.create" as "orders/create"; none when eventType is
+// empty), X-Shopify-Shop-Domain, X-Shopify-API-Version,
+// X-Shopify-Triggered-At (now), X-Shopify-Event-Id and Content-Type:
+// application/json. The target is "/webhooks/shopify".
+func (s *Shopify) Sign(eventID, eventType string, body []byte, now time.Time) (http.Header, string, error) {
+	if hasControl(eventType) {
+		return nil, "", errors.New("shopify: invalid event type")
 	}
-	var mac [macSize]byte
-	s.keys[0].sum(&mac, body, 0)
+	if eventID == "" || len(eventID) > maxEventIDLen || hasControl(eventID) {
+		return nil, "", errors.New("shopify: event id is not a valid webhook id")
+	}
+	mac := s.hmac.sign(body)
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", "Shopify-Captain-Hook")
@@ -139,128 +131,8 @@ func (s *Shopify) Sign(eventID string, body []byte, now time.Time) (http.Header,
 	h.Set("X-Shopify-API-Version", "2025-07")
 	h.Set("X-Shopify-Event-Id", uuidLike("event/"+eventID))
 	h.Set(ShopifyTriggeredAtHeader, now.UTC().Format("2006-01-02T15:04:05.000000000Z"))
-	return h, nil
-}
-
-// SignTyped signs like Sign and sets X-Shopify-Topic from eventType
-// ("orders.create" becomes "orders/create"). The target is
-// "/webhooks/shopify".
-func (s *Shopify) SignTyped(eventID, eventType string, body []byte, now time.Time) (http.Header, string, error) {
-	if eventType == "" || hasControl(eventType) {
-		return nil, "", errors.New("shopify: invalid event type")
+	if eventType != "" {
+		h.Set(ShopifyTopicHeader, shopifyTopic(eventType))
 	}
-	h, err := s.Sign(eventID, body, now)
-	if err != nil {
-		return nil, "", err
-	}
-	h.Set(ShopifyTopicHeader, shopifyTopic(eventType))
 	return h, "/webhooks/shopify", nil
-}
-
-// shopifyNumber derives a Shopify-style numeric id (13 digits) from seed.
-func shopifyNumber(seed string) int64 {
-	n := int64(1)
-	for _, c := range derive("shopify/"+seed, 12, "0123456789") {
-		n = n*10 + int64(c-'0')
-	}
-	return n
-}
-
-// Sample returns the resource a Shopify topic carries (Shopify payloads
-// have no envelope): an order for orders.* types, a product for
-// products.*, a customer for customers.*, and a small generic object
-// otherwise. Ids depend only on eventID, so the output is deterministic
-// given its inputs. data, when not nil, must be valid JSON and is the
-// whole body.
-func (s *Shopify) Sample(eventID, eventType string, data []byte, now time.Time) ([]byte, error) {
-	if eventID == "" || eventType == "" {
-		return nil, errors.New("shopify: sample needs an event id and type")
-	}
-	if data != nil {
-		if !json.Valid(data) {
-			return nil, errors.New("shopify: sample data is not valid JSON")
-		}
-		return data, nil
-	}
-	return json.Marshal(shopifySampleResource(eventID, eventType, now))
-}
-
-func shopifySampleResource(eventID, eventType string, now time.Time) any {
-	ts := func(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05-07:00") }
-	resource, action, _ := strings.Cut(eventType, ".")
-	created := now.Add(-time.Minute)
-	customerID := shopifyNumber("customer/" + eventID)
-	customer := map[string]any{
-		"id": customerID, "email": sampleEmail(eventID), "created_at": ts(created.Add(-48 * time.Hour)),
-		"updated_at": ts(now), "first_name": "Ada", "last_name": "Lovelace", "state": "enabled",
-		"verified_email": true, "currency": "USD", "tags": "",
-		"admin_graphql_api_id": "gid://shopify/Customer/" + strconv.FormatInt(customerID, 10),
-	}
-	switch resource {
-	case "orders":
-		id := shopifyNumber("order/" + eventID)
-		var cancelledAt, cancelReason any
-		financial := "paid"
-		if action == "cancelled" {
-			cancelledAt, cancelReason, financial = ts(now), "customer", "refunded"
-		}
-		return map[string]any{
-			"id": id, "admin_graphql_api_id": "gid://shopify/Order/" + strconv.FormatInt(id, 10),
-			"name": "#" + derive("ordername/"+eventID, 4, "123456789"), "order_number": 1001,
-			"email": sampleEmail(eventID), "created_at": ts(created), "updated_at": ts(now),
-			"processed_at": ts(created), "cancelled_at": cancelledAt, "cancel_reason": cancelReason,
-			"currency": "USD", "presentment_currency": "USD", "financial_status": financial,
-			"fulfillment_status": nil, "confirmed": true, "test": false,
-			"subtotal_price": "10.00", "total_tax": "2.00", "total_price": "12.00", "total_discounts": "0.00",
-			"token":    derive("token/"+eventID, 32, "0123456789abcdef"),
-			"customer": customer,
-			"line_items": []any{map[string]any{
-				"id": shopifyNumber("line/" + eventID), "product_id": shopifyNumber("product/" + eventID),
-				"variant_id": shopifyNumber("variant/" + eventID), "title": "Analytical Engine T-shirt",
-				"variant_title": "M / Blue", "sku": "AE-TS-M-BLU", "quantity": 1, "price": "10.00",
-				"requires_shipping": true, "taxable": true, "grams": 200, "vendor": "Analytical Engines",
-			}},
-			"shipping_address": map[string]any{
-				"first_name": "Ada", "last_name": "Lovelace", "address1": "12 St James's Square",
-				"city": "London", "zip": "SW1Y 4JH", "country": "United Kingdom", "country_code": "GB",
-			},
-		}
-	case "products":
-		id := shopifyNumber("product/" + eventID)
-		return map[string]any{
-			"id": id, "admin_graphql_api_id": "gid://shopify/Product/" + strconv.FormatInt(id, 10),
-			"title": "Analytical Engine T-shirt", "body_html": "<p>Soft cotton, printed in London.</p>",
-			"vendor": "Analytical Engines", "product_type": "Apparel", "handle": "analytical-engine-t-shirt",
-			"created_at": ts(created), "updated_at": ts(now), "published_at": ts(created),
-			"status": "active", "tags": "cotton, engines",
-			"variants": []any{map[string]any{
-				"id": shopifyNumber("variant/" + eventID), "product_id": id, "title": "M / Blue",
-				"price": "10.00", "sku": "AE-TS-M-BLU", "position": 1, "inventory_policy": "deny",
-				"option1": "M", "option2": "Blue", "inventory_quantity": 42, "created_at": ts(created), "updated_at": ts(now),
-			}},
-			"options": []any{
-				map[string]any{"name": "Size", "position": 1, "values": []string{"S", "M", "L"}},
-				map[string]any{"name": "Color", "position": 2, "values": []string{"Blue"}},
-			},
-		}
-	case "customers":
-		customer["orders_count"] = 1
-		customer["total_spent"] = "12.00"
-		customer["note"] = nil
-		customer["default_address"] = map[string]any{
-			"first_name": "Ada", "last_name": "Lovelace", "address1": "12 St James's Square",
-			"city": "London", "zip": "SW1Y 4JH", "country": "United Kingdom", "country_code": "GB", "default": true,
-		}
-		return customer
-	default:
-		id := shopifyNumber(resource + "/" + eventID)
-		kind := strings.TrimSuffix(resource, "s")
-		if kind != "" && kind[0] >= 'a' && kind[0] <= 'z' {
-			kind = string(kind[0]-'a'+'A') + kind[1:]
-		}
-		return map[string]any{
-			"id": id, "admin_graphql_api_id": fmt.Sprintf("gid://shopify/%s/%d", kind, id),
-			"created_at": ts(created), "updated_at": ts(now),
-		}
-	}
 }

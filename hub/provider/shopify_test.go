@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/stretchr/testify/require"
 )
 
@@ -35,11 +36,11 @@ func shopifyHeaders(unprefixed bool, hmac, id, topic string) http.Header {
 }
 
 func TestNewShopify(t *testing.T) {
-	_, err := NewShopify(nil)
+	_, err := NewShopify(nil, Options{})
 	require.EqualError(t, err, "shopify: no secret configured")
-	_, err = NewShopify([]string{""})
+	_, err = NewShopify([]string{""}, Options{})
 	require.EqualError(t, err, "shopify: secret 0 is empty")
-	s, err := NewShopify([]string{shopifySecret, shopifyOldSecret})
+	s, err := NewShopify([]string{shopifySecret, shopifyOldSecret}, Options{})
 	require.NoError(t, err)
 	require.Equal(t, "shopify", s.Name())
 }
@@ -74,10 +75,10 @@ func TestShopifyVerify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := NewShopify(tt.secrets)
+			s, err := NewShopify(tt.secrets, Options{})
 			require.NoError(t, err)
 			for _, now := range []time.Time{{}, time.Unix(1700000000, 0), time.Unix(4000000000, 0)} {
-				ev, err := s.Verify(tt.header, tt.body, now)
+				ev, err := s.Verify(Request{Header: tt.header, Body: tt.body, Now: now})
 				if tt.wantErr != nil {
 					require.ErrorIs(t, err, tt.wantErr)
 					require.Equal(t, Event{}, ev)
@@ -109,11 +110,11 @@ func TestShopifyMalformedHeader(t *testing.T) {
 		{"surrounding space", " " + good, "X-Shopify-Hmac-Sha256 is not the standard base64 of 32 bytes"},
 		{"well-formed, junk MAC", base64.StdEncoding.EncodeToString(make([]byte, 32)), "X-Shopify-Hmac-Sha256 matches no secret"},
 	}
-	s, err := NewShopify([]string{shopifySecret})
+	s, err := NewShopify([]string{shopifySecret}, Options{})
 	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := s.Verify(shopifyHeaders(false, tt.header, "1", "orders/create"), shopifyTestBody, time.Time{})
+			_, err := s.Verify(Request{Header: shopifyHeaders(false, tt.header, "1", "orders/create"), Body: shopifyTestBody, Now: time.Time{}})
 			require.ErrorIs(t, err, ErrInvalidSignature)
 			require.EqualError(t, err, "invalid signature: "+tt.wantDetail)
 		})
@@ -129,11 +130,11 @@ func TestShopifyPayload(t *testing.T) {
 		{"topic with a control character", "1", "orders/create\x01", "invalid payload: X-Shopify-Topic contains control characters"},
 		{"topic of 129 bytes", "1", strings.Repeat("t", 129), "invalid payload: X-Shopify-Topic is longer than 128 bytes"},
 	}
-	s, err := NewShopify([]string{shopifySecret})
+	s, err := NewShopify([]string{shopifySecret}, Options{})
 	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := s.Verify(shopifyHeaders(false, good, tt.id, tt.topic), shopifyTestBody, time.Time{})
+			_, err := s.Verify(Request{Header: shopifyHeaders(false, good, tt.id, tt.topic), Body: shopifyTestBody, Now: time.Time{}})
 			require.ErrorIs(t, err, ErrPayload)
 			require.EqualError(t, err, tt.wantErr)
 		})
@@ -142,7 +143,7 @@ func TestShopifyPayload(t *testing.T) {
 
 func TestShopifySampleSign(t *testing.T) {
 	now := time.Date(2025, 6, 1, 12, 30, 45, 0, time.UTC)
-	s, err := NewShopify([]string{shopifySecret, shopifyOldSecret})
+	s, err := NewShopify([]string{shopifySecret, shopifyOldSecret}, Options{})
 	require.NoError(t, err)
 	tests := []struct {
 		eventType, wantTopic, wantGID string
@@ -157,9 +158,9 @@ func TestShopifySampleSign(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.eventType, func(t *testing.T) {
 			const id = "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043"
-			body, err := s.Sample(id, tt.eventType, nil, now)
+			body, err := samples.Body(s.Name(), id, tt.eventType, nil, now)
 			require.NoError(t, err)
-			again, err := s.Sample(id, tt.eventType, nil, now)
+			again, err := samples.Body(s.Name(), id, tt.eventType, nil, now)
 			require.NoError(t, err)
 			require.Equal(t, body, again, "Sample is deterministic")
 			var r struct {
@@ -171,43 +172,46 @@ func TestShopifySampleSign(t *testing.T) {
 			require.True(t, strings.HasPrefix(r.GID, tt.wantGID), r.GID)
 			require.Greater(t, len(body), tt.minLen)
 
-			h, err := s.Sign(id, body, now)
+			h, _, err := s.Sign(id, "", body, now)
 			require.NoError(t, err)
 			require.Equal(t, shopifySig(shopifySecret, body), h.Get("X-Shopify-Hmac-Sha256"))
 			require.Empty(t, h.Get("X-Shopify-Topic"))
-			_, err = s.Verify(h, body, now)
+			_, err = s.Verify(Request{Header: h, Body: body, Now: now})
 			require.EqualError(t, err, "invalid payload: missing X-Shopify-Topic header")
 
-			h, target, err := s.SignTyped(id, tt.eventType, body, now)
+			h, target, err := s.Sign(id, tt.eventType, body, now)
 			require.NoError(t, err)
 			require.Equal(t, "/webhooks/shopify", target)
 			require.Equal(t, tt.wantTopic, h.Get("X-Shopify-Topic"))
 			require.Equal(t, id, h.Get("X-Shopify-Webhook-Id"))
-			ev, err := s.Verify(h, body, now)
+			ev, err := s.Verify(Request{Header: h, Body: body, Now: now})
 			require.NoError(t, err)
 			require.Equal(t, id, ev.ID)
 			require.Equal(t, tt.eventType, ev.Type)
 			require.True(t, ev.OccurredAt.IsZero(), "X-Shopify-Triggered-At is not signed")
 
-			other, err := NewShopify([]string{shopifyOldSecret})
+			other, err := NewShopify([]string{shopifyOldSecret}, Options{})
 			require.NoError(t, err)
-			_, err = other.Verify(h, body, now)
+			_, err = other.Verify(Request{Header: h, Body: body, Now: now})
 			require.ErrorIs(t, err, ErrInvalidSignature)
 		})
 	}
 	t.Run("given data is the body", func(t *testing.T) {
-		body, err := s.Sample("1", "orders.create", []byte(`{"id":1}`), now)
+		body, err := samples.Body(s.Name(), "1", "orders.create", []byte(`{"id":1}`), now)
 		require.NoError(t, err)
 		require.Equal(t, `{"id":1}`, string(body))
-		_, err = s.Sample("1", "orders.create", []byte(`nope`), now)
+		_, err = samples.Body(s.Name(), "1", "orders.create", []byte(`nope`), now)
 		require.Error(t, err)
 	})
 	t.Run("invalid input", func(t *testing.T) {
-		_, err := s.Sample("", "orders.create", nil, now)
+		_, err := samples.Body(s.Name(), "", "orders.create", nil, now)
 		require.Error(t, err)
-		_, err = s.Sign("", []byte("{}"), now)
+		_, _, err = s.Sign("", "", []byte("{}"), now)
 		require.Error(t, err)
-		_, _, err = s.SignTyped("1", "", []byte("{}"), now)
+		_, _, err = s.Sign("1", "orders/create\n", []byte("{}"), now)
 		require.Error(t, err)
+		h, _, err := s.Sign("1", "", []byte("{}"), now)
+		require.NoError(t, err)
+		require.Empty(t, h.Get(ShopifyTopicHeader), "no type, no X-Shopify-Topic")
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/stretchr/testify/require"
 )
 
@@ -47,7 +48,7 @@ func TestNewStandardWebhooks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := NewStandardWebhooks(tt.provider, tt.secrets, tt.tol)
+			s, err := NewStandardWebhooks(tt.secrets, Options{Name: tt.provider, Tolerance: tt.tol})
 			if tt.wantErr != "" {
 				require.EqualError(t, err, tt.wantErr)
 				require.Nil(t, s)
@@ -98,9 +99,9 @@ func TestStandardWebhooksVerify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := NewStandardWebhooks("resend", tt.secrets, tt.tol)
+			s, err := NewStandardWebhooks(tt.secrets, Options{Name: "resend", Tolerance: tt.tol})
 			require.NoError(t, err)
-			ev, err := s.Verify(tt.header, tt.body, tt.now)
+			ev, err := s.Verify(Request{Header: tt.header, Body: tt.body, Now: tt.now})
 			if tt.wantErr != nil {
 				require.ErrorIs(t, err, tt.wantErr)
 				require.Equal(t, Event{}, ev)
@@ -134,11 +135,11 @@ func TestStandardWebhooksMalformedHeaders(t *testing.T) {
 		{"comma separated", standardMsgID, ts, good + "," + good, "webhook-signature has no well-formed v1 entry"},
 		{"good but junk MAC", standardMsgID, ts, "v1," + base64.StdEncoding.EncodeToString(make([]byte, 32)), "no v1 signature matches any secret"},
 	}
-	s, err := NewStandardWebhooks("acme", []string{standardSecret}, 0)
+	s, err := NewStandardWebhooks([]string{standardSecret}, Options{Name: "acme"})
 	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := s.Verify(standardHeader(tt.id, tt.ts, tt.sig), standardTestBody, time.Unix(standardTS, 0))
+			_, err := s.Verify(Request{Header: standardHeader(tt.id, tt.ts, tt.sig), Body: standardTestBody, Now: time.Unix(standardTS, 0)})
 			require.ErrorIs(t, err, ErrInvalidSignature)
 			require.EqualError(t, err, "invalid signature: "+tt.wantDetail)
 		})
@@ -158,14 +159,14 @@ func TestStandardWebhooksPayload(t *testing.T) {
 		{"malformed timestamp", `{"type":"email.sent","timestamp":"yesterday"}`, "", "email.sent", time.Time{}},
 		{"RFC 3339 timestamp", `{"type":"email.sent","timestamp":"2024-02-22T23:41:12.126Z"}`, "", "email.sent", time.Date(2024, 2, 22, 23, 41, 12, 126000000, time.UTC)},
 	}
-	s, err := NewStandardWebhooks("resend", []string{standardSecret}, 0)
+	s, err := NewStandardWebhooks([]string{standardSecret}, Options{Name: "resend"})
 	require.NoError(t, err)
 	now := time.Unix(standardTS, 0)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, err := s.Sign(standardMsgID, []byte(tt.body), now)
+			h, _, err := s.Sign(standardMsgID, "", []byte(tt.body), now)
 			require.NoError(t, err)
-			ev, err := s.Verify(h, []byte(tt.body), now)
+			ev, err := s.Verify(Request{Header: h, Body: []byte(tt.body), Now: now})
 			if tt.wantErr != "" {
 				require.ErrorIs(t, err, ErrPayload)
 				require.EqualError(t, err, tt.wantErr)
@@ -180,7 +181,7 @@ func TestStandardWebhooksPayload(t *testing.T) {
 
 func TestStandardWebhooksSampleSign(t *testing.T) {
 	now := time.Date(2025, 6, 1, 12, 30, 45, 123456000, time.UTC)
-	s, err := NewStandardWebhooks("resend", []string{standardSecret, standardOldSecret}, 0)
+	s, err := NewStandardWebhooks([]string{standardSecret, standardOldSecret}, Options{Name: "resend"})
 	require.NoError(t, err)
 	type envelope struct {
 		Type      string         `json:"type"`
@@ -189,9 +190,9 @@ func TestStandardWebhooksSampleSign(t *testing.T) {
 	}
 	for _, eventType := range []string{"email.delivered", "email.clicked", "email.bounced", "contact.created", "domain.updated"} {
 		t.Run(eventType, func(t *testing.T) {
-			body, err := s.Sample(standardMsgID, eventType, nil, now)
+			body, err := samples.Body(s.Name(), standardMsgID, eventType, nil, now)
 			require.NoError(t, err)
-			again, err := s.Sample(standardMsgID, eventType, nil, now)
+			again, err := samples.Body(s.Name(), standardMsgID, eventType, nil, now)
 			require.NoError(t, err)
 			require.Equal(t, body, again, "Sample is deterministic")
 			var env envelope
@@ -201,14 +202,14 @@ func TestStandardWebhooksSampleSign(t *testing.T) {
 			require.NotEmpty(t, env.Data)
 			require.Greater(t, len(body), 300)
 
-			h, err := s.Sign(standardMsgID, body, now)
+			h, _, err := s.Sign(standardMsgID, "", body, now)
 			require.NoError(t, err)
 			require.Equal(t, standardMsgID, h.Get("webhook-id"))
 			require.Equal(t, "1748781045", h.Get("webhook-timestamp"))
 			require.Equal(t, "v1,"+refSvixV1(standardSecret, standardMsgID, "1748781045", body), h.Get("webhook-signature"))
 			require.Empty(t, h.Get("svix-id"))
 
-			ev, err := s.Verify(h, body, now.Add(time.Minute))
+			ev, err := s.Verify(Request{Header: h, Body: body, Now: now.Add(time.Minute)})
 			require.NoError(t, err)
 			require.Equal(t, standardMsgID, ev.ID)
 			require.Equal(t, eventType, ev.Type)
@@ -217,25 +218,25 @@ func TestStandardWebhooksSampleSign(t *testing.T) {
 
 			// The same bytes, delivered to Clerk under svix-* names, verify
 			// there too: one scheme, two header sets.
-			c, err := NewClerk([]string{standardSecret}, 0)
+			c, err := NewClerk([]string{standardSecret}, Options{})
 			require.NoError(t, err)
-			_, err = c.Verify(svixHeader(h.Get("webhook-id"), h.Get("webhook-timestamp"), h.Get("webhook-signature")), body, now)
+			_, err = c.Verify(Request{Header: svixHeader(h.Get("webhook-id"), h.Get("webhook-timestamp"), h.Get("webhook-signature")), Body: body, Now: now})
 			require.NoError(t, err)
 
-			other, err := NewStandardWebhooks("resend", []string{standardOldSecret}, 0)
+			other, err := NewStandardWebhooks([]string{standardOldSecret}, Options{Name: "resend"})
 			require.NoError(t, err)
-			_, err = other.Verify(h, body, now)
+			_, err = other.Verify(Request{Header: h, Body: body, Now: now})
 			require.ErrorIs(t, err, ErrInvalidSignature)
 		})
 	}
 	t.Run("invalid input", func(t *testing.T) {
-		_, err := s.Sample("", "email.sent", nil, now)
+		_, err := samples.Body(s.Name(), "", "email.sent", nil, now)
 		require.Error(t, err)
-		_, err = s.Sample(standardMsgID, "email.sent", []byte("nope"), now)
+		_, err = samples.Body(s.Name(), standardMsgID, "email.sent", []byte("nope"), now)
 		require.Error(t, err)
-		_, err = s.Sign("msg.1", []byte("{}"), now)
+		_, _, err = s.Sign("msg.1", "", []byte("{}"), now)
 		require.EqualError(t, err, "resend: event id is not a valid webhook-id")
-		_, err = s.Sign(standardMsgID, []byte("{}"), time.Unix(-1, 0))
+		_, _, err = s.Sign(standardMsgID, "", []byte("{}"), time.Unix(-1, 0))
 		require.EqualError(t, err, "resend: cannot sign before 1970")
 	})
 }

@@ -3,7 +3,6 @@ package provider
 import (
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -16,9 +15,6 @@ const StripeSignatureHeader = "Stripe-Signature"
 // StripeDefaultTolerance is the timestamp tolerance NewStripe uses when
 // given 0: stripe-go's DefaultTolerance.
 const StripeDefaultTolerance = 300 * time.Second
-
-// StripeAPIVersion is the API version Stripe samples carry.
-const StripeAPIVersion = "2024-06-20"
 
 // Stripe verifies Stripe webhook events.
 //
@@ -34,38 +30,35 @@ const StripeAPIVersion = "2024-06-20"
 // future timestamps too: a signature dated ahead of the hub's clock by more
 // than the tolerance is rejected with ErrTimestamp.
 //
-// A Stripe is safe for concurrent use. It implements Provider and Sender.
+// A Stripe is safe for concurrent use. It implements Provider and Signer.
 type Stripe struct {
-	keys      []*macKey
-	tolerance time.Duration
+	hmac *timedHMAC
 }
 
 var (
 	_ Provider = (*Stripe)(nil)
-	_ Sender   = (*Stripe)(nil)
+	_ Signer   = (*Stripe)(nil)
 )
 
 // NewStripe returns a Stripe verifier that accepts a signature made with any
 // of secrets (several while a rolled secret is still active; the first one
-// signs in Sign). Each secret is used as is (whsec_… as bytes). tolerance
-// bounds |now - t|; 0 means StripeDefaultTolerance. It fails when secrets
-// is empty, a secret is the empty string, or tolerance is negative.
-func NewStripe(secrets []string, tolerance time.Duration) (*Stripe, error) {
-	keys, err := rawKeys("stripe", secrets)
+// signs in Sign). Each secret is used as is (whsec_… as bytes).
+// o.Tolerance bounds |now - t|; 0 means StripeDefaultTolerance. It fails
+// when secrets is empty, a secret is the empty string, or the tolerance is
+// negative.
+func NewStripe(secrets []string, o Options) (*Stripe, error) {
+	s, err := newTimedHMAC("stripe", secrets, o.Tolerance, StripeDefaultTolerance, '.', errStripeMismatch)
 	if err != nil {
 		return nil, err
 	}
-	if tolerance, err = timestampTolerance("stripe", tolerance, StripeDefaultTolerance); err != nil {
-		return nil, err
-	}
-	return &Stripe{keys: keys, tolerance: tolerance}, nil
+	return &Stripe{hmac: s}, nil
 }
 
 // Name returns "stripe".
 func (s *Stripe) Name() string { return "stripe" }
 
 // Tolerance returns the timestamp tolerance in effect.
-func (s *Stripe) Tolerance() time.Duration { return s.tolerance }
+func (s *Stripe) Tolerance() time.Duration { return s.hmac.tolerance }
 
 // Static errors of the Stripe verifier.
 var (
@@ -81,8 +74,8 @@ var (
 // checked before the timestamp, so a forged delivery reports
 // ErrInvalidSignature and an authentic but stale (or future) one
 // ErrTimestamp.
-func (s *Stripe) Verify(h Header, body []byte, now time.Time) (Event, error) {
-	header := h.Get(StripeSignatureHeader)
+func (s *Stripe) Verify(r Request) (Event, error) {
+	header := r.Header.Get(StripeSignatureHeader)
 	if header == "" {
 		return Event{}, errStripeNoHeader
 	}
@@ -91,21 +84,7 @@ func (s *Stripe) Verify(h Header, body []byte, now time.Time) (Event, error) {
 	if err != nil {
 		return Event{}, err
 	}
-	ts := canonicalStripeT(header, unix)
-	if !authenticate(s.keys, sigs, body, '.', ts) {
-		return Event{}, errStripeMismatch
-	}
-	signedAt := time.Unix(unix, 0)
-	if !withinTolerance(signedAt, now, s.tolerance) {
-		return Event{}, timestampError(signedAt, now, s.tolerance)
-	}
-	ev, err := parseStripeBody(body)
-	if err != nil {
-		return Event{}, err
-	}
-	ev.Signature = header
-	ev.SignedAt = signedAt
-	return ev, nil
+	return s.hmac.verify(header, canonicalStripeT(header, unix), unix, sigs, r.Body, r.Now, parseStripeBody)
 }
 
 // canonicalStripeT returns the decimal form of t, which is what stripe-go
@@ -218,177 +197,15 @@ func (l *lenientSecond) UnmarshalJSON(b []byte) error {
 
 // Sign returns a Stripe-Signature header for body, "t=<now>,v1=<hex>",
 // signed with the first secret, plus Content-Type: application/json.
-// Stripe carries the event id in the body, so eventID is unused.
-func (s *Stripe) Sign(eventID string, body []byte, now time.Time) (http.Header, error) {
-	if now.Unix() < 0 {
-		return nil, errors.New("stripe: cannot sign before 1970")
+// The target is "/webhooks/stripe". Stripe carries the event id and type
+// in the body, so eventID and eventType are unused.
+func (s *Stripe) Sign(eventID, eventType string, body []byte, now time.Time) (http.Header, string, error) {
+	ts, mac, err := s.hmac.sign(body, now)
+	if err != nil {
+		return nil, "", err
 	}
-	ts := strconv.FormatInt(now.Unix(), 10)
-	var mac [macSize]byte
-	s.keys[0].sum(&mac, body, '.', ts)
 	h := http.Header{}
 	h.Set(StripeSignatureHeader, "t="+ts+",v1="+hex.EncodeToString(mac[:]))
 	h.Set("Content-Type", "application/json; charset=utf-8")
-	return h, nil
-}
-
-// stripeID derives a Stripe-style id ("<prefix>_1" + 23 base62 characters)
-// from seed, deterministically.
-func stripeID(prefix, seed string) string {
-	return prefix + "_1" + derive(prefix+"/"+seed, 23, base62)
-}
-
-// Sample returns a Stripe event: id (eventID), object "event",
-// api_version, created (now), data.object, livemode false,
-// pending_webhooks, request and type. When data is nil, data.object is a
-// realistic object: a subscription for customer.subscription.* types, a
-// customer for customer.*, a payment intent for payment_intent.*, an
-// invoice for invoice.*, a checkout session for checkout.session.*, and a
-// small generic object otherwise. Derived ids depend only on eventID, so
-// the output is deterministic given its inputs. data, when not nil, must
-// be valid JSON and becomes data.object.
-func (s *Stripe) Sample(eventID, eventType string, data []byte, now time.Time) ([]byte, error) {
-	if eventID == "" || eventType == "" {
-		return nil, errors.New("stripe: sample needs an event id and type")
-	}
-	if data == nil {
-		var err error
-		if data, err = json.Marshal(stripeSampleObject(eventID, eventType, now)); err != nil {
-			return nil, err
-		}
-	} else if !json.Valid(data) {
-		return nil, errors.New("stripe: sample data is not valid JSON")
-	}
-	type request struct {
-		ID             string `json:"id"`
-		IdempotencyKey string `json:"idempotency_key"`
-	}
-	type eventData struct {
-		Object json.RawMessage `json:"object"`
-	}
-	return json.MarshalIndent(struct {
-		ID              string    `json:"id"`
-		Object          string    `json:"object"`
-		APIVersion      string    `json:"api_version"`
-		Created         int64     `json:"created"`
-		Data            eventData `json:"data"`
-		Livemode        bool      `json:"livemode"`
-		PendingWebhooks int       `json:"pending_webhooks"`
-		Request         request   `json:"request"`
-		Type            string    `json:"type"`
-	}{
-		ID:              eventID,
-		Object:          "event",
-		APIVersion:      StripeAPIVersion,
-		Created:         now.Unix(),
-		Data:            eventData{data},
-		PendingWebhooks: 1,
-		Request:         request{stripeID("req", eventID), uuidLike("idem/" + eventID)},
-		Type:            eventType,
-	}, "", "  ")
-}
-
-func stripeSampleObject(eventID, eventType string, now time.Time) any {
-	created := now.Add(-30 * 24 * time.Hour).Unix()
-	customer := stripeID("cus", eventID)
-	switch {
-	case strings.HasPrefix(eventType, "customer.subscription."):
-		status := "active"
-		switch strings.TrimPrefix(eventType, "customer.subscription.") {
-		case "deleted":
-			status = "canceled"
-		case "paused":
-			status = "paused"
-		case "trial_will_end":
-			status = "trialing"
-		}
-		price := map[string]any{
-			"id": stripeID("price", eventID), "object": "price", "active": true, "currency": "usd",
-			"product": stripeID("prod", eventID), "unit_amount": 1000, "type": "recurring",
-			"recurring": map[string]any{"interval": "month", "interval_count": 1, "usage_type": "licensed"},
-		}
-		return map[string]any{
-			"id":                     stripeID("sub", eventID),
-			"object":                 "subscription",
-			"billing_cycle_anchor":   created,
-			"cancel_at_period_end":   false,
-			"canceled_at":            nil,
-			"collection_method":      "charge_automatically",
-			"created":                created,
-			"currency":               "usd",
-			"current_period_start":   now.Unix(),
-			"current_period_end":     now.AddDate(0, 1, 0).Unix(),
-			"customer":               customer,
-			"default_payment_method": stripeID("pm", eventID),
-			"items": map[string]any{
-				"object": "list",
-				"data": []any{map[string]any{
-					"id": stripeID("si", eventID), "object": "subscription_item", "created": created,
-					"price": price, "quantity": 1,
-				}},
-				"has_more": false,
-				"url":      "/v1/subscription_items?subscription=" + stripeID("sub", eventID),
-			},
-			"latest_invoice": stripeID("in", eventID),
-			"livemode":       false,
-			"metadata":       map[string]any{"plan": "pro", "credits": "1000", "email": sampleEmail(eventID)},
-			"start_date":     created,
-			"status":         status,
-		}
-	case strings.HasPrefix(eventType, "customer."):
-		return map[string]any{
-			"id": customer, "object": "customer", "address": nil, "balance": 0, "created": created,
-			"currency": "usd", "delinquent": false, "description": nil, "email": sampleEmail(eventID),
-			"invoice_prefix":   strings.ToUpper(derive("inv/"+eventID, 8, "0123456789abcdef")),
-			"invoice_settings": map[string]any{"default_payment_method": stripeID("pm", eventID), "footer": nil},
-			"livemode":         false, "metadata": map[string]any{"user_id": "user_" + derive("u/"+eventID, 12, base62)},
-			"name": "Ada Lovelace", "phone": nil, "preferred_locales": []string{"en"}, "tax_exempt": "none",
-		}
-	case strings.HasPrefix(eventType, "payment_intent."):
-		status := "succeeded"
-		switch strings.TrimPrefix(eventType, "payment_intent.") {
-		case "payment_failed":
-			status = "requires_payment_method"
-		case "canceled":
-			status = "canceled"
-		case "created":
-			status = "requires_confirmation"
-		case "processing":
-			status = "processing"
-		}
-		return map[string]any{
-			"id": stripeID("pi", eventID), "object": "payment_intent", "amount": 1200, "amount_received": 1200,
-			"capture_method": "automatic", "client_secret": stripeID("pi", eventID) + "_secret_" + derive("cs/"+eventID, 25, base62),
-			"confirmation_method": "automatic", "created": now.Unix(), "currency": "usd", "customer": customer,
-			"description": "Pro plan, monthly", "last_payment_error": nil, "latest_charge": stripeID("ch", eventID),
-			"livemode": false, "metadata": map[string]any{"order_id": derive("order/"+eventID, 6, "0123456789")},
-			"payment_method": stripeID("pm", eventID), "payment_method_types": []string{"card"},
-			"receipt_email": sampleEmail(eventID), "status": status,
-		}
-	case strings.HasPrefix(eventType, "invoice."):
-		return map[string]any{
-			"id": stripeID("in", eventID), "object": "invoice", "account_country": "US", "amount_due": 1200,
-			"amount_paid": 1200, "amount_remaining": 0, "attempt_count": 1, "billing_reason": "subscription_cycle",
-			"collection_method": "charge_automatically", "created": now.Unix(), "currency": "usd", "customer": customer,
-			"customer_email": sampleEmail(eventID), "hosted_invoice_url": "https://invoice.stripe.com/i/acct_" + derive("acct", 16, base62),
-			"livemode": false, "number": strings.ToUpper(derive("inv/"+eventID, 8, "0123456789abcdef")) + "-0001",
-			"paid": true, "period_start": created, "period_end": now.Unix(), "status": "paid",
-			"subscription": stripeID("sub", eventID), "subtotal": 1000, "tax": 200, "total": 1200,
-		}
-	case strings.HasPrefix(eventType, "checkout.session."):
-		return map[string]any{
-			"id": "cs_test_" + derive("cs/"+eventID, 58, base62), "object": "checkout.session",
-			"amount_subtotal": 1000, "amount_total": 1200, "cancel_url": "https://example.com/cancel",
-			"client_reference_id": "user_" + derive("u/"+eventID, 12, base62), "created": now.Unix(), "currency": "usd",
-			"customer": customer, "customer_details": map[string]any{"email": sampleEmail(eventID), "name": "Ada Lovelace"},
-			"livemode": false, "mode": "subscription", "payment_status": "paid", "status": "complete",
-			"subscription": stripeID("sub", eventID), "success_url": "https://example.com/success?session_id={CHECKOUT_SESSION_ID}",
-		}
-	default:
-		entity, _, _ := strings.Cut(eventType, ".")
-		return map[string]any{
-			"id": stripeID(entityPrefix(entity), eventID), "object": entity, "created": created,
-			"livemode": false, "metadata": map[string]any{},
-		}
-	}
+	return h, "/webhooks/stripe", nil
 }

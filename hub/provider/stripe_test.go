@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/stretchr/testify/require"
 )
 
@@ -42,7 +43,7 @@ func TestNewStripe(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := NewStripe(tt.secrets, tt.tol)
+			s, err := NewStripe(tt.secrets, Options{Tolerance: tt.tol})
 			if tt.wantErr != "" {
 				require.EqualError(t, err, tt.wantErr)
 				require.Nil(t, s)
@@ -101,9 +102,9 @@ func TestStripeVerify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := NewStripe(tt.secrets, tt.tol)
+			s, err := NewStripe(tt.secrets, Options{Tolerance: tt.tol})
 			require.NoError(t, err)
-			ev, err := s.Verify(stripeHeader(tt.header), tt.body, tt.now)
+			ev, err := s.Verify(Request{Header: stripeHeader(tt.header), Body: tt.body, Now: tt.now})
 			if tt.wantErr != nil {
 				require.ErrorIs(t, err, tt.wantErr)
 				require.Equal(t, Event{}, ev)
@@ -146,11 +147,11 @@ func TestStripeMalformedHeader(t *testing.T) {
 		{"junk", "=,=,,=", "Stripe-Signature has no t"},
 		{"well-formed, junk MAC", "t=" + ts + ",v1=" + strings.Repeat("0", 64), "no v1 matches any secret"},
 	}
-	s, err := NewStripe([]string{stripeSecret}, 0)
+	s, err := NewStripe([]string{stripeSecret}, Options{})
 	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := s.Verify(stripeHeader(tt.header), stripeTestBody, time.Unix(stripeTS, 0))
+			_, err := s.Verify(Request{Header: stripeHeader(tt.header), Body: stripeTestBody, Now: time.Unix(stripeTS, 0)})
 			require.ErrorIs(t, err, ErrInvalidSignature)
 			require.EqualError(t, err, "invalid signature: "+tt.wantDetail)
 		})
@@ -203,14 +204,14 @@ func TestStripePayload(t *testing.T) {
 		{"huge created", `{"id":"evt_1","type":"a.b","created":99999999999999}`, "", time.Time{}, "a.b"},
 		{"created", `{"id":"evt_1","type":"v1.billing.meter.error_report_triggered","created":1686089970}`, "", time.Unix(1686089970, 0), "v1.billing.meter.error_report_triggered"},
 	}
-	s, err := NewStripe([]string{stripeSecret}, 0)
+	s, err := NewStripe([]string{stripeSecret}, Options{})
 	require.NoError(t, err)
 	now := time.Unix(stripeTS, 0)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, err := s.Sign("", []byte(tt.body), now)
+			h, _, err := s.Sign("", "", []byte(tt.body), now)
 			require.NoError(t, err)
-			ev, err := s.Verify(h, []byte(tt.body), now)
+			ev, err := s.Verify(Request{Header: h, Body: []byte(tt.body), Now: now})
 			if tt.wantErr != "" {
 				require.ErrorIs(t, err, ErrPayload)
 				require.EqualError(t, err, tt.wantErr)
@@ -226,7 +227,7 @@ func TestStripePayload(t *testing.T) {
 
 func TestStripeSampleSign(t *testing.T) {
 	now := time.Date(2025, 6, 1, 12, 30, 45, 0, time.UTC)
-	s, err := NewStripe([]string{stripeSecret, stripeOldSecret}, 0)
+	s, err := NewStripe([]string{stripeSecret, stripeOldSecret}, Options{})
 	require.NoError(t, err)
 	type envelope struct {
 		ID         string `json:"id"`
@@ -258,9 +259,9 @@ func TestStripeSampleSign(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.eventType, func(t *testing.T) {
 			const eventID = "evt_1PqRsTuVwXyZ0123456789ab"
-			body, err := s.Sample(eventID, tt.eventType, nil, now)
+			body, err := samples.Body(s.Name(), eventID, tt.eventType, nil, now)
 			require.NoError(t, err)
-			again, err := s.Sample(eventID, tt.eventType, nil, now)
+			again, err := samples.Body(s.Name(), eventID, tt.eventType, nil, now)
 			require.NoError(t, err)
 			require.Equal(t, body, again, "Sample is deterministic")
 
@@ -268,7 +269,7 @@ func TestStripeSampleSign(t *testing.T) {
 			require.NoError(t, json.Unmarshal(body, &env))
 			require.Equal(t, eventID, env.ID)
 			require.Equal(t, "event", env.Object)
-			require.Equal(t, StripeAPIVersion, env.APIVersion)
+			require.Equal(t, samples.StripeAPIVersion, env.APIVersion)
 			require.Equal(t, now.Unix(), env.Created)
 			require.Equal(t, tt.eventType, env.Type)
 			require.Equal(t, tt.wantObject, env.Data.Object.Object)
@@ -279,42 +280,42 @@ func TestStripeSampleSign(t *testing.T) {
 				require.Less(t, len(body), 4000)
 			}
 
-			h, err := s.Sign("ignored", body, now)
+			h, _, err := s.Sign("ignored", "", body, now)
 			require.NoError(t, err)
 			require.Equal(t, "t=1748781045,v1="+refStripeV1(stripeSecret, "1748781045", body), h.Get("Stripe-Signature"))
 
-			ev, err := s.Verify(h, body, now.Add(time.Minute))
+			ev, err := s.Verify(Request{Header: h, Body: body, Now: now.Add(time.Minute)})
 			require.NoError(t, err)
 			require.Equal(t, eventID, ev.ID)
 			require.Equal(t, tt.eventType, ev.Type)
 			require.True(t, ev.SignedAt.Equal(now))
 			require.True(t, ev.OccurredAt.Equal(now))
 
-			other, err := NewStripe([]string{stripeOldSecret}, 0)
+			other, err := NewStripe([]string{stripeOldSecret}, Options{})
 			require.NoError(t, err)
-			_, err = other.Verify(h, body, now)
+			_, err = other.Verify(Request{Header: h, Body: body, Now: now})
 			require.ErrorIs(t, err, ErrInvalidSignature)
 		})
 	}
 	t.Run("given data", func(t *testing.T) {
-		body, err := s.Sample("evt_1", "customer.created", []byte(`{"id":"cus_1","object":"customer"}`), now)
+		body, err := samples.Body(s.Name(), "evt_1", "customer.created", []byte(`{"id":"cus_1","object":"customer"}`), now)
 		require.NoError(t, err)
 		var env envelope
 		require.NoError(t, json.Unmarshal(body, &env))
 		require.Equal(t, "cus_1", env.Data.Object.ID)
 	})
 	t.Run("invalid data", func(t *testing.T) {
-		_, err := s.Sample("evt_1", "customer.created", []byte(`nope`), now)
+		_, err := samples.Body(s.Name(), "evt_1", "customer.created", []byte(`nope`), now)
 		require.Error(t, err)
 	})
 	t.Run("no id or type", func(t *testing.T) {
-		_, err := s.Sample("", "customer.created", nil, now)
+		_, err := samples.Body(s.Name(), "", "customer.created", nil, now)
 		require.Error(t, err)
-		_, err = s.Sample("evt_1", "", nil, now)
+		_, err = samples.Body(s.Name(), "evt_1", "", nil, now)
 		require.Error(t, err)
 	})
 	t.Run("sign before 1970", func(t *testing.T) {
-		_, err := s.Sign("", []byte("{}"), time.Unix(-1, 0))
+		_, _, err := s.Sign("", "", []byte("{}"), time.Unix(-1, 0))
 		require.Error(t, err)
 	})
 }

@@ -43,7 +43,6 @@ type svixScheme struct {
 // names so that Verify never formats.
 type svixErrors struct {
 	noID, noTS, noSig, longID, badID, badTS, noV1, mismatch error
-	noType, longType, badTypeChars                          error
 }
 
 // newSvixScheme builds the scheme for provider name, whose headers are
@@ -66,17 +65,14 @@ func newSvixScheme(name, label string, secrets []string, tolerance time.Duration
 		tsHeader:  canon(label + "-timestamp"),
 		sigHeader: canon(label + "-signature"),
 		errs: svixErrors{
-			noID:         errSig("missing " + label + "-id header"),
-			noTS:         errSig("missing " + label + "-timestamp header"),
-			noSig:        errSig("missing " + label + "-signature header"),
-			longID:       errSig(label + "-id is longer than 255 bytes"),
-			badID:        errSig(label + "-id contains '.' or a control character"),
-			badTS:        errSig(label + "-timestamp is not a unix time"),
-			noV1:         errSig(label + "-signature has no well-formed v1 entry"),
-			mismatch:     errSig("no v1 signature matches any secret"),
-			noType:       errPayload("body has no type"),
-			longType:     errPayload("type is longer than 128 bytes"),
-			badTypeChars: errPayload("type contains control characters"),
+			noID:     errSig("missing " + label + "-id header"),
+			noTS:     errSig("missing " + label + "-timestamp header"),
+			noSig:    errSig("missing " + label + "-signature header"),
+			longID:   errSig(label + "-id is longer than 255 bytes"),
+			badID:    errSig(label + "-id contains '.' or a control character"),
+			badTS:    errSig(label + "-timestamp is not a unix time"),
+			noV1:     errSig(label + "-signature has no well-formed v1 entry"),
+			mismatch: errSig("no v1 signature matches any secret"),
 		},
 	}
 	for i, secret := range secrets {
@@ -135,13 +131,8 @@ func (s *svixScheme) verify(h Header, body []byte, now time.Time, occurred func(
 			return Event{}, jsonPayloadError(err)
 		}
 	}
-	switch {
-	case b.Type == "":
-		return Event{}, s.errs.noType
-	case len(b.Type) > maxEventTypeLen:
-		return Event{}, s.errs.longType
-	case hasControl(b.Type):
-		return Event{}, s.errs.badTypeChars
+	if err := checkText("body has no type", "type", b.Type, maxEventTypeLen); err != nil {
+		return Event{}, err
 	}
 	return Event{ID: id, Type: b.Type, Signature: header, SignedAt: signedAt, OccurredAt: occurred(b.Timestamp)}, nil
 }

@@ -39,7 +39,7 @@ const TwilioPath = "/webhooks/twilio"
 // event type: configure Twilio to call WebhookURL(type), e.g.
 // https://hub.example.com/webhooks/twilio?type=sms.status. The query is
 // part of what Twilio signs and the hub accepts it only in that exact form
-// (see VerifyRequest), so the type of a delivery to such a URL cannot be
+// (see Verify), so the type of a delivery to such a URL cannot be
 // changed without the signature failing. A type the hub infers from the
 // form's parameters (a URL without ?type=) does not have that guarantee.
 const TwilioTypeParam = "type"
@@ -49,12 +49,12 @@ const TwilioTypeParam = "type"
 const twilioHashParam = "bodySHA256"
 
 // ValidTwilioType reports whether t can be a Twilio event type, in ?type=
-// or in TwilioConfig.Types: 1 to 128 bytes of tokens of [a-z0-9_-]
+// or in Options.TwilioTypes: 1 to 128 bytes of tokens of [a-z0-9_-]
 // separated by single dots ("sms.status", "voice.no-answer"). The grammar
 // has no upper-case letter, '&', '=' or '%' on purpose: Twilio's parameter
 // names start with an upper-case letter, so the type's last byte and the
 // first parameter name's first byte can never be confused in the signed
-// string (see VerifyRequest). Such a type is also a valid subject suffix.
+// string (see Verify). Such a type is also a valid subject suffix.
 func ValidTwilioType(t string) bool {
 	if len(t) == 0 || len(t) > maxEventTypeLen || t[0] == '.' || t[len(t)-1] == '.' {
 		return false
@@ -68,22 +68,6 @@ func ValidTwilioType(t string) bool {
 		}
 	}
 	return true
-}
-
-// TwilioConfig configures a Twilio verifier.
-type TwilioConfig struct {
-	// PublicURL is the hub's base URL as Twilio calls it (HUB_PUBLIC_URL):
-	// scheme, host, optional port and optional path prefix, without query,
-	// e.g. "https://hub.example.com". The URL Twilio signs is PublicURL
-	// followed by TwilioPath and the query, so behind a proxy that strips a
-	// path prefix, PublicURL carries that prefix. Required.
-	PublicURL string
-	// Types, when not empty, are the only event types accepted
-	// (HUB_TWILIO_TYPES): the hub then accepts exactly the URLs
-	// WebhookURL(t) for t in Types (with bodySHA256 appended for JSON
-	// bodies), and refuses the URL without ?type=, whose type it would
-	// infer from the form. Each must satisfy ValidTwilioType.
-	Types []string
 }
 
 // Twilio verifies Twilio webhook requests (voice, messaging and status
@@ -105,7 +89,7 @@ type TwilioConfig struct {
 // configured while promoting it.
 //
 // The signed string has no delimiters, so the hub accepts only requests
-// whose boundaries it can place unambiguously: see VerifyRequest for the
+// whose boundaries it can place unambiguously: see Verify for the
 // rules and why they suffice, and for what they cannot protect.
 //
 // The request carries no signed timestamp: replays are caught by
@@ -118,10 +102,8 @@ type TwilioConfig struct {
 // the form. OccurredAt is the Timestamp parameter of call status
 // callbacks, when present.
 //
-// Verification needs the request URL, so the server must call
-// VerifyRequest; Verify always fails. A Twilio is safe for concurrent use.
-// It implements Provider, RequestVerifier, Payloader, Sender and
-// TypedSender.
+// Verification needs the request URL: Request.URI. A Twilio is safe for
+// concurrent use. It implements Provider, Payloader and Signer.
 type Twilio struct {
 	sha1Keys   []*macKey
 	sha256Keys []*macKey
@@ -134,20 +116,19 @@ type Twilio struct {
 }
 
 var (
-	_ Provider        = (*Twilio)(nil)
-	_ RequestVerifier = (*Twilio)(nil)
-	_ Payloader       = (*Twilio)(nil)
-	_ Sender          = (*Twilio)(nil)
-	_ TypedSender     = (*Twilio)(nil)
+	_ Provider  = (*Twilio)(nil)
+	_ Payloader = (*Twilio)(nil)
+	_ Signer    = (*Twilio)(nil)
 )
 
 // NewTwilio returns a Twilio verifier that accepts a signature made with
 // any of secrets (Auth Tokens, or Webhooks Rule shared keys, used as
 // bytes; the first one signs in Sign). It fails when secrets is empty, a
-// secret is the empty string, cfg.PublicURL is missing or not an absolute
-// http(s) URL without query, fragment or user info, or one of cfg.Types is
-// not a valid type (ValidTwilioType).
-func NewTwilio(secrets []string, cfg TwilioConfig) (*Twilio, error) {
+// secret is the empty string, o.PublicURL is missing or not an absolute
+// http(s) URL without query, fragment or user info, or one of
+// o.TwilioTypes is not a valid type (ValidTwilioType). Twilio signs no
+// timestamp, so it ignores o.Tolerance.
+func NewTwilio(secrets []string, o Options) (*Twilio, error) {
 	if len(secrets) == 0 {
 		return nil, errors.New("twilio: no secret configured")
 	}
@@ -159,14 +140,14 @@ func NewTwilio(secrets []string, cfg TwilioConfig) (*Twilio, error) {
 		t.sha1Keys[i] = newMACKeyHash(sha1.New, []byte(s))
 		t.sha256Keys[i] = newMACKey([]byte(s))
 	}
-	bases, err := twilioBases(cfg.PublicURL)
+	bases, err := twilioBases(o.PublicURL)
 	if err != nil {
 		return nil, err
 	}
 	t.bases = [2][]byte{[]byte(bases[0] + TwilioPath), []byte(bases[1] + TwilioPath)}
-	if len(cfg.Types) > 0 {
-		t.types = make(map[string]bool, len(cfg.Types))
-		for _, typ := range cfg.Types {
+	if len(o.TwilioTypes) > 0 {
+		t.types = make(map[string]bool, len(o.TwilioTypes))
+		for _, typ := range o.TwilioTypes {
 			if !ValidTwilioType(typ) {
 				return nil, fmt.Errorf("twilio: type %q is not lowercase tokens of [a-z0-9_-] separated by dots", typ)
 			}
@@ -174,13 +155,6 @@ func NewTwilio(secrets []string, cfg TwilioConfig) (*Twilio, error) {
 		}
 	}
 	return t, nil
-}
-
-// newTwilioFactory is Twilio's registry factory: it takes the public URL
-// and the types from o and ignores the tolerance (Twilio signs no
-// timestamp).
-func newTwilioFactory(secrets []string, o Options) (Provider, error) {
-	return provide(NewTwilio(secrets, TwilioConfig{PublicURL: o.PublicURL, Types: o.TwilioTypes}))
 }
 
 // twilioBases validates a public URL and returns it as configured (less a
@@ -237,7 +211,6 @@ func twilioTarget(eventType string) string {
 
 // Static errors of the Twilio verifier.
 var (
-	errTwilioNoURL       = errSig("Twilio signs the request URL: the server must call VerifyRequest")
 	errTwilioNoHeader    = errSig("missing X-Twilio-Signature header")
 	errTwilioBadSettings = errSig("X-Twilio-Webhooks-Signature-Settings names no supported algorithm")
 	errTwilioMalformed   = errSig("X-Twilio-Signature is not the standard base64 of a MAC of the named algorithm")
@@ -255,12 +228,6 @@ var (
 	errTwilioNoID        = errPayload("no I-Twilio-Idempotency-Token header and no MessageSid, SmsSid or CallSid parameter")
 	errTwilioNoType      = errPayload("no event type: add ?type=<type> to the webhook URL configured in Twilio")
 )
-
-// Verify always fails: the signature covers the request URL, which only
-// VerifyRequest receives.
-func (t *Twilio) Verify(h Header, body []byte, now time.Time) (Event, error) {
-	return Event{}, errTwilioNoURL
-}
 
 // twilioAlgorithm is the MAC of a Twilio signature.
 type twilioAlgorithm int
@@ -418,7 +385,7 @@ func appendTwilioParams(dst []byte, form url.Values) []byte {
 	return dst
 }
 
-// VerifyRequest authenticates a Twilio request and returns its event.
+// Verify authenticates a Twilio request and returns its event.
 //
 // Twilio signs S = B || P || Q || F with no delimiters, where B is the
 // public URL (either port variant), P is TwilioPath, Q is "?" and the
@@ -467,7 +434,7 @@ func appendTwilioParams(dst []byte, form url.Values) []byte {
 // inferred from F (message.<status>, call.<status>) and an id derived
 // from F inherit that weakness: configure ?type= URLs, and Types to refuse
 // any other.
-func (t *Twilio) VerifyRequest(r Request) (Event, error) {
+func (t *Twilio) Verify(r Request) (Event, error) {
 	q, err := parseTwilioTarget(r.URI)
 	if err != nil {
 		return Event{}, err
@@ -508,7 +475,7 @@ func (t *Twilio) VerifyRequest(r Request) (Event, error) {
 // path, "?…" or empty) and, for a form body (bodyHash empty), form's sorted
 // parameters; for a JSON body, body must then hash to bodyHash. It is
 // Twilio's scheme alone, as the SDKs implement it: the hub's rules on what
-// a request may look like are VerifyRequest's. It returns the signature
+// a request may look like are Verify's. It returns the signature
 // header.
 func (t *Twilio) checkSignature(h Header, query string, form url.Values, bodyHash string, body []byte) (string, error) {
 	header := h.Get(TwilioSignatureHeader)
@@ -624,7 +591,7 @@ func firstNonEmpty(a, b string) string {
 	return b
 }
 
-// PayloadJSON returns the JSON view of a body VerifyRequest accepted, for
+// PayloadJSON returns the JSON view of a body Verify accepted, for
 // the archive's payload column: a JSON body (the bodySHA256 variant) as
 // is, a form body as a JSON object of its parameters, each a string, or an
 // array of strings for a repeated name ({"CallSid":"CA…","Digits":"1234"}).
@@ -690,124 +657,29 @@ func (t *Twilio) sign(eventID, target string, body []byte) (http.Header, string,
 	return h, target, nil
 }
 
-// Sign returns the headers authenticating a form body posted to
-// PublicURL + "/webhooks/twilio" (no query): X-Twilio-Signature, signed
-// with the first secret, I-Twilio-Idempotency-Token (eventID), User-Agent
-// and Content-Type. Without ?type=, Verify infers the type from the body
-// (message.<status>, call.<status>), as for Sample's bodies. A JSON body
-// needs bodySHA256 in the URL: use SignTyped.
-func (t *Twilio) Sign(eventID string, body []byte, now time.Time) (http.Header, error) {
-	h, target, err := t.sign(eventID, twilioTarget(""), body)
-	if err != nil {
-		return nil, err
+// Sign returns the headers authenticating body posted to the target it
+// returns, as Twilio would sign it for a webhook configured at
+// WebhookURL(eventType): X-Twilio-Signature, signed with the first secret,
+// I-Twilio-Idempotency-Token (eventID), User-Agent and Content-Type. The
+// target is "/webhooks/twilio?type=<eventType>", plus
+// "&bodySHA256=<hex>" for a JSON body. eventType must be valid
+// (ValidTwilioType), or empty: the target is then "/webhooks/twilio" with
+// no query, Verify infers the type from a form body (message.<status>,
+// call.<status>), and a JSON body, which needs bodySHA256 in the URL,
+// fails.
+func (t *Twilio) Sign(eventID, eventType string, body []byte, now time.Time) (http.Header, string, error) {
+	if eventType == "" {
+		h, target, err := t.sign(eventID, twilioTarget(""), body)
+		if err != nil {
+			return nil, "", err
+		}
+		if target != twilioTarget("") {
+			return nil, "", errors.New("twilio: a JSON body is signed with its bodySHA256 in the URL: sign it with an event type")
+		}
+		return h, target, nil
 	}
-	if target != twilioTarget("") {
-		return nil, errors.New("twilio: a JSON body is signed with its bodySHA256 in the URL: use SignTyped")
-	}
-	return h, nil
-}
-
-// SignTyped returns the headers authenticating body posted to target,
-// "/webhooks/twilio?type=<eventType>" (plus "&bodySHA256=<hex>" for a JSON
-// body), as Twilio would sign it for a webhook configured at
-// WebhookURL(eventType). eventType must be valid (ValidTwilioType).
-func (t *Twilio) SignTyped(eventID, eventType string, body []byte, now time.Time) (http.Header, string, error) {
 	if !ValidTwilioType(eventType) {
 		return nil, "", fmt.Errorf("twilio: type %q is not lowercase tokens of [a-z0-9_-] separated by dots", eventType)
 	}
 	return t.sign(eventID, twilioTarget(eventType), body)
-}
-
-// Twilio statuses, for samples.
-var (
-	twilioMessageStatuses = []string{"accepted", "scheduled", "canceled", "queued", "sending", "sent", "failed", "delivered", "undelivered", "receiving", "received", "read", "partially_delivered"}
-	twilioCallStatuses    = []string{"queued", "initiated", "ringing", "in-progress", "completed", "busy", "failed", "no-answer", "canceled"}
-)
-
-// twilioSID derives a Twilio SID (two letters and 32 hex digits) from seed.
-func twilioSID(prefix, seed string) string {
-	return prefix + derive(prefix+"/"+seed, 32, "0123456789abcdef")
-}
-
-// Sample returns a form-encoded Twilio request body. Types whose first
-// token is call, calls or voice give a voice call webhook, every other
-// type a messaging one. The status is the type's second token when it is
-// a Twilio status ("message.delivered", "call.completed"; the default is
-// received for messages, ringing for calls), so that Verify infers the
-// same type when the URL carries none. SIDs depend only on eventID, so the
-// output is deterministic given its inputs. data, when not nil, must be a
-// JSON object of strings, numbers, booleans or nulls: its members replace
-// parameters of the same name (null removes one).
-func (t *Twilio) Sample(eventID, eventType string, data []byte, now time.Time) ([]byte, error) {
-	if eventID == "" || eventType == "" {
-		return nil, errors.New("twilio: sample needs an event id and type")
-	}
-	kind, action, _ := strings.Cut(eventType, ".")
-	account := twilioSID("AC", "account")
-	form := url.Values{}
-	set := func(kv ...string) {
-		for i := 0; i+1 < len(kv); i += 2 {
-			form.Set(kv[i], kv[i+1])
-		}
-	}
-	set("AccountSid", account, "ApiVersion", "2010-04-01",
-		"From", "+14155550123", "FromCity", "SAN FRANCISCO", "FromState", "CA", "FromZip", "94105", "FromCountry", "US",
-		"To", "+442071838750", "ToCity", "", "ToState", "", "ToZip", "", "ToCountry", "GB")
-	switch kind {
-	case "call", "calls", "voice":
-		status := "ringing"
-		if slices.Contains(twilioCallStatuses, action) {
-			status = action
-		}
-		set("CallSid", twilioSID("CA", eventID), "CallStatus", status, "Direction", "inbound",
-			"Caller", "+14155550123", "CallerCity", "SAN FRANCISCO", "CallerState", "CA", "CallerZip", "94105", "CallerCountry", "US",
-			"Called", "+442071838750", "CalledCity", "", "CalledState", "", "CalledZip", "", "CalledCountry", "GB",
-			"StirVerstat", "TN-Validation-Passed-A",
-			"CallToken", `{"parentCallInfoToken":"eyJhbGciOiJFUzI1NiJ9.`+derive("token/"+eventID, 160, base62)+`","identityHeaderTokens":[]}`)
-		if status == "completed" {
-			set("CallDuration", "42", "Duration", "1", "SipResponseCode", "200",
-				"CallbackSource", "call-progress-events", "SequenceNumber", "3",
-				"Timestamp", now.UTC().Format(time.RFC1123Z))
-		}
-	default:
-		status := "received"
-		if slices.Contains(twilioMessageStatuses, action) {
-			status = action
-		}
-		sid := twilioSID("SM", eventID)
-		set("MessageSid", sid, "SmsSid", sid, "SmsMessageSid", sid, "SmsStatus", status,
-			"MessagingServiceSid", twilioSID("MG", "service"), "NumMedia", "0", "NumSegments", "1", "ReferralNumMedia", "0",
-			"Body", "Hi! Is the analytical engine still available for a demo on Thursday afternoon? It would be great to bring two colleagues along.")
-		if status != "received" {
-			set("MessageStatus", status, "ChannelToAddress", "+44207183XXXX", "ChannelPrefix", "sms",
-				"ChannelInstallSid", twilioSID("XE", "channel"), "StructuredMessage", "false")
-		}
-		if status == "failed" || status == "undelivered" {
-			set("ErrorCode", "30003", "ErrorMessage", "Unreachable destination handset")
-		}
-	}
-	if data != nil {
-		var members map[string]json.RawMessage
-		if firstNonSpace(data) != '{' || json.Unmarshal(data, &members) != nil {
-			return nil, errors.New("twilio: sample data is not a JSON object")
-		}
-		for name, raw := range members {
-			var s string
-			switch {
-			case string(raw) == "null":
-				form.Del(name)
-				continue
-			case raw[0] == '"':
-				if err := json.Unmarshal(raw, &s); err != nil {
-					return nil, err
-				}
-			case raw[0] == '{' || raw[0] == '[':
-				return nil, fmt.Errorf("twilio: sample data member %q is not a string, number or boolean", name)
-			default:
-				s = string(raw)
-			}
-			form.Set(name, s)
-		}
-	}
-	return []byte(form.Encode()), nil
 }

@@ -140,15 +140,15 @@ func twilioSigned(public, target string, body []byte) http.Header {
 
 // With Types configured, the hub accepts exactly their webhook URLs.
 func TestTwilioTypes(t *testing.T) {
-	_, err := NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL, Types: []string{"sms.status", "SMS"}})
+	_, err := NewTwilio([]string{twilioSecret}, Options{PublicURL: testPublicURL, TwilioTypes: []string{"sms.status", "SMS"}})
 	require.EqualError(t, err, `twilio: type "SMS" is not lowercase tokens of [a-z0-9_-] separated by dots`)
-	_, err = NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL, Types: []string{""}})
+	_, err = NewTwilio([]string{twilioSecret}, Options{PublicURL: testPublicURL, TwilioTypes: []string{""}})
 	require.Error(t, err)
-	p, err := NewWithOptions("twilio", []string{twilioSecret}, Options{PublicURL: testPublicURL, TwilioTypes: []string{"x y"}})
+	p, err := New("twilio", []string{twilioSecret}, Options{PublicURL: testPublicURL, TwilioTypes: []string{"x y"}})
 	require.Error(t, err)
 	require.Nil(t, p)
 
-	tw, err := NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL, Types: []string{"sms.status", "studio.flow"}})
+	tw, err := NewTwilio([]string{twilioSecret}, Options{PublicURL: testPublicURL, TwilioTypes: []string{"sms.status", "studio.flow"}})
 	require.NoError(t, err)
 	form := []byte(twilioForm.Encode())
 	jsonBody := []byte(`{"FlowSid":"FW1"}`)
@@ -168,7 +168,7 @@ func TestTwilioTypes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ev, err := tw.VerifyRequest(Request{Header: twilioSigned(testPublicURL, tt.target, tt.body), Body: tt.body, URI: tt.target})
+			ev, err := tw.Verify(Request{Header: twilioSigned(testPublicURL, tt.target, tt.body), Body: tt.body, URI: tt.target})
 			if tt.wantErr != nil {
 				require.ErrorIs(t, err, tt.wantErr)
 				require.ErrorIs(t, err, ErrInvalidSignature)
@@ -185,7 +185,7 @@ func TestTwilioTypes(t *testing.T) {
 // letter, as Twilio's always do; other names are free (the Voice SDK
 // passes an app's own parameters, SIP headers arrive as SipHeader_X-…).
 func TestTwilioFormNames(t *testing.T) {
-	tw, err := NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL})
+	tw, err := NewTwilio([]string{twilioSecret}, Options{PublicURL: testPublicURL})
 	require.NoError(t, err)
 	tests := []struct {
 		name, body string
@@ -211,7 +211,7 @@ func TestTwilioFormNames(t *testing.T) {
 			const target = "/webhooks/twilio?type=call.status"
 			form, _ := url.ParseQuery(tt.body)
 			h := twilioHeader(refTwilio(twilioSecret, testPublicURL+target, form, false), twilioToken)
-			ev, err := tw.VerifyRequest(Request{Header: h, Body: []byte(tt.body), URI: target})
+			ev, err := tw.Verify(Request{Header: h, Body: []byte(tt.body), URI: target})
 			if tt.wantErr != nil {
 				require.ErrorIs(t, err, tt.wantErr)
 				require.ErrorIs(t, err, ErrInvalidSignature)
@@ -226,7 +226,7 @@ func TestTwilioFormNames(t *testing.T) {
 // An inferred type must be lowercase tokens like every Twilio status: a
 // status that swallowed the next parameter's name is refused.
 func TestTwilioInferredType(t *testing.T) {
-	tw, err := NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL})
+	tw, err := NewTwilio([]string{twilioSecret}, Options{PublicURL: testPublicURL})
 	require.NoError(t, err)
 	tests := []struct {
 		name     string
@@ -243,7 +243,7 @@ func TestTwilioInferredType(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := twilioHeader(refTwilio(twilioSecret, testPublicURL+TwilioPath, tt.form, false), "")
-			ev, err := tw.VerifyRequest(Request{Header: h, Body: []byte(tt.form.Encode()), URI: TwilioPath})
+			ev, err := tw.Verify(Request{Header: h, Body: []byte(tt.form.Encode()), URI: TwilioPath})
 			if tt.wantErr != nil {
 				require.ErrorIs(t, err, tt.wantErr)
 				require.ErrorIs(t, err, ErrInvalidSignature)
@@ -475,13 +475,13 @@ func twilioGenuineDeliveries() ([]twilioGenuine, [][]byte) {
 // genuine signature, and that moves bytes across the path, query, form or
 // JSON boundaries, is refused as ErrInvalidSignature. Re-splits inside the
 // form, which no verifier can tell from the genuine one (see
-// Twilio.VerifyRequest), never change a type that came from the URL.
+// Twilio.Verify), never change a type that came from the URL.
 func TestTwilioSplices(t *testing.T) {
 	genuine, evil := twilioGenuineDeliveries()
 	now := time.Date(2025, 6, 1, 12, 31, 0, 0, time.UTC)
 	for _, g := range genuine {
 		t.Run(g.name, func(t *testing.T) {
-			tw, err := NewTwilio([]string{twilioOldSecret, twilioSecret}, TwilioConfig{PublicURL: g.public})
+			tw, err := NewTwilio([]string{twilioOldSecret, twilioSecret}, Options{PublicURL: g.public})
 			require.NoError(t, err)
 			header := g.header()
 			ev, err := VerifyDelivery(tw, Request{Header: header, Body: g.body, URI: g.target, Now: now})
@@ -557,7 +557,7 @@ func twilioSameBody(g twilioGenuine, body []byte) bool {
 
 // The issue's two reproductions, spelled out.
 func TestTwilioSpliceReproductions(t *testing.T) {
-	tw, err := NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL})
+	tw, err := NewTwilio([]string{twilioSecret}, Options{PublicURL: testPublicURL})
 	require.NoError(t, err)
 	genuine, _ := twilioGenuineDeliveries()
 
@@ -572,7 +572,7 @@ func TestTwilioSpliceReproductions(t *testing.T) {
 	signed, ok := legacyTwilioSigned(g.public, target, body)
 	want, _ := legacyTwilioSigned(g.public, g.target, g.body)
 	require.True(t, ok && signed == want, "a real splice")
-	_, err = tw.VerifyRequest(Request{Header: g.header(), Body: body, URI: target})
+	_, err = tw.Verify(Request{Header: g.header(), Body: body, URI: target})
 	require.ErrorIs(t, err, errTwilioBadType)
 
 	// 2. An SMS whose text holds "x&bodySHA256=<H>&z=": the whole signed
@@ -583,7 +583,7 @@ func TestTwilioSpliceReproductions(t *testing.T) {
 	evil := []byte(`{"MessageSid":"SM666","MessageStatus":"delivered","Body":"forged"}`)
 	signed, ok = legacyTwilioSigned(g.public, target, evil)
 	require.True(t, ok && signed == want, "a real splice")
-	_, err = tw.VerifyRequest(Request{Header: g.header(), Body: evil, URI: target})
+	_, err = tw.Verify(Request{Header: g.header(), Body: evil, URI: target})
 	require.ErrorIs(t, err, errTwilioBadType)
 	// Even with a type that could have absorbed nothing, the extra keys
 	// are refused.
@@ -624,11 +624,11 @@ func TestTwilioFormBoundariesAreNotSigned(t *testing.T) {
 		got, ok := legacyTwilioSigned(g.public, g.target, resplit)
 		require.True(t, ok && got == want, "the same signed string")
 
-		tw, err := NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL})
+		tw, err := NewTwilio([]string{twilioSecret}, Options{PublicURL: testPublicURL})
 		require.NoError(t, err)
-		genuineEv, err := tw.VerifyRequest(Request{Header: g.header(), Body: g.body, URI: g.target})
+		genuineEv, err := tw.Verify(Request{Header: g.header(), Body: g.body, URI: g.target})
 		require.NoError(t, err)
-		ev, err := tw.VerifyRequest(Request{Header: g.header(), Body: resplit, URI: g.target})
+		ev, err := tw.Verify(Request{Header: g.header(), Body: resplit, URI: g.target})
 		require.NoError(t, err, "no verifier can refuse it")
 		if withType {
 			require.Equal(t, "sms.received", ev.Type)
@@ -637,9 +637,9 @@ func TestTwilioFormBoundariesAreNotSigned(t *testing.T) {
 			require.Equal(t, "message.received", genuineEv.Type)
 			require.Equal(t, "message.delivered", ev.Type, "the inferred type followed the re-split")
 		}
-		typed, err := NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL, Types: []string{"sms.received"}})
+		typed, err := NewTwilio([]string{twilioSecret}, Options{PublicURL: testPublicURL, TwilioTypes: []string{"sms.received"}})
 		require.NoError(t, err)
-		_, err = typed.VerifyRequest(Request{Header: g.header(), Body: resplit, URI: g.target})
+		_, err = typed.Verify(Request{Header: g.header(), Body: resplit, URI: g.target})
 		if withType {
 			require.NoError(t, err)
 		} else {
@@ -673,7 +673,7 @@ func TestTwilioRefusedURLs(t *testing.T) {
 		"/webhooks/twilio?bodySHA256=" + h + "&type=sms.status",
 		"/webhooks/twilio?type=sms.status&bodySHA256=" + h + "&bodySHA256=" + h,
 	}
-	tw, err := NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL})
+	tw, err := NewTwilio([]string{twilioSecret}, Options{PublicURL: testPublicURL})
 	require.NoError(t, err)
 	for _, target := range targets {
 		t.Run(target, func(t *testing.T) {
@@ -682,7 +682,7 @@ func TestTwilioRefusedURLs(t *testing.T) {
 				signed = testPublicURL + target // a bodySHA256 the form does not hash to
 			}
 			header := twilioHeader(refTwilio(twilioSecret, signed, nil, false), twilioToken)
-			_, err := tw.VerifyRequest(Request{Header: header, Body: form, URI: target})
+			_, err := tw.Verify(Request{Header: header, Body: form, URI: target})
 			require.ErrorIs(t, err, ErrInvalidSignature)
 			require.False(t, errors.Is(err, errTwilioMismatch), "refused for its shape, not its MAC: %v", err)
 		})
@@ -707,7 +707,7 @@ func FuzzTwilioSplice(f *testing.F) {
 	f.Add("x&bodySHA256={H}", uint16(300), uint8(1), false)
 	f.Add("MessageSidSM1MessageStatusfailedZz", uint16(80), uint8(2), false)
 	f.Add("%74ype=x&type=y#", uint16(20), uint8(3), true)
-	tw, err := NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL})
+	tw, err := NewTwilio([]string{twilioSecret}, Options{PublicURL: testPublicURL})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -747,7 +747,7 @@ func FuzzTwilioSplice(f *testing.F) {
 		if got, ok := legacyTwilioSigned(g.public, v.target, v.body); !ok || got != want {
 			return
 		}
-		ev, err := tw.VerifyRequest(Request{Header: g.header(), Body: v.body, URI: v.target})
+		ev, err := tw.Verify(Request{Header: g.header(), Body: v.body, URI: v.target})
 		switch {
 		case v.target != g.target && err == nil:
 			t.Fatalf("splice accepted: target %q body %q: %+v", v.target, v.body, ev)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/stretchr/testify/require"
 )
 
@@ -67,7 +68,7 @@ func TestNewTwilio(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tw, err := NewTwilio(tt.secrets, TwilioConfig{PublicURL: tt.public})
+			tw, err := NewTwilio(tt.secrets, Options{PublicURL: tt.public})
 			if tt.wantErr != "" {
 				require.EqualError(t, err, tt.wantErr)
 				require.Nil(t, tw)
@@ -102,7 +103,7 @@ func TestTwilioBases(t *testing.T) {
 	}
 }
 
-func TestTwilioVerifyRequest(t *testing.T) {
+func TestTwilioVerify(t *testing.T) {
 	body := []byte(twilioForm.Encode())
 	full := testPublicURL + twilioTestTarget
 	good := refTwilio(twilioSecret, full, twilioForm, false)
@@ -168,11 +169,11 @@ func TestTwilioVerifyRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tw, err := NewTwilio(tt.secrets, TwilioConfig{PublicURL: tt.public})
+			tw, err := NewTwilio(tt.secrets, Options{PublicURL: tt.public})
 			require.NoError(t, err)
 			// No timestamp: the verdict holds at any time.
 			for _, now := range []time.Time{{}, time.Unix(1700000000, 0), time.Unix(4000000000, 0)} {
-				ev, err := tw.VerifyRequest(Request{Header: tt.header, Body: tt.body, URI: tt.target, Now: now})
+				ev, err := tw.Verify(Request{Header: tt.header, Body: tt.body, URI: tt.target, Now: now})
 				if tt.wantErr != "" {
 					require.ErrorIs(t, err, ErrInvalidSignature)
 					require.EqualError(t, err, tt.wantErr)
@@ -189,12 +190,12 @@ func TestTwilioVerifyRequest(t *testing.T) {
 		})
 	}
 
-	t.Run("Verify without the URL fails", func(t *testing.T) {
-		tw, err := NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL})
+	t.Run("a request without its URI fails", func(t *testing.T) {
+		tw, err := NewTwilio([]string{twilioSecret}, Options{PublicURL: testPublicURL})
 		require.NoError(t, err)
-		_, err = tw.Verify(twilioHeader(good, twilioToken), body, time.Time{})
+		_, err = tw.Verify(Request{Header: twilioHeader(good, twilioToken), Body: body, Now: time.Time{}})
 		require.ErrorIs(t, err, ErrInvalidSignature)
-		require.EqualError(t, err, "invalid signature: Twilio signs the request URL: the server must call VerifyRequest")
+		require.ErrorIs(t, err, errTwilioBadPath)
 	})
 }
 
@@ -220,7 +221,7 @@ func TestTwilioMalformedHeaders(t *testing.T) {
 		{"algorithm without value", good, "algorithm", badSettings},
 		{"explicit HMAC_SHA1, junk MAC", base64.StdEncoding.EncodeToString(make([]byte, 20)), "algorithm=HMAC_SHA1", "X-Twilio-Signature matches no secret"},
 	}
-	tw, err := NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL})
+	tw, err := NewTwilio([]string{twilioSecret}, Options{PublicURL: testPublicURL})
 	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -228,7 +229,7 @@ func TestTwilioMalformedHeaders(t *testing.T) {
 			if tt.settings != "" {
 				h.Set("X-Twilio-Webhooks-Signature-Settings", tt.settings)
 			}
-			_, err := tw.VerifyRequest(Request{Header: h, Body: body, URI: twilioTestTarget})
+			_, err := tw.Verify(Request{Header: h, Body: body, URI: twilioTestTarget})
 			require.ErrorIs(t, err, ErrInvalidSignature)
 			require.EqualError(t, err, "invalid signature: "+tt.wantDetail)
 		})
@@ -281,12 +282,12 @@ func TestTwilioEvent(t *testing.T) {
 		{"token too long", twilioTestTarget, strings.Repeat("t", 256), twilioForm, "invalid payload: event id is longer than 255 bytes", "", ""},
 		{"SID with a control character", "/webhooks/twilio", "", url.Values{"CallSid": {"CA\x01"}}, "invalid payload: event id contains control characters", "", ""},
 	}
-	tw, err := NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL})
+	tw, err := NewTwilio([]string{twilioSecret}, Options{PublicURL: testPublicURL})
 	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := twilioHeader(refTwilio(twilioSecret, testPublicURL+tt.target, tt.form, false), tt.token)
-			ev, err := tw.VerifyRequest(Request{Header: h, Body: []byte(tt.form.Encode()), URI: tt.target})
+			ev, err := tw.Verify(Request{Header: h, Body: []byte(tt.form.Encode()), URI: tt.target})
 			if tt.wantErr != "" {
 				require.ErrorIs(t, err, ErrPayload)
 				require.EqualError(t, err, tt.wantErr)
@@ -300,7 +301,7 @@ func TestTwilioEvent(t *testing.T) {
 }
 
 func TestTwilioPayloadJSON(t *testing.T) {
-	tw, err := NewTwilio([]string{twilioSecret}, TwilioConfig{PublicURL: testPublicURL})
+	tw, err := NewTwilio([]string{twilioSecret}, Options{PublicURL: testPublicURL})
 	require.NoError(t, err)
 	tests := []struct{ name, body, want, wantErr string }{
 		{"form", "CallSid=CA1&From=%2B14155550123&Body=a+b", `{"Body":"a b","CallSid":"CA1","From":"+14155550123"}`, ""},
@@ -329,7 +330,7 @@ func TestTwilioPayloadJSON(t *testing.T) {
 
 func TestTwilioSampleSign(t *testing.T) {
 	now := time.Date(2025, 6, 1, 12, 30, 45, 0, time.UTC)
-	tw, err := NewTwilio([]string{twilioSecret, twilioOldSecret}, TwilioConfig{PublicURL: testPublicURL})
+	tw, err := NewTwilio([]string{twilioSecret, twilioOldSecret}, Options{PublicURL: testPublicURL})
 	require.NoError(t, err)
 	tests := []struct {
 		eventType, wantSidParam, wantStatusParam, wantStatus, wantInferred string
@@ -345,9 +346,9 @@ func TestTwilioSampleSign(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.eventType, func(t *testing.T) {
 			const id = "evt_0123456789abcdef"
-			body, err := tw.Sample(id, tt.eventType, nil, now)
+			body, err := samples.Body(tw.Name(), id, tt.eventType, nil, now)
 			require.NoError(t, err)
-			again, err := tw.Sample(id, tt.eventType, nil, now)
+			again, err := samples.Body(tw.Name(), id, tt.eventType, nil, now)
 			require.NoError(t, err)
 			require.Equal(t, body, again, "Sample is deterministic")
 			form, err := url.ParseQuery(string(body))
@@ -358,40 +359,40 @@ func TestTwilioSampleSign(t *testing.T) {
 			require.Greater(t, len(body), 550)
 
 			// Sign: no query, the type is inferred from the parameters.
-			h, err := tw.Sign(id, body, now)
+			h, _, err := tw.Sign(id, "", body, now)
 			require.NoError(t, err)
 			require.Equal(t, refTwilio(twilioSecret, testPublicURL+"/webhooks/twilio", form, false), h.Get("X-Twilio-Signature"))
 			require.Equal(t, "application/x-www-form-urlencoded", h.Get("Content-Type"))
-			ev, err := tw.VerifyRequest(Request{Header: h, Body: body, URI: "/webhooks/twilio"})
+			ev, err := tw.Verify(Request{Header: h, Body: body, URI: "/webhooks/twilio"})
 			require.NoError(t, err)
 			require.Equal(t, id, ev.ID)
 			require.Equal(t, tt.wantInferred, ev.Type)
 
-			// SignTyped: the type travels in the signed URL.
-			h, target, err := tw.SignTyped(id, tt.eventType, body, now)
+			// Sign with a type: the type travels in the signed URL.
+			h, target, err := tw.Sign(id, tt.eventType, body, now)
 			require.NoError(t, err)
 			require.Equal(t, "/webhooks/twilio?type="+tt.eventType, target)
 			require.Equal(t, testPublicURL+target, tw.WebhookURL(tt.eventType))
-			ev, err = tw.VerifyRequest(Request{Header: h, Body: body, URI: target})
+			ev, err = tw.Verify(Request{Header: h, Body: body, URI: target})
 			require.NoError(t, err)
 			require.Equal(t, Event{ID: id, Type: tt.eventType, Signature: h.Get("X-Twilio-Signature"), OccurredAt: ev.OccurredAt}, ev)
 
-			other, err := NewTwilio([]string{twilioOldSecret}, TwilioConfig{PublicURL: testPublicURL})
+			other, err := NewTwilio([]string{twilioOldSecret}, Options{PublicURL: testPublicURL})
 			require.NoError(t, err)
-			_, err = other.VerifyRequest(Request{Header: h, Body: body, URI: target})
+			_, err = other.Verify(Request{Header: h, Body: body, URI: target})
 			require.ErrorIs(t, err, ErrInvalidSignature)
 		})
 	}
 	t.Run("JSON body", func(t *testing.T) {
 		body := []byte(`{"FlowSid":"FW1","ExecutionSid":"FN1","Status":"ended"}`)
-		_, err := tw.Sign("evt_1", body, now)
-		require.EqualError(t, err, "twilio: a JSON body is signed with its bodySHA256 in the URL: use SignTyped")
-		h, target, err := tw.SignTyped("evt_1", "studio.execution", body, now)
+		_, _, err := tw.Sign("evt_1", "", body, now)
+		require.EqualError(t, err, "twilio: a JSON body is signed with its bodySHA256 in the URL: sign it with an event type")
+		h, target, err := tw.Sign("evt_1", "studio.execution", body, now)
 		require.NoError(t, err)
 		sum := sha256.Sum256(body)
 		require.Equal(t, "/webhooks/twilio?type=studio.execution&bodySHA256="+hex.EncodeToString(sum[:]), target)
 		require.Equal(t, "application/json", h.Get("Content-Type"))
-		ev, err := tw.VerifyRequest(Request{Header: h, Body: body, URI: target})
+		ev, err := tw.Verify(Request{Header: h, Body: body, URI: target})
 		require.NoError(t, err)
 		require.Equal(t, "studio.execution", ev.Type)
 		payload, err := tw.PayloadJSON(body)
@@ -399,7 +400,7 @@ func TestTwilioSampleSign(t *testing.T) {
 		require.Equal(t, body, payload)
 	})
 	t.Run("given data", func(t *testing.T) {
-		body, err := tw.Sample("evt_1", "message.received", []byte(`{"Body":"STOP","NumMedia":1,"SmsStatus":null,"Flag":true}`), now)
+		body, err := samples.Body(tw.Name(), "evt_1", "message.received", []byte(`{"Body":"STOP","NumMedia":1,"SmsStatus":null,"Flag":true}`), now)
 		require.NoError(t, err)
 		form, err := url.ParseQuery(string(body))
 		require.NoError(t, err)
@@ -408,18 +409,18 @@ func TestTwilioSampleSign(t *testing.T) {
 		require.Equal(t, "true", form.Get("Flag"))
 		require.NotContains(t, form, "SmsStatus")
 		for _, data := range []string{`nope`, `[]`, `{"a":{"b":1}}`, `{"a":[1]}`} {
-			_, err := tw.Sample("evt_1", "message.received", []byte(data), now)
+			_, err := samples.Body(tw.Name(), "evt_1", "message.received", []byte(data), now)
 			require.Error(t, err, data)
 		}
 	})
 	t.Run("invalid input", func(t *testing.T) {
-		_, err := tw.Sample("", "message.received", nil, now)
+		_, err := samples.Body(tw.Name(), "", "message.received", nil, now)
 		require.Error(t, err)
-		_, err = tw.Sign("", []byte("a=b"), now)
+		_, _, err = tw.Sign("", "", []byte("a=b"), now)
 		require.Error(t, err)
-		_, _, err = tw.SignTyped("evt_1", "", []byte("a=b"), now)
+		_, _, err = tw.Sign("evt_1", "Message.Sent", []byte("a=b"), now)
 		require.Error(t, err)
-		_, err = tw.Sign("evt_1", []byte("a=%zz"), now)
+		_, _, err = tw.Sign("evt_1", "", []byte("a=%zz"), now)
 		require.Error(t, err)
 	})
 }

@@ -68,9 +68,9 @@ func splitURL(t testing.TB, raw string) (base, target string) {
 //
 // Twilio's official vectors sign https://mycompany.com/myapp.php?foo=1&bar=2,
 // a URL the hub never accepts: its path is not TwilioPath and its query
-// holds keys other than type and bodySHA256 (see Twilio.VerifyRequest).
+// holds keys other than type and bodySHA256 (see Twilio.Verify).
 // They are checked against Twilio's scheme itself (checkSignature, the
-// code VerifyRequest authenticates with, on the vector's own URL), and
+// code Verify authenticates with, on the vector's own URL), and
 // TestTwilioVectorsRefusedByTheHub pins that the hub refuses them.
 func verifyVector(t testing.TB, v vector, now time.Time) (Provider, Event, error) {
 	t.Helper()
@@ -78,9 +78,9 @@ func verifyVector(t testing.TB, v vector, now time.Time) (Provider, Event, error
 		return verifyTwilioScheme(t, v)
 	}
 	require.Nil(t, v.URL, "only twilio vectors have a url")
-	p, err := New(v.Provider, []string{v.Secret}, v.tolerance())
+	p, err := New(v.Provider, []string{v.Secret}, Options{Tolerance: v.tolerance()})
 	require.NoError(t, err)
-	ev, err := p.Verify(v.header(), []byte(v.Body), now)
+	ev, err := p.Verify(Request{Header: v.header(), Body: []byte(v.Body), Now: now})
 	return p, ev, err
 }
 
@@ -88,13 +88,13 @@ func verifyVector(t testing.TB, v vector, now time.Time) (Provider, Event, error
 // as the official SDKs do: the MAC of the vector's URL (either port
 // variant) plus the form's sorted parameters, or of the URL alone with
 // the body hashing to its bodySHA256; then it reads the event from the
-// form as VerifyRequest would for a URL without a type.
+// form as Verify would for a URL without a type.
 func verifyTwilioScheme(t testing.TB, v vector) (Provider, Event, error) {
 	t.Helper()
 	require.NotNil(t, v.URL, "every twilio vector has a url")
 	base, target := splitURL(t, *v.URL)
 	path, rawQuery, hasQuery := strings.Cut(target, "?")
-	tw, err := NewTwilio([]string{v.Secret}, TwilioConfig{PublicURL: base})
+	tw, err := NewTwilio([]string{v.Secret}, Options{PublicURL: base})
 	require.NoError(t, err)
 	bases, err := twilioBases(base + path)
 	require.NoError(t, err)
@@ -135,13 +135,13 @@ func TestTwilioVectorsRefusedByTheHub(t *testing.T) {
 		n++
 		t.Run(v.Name, func(t *testing.T) {
 			base, target := splitURL(t, *v.URL)
-			tw, err := NewTwilio([]string{v.Secret}, TwilioConfig{PublicURL: base})
+			tw, err := NewTwilio([]string{v.Secret}, Options{PublicURL: base})
 			require.NoError(t, err)
-			ev, err := tw.VerifyRequest(Request{Header: v.header(), Body: []byte(v.Body), URI: target})
+			ev, err := tw.Verify(Request{Header: v.header(), Body: []byte(v.Body), URI: target})
 			require.ErrorIs(t, err, errTwilioBadPath)
 			require.Equal(t, Event{}, ev)
 			_, query, _ := strings.Cut(target, "?")
-			_, err = tw.VerifyRequest(Request{Header: v.header(), Body: []byte(v.Body), URI: TwilioPath + "?" + query})
+			_, err = tw.Verify(Request{Header: v.header(), Body: []byte(v.Body), URI: TwilioPath + "?" + query})
 			require.ErrorIs(t, err, errTwilioBadQuery)
 		})
 	}

@@ -11,8 +11,11 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // macSize is the size of an HMAC-SHA256 tag, the MAC of every built-in
@@ -200,9 +203,13 @@ func hasControl(s string) bool {
 	return false
 }
 
-// checkText checks an event id or type a provider takes from a body field
-// or a header: present, at most maxLen bytes, no control characters. The
-// ErrPayload detail is missing when it is empty, and otherwise starts with
+// checkText is the one check of an event id or type, wherever it comes
+// from (a body field, a header, the URL): present, at most maxLen bytes,
+// valid UTF-8, no control characters (ids and types end up in message
+// headers, where CR and LF must never appear, and in Postgres text columns
+// an operator reads). Each provider applies it where it reads the value,
+// and VerifyDelivery once more to every event, whatever the provider. The
+// ErrPayload detail is missing when s is empty, and otherwise starts with
 // name ("id", "X-GitHub-Delivery").
 func checkText(missing, name, s string, maxLen int) error {
 	switch {
@@ -211,6 +218,10 @@ func checkText(missing, name, s string, maxLen int) error {
 	case len(s) > maxLen:
 		return errPayload(fmt.Sprintf("%s is longer than %d bytes", name, maxLen))
 	case hasControl(s):
+		return errPayload(name + " contains control characters")
+	case !utf8.ValidString(s):
+		return errPayload(name + " is not valid UTF-8")
+	case strings.ContainsFunc(s, unicode.IsControl):
 		return errPayload(name + " contains control characters")
 	}
 	return nil

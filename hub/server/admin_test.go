@@ -20,6 +20,7 @@ import (
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/server"
 )
 
@@ -69,15 +70,15 @@ type adminServer struct {
 	srv  *server.Server
 	op   *recordingOperator
 	logs *bytes.Buffer
-	p    provider.Sender
+	p    provider.Signer
 }
 
 func newAdminServer(t *testing.T) *adminServer {
 	t.Helper()
-	p, err := provider.New("paddle", []string{traceTestSecret}, time.Hour)
+	p, err := provider.New("paddle", []string{traceTestSecret}, provider.Options{Tolerance: time.Hour})
 	require.NoError(t, err)
 	reg := prometheus.NewRegistry()
-	a := &adminServer{op: &recordingOperator{}, logs: &bytes.Buffer{}, p: p.(provider.Sender)}
+	a := &adminServer{op: &recordingOperator{}, logs: &bytes.Buffer{}, p: p.(provider.Signer)}
 	a.srv, err = server.New(server.Config{
 		Providers:  []provider.Provider{p},
 		Ingester:   panickingIngester{},
@@ -123,9 +124,9 @@ func TestPanicIsA500AndTheServerGoesOn(t *testing.T) {
 
 	// A webhook whose ingest panics.
 	now := time.Now()
-	raw, err := a.p.Sample("evt_panic", "subscription.created", nil, now)
+	raw, err := samples.Body(a.p.Name(), "evt_panic", "subscription.created", nil, now)
 	require.NoError(t, err)
-	h, err := a.p.Sign("evt_panic", raw, now)
+	h, _, err := a.p.Sign("evt_panic", "", raw, now)
 	require.NoError(t, err)
 	req := httptest.NewRequest(http.MethodPost, "/webhooks/paddle", bytes.NewReader(raw))
 	req.Header = h

@@ -11,6 +11,7 @@ import (
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/server"
 )
 
@@ -24,7 +25,7 @@ func (memoryIngester) Ingest(_ context.Context, ds []hub.Delivery) ([]hub.Outcom
 }
 
 func benchmarkWebhook(b *testing.B, name, secret, eventType string) {
-	p, err := provider.New(name, []string{secret}, time.Hour)
+	p, err := provider.New(name, []string{secret}, provider.Options{Tolerance: time.Hour})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -39,13 +40,13 @@ func benchmarkWebhook(b *testing.B, name, secret, eventType string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := p.(provider.Sender)
+	s := p.(provider.Signer)
 	now := time.Now()
-	body, err := s.Sample("evt_bench", eventType, nil, now)
+	body, err := samples.Body(s.Name(), "evt_bench", eventType, nil, now)
 	if err != nil {
 		b.Fatal(err)
 	}
-	hdr, err := s.Sign("evt_bench", body, now)
+	hdr, _, err := s.Sign("evt_bench", "", body, now)
 	if err != nil {
 		b.Fatal(err)
 	}

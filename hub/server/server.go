@@ -10,8 +10,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
@@ -353,12 +351,6 @@ func (s *Server) webhook(c *fiber.Ctx) error {
 		s.cfg.Logger.Info("delivery refused", "provider", name, "err", err, "remote", utils.CopyString(c.IP()))
 		return s.refuse(c, name, err, start)
 	}
-	if err := checkText("event id", ev.ID, 255); err != nil {
-		return s.refuse(c, name, err, start)
-	}
-	if err := checkText("event type", ev.Type, 128); err != nil {
-		return s.refuse(c, name, err, start)
-	}
 	s.traceEvent(c, ev.ID, ev.Type)
 	id, err := uuid.NewV7()
 	if err != nil {
@@ -443,22 +435,6 @@ func (s *Server) maxPublish() int {
 		return 0
 	}
 	return s.cfg.MaxPublishBytes()
-}
-
-// checkText rejects ids and types Postgres text columns cannot hold, or
-// that no operator could read: invalid UTF-8, control characters, too long.
-func checkText(what, s string, maxLen int) error {
-	switch {
-	case s == "":
-		return fmt.Errorf("%w: empty %s", provider.ErrPayload, what)
-	case len(s) > maxLen:
-		return fmt.Errorf("%w: %s longer than %d bytes", provider.ErrPayload, what, maxLen)
-	case !utf8.ValidString(s):
-		return fmt.Errorf("%w: %s is not valid UTF-8", provider.ErrPayload, what)
-	case strings.ContainsFunc(s, unicode.IsControl):
-		return fmt.Errorf("%w: %s contains control characters", provider.ErrPayload, what)
-	}
-	return nil
 }
 
 func (s *Server) refuse(c *fiber.Ctx, providerName string, err error, start time.Time) error {

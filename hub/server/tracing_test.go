@@ -19,6 +19,7 @@ import (
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/server"
 	"github.com/hookhub/hookhub/hub/tracing"
 )
@@ -32,18 +33,18 @@ const (
 type tracedServer struct {
 	srv       *server.Server
 	recorder  *tracetest.SpanRecorder
-	sender    provider.Sender
+	sender    provider.Signer
 	committed chan hub.Delivery
 }
 
 func newTracedServer(t *testing.T) *tracedServer {
 	t.Helper()
-	p, err := provider.New("paddle", []string{traceTestSecret}, time.Hour)
+	p, err := provider.New("paddle", []string{traceTestSecret}, provider.Options{Tolerance: time.Hour})
 	require.NoError(t, err)
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	reg := prometheus.NewRegistry()
-	ts := &tracedServer{recorder: rec, sender: p.(provider.Sender), committed: make(chan hub.Delivery, 10)}
+	ts := &tracedServer{recorder: rec, sender: p.(provider.Signer), committed: make(chan hub.Delivery, 10)}
 	ts.srv, err = server.New(server.Config{
 		Providers: []provider.Provider{p},
 		Ingester:  memoryIngester{},
@@ -60,11 +61,11 @@ func newTracedServer(t *testing.T) *tracedServer {
 func (ts *tracedServer) post(t *testing.T, eventID string, sign bool, traceparent string) *http.Response {
 	t.Helper()
 	now := time.Now()
-	body, err := ts.sender.Sample(eventID, "subscription.created", nil, now)
+	body, err := samples.Body(ts.sender.Name(), eventID, "subscription.created", nil, now)
 	require.NoError(t, err)
 	req := httptest.NewRequest(http.MethodPost, "/webhooks/paddle", bytes.NewReader(body))
 	if sign {
-		hdr, err := ts.sender.Sign(eventID, body, now)
+		hdr, _, err := ts.sender.Sign(eventID, "", body, now)
 		require.NoError(t, err)
 		req.Header = hdr
 	}
@@ -143,7 +144,7 @@ func TestDeliverySpanWithoutParentAndRefused(t *testing.T) {
 // of a span per delivery. Compare with BenchmarkRequestPath/paddle, which
 // runs with tracing off.
 func BenchmarkRequestPathTraced(b *testing.B) {
-	p, err := provider.New("paddle", []string{traceTestSecret}, time.Hour)
+	p, err := provider.New("paddle", []string{traceTestSecret}, provider.Options{Tolerance: time.Hour})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -160,13 +161,13 @@ func BenchmarkRequestPathTraced(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := p.(provider.Sender)
+	s := p.(provider.Signer)
 	now := time.Now()
-	body, err := s.Sample("evt_bench", "subscription.created", nil, now)
+	body, err := samples.Body(s.Name(), "evt_bench", "subscription.created", nil, now)
 	if err != nil {
 		b.Fatal(err)
 	}
-	hdr, err := s.Sign("evt_bench", body, now)
+	hdr, _, err := s.Sign("evt_bench", "", body, now)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/hubtest/testhub"
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
@@ -424,14 +425,14 @@ func startFuzzHub(f *testing.F) (string, *pgxpool.Pool) {
 	})
 	require.Eventually(f, func() bool { return sub.Healthy() == nil }, 30*time.Second, 10*time.Millisecond)
 
-	pp, err := provider.New("paddle", []string{paddleSecret}, 0)
+	pp, err := provider.New("paddle", []string{paddleSecret}, provider.Options{})
 	require.NoError(f, err)
-	p := pp.(provider.Sender)
+	p := pp.(provider.Signer)
 	for i := range 4 {
 		id := fmt.Sprintf("evt_fuzz_%d", i)
-		raw, err := p.Sample(id, "subscription.created", nil, time.Now())
+		raw, err := samples.Body(p.Name(), id, "subscription.created", nil, time.Now())
 		require.NoError(f, err)
-		hdr, err := p.Sign(id, raw, time.Now())
+		hdr, _, err := p.Sign(id, "", raw, time.Now())
 		require.NoError(f, err)
 		req, err := http.NewRequest(http.MethodPost, base+"/webhooks/paddle", bytes.NewReader(raw))
 		require.NoError(f, err)

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/url"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -35,15 +36,14 @@ type Config struct {
 	StreamReplicas    int           `envconfig:"HUB_STREAM_REPLICAS" default:"1" desc:"Stream replicas: 1 on one server, 3 in production clusters"`
 	StreamMaxAge      time.Duration `envconfig:"HUB_STREAM_MAX_AGE" default:"0" desc:"How long the stream keeps messages (e.g. 720h); 0 keeps them until removed by hand. The archive can republish older events. The hub raises but never lowers it on an existing stream"`
 	DuplicateWindow   time.Duration `envconfig:"HUB_DUPLICATE_WINDOW" default:"2m" desc:"Stream duplicate window; the relay's retry horizon stays inside it"`
-	PaddleSecrets     []string      `envconfig:"HUB_PADDLE_SECRETS" desc:"Paddle endpoint secrets (pdl_ntfset_...), comma-separated; several during a rotation"`
-	ClerkSecrets      []string      `envconfig:"HUB_CLERK_SECRETS" desc:"Clerk (Svix) signing secrets (whsec_...), comma-separated; several during a rotation"`
-	StripeSecrets     []string      `envconfig:"HUB_STRIPE_SECRETS" desc:"Stripe endpoint secrets (whsec_..., used whole), comma-separated"`
-	GitHubSecrets     []string      `envconfig:"HUB_GITHUB_SECRETS" desc:"GitHub webhook secrets, comma-separated (try old and new during a rotation)"`
-	ShopifySecrets    []string      `envconfig:"HUB_SHOPIFY_SECRETS" desc:"Shopify app client secrets, comma-separated"`
-	TwilioSecrets     []string      `envconfig:"HUB_TWILIO_SECRETS" desc:"Twilio Auth Tokens (primary first, the secondary while promoting), comma-separated; needs HUB_PUBLIC_URL"`
 	TwilioTypes       []string      `envconfig:"HUB_TWILIO_TYPES" desc:"Twilio event types accepted (sms.status,call.status), comma-separated: only the URLs <HUB_PUBLIC_URL>/webhooks/twilio?type=<type> are then accepted, and no type is inferred; empty accepts any valid type and infers one for the URL without ?type="`
 	PublicURL         string        `envconfig:"HUB_PUBLIC_URL" desc:"The hub's public base URL as providers call it (e.g. https://hub.example.com), for schemes that sign the URL (Twilio)"`
 	StandardProviders []string      `envconfig:"HUB_STANDARD_PROVIDERS" desc:"Standard Webhooks providers to mount under names of your choice (resend,acme); each needs HUB_STANDARD_<NAME>_SECRETS"`
+	// Secrets holds the secrets of each built-in provider by name, read
+	// by LoadConfig from its HUB_<NAME>_SECRETS (SecretsVar):
+	// comma-separated, several during a rotation. The variables are
+	// derived from provider.Registry, which describes each one.
+	Secrets map[string][]string `ignored:"true"`
 	// StandardSecrets holds HUB_STANDARD_<NAME>_SECRETS for each name in
 	// StandardProviders (upper-cased, '-' as '_'); LoadConfig reads them.
 	StandardSecrets      map[string][]string `ignored:"true"`
@@ -131,7 +131,7 @@ func (c *Config) Validate() error {
 			bad("TWILIO_TYPES", "has %q at position %d: a type is lowercase tokens of [a-z0-9_-] separated by dots (sms.status), at most 128 bytes", typ, i+1)
 		}
 	}
-	if len(c.TwilioSecrets) > 0 && c.PublicURL == "" {
+	if len(c.Secrets["twilio"]) > 0 && c.PublicURL == "" {
 		bad("PUBLIC_URL", "is required with HUB_TWILIO_SECRETS: Twilio signs the URL it calls")
 	}
 	if c.AdminToken != "" && len(c.AdminToken) < 32 {
@@ -216,18 +216,86 @@ func (c *Config) Validate() error {
 // secretVars maps each built-in provider's secrets variable (without the
 // prefix) to its value.
 func (c *Config) secretVars() map[string][]string {
-	return map[string][]string{
-		"PADDLE_SECRETS": c.PaddleSecrets, "CLERK_SECRETS": c.ClerkSecrets, "STRIPE_SECRETS": c.StripeSecrets,
-		"GITHUB_SECRETS": c.GitHubSecrets, "SHOPIFY_SECRETS": c.ShopifySecrets, "TWILIO_SECRETS": c.TwilioSecrets,
+	out := map[string][]string{}
+	for _, spec := range secretSpecs() {
+		out[strings.TrimPrefix(SecretsVar(spec.Name), EnvPrefix+"_")] = c.Secrets[spec.Name]
 	}
+	return out
 }
 
-// builtinSecrets returns the built-in providers' secrets by provider name.
-func (c *Config) builtinSecrets() map[string]*[]string {
-	return map[string]*[]string{
-		"paddle": &c.PaddleSecrets, "clerk": &c.ClerkSecrets, "stripe": &c.StripeSecrets,
-		"github": &c.GitHubSecrets, "shopify": &c.ShopifySecrets, "twilio": &c.TwilioSecrets,
+// secretSpecs returns the built-in providers that have a secrets
+// variable, in the registry's order.
+func secretSpecs() []provider.Spec {
+	var out []provider.Spec
+	for _, spec := range provider.Registry() {
+		if spec.Secrets != "" {
+			out = append(out, spec)
+		}
 	}
+	return out
+}
+
+// builtin reports whether name is a built-in provider with a secrets
+// variable.
+func builtin(name string) bool {
+	return slices.ContainsFunc(secretSpecs(), func(s provider.Spec) bool { return s.Name == name })
+}
+
+// EnvVar is one configuration variable, as `hub --help` lists it.
+type EnvVar struct {
+	Key, Default, Desc string
+}
+
+// EnvVars returns every variable Config reads, in the order of its fields
+// (the README's table), from their envconfig tags, with each built-in
+// provider's HUB_<NAME>_SECRETS, described by provider.Registry, after
+// HUB_DUPLICATE_WINDOW.
+func EnvVars() []EnvVar {
+	typ := reflect.TypeFor[Config]()
+	var out []EnvVar
+	for i := range typ.NumField() {
+		tag := typ.Field(i).Tag
+		if tag.Get("ignored") == "true" {
+			continue
+		}
+		key := strings.ToUpper(tag.Get("envconfig"))
+		out = append(out, EnvVar{Key: key, Default: tag.Get("default"), Desc: tag.Get("desc")})
+		if key == EnvPrefix+"_DUPLICATE_WINDOW" {
+			for _, spec := range secretSpecs() {
+				out = append(out, EnvVar{Key: SecretsVar(spec.Name), Desc: spec.Secrets})
+			}
+		}
+	}
+	return out
+}
+
+// secretsVarList lists the built-in providers' secrets variables,
+// comma-separated.
+func secretsVarList() string {
+	var vars []string
+	for _, spec := range secretSpecs() {
+		vars = append(vars, SecretsVar(spec.Name))
+	}
+	return strings.Join(vars, ", ")
+}
+
+// SetSecrets sets the secrets of the built-in provider name, as its
+// HUB_<NAME>_SECRETS would; none removes them.
+func (c *Config) SetSecrets(name string, secrets ...string) {
+	if len(secrets) == 0 {
+		delete(c.Secrets, name)
+		return
+	}
+	if c.Secrets == nil {
+		c.Secrets = map[string][]string{}
+	}
+	c.Secrets[name] = secrets
+}
+
+// SecretsVar is the variable holding the secrets of the built-in provider
+// name: HUB_<NAME>_SECRETS, the name upper-cased with '-' as '_'.
+func SecretsVar(name string) string {
+	return EnvPrefix + "_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "_SECRETS"
 }
 
 // ProviderSecrets returns the configured secrets by provider name, for the
@@ -242,8 +310,8 @@ func (c *Config) ProviderSecrets() map[string][]string {
 			}
 		}
 	}
-	for name, secrets := range c.builtinSecrets() {
-		add(name, *secrets)
+	for _, spec := range secretSpecs() {
+		add(spec.Name, c.Secrets[spec.Name])
 	}
 	for _, name := range c.StandardProviders {
 		add(strings.TrimSpace(name), c.StandardSecrets[strings.TrimSpace(name)])
@@ -257,13 +325,12 @@ func (c *Config) Providers() ([]provider.Provider, error) {
 	names := slices.Sorted(maps.Keys(secrets))
 	out := make([]provider.Provider, 0, len(names))
 	for _, name := range names {
-		var p provider.Provider
-		var err error
-		if _, builtin := c.builtinSecrets()[name]; builtin {
-			p, err = provider.NewWithOptions(name, secrets[name], provider.Options{Tolerance: c.SignatureTolerance, PublicURL: c.PublicURL, TwilioTypes: c.twilioTypes()})
-		} else {
-			p, err = provider.NewStandard(name, secrets[name], c.SignatureTolerance)
+		o := provider.Options{Tolerance: c.SignatureTolerance, PublicURL: c.PublicURL, TwilioTypes: c.twilioTypes()}
+		kind := name
+		if !builtin(name) {
+			kind, o.Name = provider.StandardWebhooksName, name
 		}
+		p, err := provider.New(kind, secrets[name], o)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", secretsVarOf(name, c), err)
 		}
@@ -282,8 +349,8 @@ func (c *Config) twilioTypes() []string {
 }
 
 func secretsVarOf(name string, c *Config) string {
-	if _, builtin := c.builtinSecrets()[name]; builtin {
-		return EnvPrefix + "_" + strings.ToUpper(name) + "_SECRETS"
+	if builtin(name) {
+		return SecretsVar(name)
 	}
 	return StandardSecretsVar(name)
 }
@@ -301,6 +368,12 @@ func LoadConfig() (Config, error) {
 	var c Config
 	if err := envconfig.Process("", &c); err != nil {
 		return c, err
+	}
+	for _, spec := range secretSpecs() {
+		// As envconfig reads a list: split on commas, unset or blank is none.
+		if v, ok := os.LookupEnv(SecretsVar(spec.Name)); ok && strings.TrimSpace(v) != "" {
+			c.SetSecrets(spec.Name, strings.Split(v, ",")...)
+		}
 	}
 	if _, ok := os.LookupEnv(EnvPrefix + "_DEBUG_ADDR"); ok {
 		return c, errors.New("HUB_DEBUG_ADDR is no longer read: pprof is served under /debug/pprof/ on HUB_ADMIN_ADDR; set that instead")

@@ -3,6 +3,7 @@ package service_test
 import (
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/backfill"
+	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/schema"
 )
@@ -43,7 +45,7 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 		{"HUB_STREAM_REPLICAS", func(c *service.Config) { c.StreamReplicas = 0 }},
 		{"HUB_STREAM", func(c *service.Config) { c.Stream = "WEB.HOOKS" }},
 		{"HUB_DUPLICATE_WINDOW", func(c *service.Config) { c.DuplicateWindow = time.Millisecond }},
-		{"HUB_PADDLE_SECRETS", func(c *service.Config) { c.PaddleSecrets = []string{"a", " "} }},
+		{"HUB_PADDLE_SECRETS", func(c *service.Config) { c.SetSecrets("paddle", "a", " ") }},
 		{"HUB_SIGNATURE_TOLERANCE", func(c *service.Config) { c.SignatureTolerance = 0 }},
 		{"HUB_MAX_BODY_BYTES", func(c *service.Config) { c.MaxBodyBytes = 10 }},
 		{"HUB_SHUTDOWN_TIMEOUT", func(c *service.Config) { c.ShutdownTimeout = -time.Second }},
@@ -96,6 +98,10 @@ func TestREADMEDocumentsEveryVariable(t *testing.T) {
 		key := typ.Field(i).Tag.Get("envconfig")
 		require.True(t, strings.Contains(string(readme), "| `"+key+"` |"), "README.md has no table row for %s", key)
 	}
+	// The secrets variables derived from the provider registry too.
+	for _, v := range service.EnvVars() {
+		require.True(t, strings.Contains(string(readme), "| `"+v.Key+"` |"), "README.md has no table row for %s", v.Key)
+	}
 }
 
 // A backfill source needs its API credentials and the provider's webhook
@@ -119,7 +125,7 @@ func TestBackfillSourceNamesTheVariable(t *testing.T) {
 	cfg.StripeAPIKey = "sk_test_x"
 	_, err = cfg.BackfillSource("stripe", nil)
 	require.ErrorContains(t, err, "HUB_STRIPE_SECRETS")
-	cfg.StripeSecrets = []string{"whsec_x"}
+	cfg.SetSecrets("stripe", "whsec_x")
 	cfg.StripeAPIURL = "api.stripe.com"
 	_, err = cfg.BackfillSource("stripe", nil)
 	require.ErrorContains(t, err, "HUB_STRIPE_API_URL")
@@ -136,7 +142,7 @@ func TestBackfillSourceNamesTheVariable(t *testing.T) {
 	cfg.GitHubToken, cfg.GitHubHook = "ghp_x", "repos/octo/hello/hooks/1"
 	_, err = cfg.BackfillSource("github", nil)
 	require.ErrorContains(t, err, "HUB_GITHUB_SECRETS")
-	cfg.GitHubSecrets = []string{"gh_secret"}
+	cfg.SetSecrets("github", "gh_secret")
 	cfg.GitHubHook = "hooks/1"
 	_, err = cfg.BackfillSource("github", nil)
 	require.ErrorContains(t, err, "HUB_GITHUB_HOOK")
@@ -149,4 +155,39 @@ func TestBackfillSourceNamesTheVariable(t *testing.T) {
 	srcs, err = cfg.BackfillSources(nil)
 	require.NoError(t, err)
 	require.Len(t, srcs, 2)
+}
+
+// Each built-in provider's HUB_<NAME>_SECRETS is derived from the provider
+// registry: read by LoadConfig, listed by EnvVars (after
+// HUB_DUPLICATE_WINDOW), filled in by WithDevSecrets, named in errors.
+func TestSecretsVariablesFromTheRegistry(t *testing.T) {
+	var keys []string
+	for _, v := range service.EnvVars() {
+		keys = append(keys, v.Key)
+	}
+	i := slices.Index(keys, "HUB_DUPLICATE_WINDOW")
+	require.GreaterOrEqual(t, i, 0)
+	want := []string{"HUB_PADDLE_SECRETS", "HUB_CLERK_SECRETS", "HUB_STRIPE_SECRETS", "HUB_GITHUB_SECRETS", "HUB_SHOPIFY_SECRETS", "HUB_TWILIO_SECRETS"}
+	require.Equal(t, want, keys[i+1:i+1+len(want)])
+	require.Equal(t, "HUB_TWILIO_TYPES", keys[i+1+len(want)])
+	require.Contains(t, service.ErrNoProviders.Error(), strings.Join(want, ", ")+", HUB_STANDARD_PROVIDERS")
+
+	t.Setenv("HUB_STRIPE_SECRETS", "whsec_a,whsec_b")
+	t.Setenv("HUB_SHOPIFY_SECRETS", " ")
+	cfg, err := service.LoadConfig()
+	require.NoError(t, err)
+	require.Equal(t, []string{"whsec_a", "whsec_b"}, cfg.Secrets["stripe"])
+	require.Empty(t, cfg.Secrets["shopify"])
+
+	t.Setenv("HUB_GITHUB_SECRETS", "a,")
+	_, err = service.LoadConfig()
+	require.ErrorContains(t, err, "HUB_GITHUB_SECRETS has an empty secret at position 2")
+
+	filled := cfg.WithDevSecrets()
+	require.Equal(t, []string{"clerk", "github", "paddle", "shopify", "twilio"}, filled)
+	for _, p := range provider.Registry() {
+		if p.Secrets != "" {
+			require.NotEmpty(t, cfg.ProviderSecrets()[p.Name], p.Name)
+		}
+	}
 }

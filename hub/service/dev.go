@@ -11,28 +11,17 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// Development secrets, used by `hub dev` and `hub send` when no secret is
-// configured. They are public: never use them in production (`hub serve`
-// does not fall back to them).
-var devSecrets = map[string]string{
-	"paddle":  "pdl_ntfset_01hookhubdev0000000000000000_DevOnlyNotASecret000000000",
-	"clerk":   "whsec_aG9va2h1Yi1kZXZlbG9wbWVudC1vbmx5LWtleSE=",
-	"stripe":  "whsec_hookhub_development_only_not_a_secret",
-	"github":  "hookhub-development-only-not-a-secret",
-	"shopify": "hookhub-development-only-not-a-secret",
-	"twilio":  "hookhubdevelopmentonlynotasecret",
-}
-
-// WithDevSecrets fills in the development secret of every built-in
-// provider that has none configured (and, for Twilio, a public URL on
+// WithDevSecrets fills in the development secret (provider.Spec's
+// DevSecret: public, never for production; `hub serve` does not fall back
+// to them) of every built-in provider that has none configured (and, for Twilio, a public URL on
 // HUB_HTTP_ADDR), and returns the names it filled in.
 func (c *Config) WithDevSecrets() []string {
 	var filled []string
 	have := c.ProviderSecrets()
-	for name, secrets := range c.builtinSecrets() {
-		if len(have[name]) == 0 {
-			*secrets = []string{devSecrets[name]}
-			filled = append(filled, name)
+	for _, spec := range secretSpecs() {
+		if len(have[spec.Name]) == 0 {
+			c.SetSecrets(spec.Name, spec.DevSecret)
+			filled = append(filled, spec.Name)
 		}
 	}
 	if c.PublicURL == "" {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
 )
 
@@ -97,9 +98,9 @@ func rawConn(t *testing.T, base string) net.Conn {
 // signedPaddle returns the headers and body of a signed Paddle delivery.
 func (h *testHub) signedPaddle(eventID string) (http.Header, []byte) {
 	h.t.Helper()
-	body, err := h.paddle.Sample(eventID, "subscription.created", nil, time.Now())
+	body, err := samples.Body(h.paddle.Name(), eventID, "subscription.created", nil, time.Now())
 	require.NoError(h.t, err)
-	hdr, err := h.paddle.Sign(eventID, body, time.Now())
+	hdr, _, err := h.paddle.Sign(eventID, "", body, time.Now())
 	require.NoError(h.t, err)
 	return hdr, body
 }

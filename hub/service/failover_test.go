@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/hubtest"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/credits"
@@ -352,12 +353,12 @@ func (l *failoverLoad) post(eventID string, dup bool) loadAnswer {
 	a := loadAnswer{eventID: eventID, dup: dup, at: time.Now()}
 	defer func() { a.latency = time.Since(a.at) }()
 	s := l.h.paddle
-	body, err := s.Sample(eventID, "subscription.created", nil, time.Now())
+	body, err := samples.Body(s.Name(), eventID, "subscription.created", nil, time.Now())
 	if err != nil {
 		a.failure = err.Error()
 		return a
 	}
-	hdr, err := s.Sign(eventID, body, time.Now())
+	hdr, _, err := s.Sign(eventID, "", body, time.Now())
 	if err != nil {
 		a.failure = err.Error()
 		return a

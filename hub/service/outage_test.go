@@ -15,6 +15,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/hubtest"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/schema"
@@ -25,7 +26,7 @@ import (
 // PubAck leaves behind.
 func commitWithoutPublishing(t *testing.T, h *testHub, eventID string) {
 	t.Helper()
-	body, err := h.paddle.Sample(eventID, "subscription.created", nil, time.Now())
+	body, err := samples.Body(h.paddle.Name(), eventID, "subscription.created", nil, time.Now())
 	require.NoError(t, err)
 	outs, err := store.New(h.pool).Ingest(context.Background(), []hub.Delivery{{
 		ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle", EventID: eventID,
@@ -177,11 +178,11 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 // tryDeliver is deliver without failing the test on a transport error.
 func (h *testHub) tryDeliver(name, eventID, eventType string) (int, error) {
 	s := h.sender(name)
-	body, err := s.Sample(eventID, eventType, nil, time.Now())
+	body, err := samples.Body(s.Name(), eventID, eventType, nil, time.Now())
 	if err != nil {
 		return 0, err
 	}
-	hdr, err := s.Sign(eventID, body, time.Now())
+	hdr, _, err := s.Sign(eventID, "", body, time.Now())
 	if err != nil {
 		return 0, err
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/schema"
 )
@@ -203,7 +204,7 @@ func twilioSplices(t *testing.T) (genuine, splices []rawDelivery) {
 func TestTwilioSplicesRefusedEndToEnd(t *testing.T) {
 	t.Parallel()
 	h := newTestHub(t, func(c *service.Config) {
-		c.TwilioSecrets = []string{hardeningTwilioToken}
+		c.SetSecrets("twilio", hardeningTwilioToken)
 		c.PublicURL = hardeningPublicURL
 	})
 	genuine, splices := twilioSplices(t)
@@ -240,7 +241,7 @@ func TestTwilioSplicesRefusedEndToEnd(t *testing.T) {
 func TestTwilioTypesEndToEnd(t *testing.T) {
 	t.Parallel()
 	h := newTestHub(t, func(c *service.Config) {
-		c.TwilioSecrets = []string{hardeningTwilioToken}
+		c.SetSecrets("twilio", hardeningTwilioToken)
 		c.PublicURL = hardeningPublicURL
 		c.TwilioTypes = []string{"sms.status", " call.status "}
 	})
@@ -276,7 +277,7 @@ func TestTwilioTypesConfig(t *testing.T) {
 		m := hmac.New(sha1.New, []byte("token"))
 		m.Write([]byte(hardeningPublicURL + target + twilioParams(form)))
 		hdr := http.Header{"X-Twilio-Signature": {base64.StdEncoding.EncodeToString(m.Sum(nil))}, "I-Twilio-Idempotency-Token": {"t1"}}
-		_, err := tw.VerifyRequest(provider.Request{Header: hdr, Body: []byte(form.Encode()), URI: target, Now: time.Now()})
+		_, err := tw.Verify(provider.Request{Header: hdr, Body: []byte(form.Encode()), URI: target, Now: time.Now()})
 		require.Equal(t, ok, err == nil, "%s: %v", target, err)
 	}
 }
@@ -289,7 +290,7 @@ func TestTwilioTypesConfig(t *testing.T) {
 func TestAbsurdOccurredAtEndToEnd(t *testing.T) {
 	t.Parallel()
 	const stripeSecret = "whsec_hardening_test_stripe"
-	h := newTestHub(t, func(c *service.Config) { c.StripeSecrets = []string{stripeSecret} })
+	h := newTestHub(t, func(c *service.Config) { c.SetSecrets("stripe", stripeSecret) })
 	clerk := h.sender("clerk")
 	stripe := mustSender(t, "stripe", stripeSecret)
 	now := time.Now()
@@ -311,7 +312,7 @@ func TestAbsurdOccurredAtEndToEnd(t *testing.T) {
 		if c.provider == "stripe" {
 			s = stripe
 		}
-		hdr, err := s.Sign(c.eventID, body, now)
+		hdr, _, err := s.Sign(c.eventID, "", body, now)
 		require.NoError(t, err)
 		a := h.post(c.provider, hdr, body)
 		require.Equal(t, http.StatusOK, a.status, "%s: %v", c.name, a.body)
@@ -343,9 +344,9 @@ func TestAbsurdOccurredAtEndToEnd(t *testing.T) {
 
 // clerkBodyAt returns a Clerk user.created body whose timestamp is "now"
 // or the given number of milliseconds.
-func clerkBodyAt(t *testing.T, s provider.Sender, eventID, ms string) []byte {
+func clerkBodyAt(t *testing.T, s provider.Signer, eventID, ms string) []byte {
 	t.Helper()
-	body, err := s.Sample(eventID, "user.created", nil, time.Now())
+	body, err := samples.Body(s.Name(), eventID, "user.created", nil, time.Now())
 	require.NoError(t, err)
 	if ms == "now" {
 		return body

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/schema"
 )
@@ -22,7 +23,8 @@ import (
 func TestEveryProviderEndToEnd(t *testing.T) {
 	t.Parallel()
 	configure := func(c *service.Config) {
-		c.PaddleSecrets, c.ClerkSecrets = nil, nil
+		c.SetSecrets("paddle")
+		c.SetSecrets("clerk")
 		c.WithDevSecrets()
 		c.PublicURL = "https://hub.example.com"
 		c.StandardProviders = []string{"acme"}
@@ -45,17 +47,12 @@ func TestEveryProviderEndToEnd(t *testing.T) {
 	for _, p := range providers {
 		c, ok := cases[p.Name()]
 		require.True(t, ok, p.Name())
-		s := p.(provider.Sender)
+		s := p.(provider.Signer)
 		eventID := "evt_all_" + p.Name()
-		body, err := s.Sample(eventID, c.eventType, nil, time.Now())
+		body, err := samples.Body(s.Name(), eventID, c.eventType, nil, time.Now())
 		require.NoError(t, err, p.Name())
 		for attempt := range 2 {
-			hdr, target := http.Header{}, "/webhooks/"+p.Name()
-			if ts, ok := s.(provider.TypedSender); ok {
-				hdr, target, err = ts.SignTyped(eventID, c.eventType, body, time.Now())
-			} else {
-				hdr, err = s.Sign(eventID, body, time.Now())
-			}
+			hdr, target, err := s.Sign(eventID, c.eventType, body, time.Now())
 			require.NoError(t, err)
 			req, err := http.NewRequest(http.MethodPost, h.base+target, bytes.NewReader(body))
 			require.NoError(t, err)

@@ -56,7 +56,7 @@ const (
 )
 
 // ErrNoProviders is returned when no provider has a secret configured.
-var ErrNoProviders = errors.New("no provider configured: set at least one of HUB_PADDLE_SECRETS, HUB_CLERK_SECRETS, HUB_STRIPE_SECRETS, HUB_GITHUB_SECRETS, HUB_SHOPIFY_SECRETS, HUB_TWILIO_SECRETS, HUB_STANDARD_PROVIDERS")
+var ErrNoProviders = errors.New("no provider configured: set at least one of " + secretsVarList() + ", HUB_STANDARD_PROVIDERS")
 
 // Deps are the service's injected dependencies. Zero values take defaults.
 type Deps struct {

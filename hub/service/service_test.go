@@ -19,6 +19,7 @@ import (
 	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/hubtest/testhub"
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/schema"
 )
@@ -39,8 +40,8 @@ type testHub struct {
 	pool      *pgxpool.Pool
 	nats      *hubtest.NATS
 	js        jetstream.JetStream
-	paddle    provider.Sender
-	clerk     provider.Sender
+	paddle    provider.Signer
+	clerk     provider.Signer
 	hub       *testhub.Hub // the running hub; nil once stopped
 }
 
@@ -69,8 +70,7 @@ func newTestConfig(dbURL, natsURL string) service.Config {
 		Stream:             schema.DefaultStream,
 		StreamReplicas:     1,
 		DuplicateWindow:    2 * time.Minute,
-		PaddleSecrets:      []string{paddleSecret},
-		ClerkSecrets:       []string{clerkSecret},
+		Secrets:            map[string][]string{"paddle": {paddleSecret}, "clerk": {clerkSecret}},
 		SignatureTolerance: 5 * time.Minute,
 		MaxBodyBytes:       1 << 20,
 		MaxInflight:        128,
@@ -88,10 +88,10 @@ func newTestConfig(dbURL, natsURL string) service.Config {
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
-func mustSender(t *testing.T, name, secret string) provider.Sender {
-	p, err := provider.New(name, []string{secret}, 0)
+func mustSender(t *testing.T, name, secret string) provider.Signer {
+	p, err := provider.New(name, []string{secret}, provider.Options{})
 	require.NoError(t, err)
-	return p.(provider.Sender)
+	return p.(provider.Signer)
 }
 
 func (h *testHub) start() {
@@ -134,14 +134,14 @@ type answer struct {
 func (h *testHub) deliver(name, eventID, eventType string) answer {
 	h.t.Helper()
 	s := h.sender(name)
-	body, err := s.Sample(eventID, eventType, nil, time.Now())
+	body, err := samples.Body(s.Name(), eventID, eventType, nil, time.Now())
 	require.NoError(h.t, err)
-	hdr, err := s.Sign(eventID, body, time.Now())
+	hdr, _, err := s.Sign(eventID, "", body, time.Now())
 	require.NoError(h.t, err)
 	return h.post(name, hdr, body)
 }
 
-func (h *testHub) sender(name string) provider.Sender {
+func (h *testHub) sender(name string) provider.Signer {
 	if name == "clerk" {
 		return h.clerk
 	}
@@ -284,9 +284,9 @@ func TestConcurrentDuplicates(t *testing.T) {
 func TestMessageShape(t *testing.T) {
 	t.Parallel()
 	h := newTestHub(t)
-	body, err := h.paddle.Sample("evt_shape", "subscription.created", nil, time.Now())
+	body, err := samples.Body(h.paddle.Name(), "evt_shape", "subscription.created", nil, time.Now())
 	require.NoError(t, err)
-	hdr, err := h.paddle.Sign("evt_shape", body, time.Now())
+	hdr, _, err := h.paddle.Sign("evt_shape", "", body, time.Now())
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, h.post("paddle", hdr, body).status)
 	h.waitPublished()
@@ -318,28 +318,28 @@ func TestRejectedDeliveriesWriteNothing(t *testing.T) {
 	t.Parallel()
 	h := newTestHub(t)
 	now := time.Now()
-	body, err := h.paddle.Sample("evt_bad", "subscription.created", nil, now)
+	body, err := samples.Body(h.paddle.Name(), "evt_bad", "subscription.created", nil, now)
 	require.NoError(t, err)
-	good, err := h.paddle.Sign("evt_bad", body, now)
+	good, _, err := h.paddle.Sign("evt_bad", "", body, now)
 	require.NoError(t, err)
 	wrong := mustSender(t, "paddle", "pdl_ntfset_wrong")
-	wrongHdr, err := wrong.Sign("evt_bad", body, now)
+	wrongHdr, _, err := wrong.Sign("evt_bad", "", body, now)
 	require.NoError(t, err)
-	stale, err := h.paddle.Sign("evt_bad", body, now.Add(-6*time.Minute))
+	stale, _, err := h.paddle.Sign("evt_bad", "", body, now.Add(-6*time.Minute))
 	require.NoError(t, err)
-	future, err := h.paddle.Sign("evt_bad", body, now.Add(6*time.Minute))
+	future, _, err := h.paddle.Sign("evt_bad", "", body, now.Add(6*time.Minute))
 	require.NoError(t, err)
-	clerkBody, err := h.clerk.Sample("msg_bad", "user.created", nil, now)
+	clerkBody, err := samples.Body(h.clerk.Name(), "msg_bad", "user.created", nil, now)
 	require.NoError(t, err)
-	clerkStale, err := h.clerk.Sign("msg_bad", clerkBody, now.Add(-6*time.Minute))
+	clerkStale, _, err := h.clerk.Sign("msg_bad", "", clerkBody, now.Add(-6*time.Minute))
 	require.NoError(t, err)
-	clerkGood, err := h.clerk.Sign("msg_bad", clerkBody, now)
+	clerkGood, _, err := h.clerk.Sign("msg_bad", "", clerkBody, now)
 	require.NoError(t, err)
 	notJSON := []byte("not json")
-	notJSONHdr, err := h.paddle.Sign("x", notJSON, now)
+	notJSONHdr, _, err := h.paddle.Sign("x", "", notJSON, now)
 	require.NoError(t, err)
 	noID := []byte(`{"event_type":"subscription.created","data":{}}`)
-	noIDHdr, err := h.paddle.Sign("x", noID, now)
+	noIDHdr, _, err := h.paddle.Sign("x", "", noID, now)
 	require.NoError(t, err)
 
 	tampered := append([]byte(nil), body...)
@@ -397,7 +397,7 @@ func TestMethodAndSizeLimits(t *testing.T) {
 	require.Equal(t, "POST", resp.Header.Get("Allow"))
 
 	big := bytes.Repeat([]byte("x"), 8192)
-	hdr, err := h.paddle.Sign("x", big, time.Now())
+	hdr, _, err := h.paddle.Sign("x", "", big, time.Now())
 	require.NoError(t, err)
 	req, err := http.NewRequest(http.MethodPost, h.base+"/webhooks/paddle", bytes.NewReader(big))
 	require.NoError(t, err)
@@ -454,7 +454,7 @@ func TestBodyOverNATSMaxPayload(t *testing.T) {
 	h := newTestHub(t, func(c *service.Config) { c.MaxBodyBytes = 16 << 20 })
 	pad := bytes.Repeat([]byte("x"), 9<<20)
 	body := []byte(`{"event_id":"evt_huge","event_type":"subscription.created","data":{"pad":"` + string(pad) + `"}}`)
-	hdr, err := h.paddle.Sign("evt_huge", body, time.Now())
+	hdr, _, err := h.paddle.Sign("evt_huge", "", body, time.Now())
 	require.NoError(t, err)
 	a := h.post("paddle", hdr, body)
 	require.Equal(t, http.StatusRequestEntityTooLarge, a.status, "%v", a.body)

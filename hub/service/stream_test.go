@@ -247,7 +247,7 @@ func TestEnsureStreamMergesSubjects(t *testing.T) {
 
 	// A second hub on the same stream and database, without clerk.
 	cfg2 := h.cfg
-	cfg2.ClerkSecrets = nil
+	cfg2.SetSecrets("clerk")
 	h2 := &testHub{t: t, cfg: cfg2, pool: pool, nats: n, js: js, paddle: h.paddle, clerk: h.clerk}
 	h2.start()
 	require.Eventually(t, func() bool { return readyzOf(t, h2.base) == readyzObs{status: http.StatusOK, stream: "ok"} }, 10*time.Second, 10*time.Millisecond)

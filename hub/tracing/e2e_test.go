@@ -19,6 +19,7 @@ import (
 	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/hubtest/testhub"
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/hub/tracing"
 	"github.com/hookhub/hookhub/schema"
@@ -40,7 +41,7 @@ func TestTraceEndToEnd(t *testing.T) {
 	_, js := n.Connect(t)
 
 	cfg := testhub.Config(t, url, n.URL())
-	cfg.PaddleSecrets = []string{e2eSecret}
+	cfg.SetSecrets("paddle", e2eSecret)
 	hubSpans := tracetest.NewSpanRecorder()
 	hubTP := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(hubSpans))
 	hub := testhub.Start(t, cfg, service.Deps{TracerProvider: hubTP})
@@ -141,12 +142,12 @@ func TestTraceEndToEnd(t *testing.T) {
 
 func post(t *testing.T, base, eventID, traceparent string) {
 	t.Helper()
-	p, err := provider.New("paddle", []string{e2eSecret}, 0)
+	p, err := provider.New("paddle", []string{e2eSecret}, provider.Options{})
 	require.NoError(t, err)
-	s := p.(provider.Sender)
-	body, err := s.Sample(eventID, "subscription.created", nil, time.Now())
+	s := p.(provider.Signer)
+	body, err := samples.Body(s.Name(), eventID, "subscription.created", nil, time.Now())
 	require.NoError(t, err)
-	hdr, err := s.Sign(eventID, body, time.Now())
+	hdr, _, err := s.Sign(eventID, "", body, time.Now())
 	require.NoError(t, err)
 	req, err := http.NewRequest(http.MethodPost, base+"/webhooks/paddle", bytes.NewReader(body))
 	require.NoError(t, err)

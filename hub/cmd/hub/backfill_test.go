@@ -16,6 +16,7 @@ import (
 	"github.com/hookhub/hookhub/hub/backfill/fakeapi"
 	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 )
 
 // `hub backfill` as an operator runs it: a wrong key names its variable
@@ -26,10 +27,10 @@ func TestBackfillCommand(t *testing.T) {
 	fake := fakeapi.NewStripe(key)
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
-	p, err := provider.New("stripe", []string{"whsec_cli"}, 0)
+	p, err := provider.New("stripe", []string{"whsec_cli"}, provider.Options{})
 	require.NoError(t, err)
 	for i := range 3 {
-		body, err := p.(provider.Sender).Sample(fmt.Sprintf("evt_cli_%d", i), "invoice.paid", nil, time.Now().Add(-time.Hour))
+		body, err := samples.Body(p.(provider.Signer).Name(), fmt.Sprintf("evt_cli_%d", i), "invoice.paid", nil, time.Now().Add(-time.Hour))
 		require.NoError(t, err)
 		require.NoError(t, fake.Add(body))
 	}
@@ -104,13 +105,13 @@ func TestBackfillCommand(t *testing.T) {
 func TestBackfillCommandGitHub(t *testing.T) {
 	pool, url := hubtest.Pool(t)
 	fake := fakeapi.NewGitHub(t, fakeapi.GitHubOptions{Token: "ghp_cliToken0000000000"})
-	p, err := provider.New("github", []string{"gh_cli_secret"}, 0)
+	p, err := provider.New("github", []string{"gh_cli_secret"}, provider.Options{})
 	require.NoError(t, err)
 	var guids []string
 	for i := range 3 {
 		guid := fmt.Sprintf("72d3162e-cc78-11e3-81ab-4c9367dc0%03d", i)
 		at := time.Now().Add(-time.Duration(i+1) * time.Hour)
-		body, err := p.(provider.Sender).Sample(guid, "issues.opened", nil, at)
+		body, err := samples.Body(p.(provider.Signer).Name(), guid, "issues.opened", nil, at)
 		require.NoError(t, err)
 		fake.Add(fakeapi.GitHubDelivery{GUID: guid, DeliveredAt: at, Event: "issues", Payload: body})
 		guids = append(guids, guid)

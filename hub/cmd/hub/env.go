@@ -7,8 +7,6 @@ import (
 	"os"
 	"text/tabwriter"
 
-	"github.com/kelseyhightower/envconfig"
-
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/internal/logging"
 )
@@ -26,8 +24,9 @@ func loadConfig() (service.Config, error) {
 func printEnv(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  VARIABLE\tDEFAULT\tDESCRIPTION")
-	_ = envconfig.Usagef("", &service.Config{}, tw,
-		"{{range .}}  {{usage_key .}}\t{{usage_default .}}\t{{usage_description .}}\n{{end}}")
+	for _, v := range service.EnvVars() {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", v.Key, v.Default, v.Desc)
+	}
 	fmt.Fprintln(tw, "  HUB_STANDARD_<NAME>_SECRETS\t\tsecrets of each Standard Webhooks provider named in HUB_STANDARD_PROVIDERS (NAME upper-cased, '-' as '_')")
 	_ = tw.Flush()
 }

@@ -63,9 +63,9 @@ func TestThousandsOfSlowConnections(t *testing.T) {
 	n := hubtest.JetStream(t)
 	addr, adminAddr := freeAddr(t), freeAddr(t)
 	hub := startHubProcess(t, append(processEnv(dbURL, n.URL()), "HUB_ADMIN_ADDR="+adminAddr, "HUB_LOG_LEVEL=warn"), addr)
-	p, err := provider.New("paddle", []string{testPaddleSecret}, 0)
+	p, err := provider.New("paddle", []string{testPaddleSecret}, provider.Options{})
 	require.NoError(t, err)
-	sender := p.(provider.Sender)
+	sender := p.(provider.Signer)
 
 	const head = "POST /webhooks/paddle HTTP/1.1\r\nHost: hub\r\nContent-Type: application/json\r\n"
 	large := strings.Repeat("x", 1000<<10)

@@ -18,6 +18,7 @@ import (
 	"github.com/hookhub/hookhub/hub/bench"
 	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/schema"
 )
 
@@ -60,12 +61,12 @@ func processEnv(dbURL, natsURL string) []string {
 	}
 }
 
-func deliver(client *http.Client, addr string, s provider.Sender, eventID string) (int, error) {
-	body, err := s.Sample(eventID, "subscription.created", nil, time.Now())
+func deliver(client *http.Client, addr string, s provider.Signer, eventID string) (int, error) {
+	body, err := samples.Body(s.Name(), eventID, "subscription.created", nil, time.Now())
 	if err != nil {
 		return 0, err
 	}
-	hdr, err := s.Sign(eventID, body, time.Now())
+	hdr, _, err := s.Sign(eventID, "", body, time.Now())
 	if err != nil {
 		return 0, err
 	}
@@ -93,9 +94,9 @@ func TestSIGKILLUnderLoad(t *testing.T) {
 	pool, dbURL := hubtest.Pool(t)
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
-	p, err := provider.New("paddle", []string{testPaddleSecret}, 0)
+	p, err := provider.New("paddle", []string{testPaddleSecret}, provider.Options{})
 	require.NoError(t, err)
-	sender := p.(provider.Sender)
+	sender := p.(provider.Signer)
 	env := processEnv(dbURL, n.URL())
 	addr := freeAddr(t)
 	hub := startHubProcess(t, env, addr)
@@ -186,11 +187,11 @@ func TestSIGTERMExitsZero(t *testing.T) {
 	}
 	pool, dbURL := hubtest.Pool(t)
 	n := hubtest.JetStream(t)
-	p, err := provider.New("paddle", []string{testPaddleSecret}, 0)
+	p, err := provider.New("paddle", []string{testPaddleSecret}, provider.Options{})
 	require.NoError(t, err)
 	addr := freeAddr(t)
 	hub := startHubProcess(t, processEnv(dbURL, n.URL()), addr)
-	status, err := deliver(http.DefaultClient, addr, p.(provider.Sender), "evt_term")
+	status, err := deliver(http.DefaultClient, addr, p.(provider.Signer), "evt_term")
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, status)
 	hub.Terminate(t)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
 )
 
@@ -65,12 +66,12 @@ Providers: `+strings.Join(provider.Names(), ", ")+`, and each name in HUB_STANDA
 	if err != nil {
 		return err
 	}
-	var sender provider.Sender
+	var sender provider.Signer
 	var known []string
 	for _, p := range providers {
 		known = append(known, p.Name())
 		if p.Name() == name {
-			sender, _ = p.(provider.Sender)
+			sender, _ = p.(provider.Signer)
 		}
 	}
 	if sender == nil {
@@ -84,7 +85,7 @@ Providers: `+strings.Join(provider.Names(), ", ")+`, and each name in HUB_STANDA
 		base = "http://" + service.DisplayAddr(cfg.HTTPAddr)
 	}
 	base = strings.TrimRight(base, "/")
-	body, err := sender.Sample(*eventID, eventType, dataBytes, time.Now())
+	body, err := samples.Body(sender.Name(), *eventID, eventType, dataBytes, time.Now())
 	if err != nil {
 		return err
 	}
@@ -92,7 +93,7 @@ Providers: `+strings.Join(provider.Names(), ", ")+`, and each name in HUB_STANDA
 	failed := 0
 	for i := 0; i < *repeat; i++ {
 		// Sign each attempt anew, as providers do on retries.
-		h, target, err := sign(sender, *eventID, eventType, body, name)
+		h, target, err := sender.Sign(*eventID, eventType, body, time.Now())
 		if err != nil {
 			return err
 		}
@@ -119,16 +120,6 @@ Providers: `+strings.Join(provider.Names(), ", ")+`, and each name in HUB_STANDA
 		return fmt.Errorf("%d of %d deliveries were not accepted", failed, *repeat)
 	}
 	return nil
-}
-
-// sign signs one delivery; senders whose type travels outside the body
-// (GitHub, Shopify, Twilio) also choose the request-target.
-func sign(s provider.Sender, eventID, eventType string, body []byte, name string) (http.Header, string, error) {
-	if ts, ok := s.(provider.TypedSender); ok {
-		return ts.SignTyped(eventID, eventType, body, time.Now())
-	}
-	h, err := s.Sign(eventID, body, time.Now())
-	return h, "/webhooks/" + name, err
 }
 
 // newEventID returns a fresh id in the provider's style.

@@ -1,8 +1,8 @@
 // Package subtest gives the subscriber tests their real components (a
 // fresh Postgres database, an embedded JetStream server with the hub's
 // stream) and publishes messages shaped exactly like the hub's: the
-// provider's body as data, Nats-Msg-Id "<provider>:<event_id>" and the
-// Hub-* headers of schema.Metadata.
+// provider's body (built by hub/provider/samples) as data, Nats-Msg-Id
+// "<provider>:<event_id>" and the Hub-* headers of schema.Metadata.
 package subtest
 
 import (
@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/hubtest"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
@@ -172,18 +173,13 @@ func (e *Env) Count(t testing.TB, query string, args ...any) int {
 	return n
 }
 
-// PaddleBody returns a Paddle Billing notification body.
+// PaddleBody returns a Paddle Billing notification body (samples.Body)
+// carrying data.
 func PaddleBody(t testing.TB, eventID, eventType string, occurredAt time.Time, data any) []byte {
 	t.Helper()
 	d, err := json.Marshal(data)
 	require.NoError(t, err)
-	b, err := json.Marshal(map[string]any{
-		"event_id":        eventID,
-		"event_type":      eventType,
-		"occurred_at":     occurredAt.UTC().Format("2006-01-02T15:04:05.000000Z07:00"),
-		"notification_id": "ntf_" + eventID,
-		"data":            json.RawMessage(d),
-	})
+	b, err := samples.Body("paddle", eventID, eventType, d, occurredAt)
 	require.NoError(t, err)
 	return b
 }
@@ -231,13 +227,9 @@ func ClerkUserCreated(t testing.TB, svixID, userID, email string, at time.Time) 
 		data["primary_email_address_id"] = nil
 		data["email_addresses"] = []any{}
 	}
-	body, err := json.Marshal(map[string]any{
-		"data":        data,
-		"instance_id": "ins_test",
-		"object":      "event",
-		"timestamp":   at.UnixMilli(),
-		"type":        schema.ClerkUserCreated,
-	})
+	d, err := json.Marshal(data)
+	require.NoError(t, err)
+	body, err := samples.Body("clerk", svixID, schema.ClerkUserCreated, d, at)
 	require.NoError(t, err)
 	return Message{Provider: "clerk", EventType: schema.ClerkUserCreated, EventID: svixID, Body: body, OccurredAt: at.Truncate(time.Millisecond)}
 }

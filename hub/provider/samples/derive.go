@@ -1,4 +1,4 @@
-package provider
+package samples
 
 import (
 	"crypto/sha256"
@@ -41,4 +41,24 @@ func entityPrefix(entity string) string {
 		}
 	}
 	return entity[:3]
+}
+
+// uuidLike derives a lowercase RFC 4122-shaped (version 4) identifier from
+// seed, deterministically.
+func uuidLike(seed string) string {
+	h := derive("uuid/"+seed, 32, "0123456789abcdef")
+	return h[:8] + "-" + h[8:12] + "-4" + h[13:16] + "-a" + h[17:20] + "-" + h[20:32]
+}
+
+// firstNonSpace returns the first byte of b that is not JSON whitespace,
+// or 0.
+func firstNonSpace(b []byte) byte {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+		default:
+			return c
+		}
+	}
+	return 0
 }
