@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/hookhub/hookhub/hub/provider/internal/derive"
 )
 
 // Header names of Shopify webhook deliveries, in canonical form. Newer
@@ -129,7 +131,7 @@ func (s *Shopify) Sign(eventID, eventType string, body []byte, now time.Time) (h
 	h.Set(ShopifyWebhookIDHeader, eventID)
 	h.Set("X-Shopify-Shop-Domain", "hookhub-dev.myshopify.com")
 	h.Set("X-Shopify-API-Version", "2025-07")
-	h.Set("X-Shopify-Event-Id", uuidLike("event/"+eventID))
+	h.Set("X-Shopify-Event-Id", derive.UUID("event/"+eventID))
 	h.Set(ShopifyTriggeredAtHeader, now.UTC().Format("2006-01-02T15:04:05.000000000Z"))
 	if eventType != "" {
 		h.Set(ShopifyTopicHeader, shopifyTopic(eventType))

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"time"
+
+	"github.com/hookhub/hookhub/hub/provider/internal/derive"
 )
 
 // clerkInstanceID is the instance every sample comes from.
@@ -13,7 +15,7 @@ var clerkInstanceID = clerkID("ins", "instance")
 // clerkID derives a Clerk-style id ("<prefix>_" + 27 base62 characters)
 // from seed, deterministically.
 func clerkID(prefix, seed string) string {
-	return prefix + "_" + derive(prefix+"/"+seed, 27, base62)
+	return prefix + "_" + derive.String(prefix+"/"+seed, 27, base62)
 }
 
 // clerk returns a Clerk event body: data, event_attributes, instance_id,

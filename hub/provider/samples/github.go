@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/hookhub/hookhub/hub/provider/internal/derive"
 )
 
 // githubObjectKey is the top-level key of the object a GitHub event is
@@ -58,12 +60,12 @@ func githubSamplePayload(eventID, event, action string, now time.Time) map[strin
 	ts := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 	num := func(seed string, lo int64) int64 {
 		var n int64
-		for _, c := range derive(seed+"/"+eventID, 8, "0123456789") {
+		for _, c := range derive.String(seed+"/"+eventID, 8, "0123456789") {
 			n = n*10 + int64(c-'0')
 		}
 		return lo + n
 	}
-	sha := func(seed string) string { return derive("sha/"+seed+"/"+eventID, 40, "0123456789abcdef") }
+	sha := func(seed string) string { return derive.String("sha/"+seed+"/"+eventID, 40, "0123456789abcdef") }
 	created := now.Add(-90 * 24 * time.Hour)
 	user := map[string]any{
 		"login": "octocat", "id": 583231, "node_id": "MDQ6VXNlcjU4MzIzMQ==",
@@ -121,7 +123,7 @@ func githubSamplePayload(eventID, event, action string, now time.Time) map[strin
 		p["number"] = number
 		p["pull_request"] = map[string]any{
 			"url": fmt.Sprintf("https://api.github.com/repos/octocat/Hello-World/pulls/%d", number),
-			"id":  num("pr", 1000000000), "node_id": "PR_kwDO" + derive("prnode/"+eventID, 16, base62),
+			"id":  num("pr", 1000000000), "node_id": "PR_kwDO" + derive.String("prnode/"+eventID, 16, base62),
 			"html_url": fmt.Sprintf("https://github.com/octocat/Hello-World/pull/%d", number),
 			"number":   number, "state": state, "locked": false, "title": "Add Twilio and Shopify providers",
 			"user": user, "body": "Verifies the new providers against the official vectors.",
@@ -137,7 +139,7 @@ func githubSamplePayload(eventID, event, action string, now time.Time) map[strin
 		}
 		p["issue"] = map[string]any{
 			"url": fmt.Sprintf("https://api.github.com/repos/octocat/Hello-World/issues/%d", number),
-			"id":  num("issue", 1000000000), "node_id": "I_kwDO" + derive("issuenode/"+eventID, 16, base62),
+			"id":  num("issue", 1000000000), "node_id": "I_kwDO" + derive.String("issuenode/"+eventID, 16, base62),
 			"html_url": fmt.Sprintf("https://github.com/octocat/Hello-World/issues/%d", number),
 			"number":   number, "title": "Deliveries answered 401 behind the proxy", "user": user,
 			"labels": []any{map[string]any{"id": 208045946, "name": "bug", "color": "d73a4a", "default": true}},
@@ -147,7 +149,7 @@ func githubSamplePayload(eventID, event, action string, now time.Time) map[strin
 		}
 		if event == "issue_comment" {
 			p["comment"] = map[string]any{
-				"id": num("comment", 2000000000), "node_id": "IC_kwDO" + derive("cnode/"+eventID, 16, base62),
+				"id": num("comment", 2000000000), "node_id": "IC_kwDO" + derive.String("cnode/"+eventID, 16, base62),
 				"html_url": fmt.Sprintf("https://github.com/octocat/Hello-World/issues/%d#issuecomment-1", number),
 				"user":     user, "created_at": ts(now), "updated_at": ts(now), "author_association": "OWNER",
 				"body": "Fixed by setting HUB_PUBLIC_URL to the proxy's address.",
@@ -156,7 +158,7 @@ func githubSamplePayload(eventID, event, action string, now time.Time) map[strin
 	case "release":
 		p["release"] = map[string]any{
 			"url": "https://api.github.com/repos/octocat/Hello-World/releases/1",
-			"id":  num("release", 100000000), "node_id": "RE_kwDO" + derive("rnode/"+eventID, 16, base62),
+			"id":  num("release", 100000000), "node_id": "RE_kwDO" + derive.String("rnode/"+eventID, 16, base62),
 			"tag_name": "v1.2.0", "target_commitish": "main", "name": "v1.2.0", "draft": false,
 			"prerelease": false, "author": user, "created_at": ts(now.Add(-time.Hour)), "published_at": ts(now),
 			"html_url": "https://github.com/octocat/Hello-World/releases/tag/v1.2.0",
@@ -164,7 +166,7 @@ func githubSamplePayload(eventID, event, action string, now time.Time) map[strin
 		}
 	default:
 		p[event] = map[string]any{
-			"id": num(event, 1000000), "node_id": derive("node/"+eventID, 20, base62),
+			"id": num(event, 1000000), "node_id": derive.String("node/"+eventID, 20, base62),
 			"created_at": ts(now.Add(-time.Minute)), "updated_at": ts(now),
 		}
 	}

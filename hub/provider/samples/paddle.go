@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"time"
+
+	"github.com/hookhub/hookhub/hub/provider/internal/derive"
 )
 
 // paddle returns a Paddle Billing notification body: event_id, event_type,
@@ -49,7 +51,7 @@ func paddleTime(t time.Time) string {
 // paddleID derives a Paddle-style id ("<prefix>_01" + 24 lowercase
 // Crockford base32 characters) from seed, deterministically.
 func paddleID(prefix, seed string) string {
-	return prefix + "_01" + derive(prefix+"/"+seed, 24, "0123456789abcdefghjkmnpqrstvwxyz")
+	return prefix + "_01" + derive.String(prefix+"/"+seed, 24, "0123456789abcdefghjkmnpqrstvwxyz")
 }
 
 func paddleSampleData(eventID, eventType string, now time.Time) any {

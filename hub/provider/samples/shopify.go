@@ -7,12 +7,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hookhub/hookhub/hub/provider/internal/derive"
 )
 
 // shopifyNumber derives a Shopify-style numeric id (13 digits) from seed.
 func shopifyNumber(seed string) int64 {
 	n := int64(1)
-	for _, c := range derive("shopify/"+seed, 12, "0123456789") {
+	for _, c := range derive.String("shopify/"+seed, 12, "0123456789") {
 		n = n*10 + int64(c-'0')
 	}
 	return n
@@ -58,13 +60,13 @@ func shopifySampleResource(eventID, eventType string, now time.Time) any {
 		}
 		return map[string]any{
 			"id": id, "admin_graphql_api_id": "gid://shopify/Order/" + strconv.FormatInt(id, 10),
-			"name": "#" + derive("ordername/"+eventID, 4, "123456789"), "order_number": 1001,
+			"name": "#" + derive.String("ordername/"+eventID, 4, "123456789"), "order_number": 1001,
 			"email": sampleEmail(eventID), "created_at": ts(created), "updated_at": ts(now),
 			"processed_at": ts(created), "cancelled_at": cancelledAt, "cancel_reason": cancelReason,
 			"currency": "USD", "presentment_currency": "USD", "financial_status": financial,
 			"fulfillment_status": nil, "confirmed": true, "test": false,
 			"subtotal_price": "10.00", "total_tax": "2.00", "total_price": "12.00", "total_discounts": "0.00",
-			"token":    derive("token/"+eventID, 32, "0123456789abcdef"),
+			"token":    derive.String("token/"+eventID, 32, "0123456789abcdef"),
 			"customer": customer,
 			"line_items": []any{map[string]any{
 				"id": shopifyNumber("line/" + eventID), "product_id": shopifyNumber("product/" + eventID),

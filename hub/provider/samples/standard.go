@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/hookhub/hookhub/hub/provider/internal/derive"
 )
 
 // standard returns a body in the shape the specification recommends:
@@ -39,14 +41,14 @@ func standardSampleData(eventID, eventType string, now time.Time) any {
 	switch entity {
 	case "email":
 		return map[string]any{
-			"email_id":     uuidLike("email/" + eventID),
+			"email_id":     derive.UUID("email/" + eventID),
 			"created_at":   created,
 			"from":         "Analytical Engines <onboarding@example.com>",
 			"to":           []string{sampleEmail(eventID)},
-			"subject":      "Your receipt for order #" + derive("order/"+eventID, 6, "0123456789"),
+			"subject":      "Your receipt for order #" + derive.String("order/"+eventID, 6, "0123456789"),
 			"broadcast_id": nil,
 			"headers": []any{
-				map[string]any{"name": "X-Entity-Ref-ID", "value": uuidLike("ref/" + eventID)},
+				map[string]any{"name": "X-Entity-Ref-ID", "value": derive.UUID("ref/" + eventID)},
 			},
 			"tags": map[string]any{"category": "receipt", "plan": "pro"},
 			"click": func() any {
@@ -73,9 +75,9 @@ func standardSampleData(eventID, eventType string, now time.Time) any {
 		}
 	case "contact":
 		return map[string]any{
-			"id":           uuidLike("contact/" + eventID),
-			"audience_id":  uuidLike("audience/" + eventID),
-			"segment_ids":  []string{uuidLike("segment/" + eventID)},
+			"id":           derive.UUID("contact/" + eventID),
+			"audience_id":  derive.UUID("audience/" + eventID),
+			"segment_ids":  []string{derive.UUID("segment/" + eventID)},
 			"created_at":   created,
 			"updated_at":   paddleTime(now),
 			"email":        sampleEmail(eventID),
@@ -86,7 +88,7 @@ func standardSampleData(eventID, eventType string, now time.Time) any {
 		}
 	default:
 		return map[string]any{
-			"id":         uuidLike(entity + "/" + eventID),
+			"id":         derive.UUID(entity + "/" + eventID),
 			"object":     entity,
 			"status":     "active",
 			"created_at": created,

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"time"
+
+	"github.com/hookhub/hookhub/hub/provider/internal/derive"
 )
 
 // StripeAPIVersion is the API version Stripe samples carry.
@@ -13,7 +15,7 @@ const StripeAPIVersion = "2024-06-20"
 // stripeID derives a Stripe-style id ("<prefix>_1" + 23 base62 characters)
 // from seed, deterministically.
 func stripeID(prefix, seed string) string {
-	return prefix + "_1" + derive(prefix+"/"+seed, 23, base62)
+	return prefix + "_1" + derive.String(prefix+"/"+seed, 23, base62)
 }
 
 // stripe returns a Stripe event: id (eventID), object "event",
@@ -61,7 +63,7 @@ func stripe(eventID, eventType string, data []byte, now time.Time) ([]byte, erro
 		Created:         now.Unix(),
 		Data:            eventData{data},
 		PendingWebhooks: 1,
-		Request:         request{stripeID("req", eventID), uuidLike("idem/" + eventID)},
+		Request:         request{stripeID("req", eventID), derive.UUID("idem/" + eventID)},
 		Type:            eventType,
 	}, "", "  ")
 }
@@ -117,9 +119,9 @@ func stripeSampleObject(eventID, eventType string, now time.Time) any {
 		return map[string]any{
 			"id": customer, "object": "customer", "address": nil, "balance": 0, "created": created,
 			"currency": "usd", "delinquent": false, "description": nil, "email": sampleEmail(eventID),
-			"invoice_prefix":   strings.ToUpper(derive("inv/"+eventID, 8, "0123456789abcdef")),
+			"invoice_prefix":   strings.ToUpper(derive.String("inv/"+eventID, 8, "0123456789abcdef")),
 			"invoice_settings": map[string]any{"default_payment_method": stripeID("pm", eventID), "footer": nil},
-			"livemode":         false, "metadata": map[string]any{"user_id": "user_" + derive("u/"+eventID, 12, base62)},
+			"livemode":         false, "metadata": map[string]any{"user_id": "user_" + derive.String("u/"+eventID, 12, base62)},
 			"name": "Ada Lovelace", "phone": nil, "preferred_locales": []string{"en"}, "tax_exempt": "none",
 		}
 	case strings.HasPrefix(eventType, "payment_intent."):
@@ -136,10 +138,10 @@ func stripeSampleObject(eventID, eventType string, now time.Time) any {
 		}
 		return map[string]any{
 			"id": stripeID("pi", eventID), "object": "payment_intent", "amount": 1200, "amount_received": 1200,
-			"capture_method": "automatic", "client_secret": stripeID("pi", eventID) + "_secret_" + derive("cs/"+eventID, 25, base62),
+			"capture_method": "automatic", "client_secret": stripeID("pi", eventID) + "_secret_" + derive.String("cs/"+eventID, 25, base62),
 			"confirmation_method": "automatic", "created": now.Unix(), "currency": "usd", "customer": customer,
 			"description": "Pro plan, monthly", "last_payment_error": nil, "latest_charge": stripeID("ch", eventID),
-			"livemode": false, "metadata": map[string]any{"order_id": derive("order/"+eventID, 6, "0123456789")},
+			"livemode": false, "metadata": map[string]any{"order_id": derive.String("order/"+eventID, 6, "0123456789")},
 			"payment_method": stripeID("pm", eventID), "payment_method_types": []string{"card"},
 			"receipt_email": sampleEmail(eventID), "status": status,
 		}
@@ -148,16 +150,16 @@ func stripeSampleObject(eventID, eventType string, now time.Time) any {
 			"id": stripeID("in", eventID), "object": "invoice", "account_country": "US", "amount_due": 1200,
 			"amount_paid": 1200, "amount_remaining": 0, "attempt_count": 1, "billing_reason": "subscription_cycle",
 			"collection_method": "charge_automatically", "created": now.Unix(), "currency": "usd", "customer": customer,
-			"customer_email": sampleEmail(eventID), "hosted_invoice_url": "https://invoice.stripe.com/i/acct_" + derive("acct", 16, base62),
-			"livemode": false, "number": strings.ToUpper(derive("inv/"+eventID, 8, "0123456789abcdef")) + "-0001",
+			"customer_email": sampleEmail(eventID), "hosted_invoice_url": "https://invoice.stripe.com/i/acct_" + derive.String("acct", 16, base62),
+			"livemode": false, "number": strings.ToUpper(derive.String("inv/"+eventID, 8, "0123456789abcdef")) + "-0001",
 			"paid": true, "period_start": created, "period_end": now.Unix(), "status": "paid",
 			"subscription": stripeID("sub", eventID), "subtotal": 1000, "tax": 200, "total": 1200,
 		}
 	case strings.HasPrefix(eventType, "checkout.session."):
 		return map[string]any{
-			"id": "cs_test_" + derive("cs/"+eventID, 58, base62), "object": "checkout.session",
+			"id": "cs_test_" + derive.String("cs/"+eventID, 58, base62), "object": "checkout.session",
 			"amount_subtotal": 1000, "amount_total": 1200, "cancel_url": "https://example.com/cancel",
-			"client_reference_id": "user_" + derive("u/"+eventID, 12, base62), "created": now.Unix(), "currency": "usd",
+			"client_reference_id": "user_" + derive.String("u/"+eventID, 12, base62), "created": now.Unix(), "currency": "usd",
 			"customer": customer, "customer_details": map[string]any{"email": sampleEmail(eventID), "name": "Ada Lovelace"},
 			"livemode": false, "mode": "subscription", "payment_status": "paid", "status": "complete",
 			"subscription": stripeID("sub", eventID), "success_url": "https://example.com/success?session_id={CHECKOUT_SESSION_ID}",

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hookhub/hookhub/hub/provider/internal/derive"
 )
 
 // Twilio statuses, for samples.
@@ -18,7 +20,7 @@ var (
 
 // twilioSID derives a Twilio SID (two letters and 32 hex digits) from seed.
 func twilioSID(prefix, seed string) string {
-	return prefix + derive(prefix+"/"+seed, 32, "0123456789abcdef")
+	return prefix + derive.String(prefix+"/"+seed, 32, "0123456789abcdef")
 }
 
 // twilio returns a form-encoded Twilio request body. Types whose first
@@ -55,7 +57,7 @@ func twilio(eventID, eventType string, data []byte, now time.Time) ([]byte, erro
 			"Caller", "+14155550123", "CallerCity", "SAN FRANCISCO", "CallerState", "CA", "CallerZip", "94105", "CallerCountry", "US",
 			"Called", "+442071838750", "CalledCity", "", "CalledState", "", "CalledZip", "", "CalledCountry", "GB",
 			"StirVerstat", "TN-Validation-Passed-A",
-			"CallToken", `{"parentCallInfoToken":"eyJhbGciOiJFUzI1NiJ9.`+derive("token/"+eventID, 160, base62)+`","identityHeaderTokens":[]}`)
+			"CallToken", `{"parentCallInfoToken":"eyJhbGciOiJFUzI1NiJ9.`+derive.String("token/"+eventID, 160, base62)+`","identityHeaderTokens":[]}`)
 		if status == "completed" {
 			set("CallDuration", "42", "Duration", "1", "SipResponseCode", "200",
 				"CallbackSource", "call-progress-events", "SequenceNumber", "3",
