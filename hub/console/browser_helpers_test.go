@@ -34,10 +34,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/hubtest"
+	"github.com/hookhub/hookhub/hub/hubtest/testhub"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
-	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -438,58 +438,23 @@ func startHub(t *testing.T, browsers ...*browser) *testHub {
 	pool, url := hubtest.Pool(t)
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
-	cfg := service.Config{
-		DatabaseURL:          url,
-		DatabaseMaxConns:     8,
-		NATSURL:              n.URL(),
-		HTTPAddr:             "127.0.0.1:0",
-		AdminAddr:            "127.0.0.1:0",
-		AdminToken:           consoleAdminToken,
-		ConsoleReadOnlyToken: consoleReadOnlyToken,
-		Stream:               schema.DefaultStream,
-		StreamReplicas:       1,
-		DuplicateWindow:      2 * time.Minute,
-		Secrets:              map[string][]string{"paddle": {browserPaddleSecret}, "clerk": {browserClerkSecret}},
-		SignatureTolerance:   5 * time.Minute,
-		MaxBodyBytes:         1 << 20,
-		MaxInflight:          128,
-		MaxConns:             4096,
-		ShutdownTimeout:      10 * time.Second,
-		CommitTimeout:        5 * time.Second,
-		BatchMax:             64,
-		BatchCommitters:      2,
-		RelayBatchSize:       256,
-		RelayWorkers:         2,
-		LogLevel:             "info",
-		LogFormat:            "json",
-	}
+	cfg := testhub.Config(t, url, n.URL())
+	cfg.AdminAddr = "127.0.0.1:0"
+	cfg.AdminToken, cfg.ConsoleReadOnlyToken = consoleAdminToken, consoleReadOnlyToken
+	cfg.SetSecrets("paddle", browserPaddleSecret)
+	cfg.SetSecrets("clerk", browserClerkSecret)
+	cfg.BatchCommitters, cfg.RelayWorkers = 2, 2
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-
-	ctx, cancel := context.WithCancel(context.Background())
-	svc, err := service.New(ctx, cfg, service.Deps{Logger: logger})
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
-	h := &testHub{t: t, cfg: cfg, pool: pool, js: js, logs: logs, failing: map[string]bool{},
-		hooks: "http://" + svc.Addr().String()}
-	h.base = h.hooks
-	if a := svc.AdminAddr(); a != nil {
-		h.base = "http://" + a.String()
-	}
+	// Registered before the hub's own cleanup, so it runs after the hub
+	// has stopped: no log line may carry a token.
 	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(30 * time.Second):
-			t.Error("hub did not stop within 30s")
-		}
-		// No log line may carry a token.
 		out := logs.String()
 		require.NotContains(t, out, consoleAdminToken, "the admin token was logged")
 		require.NotContains(t, out, consoleReadOnlyToken, "the read-only token was logged")
 	})
+	hub := testhub.Start(t, cfg, service.Deps{Logger: logger})
+	h := &testHub{t: t, cfg: cfg, pool: pool, js: js, logs: logs, failing: map[string]bool{}, hooks: hub.URL, base: hub.AdminURL}
 	for _, name := range []string{"paddle", "clerk"} {
 		secret := map[string]string{"paddle": browserPaddleSecret, "clerk": browserClerkSecret}[name]
 		p, err := provider.New(name, []string{secret}, provider.Options{})
@@ -500,10 +465,7 @@ func startHub(t *testing.T, browsers ...*browser) *testHub {
 			h.clerk = p.(provider.Signer)
 		}
 	}
-	require.Eventually(t, func() bool {
-		_, err := js.Stream(context.Background(), cfg.Stream)
-		return err == nil
-	}, waitTimeout, 20*time.Millisecond, "the hub did not create its stream")
+	hub.WaitStream(js, cfg.Stream)
 	for _, b := range browsers {
 		b.base = h.base
 	}
