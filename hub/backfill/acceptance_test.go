@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/backfill"
+	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/schema"
 )
@@ -211,12 +212,17 @@ func TestPaddleBackfillPagesAndContinues(t *testing.T) {
 
 // `hub serve` with HUB_BACKFILL_INTERVAL backfills every provider with
 // API credentials at start (Stripe's listing, GitHub's through Fetch),
-// publishes through its relay, and counts what it found.
+// publishes through its relay, and counts what it found. An event younger
+// than the settling time is left to its webhook, which may be on its way.
 func TestServePeriodicBackfill(t *testing.T) {
 	t.Parallel()
 	h := newHubEnv(t, func(c *service.Config) { c.BackfillInterval, c.PaddleAPIKey = time.Hour, "" })
+	h.eventAge = service.BackfillSettle + time.Minute
 	ids, _ := h.stripeEvents(10)
 	gh := h.githubEvents(5, func(int) bool { return false })
+	young, err := samples.Body("stripe", "evt_1BackfillYoung", "invoice.paid", nil, time.Now().Add(-time.Minute))
+	require.NoError(t, err)
+	require.NoError(t, h.stripe.Add(young))
 	h.start()
 	require.Eventually(t, func() bool {
 		return h.count(`SELECT count(*) FROM webhook_event_status WHERE origin = 'api' AND processing_status = 'PROCESSED'`) == 15
@@ -245,7 +251,8 @@ func TestServePeriodicBackfill(t *testing.T) {
 		}
 		return found["hub_backfill_runs_total"] == 2
 	}, 30*time.Second, 20*time.Millisecond, "runs counted: %v", found)
-	require.Equal(t, 15.0, found["hub_backfill_missing_total"])
+	require.Equal(t, 15.0, found["hub_backfill_missing_total"], "the young event is not counted missing")
+	require.Zero(t, h.count(`SELECT count(*) FROM webhook_events WHERE event_id = 'evt_1BackfillYoung'`))
 	require.Equal(t, 15.0, found["hub_backfill_ingested_total"])
 	require.Greater(t, found["hub_backfill_last_success_timestamp_seconds"], 0.0)
 }

@@ -51,6 +51,9 @@ type hubEnv struct {
 	stripe   *fakeapi.StripeAPI
 	paddle   *fakeapi.PaddleAPI
 	github   *fakeapi.GitHub
+	// eventAge is how long before now the newest event stripeEvents and
+	// githubEvents make occurred, less a minute.
+	eventAge time.Duration
 }
 
 func newHubEnv(t *testing.T, mod ...func(*service.Config)) *hubEnv {
@@ -238,7 +241,7 @@ func (h *hubEnv) stripeEvents(n int) (ids []string, bodies map[string][]byte) {
 	p, err := provider.New("stripe", []string{stripeSecret}, provider.Options{})
 	require.NoError(h.t, err)
 	bodies = map[string][]byte{}
-	now := time.Now()
+	now := time.Now().Add(-h.eventAge)
 	for i := range n {
 		id := fmt.Sprintf("evt_1Backfill%05d", i)
 		body, err := samples.Body(p.(provider.Signer).Name(), id, "invoice.paid", nil, now.Add(-time.Duration(i+1)*time.Minute))
@@ -291,7 +294,7 @@ func (h *hubEnv) githubEvents(n int, arrived func(i int) bool) []githubEvent {
 	p, err := provider.New("github", []string{githubSecret}, provider.Options{})
 	require.NoError(h.t, err)
 	types := []string{"push", "pull_request.opened", "issues.closed", "issue_comment.created", "release.published"}
-	now := time.Now()
+	now := time.Now().Add(-h.eventAge)
 	out := make([]githubEvent, n)
 	for i := range n {
 		guid, typ, at := uuid.NewString(), types[i%len(types)], now.Add(-time.Duration(i+1)*time.Minute)

@@ -82,9 +82,17 @@ func (c *Config) BackfillSources(client *http.Client) ([]backfill.Source, error)
 	return out, nil
 }
 
+// BackfillSettle is how old an event must be before a periodic backfill
+// looks for it: a webhook is normally delivered within seconds of its
+// event, and one still on its way is not missing (it would be ingested
+// from the API, then answered as a duplicate, and counted in
+// hub_backfill_missing_total, which pages). `hub backfill` (the command)
+// looks up to now, or --until.
+const BackfillSettle = 5 * time.Minute
+
 // runBackfill backfills every source at once, then every
-// HUB_BACKFILL_INTERVAL, over the last HUB_BACKFILL_WINDOW, until ctx is
-// done. An unfinished run (this hub was stopped mid-way) is continued
+// HUB_BACKFILL_INTERVAL, over the last HUB_BACKFILL_WINDOW up to
+// BackfillSettle ago, until ctx is done. An unfinished run (this hub was stopped mid-way) is continued
 // first; a provider another hub is backfilling is skipped.
 func (s *Service) runBackfill(ctx context.Context) {
 	if s.backfill == nil {
@@ -95,7 +103,7 @@ func (s *Service) runBackfill(ctx context.Context) {
 	for {
 		for _, src := range s.backfillSources {
 			now := s.now()
-			res, err := s.backfill.Run(ctx, src, backfill.Request{Since: now.Add(-s.cfg.BackfillWindow), Until: now})
+			res, err := s.backfill.Run(ctx, src, backfill.Request{Since: now.Add(-s.cfg.BackfillWindow), Until: now.Add(-BackfillSettle)})
 			switch {
 			case ctx.Err() != nil:
 				return

@@ -65,7 +65,7 @@ type Config struct {
 	GitHubHook           string              `envconfig:"HUB_GITHUB_HOOK" desc:"The GitHub webhook to backfill: repos/OWNER/REPO/hooks/ID or orgs/ORG/hooks/ID"`
 	GitHubAPIURL         string              `envconfig:"HUB_GITHUB_API_URL" default:"https://api.github.com" desc:"GitHub API base URL for backfill"`
 	BackfillInterval     time.Duration       `envconfig:"HUB_BACKFILL_INTERVAL" default:"0" desc:"hub serve backfills every provider with API credentials this often (at start, then every interval), e.g. 1h; 0 leaves it off"`
-	BackfillWindow       time.Duration       `envconfig:"HUB_BACKFILL_WINDOW" default:"72h" desc:"How far back a periodic backfill looks; at least HUB_BACKFILL_INTERVAL"`
+	BackfillWindow       time.Duration       `envconfig:"HUB_BACKFILL_WINDOW" default:"72h" desc:"How far back a periodic backfill looks (up to 5 minutes ago: younger events are left to their webhooks); at least HUB_BACKFILL_INTERVAL + 5m"`
 	AdminToken           string              `envconfig:"HUB_ADMIN_TOKEN" desc:"Bearer token of the admin API under /admin/ and the admin sign-in of the web console under /console/ (at least 32 characters); empty leaves both off"`
 	ConsoleReadOnlyToken string              `envconfig:"HUB_CONSOLE_READONLY_TOKEN" desc:"Token of the web console's read-only sign-in under /console/ (at least 32 characters, not HUB_ADMIN_TOKEN; needs HUB_ADMIN_TOKEN, which signs in as admin); empty: admin sign-in only"`
 	OTelEnabled          bool                `envconfig:"HUB_OTEL_ENABLED" default:"false" desc:"OpenTelemetry tracing: a span per delivery and per publish, exported with OTLP over HTTP as the standard OTEL_* variables say (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_TRACES_SAMPLER, ...)"`
@@ -190,8 +190,9 @@ func (c *Config) Validate() error {
 	}
 	if c.BackfillInterval > 0 && c.BackfillWindow <= 0 {
 		bad("BACKFILL_WINDOW", "must be positive with HUB_BACKFILL_INTERVAL set, got %s", c.BackfillWindow)
-	} else if c.BackfillWindow < c.BackfillInterval {
-		bad("BACKFILL_WINDOW", "must be at least HUB_BACKFILL_INTERVAL (%s), or events between two runs are never checked, got %s", c.BackfillInterval, c.BackfillWindow)
+	} else if c.BackfillInterval > 0 && c.BackfillWindow < c.BackfillInterval+BackfillSettle {
+		bad("BACKFILL_WINDOW", "must be at least HUB_BACKFILL_INTERVAL (%s) plus the %s a periodic run leaves to webhooks on their way, or events between two runs are never checked, got %s",
+			c.BackfillInterval, BackfillSettle, c.BackfillWindow)
 	}
 	if (c.GitHubToken == "") != (c.GitHubHook == "") {
 		if c.GitHubHook == "" {

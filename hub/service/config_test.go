@@ -62,6 +62,7 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 		{"HUB_BACKFILL_INTERVAL", func(c *service.Config) { c.BackfillInterval = time.Second }},
 		{"HUB_BACKFILL_WINDOW", func(c *service.Config) { c.BackfillInterval, c.BackfillWindow = time.Hour, 0 }},
 		{"HUB_BACKFILL_WINDOW", func(c *service.Config) { c.BackfillInterval, c.BackfillWindow = 2*time.Hour, time.Hour }},
+		{"HUB_BACKFILL_WINDOW", func(c *service.Config) { c.BackfillInterval, c.BackfillWindow = time.Hour, time.Hour }},
 		{"HUB_GITHUB_HOOK", func(c *service.Config) { c.GitHubToken = "ghp_x" }},
 		{"HUB_GITHUB_TOKEN", func(c *service.Config) { c.GitHubHook = "repos/o/r/hooks/1" }},
 	}
