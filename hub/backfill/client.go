@@ -45,3 +45,27 @@ func validCursor(s string) bool {
 func hasSpaceOrControl(s string) bool {
 	return strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) })
 }
+
+// bearerAPI returns the client of an API authenticated by a bearer key
+// (Stripe, Paddle): the key is required (its variable and what it must be
+// are named when empty), the base URL checked by baseURL.
+func bearerAPI(key, keyVar, what, rawBase, defaultBase, baseVar string, client *http.Client) (*api, error) {
+	key = strings.TrimSpace(key)
+	if key == "" {
+		return nil, fmt.Errorf("%s is empty: set it to %s", keyVar, what)
+	}
+	base, err := baseURL(rawBase, defaultBase, baseVar)
+	if err != nil {
+		return nil, err
+	}
+	return &api{client: clientOr(client), base: base, keyVar: keyVar,
+		auth: func(h http.Header) { h.Set("Authorization", "Bearer "+key) }}, nil
+}
+
+// pageSize is n within 1..most, most when n is out of it.
+func pageSize(n, most int) int {
+	if n <= 0 || n > most {
+		return most
+	}
+	return n
+}

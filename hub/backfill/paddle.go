@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hookhub/hookhub/hub/provider"
@@ -49,22 +48,12 @@ var _ Source = (*Paddle)(nil)
 // NewPaddle returns a Paddle source; it fails when the key is empty or the
 // base URL is not an absolute http(s) URL.
 func NewPaddle(cfg PaddleConfig) (*Paddle, error) {
-	if strings.TrimSpace(cfg.Key) == "" {
-		return nil, fmt.Errorf("%s is empty: set it to a Paddle API key with the event.read permission", PaddleKeyVar)
-	}
-	base, err := baseURL(cfg.BaseURL, "https://api.paddle.com", "HUB_PADDLE_API_URL")
+	a, err := bearerAPI(cfg.Key, PaddleKeyVar, "a Paddle API key with the event.read permission",
+		cfg.BaseURL, "https://api.paddle.com", "HUB_PADDLE_API_URL", cfg.Client)
 	if err != nil {
 		return nil, err
 	}
-	size := cfg.PageSize
-	if size <= 0 || size > PaddleMaxPage {
-		size = PaddleMaxPage
-	}
-	key := strings.TrimSpace(cfg.Key)
-	return &Paddle{pageSize: size, api: &api{
-		client: clientOr(cfg.Client), base: base, keyVar: PaddleKeyVar,
-		auth: func(h http.Header) { h.Set("Authorization", "Bearer "+key) },
-	}}, nil
+	return &Paddle{api: a, pageSize: pageSize(cfg.PageSize, PaddleMaxPage)}, nil
 }
 
 // Provider returns "paddle".

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hookhub/hookhub/hub/provider"
@@ -47,22 +46,12 @@ var _ Source = (*Stripe)(nil)
 // NewStripe returns a Stripe source; it fails when the key is empty or
 // the base URL is not an absolute http(s) URL.
 func NewStripe(cfg StripeConfig) (*Stripe, error) {
-	if strings.TrimSpace(cfg.Key) == "" {
-		return nil, fmt.Errorf("%s is empty: set it to a Stripe secret or restricted key with read access to events", StripeKeyVar)
-	}
-	base, err := baseURL(cfg.BaseURL, "https://api.stripe.com", "HUB_STRIPE_API_URL")
+	a, err := bearerAPI(cfg.Key, StripeKeyVar, "a Stripe secret or restricted key with read access to events",
+		cfg.BaseURL, "https://api.stripe.com", "HUB_STRIPE_API_URL", cfg.Client)
 	if err != nil {
 		return nil, err
 	}
-	size := cfg.PageSize
-	if size <= 0 || size > StripeMaxPage {
-		size = StripeMaxPage
-	}
-	key := strings.TrimSpace(cfg.Key)
-	return &Stripe{pageSize: size, api: &api{
-		client: clientOr(cfg.Client), base: base, keyVar: StripeKeyVar,
-		auth: func(h http.Header) { h.Set("Authorization", "Bearer "+key) },
-	}}, nil
+	return &Stripe{api: a, pageSize: pageSize(cfg.PageSize, StripeMaxPage)}, nil
 }
 
 // Provider returns "stripe".
