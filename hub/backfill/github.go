@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/internal/jsontext"
 )
 
 // The variables GitHub's source is configured from, named in its errors.
@@ -255,7 +256,7 @@ func (g *GitHub) Fetch(ctx context.Context, ev Event) (Event, error) {
 	if d.GUID != ev.ID {
 		return Event{}, fmt.Errorf("github delivery %d is of event %q, not %q", ref.id, d.GUID, ev.ID)
 	}
-	if githubFirstNonSpace(d.Request.Payload) != '{' {
+	if jsontext.FirstNonSpace(d.Request.Payload) != '{' {
 		return Event{}, fmt.Errorf("github delivery %d (event %s) has no JSON object payload", ref.id, ev.ID)
 	}
 	event := d.header("X-GitHub-Event")
@@ -442,7 +443,7 @@ func (l *githubDeliveryList) UnmarshalJSON(b []byte) error {
 // parseGitHubDeliveries decodes a deliveries listing: a JSON array of
 // deliveries, each with an id, a guid, an event and a delivered_at.
 func parseGitHubDeliveries(b []byte) ([]githubDelivery, error) {
-	if githubFirstNonSpace(b) != '[' {
+	if jsontext.FirstNonSpace(b) != '[' {
 		return nil, errors.New("deliveries answer is not a JSON array")
 	}
 	var items []githubDelivery
@@ -480,7 +481,7 @@ func (d *githubDeliveryDetail) UnmarshalJSON(b []byte) error {
 // object with the listing's fields and request.headers and
 // request.payload.
 func parseGitHubDelivery(b []byte) (githubDeliveryDetail, error) {
-	if githubFirstNonSpace(b) != '{' {
+	if jsontext.FirstNonSpace(b) != '{' {
 		return githubDeliveryDetail{}, errors.New("delivery answer is not a JSON object")
 	}
 	// A type without the method, so that Unmarshal does not recurse.
@@ -648,17 +649,4 @@ func githubRateLimitWait(h http.Header, body []byte, now time.Time) (time.Durati
 		return githubSecondaryWait, true
 	}
 	return 0, false
-}
-
-// githubFirstNonSpace returns b's first byte that is not JSON whitespace, 0 if
-// none.
-func githubFirstNonSpace(b []byte) byte {
-	for _, c := range b {
-		switch c {
-		case ' ', '\t', '\r', '\n':
-		default:
-			return c
-		}
-	}
-	return 0
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/hookhub/hookhub/hub/backfill/fakeapi"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/provider/samples"
+	"github.com/hookhub/hookhub/internal/jsontext"
 )
 
 // ghT0 is the tests' now, for the fake and the source alike.
@@ -609,7 +610,7 @@ func FuzzGitHubDelivery(f *testing.F) {
 		if event == "" {
 			event = d.Event
 		}
-		if githubFirstNonSpace(d.Request.Payload) == '{' {
+		if jsontext.FirstNonSpace(d.Request.Payload) == '{' {
 			_, _ = g.verifiedType(d.GUID, event, d.Request.Payload)
 		}
 	})

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hookhub/hookhub/hub/provider/samples"
+	"github.com/hookhub/hookhub/internal/jsontext"
 )
 
 // fuzzNow is the clock of the Verify fuzz targets, and the time their
@@ -487,7 +488,7 @@ func FuzzTwilioForm(f *testing.F) {
 		if !json.Valid(payload) {
 			t.Fatalf("PayloadJSON(%q) = %q, not JSON", body, payload)
 		}
-		if c := firstNonSpace([]byte(body)); (c == '{' || c == '[') && json.Valid([]byte(body)) {
+		if c := jsontext.FirstNonSpace([]byte(body)); (c == '{' || c == '[') && json.Valid([]byte(body)) {
 			return
 		}
 		var obj map[string]any

@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/hookhub/hookhub/internal/jsontext"
 )
 
 // Header names of GitHub webhook deliveries, in canonical form.
@@ -144,7 +146,7 @@ func parseGitHubSignature(dst *[macSize]byte, header string) bool {
 // payload field of a form-encoded body (one whose first non-space byte is
 // not '{').
 func githubPayload(body []byte) ([]byte, error) {
-	if firstNonSpace(body) == '{' {
+	if jsontext.FirstNonSpace(body) == '{' {
 		return body, nil
 	}
 	form, err := url.ParseQuery(string(body))

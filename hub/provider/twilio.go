@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/hookhub/hookhub/internal/jsontext"
 )
 
 // Header names of Twilio webhook requests, in canonical form.
@@ -599,7 +601,7 @@ func firstNonEmpty(a, b string) string {
 // ("%FF"), so that distinct names stay distinct keys (JSON would turn
 // every invalid byte into U+FFFD).
 func (t *Twilio) PayloadJSON(body []byte) ([]byte, error) {
-	if c := firstNonSpace(body); (c == '{' || c == '[') && json.Valid(body) {
+	if c := jsontext.FirstNonSpace(body); (c == '{' || c == '[') && json.Valid(body) {
 		return body, nil
 	}
 	form, err := url.ParseQuery(string(body))
@@ -630,7 +632,7 @@ func (t *Twilio) sign(eventID, target string, body []byte) (http.Header, string,
 	}
 	h := http.Header{}
 	signed := []byte(strings.TrimPrefix(target, TwilioPath)) // after the base, which ends in TwilioPath
-	if c := firstNonSpace(body); (c == '{' || c == '[') && json.Valid(body) {
+	if c := jsontext.FirstNonSpace(body); (c == '{' || c == '[') && json.Valid(body) {
 		sum := sha256.Sum256(body)
 		sep := "?"
 		if strings.Contains(target, "?") {

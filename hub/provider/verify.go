@@ -250,19 +250,6 @@ func decodeB64MAC(dst *[macSize]byte, s string) bool {
 	return true
 }
 
-// firstNonSpace returns the first byte of b that is not JSON whitespace,
-// or 0.
-func firstNonSpace(b []byte) byte {
-	for _, c := range b {
-		switch c {
-		case ' ', '\t', '\r', '\n':
-		default:
-			return c
-		}
-	}
-	return 0
-}
-
 // rawKeys builds one HMAC-SHA256 key per secret, used as bytes. It fails
 // when secrets is empty or one is the empty string; errors name the
 // secret's index, never its value.

@@ -22,16 +22,3 @@ func entityPrefix(entity string) string {
 	}
 	return entity[:3]
 }
-
-// firstNonSpace returns the first byte of b that is not JSON whitespace,
-// or 0.
-func firstNonSpace(b []byte) byte {
-	for _, c := range b {
-		switch c {
-		case ' ', '\t', '\r', '\n':
-		default:
-			return c
-		}
-	}
-	return 0
-}

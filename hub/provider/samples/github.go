@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hookhub/hookhub/hub/provider/internal/derive"
+	"github.com/hookhub/hookhub/internal/jsontext"
 )
 
 // githubObjectKey is the top-level key of the object a GitHub event is
@@ -43,7 +44,7 @@ func github(eventID, eventType string, data []byte, now time.Time) ([]byte, erro
 	if event == "" {
 		return nil, errors.New("github: event type has no event name")
 	}
-	if data != nil && (firstNonSpace(data) != '{' || !json.Valid(data)) {
+	if data != nil && (jsontext.FirstNonSpace(data) != '{' || !json.Valid(data)) {
 		return nil, errors.New("github: sample data is not a JSON object")
 	}
 	p := githubSamplePayload(eventID, event, action, now)

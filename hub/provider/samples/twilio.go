@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hookhub/hookhub/hub/provider/internal/derive"
+	"github.com/hookhub/hookhub/internal/jsontext"
 )
 
 // Twilio statuses, for samples.
@@ -82,7 +83,7 @@ func twilio(eventID, eventType string, data []byte, now time.Time) ([]byte, erro
 	}
 	if data != nil {
 		var members map[string]json.RawMessage
-		if firstNonSpace(data) != '{' || json.Unmarshal(data, &members) != nil {
+		if jsontext.FirstNonSpace(data) != '{' || json.Unmarshal(data, &members) != nil {
 			return nil, errors.New("twilio: sample data is not a JSON object")
 		}
 		for name, raw := range members {
