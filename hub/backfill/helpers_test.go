@@ -69,17 +69,14 @@ func newHubEnv(t *testing.T, mod ...func(*service.Config)) *hubEnv {
 	paddleSrv := httptest.NewServer(h.paddle)
 	t.Cleanup(paddleSrv.Close)
 	h.paddle.BaseURL = paddleSrv.URL
-	h.cfg = service.Config{
-		DatabaseURL: url, DatabaseMaxConns: 8, NATSURL: n.URL(), HTTPAddr: "127.0.0.1:0",
-		Stream: schema.DefaultStream, StreamReplicas: 1, DuplicateWindow: 2 * time.Minute,
-		Secrets:            map[string][]string{"stripe": {stripeSecret}, "paddle": {paddleSecret}, "github": {githubSecret}},
-		SignatureTolerance: 5 * time.Minute, MaxBodyBytes: 1 << 20, MaxInflight: 128, MaxConns: 4096,
-		ShutdownTimeout: 10 * time.Second, CommitTimeout: 5 * time.Second, BatchMax: 64, BatchCommitters: 1,
-		RelayBatchSize: 256, RelayWorkers: 1, LogLevel: "info", LogFormat: "text",
-		StripeAPIKey: stripeKey, StripeAPIURL: stripeSrv.URL, PaddleAPIKey: paddleKey, PaddleAPIURL: paddleSrv.URL,
-		GitHubToken: githubToken, GitHubHook: h.github.Hook, GitHubAPIURL: h.github.URL,
-		BackfillWindow: 72 * time.Hour,
-	}
+	h.cfg = testhub.Config(t, url, n.URL())
+	h.cfg.SetSecrets("stripe", stripeSecret)
+	h.cfg.SetSecrets("paddle", paddleSecret)
+	h.cfg.SetSecrets("github", githubSecret)
+	h.cfg.StripeAPIKey, h.cfg.StripeAPIURL = stripeKey, stripeSrv.URL
+	h.cfg.PaddleAPIKey, h.cfg.PaddleAPIURL = paddleKey, paddleSrv.URL
+	h.cfg.GitHubToken, h.cfg.GitHubHook, h.cfg.GitHubAPIURL = githubToken, h.github.Hook, h.github.URL
+	h.cfg.BackfillWindow = 72 * time.Hour
 	for _, m := range mod {
 		m(&h.cfg)
 	}
