@@ -17,17 +17,18 @@ type TrafficMinute struct {
 }
 
 // Traffic counts webhook answers per minute by status class over the last
-// hour, for the operator console's chart. Recording is a few atomic
-// operations and no lock, so it costs nothing noticeable on the hot path.
-// A count can be lost in the instant a bucket is reused for a new minute
-// (an increment racing its reset): it is a chart, not an account; the
-// Prometheus counters are exact.
+// hour, for the operator console's chart. Recording is an atomic load and
+// add, and once a minute per bucket the swap of a fresh set of counts, so
+// it costs nothing noticeable on the hot path and loses no count.
 type Traffic struct {
-	buckets [TrafficMinutes]trafficBucket
+	buckets [TrafficMinutes]atomic.Pointer[minuteCounts]
 }
 
-type trafficBucket struct {
-	minute atomic.Int64 // Unix minute the counts belong to
+// minuteCounts are one minute's counts; a bucket moves to a new minute by
+// swapping in a fresh one, never by resetting counts in place (an
+// increment racing the reset would be lost).
+type minuteCounts struct {
+	minute int64 // Unix minute the counts belong to
 	counts [3]atomic.Uint64
 }
 
@@ -47,16 +48,18 @@ func (t *Traffic) Record(now time.Time, status int) {
 	}
 	m := now.Unix() / 60
 	b := &t.buckets[m%TrafficMinutes]
-	if old := b.minute.Load(); old != m {
-		if old < m && b.minute.CompareAndSwap(old, m) {
-			for i := range b.counts {
-				b.counts[i].Store(0)
-			}
-		} else if b.minute.Load() != m {
-			return // a request from a minute long gone (a clock jump)
+	c := b.Load()
+	if c == nil || c.minute < m {
+		if fresh := (&minuteCounts{minute: m}); b.CompareAndSwap(c, fresh) {
+			c = fresh
+		} else {
+			c = b.Load() // another request moved it first
 		}
 	}
-	b.counts[class].Add(1)
+	if c.minute != m {
+		return // a request from a minute long gone (a clock jump)
+	}
+	c.counts[class].Add(1)
 }
 
 // Minutes returns the last TrafficMinutes minutes up to now, oldest
@@ -67,11 +70,11 @@ func (t *Traffic) Minutes(now time.Time) []TrafficMinute {
 	for i := range out {
 		m := cur - TrafficMinutes + 1 + int64(i)
 		out[i].Start = time.Unix(m*60, 0).UTC()
-		b := &t.buckets[((m%TrafficMinutes)+TrafficMinutes)%TrafficMinutes]
-		if b.minute.Load() != m {
+		c := t.buckets[((m%TrafficMinutes)+TrafficMinutes)%TrafficMinutes].Load()
+		if c == nil || c.minute != m {
 			continue
 		}
-		out[i].OK, out[i].ClientErr, out[i].SrvErr = b.counts[0].Load(), b.counts[1].Load(), b.counts[2].Load()
+		out[i].OK, out[i].ClientErr, out[i].SrvErr = c.counts[0].Load(), c.counts[1].Load(), c.counts[2].Load()
 	}
 	return out
 }
