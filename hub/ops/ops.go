@@ -22,7 +22,19 @@ var (
 	ErrUnknownSubscriber = errors.New("unknown subscriber")
 	ErrInvalid           = errors.New("invalid request")
 	ErrNoStream          = errors.New("JetStream not connected")
+	// ErrBusy: MaxConcurrentReplays replays and dry runs are running
+	// already; the caller retries later (the admin API answers 429).
+	ErrBusy = errors.New("too many replays at once")
+	// ErrIncompleteRead: the stream could not be read to the end of the
+	// range (it stalled, or was deleted meanwhile); nothing was replayed.
+	// It wraps the *relay.ScanError that says how far the read got.
+	ErrIncompleteRead = errors.New("the stream could not be read to the end of the range")
 )
+
+// DefaultMaxConcurrentReplays is how many replays and dry runs one hub
+// runs at once (Config.MaxConcurrentReplays); each holds up to
+// MaxReplayBytes of messages.
+const DefaultMaxConcurrentReplays = 4
 
 // Archive is what the operations read and delete in the hub's tables:
 // hub/store's *Store, the only code that touches them.
@@ -62,6 +74,13 @@ type Config struct {
 	Republisher Republisher
 	// Now is the clock for relative times; default time.Now.
 	Now func() time.Time
+	// MaxConcurrentReplays bounds the replays and dry runs running at
+	// once; past it Replay answers ErrBusy. 0 is
+	// DefaultMaxConcurrentReplays.
+	MaxConcurrentReplays int
+	// ScanStall is how long a read of the stream waits for progress
+	// before it fails (ErrIncompleteRead); 0 is relay.DefaultScanStall.
+	ScanStall time.Duration
 }
 
 // Ops runs operator operations against one hub's database and stream.
@@ -72,15 +91,22 @@ type Ops struct {
 	stream      string
 	republisher Republisher
 	now         func() time.Time
+	replays     chan struct{} // a slot per replay or dry run running
+	scanStall   time.Duration
 }
 
 // New returns Ops on cfg.
 func New(cfg Config) *Ops {
 	o := &Ops{archive: cfg.Archive, subs: cfg.Subscribers, js: cfg.JetStream, stream: cfg.Stream,
-		republisher: cfg.Republisher, now: cfg.Now}
+		republisher: cfg.Republisher, now: cfg.Now, scanStall: cfg.ScanStall}
 	if o.now == nil {
 		o.now = time.Now
 	}
+	n := cfg.MaxConcurrentReplays
+	if n <= 0 {
+		n = DefaultMaxConcurrentReplays
+	}
+	o.replays = make(chan struct{}, n)
 	return o
 }
 
