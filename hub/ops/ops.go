@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -126,6 +127,20 @@ func (o *Ops) streamErr(err error) error {
 		return fmt.Errorf("%w: stream %s not found (is HUB_NATS_URL the hub's NATS server and HUB_STREAM its stream?)", ErrNotFound, o.stream)
 	}
 	return fmt.Errorf("read stream %s: %w", o.stream, err)
+}
+
+// scanErr explains a failed read of the stream (relay.Scan): a missing
+// stream, or ErrIncompleteRead wrapping how far it got; an error of the
+// read's callback is returned as is.
+func (o *Ops) scanErr(err error) error {
+	var se *relay.ScanError
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		return o.streamErr(err)
+	case errors.As(err, &se):
+		return fmt.Errorf("%w: %w", ErrIncompleteRead, err)
+	}
+	return err
 }
 
 // Subscribers lists the subscribers whose tables live in the hub's

@@ -242,13 +242,10 @@ func (o *Ops) readRange(ctx context.Context, filters []string, req ReplayRequest
 		}
 		return nil
 	})
-	var scanErr *relay.ScanError
-	switch {
-	case errors.Is(err, jetstream.ErrStreamNotFound):
-		return nil, o.streamErr(err)
-	case errors.As(err, &scanErr):
-		return nil, fmt.Errorf("%w: %w; nothing was replayed (running it again is safe)", ErrIncompleteRead, err)
-	case err != nil:
+	if err != nil {
+		if err = o.scanErr(err); errors.Is(err, ErrIncompleteRead) {
+			err = fmt.Errorf("%w; nothing was replayed (running it again is safe)", err)
+		}
 		return nil, err
 	}
 	return out, nil

@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookhub/hookhub/schema"
 )
 
 // DefaultScanStall is how long a Scan waits for the stream to deliver
@@ -349,6 +351,9 @@ func (sc *scanner) retry(ctx context.Context, err error) error {
 	if err != nil {
 		sc.lastErr = err
 	}
+	if errors.Is(sc.lastErr, nats.ErrConnectionClosed) {
+		return sc.fail(sc.lastErr) // for good
+	}
 	if since := time.Since(sc.progress); since >= sc.Stall {
 		if sc.lastErr != nil {
 			return sc.fail(fmt.Errorf("%w for %s (last error: %v)", ErrScanStalled, since.Round(time.Second), sc.lastErr))
@@ -374,6 +379,26 @@ func (sc *scanner) dropConsumer(ctx context.Context) {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	_ = sc.js.DeleteConsumer(dctx, sc.Scan.Stream, name)
+}
+
+// StreamMsgIDs reads the message ids the stream holds from s's start (s
+// is read headers only), with the originals of republished copies: what
+// the keeper's restore and reconcile compare the archive with.
+func StreamMsgIDs(ctx context.Context, js jetstream.JetStream, s Scan) (map[string]bool, error) {
+	held := map[string]bool{}
+	s.HeadersOnly = true
+	_, err := s.Run(ctx, js, func(m ScanMsg) error {
+		h := m.Msg.Headers()
+		held[h.Get(schema.HeaderMsgID)] = true
+		if orig := h.Get(schema.HeaderRepublish); orig != "" {
+			held[orig] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return held, nil
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
