@@ -25,11 +25,22 @@ import (
 // subscriber that ran would leave them.
 func loadRange(t *testing.T, n int, cfg func(*ops.Config)) (*ops.Ops, jetstream.JetStream, time.Time) {
 	t.Helper()
+	return loadRangeOn(t, n, jetstream.StreamConfig{}, cfg)
+}
+
+// loadRangeOn is loadRange on a stream with settings sc (zero: the hub's).
+func loadRangeOn(t *testing.T, n int, sc jetstream.StreamConfig, cfg func(*ops.Config)) (*ops.Ops, jetstream.JetStream, time.Time) {
+	t.Helper()
 	ctx := context.Background()
 	pool, _ := hubtest.Pool(t)
 	_, js := hubtest.JetStream(t).Connect(t)
-	_, err := relay.EnsureStream(ctx, js, relay.StreamConfig{Name: schema.DefaultStream, Providers: []string{"paddle"},
-		Replicas: 1, DuplicateWindow: 2 * time.Minute})
+	var err error
+	if sc.Name == "" {
+		_, err = relay.EnsureStream(ctx, js, relay.StreamConfig{Name: schema.DefaultStream, Providers: []string{"paddle"},
+			Replicas: 1, DuplicateWindow: 2 * time.Minute})
+	} else {
+		_, err = js.CreateStream(ctx, sc)
+	}
 	require.NoError(t, err)
 	require.NoError(t, subscriber.Migrate(ctx, pool, "loadsub", nil))
 	_, err = js.CreateConsumer(ctx, schema.DefaultStream, jetstream.ConsumerConfig{Durable: "loadsub",
@@ -135,4 +146,33 @@ func TestReplayConcurrencyBound(t *testing.T) {
 	res, err := o.Replay(context.Background(), ops.ReplayRequest{Subscriber: "loadsub", Since: since, DryRun: true})
 	require.NoError(t, err, "the slot is free again")
 	require.Equal(t, events, res.Matched)
+}
+
+// A range the stream will not deliver fails, naming how far it got,
+// instead of answering "nothing matched" (here the stream refuses the
+// read's consumer: it allows one consumer, the subscriber's).
+func TestReplayFailsWhenTheRangeCannotBeRead(t *testing.T) {
+	t.Parallel()
+	sc := jetstream.StreamConfig{Name: schema.DefaultStream, Subjects: []string{"paddle.>", "_replay.>"}, MaxConsumers: 1}
+	o, _, since := loadRangeOn(t, 5, sc, func(c *ops.Config) { c.ScanStall = time.Second })
+	for _, op := range []struct {
+		name string
+		run  func() error
+	}{
+		{"dry run", func() error {
+			_, err := o.Replay(context.Background(), ops.ReplayRequest{Subscriber: "loadsub", Since: since, DryRun: true})
+			return err
+		}},
+		{"reconcile", func() error {
+			_, err := o.Reconcile(context.Background(), since, time.Time{})
+			return err
+		}},
+	} {
+		err := op.run()
+		require.ErrorIs(t, err, ops.ErrIncompleteRead, op.name)
+		require.ErrorIs(t, err, relay.ErrScanStalled, op.name)
+		require.NotErrorIs(t, err, ops.ErrNotFound, op.name)
+		require.Contains(t, err.Error(), "read up to sequence 0 of 5", op.name)
+		t.Logf("%s: %v", op.name, err)
+	}
 }

@@ -258,6 +258,7 @@ func (sc *scanner) newConsumer(ctx context.Context) error {
 // returns errDone at the end, the error of fn, or that of the context.
 // A fetch that fails is recorded in lastErr and reported as nothing read.
 func (sc *scanner) fetch(ctx context.Context) (read bool, err error) {
+	began := time.Now()
 	fctx, cancel := context.WithTimeout(ctx, sc.fetchWait)
 	defer cancel()
 	batch, err := sc.cons.Fetch(sc.batch, jetstream.FetchMaxBytes(sc.batchBytes), jetstream.FetchContext(fctx))
@@ -266,6 +267,9 @@ func (sc *scanner) fetch(ctx context.Context) (read bool, err error) {
 			return false, sc.fail(ctx.Err())
 		}
 		sc.lastErr = fmt.Errorf("fetch: %w", err)
+		if err := sleep(ctx, scanRetryPause); err != nil {
+			return false, sc.fail(err)
+		}
 		return false, nil
 	}
 	for m := range batch.Messages() {
@@ -299,11 +303,11 @@ func (sc *scanner) fetch(ctx context.Context) (read bool, err error) {
 	}
 	if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
 		sc.lastErr = fmt.Errorf("fetch: %w", err)
-		if !read {
-			// An error answered at once must not spin.
-			if err := sleep(ctx, scanRetryPause); err != nil {
-				return read, sc.fail(err)
-			}
+	}
+	if !read && time.Since(began) < sc.fetchWait/2 {
+		// An empty answer given at once must not spin.
+		if err := sleep(ctx, scanRetryPause); err != nil {
+			return read, sc.fail(err)
 		}
 	}
 	return read, nil
