@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/hookhub/hookhub/internal/backoff"
 	"github.com/hookhub/hookhub/schema"
 )
 
@@ -267,7 +268,7 @@ func (sc *scanner) fetch(ctx context.Context) (read bool, err error) {
 			return false, sc.fail(ctx.Err())
 		}
 		sc.lastErr = fmt.Errorf("fetch: %w", err)
-		if err := sleep(ctx, scanRetryPause); err != nil {
+		if err := backoff.Sleep(ctx, scanRetryPause); err != nil {
 			return false, sc.fail(err)
 		}
 		return false, nil
@@ -306,7 +307,7 @@ func (sc *scanner) fetch(ctx context.Context) (read bool, err error) {
 	}
 	if !read && time.Since(began) < sc.fetchWait/2 {
 		// An empty answer given at once must not spin.
-		if err := sleep(ctx, scanRetryPause); err != nil {
+		if err := backoff.Sleep(ctx, scanRetryPause); err != nil {
 			return read, sc.fail(err)
 		}
 	}
@@ -365,7 +366,7 @@ func (sc *scanner) retry(ctx context.Context, err error) error {
 		return sc.fail(fmt.Errorf("%w for %s", ErrScanStalled, since.Round(time.Second)))
 	}
 	if err != nil {
-		if err := sleep(ctx, scanRetryPause); err != nil {
+		if err := backoff.Sleep(ctx, scanRetryPause); err != nil {
 			return sc.fail(err)
 		}
 	}
@@ -403,15 +404,4 @@ func StreamMsgIDs(ctx context.Context, js jetstream.JetStream, s Scan) (map[stri
 		return nil, err
 	}
 	return held, nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
