@@ -316,3 +316,38 @@ func TestScanContextCancel(t *testing.T) {
 		}
 	})
 }
+
+// Messages the consumer delivered that never reached the scan (taken here
+// by another reader of its consumer) are read again from a new consumer:
+// a gap in the consumer's sequence, or a consumer that says it delivered
+// more than the scan received.
+func TestScanRereadsMessagesLostInTransit(t *testing.T) {
+	t.Parallel()
+	for _, stolen := range []int{5, 20} {
+		t.Run(fmt.Sprintf("stolen=%d", stolen), func(t *testing.T) {
+			t.Parallel()
+			js, _ := scanStream(t, 20)
+			consumers := 0
+			s := Scan{fetchWait: 300 * time.Millisecond, onConsumer: func(name string) {
+				if consumers++; consumers > 1 {
+					return
+				}
+				ctx := context.Background()
+				c, err := js.Consumer(ctx, "S", name)
+				require.NoError(t, err)
+				batch, err := c.Fetch(stolen, jetstream.FetchMaxWait(5*time.Second))
+				require.NoError(t, err)
+				n := 0
+				for range batch.Messages() {
+					n++
+				}
+				require.Equal(t, stolen, n)
+			}}
+			seqs, res, err := collect(t, js, s, nil)
+			require.NoError(t, err)
+			require.Equal(t, seqRange(1, 20), seqs)
+			require.Equal(t, 20, res.Msgs)
+			require.Equal(t, 2, consumers, "read again from a new consumer")
+		})
+	}
+}
