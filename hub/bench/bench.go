@@ -40,6 +40,7 @@ import (
 	"github.com/hookhub/hookhub/hub/natsembed"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/provider/samples"
+	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/schema"
 )
@@ -707,40 +708,21 @@ func verify(ctx context.Context, r *Result, st *store.Store, since time.Time, js
 	r.ArchiveRows, r.DedupRows = int(c.ArchiveRows), int(c.DedupRows)
 	seen := make([]int, r.Events)
 	if js != nil {
-		stream, err := js.Stream(ctx, schema.DefaultStream)
+		// Every message the stream holds, to its last when the read starts.
+		read, err := relay.Scan{Stream: schema.DefaultStream, HeadersOnly: true}.Run(ctx, js, func(m relay.ScanMsg) error {
+			i, ok := eventIndex(m.Msg.Headers().Get(schema.HeaderMsgID))
+			if !ok || i >= len(seen) {
+				return nil
+			}
+			if seen[i]++; seen[i] == 1 && i < len(stored) {
+				stored[i] = m.Meta.Timestamp.UnixNano()
+			}
+			return nil
+		})
 		if err != nil {
 			return err
 		}
-		info, err := stream.Info(ctx)
-		if err != nil {
-			return err
-		}
-		r.StreamMsgs = int(info.State.Msgs)
-		cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{HeadersOnly: true})
-		if err != nil {
-			return err
-		}
-		for n := 0; n < r.StreamMsgs; {
-			batch, err := cons.Fetch(1000, jetstream.FetchMaxWait(2*time.Second))
-			if err != nil {
-				return err
-			}
-			for m := range batch.Messages() {
-				n++
-				i, ok := eventIndex(m.Headers().Get("Nats-Msg-Id"))
-				if !ok || i >= len(seen) {
-					continue
-				}
-				if seen[i]++; seen[i] == 1 && i < len(stored) {
-					if md, err := m.Metadata(); err == nil {
-						stored[i] = md.Timestamp.UnixNano()
-					}
-				}
-			}
-			if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-				return err
-			}
-		}
+		r.StreamMsgs = read.Msgs
 	} else {
 		ids, err := st.EventIDs(ctx, "paddle", since)
 		if err != nil {

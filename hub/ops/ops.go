@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -22,7 +23,19 @@ var (
 	ErrUnknownSubscriber = errors.New("unknown subscriber")
 	ErrInvalid           = errors.New("invalid request")
 	ErrNoStream          = errors.New("JetStream not connected")
+	// ErrBusy: MaxConcurrentReplays replays and dry runs are running
+	// already; the caller retries later (the admin API answers 429).
+	ErrBusy = errors.New("too many replays at once")
+	// ErrIncompleteRead: the stream could not be read to the end of the
+	// range (it stalled, or was deleted meanwhile); nothing was replayed.
+	// It wraps the *relay.ScanError that says how far the read got.
+	ErrIncompleteRead = errors.New("the stream could not be read to the end of the range")
 )
+
+// DefaultMaxConcurrentReplays is how many replays and dry runs one hub
+// runs at once (Config.MaxConcurrentReplays); each holds up to
+// MaxReplayBytes of messages.
+const DefaultMaxConcurrentReplays = 4
 
 // Archive is what the operations read and delete in the hub's tables:
 // hub/store's *Store, the only code that touches them.
@@ -62,6 +75,13 @@ type Config struct {
 	Republisher Republisher
 	// Now is the clock for relative times; default time.Now.
 	Now func() time.Time
+	// MaxConcurrentReplays bounds the replays and dry runs running at
+	// once; past it Replay answers ErrBusy. 0 is
+	// DefaultMaxConcurrentReplays.
+	MaxConcurrentReplays int
+	// ScanStall is how long a read of the stream waits for progress
+	// before it fails (ErrIncompleteRead); 0 is relay.DefaultScanStall.
+	ScanStall time.Duration
 }
 
 // Ops runs operator operations against one hub's database and stream.
@@ -72,15 +92,22 @@ type Ops struct {
 	stream      string
 	republisher Republisher
 	now         func() time.Time
+	replays     chan struct{} // a slot per replay or dry run running
+	scanStall   time.Duration
 }
 
 // New returns Ops on cfg.
 func New(cfg Config) *Ops {
 	o := &Ops{archive: cfg.Archive, subs: cfg.Subscribers, js: cfg.JetStream, stream: cfg.Stream,
-		republisher: cfg.Republisher, now: cfg.Now}
+		republisher: cfg.Republisher, now: cfg.Now, scanStall: cfg.ScanStall}
 	if o.now == nil {
 		o.now = time.Now
 	}
+	n := cfg.MaxConcurrentReplays
+	if n <= 0 {
+		n = DefaultMaxConcurrentReplays
+	}
+	o.replays = make(chan struct{}, n)
 	return o
 }
 
@@ -100,6 +127,20 @@ func (o *Ops) streamErr(err error) error {
 		return fmt.Errorf("%w: stream %s not found (is HUB_NATS_URL the hub's NATS server and HUB_STREAM its stream?)", ErrNotFound, o.stream)
 	}
 	return fmt.Errorf("read stream %s: %w", o.stream, err)
+}
+
+// scanErr explains a failed read of the stream (relay.Scan): a missing
+// stream, or ErrIncompleteRead wrapping how far it got; an error of the
+// read's callback is returned as is.
+func (o *Ops) scanErr(err error) error {
+	var se *relay.ScanError
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		return o.streamErr(err)
+	case errors.As(err, &se):
+		return fmt.Errorf("%w: %w", ErrIncompleteRead, err)
+	}
+	return err
 }
 
 // Subscribers lists the subscribers whose tables live in the hub's

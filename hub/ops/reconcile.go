@@ -2,15 +2,12 @@ package ops
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/schema"
 )
 
@@ -48,43 +45,10 @@ func (o *Ops) Reconcile(ctx context.Context, since, until time.Time) (ReconcileR
 	}
 	// Every message id the stream holds from a little before the range on
 	// (messages are stored after their archive row is committed).
-	start := since.Add(-time.Minute)
-	c, err := o.js.OrderedConsumer(ctx, o.stream, jetstream.OrderedConsumerConfig{
-		DeliverPolicy: jetstream.DeliverByStartTimePolicy,
-		OptStartTime:  &start,
-		HeadersOnly:   true,
-	})
+	held, err := relay.StreamMsgIDs(ctx, o.js, relay.Scan{Stream: o.stream, StartTime: since.Add(-time.Minute), Stall: o.scanStall})
 	if err != nil {
-		return res, o.streamErr(err)
-	}
-	held := map[string]bool{}
-	for {
-		batch, err := c.Fetch(1000, jetstream.FetchMaxWait(time.Second))
-		if err != nil {
-			return res, fmt.Errorf("read stream: %w", err)
-		}
-		got, done := 0, false
-		for m := range batch.Messages() {
-			got++
-			h := m.Headers()
-			held[h.Get(schema.HeaderMsgID)] = true
-			if orig := h.Get(schema.HeaderRepublish); orig != "" {
-				held[orig] = true
-			}
-			md, err := m.Metadata()
-			if err != nil {
-				return res, err
-			}
-			if md.NumPending == 0 {
-				done = true
-			}
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-			return res, fmt.Errorf("read stream: %w", err)
-		}
-		if done || got == 0 {
-			break
-		}
+		// Without the whole stream, present events would be called missing.
+		return res, o.scanErr(err)
 	}
 	// The archive's PROCESSED first deliveries of the range, a page at a
 	// time (newest first, on the archive's created_at index).

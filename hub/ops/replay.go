@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
@@ -111,6 +112,12 @@ func (o *Ops) Replay(ctx context.Context, req ReplayRequest) (ReplayResult, erro
 	if err := o.needStream(); err != nil {
 		return res, err
 	}
+	select {
+	case o.replays <- struct{}{}:
+		defer func() { <-o.replays }()
+	default:
+		return res, fmt.Errorf("%w: %d replays or dry runs are running, the most this hub runs at once; try again when one has finished", ErrBusy, cap(o.replays))
+	}
 	if err := o.checkSubscriber(ctx, req.Subscriber); err != nil {
 		return res, err
 	}
@@ -194,62 +201,54 @@ func (o *Ops) Replay(ctx context.Context, req ReplayRequest) (ReplayResult, erro
 }
 
 // readRange reads [Since, Until) of the stream on filters, keeping one
-// message per event (the first), and only those matching req.Subject.
+// message per event (the first), and only those matching req.Subject. It
+// reads up to the stream's last message when it started (relay.Scan): a
+// read that cannot get there fails with ErrIncompleteRead, never returns
+// part of the range. A dry run reads headers only.
 func (o *Ops) readRange(ctx context.Context, filters []string, req ReplayRequest) ([]replayMsg, error) {
-	since := req.Since
-	c, err := o.js.OrderedConsumer(ctx, o.stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: filters,
-		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
-		OptStartTime:   &since,
-	})
-	if err != nil {
-		return nil, o.streamErr(err)
-	}
 	seen := map[subscriber.EventKey]bool{}
 	var out []replayMsg
 	size := 0
-	for {
-		batch, err := c.Fetch(500, jetstream.FetchMaxWait(time.Second))
-		if err != nil {
-			return nil, fmt.Errorf("read stream: %w", err)
+	scan := relay.Scan{Stream: o.stream, Subjects: filters, StartTime: req.Since, HeadersOnly: req.DryRun, Stall: o.scanStall}
+	_, err := scan.Run(ctx, o.js, func(m relay.ScanMsg) error {
+		md := m.Meta
+		if !req.Until.IsZero() && !md.Timestamp.Before(req.Until) {
+			return relay.ErrStopScan
 		}
-		got, done := 0, false
-		for m := range batch.Messages() {
-			got++
-			md, err := m.Metadata()
-			if err != nil {
-				return nil, err
-			}
-			if !req.Until.IsZero() && !md.Timestamp.Before(req.Until) {
-				done = true
-				break
-			}
-			if req.Subject == "" || schema.MatchSubject(req.Subject, m.Subject()) {
-				meta, err := schema.ParseMetadata(m.Headers())
-				key := subscriber.EventKey{Provider: meta.Provider, EventID: meta.EventID}
-				if err == nil && !seen[key] {
-					seen[key] = true
-					out = append(out, replayMsg{provider: meta.Provider, eventID: meta.EventID, subject: m.Subject(),
-						seq: md.Sequence.Stream, data: m.Data(), header: m.Headers()})
-					size += len(m.Data()) + headerSize(m.Headers())
-					if len(out) > MaxReplayEvents || size > MaxReplayBytes {
-						return nil, inputErr("until", "the range holds more than %d events or %d MiB (it reached %s at stream seq %d): replay it in parts (consecutive ranges are safe to replay)",
-							MaxReplayEvents, MaxReplayBytes>>20, md.Timestamp.UTC().Format(time.RFC3339), md.Sequence.Stream)
-					}
-				}
-			}
-			if md.NumPending == 0 {
-				done = true
-				break
-			}
+		if req.Subject != "" && !schema.MatchSubject(req.Subject, m.Msg.Subject()) {
+			return nil
 		}
-		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-			return nil, fmt.Errorf("read stream: %w", err)
+		h := m.Msg.Headers()
+		meta, err := schema.ParseMetadata(h)
+		key := subscriber.EventKey{Provider: meta.Provider, EventID: meta.EventID}
+		if err != nil || seen[key] {
+			return nil
 		}
-		if done || got == 0 {
-			return out, nil
+		seen[key] = true
+		rm := replayMsg{provider: meta.Provider, eventID: meta.EventID, subject: m.Msg.Subject(), seq: md.Sequence.Stream, header: h}
+		if req.DryRun {
+			// Counted as the run would hold it.
+			n, _ := strconv.Atoi(h.Get(nats.MsgSize))
+			size += n
+		} else {
+			rm.data = m.Msg.Data()
+			size += len(rm.data)
 		}
+		size += headerSize(h)
+		out = append(out, rm)
+		if len(out) > MaxReplayEvents || size > MaxReplayBytes {
+			return inputErr("until", "the range holds more than %d events or %d MiB (it reached %s at stream seq %d): replay it in parts (consecutive ranges are safe to replay)",
+				MaxReplayEvents, MaxReplayBytes>>20, md.Timestamp.UTC().Format(time.RFC3339), md.Sequence.Stream)
+		}
+		return nil
+	})
+	if err != nil {
+		if err = o.scanErr(err); errors.Is(err, ErrIncompleteRead) {
+			err = fmt.Errorf("%w; nothing was replayed (running it again is safe)", err)
+		}
+		return nil, err
 	}
+	return out, nil
 }
 
 // publishReplay publishes a copy of each message on the subscriber's

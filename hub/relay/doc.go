@@ -37,4 +37,11 @@
 // name) recreates it and re-queues, through the outbox, every event the
 // lost stream had acknowledged, under its original message id. Its state
 // (ok, missing, incomplete, restoring) feeds /readyz.
+//
+// Scan is the hub's one way to read a range of the stream (the relay's
+// look-up of earlier attempts, the keeper's restore, and hub/ops' replay
+// and reconcile): it ends at the stream's last sequence when it started,
+// or where the server says nothing matching is left, never because nothing
+// arrived for a while, and fails with a *ScanError naming the sequence it
+// reached when the stream stalls or is deleted.
 package relay

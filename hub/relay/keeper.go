@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookhub/hookhub/hub"
@@ -426,7 +425,7 @@ func (k *Keeper) restore(ctx context.Context, lost lostRange) error {
 	}
 	waited := time.Since(began)
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	held, err := streamMsgIDs(sctx, k.js, k.cfg.Stream.Name)
+	held, err := StreamMsgIDs(sctx, k.js, Scan{Stream: k.cfg.Stream.Name})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("read the stream: %w", err)
@@ -477,60 +476,6 @@ func (k *Keeper) restore(ctx context.Context, lost lostRange) error {
 	log.Warn("stream restore done: the relay publishes the re-queued events", "checked", checked, "requeued", requeued,
 		"took", time.Since(began).Round(time.Millisecond))
 	return nil
-}
-
-// streamMsgIDs reads the message ids the stream holds (headers only), with
-// the originals of republished copies.
-func streamMsgIDs(ctx context.Context, js jetstream.JetStream, stream string) (map[string]bool, error) {
-	st, err := js.Stream(ctx, stream)
-	if err != nil {
-		return nil, err
-	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		return nil, err
-	}
-	held := make(map[string]bool, info.State.Msgs)
-	if info.State.Msgs == 0 {
-		return held, nil
-	}
-	c, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{HeadersOnly: true})
-	if err != nil {
-		return nil, err
-	}
-	seen := uint64(0)
-	for {
-		batch, err := c.Fetch(1000, jetstream.FetchMaxWait(time.Second))
-		if err != nil {
-			return nil, err
-		}
-		got := 0
-		for m := range batch.Messages() {
-			got++
-			seen++
-			h := m.Headers()
-			held[h.Get(schema.HeaderMsgID)] = true
-			if orig := h.Get(schema.HeaderRepublish); orig != "" {
-				held[orig] = true
-			}
-			md, err := m.Metadata()
-			if err != nil {
-				return nil, err
-			}
-			if md.NumPending == 0 { // the last one: do not wait out the fetch
-				return held, nil
-			}
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-			return nil, err
-		}
-		switch {
-		case got == 0 && seen >= info.State.Msgs:
-			return held, nil
-		case got == 0:
-			return nil, fmt.Errorf("stream read stopped after %d of %d messages", seen, info.State.Msgs)
-		}
-	}
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -795,44 +795,19 @@ func (r *Relay) findInStream(ctx context.Context, rows []hub.OutboxRow, subjects
 			since = rows[i].FirstAttemptAt
 		}
 	}
-	since = since.Add(-time.Minute)
-	c, err := r.js.OrderedConsumer(ctx, r.cfg.Stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: filters,
-		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
-		OptStartTime:   &since,
-		HeadersOnly:    true,
+	found := make(map[string]uint64, len(idx))
+	scan := Scan{Stream: r.cfg.Stream, Subjects: filters, StartTime: since.Add(-time.Minute), HeadersOnly: true}
+	_, err := scan.Run(ctx, r.js, func(m ScanMsg) error {
+		if id := m.Msg.Headers().Get(schema.HeaderMsgID); want[id] {
+			found[id] = m.Meta.Sequence.Stream
+			if len(found) == len(want) {
+				return ErrStopScan
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	found := make(map[string]uint64, len(idx))
-	for {
-		batch, err := c.Fetch(512, jetstream.FetchMaxWait(time.Second))
-		if err != nil {
-			return nil, err
-		}
-		got := 0
-		for m := range batch.Messages() {
-			got++
-			md, err := m.Metadata()
-			if err != nil {
-				return nil, err
-			}
-			if id := m.Headers().Get(schema.HeaderMsgID); want[id] {
-				found[id] = md.Sequence.Stream
-				if len(found) == len(want) {
-					return found, nil
-				}
-			}
-			if md.NumPending == 0 {
-				return found, nil
-			}
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-			return nil, err
-		}
-		if got == 0 {
-			return found, nil
-		}
-	}
+	return found, nil
 }

@@ -55,8 +55,10 @@ func classify(err error) problem {
 		return problem{fiber.StatusNotFound, err.Error(), ""}
 	case errors.Is(err, ops.ErrInvalid), errors.Is(err, ops.ErrBadTime):
 		return problem{fiber.StatusBadRequest, err.Error(), ""}
-	case errors.Is(err, ops.ErrNoStream):
+	case errors.Is(err, ops.ErrNoStream), errors.Is(err, ops.ErrIncompleteRead):
 		return problem{fiber.StatusServiceUnavailable, err.Error(), ""}
+	case errors.Is(err, ops.ErrBusy):
+		return problem{fiber.StatusTooManyRequests, err.Error(), ""}
 	case errors.Is(err, hub.ErrUnavailable):
 		return problem{fiber.StatusServiceUnavailable, "unavailable: the event was not stored, retry later", metrics.OutcomeUnavailable}
 	}

@@ -6,7 +6,10 @@
 // recreating a consumer, calling a rate-limited API).
 package backoff
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Exp returns first doubled n times, capped at max: the delay before a
 // retry that n earlier retries preceded. n ≤ 0 gives min(first, max).
@@ -47,3 +50,15 @@ func double(d, max time.Duration) time.Duration {
 
 // Reset starts again from the first delay, after a success.
 func (b *Doubling) Reset() { b.next = b.first }
+
+// Sleep waits d, or until ctx is done (its error).
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

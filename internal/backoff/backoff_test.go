@@ -1,6 +1,7 @@
 package backoff_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -45,4 +46,12 @@ func TestDoubling(t *testing.T) {
 	b = backoff.New(time.Second, 300*time.Millisecond)
 	require.Equal(t, time.Second, b.Next())
 	require.Equal(t, 300*time.Millisecond, b.Next())
+}
+
+func TestSleep(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, backoff.Sleep(context.Background(), time.Millisecond))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, backoff.Sleep(ctx, time.Hour), context.Canceled)
 }
