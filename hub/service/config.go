@@ -13,6 +13,7 @@ import (
 
 	"github.com/kelseyhightower/envconfig"
 
+	"github.com/hookhub/hookhub/hub/backfill"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/schema"
 )
@@ -193,6 +194,15 @@ func (c *Config) Validate() error {
 	} else if c.BackfillInterval > 0 && c.BackfillWindow < c.BackfillInterval+BackfillSettle {
 		bad("BACKFILL_WINDOW", "must be at least HUB_BACKFILL_INTERVAL (%s) plus the %s a periodic run leaves to webhooks on their way, or events between two runs are never checked, got %s",
 			c.BackfillInterval, BackfillSettle, c.BackfillWindow)
+	}
+	for _, u := range []struct{ name, url string }{
+		{"STRIPE_API_URL", c.StripeAPIURL}, {"PADDLE_API_URL", c.PaddleAPIURL}, {"GITHUB_API_URL", c.GitHubAPIURL},
+	} {
+		if u.url != "" {
+			if err := backfill.CheckAPIURL(u.url, EnvPrefix+"_"+u.name); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
 	if (c.GitHubToken == "") != (c.GitHubHook == "") {
 		if c.GitHubHook == "" {
