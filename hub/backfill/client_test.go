@@ -1,7 +1,6 @@
 package backfill_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub/backfill"
 	"github.com/hookhub/hookhub/hub/backfill/fakeapi"
+	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/hubtest/testhub"
 	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
@@ -26,27 +26,9 @@ import (
 	"github.com/hookhub/hookhub/internal/buildinfo"
 )
 
-// syncBuffer is a log destination safe for the hub's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // loggedEngine is h.engine() logging to the returned buffer.
-func (h *hubEnv) loggedEngine() (*backfill.Engine, *syncBuffer) {
-	var buf syncBuffer
+func (h *hubEnv) loggedEngine() (*backfill.Engine, *hubtest.SyncBuffer) {
+	var buf hubtest.SyncBuffer
 	st := store.New(h.pool)
 	e, err := backfill.New(backfill.Config{Store: st, Ingester: st, Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	require.NoError(h.t, err)
@@ -264,7 +246,7 @@ func TestBaseURLRules(t *testing.T) {
 // such event is accepted the same way).
 func TestServeBackfillLogsReasonsAndTakesFutureEvents(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs hubtest.SyncBuffer
 	h := newHubEnv(t, func(c *service.Config) { c.BackfillInterval, c.GitHubToken, c.GitHubHook = time.Hour, "", "" })
 	created := time.Now().Add(-time.Hour).Unix()
 	for _, raw := range []string{
@@ -307,7 +289,7 @@ func TestServeBackfillLogsReasonsAndTakesFutureEvents(t *testing.T) {
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // startLogged runs the hub, its log written to logs, until the test ends.
-func (h *hubEnv) startLogged(logs *syncBuffer) {
+func (h *hubEnv) startLogged(logs *hubtest.SyncBuffer) {
 	h.t.Helper()
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	hub := testhub.Start(h.t, h.cfg, service.Deps{Registry: h.registry, Logger: logger})
