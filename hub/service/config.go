@@ -75,6 +75,13 @@ type Config struct {
 	LogFormat            string              `envconfig:"HUB_LOG_FORMAT" default:"json" desc:"json or text"`
 }
 
+// BackfillSecrets are the backfill credentials (HUB_STRIPE_API_KEY,
+// HUB_PADDLE_API_KEY, HUB_GITHUB_TOKEN) that the backfill's logger hides
+// (redact.Handler) in whatever it logs.
+func (c *Config) BackfillSecrets() []string {
+	return []string{strings.TrimSpace(c.StripeAPIKey), strings.TrimSpace(c.PaddleAPIKey), c.GitHubToken}
+}
+
 // Validate checks the configuration and names the variable at fault.
 func (c *Config) Validate() error {
 	var errs []error

@@ -1,6 +1,8 @@
 package redact
 
 import (
+	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"unicode"
@@ -65,4 +67,16 @@ func FuzzAnswer(f *testing.F) {
 			t.Fatalf("secret %q shown in %q", secret, got)
 		}
 	})
+}
+
+func TestHandler(t *testing.T) {
+	var b strings.Builder
+	log := slog.New(Handler(slog.NewTextHandler(&b, nil), key)).With("k", "with "+key)
+	log.Info("msg "+key, "err", errors.New("Authorization: Bearer abcdef"), "id", key, "n", 3,
+		slog.Group("g", "v", []byte(key)), "any", []string{key})
+	out := b.String()
+	require.NotContains(t, out, key)
+	require.NotContains(t, out, "abcdef")
+	require.Contains(t, out, "n=3")
+	require.Equal(t, 6, strings.Count(out, Mask), out)
 }
