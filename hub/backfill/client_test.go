@@ -302,3 +302,29 @@ func (h *hubEnv) startLogged(logs *hubtest.SyncBuffer) {
 	h.base = hub.URL
 	hub.WaitStream(h.js, h.cfg.Stream)
 }
+
+// An occurred_at the webhook path would drop (far ahead, before 2000) is
+// dropped by the listing too: the event is kept, without a time, and a
+// 1990 date does not end the paging as an event older than since would.
+func TestParsePaddleImplausibleTimes(t *testing.T) {
+	t.Parallel()
+	ev := func(id, at string) string {
+		return `{"event_id":"` + id + `","event_type":"subscription.created","occurred_at":"` + at + `","data":{}}`
+	}
+	now := time.Now()
+	since, until := now.Add(-time.Hour), now
+	in := `{"data":[` + ev("evt_3", now.Add(400*24*time.Hour).UTC().Format(time.RFC3339)) + `,` +
+		ev("evt_2", "1990-01-01T00:00:00Z") + `,` + ev("evt_1", now.Add(-time.Minute).UTC().Format(time.RFC3339)) +
+		`],"meta":{"pagination":{"per_page":3,"next":"https://api.paddle.com/events?after=evt_1","has_more":true}}}`
+	page, err := backfill.ParsePaddleList([]byte(in), since, until)
+	require.NoError(t, err)
+	require.Len(t, page.Events, 3)
+	require.True(t, page.Events[0].OccurredAt.IsZero())
+	require.True(t, page.Events[1].OccurredAt.IsZero())
+	require.False(t, page.Events[2].OccurredAt.IsZero())
+	require.Equal(t, "evt_1", page.Next, "paging goes on")
+
+	page, err = backfill.ParseStripeList([]byte(`{"object":"list","data":[{"id":"evt_9","object":"event","created":4102444800,"type":"a.b"}],"has_more":false}`))
+	require.NoError(t, err)
+	require.True(t, page.Events[0].OccurredAt.IsZero(), "2100 is not plausible")
+}
