@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,10 +12,19 @@ import (
 	"time"
 
 	"github.com/hookhub/hookhub/internal/backoff"
+	"github.com/hookhub/hookhub/internal/buildinfo"
+	"github.com/hookhub/hookhub/internal/redact"
 )
 
 // maxAPIBody bounds a provider API answer read into memory.
 const maxAPIBody = 32 << 20
+
+// maxErrorBody bounds an API's error answer read into memory (only its
+// start is shown: maxSnippet).
+const maxErrorBody = 64 << 10
+
+// maxSnippet bounds what of an API's error answer an error shows.
+const maxSnippet = 300
 
 // api is a provider API's HTTP client: one base URL, one way to
 // authenticate, 429 and 5xx retried with Retry-After honoured.
@@ -22,6 +32,7 @@ type api struct {
 	client *http.Client
 	base   string              // e.g. https://api.stripe.com (no trailing slash)
 	auth   func(h http.Header) // sets the credentials; never logged
+	secret string              // the credentials auth sends, hidden in every error text
 	keyVar string              // the variable holding the credentials, for errors
 	// retries is how many times a 429 or 5xx is retried (default 5);
 	// maxWait caps one Retry-After (default 60s).
@@ -48,8 +59,14 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // and decodes a 2xx JSON answer into out (nil to discard). It retries 429
 // and 5xx, waiting Retry-After (seconds or an HTTP date) or an exponential
 // backoff from 1s; 401/403 are ErrUnauthorized naming keyVar; other 4xx
-// carry the API's message.
+// carry the start of the API's answer (snippet). A redirect off the base
+// URL's origin is ErrRedirect, not retried. Every error's text is passed
+// through scrub: the API's words never show the credentials.
 func (a *api) do(ctx context.Context, method, path string, body any, out any) error {
+	return a.scrub(a.send(ctx, method, path, body, out))
+}
+
+func (a *api) send(ctx context.Context, method, path string, body any, out any) error {
 	retries, maxWait := a.retries, a.maxWait
 	if retries == 0 {
 		retries = 5
@@ -75,13 +92,14 @@ func (a *api) do(ctx context.Context, method, path string, body any, out any) er
 			return fmt.Errorf("request %s %s: %w", method, path, err)
 		}
 		req.Header.Set("Accept", "application/json")
+		req.Header.Set("User-Agent", buildinfo.UserAgent("backfill"))
 		if payload != nil {
 			req.Header.Set("Content-Type", "application/json")
 		}
 		a.auth(req.Header)
 		resp, err := a.client.Do(req)
 		if err != nil {
-			if ctx.Err() != nil || attempt >= retries {
+			if ctx.Err() != nil || attempt >= retries || errors.Is(err, ErrRedirect) {
 				return fmt.Errorf("%s %s: %w", method, path, err)
 			}
 			if err := sleep(ctx, delays.Next()); err != nil {
@@ -89,7 +107,11 @@ func (a *api) do(ctx context.Context, method, path string, body any, out any) er
 			}
 			continue
 		}
-		data, err := io.ReadAll(io.LimitReader(resp.Body, maxAPIBody+1))
+		limit := int64(maxErrorBody)
+		if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+			limit = maxAPIBody + 1
+		}
+		data, err := io.ReadAll(io.LimitReader(resp.Body, limit))
 		resp.Body.Close()
 		if err != nil {
 			return fmt.Errorf("%s %s: read answer: %w", method, path, err)
@@ -107,13 +129,13 @@ func (a *api) do(ctx context.Context, method, path string, body any, out any) er
 			}
 			return nil
 		case code == http.StatusUnauthorized || code == http.StatusForbidden:
-			return fmt.Errorf("%w: %s %s answered %d (check %s): %s", ErrUnauthorized, method, path, code, a.keyVar, snippet(data))
+			return fmt.Errorf("%w: %s %s answered %d (check %s): %s", ErrUnauthorized, method, path, code, a.keyVar, a.snippet(data))
 		case code == http.StatusTooManyRequests || code >= 500:
 			if attempt >= retries {
 				if code == http.StatusTooManyRequests {
 					return fmt.Errorf("%w: %s %s still 429 after %d retries", ErrRateLimited, method, path, retries)
 				}
-				return fmt.Errorf("%s %s answered %d after %d retries: %s", method, path, code, retries, snippet(data))
+				return fmt.Errorf("%s %s answered %d after %d retries: %s", method, path, code, retries, a.snippet(data))
 			}
 			wait := delays.Next()
 			if ra, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
@@ -127,7 +149,7 @@ func (a *api) do(ctx context.Context, method, path string, body any, out any) er
 				return err
 			}
 		default:
-			return fmt.Errorf("%s %s answered %d: %s", method, path, code, snippet(data))
+			return fmt.Errorf("%s %s answered %d: %s", method, path, code, a.snippet(data))
 		}
 	}
 }
@@ -146,11 +168,47 @@ func retryAfter(v string, now time.Time) (time.Duration, bool) {
 	return 0, false
 }
 
-// snippet is the start of an API's error answer, for error messages.
-func snippet(b []byte) string {
-	const n = 300
-	if len(b) > n {
-		return string(b[:n]) + "…"
-	}
-	return string(b)
+// snippet is the start of an API's answer for an error message: at most
+// maxSnippet bytes of printable text, the credentials hidden
+// (redact.Answer). A gateway that echoes the request's headers in its
+// error page shows "Bearer [redacted]".
+func (a *api) snippet(b []byte) string {
+	return redact.Answer(b, maxSnippet, a.secret)
 }
+
+// snippet is snippet without a secret to hide: for text an API answered
+// that is shown outside a request's error.
+func snippet(b []byte) string {
+	return redact.Answer(b, maxSnippet)
+}
+
+// scrub returns err with its text made printable and the credentials
+// hidden (redact), or err itself when there was nothing to change. The
+// scrubbed error still matches what err matched (errors.Is), but does not
+// unwrap to err's text.
+func (a *api) scrub(err error) error {
+	if err == nil {
+		return nil
+	}
+	text := err.Error()
+	clean := redact.Answer([]byte(text), maxErrorText, a.secret)
+	if clean == text {
+		return err
+	}
+	return &scrubbedError{text: clean, err: err}
+}
+
+// maxErrorText bounds an error's text.
+const maxErrorText = 4 << 10
+
+// scrubbedError is an error whose text was scrubbed.
+type scrubbedError struct {
+	text string
+	err  error
+}
+
+func (e *scrubbedError) Error() string { return e.text }
+
+// Is reports whether the original error matches target (ErrUnauthorized,
+// ErrRedirect, context.Canceled, ...).
+func (e *scrubbedError) Is(target error) bool { return errors.Is(e.err, target) }

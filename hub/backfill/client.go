@@ -1,14 +1,27 @@
 package backfill
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/hookhub/hookhub/internal/redact"
+	"github.com/hookhub/hookhub/schema"
 )
+
+// ErrRedirect: the API answered with a redirect off its configured origin
+// (scheme, host and port of the base URL). It is not followed: the
+// credentials are never sent there and its answer is never read.
+var ErrRedirect = errors.New("provider api redirected off its configured origin")
+
+// maxRedirects bounds the redirects followed within the origin.
+const maxRedirects = 10
 
 // clientOr returns c, or a client with a 30 s timeout.
 func clientOr(c *http.Client) *http.Client {
@@ -18,20 +31,89 @@ func clientOr(c *http.Client) *http.Client {
 	return &http.Client{Timeout: 30 * time.Second}
 }
 
-// baseURL checks an API base URL (def when empty) and drops a trailing
-// slash; a mistake names the variable (and never shows a password).
-func baseURL(raw, def, variable string) (string, error) {
+// CheckAPIURL checks a configured API base URL (HUB_STRIPE_API_URL,
+// HUB_PADDLE_API_URL, HUB_GITHUB_API_URL) as the sources do, naming
+// variable: an absolute https URL without credentials, query or fragment;
+// http only to a loopback host (localhost, 127.0.0.0/8, ::1), for local
+// tests, since the key would otherwise cross the network in clear.
+func CheckAPIURL(raw, variable string) error {
+	_, err := baseURL(raw, "https://api.example.com", variable, "")
+	return err
+}
+
+// baseURL checks an API base URL (def when empty, see CheckAPIURL) and
+// drops a trailing slash, and then the trailing path segment appended when
+// the source appends it itself to every path (Stripe's "/v1": a base URL
+// copied from Stripe's documentation, https://api.stripe.com/v1, would
+// otherwise request /v1/v1/events). A mistake names the variable (and
+// never shows a password).
+func baseURL(raw, def, variable, appended string) (string, error) {
 	if raw == "" {
 		raw = def
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", fmt.Errorf("%s must be an absolute http(s) URL without credentials or query, e.g. %s: %w", variable, def, err)
+		return "", fmt.Errorf("%s must be an absolute https URL without credentials or query, e.g. %s: %w", variable, def, err)
 	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return "", fmt.Errorf("%s must be an absolute http(s) URL without credentials or query, e.g. %s, got %q", variable, def, u.Redacted())
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return "", fmt.Errorf("%s must be an absolute https URL without credentials or query, e.g. %s, got %q", variable, def, u.Redacted())
 	}
-	return strings.TrimRight(raw, "/"), nil
+	if u.Scheme == "http" && !loopback(u.Hostname()) {
+		return "", fmt.Errorf("%s is %q: plain http would send the API key in clear; use https (http is allowed to localhost only, for local tests)", variable, u.Redacted())
+	}
+	base := strings.TrimRight(raw, "/")
+	if appended != "" && strings.HasSuffix(strings.TrimRight(u.Path, "/"), appended) {
+		base = strings.TrimRight(strings.TrimSuffix(base, appended), "/")
+	}
+	return base, nil
+}
+
+// loopback reports whether host (no port, no brackets) is localhost or a
+// loopback address.
+func loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// origin is a URL's scheme, host and port (the scheme's default when
+// absent), lowercased: what a redirect must keep.
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(net.JoinHostPort(u.Hostname(), port))
+}
+
+// newAPI returns the client of an API at base (checked by baseURL), with
+// a copy of client (nil: clientOr's) that follows redirects within base's
+// origin only (ErrRedirect otherwise; then the client's own rule, if any),
+// and that hides secret (the credentials auth sets) in every error text.
+func newAPI(client *http.Client, base, keyVar, secret string, auth func(h http.Header)) (*api, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", keyVar, err)
+	}
+	c := new(http.Client)
+	*c = *clientOr(client)
+	want, next := origin(u), c.CheckRedirect
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if got := origin(req.URL); got != want {
+			return fmt.Errorf("%w: %s answered %d with a redirect to %s, not %s; not followed (the key is sent to %s only)",
+				ErrRedirect, via[len(via)-1].URL.Path, req.Response.StatusCode, redact.Answer([]byte(req.URL.Redacted()), 200, secret), want, want)
+		}
+		if len(via) >= maxRedirects {
+			return fmt.Errorf("stopped after %d redirects", maxRedirects)
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		return nil
+	}
+	return &api{client: c, base: base, keyVar: keyVar, secret: secret, auth: auth}, nil
 }
 
 // validCursor accepts a cursor an API gave: an id of at most 255 bytes of
@@ -48,18 +130,41 @@ func hasSpaceOrControl(s string) bool {
 
 // bearerAPI returns the client of an API authenticated by a bearer key
 // (Stripe, Paddle): the key is required (its variable and what it must be
-// are named when empty), the base URL checked by baseURL.
-func bearerAPI(key, keyVar, what, rawBase, defaultBase, baseVar string, client *http.Client) (*api, error) {
+// are named when empty), the base URL checked by baseURL (appended: see
+// there).
+func bearerAPI(key, keyVar, what, rawBase, defaultBase, baseVar, appended string, client *http.Client) (*api, error) {
 	key = strings.TrimSpace(key)
-	if key == "" {
+	switch {
+	case key == "":
 		return nil, fmt.Errorf("%s is empty: set it to %s", keyVar, what)
+	case hasSpaceOrControl(key):
+		return nil, fmt.Errorf("%s contains spaces or control characters", keyVar)
 	}
-	base, err := baseURL(rawBase, defaultBase, baseVar)
+	base, err := baseURL(rawBase, defaultBase, baseVar, appended)
 	if err != nil {
 		return nil, err
 	}
-	return &api{client: clientOr(client), base: base, keyVar: keyVar,
-		auth: func(h http.Header) { h.Set("Authorization", "Bearer "+key) }}, nil
+	return newAPI(client, base, keyVar, key, func(h http.Header) { h.Set("Authorization", "Bearer "+key) })
+}
+
+// plausible returns t when it is a plausible time for an event the API
+// lists at now, zero otherwise: the rule the webhook path applies
+// (schema.PlausibleOccurredAt, provider.VerifyDelivery), so that an event
+// with an implausible time is taken, without its time, as its webhook
+// would be, rather than placed outside every window.
+func plausible(t, now time.Time) time.Time {
+	if t.IsZero() || schema.PlausibleOccurredAt(t, now) {
+		return t
+	}
+	return time.Time{}
+}
+
+// nowOr returns now, or time.Now when it is nil.
+func nowOr(now func() time.Time) func() time.Time {
+	if now != nil {
+		return now
+	}
+	return time.Now
 }
 
 // pageSize is n within 1..most, most when n is out of it.

@@ -8,15 +8,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/metrics"
+	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/schema"
 )
 
@@ -371,7 +369,7 @@ func (e *Engine) page(ctx context.Context, src Source, req Request, res *Result,
 	c.Listed = int64(len(inWindow))
 	ids := make([]string, 0, len(inWindow))
 	for _, ev := range inWindow {
-		if checkText(ev.ID, 255) == nil {
+		if provider.CheckEventID(ev.ID) == nil {
 			ids = append(ids, ev.ID)
 		}
 	}
@@ -381,9 +379,12 @@ func (e *Engine) page(ctx context.Context, src Source, req Request, res *Result,
 	}
 	var missing []Event
 	for _, ev := range inWindow {
-		if err := checkText(ev.ID, 255); err != nil {
+		if err := provider.CheckEventID(ev.ID); err != nil {
+			if ev.Err != nil {
+				err = ev.Err // why the source could not read the id (or the type)
+			}
 			c.Failed++
-			e.cfg.Logger.Warn("backfill: an event the api listed has no usable id", "provider", name, "err", err)
+			e.cfg.Logger.Warn("backfill: an event the api listed cannot be ingested", "provider", name, "err", err)
 			continue
 		}
 		if known[ev.ID] {
@@ -488,17 +489,18 @@ func (e *Engine) redeliver(ctx context.Context, r Redeliverer, name string, miss
 }
 
 // fatal reports whether an error about one event ends the run: ctx done,
-// refused credentials or a rate limit that outlasted the retries (every
-// further request would fail the same way).
+// refused credentials, a rate limit that outlasted the retries or a
+// redirect off the API's origin (every further request would fail the
+// same way).
 func fatal(ctx context.Context, err error) bool {
-	return ctx.Err() != nil || errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrRateLimited)
+	return ctx.Err() != nil || errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrRateLimited) || errors.Is(err, ErrRedirect)
 }
 
 // delivery builds the hub.Delivery of an API event: what the HTTP server
 // builds for a webhook, with origin api and no signature.
 func (e *Engine) delivery(name string, ev Event, now time.Time) (hub.Delivery, error) {
-	if err := checkText(ev.Type, 128); err != nil {
-		return hub.Delivery{}, fmt.Errorf("event type: %w", err)
+	if err := provider.CheckEventType(ev.Type); err != nil {
+		return hub.Delivery{}, err
 	}
 	switch {
 	case len(ev.Body) == 0:
@@ -519,20 +521,4 @@ func (e *Engine) delivery(name string, ev Event, now time.Time) (hub.Delivery, e
 		d.Error = "cannot publish: " + err.Error()
 	}
 	return d, nil
-}
-
-// checkText is the HTTP server's check of ids and types: what Postgres
-// text columns can hold and operators can read.
-func checkText(s string, maxLen int) error {
-	switch {
-	case s == "":
-		return errors.New("empty")
-	case len(s) > maxLen:
-		return fmt.Errorf("longer than %d bytes", maxLen)
-	case !utf8.ValidString(s):
-		return errors.New("not valid UTF-8")
-	case strings.ContainsFunc(s, unicode.IsControl):
-		return errors.New("contains control characters")
-	}
-	return nil
 }

@@ -46,9 +46,6 @@ const (
 	// githubMaxErrorBody bounds the error answer read to recognise a
 	// secondary rate limit.
 	githubMaxErrorBody = 64 << 10
-	// The hub's limits on an event id and type (hub/provider).
-	githubMaxIDLen   = 255
-	githubMaxTypeLen = 128
 	// githubTypeKey signs payloads only to have the hub's verifier read
 	// their type; it authenticates nothing.
 	githubTypeKey = "hookhub-backfill-type"
@@ -135,33 +132,29 @@ func NewGitHub(cfg GitHubConfig) (*GitHub, error) {
 	if !githubHookPattern.MatchString(hook) || strings.Contains(hook, "/./") || strings.Contains(hook, "/../") {
 		return nil, fmt.Errorf("%s %q is not repos/OWNER/REPO/hooks/ID or orgs/ORG/hooks/ID", GitHubHookVar, cfg.Hook)
 	}
-	base, err := baseURL(cfg.BaseURL, GitHubDefaultBaseURL, GitHubURLVar)
+	base, err := baseURL(cfg.BaseURL, GitHubDefaultBaseURL, GitHubURLVar, "")
 	if err != nil {
 		return nil, err
 	}
-	client := new(http.Client)
-	*client = *clientOr(cfg.Client)
+	a, err := newAPI(cfg.Client, base, GitHubTokenVar, token, func(h http.Header) {
+		h.Set("Authorization", "Bearer "+token)
+		h.Set("Accept", "application/vnd.github+json")
+		h.Set("X-GitHub-Api-Version", githubAPIVersion)
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.maxWait = githubMaxWait
 	verifier, err := provider.NewGitHub([]string{githubTypeKey}, provider.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("github type verifier: %w", err)
 	}
-	g := &GitHub{hook: hook, now: time.Now, verifier: verifier, refs: make(map[string]githubRef)}
-	next := client.Transport
+	g := &GitHub{api: *a, hook: hook, now: time.Now, verifier: verifier, refs: make(map[string]githubRef)}
+	next := a.client.Transport // a.client is newAPI's copy: ours to change
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	client.Transport = &githubTransport{next: next, now: func() time.Time { return g.now() }}
-	g.api = api{
-		client: client,
-		base:   base,
-		auth: func(h http.Header) {
-			h.Set("Authorization", "Bearer "+token)
-			h.Set("Accept", "application/vnd.github+json")
-			h.Set("X-GitHub-Api-Version", githubAPIVersion)
-		},
-		keyVar:  GitHubTokenVar,
-		maxWait: githubMaxWait,
-	}
+	g.api.client.Transport = &githubTransport{next: next, now: func() time.Time { return g.now() }}
 	return g, nil
 }
 
@@ -223,10 +216,10 @@ func (g *GitHub) listPage(ctx context.Context, cursor string) ([]githubDelivery,
 	}
 	next, err := githubNextCursor(resp.link)
 	if err != nil {
-		return nil, "", fmt.Errorf("list github deliveries: %w", err)
+		return nil, "", g.api.scrub(fmt.Errorf("list github deliveries: %w", err))
 	}
 	if next != "" && next == cursor {
-		return nil, "", fmt.Errorf("list github deliveries: the next page's cursor %q is this page's", next)
+		return nil, "", g.api.scrub(fmt.Errorf("list github deliveries: the next page's cursor %q is this page's", next))
 	}
 	return list, next, nil
 }
@@ -245,6 +238,11 @@ func (g *GitHub) listPage(ctx context.Context, cursor string) ([]githubDelivery,
 // carries the same JSON value, but a signature over the original bytes
 // does not match it.
 func (g *GitHub) Fetch(ctx context.Context, ev Event) (Event, error) {
+	out, err := g.fetch(ctx, ev)
+	return out, g.api.scrub(err)
+}
+
+func (g *GitHub) fetch(ctx context.Context, ev Event) (Event, error) {
 	ref, err := g.ref(ctx, ev)
 	if err != nil {
 		return Event{}, err
@@ -285,10 +283,10 @@ func (g *GitHub) Fetch(ctx context.Context, ev Event) (Event, error) {
 func (g *GitHub) Redeliver(ctx context.Context, ev Event) error {
 	ref, err := g.ref(ctx, ev)
 	if err != nil {
-		return err
+		return g.api.scrub(err)
 	}
 	_, err = g.do(ctx, http.MethodPost, "/"+g.hook+"/deliveries/"+strconv.FormatInt(ref.id, 10)+"/attempts", nil)
-	return err
+	return g.api.scrub(err)
 }
 
 // do sends a request through the shared API client and returns what the
@@ -414,10 +412,10 @@ func (d *githubDelivery) check() error {
 	if d.ID <= 0 {
 		return errors.New("no id")
 	}
-	if err := checkText(d.GUID, githubMaxIDLen); err != nil {
+	if err := provider.CheckEventID(d.GUID); err != nil {
 		return fmt.Errorf("delivery %d: guid %q: %w", d.ID, d.GUID, err)
 	}
-	if err := checkText(d.Event, githubMaxTypeLen); err != nil {
+	if err := provider.CheckEventType(d.Event); err != nil {
 		return fmt.Errorf("delivery %d: event %q: %w", d.ID, d.Event, err)
 	}
 	if d.DeliveredAt.IsZero() {

@@ -30,6 +30,9 @@ type PaddleConfig struct {
 	PageSize int
 	// Client sends the requests (default: a client with a 30 s timeout).
 	Client *http.Client
+	// Now is the clock events' times are judged plausible by (default
+	// time.Now).
+	Now func() time.Time
 }
 
 // Paddle lists Paddle Billing events: GET /events?order_by=id[DESC]
@@ -41,6 +44,7 @@ type PaddleConfig struct {
 type Paddle struct {
 	api      *api
 	pageSize int
+	now      func() time.Time
 }
 
 var _ Source = (*Paddle)(nil)
@@ -49,11 +53,11 @@ var _ Source = (*Paddle)(nil)
 // base URL is not an absolute http(s) URL.
 func NewPaddle(cfg PaddleConfig) (*Paddle, error) {
 	a, err := bearerAPI(cfg.Key, PaddleKeyVar, "a Paddle API key with the event.read permission",
-		cfg.BaseURL, "https://api.paddle.com", "HUB_PADDLE_API_URL", cfg.Client)
+		cfg.BaseURL, "https://api.paddle.com", "HUB_PADDLE_API_URL", "", cfg.Client)
 	if err != nil {
 		return nil, err
 	}
-	return &Paddle{api: a, pageSize: pageSize(cfg.PageSize, PaddleMaxPage)}, nil
+	return &Paddle{api: a, pageSize: pageSize(cfg.PageSize, PaddleMaxPage), now: nowOr(cfg.Now)}, nil
 }
 
 // Provider returns "paddle".
@@ -72,9 +76,9 @@ func (p *Paddle) List(ctx context.Context, since, until time.Time, cursor string
 	if err := p.api.do(ctx, http.MethodGet, "/events?"+q.Encode(), nil, &raw); err != nil {
 		return Page{}, fmt.Errorf("paddle: list events: %w", err)
 	}
-	page, err := ParsePaddleList(raw, since, until)
+	page, err := parsePaddleList(raw, since, until, p.now())
 	if err != nil {
-		return Page{}, fmt.Errorf("paddle: list events: %w", err)
+		return Page{}, p.api.scrub(fmt.Errorf("paddle: list events: %w", err))
 	}
 	return page, nil
 }
@@ -94,12 +98,19 @@ type paddleList struct {
 // first, keeping the events that occurred in [since, until) (an event
 // without a readable occurred_at is kept: the engine decides). Each event's
 // Body is its entity's exact bytes; ID, Type and OccurredAt are read from
-// them as the Paddle verifier reads a webhook's body, and left empty (the
-// engine counts the event failed) when they cannot be. Next is the after
+// them as the Paddle verifier reads a webhook's body, and left empty, with
+// Err saying why (the engine counts the event failed), when they cannot
+// be. An occurred_at that is not plausible now is dropped, as the webhook
+// path drops it (plausible): such an event is kept, as one without a
+// time, and does not end the paging. Next is the after
 // parameter of meta.pagination.next (never the URL itself: the source
 // builds its own requests) while has_more is true and the page's oldest
 // event is not older than since.
 func ParsePaddleList(data []byte, since, until time.Time) (Page, error) {
+	return parsePaddleList(data, since, until, time.Now())
+}
+
+func parsePaddleList(data []byte, since, until, now time.Time) (Page, error) {
 	var l paddleList
 	if err := json.Unmarshal(data, &l); err != nil {
 		return Page{}, fmt.Errorf("%w: %w", ErrBadAnswer, err)
@@ -113,7 +124,9 @@ func ParsePaddleList(data []byte, since, until time.Time) (Page, error) {
 	for _, raw := range l.Data {
 		ev := Event{Body: []byte(raw)}
 		if pe, err := provider.PaddleEvent(raw); err == nil {
-			ev.ID, ev.Type, ev.OccurredAt = pe.ID, pe.Type, pe.OccurredAt
+			ev.ID, ev.Type, ev.OccurredAt = pe.ID, pe.Type, plausible(pe.OccurredAt, now)
+		} else {
+			ev.Err = err
 		}
 		lastID = ev.ID
 		if !ev.OccurredAt.IsZero() {

@@ -26,6 +26,10 @@ type Event struct {
 	// as the body). Empty when the listing does not carry it: then the
 	// source implements Fetcher.
 	Body []byte
+	// Err says why ID or Type could not be read from Body (they are then
+	// empty), as the webhook path would have refused it: the reason the
+	// engine logs for the event it counts failed.
+	Err error
 }
 
 // Page is one page of a listing. Next is the cursor of the following page,

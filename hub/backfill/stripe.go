@@ -21,7 +21,9 @@ const StripeMaxPage = 100
 
 // StripeConfig configures a Stripe source.
 type StripeConfig struct {
-	// BaseURL is the API's base URL, https://api.stripe.com (the default).
+	// BaseURL is the API's base URL, https://api.stripe.com (the default;
+	// a trailing /v1, as Stripe's documentation writes it, is dropped: the
+	// source appends it). https only, but for localhost.
 	BaseURL string
 	// Key is a secret or restricted key (sk_..., rk_...) with read access
 	// to events. Sent as a bearer token, never logged.
@@ -30,6 +32,9 @@ type StripeConfig struct {
 	PageSize int
 	// Client sends the requests (default: a client with a 30 s timeout).
 	Client *http.Client
+	// Now is the clock events' times are judged plausible by (default
+	// time.Now).
+	Now func() time.Time
 }
 
 // Stripe lists Stripe events: GET /v1/events?created[gte]=..&created[lt]=..
@@ -39,6 +44,7 @@ type StripeConfig struct {
 type Stripe struct {
 	api      *api
 	pageSize int
+	now      func() time.Time
 }
 
 var _ Source = (*Stripe)(nil)
@@ -47,11 +53,11 @@ var _ Source = (*Stripe)(nil)
 // the base URL is not an absolute http(s) URL.
 func NewStripe(cfg StripeConfig) (*Stripe, error) {
 	a, err := bearerAPI(cfg.Key, StripeKeyVar, "a Stripe secret or restricted key with read access to events",
-		cfg.BaseURL, "https://api.stripe.com", "HUB_STRIPE_API_URL", cfg.Client)
+		cfg.BaseURL, "https://api.stripe.com", "HUB_STRIPE_API_URL", "/v1", cfg.Client)
 	if err != nil {
 		return nil, err
 	}
-	return &Stripe{api: a, pageSize: pageSize(cfg.PageSize, StripeMaxPage)}, nil
+	return &Stripe{api: a, pageSize: pageSize(cfg.PageSize, StripeMaxPage), now: nowOr(cfg.Now)}, nil
 }
 
 // Provider returns "stripe".
@@ -80,9 +86,9 @@ func (s *Stripe) List(ctx context.Context, since, until time.Time, cursor string
 	if err := s.api.do(ctx, http.MethodGet, "/v1/events?"+q.Encode(), nil, &raw); err != nil {
 		return Page{}, fmt.Errorf("stripe: list events: %w", err)
 	}
-	page, err := ParseStripeList(raw)
+	page, err := parseStripeList(raw, s.now())
 	if err != nil {
-		return Page{}, fmt.Errorf("stripe: list events: %w", err)
+		return Page{}, s.api.scrub(fmt.Errorf("stripe: list events: %w", err))
 	}
 	return page, nil
 }
@@ -101,9 +107,13 @@ var ErrBadAnswer = errors.New("unexpected api answer")
 // ParseStripeList reads an answer of GET /v1/events (untrusted input). Each
 // event's Body is its object's exact bytes; ID, Type and OccurredAt are
 // read from them as the Stripe verifier reads a webhook's body, and are
-// left empty (the engine counts the event failed) when they cannot be.
-// Next is the last event's id while has_more is true.
-func ParseStripeList(data []byte) (Page, error) {
+// left empty, with Err saying why (the engine counts the event failed),
+// when they cannot be. An OccurredAt that is not plausible now is dropped,
+// as the webhook path drops it (plausible). Next is the last event's id
+// while has_more is true.
+func ParseStripeList(data []byte) (Page, error) { return parseStripeList(data, time.Now()) }
+
+func parseStripeList(data []byte, now time.Time) (Page, error) {
 	var l stripeList
 	if err := json.Unmarshal(data, &l); err != nil {
 		return Page{}, fmt.Errorf("%w: %w", ErrBadAnswer, err)
@@ -115,7 +125,9 @@ func ParseStripeList(data []byte) (Page, error) {
 	for _, raw := range l.Data {
 		ev := Event{Body: []byte(raw)}
 		if pe, err := provider.StripeEvent(raw); err == nil {
-			ev.ID, ev.Type, ev.OccurredAt = pe.ID, pe.Type, pe.OccurredAt
+			ev.ID, ev.Type, ev.OccurredAt = pe.ID, pe.Type, plausible(pe.OccurredAt, now)
+		} else {
+			ev.Err = err
 		}
 		page.Events = append(page.Events, ev)
 	}

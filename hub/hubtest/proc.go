@@ -1,7 +1,6 @@
 package hubtest
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -35,7 +34,7 @@ func RunMainIfChild(main func()) {
 // (StartMain) or a binary built by Build (StartBinary).
 type Proc struct {
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *SyncBuffer
 	done chan struct{}
 	err  error
 }
@@ -55,7 +54,7 @@ func StartBinary(t testing.TB, bin string, env []string, args ...string) *Proc {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
-	p := &Proc{cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	p := &Proc{cmd: cmd, out: &SyncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("hubtest: start %s: %v", bin, err)
@@ -170,21 +169,4 @@ func (p *Proc) ExitCode(t testing.TB) int {
 		t.Fatalf("hubtest: wait: %v", p.err)
 	}
 	return 0
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -92,10 +92,10 @@ func VerifyDelivery(p Provider, r Request) (Event, error) {
 	if err != nil {
 		return Event{}, err
 	}
-	if err := checkText("empty event id", "event id", ev.ID, maxEventIDLen); err != nil {
+	if err := CheckEventID(ev.ID); err != nil {
 		return Event{}, err
 	}
-	if err := checkText("empty event type", "event type", ev.Type, maxEventTypeLen); err != nil {
+	if err := CheckEventType(ev.Type); err != nil {
 		return Event{}, err
 	}
 	if !ev.OccurredAt.IsZero() && !schema.PlausibleOccurredAt(ev.OccurredAt, r.Now) {

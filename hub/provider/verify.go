@@ -227,6 +227,19 @@ func checkText(missing, name, s string, maxLen int) error {
 	return nil
 }
 
+// CheckEventID is VerifyDelivery's check of an event id (checkText, at
+// most 255 bytes), for events that reach the archive another way
+// (backfill): its ErrPayload says what is wrong.
+func CheckEventID(id string) error {
+	return checkText("empty event id", "event id", id, maxEventIDLen)
+}
+
+// CheckEventType is VerifyDelivery's check of an event type (checkText,
+// at most 128 bytes), for events that reach the archive another way.
+func CheckEventType(typ string) error {
+	return checkText("empty event type", "event type", typ, maxEventTypeLen)
+}
+
 // b64MACLen is the length of a padded standard base64 HMAC-SHA256.
 const b64MACLen = 44
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub/backfill"
 	"github.com/hookhub/hookhub/hub/store"
+	"github.com/hookhub/hookhub/internal/redact"
 )
 
 // BackfillProviders are the providers a backfill can list.
@@ -145,7 +147,7 @@ func (s *Service) newBackfill(ingester backfill.Ingester) error {
 	}
 	s.backfill, err = backfill.New(backfill.Config{
 		Store: s.store, Ingester: ingester, Committed: s.relay.Enqueue, MaxBodyBytes: maxBody,
-		Now: s.now, Logger: s.log.With("component", "backfill"), Metrics: s.metrics,
+		Now: s.now, Logger: slog.New(redact.Handler(s.log.Handler(), s.cfg.BackfillSecrets()...)).With("component", "backfill"), Metrics: s.metrics,
 	})
 	return err
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kelseyhightower/envconfig"
 
+	"github.com/hookhub/hookhub/hub/backfill"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/schema"
 )
@@ -72,6 +73,13 @@ type Config struct {
 	DataDir              string              `envconfig:"HUB_DATA_DIR" default:"./.hub" desc:"Directory of the embedded NATS server's store"`
 	LogLevel             string              `envconfig:"HUB_LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
 	LogFormat            string              `envconfig:"HUB_LOG_FORMAT" default:"json" desc:"json or text"`
+}
+
+// BackfillSecrets are the backfill credentials (HUB_STRIPE_API_KEY,
+// HUB_PADDLE_API_KEY, HUB_GITHUB_TOKEN) that the backfill's logger hides
+// (redact.Handler) in whatever it logs.
+func (c *Config) BackfillSecrets() []string {
+	return []string{strings.TrimSpace(c.StripeAPIKey), strings.TrimSpace(c.PaddleAPIKey), c.GitHubToken}
 }
 
 // Validate checks the configuration and names the variable at fault.
@@ -193,6 +201,15 @@ func (c *Config) Validate() error {
 	} else if c.BackfillInterval > 0 && c.BackfillWindow < c.BackfillInterval+BackfillSettle {
 		bad("BACKFILL_WINDOW", "must be at least HUB_BACKFILL_INTERVAL (%s) plus the %s a periodic run leaves to webhooks on their way, or events between two runs are never checked, got %s",
 			c.BackfillInterval, BackfillSettle, c.BackfillWindow)
+	}
+	for _, u := range []struct{ name, url string }{
+		{"STRIPE_API_URL", c.StripeAPIURL}, {"PADDLE_API_URL", c.PaddleAPIURL}, {"GITHUB_API_URL", c.GitHubAPIURL},
+	} {
+		if u.url != "" {
+			if err := backfill.CheckAPIURL(u.url, EnvPrefix+"_"+u.name); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
 	if (c.GitHubToken == "") != (c.GitHubHook == "") {
 		if c.GitHubHook == "" {

@@ -12,11 +12,12 @@ import (
 
 // Hit is one request a fake API answered.
 type Hit struct {
-	At     time.Time
-	Method string
-	Path   string
-	Query  string // the raw query
-	Status int
+	At        time.Time
+	Method    string
+	Path      string
+	Query     string // the raw query
+	UserAgent string
+	Status    int
 }
 
 // fakeControl is what every fake shares: the requests it answered, and
@@ -26,6 +27,13 @@ type fakeControl struct {
 	hits     []Hit
 	throttle []time.Duration // the next requests answer 429 with these Retry-After
 	failures map[int]int     // request number (1-based) -> status to answer instead
+	gateway  map[int]gatewayAnswer
+}
+
+// gatewayAnswer is what a proxy in front of the API answers instead of it.
+type gatewayAnswer struct {
+	status   int
+	location string // a redirect's target, the request's path and query appended
 }
 
 // record notes a request and returns its number (1-based), a status to
@@ -33,7 +41,7 @@ type fakeControl struct {
 func (c *fakeControl) record(r *http.Request) (n, fail int, retryAfter time.Duration, throttled bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.hits = append(c.hits, Hit{At: time.Now(), Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery})
+	c.hits = append(c.hits, Hit{At: time.Now(), Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, UserAgent: r.UserAgent()})
 	n = len(c.hits)
 	if len(c.throttle) > 0 {
 		retryAfter, c.throttle = c.throttle[0], c.throttle[1:]
@@ -74,6 +82,90 @@ func (c *fakeControl) FailRequest(n, status int) {
 		c.failures = map[int]int{}
 	}
 	c.failures[n] = status
+}
+
+// EchoHeaders makes request number n (1-based) answer status from a
+// gateway in front of the API whose error page echoes the request's
+// headers (the Authorization header with them, as some proxies' debug
+// pages do), with a NUL, invalid UTF-8, terminal escapes and CR LF in
+// it, padded to 100 KiB.
+func (c *fakeControl) EchoHeaders(n, status int) {
+	c.setGateway(n, gatewayAnswer{status: status})
+}
+
+// Redirect makes request number n (1-based) answer status (301, 302, 307,
+// 308) with a Location of target followed by the request's path and query:
+// a proxy sending the client to another port or host.
+func (c *fakeControl) Redirect(n, status int, target string) {
+	c.setGateway(n, gatewayAnswer{status: status, location: target})
+}
+
+func (c *fakeControl) setGateway(n int, a gatewayAnswer) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gateway == nil {
+		c.gateway = map[int]gatewayAnswer{}
+	}
+	c.gateway[n] = a
+}
+
+// intercept answers request number n as a gateway when a test asked for
+// it, and returns the status it answered (0: the API answers).
+func (c *fakeControl) intercept(w http.ResponseWriter, r *http.Request, n int) int {
+	c.mu.Lock()
+	a, ok := c.gateway[n]
+	c.mu.Unlock()
+	if !ok {
+		return 0
+	}
+	if a.location != "" {
+		w.Header().Set("Location", a.location+r.URL.RequestURI())
+		w.WriteHeader(a.status)
+		return a.status
+	}
+	var b bytes.Buffer
+	b.WriteString("<html><body><h1>502 Bad Gateway</h1>\x00\xff\xfe\x1b[31m\r\nX-Injected: 1\r\n<pre>request headers:\n")
+	for k, v := range r.Header {
+		fmt.Fprintf(&b, "%s: %s\n", k, v)
+	}
+	fmt.Fprintf(&b, "%v\n</pre>", r.Header)
+	for b.Len() < 100<<10 {
+		b.WriteString(" padding")
+	}
+	b.WriteString("</body></html>")
+	w.Header().Set("Content-Type", "text/html")
+	w.WriteHeader(a.status)
+	_, _ = w.Write(b.Bytes())
+	return a.status
+}
+
+// Sink is a server elsewhere (another port or host) that records every
+// request it receives, headers included, and answers each with a Stripe
+// list holding one fabricated event, so that a client that followed a
+// redirect there would take it.
+type Sink struct {
+	mu       sync.Mutex
+	requests []http.Header
+}
+
+// ServeHTTP records the request and answers the fabricated list.
+func (s *Sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	h := r.Header.Clone()
+	h.Set("X-Sink-Path", r.URL.Path)
+	s.requests = append(s.requests, h)
+	s.mu.Unlock()
+	writeList(w, []json.RawMessage{json.RawMessage(`{"id":"evt_fabricated","object":"event","created":` +
+		strconv.FormatInt(time.Now().Add(-time.Minute).Unix(), 10) + `,"type":"invoice.paid","data":{"object":{}}}`)},
+		map[string]any{"object": "list", "has_more": false})
+}
+
+// Requests returns the headers of the requests received so far (with
+// X-Sink-Path, the path requested).
+func (s *Sink) Requests() []http.Header {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]http.Header(nil), s.requests...)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

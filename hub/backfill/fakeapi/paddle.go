@@ -84,6 +84,10 @@ func requestID() string {
 // ServeHTTP answers the API.
 func (p *PaddleAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n, fail, retryAfter, throttled := p.record(r)
+	if status := p.intercept(w, r, n); status != 0 {
+		p.setStatus(n, status)
+		return
+	}
 	status := p.serve(w, r, fail, retryAfter, throttled)
 	p.setStatus(n, status)
 }

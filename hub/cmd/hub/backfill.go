@@ -17,6 +17,7 @@ import (
 	"github.com/hookhub/hookhub/hub/backfill"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/hub/store"
+	"github.com/hookhub/hookhub/internal/redact"
 	"github.com/hookhub/hookhub/migrations"
 )
 
@@ -102,7 +103,7 @@ set too. Times are durations before now (90m, 36h, 7d) or times (2026-11-30, RFC
 		return err
 	}
 	st := store.New(pool) // no relay grace: the running hubs' relays take the rows at once
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	log := slog.New(redact.Handler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}), cfg.BackfillSecrets()...))
 	eng, err := backfill.New(backfill.Config{Store: st, Ingester: st, MaxBodyBytes: cfg.MaxBodyBytes, Logger: log})
 	if err != nil {
 		return err

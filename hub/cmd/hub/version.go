@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+
+	"github.com/hookhub/hookhub/internal/buildinfo"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
+// runVersion prints the version set at build time (internal/buildinfo).
 func runVersion(_ context.Context, _ []string, stdout, _ io.Writer) error {
-	_, err := fmt.Fprintln(stdout, "hub", version)
+	_, err := fmt.Fprintln(stdout, "hub", buildinfo.Version)
 	return err
 }

@@ -1,0 +1,105 @@
+// Package redact hides credentials in text the hub prints or logs that it
+// did not write itself (a provider API's answer, an error built from one):
+// the configured secrets wherever they appear, whatever follows an
+// authentication scheme (Bearer, Basic, token), the value of a field named
+// like a credential, and the password of a URL. It also makes such text safe
+// to print: bounded, valid UTF-8, without control characters.
+package redact
+
+import (
+	"net/url"
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Mask replaces what Text hides.
+const Mask = "[redacted]"
+
+var (
+	// scheme matches an Authorization value: a scheme and its credentials
+	// ("Bearer sk_live_…", "Basic dXNlcjpwYXNz", "token ghp_…"). After
+	// "token" only a credential-like value (8 characters or more) counts,
+	// so that "token expired" stays readable.
+	scheme = regexp.MustCompile(`(?i)\b(bearer|basic)(\s+|%20|\+)([A-Za-z0-9._~+/=:-]+)|\b(token)(\s+|%20|\+)([A-Za-z0-9._~+/=:-]{8,})`)
+	// field matches a field named like a credential and its value, in
+	// JSON ("api_key": "…"), a header ("X-Api-Key: …") or a query
+	// (access_token=…).
+	field = regexp.MustCompile(`(?i)\b(authorization|proxy-authorization|x-api-key|api[_-]?key|access[_-]?token|refresh[_-]?token|client[_-]?secret|password|secret)("?\s*[:=]\s*\[?\s*"?)([^\s"',;&\]}]+)`)
+	// userinfo matches the password of a URL (scheme://user:password@).
+	userinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)[^/\s@]*@`)
+)
+
+// Text returns s with every non-empty secret (and its URL-escaped form),
+// every credential after an authentication scheme, every value of a field
+// named like a credential and every URL password replaced by Mask.
+func Text(s string, secrets ...string) string {
+	for _, sec := range secrets {
+		if sec == "" {
+			continue
+		}
+		s = strings.ReplaceAll(s, sec, Mask)
+		if esc := url.QueryEscape(sec); esc != sec {
+			s = strings.ReplaceAll(s, esc, Mask)
+		}
+	}
+	s = scheme.ReplaceAllStringFunc(s, func(m string) string {
+		sub := scheme.FindStringSubmatch(m)
+		if sub[1] != "" {
+			return sub[1] + sub[2] + Mask
+		}
+		return sub[4] + sub[5] + Mask
+	})
+	s = field.ReplaceAllStringFunc(s, func(m string) string {
+		sub := field.FindStringSubmatch(m)
+		v := strings.ToLower(sub[3])
+		if v == strings.ToLower(Mask) || v == "[redacted" || v == "bearer" || v == "basic" || v == "token" {
+			return m // a scheme, whose credentials the rule above hid
+		}
+		return sub[1] + sub[2] + Mask
+	})
+	return userinfo.ReplaceAllString(s, "${1}"+"***@")
+}
+
+// Clean returns b as printable text: invalid UTF-8 as U+FFFD, every
+// control character (NUL, CR, LF, ESC, …) and every other space as one
+// space.
+func Clean(b []byte) string {
+	var sb strings.Builder
+	sb.Grow(len(b))
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		b = b[size:]
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			sb.WriteRune(utf8.RuneError)
+		case unicode.IsControl(r) || unicode.IsSpace(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r):
+			sb.WriteByte(' ')
+		default:
+			sb.WriteRune(r)
+		}
+	}
+	return sb.String()
+}
+
+// Truncate returns s cut to at most n bytes on a rune boundary, with "…"
+// appended when it was cut.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}
+
+// Answer returns what of a provider's answer may be printed: b cleaned
+// (Clean), its credentials hidden (Text, with secrets) and then cut to at
+// most n bytes (Truncate), so that no part of a secret survives the cut.
+func Answer(b []byte, n int, secrets ...string) string {
+	// A secret that is not valid UTF-8 may have matched part of a rune.
+	return Truncate(strings.ToValidUTF8(Text(Clean(b), secrets...), "\uFFFD"), n)
+}
