@@ -75,7 +75,7 @@ func TestKeeperStreamSettings(t *testing.T) {
 		{relay.SettingRetention, edit(func(c *jetstream.StreamConfig) { c.Retention = jetstream.InterestPolicy }), ""},
 		{relay.SettingRetention, recreate(func(c *jetstream.StreamConfig) { c.Retention = jetstream.WorkQueuePolicy }), "workqueue"},
 		{relay.SettingDiscardNew, edit(func(c *jetstream.StreamConfig) { c.Discard, c.MaxMsgs = jetstream.DiscardNew, 1000 }), ""},
-		{relay.SettingDiscardNew, edit(func(c *jetstream.StreamConfig) { c.Discard, c.MaxBytes = jetstream.DiscardNew, 64 << 20 }), ""},
+		{relay.SettingDiscardNew, edit(func(c *jetstream.StreamConfig) { c.Discard, c.MaxBytes = jetstream.DiscardNew, 64<<20 }), ""},
 		{relay.SettingMaxMsgsPerSubject, edit(func(c *jetstream.StreamConfig) { c.MaxMsgsPerSubject = 10 }), ""},
 		{relay.SettingMaxMsgSize, edit(func(c *jetstream.StreamConfig) { c.MaxMsgSize = 64 << 10 }), ""},
 		{relay.SettingMaxMsgSize, edit(func(c *jetstream.StreamConfig) { c.MaxMsgSize = 1<<20 + relay.MaxHeaderBytes - 1 }), ""},
