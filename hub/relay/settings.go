@@ -165,7 +165,7 @@ func (k *Keeper) checkSettings(c jetstream.StreamConfig) error {
 	k.faults = faults
 	k.stateMu.Unlock()
 	k.setFaultMetrics(faults)
-	words := faultWords(faults)
+	words := SettingWords(faults)
 	if logged := strings.Join(words, ","); logged != k.faultsLogged {
 		k.faultsLogged = logged
 		log := k.cfg.Logger.With("stream", k.cfg.Stream.Name)
@@ -187,7 +187,7 @@ func (k *Keeper) setFaultMetrics(faults []StreamFault) {
 	if k.cfg.Metrics == nil {
 		return
 	}
-	broken := faultWords(faults)
+	broken := SettingWords(faults)
 	for _, s := range StreamSettings {
 		v := 0.0
 		if slices.Contains(broken, s) {
@@ -197,7 +197,8 @@ func (k *Keeper) setFaultMetrics(faults []StreamFault) {
 	}
 }
 
-func faultWords(faults []StreamFault) []string {
+// SettingWords are the faults' setting words, in order.
+func SettingWords(faults []StreamFault) []string {
 	words := make([]string, len(faults))
 	for i, f := range faults {
 		words[i] = f.Setting
@@ -220,7 +221,7 @@ func (k *Keeper) Status() (string, bool) {
 	k.stateMu.Lock()
 	defer k.stateMu.Unlock()
 	if k.state == StreamMisconfigured && len(k.faults) > 0 {
-		return string(k.state) + ": " + strings.Join(faultWords(k.faults), ", "), false
+		return string(k.state) + ": " + strings.Join(SettingWords(k.faults), ", "), false
 	}
 	return string(k.state), k.state.Ready()
 }
