@@ -166,12 +166,24 @@ func (k *Keeper) checkSettings(c jetstream.StreamConfig) error {
 	k.stateMu.Unlock()
 	k.setFaultMetrics(faults)
 	words := SettingWords(faults)
+	// A diverting setting holds the relay: publishing would mark events
+	// published that no subscriber gets; held, they wait in the outbox.
+	var divert error
+	for _, f := range faults {
+		if f.Setting == SettingSubjectTransform {
+			divert = fmt.Errorf("held: stream %s: %w: %s", k.cfg.Stream.Name, ErrStreamMisconfigured, f.Setting)
+		}
+	}
+	k.relay.hold(divert)
 	if logged := strings.Join(words, ","); logged != k.faultsLogged {
 		k.faultsLogged = logged
 		log := k.cfg.Logger.With("stream", k.cfg.Stream.Name)
 		for _, f := range faults {
-			log.Error("stream setting breaks delivery: /readyz fails until it is changed; the hub does not change it",
-				"setting", f.Setting, "problem", f.Problem, "fix", f.Fix)
+			msg := "stream setting breaks delivery: /readyz fails until it is changed; the hub does not change it"
+			if f.Setting == SettingSubjectTransform {
+				msg += "; publishing is held meanwhile (events wait in the outbox)"
+			}
+			log.Error(msg, "setting", f.Setting, "problem", f.Problem, "fix", f.Fix)
 		}
 		if len(faults) == 0 {
 			log.Info("stream settings no longer break delivery")

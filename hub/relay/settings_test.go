@@ -2,6 +2,7 @@ package relay_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/relay"
+	"github.com/hookhub/hookhub/schema"
 )
 
 // Each stream setting that diverts or stalls the hub's publishes, or
@@ -57,28 +59,31 @@ func TestKeeperStreamSettings(t *testing.T) {
 			require.NoError(t, err)
 		}
 	}
-	for _, tc := range []struct {
+	for i, tc := range []struct {
 		setting string
 		breakIt func(t *testing.T)
 		// refused, when the server refuses to go back: tried, then the
 		// stream is deleted instead (the keeper recreates it).
 		refused string
+		// held: publishing is held while the setting is there (the events
+		// wait in the outbox, then go to their own subject).
+		held bool
 	}{
-		{relay.SettingSealed, edit(func(c *jetstream.StreamConfig) { c.Sealed = true }), "can not unseal"},
+		{relay.SettingSealed, edit(func(c *jetstream.StreamConfig) { c.Sealed = true }), "can not unseal", false},
 		{relay.SettingSubjectTransform, edit(func(c *jetstream.StreamConfig) {
 			c.SubjectTransform = &jetstream.SubjectTransformConfig{Source: "paddle.>", Destination: "moved.paddle.>"}
-		}), ""},
+		}), "", true},
 		{relay.SettingSubjectTransform, edit(func(c *jetstream.StreamConfig) {
 			c.SubjectTransform = &jetstream.SubjectTransformConfig{Source: "paddle.*.*", Destination: "paddle.{{wildcard(2)}}.{{wildcard(1)}}"}
-		}), ""},
-		{relay.SettingNoAck, edit(func(c *jetstream.StreamConfig) { c.NoAck = true }), ""},
-		{relay.SettingRetention, edit(func(c *jetstream.StreamConfig) { c.Retention = jetstream.InterestPolicy }), ""},
-		{relay.SettingRetention, recreate(func(c *jetstream.StreamConfig) { c.Retention = jetstream.WorkQueuePolicy }), "workqueue"},
-		{relay.SettingDiscardNew, edit(func(c *jetstream.StreamConfig) { c.Discard, c.MaxMsgs = jetstream.DiscardNew, 1000 }), ""},
-		{relay.SettingDiscardNew, edit(func(c *jetstream.StreamConfig) { c.Discard, c.MaxBytes = jetstream.DiscardNew, 64<<20 }), ""},
-		{relay.SettingMaxMsgsPerSubject, edit(func(c *jetstream.StreamConfig) { c.MaxMsgsPerSubject = 10 }), ""},
-		{relay.SettingMaxMsgSize, edit(func(c *jetstream.StreamConfig) { c.MaxMsgSize = 64 << 10 }), ""},
-		{relay.SettingMaxMsgSize, edit(func(c *jetstream.StreamConfig) { c.MaxMsgSize = 1<<20 + relay.MaxHeaderBytes - 1 }), ""},
+		}), "", true},
+		{relay.SettingNoAck, edit(func(c *jetstream.StreamConfig) { c.NoAck = true }), "", false},
+		{relay.SettingRetention, edit(func(c *jetstream.StreamConfig) { c.Retention = jetstream.InterestPolicy }), "", false},
+		{relay.SettingRetention, recreate(func(c *jetstream.StreamConfig) { c.Retention = jetstream.WorkQueuePolicy }), "workqueue", false},
+		{relay.SettingDiscardNew, edit(func(c *jetstream.StreamConfig) { c.Discard, c.MaxMsgs = jetstream.DiscardNew, 1000 }), "", false},
+		{relay.SettingDiscardNew, edit(func(c *jetstream.StreamConfig) { c.Discard, c.MaxBytes = jetstream.DiscardNew, 64<<20 }), "", false},
+		{relay.SettingMaxMsgsPerSubject, edit(func(c *jetstream.StreamConfig) { c.MaxMsgsPerSubject = 10 }), "", false},
+		{relay.SettingMaxMsgSize, edit(func(c *jetstream.StreamConfig) { c.MaxMsgSize = 64 << 10 }), "", false},
+		{relay.SettingMaxMsgSize, edit(func(c *jetstream.StreamConfig) { c.MaxMsgSize = 1<<20 + relay.MaxHeaderBytes - 1 }), "", false},
 	} {
 		t.Run(tc.setting, func(t *testing.T) {
 			tc.breakIt(t)
@@ -93,6 +98,15 @@ func TestKeeperStreamSettings(t *testing.T) {
 			require.Equal(t, 1.0, testutil.ToFloat64(h.metrics.StreamPresent), "the stream is there")
 			// The keeper changes none of it.
 			require.Error(t, h.keeper.Check(ctx))
+			before := b.msgs(t)
+			var eventID string
+			if tc.held {
+				eventID = fmt.Sprintf("evt_held_%d", i)
+				b.ingest(t, eventID)
+				require.NoError(t, h.relay.Drain(ctx))
+				require.Equal(t, 1, b.pending(t), "held in the outbox")
+				require.Equal(t, before, b.msgs(t), "nothing published where no subscriber looks")
+			}
 
 			if tc.refused == "" {
 				restoreGood(t)
@@ -112,6 +126,13 @@ func TestKeeperStreamSettings(t *testing.T) {
 			require.True(t, ready)
 			for _, s := range relay.StreamSettings {
 				require.Zero(t, testutil.ToFloat64(h.metrics.StreamSettingBroken.WithLabelValues(s)), s)
+			}
+			if tc.held {
+				require.NoError(t, h.relay.Drain(ctx))
+				require.Zero(t, b.pending(t))
+				msg, err := b.stream.GetLastMsgForSubject(ctx, "paddle.subscription.created")
+				require.NoError(t, err)
+				require.Equal(t, "paddle:"+eventID, msg.Header.Get(schema.HeaderMsgID), "published on its own subject")
 			}
 		})
 	}

@@ -95,14 +95,26 @@ func TestStreamSettingsTurnReadyzNotReady(t *testing.T) {
 	for _, tc := range []struct {
 		setting string
 		breakIt func(c *jetstream.StreamConfig)
-		// while broken, before going back
-		during func(t *testing.T)
+		// while broken, before going back; after, once ready again
+		during, after func(t *testing.T)
 		// refused is the server's answer to undoing it; the stream is then
 		// deleted and the hub recreates it.
 		refused string
 	}{
 		{setting: "subject_transform", breakIt: func(c *jetstream.StreamConfig) {
 			c.SubjectTransform = &jetstream.SubjectTransformConfig{Source: "paddle.>", Destination: "moved.paddle.>"}
+		}, during: func(t *testing.T) {
+			// Accepted, and held in the outbox rather than acknowledged on
+			// moved.paddle.>.
+			require.Equal(t, http.StatusOK, h.deliver("paddle", "evt_transformed", "subscription.created").status)
+			require.Equal(t, map[string]int{"PENDING": 1}, h.statusCounts("paddle", "evt_transformed"))
+		}, after: func(t *testing.T) {
+			h.waitPublished()
+			st, err := h.js.Stream(ctx, h.cfg.Stream)
+			require.NoError(t, err)
+			msg, err := st.GetLastMsgForSubject(ctx, "paddle.subscription.created")
+			require.NoError(t, err)
+			require.Equal(t, "paddle:evt_transformed", msg.Header.Get("Nats-Msg-Id"), "published on its own subject")
 		}},
 		{setting: "sealed", breakIt: func(c *jetstream.StreamConfig) { c.Sealed = true }, refused: "unseal"},
 		{setting: "no_ack", breakIt: func(c *jetstream.StreamConfig) { c.NoAck = true }},
@@ -132,6 +144,9 @@ func TestStreamSettingsTurnReadyzNotReady(t *testing.T) {
 			}
 			h.readyzWithin(http.StatusOK, "ok")
 			require.Contains(t, h.metricsText(), `hub_stream_setting_broken{setting="`+tc.setting+`"} 0`)
+			if tc.after != nil {
+				tc.after(t)
+			}
 		})
 	}
 	// Back to good settings, the large body is taken and published.
