@@ -78,6 +78,9 @@ func TestReconcileFindsEventsWhereNoSubscriberLooks(t *testing.T) {
 	require.Contains(t, out, "paddle.transaction.completed  1 events")
 	require.Contains(t, out, "subject_transform: ")
 	require.Contains(t, errOut, "break delivery (subject_transform)")
+	var status, statusErr bytes.Buffer
+	require.Equal(t, 0, run(ctx, []string{"status"}, &status, &statusErr), statusErr.String())
+	require.Contains(t, status.String(), "setting breaks delivery: subject_transform: ")
 
 	code, out, _ = reconcile("--json")
 	require.Equal(t, 1, code)
