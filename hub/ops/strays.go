@@ -58,15 +58,15 @@ func (o *Ops) newPlacement(ctx context.Context) (*placement, error) {
 	if err != nil {
 		return nil, o.streamErr(err)
 	}
-	lctx, cancel := context.WithCancel(ctx)
-	defer cancel() // stops the lister when the bound is reached
-	list := st.ListConsumers(lctx)
+	// Read to the end (the server pages the list; the lister's goroutine
+	// would block on a list left half read), keeping at most maxDurables.
+	list := st.ListConsumers(ctx)
 	for ci := range list.Info() {
 		if ci.Config.Durable == "" {
 			continue // a scan (replay, reconcile), not a subscriber
 		}
 		if p.durables++; p.durables > maxDurables {
-			return nil, fmt.Errorf("reconcile: more than %d durable consumers on stream %s", maxDurables, o.stream)
+			continue
 		}
 		filters := ci.Config.FilterSubjects
 		if ci.Config.FilterSubject != "" {
@@ -87,6 +87,9 @@ func (o *Ops) newPlacement(ctx context.Context) (*placement, error) {
 	}
 	if err := list.Err(); err != nil {
 		return nil, fmt.Errorf("reconcile: list consumers of stream %s: %w", o.stream, err)
+	}
+	if p.durables > maxDurables {
+		return nil, fmt.Errorf("reconcile: %d durable consumers on stream %s, more than the %d it reads", p.durables, o.stream, maxDurables)
 	}
 	return p, nil
 }
