@@ -213,3 +213,34 @@ func TestPublishLimit(t *testing.T) {
 		require.Equal(t, tc.want, relay.PublishLimit(tc.payload, tc.msgSize), "%d %d", tc.payload, tc.msgSize)
 	}
 }
+
+// A duplicate window the hub cannot raise to its own (the server refuses
+// one longer than the stream's max age) leaves the stream misconfigured;
+// once the raise goes through, it is ok.
+func TestKeeperDuplicateWindowNotRaised(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, time.Minute)
+	c := b.stream.CachedInfo().Config
+	c.MaxAge, c.Duplicates = 30*time.Second, 30*time.Second
+	_, err := b.js.UpdateStream(ctx, c)
+	require.NoError(t, err)
+	h := b.hub(t, b.store, nil)
+	cfg := keptStream
+	cfg.MaxAge = 30 * time.Second // this hub would not raise it
+	k, err := relay.NewKeeper(h.relay, b.js, b.store, relay.KeeperConfig{Stream: cfg, Metrics: h.metrics})
+	require.NoError(t, err)
+	require.ErrorIs(t, k.Check(ctx), relay.ErrStreamMisconfigured)
+	status, ready := k.Status()
+	require.Equal(t, "misconfigured: duplicate_window", status)
+	require.False(t, ready)
+
+	c.MaxAge = 0
+	_, err = b.js.UpdateStream(ctx, c)
+	require.NoError(t, err)
+	require.NoError(t, k.Check(ctx))
+	require.Equal(t, relay.StreamOK, k.State())
+	info, err := b.stream.Info(ctx)
+	require.NoError(t, err)
+	require.Equal(t, time.Minute, info.Config.Duplicates, "raised")
+}
