@@ -48,6 +48,9 @@ type Metrics struct {
 	StreamPresent  prometheus.Gauge
 	StreamLost     prometheus.Counter
 	StreamRestored prometheus.Counter
+	// StreamSettingBroken is 1 for each setting of the stream that breaks
+	// delivery or dedup (relay.StreamSettings), 0 for the others.
+	StreamSettingBroken *prometheus.GaugeVec
 	// The backfill (hub/backfill): events a provider's API listed that
 	// the hub never received as webhooks, those ingested, runs by outcome
 	// (ok, partial: some events failed, error), and the time of the last
@@ -123,6 +126,10 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "hub_stream_restored_events_total",
 			Help: "Events a lost stream held that this hub re-queued for publishing to the recreated stream.",
 		}),
+		StreamSettingBroken: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hub_stream_setting_broken",
+			Help: "1 while a setting of the hub's stream breaks delivery or dedup (sealed, subject_transform, retention, ...; /readyz says \"misconfigured\"), by setting; 0 otherwise.",
+		}, []string{"setting"}),
 		BackfillMissing: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hub_backfill_missing_total",
 			Help: "Events a provider's API listed that the hub had not received as webhooks (found by a backfill, dry runs included): each means a webhook was lost.",
@@ -142,6 +149,6 @@ func New(reg prometheus.Registerer) *Metrics {
 	}
 	reg.MustRegister(m.BackfillMissing, m.BackfillIngested, m.BackfillRuns, m.BackfillLastSuccess)
 	reg.MustRegister(m.Deliveries, m.IngestSeconds, m.CommitBatch, m.Published, m.PublishLagSecond, m.OutboxPending, m.OutboxOldest, m.NATSConnected,
-		m.ConnsRejected, m.BodyBytes, m.StreamPresent, m.StreamLost, m.StreamRestored)
+		m.ConnsRejected, m.BodyBytes, m.StreamPresent, m.StreamLost, m.StreamRestored, m.StreamSettingBroken)
 	return m
 }

@@ -26,12 +26,22 @@ type MissingEvent struct {
 type ReconcileResult struct {
 	Checked int            `json:"checked"` // PROCESSED rows in the range
 	Missing []MissingEvent `json:"missing"`
+	// Where no subscriber looks (strays.go): events held only under
+	// another subject than their own, the subjects no durable consumer
+	// matches (with the number of durables), and the stream's settings
+	// that divert or refuse publishes (republishing waits for them).
+	Astray       []StrayEvent        `json:"astray"`
+	Unwatched    []UnwatchedSubject  `json:"unwatched"`
+	Durables     int                 `json:"durables"`
+	StreamFaults []relay.StreamFault `json:"stream_faults"`
 }
 
 // Reconcile lists the PROCESSED events received in [since, until) whose
 // message the stream no longer holds (under its original id or a
 // republished copy): what a single-node stream loses to a power failure
-// before its fsync, or retention removed. Feed them to Republish.
+// before its fsync, or retention removed; and those it holds where no
+// subscriber looks (see placement). Feed Missing and Astray to Republish
+// once StreamFaults is empty.
 func (o *Ops) Reconcile(ctx context.Context, since, until time.Time) (ReconcileResult, error) {
 	var res ReconcileResult
 	if since.IsZero() {
@@ -43,10 +53,23 @@ func (o *Ops) Reconcile(ctx context.Context, since, until time.Time) (ReconcileR
 	if err := o.needStream(); err != nil {
 		return res, err
 	}
+	var err error
+	if res.StreamFaults, err = o.streamFaults(ctx); err != nil {
+		return res, err
+	}
+	where, err := o.newPlacement(ctx)
+	if err != nil {
+		return res, err
+	}
 	// Every message id the stream holds from a little before the range on
 	// (messages are stored after their archive row is committed).
-	held, err := relay.StreamMsgIDs(ctx, o.js, relay.Scan{Stream: o.stream, StartTime: since.Add(-time.Minute), Stall: o.scanStall})
-	if err != nil {
+	held := map[string]bool{}
+	scan := relay.Scan{Stream: o.stream, StartTime: since.Add(-time.Minute), Stall: o.scanStall, HeadersOnly: true}
+	if _, err := scan.Run(ctx, o.js, func(m relay.ScanMsg) error {
+		relay.AddMsgIDs(held, m.Msg.Headers())
+		where.add(m.Msg.Subject(), m.Msg.Headers())
+		return nil
+	}); err != nil {
 		// Without the whole stream, present events would be called missing.
 		return res, o.scanErr(err)
 	}
@@ -63,6 +86,8 @@ func (o *Ops) Reconcile(ctx context.Context, since, until time.Time) (ReconcileR
 			if !held[schema.MsgID(d.Provider, d.EventID)] {
 				res.Missing = append(res.Missing, MissingEvent{ArchiveID: d.ArchiveID.String(), Provider: d.Provider,
 					EventID: d.EventID, EventType: d.EventType, StreamSeq: d.StreamSeq, ReceivedAt: d.ReceivedAt})
+			} else {
+				where.check(d)
 			}
 		}
 		if len(page) < f.Limit {
@@ -72,6 +97,7 @@ func (o *Ops) Reconcile(ctx context.Context, since, until time.Time) (ReconcileR
 	}
 	// Oldest first, as received.
 	slices.Reverse(res.Missing)
+	where.result(&res)
 	return res, nil
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -23,6 +24,10 @@ type StreamStatus struct {
 	DuplicateWindow time.Duration `json:"duplicate_window_ns"`
 	Replicas        int           `json:"replicas"`
 	Subjects        []string      `json:"subjects"`
+	// BrokenSettings are the settings that divert or refuse the hub's
+	// publishes (relay.StreamFaults; the hub's /readyz says
+	// "misconfigured").
+	BrokenSettings []relay.StreamFault `json:"broken_settings,omitempty"`
 }
 
 // ConsumerStatus is one durable consumer's (a subscriber's) state.
@@ -98,6 +103,7 @@ func (o *Ops) Status(ctx context.Context) (Status, error) {
 		FirstSeq: info.State.FirstSeq, LastSeq: info.State.LastSeq,
 		FirstTime: info.State.FirstTime, LastTime: info.State.LastTime,
 		DuplicateWindow: info.Config.Duplicates, Replicas: info.Config.Replicas, Subjects: info.Config.Subjects,
+		BrokenSettings: relay.StreamFaults(info.Config, relay.StreamNeeds{}),
 	}
 	lister := s.ListConsumers(ctx)
 	for ci := range lister.Info() {

@@ -75,18 +75,34 @@ func (b *recordBarrier) wait(ctx context.Context) error {
 }
 
 // streamTrouble reports whether a publish error may mean that the stream
-// is gone: nothing answered on the subject (no stream holds it; also an
-// election), the stream was not found, or another stream answered
-// (Nats-Expected-Stream did not match).
+// is gone, or that one of its settings refuses the hub's publishes:
+// nothing answered on the subject (no stream holds it; also an election),
+// the stream was not found, another stream answered (Nats-Expected-Stream
+// did not match), the stream is sealed, the message is over its
+// max_msg_size, or storing it failed (a limit reached with discard new).
+// The keeper checks the stream at once.
 func streamTrouble(err error) bool {
 	if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, jetstream.ErrStreamNotFound) {
 		return true
 	}
 	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) &&
-		(apiErr.ErrorCode == jetstream.JSErrCodeStreamNotFound || apiErr.ErrorCode == jsErrCodeStreamNotMatch)
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	switch apiErr.ErrorCode {
+	case jetstream.JSErrCodeStreamNotFound, jsErrCodeStreamNotMatch, jsErrCodeStreamSealed,
+		jetstream.JSErrCodeStreamMessageExceedsMaximum, jsErrCodeStreamStoreFailed:
+		return true
+	}
+	return false
 }
 
-// jsErrCodeStreamNotMatch is the server's "expected stream does not
-// match" (NewJSStreamNotMatchError); nats.go has no constant for it.
-const jsErrCodeStreamNotMatch jetstream.ErrorCode = 10060
+// Server error codes nats.go has no constants for: "expected stream does
+// not match" (NewJSStreamNotMatchError), "invalid operation on sealed
+// stream" (NewJSStreamSealedError), "storing a message failed"
+// (NewJSStreamStoreFailedError, e.g. "maximum messages exceeded").
+const (
+	jsErrCodeStreamNotMatch    jetstream.ErrorCode = 10060
+	jsErrCodeStreamSealed      jetstream.ErrorCode = 10109
+	jsErrCodeStreamStoreFailed jetstream.ErrorCode = 10077
+)

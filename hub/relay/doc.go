@@ -35,8 +35,12 @@
 // hub's subjects into it without removing another replica's, and when the
 // stream it knew is gone (deleted, or replaced by another of the same
 // name) recreates it and re-queues, through the outbox, every event the
-// lost stream had acknowledged, under its original message id. Its state
-// (ok, missing, incomplete, restoring) feeds /readyz.
+// lost stream had acknowledged, under its original message id. It also
+// checks the stream's settings that divert or stall publishing or break
+// dedup (StreamFaults: sealed, a subject transform, no acks, ...), changes
+// none of them, and holds publishing while a subject transform would
+// store events where no subscriber looks. Its state (ok, missing,
+// incomplete, conflict, misconfigured, restoring) feeds /readyz.
 //
 // Scan is the hub's one way to read a range of the stream (the relay's
 // look-up of earlier attempts, the keeper's restore, and hub/ops' replay

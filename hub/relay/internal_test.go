@@ -98,7 +98,10 @@ func TestStreamTrouble(t *testing.T) {
 		{fmt.Errorf("publish: %w", jetstream.ErrStreamNotFound), true},
 		{&jetstream.APIError{ErrorCode: jsErrCodeStreamNotMatch, Description: "expected stream does not match"}, true},
 		{&jetstream.APIError{ErrorCode: jetstream.JSErrCodeStreamNotFound}, true},
-		{&jetstream.APIError{ErrorCode: jetstream.JSErrCodeStreamMessageExceedsMaximum}, false},
+		{&jetstream.APIError{ErrorCode: jetstream.JSErrCodeStreamMessageExceedsMaximum}, true},
+		{&jetstream.APIError{ErrorCode: jsErrCodeStreamSealed, Description: "invalid operation on sealed stream"}, true},
+		{&jetstream.APIError{ErrorCode: jsErrCodeStreamStoreFailed, Description: "maximum messages exceeded"}, true},
+		{&jetstream.APIError{ErrorCode: jetstream.JSErrCodeBadRequest}, false},
 		{errors.New("no PubAck within 3s"), false},
 		{context.DeadlineExceeded, false},
 	} {

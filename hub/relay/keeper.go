@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -44,11 +45,17 @@ const (
 	// and the events wait in the outbox until an operator deletes or edits
 	// the other stream.
 	StreamConflict StreamState = "conflict"
+	// StreamMisconfigured: the stream has a setting that diverts or stalls
+	// the hub's publishes or breaks its dedup (StreamFaults): sealed, a
+	// subject transform, no acks, retention other than limits, ... The
+	// hub changes none of them; /readyz names them after the word
+	// (Keeper.Status) until an operator does.
+	StreamMisconfigured StreamState = "misconfigured"
 )
 
 // Ready reports whether the hub should take traffic in this state:
-// not while the stream is missing, incomplete, in conflict or being
-// restored.
+// not while the stream is missing, incomplete, in conflict, misconfigured
+// or being restored.
 func (s StreamState) Ready() bool { return s == StreamOK || s == StreamUnknown }
 
 // Archive is the store side of a stream restore.
@@ -74,6 +81,10 @@ type KeeperConfig struct {
 	// RestoreBatch is how many archive rows a restore reads per query;
 	// default DefaultRestoreBatch.
 	RestoreBatch int
+	// MaxBodyBytes is the hub's body limit (HUB_MAX_BODY_BYTES): a stream
+	// whose max_msg_size cannot take such a body (and its headers) is
+	// misconfigured. 0 leaves max_msg_size unchecked.
+	MaxBodyBytes int
 	Logger       *slog.Logger
 	Metrics      *metrics.Metrics
 	Now          func() time.Time
@@ -116,6 +127,9 @@ func (c KeeperConfig) Validate() error {
 	if c.RestoreBatch < 1 {
 		bad("RestoreBatch", "must be at least 1, got %d", c.RestoreBatch)
 	}
+	if c.MaxBodyBytes < 0 {
+		bad("MaxBodyBytes", "must not be negative, got %d", c.MaxBodyBytes)
+	}
 	if c.Logger == nil {
 		bad("Logger", "is required")
 	}
@@ -156,15 +170,20 @@ type Keeper struct {
 
 	stateMu sync.Mutex
 	state   StreamState
+	faults  []StreamFault // the stream's broken settings, as of the last check that saw it
+	// maxMsgSize is the stream's max_msg_size as last seen (<= 0: none),
+	// for the webhook body limit (MaxPublishBytes).
+	maxMsgSize atomic.Int32
 
 	mu    sync.Mutex      // one check at a time; guards what follows
 	known *streamIdentity // the stream as last seen; nil after a loss
 	lost  *lostRange      // a restore still to do
 	// Log de-duplication: the last settings warning, the last check error
 	// and when it was logged.
-	keptLogged string
-	errLogged  string
-	errAt      time.Time
+	keptLogged   string
+	faultsLogged string
+	errLogged    string
+	errAt        time.Time
 }
 
 // streamIdentity is what the Keeper remembers of the stream it saw last.
@@ -189,7 +208,9 @@ func NewKeeper(r *Relay, js jetstream.JetStream, archive Archive, cfg KeeperConf
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Keeper{cfg: cfg, js: js, archive: archive, relay: r, wake: make(chan struct{}, 1), state: StreamUnknown}, nil
+	k := &Keeper{cfg: cfg, js: js, archive: archive, relay: r, wake: make(chan struct{}, 1), state: StreamUnknown}
+	k.setFaultMetrics(nil)
+	return k, nil
 }
 
 // State is the stream's state as of the last check.
@@ -205,7 +226,7 @@ func (k *Keeper) setState(s StreamState, err error) {
 	k.state = s
 	k.stateMu.Unlock()
 	if k.cfg.Metrics != nil {
-		if s == StreamOK || s == StreamRestoring {
+		if s == StreamOK || s == StreamRestoring || s == StreamMisconfigured {
 			k.cfg.Metrics.StreamPresent.Set(1)
 		} else {
 			k.cfg.Metrics.StreamPresent.Set(0)
@@ -250,7 +271,7 @@ func (k *Keeper) Run(ctx context.Context) {
 		case <-k.wake:
 		case <-k.relay.streamTrouble:
 		}
-		if err := k.Check(ctx); err != nil && ctx.Err() == nil {
+		if err := k.Check(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, ErrStreamMisconfigured) {
 			k.logCheckError(err)
 		}
 		// One check serves the wake-ups of the moment after it: a missing
@@ -324,10 +345,16 @@ func (k *Keeper) Check(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if e.created || len(e.added) > 0 || k.State() == StreamConflict {
+	// Before a restore: what it re-queues would be diverted or refused too.
+	if err := k.checkSettings(e.info.Config); err != nil {
+		k.setState(StreamMisconfigured, err)
+		return err
+	}
+	if e.created || len(e.added) > 0 || k.State() == StreamConflict || k.State() == StreamMisconfigured {
 		// Rows that failed for want of the stream (or of their subjects,
-		// or because another stream answered for them) are due now; the
-		// restore does not need to wait for them.
+		// or because another stream answered for them, or a setting
+		// refused them) are due now; the restore does not need to wait for
+		// them.
 		k.relay.Reconnected(ctx)
 	}
 	if k.lost != nil {

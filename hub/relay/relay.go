@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -185,6 +186,19 @@ type Relay struct {
 	// recorded tracks publishes until their results are in the archive,
 	// for a stream restore (Keeper) to wait on.
 	recorded *recordBarrier
+	// held, when set by the Keeper, is why nothing is published: the
+	// stream would acknowledge the messages and store them where no
+	// subscriber looks (a subject transform). The rows stay PENDING.
+	held atomic.Pointer[error]
+}
+
+// hold stops (err set) or resumes (nil) every publish; see Relay.held.
+func (r *Relay) hold(err error) {
+	if err == nil {
+		r.held.Store(nil)
+		return
+	}
+	r.held.Store(&err)
 }
 
 // New returns a Relay. js should be created with
@@ -633,8 +647,13 @@ func (r *Relay) send(ctx context.Context, rows []hub.OutboxRow, opts sendOptions
 		spans = make([]trace.Span, len(rows))
 	}
 	var expired []bool
+	held := r.held.Load()
 	for i, row := range rows {
 		if skip[i] || subjects[i] == "" {
+			continue
+		}
+		if held != nil {
+			r.fail(&results[i], row, *held)
 			continue
 		}
 		// Checked row by row: a publish can stall (max pending reached).

@@ -393,15 +393,20 @@ func StreamMsgIDs(ctx context.Context, js jetstream.JetStream, s Scan) (map[stri
 	held := map[string]bool{}
 	s.HeadersOnly = true
 	_, err := s.Run(ctx, js, func(m ScanMsg) error {
-		h := m.Msg.Headers()
-		held[h.Get(schema.HeaderMsgID)] = true
-		if orig := h.Get(schema.HeaderRepublish); orig != "" {
-			held[orig] = true
-		}
+		AddMsgIDs(held, m.Msg.Headers())
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return held, nil
+}
+
+// AddMsgIDs adds to held the message id a stored message's headers h
+// carry, and the original's id when it is a republished copy.
+func AddMsgIDs(held map[string]bool, h nats.Header) {
+	held[h.Get(schema.HeaderMsgID)] = true
+	if orig := h.Get(schema.HeaderRepublish); orig != "" {
+		held[orig] = true
+	}
 }

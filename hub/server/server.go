@@ -61,7 +61,8 @@ type Config struct {
 	// NATSStatus describes the NATS connection for /readyz. Optional.
 	NATSStatus func() string
 	// MaxPublishBytes reports the largest body the stream can take (the
-	// NATS server's max_payload less room for headers), or 0 when unknown.
+	// NATS server's max_payload and the stream's max_msg_size, less room
+	// for headers), or 0 when unknown.
 	// A larger body is refused with 413 before it is archived: committed,
 	// it could never be published. Optional.
 	MaxPublishBytes func() int
@@ -422,7 +423,7 @@ func (a answer) appendJSON(b []byte) []byte {
 // tooLarge describes a body over limit (size -1: not announced).
 func (s *Server) tooLarge(size, limit int) error {
 	if lp := s.maxPublish(); lp > 0 && lp == limit && lp < s.cfg.MaxBodyBytes {
-		return fmt.Errorf("%w: the NATS server accepts messages up to %d bytes", errTooLarge, limit)
+		return fmt.Errorf("%w: the stream accepts bodies up to %d bytes", errTooLarge, limit)
 	}
 	if size < 0 {
 		return fmt.Errorf("%w: more than %d bytes", errTooLarge, limit)

@@ -38,7 +38,7 @@ import (
 
 // maxHeaderBytes is the room left for the hub's message headers when a
 // body is checked against the NATS server's max_payload.
-const maxHeaderBytes = 4096
+const maxHeaderBytes = relay.MaxHeaderBytes
 
 // relayGrace is how long a new PENDING row belongs to the fast path of the
 // process that committed it before the claiming relay takes it over. It
@@ -180,9 +180,10 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 		// Interval: relay.DefaultKeeperInterval (HUB_STREAM's description
 		// says 2 s); a publish failing as if the stream were gone checks it
 		// at once.
-		Logger:  s.log.With("component", "stream"),
-		Metrics: s.metrics,
-		Now:     deps.Now,
+		MaxBodyBytes: cfg.MaxBodyBytes,
+		Logger:       s.log.With("component", "stream"),
+		Metrics:      s.metrics,
+		Now:          deps.Now,
 	})
 	if err != nil {
 		return nil, err
@@ -207,7 +208,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 			AdminToken:    cfg.AdminToken,
 			ReadOnlyToken: cfg.ConsoleReadOnlyToken,
 			Operator:      o,
-			StreamState:   func() string { return string(s.keeper.State()) },
+			StreamState:   func() string { st, _ := s.keeper.Status(); return st },
 			Traffic:       traffic.Minutes,
 			Logger:        s.log.With("component", "console"),
 			Now:           deps.Now,
@@ -228,15 +229,13 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 		CommitTimeout: cfg.CommitTimeout,
 		Ready:         s.ready,
 		StreamStatus: func() (string, bool) {
-			st := s.keeper.State()
-			return string(st), st.Ready()
+			return s.keeper.Status()
 		},
 		NATSStatus: func() string { return s.nc.Status().String() },
+		// The NATS server's max_payload and the stream's max_msg_size, less
+		// room for headers.
 		MaxPublishBytes: func() int {
-			if m := s.nc.MaxPayload(); m > 0 {
-				return int(m) - maxHeaderBytes
-			}
-			return 0
+			return s.keeper.MaxPublishBytes(s.nc.MaxPayload())
 		},
 		Committed: s.relay.Enqueue,
 		Now:       deps.Now,

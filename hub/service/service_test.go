@@ -458,6 +458,6 @@ func TestBodyOverNATSMaxPayload(t *testing.T) {
 	require.NoError(t, err)
 	a := h.post("paddle", hdr, body)
 	require.Equal(t, http.StatusRequestEntityTooLarge, a.status, "%v", a.body)
-	require.Contains(t, a.body["error"], "NATS server accepts")
+	require.Contains(t, a.body["error"], "stream accepts")
 	require.Zero(t, h.count(`SELECT count(*) FROM webhook_event_status`))
 }

@@ -31,6 +31,9 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		s := st.Stream
 		fmt.Fprintf(stdout, "stream %s: %d messages, %d bytes, seq %d..%d, duplicate window %s, replicas %d, subjects %s\n",
 			s.Name, s.Messages, s.Bytes, s.FirstSeq, s.LastSeq, s.DuplicateWindow, s.Replicas, strings.Join(s.Subjects, " "))
+		for _, f := range s.BrokenSettings {
+			fmt.Fprintf(stdout, "  setting breaks delivery: %s\n", f)
+		}
 	} else {
 		fmt.Fprintf(stdout, "stream: unavailable (%s)\n", st.StreamError)
 	}
