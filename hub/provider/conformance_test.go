@@ -3,6 +3,7 @@ package provider
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,24 +28,34 @@ type conformanceSpec struct {
 	// required are the other headers Sign sets whose absence fails the
 	// delivery, with the sentinel it fails with.
 	required map[string]error
+	// spellings maps headers Sign sets to another name the provider
+	// accepts them under (Svix's svix-* and Standard Webhooks' webhook-*,
+	// as the svix library reads them: each header under either name).
+	spellings map[string]string
+}
+
+// svixSpellings are the Svix scheme's two spellings of its headers.
+var svixSpellings = map[string]string{
+	SvixIDHeader: WebhookIDHeader, SvixTimestampHeader: WebhookTimestampHeader, SvixSignatureHeader: WebhookSignatureHeader,
+	WebhookIDHeader: SvixIDHeader, WebhookTimestampHeader: SvixTimestampHeader, WebhookSignatureHeader: SvixSignatureHeader,
 }
 
 var conformanceSpecs = map[string]conformanceSpec{
-	"paddle": {"evt_01hv8x2a5b9bf4yc3mj0c0ahqm", "subscription.created", PaddleSignatureHeader, nil},
+	"paddle": {"evt_01hv8x2a5b9bf4yc3mj0c0ahqm", "subscription.created", PaddleSignatureHeader, nil, nil},
 	"clerk": {"msg_2abcConformance", "user.created", SvixSignatureHeader, map[string]error{
 		SvixIDHeader: ErrInvalidSignature, SvixTimestampHeader: ErrInvalidSignature,
-	}},
-	"stripe": {"evt_1PqRsTuVwXyZ0123456789ab", "customer.subscription.created", StripeSignatureHeader, nil},
+	}, svixSpellings},
+	"stripe": {"evt_1PqRsTuVwXyZ0123456789ab", "customer.subscription.created", StripeSignatureHeader, nil, nil},
 	"github": {"72d3162e-cc78-11e3-81ab-4c9367dc0958", "pull_request.opened", GitHubSignatureHeader, map[string]error{
 		GitHubDeliveryHeader: ErrPayload, GitHubEventHeader: ErrPayload,
-	}},
+	}, nil},
 	"shopify": {"b54557e4-bdd9-4b37-8a5f-bf7d70bcd043", "orders.create", ShopifyHmacHeader, map[string]error{
 		ShopifyWebhookIDHeader: ErrPayload, ShopifyTopicHeader: ErrPayload,
-	}},
+	}, nil},
 	StandardWebhooksName: {"msg_2abcConformance", "email.delivered", WebhookSignatureHeader, map[string]error{
 		WebhookIDHeader: ErrInvalidSignature, WebhookTimestampHeader: ErrInvalidSignature,
-	}},
-	"twilio": {"evt_0123456789abcdef", "sms.status", TwilioSignatureHeader, nil},
+	}, svixSpellings},
+	"twilio": {"evt_0123456789abcdef", "sms.status", TwilioSignatureHeader, nil, nil},
 }
 
 // conformanceTolerance is the tolerance the suite builds timed providers
@@ -143,6 +154,65 @@ func TestConformance(t *testing.T) {
 					without.Header.Del(h)
 					ev, err := verify(p, without, now)
 					refused(t, ev, err, want)
+				}
+			})
+			t.Run("header spellings", func(t *testing.T) {
+				// Every header Sign sets under one spelling is accepted
+				// under the other, all at once or one at a time (mixed);
+				// where both are sent, the svix- one is read.
+				p := build(t, current)
+				d := deliver(t, p, now)
+				var renamed []string
+				for h := range d.Header {
+					if _, ok := spec.spellings[h]; ok {
+						renamed = append(renamed, h)
+					}
+				}
+				require.Len(t, renamed, len(spec.spellings)/2, "Sign sets every header that has another spelling")
+				rename := func(names ...string) samples.Delivery {
+					out := d
+					out.Header = d.Header.Clone()
+					for _, h := range names {
+						out.Header.Del(h)
+						out.Header.Set(spec.spellings[h], d.Header.Get(h))
+					}
+					return out
+				}
+				sets := [][]string{renamed}
+				for _, h := range renamed {
+					sets = append(sets, []string{h})
+				}
+				for _, names := range sets {
+					ev, err := verify(p, rename(names...), now)
+					require.NoError(t, err, "renamed %v", names)
+					require.Equal(t, spec.eventID, ev.ID)
+				}
+				for _, h := range renamed {
+					without := rename(renamed...)
+					without.Header.Del(spec.spellings[h])
+					ev, err := verify(p, without, now)
+					refused(t, ev, err, ErrInvalidSignature)
+				}
+				if len(renamed) > 0 {
+					// Both spellings sent: the svix- one is read, and it
+					// alone decides.
+					both := d
+					both.Header = d.Header.Clone()
+					for _, h := range renamed {
+						other := spec.spellings[h]
+						both.Header.Set(other, d.Header.Get(h))
+					}
+					_, err := verify(p, both, now)
+					require.NoError(t, err)
+					bad := both
+					bad.Header = both.Header.Clone()
+					bad.Header.Set(WebhookSignatureHeader, "v1,"+strings.Repeat("A", 43)+"=")
+					_, err = verify(p, bad, now)
+					require.NoError(t, err, "a wrong webhook-signature beside a good svix-signature is not read")
+					bad.Header = both.Header.Clone()
+					bad.Header.Set(SvixSignatureHeader, "v1,"+strings.Repeat("A", 43)+"=")
+					ev, err := verify(p, bad, now)
+					refused(t, ev, err, ErrInvalidSignature)
 				}
 			})
 			t.Run("malformed signature", func(t *testing.T) {

@@ -8,10 +8,11 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/stretchr/testify/require"
@@ -153,8 +154,10 @@ func refTwilio(token, fullURL string, form url.Values, useSHA256 bool) string {
 }
 
 // refTwilioSigned returns the string Twilio signs for a request to fullURL
-// with form's parameters (nil for a JSON body): the URL, then every
-// parameter's name and value, sorted by name and by value within a name.
+// with form's parameters (nil for a JSON body), as twilio-node's
+// getExpectedTwilioSignature builds it: the URL, then the names in
+// JavaScript's sort order and, for each, its distinct values in that
+// order, each preceded by the name.
 func refTwilioSigned(fullURL string, form url.Values) string {
 	var b strings.Builder
 	b.WriteString(fullURL)
@@ -162,14 +165,33 @@ func refTwilioSigned(fullURL string, form url.Values) string {
 	for name := range form {
 		names = append(names, name)
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		values := append([]string(nil), form[name]...)
-		sort.Strings(values)
-		for _, v := range values {
+	for _, name := range refSortJS(names) {
+		distinct := map[string]bool{}
+		for _, v := range form[name] {
+			distinct[v] = true
+		}
+		values := make([]string, 0, len(distinct))
+		for v := range distinct {
+			values = append(values, v)
+		}
+		for _, v := range refSortJS(values) {
 			b.WriteString(name)
 			b.WriteString(v)
 		}
 	}
 	return b.String()
+}
+
+// refSortJS sorts ss as JavaScript's Array.prototype.sort does by
+// default: by the UTF-16 code units of each string (invalid UTF-8 read as
+// U+FFFD), ties by bytes.
+func refSortJS(ss []string) []string {
+	out := slices.Clone(ss)
+	slices.SortFunc(out, func(a, b string) int {
+		if c := slices.Compare(utf16.Encode([]rune(a)), utf16.Encode([]rune(b))); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	return out
 }

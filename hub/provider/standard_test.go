@@ -90,7 +90,7 @@ func TestStandardWebhooksVerify(t *testing.T) {
 		{"tampered id", []string{standardSecret}, 0, standardHeader(standardMsgID+"x", ts, good), standardTestBody, signedAt, ErrInvalidSignature},
 		{"wrong secret", []string{standardOldSecret}, 0, standardHeader(standardMsgID, ts, good), standardTestBody, signedAt, ErrInvalidSignature},
 		{"v1a with the right MAC is not compared", []string{standardSecret}, 0, standardHeader(standardMsgID, ts, "v1a,"+good[3:]), standardTestBody, signedAt, ErrInvalidSignature},
-		{"svix-* headers are Clerk's, not these", []string{standardSecret}, 0, svixHeader(standardMsgID, ts, good), standardTestBody, signedAt, ErrInvalidSignature},
+		{"svix-* headers (Resend's spelling), as the svix library accepts", []string{standardSecret}, 0, svixHeader(standardMsgID, ts, good), standardTestBody, signedAt, nil},
 		{"stale by 301s", []string{standardSecret}, 0, standardHeader(standardMsgID, ts, good), standardTestBody, signedAt.Add(301 * time.Second), ErrTimestamp},
 		{"future by 301s", []string{standardSecret}, 0, standardHeader(standardMsgID, ts, good), standardTestBody, signedAt.Add(-301 * time.Second), ErrTimestamp},
 		{"exactly 300s old", []string{standardSecret}, 0, standardHeader(standardMsgID, ts, good), standardTestBody, signedAt.Add(300 * time.Second), nil},
@@ -111,7 +111,7 @@ func TestStandardWebhooksVerify(t *testing.T) {
 			require.Equal(t, Event{
 				ID:         standardMsgID,
 				Type:       "contact.created",
-				Signature:  tt.header.Get("webhook-signature"),
+				Signature:  firstNonEmpty(tt.header.Get("svix-signature"), tt.header.Get("webhook-signature")),
 				SignedAt:   signedAt,
 				OccurredAt: time.Date(2022, 11, 3, 20, 26, 10, 344522000, time.UTC),
 			}, ev)
@@ -123,16 +123,16 @@ func TestStandardWebhooksMalformedHeaders(t *testing.T) {
 	ts := strconv.FormatInt(standardTS, 10)
 	good := "v1," + refSvixV1(standardSecret, standardMsgID, ts, standardTestBody)
 	tests := []struct{ name, id, ts, sig, wantDetail string }{
-		{"missing id", "", ts, good, "missing webhook-id header"},
-		{"missing timestamp", standardMsgID, "", good, "missing webhook-timestamp header"},
-		{"missing signature", standardMsgID, ts, "", "missing webhook-signature header"},
-		{"id with '.'", "msg.1", ts, good, "webhook-id contains '.' or a control character"},
-		{"id of 256 bytes", strings.Repeat("m", 256), ts, good, "webhook-id is longer than 255 bytes"},
-		{"timestamp in milliseconds with a fraction", standardMsgID, ts + ".5", good, "webhook-timestamp is not a unix time"},
-		{"RFC 3339 timestamp", standardMsgID, "2022-04-07T21:39:13Z", good, "webhook-timestamp is not a unix time"},
-		{"v1 without signature (official partial-signature case)", standardMsgID, ts, "v1,", "webhook-signature has no well-formed v1 entry"},
-		{"hex MAC", standardMsgID, ts, "v1," + strings.Repeat("ab", 32), "webhook-signature has no well-formed v1 entry"},
-		{"comma separated", standardMsgID, ts, good + "," + good, "webhook-signature has no well-formed v1 entry"},
+		{"missing id", "", ts, good, "missing svix-id/webhook-id header"},
+		{"missing timestamp", standardMsgID, "", good, "missing svix-timestamp/webhook-timestamp header"},
+		{"missing signature", standardMsgID, ts, "", "missing svix-signature/webhook-signature header"},
+		{"id with '.'", "msg.1", ts, good, "svix-id/webhook-id contains '.' or a control character"},
+		{"id of 256 bytes", strings.Repeat("m", 256), ts, good, "svix-id/webhook-id is longer than 255 bytes"},
+		{"timestamp in milliseconds with a fraction", standardMsgID, ts + ".5", good, "svix-timestamp/webhook-timestamp is not a unix time"},
+		{"RFC 3339 timestamp", standardMsgID, "2022-04-07T21:39:13Z", good, "svix-timestamp/webhook-timestamp is not a unix time"},
+		{"v1 without signature (official partial-signature case)", standardMsgID, ts, "v1,", "svix-signature/webhook-signature has no well-formed v1 entry"},
+		{"hex MAC", standardMsgID, ts, "v1," + strings.Repeat("ab", 32), "svix-signature/webhook-signature has no well-formed v1 entry"},
+		{"comma separated", standardMsgID, ts, good + "," + good, "svix-signature/webhook-signature has no well-formed v1 entry"},
 		{"good but junk MAC", standardMsgID, ts, "v1," + base64.StdEncoding.EncodeToString(make([]byte, 32)), "no v1 signature matches any secret"},
 	}
 	s, err := NewStandardWebhooks([]string{standardSecret}, Options{Name: "acme"})

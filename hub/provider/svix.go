@@ -19,7 +19,17 @@ const svixSecretPrefix = "whsec_"
 const svixDefaultTolerance = 5 * time.Minute
 
 // svixScheme is the Svix / Standard Webhooks HMAC scheme, shared by Clerk
-// (svix-* headers) and StandardWebhooks (webhook-* headers).
+// (which signs under svix-* header names) and StandardWebhooks (webhook-*).
+//
+// Both spellings are read, whichever the provider signs with, by the rule
+// of the official svix library (svix-webhooks javascript/src/webhook.ts,
+// npm svix 1.x and 2.x): each of the three headers is taken from its svix-
+// name when that is present and from its webhook- name otherwise, one
+// header at a time, so a delivery may mix spellings and svix-* wins when
+// both are sent. (Svix-powered senders such as Resend send svix-*; the
+// Standard Webhooks libraries send webhook-*.) The one difference: an
+// empty svix-* header counts as absent here (Header cannot tell the two
+// apart), where the library would take the empty value and refuse.
 //
 // The signature header holds space-separated "v1,<base64>" entries; each
 // is the standard base64 HMAC-SHA256 of "<id>.<timestamp>.<raw body>",
@@ -33,20 +43,43 @@ type svixScheme struct {
 	name      string // provider name, also the prefix of constructor errors
 	keys      []*macKey
 	tolerance time.Duration
-	idHeader  string // canonical header names
+	idHeader  string // canonical header names Sign writes
 	tsHeader  string
 	sigHeader string
-	errs      svixErrors
 }
 
-// svixErrors are a scheme's static errors, built once with its header
-// names so that Verify never formats.
-type svixErrors struct {
-	noID, noTS, noSig, longID, badID, badTS, noV1, mismatch error
+// The header names Verify reads, in canonical form: for each header, the
+// svix- spelling first, then the webhook- one (firstSvixHeader).
+var (
+	svixIDHeaders  = [2]string{"Svix-Id", "Webhook-Id"}
+	svixTSHeaders  = [2]string{"Svix-Timestamp", "Webhook-Timestamp"}
+	svixSigHeaders = [2]string{"Svix-Signature", "Webhook-Signature"}
+)
+
+// firstSvixHeader returns the value of the first of names present (non-empty)
+// in h.
+func firstSvixHeader(h Header, names [2]string) string {
+	if v := h.Get(names[0]); v != "" {
+		return v
+	}
+	return h.Get(names[1])
 }
 
-// newSvixScheme builds the scheme for provider name, whose headers are
-// <label>-id, <label>-timestamp and <label>-signature ("svix", "webhook").
+// Static errors of the Svix scheme, naming both spellings.
+var (
+	errSvixNoID     = errSig("missing svix-id/webhook-id header")
+	errSvixNoTS     = errSig("missing svix-timestamp/webhook-timestamp header")
+	errSvixNoSig    = errSig("missing svix-signature/webhook-signature header")
+	errSvixLongID   = errSig("svix-id/webhook-id is longer than 255 bytes")
+	errSvixBadID    = errSig("svix-id/webhook-id contains '.' or a control character")
+	errSvixBadTS    = errSig("svix-timestamp/webhook-timestamp is not a unix time")
+	errSvixNoV1     = errSig("svix-signature/webhook-signature has no well-formed v1 entry")
+	errSvixMismatch = errSig("no v1 signature matches any secret")
+)
+
+// newSvixScheme builds the scheme for provider name, which signs under
+// <label>-id, <label>-timestamp and <label>-signature ("svix", "webhook")
+// and verifies under both spellings.
 // See NewClerk for the rules on secrets and tolerance.
 func newSvixScheme(name, label string, secrets []string, tolerance time.Duration) (*svixScheme, error) {
 	if len(secrets) == 0 {
@@ -64,16 +97,6 @@ func newSvixScheme(name, label string, secrets []string, tolerance time.Duration
 		idHeader:  canon(label + "-id"),
 		tsHeader:  canon(label + "-timestamp"),
 		sigHeader: canon(label + "-signature"),
-		errs: svixErrors{
-			noID:     errSig("missing " + label + "-id header"),
-			noTS:     errSig("missing " + label + "-timestamp header"),
-			noSig:    errSig("missing " + label + "-signature header"),
-			longID:   errSig(label + "-id is longer than 255 bytes"),
-			badID:    errSig(label + "-id contains '.' or a control character"),
-			badTS:    errSig(label + "-timestamp is not a unix time"),
-			noV1:     errSig(label + "-signature has no well-formed v1 entry"),
-			mismatch: errSig("no v1 signature matches any secret"),
-		},
 	}
 	for i, secret := range secrets {
 		key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, svixSecretPrefix))
@@ -93,32 +116,32 @@ func newSvixScheme(name, label string, secrets []string, tolerance time.Duration
 // before the timestamp, so a forged delivery reports ErrInvalidSignature
 // and an authentic but stale (or future) one ErrTimestamp.
 func (s *svixScheme) verify(h Header, body []byte, now time.Time, occurred func(svixTime) time.Time) (Event, error) {
-	id := h.Get(s.idHeader)
-	ts := h.Get(s.tsHeader)
-	header := h.Get(s.sigHeader)
+	id := firstSvixHeader(h, svixIDHeaders)
+	ts := firstSvixHeader(h, svixTSHeaders)
+	header := firstSvixHeader(h, svixSigHeaders)
 	switch {
 	case id == "":
-		return Event{}, s.errs.noID
+		return Event{}, errSvixNoID
 	case ts == "":
-		return Event{}, s.errs.noTS
+		return Event{}, errSvixNoTS
 	case header == "":
-		return Event{}, s.errs.noSig
+		return Event{}, errSvixNoSig
 	case len(id) > maxEventIDLen:
-		return Event{}, s.errs.longID
+		return Event{}, errSvixLongID
 	case !validSvixID(id):
-		return Event{}, s.errs.badID
+		return Event{}, errSvixBadID
 	}
 	unix, ok := parseUnixDigits(ts)
 	if !ok {
-		return Event{}, s.errs.badTS
+		return Event{}, errSvixBadTS
 	}
 	var buf [4][macSize]byte
 	sigs := parseSvixSignatures(header, buf[:0])
 	if len(sigs) == 0 {
-		return Event{}, s.errs.noV1
+		return Event{}, errSvixNoV1
 	}
 	if !authenticate(s.keys, sigs, body, '.', id, ts) {
-		return Event{}, s.errs.mismatch
+		return Event{}, errSvixMismatch
 	}
 	signedAt := time.Unix(unix, 0)
 	if !withinTolerance(signedAt, now, s.tolerance) {

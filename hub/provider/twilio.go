@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"cmp"
 	"crypto/hmac"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -77,9 +78,9 @@ func ValidTwilioType(t string) bool {
 //
 // X-Twilio-Signature is the standard base64 HMAC-SHA1, keyed with the
 // Auth Token's bytes, of the full URL Twilio requested followed, for a form
-// body, by every parameter's name and URL-decoded value, sorted by name in
-// byte order (the values of a repeated name sorted too, each preceded by
-// the name). When the URL's query carries bodySHA256 (Twilio's JSON
+// body, by every parameter's name and URL-decoded value, sorted by name
+// (each distinct value of a repeated name once, the values sorted too,
+// each preceded by the name: see appendTwilioParams). When the URL's query carries bodySHA256 (Twilio's JSON
 // bodies), the MAC covers the URL alone and the body must hash to
 // bodySHA256. The URL is always PublicURL + TwilioPath + the query, never
 // the path received; both PublicURL as configured and with its port added
@@ -363,21 +364,28 @@ func twilioFirstNameOK(form url.Values) bool {
 	return !seen || (first != "" && first[0] >= 'A' && first[0] <= 'Z')
 }
 
-// appendTwilioParams appends to dst every form parameter's name and value,
-// sorted by name in byte order; the values of a repeated name are sorted
-// and each is preceded by the name (as twilio-python and twilio-node do;
-// twilio-go signs only the first value, which would let unsigned values
-// in).
+// appendTwilioParams appends to dst every form parameter's name and
+// value, as the official helper (twilio-node's getExpectedTwilioSignature,
+// the validateRequest behind Twilio's docs) builds them: names sorted, and
+// for a repeated name each distinct value once, the distinct values
+// sorted, each preceded by the name. So "Tag=a1&Tag=a1" signs as
+// "Taga1", and "Tag=b&Tag=a&Tag=b" as "TagaTagb". Sorting is JavaScript's
+// default, by UTF-16 code units (compareUTF16), which is byte order
+// except between characters above U+FFFF and those from U+E000 to U+FFFF.
+// twilio-python agrees but for that order (it sorts by code point);
+// twilio-go signs only the first value, which would let unsigned values in.
 func appendTwilioParams(dst []byte, form url.Values) []byte {
 	names := make([]string, 0, len(form))
 	for name := range form {
 		names = append(names, name)
 	}
-	slices.Sort(names)
+	slices.SortFunc(names, compareUTF16)
 	for _, name := range names {
 		values := form[name]
 		if len(values) > 1 {
-			values = slices.Sorted(slices.Values(values))
+			values = slices.Clone(values)
+			slices.SortFunc(values, compareUTF16)
+			values = slices.Compact(values)
 		}
 		for _, v := range values {
 			dst = append(dst, name...)
@@ -385,6 +393,53 @@ func appendTwilioParams(dst []byte, form url.Values) []byte {
 		}
 	}
 	return dst
+}
+
+// compareUTF16 orders a and b as JavaScript's default sort orders the
+// strings they decode to: by UTF-16 code units. That is byte order, except
+// that a character above U+FFFF (a surrogate pair, 0xD800–0xDFFF) sorts
+// before one from U+E000 to U+FFFF. A byte that is not UTF-8 reads as
+// U+FFFD, as JavaScript decodes it; strings equal so are then ordered by
+// their bytes, so that only equal strings compare equal.
+func compareUTF16(a, b string) int {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	// a[:i] == b[:i]: decode both from a byte that starts a character (or
+	// ends the string) in both, so that no character of the prefix
+	// straddles it and both prefixes decode alike.
+	for i > 0 && ((i < len(a) && !utf8.RuneStart(a[i])) || (i < len(b) && !utf8.RuneStart(b[i]))) {
+		i--
+	}
+	for ra, rb := a[i:], b[i:]; ra != "" && rb != ""; {
+		ca, na := utf8.DecodeRuneInString(ra)
+		cb, nb := utf8.DecodeRuneInString(rb)
+		if c := cmp.Compare(utf16Key(ca), utf16Key(cb)); c != 0 {
+			return c
+		}
+		ra, rb = ra[na:], rb[nb:]
+		if ra == "" || rb == "" {
+			if c := cmp.Compare(len(ra), len(rb)); c != 0 {
+				return c
+			}
+		}
+	}
+	return strings.Compare(a, b)
+}
+
+// utf16Key maps r to a key that orders like r's UTF-16 encoding: a
+// character above U+FFFF (a surrogate pair, whose units 0xD800–0xDFFF
+// order like the code point) sorts after those below U+D800 and before
+// those from U+E000 to U+FFFF.
+func utf16Key(r rune) rune {
+	switch {
+	case r > 0xFFFF:
+		return 0xD800 + (r - 0x10000) // 0xD800 to 0x10D7FF
+	case r >= 0xE000:
+		return r + 0x100000 // above 0x10E000
+	}
+	return r
 }
 
 // Verify authenticates a Twilio request and returns its event.
@@ -407,6 +462,9 @@ func appendTwilioParams(dst []byte, form url.Values) []byte {
 //     empty or trailing part, nothing after H.
 //  3. The body is a form exactly when Q holds no bodySHA256, and then the
 //     first name of F in byte order starts with [A-Z], as Twilio's do.
+//     (F sorts names in UTF-16 order; the first names in both orders
+//     start with the same character when either starts with ASCII: the
+//     orders agree on ASCII and put it before every other character.)
 //  4. A JSON body must hash to H (checked after the MAC).
 //
 // Take two accepted requests whose S is the same; after B || P, the same
@@ -429,7 +487,10 @@ func appendTwilioParams(dst []byte, form url.Values) []byte {
 // does not delimit one parameter from the next, so "Body"="hiFrom+1…"
 // and "Body"="hi", "From"="+1…" give the same S, and a form value whose
 // text the sender chose (an SMS body) can be re-split into parameters of
-// the sender's choosing. No verifier can tell which split Twilio sent. The
+// the sender's choosing. Nor are the order of a repeated name's values or
+// their count signed: "Tag=b&Tag=a", "Tag=a&Tag=b" and "Tag=a&Tag=a&Tag=b"
+// sign alike, as twilio-node's helper has it (appendTwilioParams). No
+// verifier can tell which split Twilio sent. The
 // hub therefore routes on the URL's type, never on F, when the URL
 // carries one; subscribers must treat a Twilio form's parameters as
 // authentic only as a whole. When the URL carries no type, the type

@@ -1,6 +1,9 @@
 package provider
 
 import (
+	"cmp"
+	"crypto/hmac"
+	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -144,7 +147,7 @@ func TestTwilioVerify(t *testing.T) {
 		{"call status callback", []string{twilioSecret}, testPublicURL, twilioHeader(refTwilio(twilioSecret, testPublicURL+"/webhooks/twilio", callForm, false), ""), "/webhooks/twilio", []byte(callForm.Encode()), "", "CA0123:completed", "call.completed", time.Date(2025, 6, 1, 12, 30, 45, 0, time.UTC)},
 		{"webhooks rule: HMAC-SHA256", []string{twilioSecret}, testPublicURL, sha256Header, twilioTestTarget, body, "", twilioToken, "sms.status", time.Time{}},
 		{"JSON body with bodySHA256", []string{twilioSecret}, testPublicURL, twilioHeader(jsonSig, twilioToken), jsonTarget, jsonBody, "", twilioToken, "studio.flow", time.Time{}},
-		{"repeated keys, every value signed in order", []string{twilioSecret}, testPublicURL, twilioHeader(refTwilio(twilioSecret, testPublicURL+twilioTestTarget, repeatedForm, false), twilioToken), twilioTestTarget, []byte(repeated), "", twilioToken, "sms.status", time.Time{}},
+		{"repeated keys, each distinct value signed once, sorted", []string{twilioSecret}, testPublicURL, twilioHeader(refTwilio(twilioSecret, testPublicURL+twilioTestTarget, repeatedForm, false), twilioToken), twilioTestTarget, []byte(repeated), "", twilioToken, "sms.status", time.Time{}},
 
 		{"repeated keys signed twilio-go style (first value only)", []string{twilioSecret}, testPublicURL, twilioHeader(goStyle, twilioToken), twilioTestTarget, []byte(repeated), "invalid signature: X-Twilio-Signature matches no secret", "", "", time.Time{}},
 		{"tampered parameter", []string{twilioSecret}, testPublicURL, twilioHeader(good, twilioToken), twilioTestTarget, []byte(strings.Replace(string(body), "delivered", "failed", 1)), "invalid signature: X-Twilio-Signature matches no secret", "", "", time.Time{}},
@@ -423,4 +426,61 @@ func TestTwilioSampleSign(t *testing.T) {
 		_, _, err = tw.Sign("evt_1", "", []byte("a=%zz"), now)
 		require.Error(t, err)
 	})
+}
+
+// Twilio's official helper (twilio-node's validateRequest) signs each
+// distinct value of a repeated parameter once, the distinct values sorted:
+// "Tag=a1&Tag=a1" signs as "Taga1". The signed strings here are written
+// out by hand, not by the reference the other tests share.
+func TestTwilioRepeatedValues(t *testing.T) {
+	tw, err := NewTwilio([]string{twilioSecret}, Options{PublicURL: testPublicURL})
+	require.NoError(t, err)
+	base := testPublicURL + twilioTestTarget
+	sig := func(signed string) string {
+		m := hmac.New(sha1.New, []byte(twilioSecret))
+		m.Write([]byte(base + signed))
+		return base64.StdEncoding.EncodeToString(m.Sum(nil))
+	}
+	for _, tt := range []struct {
+		name, body, signed string
+		ok                 bool
+	}{
+		{"a value repeated", "MessageSid=SM1&Tag=a1&Tag=a1", "MessageSidSM1Taga1", true},
+		{"a value repeated, signed every time (the hub before)", "MessageSid=SM1&Tag=a1&Tag=a1", "MessageSidSM1Taga1Taga1", false},
+		{"distinct values, sorted, each once", "Tag=b&MessageSid=SM1&Tag=a&Tag=b", "MessageSidSM1TagaTagb", true},
+		{"distinct values in the order received", "Tag=b&MessageSid=SM1&Tag=a&Tag=b", "MessageSidSM1TagbTaga", false},
+		// JavaScript sorts by UTF-16 code units: U+1F600 (a surrogate
+		// pair, 0xD83D 0xDE00) before U+FF01, unlike byte order.
+		{"values in UTF-16 order", "MessageSid=SM1&V=%EF%BC%81&V=%F0%9F%98%80", "MessageSidSM1V\U0001F600V\uFF01", true},
+		{"values in byte order", "MessageSid=SM1&V=%EF%BC%81&V=%F0%9F%98%80", "MessageSidSM1V\uFF01V\U0001F600", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := Request{Header: twilioHeader(sig(tt.signed), twilioToken), Body: []byte(tt.body), URI: twilioTestTarget}
+			ev, err := tw.Verify(r)
+			if !tt.ok {
+				require.ErrorIs(t, err, ErrInvalidSignature)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, twilioToken, ev.ID)
+			// Sign agrees with Verify.
+			h, target, err := tw.Sign(twilioToken, "sms.status", []byte(tt.body), time.Time{})
+			require.NoError(t, err)
+			require.Equal(t, twilioTestTarget, target)
+			require.Equal(t, sig(tt.signed), h.Get(TwilioSignatureHeader))
+		})
+	}
+}
+
+func TestCompareUTF16(t *testing.T) {
+	ordered := []string{"", "A", "AB", "B", "a", "\u00e9", "\u20ac", "\U0001F600", "\U0001F601", "\uE000", "\uFF01", "\uFFFD", "\xff", "\uFFFDA"}
+	for i, a := range ordered {
+		for j, b := range ordered {
+			// "\xff" reads as U+FFFD, then sorts after it by its bytes.
+			require.Equal(t, cmp.Compare(i, j), compareUTF16(a, b), "%q vs %q", a, b)
+		}
+	}
+	// A string that ends inside a character decodes as U+FFFD.
+	require.Equal(t, 1, compareUTF16("\xe2\x82", "\u20ac"))
+	require.Equal(t, -1, compareUTF16("\u20ac", "\xe2\x82"))
 }

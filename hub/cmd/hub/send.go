@@ -34,6 +34,10 @@ Examples:
   hub send clerk user.created --repeat 10
 
 Providers: `+strings.Join(provider.Names(), ", ")+`, and each name in HUB_STANDARD_PROVIDERS
+
+Paddle samples take the shape Paddle documents (checked with Paddle's SDK) for
+subscription.*, customer.* and transaction.* types; other types get a small
+generic object: pass --data for those.
 `, stdout)
 	data := fs.String("data", "", "the event's data object as JSON (default: a realistic sample)")
 	repeat := fs.Int("repeat", 1, fmt.Sprintf("deliver the same event N times (1..%d), re-signed each time as a provider retry is", maxSendRepeat))

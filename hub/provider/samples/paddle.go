@@ -54,9 +54,52 @@ func paddleID(prefix, seed string) string {
 	return prefix + "_01" + derive.String(prefix+"/"+seed, 24, "0123456789abcdefghjkmnpqrstvwxyz")
 }
 
+// paddleSampleData builds the data of a Paddle notification in the shape
+// Paddle documents for its entity (developer.paddle.com, "Webhooks" and
+// the entity's API reference), every field present, null when empty, as
+// Paddle sends it: TestOfficialSDKs parses each modelled type with
+// Paddle's Node SDK and fails on a field it does not know or misses.
 func paddleSampleData(eventID, eventType string, now time.Time) any {
 	entity, action, _ := strings.Cut(eventType, ".")
 	created := now.Add(-30 * 24 * time.Hour)
+	cycle := map[string]any{"interval": "month", "frequency": 1}
+	product := map[string]any{
+		"id":           paddleID("pro", eventID),
+		"name":         "Pro plan",
+		"type":         "standard",
+		"description":  "Everything in Starter, plus priority support.",
+		"tax_category": "standard",
+		"image_url":    nil,
+		"custom_data":  nil,
+		"status":       "active",
+		"import_meta":  nil,
+		"created_at":   paddleTime(created),
+		"updated_at":   paddleTime(created),
+	}
+	// price is a price entity; a subscription's item carries it without
+	// its timestamps.
+	price := func(withTimes bool) map[string]any {
+		p := map[string]any{
+			"id":                   paddleID("pri", eventID),
+			"product_id":           paddleID("pro", eventID),
+			"description":          "Pro plan, monthly",
+			"type":                 "standard",
+			"name":                 "Monthly",
+			"billing_cycle":        cycle,
+			"trial_period":         nil,
+			"tax_mode":             "account_setting",
+			"unit_price":           map[string]any{"amount": "1000", "currency_code": "USD"},
+			"unit_price_overrides": []any{},
+			"quantity":             map[string]any{"minimum": 1, "maximum": 1},
+			"status":               "active",
+			"custom_data":          nil,
+			"import_meta":          nil,
+		}
+		if withTimes {
+			p["created_at"], p["updated_at"] = paddleTime(created), paddleTime(created)
+		}
+		return p
+	}
 	switch entity {
 	case "subscription":
 		status := "active"
@@ -72,9 +115,8 @@ func paddleSampleData(eventID, eventType string, now time.Time) any {
 		case "paused":
 			pausedAt, nextBilledAt = paddleTime(now), nil
 		}
-		cycle := map[string]any{"interval": "month", "frequency": 1}
 		credits := 1000
-		return map[string]any{
+		sub := map[string]any{
 			"id":              paddleID("sub", eventID),
 			"status":          status,
 			"customer_id":     paddleID("ctm", eventID),
@@ -88,6 +130,7 @@ func paddleSampleData(eventID, eventType string, now time.Time) any {
 			"next_billed_at":  nextBilledAt,
 			"paused_at":       pausedAt,
 			"canceled_at":     canceledAt,
+			"discount":        nil,
 			"collection_mode": "automatic",
 			"billing_details": nil,
 			"current_billing_period": map[string]any{
@@ -97,27 +140,26 @@ func paddleSampleData(eventID, eventType string, now time.Time) any {
 			"billing_cycle":    cycle,
 			"scheduled_change": nil,
 			"items": []any{map[string]any{
-				"status":             "active",
-				"quantity":           1,
-				"recurring":          true,
-				"created_at":         paddleTime(created),
-				"updated_at":         paddleTime(now),
-				"previous_billed_at": paddleTime(now),
-				"next_billed_at":     nextBilledAt,
-				"trial_dates":        nil,
-				"price": map[string]any{
-					"id":            paddleID("pri", eventID),
-					"product_id":    paddleID("pro", eventID),
-					"description":   "Pro plan, monthly",
-					"tax_mode":      "account_setting",
-					"billing_cycle": cycle,
-					"trial_period":  nil,
-					"unit_price":    map[string]any{"amount": "1000", "currency_code": "USD"},
-				},
+				"status":               "active",
+				"quantity":             1,
+				"recurring":            true,
+				"created_at":           paddleTime(created),
+				"updated_at":           paddleTime(now),
+				"previously_billed_at": paddleTime(now),
+				"next_billed_at":       nextBilledAt,
+				"trial_dates":          nil,
+				"price":                price(false),
+				"product":              product,
 			}},
 			"custom_data": map[string]any{"plan": "pro", "credits": credits, "email": sampleEmail(eventID)},
 			"import_meta": nil,
 		}
+		if action == "created" {
+			// Only subscription.created names the transaction that
+			// created the subscription.
+			sub["transaction_id"] = paddleID("txn", eventID)
+		}
+		return sub
 	case "customer":
 		return map[string]any{
 			"id":                paddleID("ctm", eventID),
@@ -132,21 +174,7 @@ func paddleSampleData(eventID, eventType string, now time.Time) any {
 			"marketing_consent": false,
 		}
 	case "transaction":
-		return map[string]any{
-			"id":              paddleID("txn", eventID),
-			"status":          paddleTransactionStatus(action),
-			"customer_id":     paddleID("ctm", eventID),
-			"subscription_id": paddleID("sub", eventID),
-			"currency_code":   "USD",
-			"origin":          "subscription_recurring",
-			"collection_mode": "automatic",
-			"billed_at":       paddleTime(now),
-			"created_at":      paddleTime(now),
-			"updated_at":      paddleTime(now),
-			"details": map[string]any{
-				"totals": map[string]any{"subtotal": "1000", "tax": "200", "total": "1200", "currency_code": "USD"},
-			},
-		}
+		return paddleTransaction(eventID, action, now, price(true), product)
 	default:
 		return map[string]any{
 			"id":         paddleID(entityPrefix(entity), eventID),
@@ -154,6 +182,109 @@ func paddleSampleData(eventID, eventType string, now time.Time) any {
 			"created_at": paddleTime(created),
 			"updated_at": paddleTime(now),
 		}
+	}
+}
+
+// paddleTransaction builds a transaction entity after action: one item of
+// price (and product) at 10.00 USD plus 2.00 tax, billed, with a captured
+// payment once paid and a declined one after a failed payment.
+func paddleTransaction(eventID, action string, now time.Time, price, product map[string]any) map[string]any {
+	status := paddleTransactionStatus(action)
+	totals := map[string]any{"subtotal": "1000", "discount": "0", "tax": "200", "total": "1200"}
+	money := map[string]any{
+		"subtotal": "1000", "discount": "0", "tax": "200", "total": "1200", "credit": "0",
+		"credit_to_balance": "0", "balance": "1200", "grand_total": "1200", "grand_total_tax": "200",
+		"fee": nil, "earnings": nil, "currency_code": "USD",
+	}
+	billed := status == "billed" || status == "paid" || status == "completed" || status == "past_due"
+	var invoiceID, invoiceNumber, billedAt, payoutTotals any
+	if billed {
+		invoiceID, invoiceNumber, billedAt = paddleID("inv", eventID), "325-"+derive.String("invoice/"+eventID, 5, "0123456789"), paddleTime(now)
+	}
+	payments := []any{}
+	card := map[string]any{
+		"type": "card",
+		"card": map[string]any{
+			"type": "visa", "last4": "4242", "expiry_month": 1, "expiry_year": now.Year() + 3,
+			"cardholder_name": "Ada Lovelace",
+		},
+		"paypal":                 nil,
+		"south_korea_local_card": nil,
+		"underlying_details":     nil,
+	}
+	attempt := func(state string, errorCode, capturedAt any) map[string]any {
+		return map[string]any{
+			"payment_attempt_id":       derive.UUID("attempt/" + state + "/" + eventID),
+			"payment_method_id":        paddleID("paymtd", eventID),
+			"stored_payment_method_id": derive.UUID("stored/" + eventID),
+			"amount":                   "1200",
+			"status":                   state,
+			"error_code":               errorCode,
+			"method_details":           card,
+			"created_at":               paddleTime(now),
+			"captured_at":              capturedAt,
+		}
+	}
+	switch status {
+	case "paid", "completed":
+		payments = append(payments, attempt("captured", nil, paddleTime(now)))
+		money["balance"], money["credit"] = "0", "0"
+		money["fee"], money["earnings"] = "110", "1090"
+		payoutTotals = map[string]any{
+			"subtotal": "1000", "discount": "0", "tax": "200", "total": "1200", "credit": "0",
+			"credit_to_balance": "0", "balance": "0", "grand_total": "1200", "grand_total_tax": "200",
+			"fee": "110", "earnings": "1090", "currency_code": "USD", "exchange_rate": "1", "fee_rate": "0.05",
+		}
+	}
+	if action == "payment_failed" || status == "past_due" {
+		payments = append(payments, attempt("error", "declined", nil))
+	}
+	return map[string]any{
+		"id":              paddleID("txn", eventID),
+		"status":          status,
+		"customer_id":     paddleID("ctm", eventID),
+		"address_id":      paddleID("add", eventID),
+		"business_id":     nil,
+		"custom_data":     nil,
+		"currency_code":   "USD",
+		"origin":          "subscription_recurring",
+		"subscription_id": paddleID("sub", eventID),
+		"invoice_id":      invoiceID,
+		"invoice_number":  invoiceNumber,
+		"collection_mode": "automatic",
+		"discount_id":     nil,
+		"billing_details": nil,
+		"billing_period": map[string]any{
+			"starts_at": paddleTime(now),
+			"ends_at":   paddleTime(now.AddDate(0, 1, 0)),
+		},
+		"items": []any{map[string]any{"price": price, "quantity": 1, "proration": nil}},
+		"details": map[string]any{
+			"tax_rates_used": []any{map[string]any{"tax_rate": "0.2", "totals": totals}},
+			"totals":         money,
+			"adjusted_totals": map[string]any{
+				"subtotal": "1000", "tax": "200", "total": "1200", "grand_total": "1200", "grand_total_tax": "200",
+				"fee": money["fee"], "earnings": money["earnings"], "currency_code": "USD", "retained_fee": "0",
+			},
+			"payout_totals":          payoutTotals,
+			"adjusted_payout_totals": nil,
+			"line_items": []any{map[string]any{
+				"id":          paddleID("txnitm", eventID),
+				"price_id":    price["id"],
+				"quantity":    1,
+				"proration":   nil,
+				"tax_rate":    "0.2",
+				"unit_totals": totals,
+				"totals":      totals,
+				"product":     product,
+			}},
+		},
+		"payments":   payments,
+		"checkout":   map[string]any{"url": "https://example.com/pay?_ptxn=" + paddleID("txn", eventID)},
+		"created_at": paddleTime(now.Add(-time.Minute)),
+		"updated_at": paddleTime(now),
+		"billed_at":  billedAt,
+		"revised_at": nil,
 	}
 }
 
@@ -165,6 +296,8 @@ func paddleTransactionStatus(action string) string {
 		return action
 	case "created":
 		return "draft"
+	case "payment_failed":
+		return "past_due" // a renewal whose payment was declined
 	}
 	return "completed"
 }
