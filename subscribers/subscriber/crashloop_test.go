@@ -23,7 +23,13 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	hubtest.RunMainIfChild(crashingMain)
+	hubtest.RunMainIfChild(func() {
+		if os.Getenv(envBadErrors) != "" {
+			badErrorsMain()
+			return
+		}
+		crashingMain()
+	})
 	os.Exit(m.Run())
 }
 
