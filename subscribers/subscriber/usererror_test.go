@@ -5,17 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/hubtest"
@@ -94,49 +89,23 @@ func badErrorMessage(t *testing.T, i int) subtest.Message {
 // log line, dead-letter text), after the crash-loop count was settled, so
 // it died again on every redelivery.
 func badErrorsMain() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	defer stop()
-	fail := func(err error) {
-		fmt.Fprintln(os.Stderr, "badErrorsMain:", err)
-		os.Exit(1)
-	}
-	pool, err := pgxpool.New(ctx, os.Getenv(envCrashDB))
-	if err != nil {
-		fail(err)
-	}
-	defer pool.Close()
-	nc, err := nats.Connect(os.Getenv(envCrashNATS))
-	if err != nil {
-		fail(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		fail(err)
-	}
-	sub, err := subscriber.New(subscriber.Config{
-		Name: badErrName, Pool: pool, JetStream: js, Stream: subtest.Stream,
-		Migrations:  effectsMigrations(badErrName),
-		Concurrency: 2, MaxDeliver: badErrMaxDeliver,
+	runChildSubscriber(subscriber.Config{
+		Name: badErrName, Concurrency: 2, MaxDeliver: badErrMaxDeliver,
 		Backoff: []time.Duration{50 * time.Millisecond}, AckWait: 2 * time.Second,
 		RedriveInterval: 100 * time.Millisecond,
 		// JSON: its handler calls an error's Error method itself, so a
 		// handler error reaching the log would kill the process.
 		Logger: slog.New(slog.NewJSONHandler(os.Stderr, nil)),
-	})
-	if err != nil {
-		fail(err)
-	}
-	for i, tc := range badErrorCases {
-		subject, err := schema.Subject("paddle", fmt.Sprintf("baderr%d.created", i))
-		if err != nil {
-			fail(err)
+	}, func(sub *subscriber.Subscriber) error {
+		for i, tc := range badErrorCases {
+			subject, err := schema.Subject("paddle", fmt.Sprintf("baderr%d.created", i))
+			if err != nil {
+				return err
+			}
+			sub.Handle(subject, errorsMainHandler(tc.fn))
 		}
-		sub.Handle(subject, errorsMainHandler(tc.fn))
-	}
-	if err := sub.Run(ctx); err != nil {
-		fail(err)
-	}
+		return nil
+	})
 }
 
 // Acceptance (issue 18, item 2): a handler error whose methods are broken
