@@ -28,7 +28,8 @@
 // last_error). last_error is sanitized (subscriber.SanitizeText: valid
 // UTF-8, no NUL, at most 8 KiB) whatever the SMTP server replied, so
 // recording a failure cannot fail and a failing row moves back in the
-// queue; a Sender that panics fails that send, like an error. Payload text
+// queue; a Sender that panics, or returns an error whose methods panic
+// (read through subscriber.ErrorText), fails that send. Payload text
 // put into a body (a first name, a subscription id) is sanitized too. With EMAIL_SMTP_ADDR=log emails are logged, not sent (`hub
 // dev`).
 package email

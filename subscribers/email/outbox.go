@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -119,10 +118,12 @@ func (o *outbox) sendOne(ctx context.Context) (bool, error) {
 
 	// The SMTP server's reply can hold anything: stored sanitized, so
 	// that recording the failure cannot fail and leave the row at the
-	// head of the queue.
-	lastError := subscriber.SanitizeText(sendErr.Error(), maxErrorLen)
+	// head of the queue. The error is the Sender's: its methods are read
+	// through the library's recovered call (a typed nil, or an Error that
+	// panics, is a failed send with a fixed text).
+	lastError := subscriber.ErrorText(sendErr, maxErrorLen)
 	var perm *PermanentError
-	final := errors.As(sendErr, &perm) || attempts >= o.opts.MaxAttempts
+	final := subscriber.ErrorsAs(sendErr, &perm) || attempts >= o.opts.MaxAttempts
 	if final {
 		_, err = tx.Exec(ctx, `UPDATE email.outbox SET failed_at = $2, attempts = $3, last_error = $4 WHERE id = $1`, id, now, attempts, lastError)
 		log.Error("email given up", "to", msg.To, "attempts", attempts, "error", lastError)
@@ -141,18 +142,17 @@ func (o *outbox) sendOne(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// send sends msg, turning a panic of the Sender into a failed attempt
-// (logged once with its stack): one email must not kill the process, nor
-// stop the others.
-func (o *outbox) send(ctx context.Context, msg Message, log *slog.Logger) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			value := subscriber.SanitizeText(fmt.Sprint(v), maxErrorLen)
-			log.Error("email sender panicked", "panic", value, "stack", subscriber.SanitizeText(string(debug.Stack()), 32<<10))
-			err = fmt.Errorf("sender panicked: %s", value)
-		}
-	}()
-	return o.opts.Sender.Send(ctx, msg)
+// send sends msg through the library's recovered call: a panic (or a
+// runtime.Goexit) of the Sender is a failed attempt (a panic logged once
+// with its stack): one email must not kill the process, nor stop the
+// others.
+func (o *outbox) send(ctx context.Context, msg Message, log *slog.Logger) error {
+	err := subscriber.SafeCall("sender", func() error { return o.opts.Sender.Send(ctx, msg) })
+	if p, ok := err.(*subscriber.PanicError); ok {
+		log.Error("email sender panicked", "panic", p.Value(), "stack", p.Stack())
+		return fmt.Errorf("sender panicked: %s", p.Value())
+	}
+	return err
 }
 
 func (o *outbox) retryDelay(attempts int) time.Duration {

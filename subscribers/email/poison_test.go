@@ -159,3 +159,67 @@ func TestSenderPanicIsAFailedSend(t *testing.T) {
 	require.NoError(t, f.sub.Healthy())
 	require.EqualValues(t, 1, counter(t, f.reg, "hookhub_email_send_failures_total", map[string]string{"final": "true"}))
 }
+
+// brokenError's Error panics.
+type brokenError struct{}
+
+func (brokenError) Error() string { panic("Error method broke") }
+
+// errorsSender fails each recipient of errs with its error, as it is, and
+// sends the others through next.
+type errorsSender struct {
+	next email.Sender
+	errs map[string]error
+}
+
+func (s *errorsSender) Send(ctx context.Context, m email.Message) error {
+	if err, ok := s.errs[m.To]; ok {
+		return err
+	}
+	return s.next.Send(ctx, m)
+}
+
+// Issue 18, item 2: a Sender's error is user code too. A typed nil (a nil
+// *PermanentError, whose Error dereferences it) or an error whose Error
+// panics is a failed send with a fixed text (retried, then given up; at
+// once when it says it is permanent); the process lives on and the other
+// emails are sent. Before, the outbox called Error() outside any recover
+// and the process died on every start.
+func TestSenderBrokenErrorIsAFailedSend(t *testing.T) {
+	t.Parallel()
+	var typedNil *email.PermanentError
+	cases := []struct {
+		to, eventID string
+		err         error
+		attempts    int
+		want        string
+	}{
+		{"nil@example.com", "evt_typed_nil", typedNil, 3, "nil *email.PermanentError returned as an error"},
+		{"broken@example.com", "evt_broken", brokenError{}, 3, "Error() of email_test.brokenError panicked: Error method broke"},
+		{"permbroken@example.com", "evt_perm_broken", &email.PermanentError{Err: brokenError{}}, 1, "Error() of *email.PermanentError panicked: Error method broke"},
+	}
+	f := setup(t, func(o *email.Options) {
+		s := &errorsSender{next: o.Sender, errs: map[string]error{}}
+		for _, tc := range cases {
+			s.errs[tc.to] = tc.err
+		}
+		o.Sender = s
+		o.MaxAttempts = 3
+	})
+	for _, tc := range cases {
+		f.env.Publish(t, canceled(t, tc.eventID, map[string]any{"email": tc.to}))
+	}
+	f.env.Publish(t, canceled(t, "evt_fine", map[string]any{"email": "fine@example.com"}))
+	f.waitSent(t, 1)
+	for _, tc := range cases {
+		require.Eventually(t, func() bool {
+			return f.env.Count(t, "SELECT count(*) FROM email.outbox WHERE event_id = $1 AND failed_at IS NOT NULL", tc.eventID) == 1
+		}, subtest.Timeout, subtest.Tick, tc.eventID)
+		var attempts int
+		var lastErr string
+		require.NoError(t, f.env.Pool.QueryRow(context.Background(), "SELECT attempts, last_error FROM email.outbox WHERE event_id = $1", tc.eventID).Scan(&attempts, &lastErr))
+		require.Equal(t, tc.attempts, attempts, tc.eventID)
+		require.Equal(t, tc.want, lastErr)
+	}
+	require.NoError(t, f.sub.Healthy())
+}

@@ -23,7 +23,13 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	hubtest.RunMainIfChild(crashingMain)
+	hubtest.RunMainIfChild(func() {
+		if os.Getenv(envBadErrors) != "" {
+			badErrorsMain()
+			return
+		}
+		crashingMain()
+	})
 	os.Exit(m.Run())
 }
 
@@ -40,10 +46,32 @@ const (
 // nothing after the call runs, neither nak nor dead letter. Each call
 // prints a line first, so the test counts the calls across processes.
 func crashingMain() {
+	runChildSubscriber(subscriber.Config{
+		Name: crashName, Concurrency: 1, MaxDeliver: crashMaxDeliver,
+		Backoff: []time.Duration{50 * time.Millisecond}, AckWait: 500 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
+	}, func(sub *subscriber.Subscriber) error {
+		sub.Handle("paddle.subscription.created", func(ctx context.Context, tx pgx.Tx, ev subscriber.Event) error {
+			fmt.Printf("handler called: %s delivery %d\n", ev.EventID, ev.NumDelivered)
+			if ev.EventID == crashEventID {
+				os.Exit(3)
+			}
+			_, err := tx.Exec(ctx, "INSERT INTO "+crashName+".effects (provider, event_id, subject) VALUES ($1, $2, $3)", ev.Provider, ev.EventID, ev.Subject)
+			return err
+		})
+		return nil
+	})
+}
+
+// runChildSubscriber runs, in a child process (StartMain), a subscriber
+// with cfg on the test's Postgres and JetStream (envCrashDB,
+// envCrashNATS) and the effects schema, with the handlers register adds,
+// until SIGTERM. A failure exits 1.
+func runChildSubscriber(cfg subscriber.Config, register func(*subscriber.Subscriber) error) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	fail := func(err error) {
-		fmt.Fprintln(os.Stderr, "crashingMain:", err)
+		fmt.Fprintln(os.Stderr, cfg.Name+":", err)
 		os.Exit(1)
 	}
 	pool, err := pgxpool.New(ctx, os.Getenv(envCrashDB))
@@ -60,24 +88,14 @@ func crashingMain() {
 	if err != nil {
 		fail(err)
 	}
-	sub, err := subscriber.New(subscriber.Config{
-		Name: crashName, Pool: pool, JetStream: js, Stream: subtest.Stream,
-		Migrations:  effectsMigrations(crashName),
-		Concurrency: 1, MaxDeliver: crashMaxDeliver,
-		Backoff: []time.Duration{50 * time.Millisecond}, AckWait: 500 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
-	})
+	cfg.Pool, cfg.JetStream, cfg.Stream, cfg.Migrations = pool, js, subtest.Stream, effectsMigrations(cfg.Name)
+	sub, err := subscriber.New(cfg)
 	if err != nil {
 		fail(err)
 	}
-	sub.Handle("paddle.subscription.created", func(ctx context.Context, tx pgx.Tx, ev subscriber.Event) error {
-		fmt.Printf("handler called: %s delivery %d\n", ev.EventID, ev.NumDelivered)
-		if ev.EventID == crashEventID {
-			os.Exit(3)
-		}
-		_, err := tx.Exec(ctx, "INSERT INTO "+crashName+".effects (provider, event_id, subject) VALUES ($1, $2, $3)", ev.Provider, ev.EventID, ev.Subject)
-		return err
-	})
+	if err := register(sub); err != nil {
+		fail(err)
+	}
 	if err := sub.Run(ctx); err != nil {
 		fail(err)
 	}

@@ -62,7 +62,9 @@
 //     and the Event; COMMIT; then ack.
 //  4. Handler error, panic or runtime.Goexit (the handler runs on a
 //     goroutine of its own, which recovers; the panic is logged once with
-//     its stack): ROLLBACK and NakWithDelay(Backoff[attempt-1]), never a
+//     its stack; the error's methods are called once, recovered too, and
+//     only its text is kept: a typed nil or an Error that panics is a
+//     failure with a fixed text, see SafeCall and ErrorText): ROLLBACK and NakWithDelay(Backoff[attempt-1]), never a
 //     bare Nak. At attempt MaxDeliver, or at once for a Permanent error
 //     (an undecodable payload, missing hub headers, a provider or event id
 //     holding NUL bytes or invalid UTF-8), the message goes to

@@ -59,10 +59,22 @@ func Permanentf(format string, args ...any) error {
 	return Permanent(fmt.Errorf(format, args...))
 }
 
-// IsPermanent reports whether err, or an error it wraps, is permanent.
+// IsPermanent reports whether err, or an error it wraps, is permanent. It
+// calls err's Unwrap and As methods through the library's recovered call
+// (ErrorsAs): an error whose methods panic is not permanent.
 func IsPermanent(err error) bool {
 	var p *PermanentError
-	return errors.As(err, &p)
+	return ErrorsAs(err, &p)
+}
+
+// isPermanent is IsPermanent for the errors handleMessage settles, which
+// are the library's own: a handler's failure says so itself.
+func isPermanent(err error) bool {
+	var he *handlerError
+	if errors.As(err, &he) {
+		return he.permanent
+	}
+	return IsPermanent(err)
 }
 
 // infraError marks a failure outside the handler (Postgres unreachable,
@@ -81,32 +93,6 @@ func isInfra(err error) bool {
 	var ie *infraError
 	return errors.As(err, &ie)
 }
-
-// panicError is a recovered handler panic: its value, printed and
-// sanitized, and the stack of the panicking goroutine.
-type panicError struct {
-	value string
-	stack []byte
-}
-
-// Bounds on what a panic leaves in errors and logs.
-const (
-	maxPanicValueLen = 4 << 10
-	maxStackLen      = 32 << 10
-)
-
-func newPanicError(v any, stack []byte) *panicError {
-	return &panicError{value: SanitizeText(fmt.Sprint(v), maxPanicValueLen), stack: stack}
-}
-
-func (e *panicError) Error() string { return "handler panic: " + e.value }
-
-// stackText is the stack as logged: sanitized and bounded.
-func (e *panicError) stackText() string { return SanitizeText(string(e.stack), maxStackLen) }
-
-// errGoexit is a handler that ended its goroutine (runtime.Goexit, as
-// testing's t.FailNow does) instead of returning.
-var errGoexit = errors.New("handler called runtime.Goexit instead of returning")
 
 // unsettledError says a message is dead-lettered without calling its
 // handler because earlier calls for the event never returned.

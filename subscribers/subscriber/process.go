@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -121,7 +120,7 @@ func (s *Subscriber) handleMessage(ctx context.Context, msg jetstream.Msg) {
 		log.Warn("attempt failed outside the handler; will retry", "error", errText(err), "retry_in", delay)
 		s.nak(msg, delay, log)
 		span.end(spanOutcomeRetry, err)
-	case IsPermanent(err) || ev.NumDelivered >= uint64(s.cfg.MaxDeliver):
+	case isPermanent(err) || ev.NumDelivered >= uint64(s.cfg.MaxDeliver):
 		s.deadLetter(msg, ev, err)
 		span.end(spanOutcomeDeadLetter, err)
 	default:
@@ -336,17 +335,23 @@ func (s *Subscriber) processIn(ctx context.Context, tx pgx.Tx, ev Event, h Handl
 	s.m.observe(time.Since(start))
 
 	stale := st.stale
+	// The handler's error is user code: read once, recovered, and replaced
+	// by the library's own (inspectHandlerError).
+	returnedStale := false
+	if herr != nil {
+		returnedStale, herr = inspectHandlerError(herr)
+	}
 	switch {
-	case errors.Is(herr, ErrStale):
+	case returnedStale:
 		stale = true
 		if err := sp.Rollback(ctx); err != nil {
 			return 0, fmt.Errorf("roll back stale event's writes: %w", err)
 		}
 	case herr != nil:
-		var pe *panicError
-		if errors.As(herr, &pe) {
+		var pe *PanicError
+		if errors.As(herr, &pe) { // the library's own (inspectHandlerError)
 			s.m.countPanic()
-			s.log.Error("handler panicked", "subject", ev.Subject, "provider", ev.Provider, "event_id", ev.EventID, "attempt", ev.NumDelivered, "panic", pe.value, "stack", pe.stackText())
+			s.log.Error("handler panicked", "subject", ev.Subject, "provider", ev.Provider, "event_id", ev.EventID, "attempt", ev.NumDelivered, "panic", pe.Value(), "stack", pe.Stack())
 		}
 		return 0, herr
 	default:
@@ -371,29 +376,16 @@ func (s *Subscriber) processIn(ctx context.Context, tx pgx.Tx, ev Event, h Handl
 	return outcomeProcessed, nil
 }
 
-// callHandler calls h on a goroutine of its own and waits for it, turning
-// a panic into a *panicError (with that goroutine's stack) and a
-// runtime.Goexit into errGoexit: either way the worker goes on and the
-// message is settled. (A panic on a goroutine the handler starts itself
-// cannot be recovered: it kills the process, and the crash-loop count
-// catches the message.)
+// callHandler calls h through run (see usercode.go): a panic becomes a
+// *PanicError (with the handler goroutine's stack), a runtime.Goexit an
+// error saying so, both wrapped in libraryError: either way the worker goes
+// on and the message is settled. (A panic on a goroutine the handler
+// starts itself cannot be recovered: it kills the process, and the
+// crash-loop count catches the message.)
 func callHandler(ctx context.Context, h HandlerFunc, tx pgx.Tx, ev Event) error {
-	done := make(chan error, 1)
-	go func() {
-		returned := false
-		defer func() {
-			if returned {
-				return
-			}
-			if v := recover(); v != nil {
-				done <- newPanicError(v, debug.Stack())
-				return
-			}
-			done <- errGoexit
-		}()
-		err := h(ctx, tx, ev)
-		returned = true
-		done <- err
-	}()
-	return <-done
+	err, f := run(0, func() error { return h(ctx, tx, ev) })
+	if f != nil {
+		return libraryError{f.err("handler")}
+	}
+	return err
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -326,18 +325,25 @@ func (s *Subscriber) Run(ctx context.Context) error {
 	return errors.Join(ErrShutdownTimeout, cause)
 }
 
-// runTask runs a background task, turning a panic into an error (logged
-// once, with its stack) so that it stops Run like a failure instead of
-// killing the process.
-func (s *Subscriber) runTask(ctx context.Context, t task) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			pe := newPanicError(v, debug.Stack())
-			s.log.Error("background task panicked", "task", t.name, "panic", pe.value, "stack", pe.stackText())
-			err = fmt.Errorf("panic: %s", pe.value)
+// runTask runs a background task through run (see usercode.go), turning
+// a panic or a runtime.Goexit into an error (a panic logged once, with its
+// stack) so that it stops Run like a failure instead of killing the
+// process. A task's own error is read once (ErrorText): logging it, or
+// the caller of Run printing it, never calls back into the task's code.
+func (s *Subscriber) runTask(ctx context.Context, t task) error {
+	err, f := run(0, func() error { return t.fn(ctx) })
+	if f != nil {
+		ferr := f.err("background task")
+		if pe, ok := ferr.(*PanicError); ok {
+			s.log.Error("background task panicked", "task", t.name, "panic", pe.Value(), "stack", pe.Stack())
+			return fmt.Errorf("panic: %s", pe.Value())
 		}
-	}()
-	return t.fn(ctx)
+		return ferr
+	}
+	if err != nil {
+		return &textError{text: ErrorText(err, maxErrorLen), err: err}
+	}
+	return nil
 }
 
 // ensureConsumer creates or updates the durable consumer, waiting (and

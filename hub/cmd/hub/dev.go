@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"time"
 
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/migrations"
@@ -19,6 +21,9 @@ The quick start: runs the whole hub on embedded defaults.
   - creates the database named in HUB_DATABASE_URL if it is missing, and migrates it;
   - with HUB_NATS_URL empty, embeds a JetStream server on 127.0.0.1:4222
     (or a free port when 4222 is taken; the URL is logged), store in HUB_DATA_DIR;
+  - records its NATS URL in HUB_DATA_DIR/dev.json while it runs, so that the other
+    commands (status, replay, reconcile, republish, dlq) find it without
+    HUB_NATS_URL (removed on exit; a record left by a killed run is ignored);
   - uses public development secrets for providers without one (printed);
   - logs as text unless HUB_LOG_FORMAT is set;
   - runs the credits, email and downgrade subscribers in-process (emails go to the
@@ -88,6 +93,20 @@ Environment:
 	if a := svc.AdminAddr(); a != nil {
 		consoleAddr = a
 	}
+	// The other commands (hub status, replay, ...) find this run's NATS
+	// server through this record while it runs.
+	removeRecord, err := writeDevRecord(cfg.DataDir, devRecord{
+		PID:         os.Getpid(),
+		NATSURL:     svc.NATSURL(),
+		Stream:      cfg.Stream,
+		WebhooksURL: "http://" + service.DisplayAddr(svc.Addr().String()) + "/webhooks/",
+		ConsoleURL:  "http://" + service.DisplayAddr(consoleAddr.String()) + "/console/",
+		StartedAt:   time.Now().UTC(),
+	})
+	if err != nil {
+		return err
+	}
+	defer removeRecord()
 	token := "the value of HUB_ADMIN_TOKEN"
 	if devToken {
 		token = cfg.AdminToken + " (made for this run; set HUB_ADMIN_TOKEN to choose one)"
@@ -95,13 +114,14 @@ Environment:
 	fmt.Fprintf(stdout, `
 hookhub is running: webhooks at http://%[1]s/webhooks/{%[3]s}, NATS at %[2]s
 Web console: http://%[4]s/console/ (sign in with %[5]s)
+Other hub commands (status, replay, dlq, ...) find this NATS server through %[6]s.
 Send a first signed event from another shell:
 
     go run ./hub/cmd/hub send paddle subscription.created
     go run ./hub/cmd/hub send clerk user.created --repeat 3
 
 `, service.DisplayAddr(svc.Addr().String()), svc.NATSURL(), strings.Join(svc.Providers(), ","),
-		service.DisplayAddr(consoleAddr.String()), token)
+		service.DisplayAddr(consoleAddr.String()), token, devRecordPath(cfg.DataDir))
 	hubCtx, stopHub := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopHub()
 	done := make(chan error, 1)

@@ -38,7 +38,7 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *sub == "" {
 		return usageErr("--subscriber is required")
 	}
-	env, _, err := connectOps(ctx, false)
+	env, _, err := connectOps(ctx, natsOptional, stderr)
 	if err != nil {
 		return err
 	}

@@ -49,7 +49,7 @@ func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageErr("events list takes no arguments; filters are flags")
 	}
-	env, _, err := connectOps(ctx, false)
+	env, _, err := connectOps(ctx, natsOptional, io.Discard)
 	if err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func runEventsShow(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(pos) != 1 {
 		return usageErr("events show needs exactly one archive id or provider:event_id")
 	}
-	env, _, err := connectOps(ctx, false)
+	env, _, err := connectOps(ctx, natsOptional, io.Discard)
 	if err != nil {
 		return err
 	}

@@ -46,7 +46,7 @@ in batches. Without --yes it is a dry run: it counts what it would delete.
 	if err != nil {
 		return err
 	}
-	env, _, err := connectOps(ctx, false)
+	env, _, err := connectOps(ctx, natsOptional, stderr)
 	if err != nil {
 		return err
 	}

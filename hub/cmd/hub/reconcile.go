@@ -40,18 +40,19 @@ setting breaks delivery.
 	if *since == "" {
 		return usageErr("--since is required")
 	}
-	env, _, err := connectOps(ctx, true)
+	env, _, err := connectOps(ctx, natsRequired, stderr)
 	if err != nil {
 		return err
 	}
 	defer env.Close()
+	env.announce(stderr) // --json prints lines of missing events only
 	s, u, err := parseWindow(*since, *until, env.ops.Now())
 	if err != nil {
 		return err
 	}
 	res, err := env.ops.Reconcile(ctx, s, u)
 	if err != nil {
-		return err
+		return env.explain(err)
 	}
 	if *asJSON {
 		if err := printReconcileJSON(stdout, res); err != nil {

@@ -19,7 +19,8 @@ after a bug fix re-runs only what never succeeded (dead letters included).
 It waits for the subscriber to settle the copies and prints the counts.
 
 Times are durations before now (90m, 36h, 7d) or times (2026-11-30, RFC 3339).
-Needs HUB_DATABASE_URL and HUB_NATS_URL; nats-server 2.10 or newer.
+Needs HUB_DATABASE_URL and NATS (nats-server 2.10 or newer): HUB_NATS_URL, or
+the running `+"`hub dev`"+` recorded in HUB_DATA_DIR, or 127.0.0.1:4222 (it says which).
 `, stdout)
 	sub := fs.String("subscriber", "", "the subscriber to replay to (required)")
 	since := fs.String("since", "", "start of the range (required)")
@@ -38,21 +39,27 @@ Needs HUB_DATABASE_URL and HUB_NATS_URL; nats-server 2.10 or newer.
 	if *sub == "" || *since == "" {
 		return usageErr("--subscriber and --since are required (see `hub replay --help`)")
 	}
-	env, _, err := connectOps(ctx, true)
+	env, _, err := connectOps(ctx, natsRequired, stderr)
 	if err != nil {
 		return err
 	}
 	defer env.Close()
+	if !*asJSON {
+		env.announce(stderr)
+	}
 	req := ops.ReplayRequest{Subscriber: *sub, Subject: *subject, DryRun: *dryRun, Rate: *rate, Wait: *wait}
 	if req.Since, req.Until, err = parseWindow(*since, *until, env.ops.Now()); err != nil {
 		return err
 	}
 	res, err := env.ops.Replay(ctx, req)
 	if err != nil {
-		return err
+		return env.explain(err)
 	}
 	if *asJSON {
-		return printJSON(stdout, res)
+		return printJSON(stdout, struct {
+			ops.ReplayResult
+			NATS natsTarget `json:"nats"`
+		}{res, env.nats})
 	}
 	if res.DryRun {
 		fmt.Fprintf(stdout, "would replay %d events (stream seq %d..%d) to %s: %d already processed (would be skipped), %d to process\n",

@@ -30,7 +30,11 @@ skips what they already processed, so side effects stay single.
 	if fs.NArg() > 0 {
 		return usageErr("republish takes no arguments; filters are flags")
 	}
-	env, _, err := connectOps(ctx, !*dryRun)
+	mode := natsRequired
+	if *dryRun {
+		mode = natsOptional // a dry run counts in the database
+	}
+	env, _, err := connectOps(ctx, mode, stderr)
 	if err != nil {
 		return err
 	}
@@ -42,12 +46,18 @@ skips what they already processed, so side effects stay single.
 	if f.Since, f.Until, err = parseWindow(*since, *until, env.ops.Now()); err != nil {
 		return err
 	}
+	if !*asJSON && !*dryRun {
+		env.announce(stderr)
+	}
 	res, err := env.ops.Republish(ctx, f)
 	if err != nil {
-		return err
+		return env.explain(err)
 	}
 	if *asJSON {
-		return printJSON(stdout, res)
+		return printJSON(stdout, struct {
+			ops.RepublishResult
+			NATS natsTarget `json:"nats"`
+		}{res, env.nats})
 	}
 	if res.DryRun {
 		fmt.Fprintf(stdout, "would republish %d events\n", res.Matched)

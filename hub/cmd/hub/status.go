@@ -7,15 +7,17 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/hookhub/hookhub/hub/ops"
 )
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("status", "Usage: hub status [--json]\n\nThe stream (messages, bytes, sequences, duplicate window), each consumer (pending,\nack floor, redelivered, paused), the outbox backlog and its oldest row, and the\ndead letters waiting per subscriber. Needs HUB_DATABASE_URL; HUB_NATS_URL for the stream.\n", stdout)
+	fs := newFlags("status", "Usage: hub status [--json]\n\nThe stream (messages, bytes, sequences, duplicate window), each consumer (pending,\nack floor, redelivered, paused), the outbox backlog and its oldest row, and the\ndead letters waiting per subscriber. Needs HUB_DATABASE_URL; for the stream, NATS: HUB_NATS_URL,\nor the running `hub dev` recorded in HUB_DATA_DIR, or 127.0.0.1:4222 (it says which).\n", stdout)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	env, _, err := connectOps(ctx, false)
+	env, _, err := connectOps(ctx, natsOptional, stderr)
 	if err != nil {
 		return err
 	}
@@ -24,8 +26,17 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	if env.nats.Problem != "" && !env.nats.StreamFound {
+		st.StreamError = env.nats.Problem // which server, what is missing, the fix
+	}
 	if *asJSON {
-		return printJSON(stdout, st)
+		return printJSON(stdout, struct {
+			ops.Status
+			NATS natsTarget `json:"nats"`
+		}{st, env.nats})
+	}
+	if env.nats.StreamFound {
+		env.announce(stderr)
 	}
 	if st.Stream != nil {
 		s := st.Stream
