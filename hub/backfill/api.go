@@ -44,17 +44,6 @@ type api struct {
 	onWait func(d time.Duration)
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // do sends method path (path includes the query) with body (nil for none)
 // and decodes a 2xx JSON answer into out (nil to discard). It retries 429
 // and 5xx, waiting Retry-After (seconds or an HTTP date) or an exponential
@@ -76,7 +65,7 @@ func (a *api) send(ctx context.Context, method, path string, body any, out any) 
 	}
 	sleep := a.sleep
 	if sleep == nil {
-		sleep = sleepCtx
+		sleep = backoff.Sleep
 	}
 	var payload []byte
 	if body != nil {
