@@ -255,10 +255,7 @@ func headerOnlyFlood(t *testing.T, separate bool) {
 // MaxConsoleFormBytes reaches the console whole.
 func TestAdminBodyLimits(t *testing.T) {
 	t.Parallel()
-	h := newTestHub(t, func(c *service.Config) {
-		c.AdminToken = adminToken
-		c.AdminAddr = "127.0.0.1:0"
-	})
+	h := newAdminHub(t)
 	roundTrip := func(t *testing.T, req string) *http.Response {
 		c := rawConn(t, h.adminBase)
 		require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
@@ -302,36 +299,22 @@ func TestAdminBodyLimits(t *testing.T) {
 	}
 }
 
+// newAdminHub starts a hub with the admin API and its own listener.
+func newAdminHub(t *testing.T, mod ...func(*service.Config)) *testHub {
+	t.Helper()
+	return newTestHub(t, append([]func(*service.Config){func(c *service.Config) {
+		c.AdminToken = adminToken
+		c.AdminAddr = "127.0.0.1:0"
+	}}, mod...)...)
+}
+
 // TestAdminMaxConnsAnswers503: past HUB_ADMIN_MAX_CONNS a connection to
 // the admin listener is answered 503 and counted.
 func TestAdminMaxConnsAnswers503(t *testing.T) {
 	t.Parallel()
 	const maxConns = 16
-	h := newTestHub(t, func(c *service.Config) {
-		c.AdminToken = adminToken
-		c.AdminAddr = "127.0.0.1:0"
-		c.AdminMaxConns = maxConns
-	})
-	held := make([]net.Conn, 0, maxConns)
-	for range maxConns {
-		held = append(held, rawConn(t, h.adminBase))
-	}
-	var resp *http.Response
-	require.Eventually(t, func() bool {
-		c := rawConn(t, h.adminBase)
-		require.NoError(t, c.SetDeadline(time.Now().Add(5*time.Second)))
-		r, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			return false
-		}
-		resp = r
-		return true
-	}, 5*time.Second, 20*time.Millisecond)
-	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
-	require.Equal(t, "5", resp.Header.Get("Retry-After"))
-	for _, c := range held {
-		require.NoError(t, c.Close())
-	}
+	h := newAdminHub(t, func(c *service.Config) { c.AdminMaxConns = maxConns })
+	fillConns(t, h.adminBase, maxConns)
 	var metrics string
 	require.Eventually(t, func() bool {
 		code, m, err := adminRequest(h.adminBase, http.MethodGet, "/metrics", "", "")
@@ -352,10 +335,7 @@ func TestAdminMaxConnsAnswers503(t *testing.T) {
 func TestOverlongRequestLineAnswered431(t *testing.T) {
 	t.Parallel()
 	const tries = 500
-	h := newTestHub(t, func(c *service.Config) {
-		c.AdminToken = adminToken
-		c.AdminAddr = "127.0.0.1:0"
-	})
+	h := newAdminHub(t)
 	pads := []string{strings.Repeat("a", 8<<10), strings.Repeat("a", 64<<10), strings.Repeat("a", 1<<20), strings.Repeat("a", 4<<20)}
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	for _, l := range []struct{ name, url string }{

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,22 +15,6 @@ import (
 	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/provider"
 )
-
-// currentRSS returns the resident set of process pid now (VmRSS).
-func currentRSS(t *testing.T, pid int) int64 {
-	t.Helper()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	require.NoError(t, err)
-	for line := range strings.SplitSeq(string(raw), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			require.NoError(t, err)
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmRSS in /proc status")
-	return 0
-}
 
 // TestAdminHeaderOnlyFloodRSS runs the real binary and opens 1,000
 // connections to its admin listener, each sending the headers of an
@@ -61,7 +44,7 @@ func TestAdminHeaderOnlyFloodRSS(t *testing.T) {
 	code, err := deliver(client, addr, sender, "evt_admin_flood_before")
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, code)
-	before := currentRSS(t, hub.Pid())
+	before := procMemory(t, hub.Pid(), "VmRSS")
 
 	open := make([]net.Conn, 0, conns)
 	defer func() {
