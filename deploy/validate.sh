@@ -8,7 +8,8 @@
 #   deploy/k8s                   kustomize build (base, production) + deploy/check k8s:
 #                                strict schema decoding with the k8s.io/api types,
 #                                CloudNativePG Cluster fields, NATS Helm values and
-#                                hookhub's own rules (probes, grace periods, env names)
+#                                hookhub's own rules (probes, grace periods, env names,
+#                                the NetworkPolicy of the hub's admin port)
 #   deploy/prometheus            promtool check config/rules + promtool test rules
 #   deploy/grafana               deploy/check promql (structure, metric names) and
 #                                promtool check rules on every dashboard query
@@ -163,6 +164,12 @@ expect_fail "the hub probed on its webhook port" \
   "$check" k8s -production -env-dir "$tmp/env" -nats-values deploy/nats/values.yaml -extra "$extra" "$tmp/bad.yaml"
 grep -v 'HUB_ADMIN_ADDR' "$tmp/production.yaml" >"$tmp/bad.yaml"
 expect_fail "a hub without HUB_ADMIN_ADDR" \
+  "$check" k8s -production -env-dir "$tmp/env" -nats-values deploy/nats/values.yaml -extra "$extra" "$tmp/bad.yaml"
+awk 'BEGIN { RS = "---\n"; ORS = "---\n" } !/\nkind: NetworkPolicy\n/' "$tmp/production.yaml" >"$tmp/bad.yaml"
+expect_fail "a hub without a NetworkPolicy (its admin port open to every pod)" \
+  "$check" k8s -production -env-dir "$tmp/env" -nats-values deploy/nats/values.yaml -extra "$extra" "$tmp/bad.yaml"
+sed 's/^  ingress:$/  ingress:\n  - ports:\n    - port: admin/' "$tmp/production.yaml" >"$tmp/bad.yaml"
+expect_fail "a NetworkPolicy that admits everyone to the admin port" \
   "$check" k8s -production -env-dir "$tmp/env" -nats-values deploy/nats/values.yaml -extra "$extra" "$tmp/bad.yaml"
 sed 's/readOnlyRootFilesystem:/readOnlyRootFilesytem:/' "$tmp/production.yaml" >"$tmp/bad.yaml"
 expect_fail "an unknown field" \

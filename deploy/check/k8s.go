@@ -19,12 +19,14 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -43,6 +45,7 @@ type manifests struct {
 	secrets     map[string][]string // name -> keys (Secrets in the input, CNPG app secrets)
 	pdbs        []*policyv1.PodDisruptionBudget
 	hpas        []*autoscalingv2.HorizontalPodAutoscaler
+	netpols     []*networkingv1.NetworkPolicy
 	namespaces  []string
 	namespaced  []metav1.Object // for the namespace check
 	clusters    []*cnpgCluster
@@ -91,7 +94,7 @@ func (m *manifests) read(p *problems, file string) error {
 	}
 	defer f.Close()
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme, policyv1.AddToScheme, autoscalingv2.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme, policyv1.AddToScheme, autoscalingv2.AddToScheme, networkingv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return err
 		}
@@ -164,6 +167,8 @@ func (m *manifests) read(p *problems, file string) error {
 			m.pdbs = append(m.pdbs, o)
 		case *autoscalingv2.HorizontalPodAutoscaler:
 			m.hpas = append(m.hpas, o)
+		case *networkingv1.NetworkPolicy:
+			m.netpols = append(m.netpols, o)
 		default:
 			p.add(where, "kind %s is not expected in hookhub's manifests (extend deploy/check)", tm.Kind)
 		}
@@ -211,6 +216,7 @@ type k8sChecker struct {
 func (c *k8sChecker) run() {
 	for _, d := range c.m.deployments {
 		c.deployment(d)
+		c.hubIngress(d)
 	}
 	for _, j := range c.m.jobs {
 		c.job(j)
@@ -676,6 +682,94 @@ func (c *k8sChecker) service(s *corev1.Service) {
 			c.p.add(where, "targetPort %q is not a port of Deployment %s", port.TargetPort.StrVal, deps[0].Name)
 		}
 	}
+}
+
+// hubIngress checks that NetworkPolicies keep the hub's admin port (its
+// container port "admin") private and its webhook port ("http") open: some
+// policy selecting the hub's pods isolates them for ingress, a rule admits
+// everyone to the webhook port, and no rule admits everyone to the admin
+// port (a rule without peers, an ipBlock of every address, any pod of any
+// namespace, or any pod of the hub's namespace).
+func (c *k8sChecker) hubIngress(d *appsv1.Deployment) {
+	ports := map[string]int32{}
+	for _, ctr := range d.Spec.Template.Spec.Containers {
+		if binaryOf(ctr.Image) == "hub" {
+			for _, p := range ctr.Ports {
+				ports[p.Name] = p.ContainerPort
+			}
+		}
+	}
+	if _, ok := ports["admin"]; !ok {
+		return
+	}
+	where := "Deployment " + d.Name
+	isolated, webhookOpen := false, false
+	for _, np := range c.m.netpols {
+		sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+		if err != nil || !sel.Matches(labels.Set(d.Spec.Template.Labels)) || !ingressPolicy(np) {
+			continue
+		}
+		isolated = true
+		for i, r := range np.Spec.Ingress {
+			if len(r.From) > 0 && !slices.ContainsFunc(r.From, openPeer) {
+				continue
+			}
+			if rulePort(r, "admin", ports["admin"]) {
+				c.p.add("NetworkPolicy "+np.Name, "ingress rule %d admits everyone to the hub's admin port %d: list Prometheus and the operators' pods", i+1, ports["admin"])
+			}
+			webhookOpen = webhookOpen || rulePort(r, "http", ports["http"])
+		}
+	}
+	switch {
+	case !isolated:
+		c.p.add(where, "no NetworkPolicy selects its pods for ingress: every pod in the cluster reaches its admin port %d", ports["admin"])
+	case !webhookOpen:
+		c.p.add(where, "its NetworkPolicies admit no one from everywhere to the webhook port %d", ports["http"])
+	}
+}
+
+// ingressPolicy reports whether np restricts ingress.
+func ingressPolicy(np *networkingv1.NetworkPolicy) bool {
+	return len(np.Spec.PolicyTypes) == 0 || slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeIngress)
+}
+
+// rulePort reports whether the ingress rule r covers the container port
+// named name, number num.
+func rulePort(r networkingv1.NetworkPolicyIngressRule, name string, num int32) bool {
+	if len(r.Ports) == 0 {
+		return true
+	}
+	for _, p := range r.Ports {
+		switch {
+		case p.Port == nil:
+			return true
+		case p.Port.Type == intstr.String && p.Port.StrVal == name:
+			return true
+		case p.Port.Type == intstr.Int && p.Port.IntVal == num:
+			return true
+		case p.Port.Type == intstr.Int && p.EndPort != nil && p.Port.IntVal <= num && num <= *p.EndPort:
+			return true
+		}
+	}
+	return false
+}
+
+// openPeer reports whether a peer admits everyone: every address, any pod
+// of any namespace, or any pod of the policy's namespace (a peer without
+// a pod selector but with a namespace selector of labels is restricted).
+func openPeer(p networkingv1.NetworkPolicyPeer) bool {
+	empty := func(s *metav1.LabelSelector) bool {
+		return s == nil || (len(s.MatchLabels) == 0 && len(s.MatchExpressions) == 0)
+	}
+	if p.IPBlock != nil {
+		_, n, err := net.ParseCIDR(p.IPBlock.CIDR)
+		if err != nil {
+			return false
+		}
+		ones, _ := n.Mask.Size()
+		return ones == 0
+	}
+	return empty(p.PodSelector) && empty(p.NamespaceSelector)
 }
 
 func (c *k8sChecker) pdb(pdb *policyv1.PodDisruptionBudget) {

@@ -42,6 +42,9 @@ type Metrics struct {
 	NATSConnected    prometheus.Gauge
 	// ConnsRejected counts connections refused past HUB_MAX_CONNS.
 	ConnsRejected prometheus.Counter
+	// AdminConnsRejected counts connections to the admin listener refused
+	// past HUB_ADMIN_MAX_CONNS.
+	AdminConnsRejected prometheus.Counter
 	// BodyBytes is the memory reserved for request bodies being received
 	// and handled (HUB_MAX_INFLIGHT × HUB_MAX_BODY_BYTES at most).
 	BodyBytes      prometheus.Gauge
@@ -114,6 +117,10 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "hub_http_connections_rejected_total",
 			Help: "Connections to the webhook listener answered 503 and closed because HUB_MAX_CONNS were open.",
 		}),
+		AdminConnsRejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hub_admin_connections_rejected_total",
+			Help: "Connections to the admin listener (HUB_ADMIN_ADDR) answered 503 and closed because HUB_ADMIN_MAX_CONNS were open.",
+		}),
 		StreamPresent: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "hub_stream_present",
 			Help: "1 while the hub's JetStream stream exists with this hub's subjects; 0 while it is missing, lacks some or shares them with another stream (and before the first check).",
@@ -149,6 +156,6 @@ func New(reg prometheus.Registerer) *Metrics {
 	}
 	reg.MustRegister(m.BackfillMissing, m.BackfillIngested, m.BackfillRuns, m.BackfillLastSuccess)
 	reg.MustRegister(m.Deliveries, m.IngestSeconds, m.CommitBatch, m.Published, m.PublishLagSecond, m.OutboxPending, m.OutboxOldest, m.NATSConnected,
-		m.ConnsRejected, m.BodyBytes, m.StreamPresent, m.StreamLost, m.StreamRestored, m.StreamSettingBroken)
+		m.ConnsRejected, m.AdminConnsRejected, m.BodyBytes, m.StreamPresent, m.StreamLost, m.StreamRestored, m.StreamSettingBroken)
 	return m
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 
 	"github.com/hookhub/hookhub/hub/ops"
 )
@@ -46,17 +47,39 @@ const (
 	adminReplayPublish = 10 * time.Second
 )
 
+// adminAuthorized reports whether an Authorization header carries the
+// admin token, compared in constant time (of its SHA-256, so not even the
+// length leaks). Without an admin token nothing is authorized.
+func (s *Server) adminAuthorized(authorization []byte) bool {
+	if s.cfg.AdminToken == "" {
+		return false
+	}
+	got, ok := bearerToken(string(authorization))
+	sum := sha256.Sum256([]byte(got))
+	return ok && subtle.ConstantTimeCompare(sum[:], s.adminTokenSum[:]) == 1
+}
+
+// unauthorizedBody is the admin API's answer to a request without its
+// token.
+var unauthorizedBody = []byte(`{"error":"missing or wrong bearer token"}`)
+
+// unauthorized answers a request without the admin token: 401 with a
+// Bearer challenge.
+func unauthorized(resp *fasthttp.Response) {
+	resp.Header.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="hookhub admin"`)
+	resp.Header.SetContentType(fiber.MIMEApplicationJSON)
+	resp.SetStatusCode(fiber.StatusUnauthorized)
+	resp.SetBody(unauthorizedBody)
+}
+
 // mountAdmin serves the operator's tools under /admin/, behind a bearer
-// token compared in constant time (of its SHA-256, so not even the length
-// leaks).
-func (s *Server) mountAdmin(app *fiber.App, token string, op Operator) {
-	want := sha256.Sum256([]byte(token))
+// token (adminAuthorized). On the admin listener a request without it
+// is refused before its body is read (adminBodyLimit).
+func (s *Server) mountAdmin(app *fiber.App, op Operator) {
 	admin := app.Group("/admin", func(c *fiber.Ctx) error {
-		got, ok := bearerToken(c.Get(fiber.HeaderAuthorization))
-		sum := sha256.Sum256([]byte(got))
-		if !ok || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
-			c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="hookhub admin"`)
-			return c.Status(fiber.StatusUnauthorized).JSON(errorBody{Error: "missing or wrong bearer token"})
+		if !s.adminAuthorized(c.Request().Header.Peek(fiber.HeaderAuthorization)) {
+			unauthorized(c.Response())
+			return nil
 		}
 		return c.Next()
 	})
@@ -215,17 +238,13 @@ func pathParam(c *fiber.Ctx, name string) (string, error) {
 // goes back in an answer.
 const maxBodyErr = 200
 
-// maxAdminBody bounds an admin request's body: its JSON objects are a
-// few hundred bytes.
-const maxAdminBody = 64 << 10
-
 // decodeBody reads a request's JSON object into v: strictly (an unknown
 // field, such as a misspelt "dry_run", is an error rather than ignored),
 // whatever the Content-Type (curl -d sends form-encoded), and an empty
-// body as {}. The body is read within maxAdminBody and the server's body
+// body as {}. The body is read within MaxAdminBodyBytes and the server's body
 // budget (the webhook listener streams bodies).
 func (s *Server) decodeBody(c *fiber.Ctx, v any) error {
-	raw, reserved, err := readBody(c, maxAdminBody, s.bodies)
+	raw, reserved, err := readBody(c, MaxAdminBodyBytes, s.bodies)
 	defer s.bodies.release(reserved)
 	switch {
 	case errors.Is(err, errOverloaded):

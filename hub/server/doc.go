@@ -12,6 +12,7 @@
 //	405 method other than POST
 //	413 body over the limit
 //	415 compressed body
+//	431 request line or headers beyond the 4 KiB read buffer
 //	503 the database could not commit: nothing was acknowledged
 //
 // No 2xx is ever sent before the commit that contains the delivery. All

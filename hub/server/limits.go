@@ -6,11 +6,13 @@ import (
 	"io"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 )
 
 // Overload protection. Four bounds keep a flood of connections or of slow
@@ -33,6 +35,28 @@ import (
 //
 // Besides the budget, fasthttp reads ahead up to 8 KiB of each request
 // before the handler runs: at most MaxConns × 8 KiB more.
+//
+// The admin listener (ServeAdmin) has bounds of its own, sized to its real
+// bodies, and reads no body before it knows who sends it:
+//
+//   - a connection cap, AdminMaxConns (the same LimitListener);
+//   - a body limit chosen from the request's headers before any body byte
+//     is read (adminBodyLimit): MaxAdminBodyBytes for a request carrying
+//     the admin token; none at all for any other request to /admin/ (an
+//     announced body is answered 401 at once, unread); MaxConsoleFormBytes
+//     for the console, whose sign-in form comes before any session; and
+//     maxOtherAdminBody elsewhere. A body over its limit is answered 413
+//     before it is read;
+//   - read timeouts: a request's headers within adminReadTimeout, then its
+//     body within adminBodyTimeout.
+//
+// Its bodies are small, so fasthttp reads them whole before the handler
+// runs: at most AdminMaxConns × MaxConsoleFormBytes before authentication.
+//
+// On both listeners, a request fasthttp cannot read (a request line or
+// headers beyond its read buffer: 431; a body over its limit: 413; too
+// slow: 408; malformed: 400) is answered and its connection lingers
+// (answerUnreadable), like a body the handler left unread (closeUnread).
 
 // errOverloaded refuses a delivery past MaxInflight or the body budget
 // (503, Retry-After).
@@ -168,6 +192,94 @@ func readBody(c *fiber.Ctx, limit int, b *budget) (body []byte, reserved int, er
 // or was too slow): answered 400, nothing archived.
 var errBodyRead = errors.New("request body not received whole")
 
+// Bounds of the admin listener (see above).
+const (
+	// DefaultAdminMaxConns is the admin listener's connection cap
+	// (HUB_ADMIN_MAX_CONNS): probes, Prometheus and a few operators.
+	DefaultAdminMaxConns = 256
+	// MaxAdminBodyBytes bounds an admin API request's body, read only once
+	// its bearer token is checked: its JSON objects are a few hundred
+	// bytes.
+	MaxAdminBodyBytes = 64 << 10
+	// MaxConsoleFormBytes bounds a body the admin listener reads for the
+	// console (hub/console), its sign-in form included, before any
+	// session is known: its forms are a few hundred bytes. The console's
+	// own bound on a form must not exceed it.
+	MaxConsoleFormBytes = 16 << 10
+	// maxOtherAdminBody bounds any other body on the admin listener:
+	// /metrics, /healthz and /readyz take none, pprof's symbol look-up a
+	// few addresses.
+	maxOtherAdminBody = 4 << 10
+	// adminReadTimeout bounds the arrival of an admin request's headers
+	// (and of the whole request), adminBodyTimeout that of its body once
+	// the headers are in.
+	adminReadTimeout = 10 * time.Second
+	adminBodyTimeout = 5 * time.Second
+)
+
+// adminBodyLimit is the admin listener's fasthttp HeaderReceived hook: it
+// chooses a request's body limit and read timeout from its headers,
+// before fasthttp reads any of the body.
+func (s *Server) adminBodyLimit(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	limit := maxOtherAdminBody
+	switch {
+	case s.adminAuthorized(h.Peek(fiber.HeaderAuthorization)):
+		limit = MaxAdminBodyBytes
+	case s.refusesAdminBody(h):
+		limit = 1 // the least fasthttp takes: an announced body is refused
+	case hasPathPrefixFold(h.RequestURI(), "/console"):
+		limit = MaxConsoleFormBytes
+	}
+	return fasthttp.RequestConfig{MaxRequestBodySize: limit, ReadTimeout: adminBodyTimeout}
+}
+
+// refusesAdminBody reports whether h is a request to the admin API
+// without its token: such a request is answered 401 without its body
+// being read.
+func (s *Server) refusesAdminBody(h *fasthttp.RequestHeader) bool {
+	return s.cfg.AdminToken != "" && hasPathPrefixFold(h.RequestURI(), "/admin") &&
+		!s.adminAuthorized(h.Peek(fiber.HeaderAuthorization))
+}
+
+// hasPathPrefixFold reports whether the request-target uri is the path
+// prefix or lies under it, ignoring case as the router does.
+func hasPathPrefixFold(uri []byte, prefix string) bool {
+	if len(uri) < len(prefix) || !strings.EqualFold(string(uri[:len(prefix)]), prefix) {
+		return false
+	}
+	rest := uri[len(prefix):]
+	return len(rest) == 0 || rest[0] == '/' || rest[0] == '?'
+}
+
+// answerUnreadable wraps the ErrorHandler of app's fasthttp server, which
+// answers a request fasthttp could not read (see the top of this file).
+// Such a connection closes after the answer with the client's bytes
+// unread: it lingers (limitConn.Close) so that the client reads the answer
+// rather than a reset. An admin API request without its token whose
+// announced body was refused unread is answered 401, as if the body had
+// been read.
+func (s *Server) answerUnreadable(app *fiber.App) {
+	srv := app.Server()
+	answer := srv.ErrorHandler
+	srv.ErrorHandler = func(ctx *fasthttp.RequestCtx, err error) {
+		lingerOnClose(ctx)
+		if errors.Is(err, fasthttp.ErrBodyTooLarge) && s.refusesAdminBody(&ctx.Request.Header) {
+			unauthorized(&ctx.Response)
+			return
+		}
+		answer(ctx, err)
+	}
+}
+
+// lingerOnClose makes the connection of ctx close after this answer,
+// lingering first when it came through LimitListener.
+func lingerOnClose(ctx *fasthttp.RequestCtx) {
+	ctx.Response.Header.SetConnectionClose()
+	if l, ok := ctx.Conn().(interface{ lingerOnClose() }); ok {
+		l.lingerOnClose()
+	}
+}
+
 // closeUnread closes the connection after a request whose body the
 // handler did not read to the end. With bodies streamed, fasthttp would
 // otherwise read the rest of that body as the next request on the
@@ -181,20 +293,34 @@ var errBodyRead = errors.New("request body not received whole")
 func closeUnread(c *fiber.Ctx) error {
 	err := c.Next()
 	if cl := c.Request().Header.ContentLength(); cl != 0 && cl != -2 && c.Locals(bodyReadKey{}) == nil {
-		c.Response().Header.SetConnectionClose()
-		if l, ok := c.Context().Conn().(interface{ lingerOnClose() }); ok {
-			l.lingerOnClose()
-		}
+		lingerOnClose(c.Context())
 	}
 	return err
 }
 
-// lingerDelay is how long a connection closed with a request body unread
-// stays half-closed (our answer and FIN sent, the client's bytes left
-// unread) before it is closed: the client reads the answer first, as Go's
-// net/http server does (its rstAvoidanceDelay). The connection keeps its
-// place under HUB_MAX_CONNS meanwhile.
+// lingerDelay is how long, at most, a connection closed with the client's
+// bytes unread stays half-closed (our answer and FIN sent) before it is
+// closed: the client reads the answer first, as with Go's net/http server
+// (its rstAvoidanceDelay). Closed at once, the connection would answer
+// those bytes with a reset, which can destroy the answer before the client
+// reads it. The connection keeps its place under its listener's cap
+// meanwhile.
 const lingerDelay = 500 * time.Millisecond
+
+// lingerClose half-closes c, reads and drops what the client still sends
+// until it closes its side or lingerDelay passes, then closes c: nothing
+// is left unread to provoke a reset while the client may still be reading
+// the answer, and a client that hangs up frees the connection at once.
+// Every connection the hub closes with the client's bytes unread ends
+// here.
+func lingerClose(c *net.TCPConn) {
+	defer c.Close()
+	if err := c.CloseWrite(); err != nil {
+		return
+	}
+	_ = c.SetReadDeadline(time.Now().Add(lingerDelay))
+	_, _ = io.Copy(io.Discard, c)
+}
 
 // LimitListener returns a listener that accepts at most max connections
 // at once from ln. A connection past the cap is answered
@@ -248,20 +374,17 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	}
 }
 
-// refuse answers 503 and closes c. It half-closes first and reads what the
-// client sent meanwhile (briefly), so that the client reads the answer
-// rather than a reset.
+// refuse answers 503 and closes c, lingering (lingerClose) so that the
+// client reads the answer rather than a reset.
 func (l *limitListener) refuse(c net.Conn) {
 	defer l.refusing.release()
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := io.WriteString(c, overloadResponse); err != nil {
+	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+	_, err := io.WriteString(c, overloadResponse)
+	if tc, ok := c.(*net.TCPConn); ok && err == nil {
+		lingerClose(tc)
 		return
 	}
-	if tc, ok := c.(*net.TCPConn); ok {
-		_ = tc.CloseWrite()
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(c, 64<<10))
+	_ = c.Close()
 }
 
 type limitConn struct {
@@ -276,12 +399,11 @@ func (c *limitConn) lingerOnClose() { c.linger.Store(true) }
 
 func (c *limitConn) Close() error {
 	if tc, ok := c.Conn.(*net.TCPConn); ok && c.linger.CompareAndSwap(true, false) {
-		err := tc.CloseWrite()
-		time.AfterFunc(lingerDelay, func() {
-			_ = tc.Close()
-			c.release()
-		})
-		return err
+		go func() {
+			defer c.release()
+			lingerClose(tc)
+		}()
+		return nil
 	}
 	err := c.Conn.Close()
 	c.release()

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -103,6 +104,10 @@ type Config struct {
 	// answered 503 with Retry-After (see limits.go). Default
 	// DefaultMaxInflight.
 	MaxInflight int
+	// AdminMaxConns bounds the open connections of the admin listener
+	// (ServeAdmin); past it a new connection is answered 503 with
+	// Retry-After and closed. Default DefaultAdminMaxConns.
+	AdminMaxConns int
 }
 
 // WithDefaults returns a copy of c with every zero field that has a
@@ -128,6 +133,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MaxInflight == 0 {
 		c.MaxInflight = DefaultMaxInflight
+	}
+	if c.AdminMaxConns == 0 {
+		c.AdminMaxConns = DefaultAdminMaxConns
 	}
 	if c.Traffic == nil {
 		c.Traffic = NewTraffic()
@@ -166,6 +174,9 @@ func (c Config) Validate() error {
 	if c.MaxInflight < 1 {
 		bad("MaxInflight", "must be at least 1, got %d", c.MaxInflight)
 	}
+	if c.AdminMaxConns < 1 {
+		bad("AdminMaxConns", "must be at least 1, got %d", c.AdminMaxConns)
+	}
 	if c.Pprof && !c.SeparateAdmin {
 		bad("Pprof", "needs SeparateAdmin")
 	}
@@ -185,6 +196,8 @@ type Server struct {
 	inflight  *inflight
 	bodies    *budget
 	traffic   *Traffic
+	// adminTokenSum is the SHA-256 of cfg.AdminToken (adminAuthorized).
+	adminTokenSum [sha256.Size]byte
 	// notReadyLogged is when /readyz last logged why the hub is not ready
 	// (unix nanoseconds).
 	notReadyLogged atomic.Int64
@@ -201,6 +214,7 @@ func New(cfg Config) (*Server, error) {
 	for _, p := range cfg.Providers {
 		s.providers[p.Name()] = p
 	}
+	s.adminTokenSum = sha256.Sum256([]byte(cfg.AdminToken))
 	s.app = fiber.New(fiber.Config{
 		AppName:               "hookhub",
 		BodyLimit:             cfg.MaxBodyBytes,
@@ -219,6 +233,7 @@ func New(cfg Config) (*Server, error) {
 		// spool to temporary files) before the handler runs.
 		DisablePreParseMultipartForm: true,
 	})
+	s.answerUnreadable(s.app)
 	s.app.Use(s.recoverPanics) // first: a panic anywhere below is a 500, never a crash
 	s.app.Use(closeUnread)
 	webhook := s.webhook
@@ -231,16 +246,21 @@ func New(cfg Config) (*Server, error) {
 	adminApp := s.app
 	if cfg.SeparateAdmin {
 		s.adminApp = fiber.New(fiber.Config{
-			AppName:               "hookhub admin",
-			BodyLimit:             1 << 20,
+			AppName: "hookhub admin",
+			// Each request's limit is chosen from its headers before its
+			// body is read (adminBodyLimit); this is the largest.
+			BodyLimit:             MaxAdminBodyBytes,
 			DisableStartupMessage: true,
 			ErrorHandler:          s.errorHandler,
-			ReadTimeout:           30 * time.Second,
+			ReadTimeout:           adminReadTimeout,
 			// Long enough for a CPU profile or a replay's wait.
 			WriteTimeout: 90 * time.Second,
 			IdleTimeout:  120 * time.Second,
-			Concurrency:  1024,
+			// Forms and JSON are read as bytes by the handlers.
+			DisablePreParseMultipartForm: true,
 		})
+		s.adminApp.Server().HeaderReceived = s.adminBodyLimit
+		s.answerUnreadable(s.adminApp)
 		s.adminApp.Use(s.recoverPanics)
 		s.adminApp.Get("/healthz", s.healthz)
 		s.adminApp.Get("/readyz", s.readyz)
@@ -251,7 +271,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	adminApp.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{})))
 	if cfg.AdminToken != "" {
-		s.mountAdmin(adminApp, cfg.AdminToken, cfg.Operator)
+		s.mountAdmin(adminApp, cfg.Operator)
 		if cfg.Console != nil {
 			cfg.Console(adminApp)
 		}
@@ -263,12 +283,13 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Serve(ln net.Listener) error { return s.app.Listener(ln) }
 
 // ServeAdmin accepts admin connections (/admin/, /metrics, /debug/pprof/)
-// on ln until Shutdown. It fails unless Config.SeparateAdmin is set.
+// on ln, at most Config.AdminMaxConns at once, until Shutdown. It fails
+// unless Config.SeparateAdmin is set.
 func (s *Server) ServeAdmin(ln net.Listener) error {
 	if s.adminApp == nil {
 		return errors.New("server: ServeAdmin needs Config.SeparateAdmin")
 	}
-	return s.adminApp.Listener(ln)
+	return s.adminApp.Listener(LimitListener(ln, s.cfg.AdminMaxConns, s.cfg.Metrics.AdminConnsRejected.Inc))
 }
 
 // Drain makes /readyz fail, so load balancers stop sending new requests,

@@ -49,6 +49,8 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 		{"HUB_SIGNATURE_TOLERANCE", func(c *service.Config) { c.SignatureTolerance = 0 }},
 		{"HUB_MAX_BODY_BYTES", func(c *service.Config) { c.MaxBodyBytes = 10 }},
 		{"HUB_SHUTDOWN_TIMEOUT", func(c *service.Config) { c.ShutdownTimeout = -time.Second }},
+		{"HUB_ADMIN_MAX_CONNS", func(c *service.Config) { c.AdminMaxConns = 0 }},
+		{"HUB_ADMIN_MAX_CONNS", func(c *service.Config) { c.AdminMaxConns = 1000001 }},
 		{"HUB_LOG_LEVEL", func(c *service.Config) { c.LogLevel = "loud" }},
 		{"HUB_DATABASE_MAX_CONNS", func(c *service.Config) { c.DatabaseMaxConns = 1 }},
 		{"HUB_STREAM_MAX_AGE", func(c *service.Config) { c.StreamMaxAge = time.Second }},

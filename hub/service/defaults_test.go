@@ -23,6 +23,7 @@ func TestDefaultTagsMatchLibraries(t *testing.T) {
 		"MaxBodyBytes":   server.DefaultMaxBodyBytes,
 		"MaxInflight":    server.DefaultMaxInflight,
 		"CommitTimeout":  server.DefaultCommitTimeout,
+		"AdminMaxConns":  server.DefaultAdminMaxConns,
 	})
 	// The hub leaves the stream check's interval to the keeper's default,
 	// which HUB_STREAM's description gives.

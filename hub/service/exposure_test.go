@@ -188,15 +188,28 @@ func TestMaxConnsAnswers503WithRetryAfter(t *testing.T) {
 	t.Parallel()
 	const maxConns = 16
 	h := newTestHub(t, func(c *service.Config) { c.MaxConns = maxConns })
+	fillConns(t, h.base, maxConns)
+	require.Eventually(t, func() bool {
+		a, err := h.tryDeliver("paddle", "evt_conns_after", "subscription.created")
+		return err == nil && a == http.StatusOK
+	}, 5*time.Second, 20*time.Millisecond)
+	_, metrics := get(t, h.base+"/metrics", "")
+	require.Regexp(t, `hub_http_connections_rejected_total [1-9]`, metrics)
+}
+
+// fillConns holds maxConns connections to a listener of base: every place
+// is taken (the held connections are accepted at once, in order), and the
+// next connection is answered 503 with Retry-After without sending
+// anything. Then it closes the held connections.
+func fillConns(t *testing.T, base string, maxConns int) {
+	t.Helper()
 	held := make([]net.Conn, 0, maxConns)
 	for range maxConns {
-		held = append(held, rawConn(t, h.base))
+		held = append(held, rawConn(t, base))
 	}
-	// Every place is taken (the held connections are accepted at once, in
-	// order): the next connection is refused without sending anything.
 	var resp *http.Response
 	require.Eventually(t, func() bool {
-		c := rawConn(t, h.base)
+		c := rawConn(t, base)
 		require.NoError(t, c.SetDeadline(time.Now().Add(5*time.Second)))
 		r, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil {
@@ -210,16 +223,9 @@ func TestMaxConnsAnswers503WithRetryAfter(t *testing.T) {
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err, "the body is as long as its Content-Length says")
 	require.JSONEq(t, `{"error":"overloaded: too many connections, retry later"}`, string(body))
-
 	for _, c := range held {
 		require.NoError(t, c.Close())
 	}
-	require.Eventually(t, func() bool {
-		a, err := h.tryDeliver("paddle", "evt_conns_after", "subscription.created")
-		return err == nil && a == http.StatusOK
-	}, 5*time.Second, 20*time.Millisecond)
-	_, metrics := get(t, h.base+"/metrics", "")
-	require.Regexp(t, `hub_http_connections_rejected_total [1-9]`, metrics)
 }
 
 // TestUnreadBodyClosesTheConnection smuggles a second request in the body

@@ -247,6 +247,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 		SeparateAdmin: cfg.AdminAddr != "",
 		Pprof:         cfg.AdminAddr != "",
 		MaxInflight:   cfg.MaxInflight,
+		AdminMaxConns: cfg.AdminMaxConns,
 	})
 	if err != nil {
 		return nil, err

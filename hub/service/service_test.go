@@ -75,6 +75,7 @@ func newTestConfig(dbURL, natsURL string) service.Config {
 		MaxBodyBytes:       1 << 20,
 		MaxInflight:        128,
 		MaxConns:           4096,
+		AdminMaxConns:      256,
 		ShutdownTimeout:    10 * time.Second,
 		CommitTimeout:      5 * time.Second,
 		BatchMax:           64,

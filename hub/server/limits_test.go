@@ -1,0 +1,97 @@
+package server
+
+import (
+	"crypto/sha256"
+	"strings"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+)
+
+const testAdminToken = "admin-token-0123456789abcdef0123456789"
+
+func adminLimitServer() *Server {
+	return &Server{cfg: Config{AdminToken: testAdminToken}, adminTokenSum: sha256.Sum256([]byte(testAdminToken))}
+}
+
+func requestHeader(uri, auth string) *fasthttp.RequestHeader {
+	var h fasthttp.RequestHeader
+	h.SetMethod(fasthttp.MethodPost)
+	h.SetRequestURI(uri)
+	if auth != "" {
+		h.Set(fasthttp.HeaderAuthorization, auth)
+	}
+	return &h
+}
+
+func TestAdminBodyLimit(t *testing.T) {
+	s := adminLimitServer()
+	bearer := "Bearer " + testAdminToken
+	cases := []struct {
+		uri, auth string
+		want      int
+	}{
+		{"/admin/replay", bearer, MaxAdminBodyBytes},
+		{"/admin/replay", "bearer   " + testAdminToken, MaxAdminBodyBytes},
+		{"/metrics", bearer, MaxAdminBodyBytes}, // the token's holder may do anything
+		{"/admin/replay", "", 1},
+		{"/admin", "", 1},
+		{"/admin?x=1", "", 1},
+		{"/ADMIN/replay", "", 1},
+		{"/admin/replay", "Bearer " + testAdminToken + "x", 1},
+		{"/admin/replay", "Basic " + testAdminToken, 1},
+		{"/administrator", "", maxOtherAdminBody},
+		{"/console/login", "", MaxConsoleFormBytes},
+		{"/Console/login", "", MaxConsoleFormBytes},
+		{"/console", "", MaxConsoleFormBytes},
+		{"/consoles", "", maxOtherAdminBody},
+		{"/metrics", "", maxOtherAdminBody},
+		{"/debug/pprof/symbol", "", maxOtherAdminBody},
+		{"http://hub/admin/replay", "", maxOtherAdminBody}, // absolute form: the router finds no route
+		{"", "", maxOtherAdminBody},
+	}
+	for _, tc := range cases {
+		t.Run(tc.uri+" "+tc.auth, func(t *testing.T) {
+			got := s.adminBodyLimit(requestHeader(tc.uri, tc.auth))
+			if got.MaxRequestBodySize != tc.want || got.ReadTimeout != adminBodyTimeout {
+				t.Fatalf("got %d, %s; want %d, %s", got.MaxRequestBodySize, got.ReadTimeout, tc.want, adminBodyTimeout)
+			}
+		})
+	}
+	// Without an admin token nothing is authorized, and /admin/ is no
+	// route: the default limit.
+	off := &Server{}
+	if got := off.adminBodyLimit(requestHeader("/admin/replay", "Bearer ")); got.MaxRequestBodySize != maxOtherAdminBody {
+		t.Fatalf("admin API off: got %d", got.MaxRequestBodySize)
+	}
+}
+
+// FuzzAdminBodyLimit: whatever the request-target and Authorization
+// header, the limit is one of the four, the admin API's only with the
+// token, and an /admin/ request without it may send no body.
+func FuzzAdminBodyLimit(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"/admin/replay", "Bearer " + testAdminToken}, {"/admin", ""}, {"/ADMIN/x", "bearer x"},
+		{"/console/login", ""}, {"/metrics", ""}, {"//admin", ""}, {"/admin%2f", ""}, {"*", ""},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	s := adminLimitServer()
+	f.Fuzz(func(t *testing.T, uri, auth string) {
+		h := requestHeader(uri, auth)
+		got := s.adminBodyLimit(h).MaxRequestBodySize
+		authorized := s.adminAuthorized(h.Peek(fasthttp.HeaderAuthorization))
+		target := strings.ToLower(string(h.RequestURI()))
+		adminPath := target == "/admin" || strings.HasPrefix(target, "/admin/") || strings.HasPrefix(target, "/admin?")
+		switch {
+		case authorized && got != MaxAdminBodyBytes:
+			t.Fatalf("authorized: limit %d", got)
+		case !authorized && got == MaxAdminBodyBytes:
+			t.Fatalf("the admin API's limit without the token (%q)", auth)
+		case !authorized && adminPath && got != 1:
+			t.Fatalf("%q without the token: limit %d", target, got)
+		case got != 1 && got != maxOtherAdminBody && got != MaxConsoleFormBytes && got != MaxAdminBodyBytes:
+			t.Fatalf("limit %d", got)
+		}
+	})
+}
