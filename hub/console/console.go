@@ -89,8 +89,10 @@ type Console struct {
 	pages    map[string]*template.Template
 	css      []byte
 	sessions *sessions
-	limiter  *limiter
-	jobs     *jobs
+	// failed counts failed sign-ins per address; signIns successful ones
+	// per address, roleSignIns per role.
+	failed, signIns, roleSignIns *limiter
+	jobs                         *jobs
 }
 
 //go:embed templates/*.html
@@ -109,7 +111,8 @@ func New(cfg Config) (*Console, error) {
 		return nil, err
 	}
 	cn := &Console{cfg: cfg, log: cfg.Logger, css: cssFile, pages: map[string]*template.Template{},
-		sessions: newSessions(cfg.Now), limiter: newLimiter(cfg.Now), jobs: newJobs()}
+		sessions: newSessions(cfg.Now), failed: newLimiter(cfg.Now, MaxFailedSignIns),
+		signIns: newLimiter(cfg.Now, MaxSignInsPerAddress), roleSignIns: newLimiter(cfg.Now, MaxSignInsPerRole), jobs: newJobs()}
 	for _, name := range pageNames {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
