@@ -223,7 +223,9 @@ func TestCSRFRefused(t *testing.T) {
 	require.Zero(t, requested)
 
 	// Same origin with the token: done.
-	a := s.do("POST", "/console/dead-letters/redrive", url.Values{"subscriber": {"credits"}, "all": {"1"}, "csrf": {csrf}}.Encode(),
+	var id int64
+	require.NoError(t, s.pool.QueryRow(t.Context(), `SELECT id FROM credits.dead_letters`).Scan(&id))
+	a := s.do("POST", "/console/dead-letters/redrive", url.Values{"subscriber": {"credits"}, "ids": {fmt.Sprint(id)}, "csrf": {csrf}}.Encode(),
 		[]*http.Cookie{sc}, "Origin", "http://example.com", "Sec-Fetch-Site", "same-origin")
 	require.Equal(t, http.StatusSeeOther, a.status, a.body)
 	loc, err := url.Parse(a.header.Get("Location"))
@@ -297,7 +299,7 @@ func TestReadOnlySignInsLeaveAdminSignedIn(t *testing.T) {
 	require.Equal(t, http.StatusOK, home.status, "the admin is still signed in")
 	require.Contains(t, home.body, `<span id="who">admin</span>`)
 	act := s.do("POST", "/console/dead-letters/redrive",
-		url.Values{"csrf": {adminCSRF}, "subscriber": {"nobody"}, "all": {"1"}}.Encode(), []*http.Cookie{admin})
+		url.Values{"csrf": {adminCSRF}, "subscriber": {"nobody"}, "id": {"1"}}.Encode(), []*http.Cookie{admin})
 	require.NotEqual(t, http.StatusSeeOther, act.status, "the admin's action is not sent to sign in")
 	require.NotEqual(t, http.StatusForbidden, act.status, "the admin may still act: %s", act.body)
 	require.Contains(t, act.body, "unknown subscriber", "the action ran (and named the unknown subscriber)")

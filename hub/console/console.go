@@ -102,7 +102,8 @@ var templateFS embed.FS
 var cssFile []byte
 
 // pageNames are the templates, each rendered inside layout.html.
-var pageNames = []string{"login", "error", "overview", "events", "event", "deadletters", "replay", "plan", "job"}
+var pageNames = []string{"login", "error", "overview", "events", "event", "deadletters", "replay", "plan", "job",
+	"republishplan", "redriveplan"}
 
 // New returns a Console on cfg.
 func New(cfg Config) (*Console, error) {
@@ -140,8 +141,12 @@ func (cn *Console) Mount(r fiber.Router) {
 	g.Get("/", cn.authed(cn.overview))
 	g.Get("/events", cn.authed(cn.events))
 	g.Get("/event", cn.authed(cn.event))
+	// Republish and redrive-all are planned first (GET: what would happen,
+	// and a confirmation form), then done (POST), like a replay.
+	g.Get("/event/republish", cn.authed(cn.republishPlan))
 	g.Post("/event/republish", cn.authed(cn.republish))
 	g.Get("/dead-letters", cn.authed(cn.deadLetters))
+	g.Get("/dead-letters/redrive", cn.authed(cn.redrivePlan))
 	g.Post("/dead-letters/redrive", cn.authed(cn.redrive))
 	g.Get("/replay", cn.authed(cn.replayPage))
 	g.Post("/replay/plan", cn.authed(cn.replayPlan))

@@ -32,7 +32,7 @@ var funcs = template.FuncMap{
 		case ops.OutcomeNoConsumer:
 			return "no consumer on the stream"
 		case ops.OutcomeUnknown:
-			return "unknown (stream not readable)"
+			return "unknown (stream not reachable)"
 		case ops.OutcomeDeadLettered:
 			return "dead-lettered"
 		case ops.OutcomeProcessedAfterRedrive:
