@@ -235,22 +235,32 @@ type eventView struct {
 	StreamSeq uint64
 }
 
-func (cn *Console) event(c *fiber.Ctx, s *session) error {
+// eventOf reads the query and the event its ref names, and the stream
+// sequence of the event's message (its first delivery's; 0 while not
+// published).
+func (cn *Console) eventOf(c *fiber.Ctx) (url.Values, ops.EventDetail, uint64, error) {
 	q, err := queryValues(c)
 	if err != nil {
-		return cn.failErr(c, s, err)
+		return q, ops.EventDetail{}, 0, err
 	}
 	d, err := cn.cfg.Operator.ShowEvent(c.UserContext(), q.Get("ref"))
 	if err != nil {
-		return cn.failErr(c, s, err)
+		return q, d, 0, err
 	}
-	v := eventView{D: d, Ref: d.Provider + ":" + d.EventID}
 	for _, dl := range d.Deliveries {
 		if dl.StreamSeq != 0 {
-			v.StreamSeq = dl.StreamSeq
-			break
+			return q, d, dl.StreamSeq, nil
 		}
 	}
+	return q, d, 0, nil
+}
+
+func (cn *Console) event(c *fiber.Ctx, s *session) error {
+	q, d, seq, err := cn.eventOf(c)
+	if err != nil {
+		return cn.failErr(c, s, err)
+	}
+	v := eventView{D: d, Ref: d.Provider + ":" + d.EventID, StreamSeq: seq}
 	body := []byte(d.Payload)
 	if d.Payload == nil {
 		body = []byte(d.Body)
@@ -388,23 +398,13 @@ type republishPlanView struct {
 // republishPlan shows what "Republish" would publish (a dry run) and to
 // whom, with a confirmation form: nothing is published until it is posted.
 func (cn *Console) republishPlan(c *fiber.Ctx, s *session) error {
-	q, err := queryValues(c)
+	_, d, seq, err := cn.eventOf(c)
 	if err != nil {
 		return cn.failErr(c, s, err)
 	}
-	d, err := cn.cfg.Operator.ShowEvent(c.UserContext(), q.Get("ref"))
-	if err != nil {
-		return cn.failErr(c, s, err)
-	}
-	v := republishPlanView{D: d, Ref: d.Provider + ":" + d.EventID}
+	v := republishPlanView{D: d, Ref: d.Provider + ":" + d.EventID, StreamSeq: seq}
 	if v.Res, err = cn.cfg.Operator.Republish(c.UserContext(), ops.RepublishFilter{Event: v.Ref, DryRun: true}); err != nil {
 		return cn.failErr(c, s, err)
-	}
-	for _, dl := range d.Deliveries {
-		if dl.StreamSeq != 0 {
-			v.StreamSeq = dl.StreamSeq
-			break
-		}
 	}
 	return cn.render(c, fiber.StatusOK, "republishplan", view{Title: "Republish plan", Nav: "events", Session: s, Page: v})
 }

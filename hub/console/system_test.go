@@ -159,6 +159,19 @@ func (h *hubSystem) signIn(token string) string {
 	return csrfOf(h.t, home)
 }
 
+// processedEventPage waits until flaky has processed a Paddle event and
+// its page shows its stream sequence, and returns the page.
+func (h *hubSystem) processedEventPage(eventID string) string {
+	h.t.Helper()
+	require.Eventually(h.t, func() bool { return h.effects(eventID) == 1 }, 20*time.Second, 20*time.Millisecond)
+	var ev string
+	require.Eventually(h.t, func() bool {
+		_, ev = h.page("/console/event?ref=paddle:" + eventID)
+		return regexp.MustCompile(`<dd id="stream-seq">\d+</dd>`).MatchString(ev)
+	}, 20*time.Second, 50*time.Millisecond)
+	return ev
+}
+
 func count(t *testing.T, re, s string) int {
 	t.Helper()
 	return len(regexp.MustCompile(re).FindAllString(s, -1))
@@ -182,12 +195,7 @@ func TestConsoleOnAWholeHub(t *testing.T) {
 	for range 10 {
 		h.deliver("evt_ten")
 	}
-	require.Eventually(t, func() bool { return h.effects("evt_ten") == 1 }, 20*time.Second, 20*time.Millisecond)
-	var ev string
-	require.Eventually(t, func() bool {
-		_, ev = h.page("/console/event?ref=paddle:evt_ten")
-		return regexp.MustCompile(`<dd id="stream-seq">\d+</dd>`).MatchString(ev)
-	}, 20*time.Second, 50*time.Millisecond)
+	ev := h.processedEventPage("evt_ten")
 	require.Equal(t, 10, count(t, `<tr class="delivery"`, ev))
 	require.Regexp(t, `<td class="outcome" data-outcome="processed">processed</td>`, ev)
 	require.Contains(t, ev, `<code class="signature">ts=`)
@@ -296,12 +304,7 @@ func TestEventPageSubscribersTakingTheSubject(t *testing.T) {
 	h.signIn(adminToken)
 
 	h.deliver("evt_taken")
-	require.Eventually(t, func() bool { return h.effects("evt_taken") == 1 }, 20*time.Second, 20*time.Millisecond)
-	var ev string
-	require.Eventually(t, func() bool {
-		_, ev = h.page("/console/event?ref=paddle:evt_taken")
-		return regexp.MustCompile(`<dd id="stream-seq">\d+</dd>`).MatchString(ev)
-	}, 20*time.Second, 50*time.Millisecond)
+	ev := h.processedEventPage("evt_taken")
 	require.Contains(t, ev, `<tr data-subscriber="flaky">`)
 	require.Contains(t, ev, `data-outcome="processed"`)
 	require.NotContains(t, ev, `data-subscriber="clerkonly"`, "clerkonly does not take paddle events")

@@ -173,9 +173,9 @@ type EventDetail struct {
 	Deliveries []Delivery `json:"deliveries"`
 	// DeliveriesTruncated: the event has more than MaxShownDeliveries
 	// archived deliveries; the first ones are listed.
-	DeliveriesTruncated bool                `json:"deliveries_truncated,omitempty"`
-	Payload             json.RawMessage     `json:"payload,omitempty"` // the first delivery's exact body, when it is JSON
-	Body                string              `json:"body,omitempty"`    // the exact body otherwise
+	DeliveriesTruncated bool            `json:"deliveries_truncated,omitempty"`
+	Payload             json.RawMessage `json:"payload,omitempty"` // the first delivery's exact body, when it is JSON
+	Body                string          `json:"body,omitempty"`    // the exact body otherwise
 	// Published: the event's message is on the stream. False for a FAILED
 	// event (never published) and a PENDING one (waiting in the outbox).
 	Published bool `json:"published"`
@@ -183,7 +183,7 @@ type EventDetail struct {
 	// consumer's filter matches it) or have a record of it, each with its
 	// outcome; a subscriber whose filter does not match is left out.
 	Subscribers []SubscriberOutcome `json:"subscribers"`
-	Purged              bool                `json:"archive_purged,omitempty"` // dedup row only: the archive rows were purged
+	Purged      bool                `json:"archive_purged,omitempty"` // dedup row only: the archive rows were purged
 }
 
 // ShowEvent finds an event by archive id (any of its deliveries) or by
