@@ -574,9 +574,15 @@ func TestBrowserEventsLayout(t *testing.T) {
 	require.True(t, eval[bool](b, `[...document.querySelectorAll('#events tr.event td:last-child')].every(
 		(td) => td.getBoundingClientRect().right <= td.closest('.table-wrap').getBoundingClientRect().right + 0.5)`))
 
-	// The event page shows the whole id.
+	// The event page shows the whole id, and its deliveries table fits
+	// too, a long error included.
+	fits := `((w) => w.scrollWidth <= w.clientWidth)(document.querySelector('#deliveries').closest('.table-wrap'))`
 	b.openOK("/console/event?ref=" + url.QueryEscape("paddle:"+longID))
 	require.Equal(t, longID, b.text("h1 .id"))
+	require.True(t, eval[bool](b, fits), "the deliveries table fits at %d px", laptopWidth)
+	b.openOK("/console/event?ref=" + url.QueryEscape("paddle:evt_l3_failed"))
+	require.Contains(t, b.text("#deliveries td.error-cell"), strings.Repeat("unbrokentoken", 8), "the whole error")
+	require.True(t, eval[bool](b, fits), "the deliveries table fits at %d px with a long error", laptopWidth)
 
 	// A phone.
 	b.do(chromedp.EmulateViewport(phoneWidth, phoneHeight, chromedp.EmulateMobile, chromedp.EmulateScale(1)))
