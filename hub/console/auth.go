@@ -20,12 +20,24 @@ import (
 const (
 	SessionLifetime = 8 * time.Hour
 	SessionIdle     = time.Hour
-	// MaxSessions bounds the sessions kept; past it the oldest is ended.
+	// MaxSessions bounds the sessions of one role (one token): each role
+	// has its own pool, and past it the oldest session of that role is
+	// ended, never another role's. The read-only token cannot sign the
+	// admin out by signing in many times.
 	MaxSessions = 1000
 	// MaxFailedSignIns is how many wrong tokens (or refused sign-in forms)
 	// one remote address may send in a minute; past it every sign-in from
 	// that address is answered 429 until the minute is over.
 	MaxFailedSignIns = 10
+	// MaxSignInsPerAddress is how many successful sign-ins one remote
+	// address may make in a minute; past it the sign-in is answered 429
+	// and opens no session.
+	MaxSignInsPerAddress = 30
+	// MaxSignInsPerRole is how many successful sign-ins one role (one
+	// token) may make in a minute from all addresses together; past it
+	// that role's sign-ins are answered 429. Each role has its own count,
+	// so a flood of read-only sign-ins does not keep the admin out.
+	MaxSignInsPerRole = 120
 )
 
 // Roles.
@@ -56,13 +68,14 @@ type session struct {
 func (s *session) Role() string { return s.role }
 
 type sessions struct {
-	mu  sync.Mutex
-	now func() time.Time
-	m   map[string]*session
+	mu     sync.Mutex
+	now    func() time.Time
+	m      map[string]*session
+	byRole map[string]int // live sessions of each role
 }
 
 func newSessions(now func() time.Time) *sessions {
-	return &sessions{now: now, m: map[string]*session{}}
+	return &sessions{now: now, m: map[string]*session{}, byRole: map[string]int{}}
 }
 
 func randomHex(n int) string {
@@ -71,27 +84,41 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// open starts a session of role.
+// open starts a session of role. Past MaxSessions sessions of that role,
+// ended sessions are dropped and, if that is not enough, the oldest of
+// that role is ended: a role only ever evicts its own sessions.
 func (ss *sessions) open(role, fp string) *session {
 	now := ss.now()
 	s := &session{id: randomHex(32), csrf: randomHex(32), role: role, tokenFP: fp, created: now, lastSeen: now}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if len(ss.m) >= MaxSessions {
+	if ss.byRole[role] >= MaxSessions {
 		var oldest *session
 		for _, o := range ss.m {
 			if !ss.alive(o, now) {
-				delete(ss.m, o.id)
-			} else if oldest == nil || o.created.Before(oldest.created) {
+				ss.drop(o)
+			} else if o.role == role && (oldest == nil || o.created.Before(oldest.created)) {
 				oldest = o
 			}
 		}
-		if len(ss.m) >= MaxSessions && oldest != nil {
-			delete(ss.m, oldest.id)
+		if ss.byRole[role] >= MaxSessions && oldest != nil {
+			ss.drop(oldest)
 		}
 	}
 	ss.m[s.id] = s
+	ss.byRole[role]++
 	return s
+}
+
+// drop removes s; ss.mu is held.
+func (ss *sessions) drop(s *session) {
+	if _, ok := ss.m[s.id]; !ok {
+		return
+	}
+	delete(ss.m, s.id)
+	if ss.byRole[s.role]--; ss.byRole[s.role] <= 0 {
+		delete(ss.byRole, s.role)
+	}
 }
 
 func (ss *sessions) alive(s *session, now time.Time) bool {
@@ -111,25 +138,35 @@ func (ss *sessions) get(id string) *session {
 		return nil
 	}
 	if !ss.alive(s, now) {
-		delete(ss.m, id)
+		ss.drop(s)
 		return nil
 	}
 	s.lastSeen = now
 	return s
 }
 
+// count is the number of sessions kept of role (live or not yet dropped).
+func (ss *sessions) count(role string) int {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.byRole[role]
+}
+
 func (ss *sessions) end(id string) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	delete(ss.m, id)
+	if s := ss.m[id]; s != nil {
+		ss.drop(s)
+	}
 }
 
-// limiter counts failed sign-ins per remote address in fixed one-minute
-// windows.
+// limiter counts events (failed sign-ins, sign-ins) per key (a remote
+// address, a role) in fixed one-minute windows, at most limit a window.
 type limiter struct {
-	mu  sync.Mutex
-	now func() time.Time
-	m   map[string]*window
+	mu    sync.Mutex
+	now   func() time.Time
+	limit int
+	m     map[string]*window
 }
 
 type window struct {
@@ -137,43 +174,52 @@ type window struct {
 	n     int
 }
 
-// maxLimiterAddrs bounds the addresses tracked; past it, expired windows
-// are dropped, and if none expired every address is forgotten (a flood
-// from that many addresses is the network's to stop).
-const maxLimiterAddrs = 10_000
+// maxLimiterKeys bounds the keys a limiter tracks; past it, expired
+// windows are dropped, and if none expired every key is forgotten (a flood
+// from that many addresses is the network's to stop; the per-role limit
+// still holds).
+const maxLimiterKeys = 10_000
 
-func newLimiter(now func() time.Time) *limiter { return &limiter{now: now, m: map[string]*window{}} }
-
-// blocked reports whether addr has failed MaxFailedSignIns times this
-// minute.
-func (l *limiter) blocked(addr string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	w := l.m[addr]
-	return w != nil && l.now().Sub(w.start) < time.Minute && w.n >= MaxFailedSignIns
+func newLimiter(now func() time.Time, limit int) *limiter {
+	return &limiter{now: now, limit: limit, m: map[string]*window{}}
 }
 
-// fail counts a failed sign-in of addr.
-func (l *limiter) fail(addr string) {
+// blocked reports whether key has reached the limit this minute.
+func (l *limiter) blocked(key string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w := l.m[key]
+	return w != nil && l.now().Sub(w.start) < time.Minute && w.n >= l.limit
+}
+
+// add counts one event of key.
+func (l *limiter) add(key string) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	w := l.m[addr]
+	w := l.m[key]
 	if w == nil || now.Sub(w.start) >= time.Minute {
-		if len(l.m) >= maxLimiterAddrs {
+		if len(l.m) >= maxLimiterKeys {
 			for k, o := range l.m {
 				if now.Sub(o.start) >= time.Minute {
 					delete(l.m, k)
 				}
 			}
-			if len(l.m) >= maxLimiterAddrs {
+			if len(l.m) >= maxLimiterKeys {
 				clear(l.m)
 			}
 		}
 		w = &window{start: now}
-		l.m[strings.Clone(addr)] = w
+		l.m[strings.Clone(key)] = w
 	}
 	w.n++
+}
+
+// keys is the number of keys tracked.
+func (l *limiter) keys() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.m)
 }
 
 // fingerprint names a token in logs: the first 8 hex digits of its
@@ -215,8 +261,11 @@ func equalTokens(a, b string) bool {
 // HTTPS (or through a proxy that says so).
 func secure(c *fiber.Ctx) bool { return c.Protocol() == "https" }
 
-func (cn *Console) setCookie(c *fiber.Ctx, name, value string, expires time.Time) {
-	c.Cookie(&fiber.Cookie{Name: name, Value: value, Path: cookiePath, Expires: expires,
+// setCookie sets a browser-session cookie: no Expires and no Max-Age, so
+// the browser forgets it when it closes; how long it is worth is the
+// server's to decide (SessionLifetime, SessionIdle).
+func (cn *Console) setCookie(c *fiber.Ctx, name, value string) {
+	c.Cookie(&fiber.Cookie{Name: name, Value: value, Path: cookiePath, SessionOnly: true,
 		HTTPOnly: true, Secure: secure(c), SameSite: fiber.CookieSameSiteStrictMode})
 }
 
@@ -307,39 +356,51 @@ func (cn *Console) loginPage(c *fiber.Ctx) error {
 // double-submit cookie: a sign-in form posted from another site lacks it).
 func (cn *Console) renderLogin(c *fiber.Ctx, code int, msg string) error {
 	tok := randomHex(16)
-	cn.setCookie(c, loginCookie, tok, cn.cfg.Now().Add(time.Hour))
+	cn.setCookie(c, loginCookie, tok)
 	return cn.render(c, code, "login", view{Title: "Sign in", CSRF: tok, Error: msg, Page: loginView{}})
 }
 
 func (cn *Console) login(c *fiber.Ctx) error {
 	addr := remote(c)
-	if cn.limiter.blocked(addr) {
+	if cn.failed.blocked(addr) {
 		cn.audit(c, nil, "login refused", "reason", "too many failed sign-ins")
-		c.Set(fiber.HeaderRetryAfter, "60")
-		return cn.render(c, fiber.StatusTooManyRequests, "login", view{Title: "Sign in",
-			Error: "Too many failed sign-ins from your address: wait a minute."})
+		return cn.tooMany(c, "Too many failed sign-ins from your address: wait a minute.")
 	}
 	form, err := readForm(c)
 	if err != nil {
-		cn.limiter.fail(addr)
+		cn.failed.add(addr)
 		return cn.failErr(c, nil, err)
 	}
 	if crossSite(c) || !equalTokens(form.Get("csrf"), c.Cookies(loginCookie)) {
-		cn.limiter.fail(addr)
+		cn.failed.add(addr)
 		cn.audit(c, nil, "login failed", "reason", "csrf")
 		return cn.fail(c, nil, fiber.StatusForbidden, "Refused: the sign-in form's CSRF token is missing or wrong (are cookies enabled?). Reload the sign-in page and try again.")
 	}
 	role := cn.tokenRole(form.Get("token"))
 	if role == "" {
-		cn.limiter.fail(addr)
+		cn.failed.add(addr)
 		cn.audit(c, nil, "login failed", "reason", "wrong token")
 		return cn.renderLogin(c, fiber.StatusUnauthorized, "Sign-in refused: wrong token.")
 	}
+	// Successful sign-ins are limited too, per address and per role: each
+	// opens a session, and sessions are memory.
+	if cn.signIns.blocked(addr) || cn.roleSignIns.blocked(role) {
+		cn.audit(c, nil, "login refused", "role", role, "reason", "too many sign-ins")
+		return cn.tooMany(c, "Too many sign-ins: wait a minute.")
+	}
+	cn.signIns.add(addr)
+	cn.roleSignIns.add(role)
 	s := cn.sessions.open(role, fingerprint(form.Get("token")))
 	cn.clearCookie(c, loginCookie)
-	cn.setCookie(c, sessionCookie, s.id, s.created.Add(SessionLifetime))
+	cn.setCookie(c, sessionCookie, s.id)
 	cn.audit(c, s, "login")
 	return c.Redirect("/console/", fiber.StatusSeeOther)
+}
+
+// tooMany answers a refused sign-in 429 with the sign-in page's error.
+func (cn *Console) tooMany(c *fiber.Ctx, msg string) error {
+	c.Set(fiber.HeaderRetryAfter, "60")
+	return cn.render(c, fiber.StatusTooManyRequests, "login", view{Title: "Sign in", Error: msg})
 }
 
 func (cn *Console) logout(c *fiber.Ctx, s *session) error {

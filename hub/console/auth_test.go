@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -8,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/console"
+	"github.com/hookhub/hookhub/hub/hubtest"
 )
 
 func TestSignInAndOut(t *testing.T) {
@@ -220,7 +223,9 @@ func TestCSRFRefused(t *testing.T) {
 	require.Zero(t, requested)
 
 	// Same origin with the token: done.
-	a := s.do("POST", "/console/dead-letters/redrive", url.Values{"subscriber": {"credits"}, "all": {"1"}, "csrf": {csrf}}.Encode(),
+	var id int64
+	require.NoError(t, s.pool.QueryRow(t.Context(), `SELECT id FROM credits.dead_letters`).Scan(&id))
+	a := s.do("POST", "/console/dead-letters/redrive", url.Values{"subscriber": {"credits"}, "ids": {fmt.Sprint(id)}, "csrf": {csrf}}.Encode(),
 		[]*http.Cookie{sc}, "Origin", "http://example.com", "Sec-Fetch-Site", "same-origin")
 	require.Equal(t, http.StatusSeeOther, a.status, a.body)
 	loc, err := url.Parse(a.header.Get("Location"))
@@ -228,4 +233,116 @@ func TestCSRFRefused(t *testing.T) {
 	page := s.do("GET", loc.String(), "", []*http.Cookie{sc})
 	require.Contains(t, page.body, `<div id="flash" role="status">Done: redrive requested for 1 dead letter(s)`)
 	require.Regexp(t, `who=admin token=[0-9a-f]{8} action=redrive .*subscriber=credits`, s.logText())
+}
+
+// The session and sign-in cookies are browser-session cookies: no Expires,
+// no Max-Age (the browser forgets them when it closes; the server ends the
+// session after SessionLifetime or SessionIdle).
+func TestCookiesEndWithTheBrowser(t *testing.T) {
+	t.Parallel()
+	s := newSite(t)
+	page := s.do("GET", "/console/login", "", nil)
+	a := s.do("POST", "/console/login", url.Values{"token": {adminToken}, "csrf": {csrfOf(t, page.body)}}.Encode(),
+		[]*http.Cookie{cookieOf(page, "hookhub_login")})
+	require.Equal(t, http.StatusSeeOther, a.status)
+	for _, c := range []struct {
+		name string
+		a    answer
+	}{{"hookhub_login", page}, {"hookhub_session", a}} {
+		var raw string
+		for _, h := range c.a.header.Values("Set-Cookie") {
+			if strings.HasPrefix(h, c.name+"=") {
+				raw = h
+			}
+		}
+		require.NotEmpty(t, raw, c.name)
+		lower := strings.ToLower(raw)
+		require.NotContains(t, lower, "expires=", "%s: %s", c.name, raw)
+		require.NotContains(t, lower, "max-age=", "%s: %s", c.name, raw)
+		require.Contains(t, lower, "httponly", c.name)
+		require.Contains(t, lower, "samesite=strict", c.name)
+	}
+}
+
+// signInAs posts the sign-in form from an address (X-Forwarded-For: the
+// site's ProxyHeader) and returns the answer.
+func (s *site) signInAs(token, addr string, lc *http.Cookie, csrf string) answer {
+	s.t.Helper()
+	return s.do("POST", "/console/login", url.Values{"token": {token}, "csrf": {csrf}}.Encode(), []*http.Cookie{lc},
+		"X-Forwarded-For", addr)
+}
+
+// 1,200 read-only sign-ins (more than MaxSessions, paced by the sign-in
+// limits) end only read-only sessions: the admin's session keeps working.
+func TestReadOnlySignInsLeaveAdminSignedIn(t *testing.T) {
+	t.Parallel()
+	s := newSite(t)
+	admin, adminCSRF := s.login(adminToken)
+	page := s.do("GET", "/console/login", "", nil)
+	lc, csrf := cookieOf(page, "hookhub_login"), csrfOf(t, page.body)
+	var first, last *http.Cookie
+	for ok := 0; ok < 1200; {
+		a := s.signInAs(readOnlyToken, "192.0.2.1", lc, csrf)
+		if a.status == http.StatusTooManyRequests {
+			require.Nil(t, cookieOf(a, "hookhub_session"), "a refused sign-in opens no session")
+			s.clock.Add(time.Minute + time.Second)
+			continue
+		}
+		require.Equal(t, http.StatusSeeOther, a.status, a.body)
+		ok++
+		last = cookieOf(a, "hookhub_session")
+		if first == nil {
+			first = last
+		}
+	}
+	home := s.do("GET", "/console/", "", []*http.Cookie{admin})
+	require.Equal(t, http.StatusOK, home.status, "the admin is still signed in")
+	require.Contains(t, home.body, `<span id="who">admin</span>`)
+	act := s.do("POST", "/console/dead-letters/redrive",
+		url.Values{"csrf": {adminCSRF}, "subscriber": {"nobody"}, "id": {"1"}}.Encode(), []*http.Cookie{admin})
+	require.NotEqual(t, http.StatusSeeOther, act.status, "the admin's action is not sent to sign in")
+	require.NotEqual(t, http.StatusForbidden, act.status, "the admin may still act: %s", act.body)
+	require.Contains(t, act.body, "unknown subscriber", "the action ran (and named the unknown subscriber)")
+	// The read-only token ended its own oldest sessions.
+	require.Equal(t, http.StatusSeeOther, s.do("GET", "/console/", "", []*http.Cookie{first}).status, "the first read-only session was ended")
+	require.Equal(t, http.StatusOK, s.do("GET", "/console/", "", []*http.Cookie{last}).status, "the last read-only session works")
+}
+
+// Successful sign-ins are limited per address and per role; the roles
+// count apart.
+func TestSignInRateLimitOnSuccess(t *testing.T) {
+	t.Parallel()
+	pool, _ := hubtest.Pool(t)
+	s := newSiteWith(t, pool, fiber.Config{ProxyHeader: fiber.HeaderXForwardedFor})
+	page := s.do("GET", "/console/login", "", nil)
+	lc, csrf := cookieOf(page, "hookhub_login"), csrfOf(t, page.body)
+
+	// Per address.
+	for i := range console.MaxSignInsPerAddress {
+		require.Equal(t, http.StatusSeeOther, s.signInAs(adminToken, "192.0.2.1", lc, csrf).status, "sign-in %d", i+1)
+	}
+	a := s.signInAs(adminToken, "192.0.2.1", lc, csrf)
+	require.Equal(t, http.StatusTooManyRequests, a.status)
+	require.Equal(t, "60", a.header.Get("Retry-After"))
+	require.Contains(t, a.body, "Too many sign-ins")
+	require.Nil(t, cookieOf(a, "hookhub_session"))
+	require.Equal(t, http.StatusSeeOther, s.signInAs(adminToken, "192.0.2.2", lc, csrf).status, "another address may")
+
+	// Per role, across addresses.
+	n := console.MaxSignInsPerAddress + 1
+	for addr := 3; n < console.MaxSignInsPerRole; addr++ {
+		for range min(console.MaxSignInsPerAddress, console.MaxSignInsPerRole-n) {
+			require.Equal(t, http.StatusSeeOther, s.signInAs(adminToken, fmt.Sprintf("192.0.2.%d", addr), lc, csrf).status, "admin sign-in %d", n+1)
+			n++
+		}
+	}
+	a = s.signInAs(adminToken, "198.51.100.1", lc, csrf)
+	require.Equal(t, http.StatusTooManyRequests, a.status, "the admin role's sign-ins this minute are used up")
+	require.Nil(t, cookieOf(a, "hookhub_session"))
+	require.Equal(t, http.StatusSeeOther, s.signInAs(readOnlyToken, "198.51.100.1", lc, csrf).status, "the read-only role counts apart")
+	require.Contains(t, s.logText(), `reason="too many sign-ins"`)
+
+	// A minute later, signed in again.
+	s.clock.Add(time.Minute + time.Second)
+	require.Equal(t, http.StatusSeeOther, s.signInAs(adminToken, "192.0.2.1", lc, csrf).status)
 }

@@ -61,6 +61,7 @@ func TestBrowserSignIn(t *testing.T) {
 	require.Equal(t, "/console/", session.Path)
 	require.False(t, session.Secure, "plain HTTP: not Secure (the browser would drop it)")
 	require.GreaterOrEqual(t, len(session.Value), 32, "a random session id")
+	require.True(t, session.Session, "a browser-session cookie (no Expires or Max-Age): it ends with the browser")
 
 	// Every page is reachable with the session.
 	for _, path := range []string{"/console/events", "/console/dead-letters", "/console/replay"} {
@@ -158,8 +159,6 @@ func TestBrowserEventsFilter(t *testing.T) {
 	require.Equal(t, statuses, b.attrs("tr.event", "data-status"))
 	require.Zero(t, b.count("#next-page"), "one page")
 	require.Equal(t, 1, b.count(`#events a.event-link[href="/console/event?ref=paddle:evt_f1"]`), "rows link to the event")
-	b.screenshot("events")
-	b.phoneScreenshot("events-phone")
 
 	// Through the form, one filter at a time.
 	cases := []struct {
@@ -256,7 +255,7 @@ func TestBrowserEventDeliveredTenTimes(t *testing.T) {
 	require.Equal(t, string(w.body), eval[string](b, `document.querySelector("#body-raw").textContent`), "the exact body")
 	require.Contains(t, eval[string](b, `document.querySelector("#body-pretty").textContent`), "\n  ", "indented JSON")
 	require.Contains(t, b.text(`#outcomes tr[data-subscriber="flaky"] td.outcome`), "processed")
-	require.Equal(t, 1, b.count(`form#republish.action`), "admin may republish")
+	require.Equal(t, 1, b.count(`#republish.action a#republish-plan`), "admin may republish (through its plan)")
 	b.screenshot("event")
 }
 
@@ -378,8 +377,8 @@ func TestBrowserReplay(t *testing.T) {
 	require.Equal(t, len(ids), h.count(`SELECT count(*) FROM flaky.processed_messages`))
 }
 
-// republishButton is the event page's republish button.
-const republishButton = `#republish button, #republish input[type=submit]`
+// republishButton is the republish plan's confirmation button.
+const republishButton = `#confirm-republish-button`
 
 // A state-changing form posted without its CSRF token (or with a wrong one)
 // is refused with 403 and does nothing; the same form intact works.
@@ -401,12 +400,13 @@ func TestBrowserCSRF(t *testing.T) {
 
 	b.signIn(consoleAdminToken, "admin")
 	event := "/console/event?ref=" + url.QueryEscape("paddle:evt_csrf")
+	plan := "/console/event/republish?ref=" + url.QueryEscape("paddle:evt_csrf")
 	for _, tamper := range []string{
-		`document.querySelector('#republish input[name=csrf]').remove()`,
-		`document.querySelector('#republish input[name=csrf]').value = 'A'.repeat(43)`,
-		`document.querySelector('#republish input[name=csrf]').value = ''`,
+		`document.querySelector('#confirm-republish input[name=csrf]').remove()`,
+		`document.querySelector('#confirm-republish input[name=csrf]').value = 'A'.repeat(43)`,
+		`document.querySelector('#confirm-republish input[name=csrf]').value = ''`,
 	} {
-		b.openOK(event)
+		b.openOK(plan)
 		b.do(chromedp.Evaluate[chromedp.Void](tamper))
 		resp := b.click(republishButton)
 		require.Equal(t, http.StatusForbidden, int(resp.Status), "%s: %s", tamper, b.errorText())
@@ -426,7 +426,7 @@ func TestBrowserCSRF(t *testing.T) {
 	require.Equal(t, "admin", b.text("#who"), "the refused sign-out left the session alone")
 
 	// The untouched form works: it was the token that was missing.
-	b.openOK(event)
+	b.openOK(plan)
 	b.clickOK(republishButton)
 	require.Contains(t, b.text("#flash"), "republished")
 	h.eventually(func() bool { return h.streamMessages() == msgs+1 }, "the intact form republishes")
@@ -458,6 +458,8 @@ func TestBrowserReadOnly(t *testing.T) {
 		{"/console/event?ref=" + url.QueryEscape("paddle:evt_ro"), true},
 		{"/console/dead-letters?subscriber=flaky", true},
 		{"/console/replay", true},
+		{"/console/event/republish?ref=" + url.QueryEscape("paddle:evt_ro"), true},
+		{"/console/dead-letters/redrive?subscriber=flaky", true},
 	}
 	admin.signIn(consoleAdminToken, "admin")
 	ro.signIn(consoleReadOnlyToken, "read-only")
@@ -470,8 +472,8 @@ func TestBrowserReadOnly(t *testing.T) {
 		require.Equal(t, "read-only", ro.text("#who"), p.path)
 		require.Zero(t, ro.count(".action"), "%s: no .action element for the read-only token", p.path)
 		require.Zero(t, ro.count(`form[method=post i]:not([action="/console/logout"])`), "%s: no form but sign-out posts", p.path)
-		require.Zero(t, ro.count(".redrive-button, #redrive-all, #republish, #dry-run, #confirm-replay"), p.path)
-		if strings.HasPrefix(p.path, "/console/dead-letters") {
+		require.Zero(t, ro.count(".redrive-button, #redrive-all, #republish, #dry-run, #confirm-replay, #confirm-republish, #confirm-redrive"), p.path)
+		if strings.HasPrefix(p.path, "/console/dead-letters?") {
 			require.Equal(t, 1, ro.count(`tr.dead-letter`), "the read-only token sees the dead letter")
 		}
 	}
@@ -506,4 +508,148 @@ func TestBrowserReadOnly(t *testing.T) {
 	require.Equal(t, ro.base+"/console/login", p.URL, "sign-out: %d %s", p.Status, p.Error)
 	resp := ro.open("/console/")
 	require.Equal(t, ro.base+"/console/login", resp.URL, "signed out")
+}
+
+// layout measures the events table in the browser: whether it fits its
+// box, and the tallest event id link.
+type layout struct {
+	ScrollWidth, ClientWidth int     // of the table's scrolling box
+	IDHeight                 float64 // the tallest event id link, px
+	LineHeight               float64 // of an event id link, px
+	StatusVisible            bool    // every row's status is inside the box and the viewport
+	ViewportWidth            int
+}
+
+func (b *browser) eventsLayout() layout {
+	b.t.Helper()
+	return eval[layout](b, `(() => {
+		const wrap = document.querySelector('#events').closest('.table-wrap');
+		const box = wrap.getBoundingClientRect();
+		let idHeight = 0, line = 0, visible = true;
+		for (const a of document.querySelectorAll('#events a.event-link')) {
+			idHeight = Math.max(idHeight, a.getBoundingClientRect().height);
+			line = parseFloat(getComputedStyle(a).lineHeight);
+		}
+		for (const s of document.querySelectorAll('#events tr.event .status')) {
+			const r = s.getBoundingClientRect();
+			visible = visible && r.width > 0 && r.left >= box.left && r.right <= box.right && r.right <= window.innerWidth;
+		}
+		return {ScrollWidth: wrap.scrollWidth, ClientWidth: wrap.clientWidth, IDHeight: idHeight, LineHeight: line,
+			StatusVisible: visible, ViewportWidth: window.innerWidth};
+	})()`)
+}
+
+// The events table fits a laptop's width even when a row carries a long
+// error and a long event id (both cut with an ellipsis, whole in their
+// title and on the event page); on a phone the status column is on screen.
+func TestBrowserEventsLayout(t *testing.T) {
+	b := newBrowser(t)
+	h := startHub(t, b)
+
+	longID := "evt_" + strings.Repeat("0123456789abcdef", 12) // 196 characters
+	longType := "subscription." + strings.Repeat("unbrokentoken", 8) + " created"
+	h.deliver("paddle", "evt_l1", "subscription.created")
+	h.deliver("clerk", "msg_l2", "user.created")
+	h.deliver("paddle", longID, "subscription.updated")
+	h.deliver("paddle", "evt_l3_failed", longType) // FAILED, its error quotes the type
+	h.deliver("paddle", "evt_l4", "subscription.created")
+	h.waitPublished()
+
+	b.signIn(consoleAdminToken, "admin")
+	b.openOK("/console/events")
+	failed := `tr.event[data-event-id="evt_l3_failed"]`
+	require.Equal(t, "FAILED", b.attrs(failed, "data-status")[0])
+	errText := eval[string](b, `document.querySelector('tr.event[data-event-id="evt_l3_failed"] .cell-error').getAttribute('title')`)
+	require.Contains(t, errText, strings.Repeat("unbrokentoken", 8), "the whole error is the cell's title")
+	require.Equal(t, []string{"paddle:" + longID}, b.attrs(fmt.Sprintf(`tr.event[data-event-id=%q] a.event-link`, longID), "title"),
+		"the whole id is the link's title")
+
+	b.screenshot("events")
+	l := b.eventsLayout()
+	require.Equal(t, laptopWidth, l.ViewportWidth)
+	require.LessOrEqual(t, l.ScrollWidth, l.ClientWidth, "at %d px the events table fits: %+v", laptopWidth, l)
+	require.LessOrEqual(t, l.IDHeight, 1.5*l.LineHeight, "an event id takes one line: %+v", l)
+	require.True(t, l.StatusVisible, "%+v", l)
+	// The stream sequence column is on screen.
+	require.True(t, eval[bool](b, `[...document.querySelectorAll('#events tr.event td:last-child')].every(
+		(td) => td.getBoundingClientRect().right <= td.closest('.table-wrap').getBoundingClientRect().right + 0.5)`))
+
+	// The event page shows the whole id, and its deliveries table fits
+	// too, a long error included.
+	fits := `((w) => w.scrollWidth <= w.clientWidth)(document.querySelector('#deliveries').closest('.table-wrap'))`
+	b.openOK("/console/event?ref=" + url.QueryEscape("paddle:"+longID))
+	require.Equal(t, longID, b.text("h1 .id"))
+	require.True(t, eval[bool](b, fits), "the deliveries table fits at %d px", laptopWidth)
+	b.openOK("/console/event?ref=" + url.QueryEscape("paddle:evt_l3_failed"))
+	require.Contains(t, b.text("#deliveries td.error-cell"), strings.Repeat("unbrokentoken", 8), "the whole error")
+	require.True(t, eval[bool](b, fits), "the deliveries table fits at %d px with a long error", laptopWidth)
+
+	// A phone.
+	b.do(chromedp.EmulateViewport(phoneWidth, phoneHeight, chromedp.EmulateMobile, chromedp.EmulateScale(1)))
+	b.openOK("/console/events")
+	b.screenshot("events-phone")
+	l = b.eventsLayout()
+	require.Equal(t, phoneWidth, l.ViewportWidth)
+	require.True(t, l.StatusVisible, "at %d px every row's status is on screen: %+v", phoneWidth, l)
+	require.LessOrEqual(t, l.ScrollWidth, l.ClientWidth, "at %d px the events table fits: %+v", phoneWidth, l)
+	require.LessOrEqual(t, l.IDHeight, 1.5*l.LineHeight, "%+v", l)
+	b.do(chromedp.EmulateViewport(laptopWidth, laptopHeight))
+}
+
+// "Republish" and "Redrive all" act only once confirmed: the first click
+// shows the plan (what, how many, which ids) and changes nothing; the
+// confirmation does it, once.
+func TestBrowserConfirmActions(t *testing.T) {
+	b := newBrowser(t)
+	h := startHub(t, b)
+	h.startFlaky()
+
+	h.deliver("paddle", "evt_rp", "subscription.created")
+	h.failOn("evt_d1", true)
+	h.failOn("evt_d2", true)
+	h.deliver("paddle", "evt_d1", "subscription.created")
+	h.deliver("paddle", "evt_d2", "subscription.created")
+	h.eventually(func() bool { return h.count(`SELECT count(*) FROM flaky.dead_letters`) == 2 }, "two dead letters")
+	h.eventually(func() bool { return h.effects("evt_rp") == 1 }, "evt_rp processed")
+	h.waitPublished()
+	msgs := h.streamMessages()
+	b.signIn(consoleAdminToken, "admin")
+
+	// Republish: the event page's button shows the plan.
+	b.openOK("/console/event?ref=" + url.QueryEscape("paddle:evt_rp"))
+	b.clickOK("#republish-plan")
+	require.Contains(t, b.location(), "/console/event/republish?")
+	require.Equal(t, 1, b.number("#plan-republish"))
+	require.Equal(t, "paddle:evt_rp", b.text("#plan-ref"))
+	require.Equal(t, 1, b.number("#plan-subscribers"), "flaky takes its subject")
+	require.Equal(t, []string{"paddle:evt_rp"}, b.attrs(`#confirm-republish input[name=ref]`, "value"), "the confirmation carries the plan")
+	b.screenshot("republish-plan")
+	time.Sleep(time.Second) // a click that published would show by now
+	require.Equal(t, msgs, h.streamMessages(), "the plan published nothing")
+	b.clickOK("#confirm-republish-button")
+	require.Contains(t, b.text("#flash"), "republished")
+	h.eventually(func() bool { return h.streamMessages() == msgs+1 }, "the confirmation republishes")
+	time.Sleep(time.Second)
+	require.Equal(t, msgs+1, h.streamMessages(), "once")
+	require.Equal(t, 1, h.effects("evt_rp"), "flaky skipped the copy")
+
+	// Redrive all: the dead letters page's button shows the plan.
+	h.failOn("evt_d1", false)
+	h.failOn("evt_d2", false)
+	b.openOK("/console/dead-letters?subscriber=flaky")
+	b.clickOK("#redrive-all")
+	require.Equal(t, 2, b.number("#plan-redrive"))
+	require.ElementsMatch(t, []string{"evt_d1", "evt_d2"}, b.attrs("#plan-letters tr.planned", "data-event-id"))
+	ids := b.attrs("#plan-letters tr.planned", "data-id")
+	require.Equal(t, []string{strings.Join(ids, ",")}, b.attrs(`#confirm-redrive input[name=ids]`, "value"), "the confirmation carries the plan's ids")
+	b.screenshot("redrive-plan")
+	time.Sleep(time.Second)
+	require.Zero(t, h.count(`SELECT count(*) FROM flaky.dead_letters WHERE redrive_requested_at IS NOT NULL`), "the plan requested nothing")
+	require.Zero(t, h.effects("evt_d1")+h.effects("evt_d2"))
+	b.clickOK("#confirm-redrive-button")
+	require.Contains(t, b.text("#flash"), "redrive requested for 2 dead letter(s)")
+	h.eventually(func() bool { return h.effects("evt_d1") == 1 && h.effects("evt_d2") == 1 }, "both redriven")
+	time.Sleep(time.Second)
+	require.Equal(t, 1, h.effects("evt_d1"), "once")
+	require.Equal(t, 1, h.effects("evt_d2"), "once")
 }

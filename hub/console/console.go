@@ -89,8 +89,10 @@ type Console struct {
 	pages    map[string]*template.Template
 	css      []byte
 	sessions *sessions
-	limiter  *limiter
-	jobs     *jobs
+	// failed counts failed sign-ins per address; signIns successful ones
+	// per address, roleSignIns per role.
+	failed, signIns, roleSignIns *limiter
+	jobs                         *jobs
 }
 
 //go:embed templates/*.html
@@ -100,7 +102,8 @@ var templateFS embed.FS
 var cssFile []byte
 
 // pageNames are the templates, each rendered inside layout.html.
-var pageNames = []string{"login", "error", "overview", "events", "event", "deadletters", "replay", "plan", "job"}
+var pageNames = []string{"login", "error", "overview", "events", "event", "deadletters", "replay", "plan", "job",
+	"republishplan", "redriveplan"}
 
 // New returns a Console on cfg.
 func New(cfg Config) (*Console, error) {
@@ -109,7 +112,8 @@ func New(cfg Config) (*Console, error) {
 		return nil, err
 	}
 	cn := &Console{cfg: cfg, log: cfg.Logger, css: cssFile, pages: map[string]*template.Template{},
-		sessions: newSessions(cfg.Now), limiter: newLimiter(cfg.Now), jobs: newJobs()}
+		sessions: newSessions(cfg.Now), failed: newLimiter(cfg.Now, MaxFailedSignIns),
+		signIns: newLimiter(cfg.Now, MaxSignInsPerAddress), roleSignIns: newLimiter(cfg.Now, MaxSignInsPerRole), jobs: newJobs()}
 	for _, name := range pageNames {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
@@ -137,8 +141,12 @@ func (cn *Console) Mount(r fiber.Router) {
 	g.Get("/", cn.authed(cn.overview))
 	g.Get("/events", cn.authed(cn.events))
 	g.Get("/event", cn.authed(cn.event))
+	// Republish and redrive-all are planned first (GET: what would happen,
+	// and a confirmation form), then done (POST), like a replay.
+	g.Get("/event/republish", cn.authed(cn.republishPlan))
 	g.Post("/event/republish", cn.authed(cn.republish))
 	g.Get("/dead-letters", cn.authed(cn.deadLetters))
+	g.Get("/dead-letters/redrive", cn.authed(cn.redrivePlan))
 	g.Post("/dead-letters/redrive", cn.authed(cn.redrive))
 	g.Get("/replay", cn.authed(cn.replayPage))
 	g.Post("/replay/plan", cn.authed(cn.replayPlan))

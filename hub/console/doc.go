@@ -4,12 +4,15 @@
 // Operators sign in with the admin token (role "admin": every page and
 // action) or the console's read-only token (role "read-only": every page,
 // no action). A sign-in opens a server-side session, kept in memory (a
-// restart signs everyone out), named by a random cookie (HttpOnly,
-// SameSite=Strict, Secure behind HTTPS) and bounded by SessionLifetime and
-// SessionIdle. Every POST carries the session's CSRF token, compared in
-// constant time, and a cross-site Origin or Sec-Fetch-Site is refused.
-// Failed sign-ins are limited per remote address (MaxFailedSignIns a
-// minute).
+// restart signs everyone out), named by a random browser-session cookie
+// (no Expires or Max-Age; HttpOnly, SameSite=Strict, Secure behind HTTPS)
+// and bounded by SessionLifetime and SessionIdle. Each role keeps at most
+// MaxSessions sessions and ends only its own oldest past that, so no token
+// can sign another's sessions out. Every POST carries the session's CSRF
+// token, compared in constant time, and a cross-site Origin or
+// Sec-Fetch-Site is refused. Failed sign-ins are limited per remote
+// address (MaxFailedSignIns a minute), successful ones per address
+// (MaxSignInsPerAddress) and per role (MaxSignInsPerRole).
 //
 // The console owns no logic of its own: every page and action goes
 // through the same hub/ops operations as the command line and the admin

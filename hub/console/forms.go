@@ -156,19 +156,50 @@ func parseReplay(v url.Values, now time.Time, run bool) (replayForm, ops.ReplayR
 	return in, req, nil
 }
 
-// parseRedrive turns a redrive form (subscriber and id, or all=1) into an
-// ops request.
-func parseRedrive(v url.Values) (ops.RedriveRequest, error) {
-	req := ops.RedriveRequest{Subscriber: v.Get("subscriber"), All: v.Get("all") == "1"}
-	if a := v.Get("all"); a != "" && a != "1" {
-		return req, &ops.InputError{Field: "all", Reason: "must be 1 (every dead letter waiting) or absent"}
-	}
-	if id := v.Get("id"); id != "" {
+// maxRedrivePlan bounds the dead letters one redrive plan holds (its
+// confirmation form carries their ids: at most ~10 KiB).
+const maxRedrivePlan = 500
+
+// redriveForm is a redrive form: one dead letter (id, a row's button), or
+// the ids of a confirmed plan (ids, comma-separated).
+type redriveForm struct {
+	Subscriber string
+	IDs        []int64
+}
+
+// parseRedrive reads a redrive form. "Every one waiting" (all) is not
+// taken: the plan (GET /console/dead-letters/redrive) resolves it to ids
+// first, so that the operator sees what is redriven.
+func parseRedrive(v url.Values) (redriveForm, error) {
+	f := redriveForm{Subscriber: v.Get("subscriber")}
+	id, ids := v.Get("id"), v.Get("ids")
+	switch {
+	case v.Has("all") && id == "" && ids == "":
+		return f, &ops.InputError{Field: "all", Reason: "redrive every dead letter waiting through its plan (the Redrive all button), which lists them first"}
+	case (id == "") == (ids == "") || v.Has("all"):
+		return f, &ops.InputError{Field: "id", Reason: "give exactly one of id (one dead letter) or ids (a confirmed plan)"}
+	case id != "":
 		n, err := strconv.ParseInt(id, 10, 64)
-		if err != nil {
-			return req, &ops.InputError{Field: "id", Reason: "must be a dead letter's id (a positive number)"}
+		if err != nil || n <= 0 {
+			return f, &ops.InputError{Field: "id", Reason: "must be a dead letter's id (a positive number)"}
 		}
-		req.ID = n
+		f.IDs = []int64{n}
+		return f, nil
 	}
-	return req, nil
+	seen := map[int64]bool{}
+	for part := range strings.SplitSeq(ids, ",") {
+		n, err := strconv.ParseInt(part, 10, 64)
+		if err != nil || n <= 0 {
+			return f, &ops.InputError{Field: "ids", Reason: "must be dead letter ids (positive numbers) separated by commas"}
+		}
+		if seen[n] {
+			return f, &ops.InputError{Field: "ids", Reason: fmt.Sprintf("%d is given twice", n)}
+		}
+		if len(seen) == maxRedrivePlan {
+			return f, &ops.InputError{Field: "ids", Reason: fmt.Sprintf("more than %d dead letters in one plan", maxRedrivePlan)}
+		}
+		seen[n] = true
+		f.IDs = append(f.IDs, n)
+	}
+	return f, nil
 }

@@ -3,6 +3,8 @@ package console
 import (
 	"html/template"
 	"time"
+
+	"github.com/hookhub/hookhub/hub/ops"
 )
 
 // funcs are the templates' helpers.
@@ -23,13 +25,19 @@ var funcs = template.FuncMap{
 	// outcome is a subscriber's outcome as the event page words it.
 	"outcome": func(o string) string {
 		switch o {
-		case "none":
+		case ops.OutcomeNone:
 			return "pending"
-		case "dead_lettered":
+		case ops.OutcomeNotPublished:
+			return "not published"
+		case ops.OutcomeNoConsumer:
+			return "no consumer on the stream"
+		case ops.OutcomeUnknown:
+			return "unknown (stream not reachable)"
+		case ops.OutcomeDeadLettered:
 			return "dead-lettered"
-		case "processed_after_redrive":
+		case ops.OutcomeProcessedAfterRedrive:
 			return "processed after redrive"
-		case "skipped_stale":
+		case ops.OutcomeSkippedStale:
 			return "skipped (stale)"
 		}
 		return o

@@ -40,6 +40,11 @@ func FuzzConsoleForms(f *testing.F) {
 		{5, "subscriber=credits&since=1h&until=2h"},
 		{6, "ref=paddle:" + ids[1]},
 		{7, "flash=republished"},
+		{8, "subscriber=credits"},
+		{8, "subscriber=credits&subscriber=x"},
+		{9, "ref=paddle:" + ids[0]},
+		{3, "subscriber=credits&ids=1,2,3"},
+		{3, "subscriber=credits&ids=,,"},
 	} {
 		f.Add(seed.route, seed.input)
 	}
@@ -50,7 +55,7 @@ func FuzzConsoleForms(f *testing.F) {
 		s.t = t
 		var a answer
 		withCSRF := input + "&csrf=" + url.QueryEscape(csrf)
-		switch route % 8 {
+		switch route % 10 {
 		case 0:
 			a = s.do("GET", "/console/events?"+url.PathEscape(input), "", cookies)
 			a2 := s.do("GET", "/console/events?"+rawQuery(input), "", cookies)
@@ -69,6 +74,10 @@ func FuzzConsoleForms(f *testing.F) {
 			a = s.do("POST", "/console/event/republish", withCSRF, cookies)
 		case 7:
 			a = s.do("GET", "/console/?"+rawQuery(input), "", cookies)
+		case 8:
+			a = s.do("GET", "/console/dead-letters/redrive?"+rawQuery(input), "", cookies)
+		case 9:
+			a = s.do("GET", "/console/event/republish?"+rawQuery(input), "", cookies)
 		}
 		checkAnswer(t, a)
 	})

@@ -81,6 +81,13 @@ func newSite(t testing.TB) *site {
 
 func newSiteOn(t testing.TB, pool *pgxpool.Pool) *site {
 	t.Helper()
+	return newSiteWith(t, pool, fiber.Config{})
+}
+
+// newSiteWith is newSiteOn with the fiber app's configuration (e.g. a
+// ProxyHeader, so that a test can sign in from many addresses).
+func newSiteWith(t testing.TB, pool *pgxpool.Pool, fc fiber.Config) *site {
+	t.Helper()
 	s := &site{t: t, pool: pool, clock: &clock{t: time.Now()}, traffic: server.NewTraffic(), log: &strings.Builder{}}
 	logger := newLogger(lockedWriter{&s.logMu, s.log})
 	o := ops.New(ops.Config{Archive: store.New(pool), Subscribers: pool, Now: s.clock.Now})
@@ -88,7 +95,8 @@ func newSiteOn(t testing.TB, pool *pgxpool.Pool) *site {
 		StreamState: func() string { return "ok" }, Traffic: s.traffic.Minutes, Logger: logger, Now: s.clock.Now})
 	require.NoError(t, err)
 	t.Cleanup(cn.Close)
-	s.app = fiber.New(fiber.Config{DisableStartupMessage: true})
+	fc.DisableStartupMessage = true
+	s.app = fiber.New(fc)
 	cn.Mount(s.app)
 	return s
 }

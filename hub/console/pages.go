@@ -2,10 +2,12 @@ package console
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -233,22 +235,32 @@ type eventView struct {
 	StreamSeq uint64
 }
 
-func (cn *Console) event(c *fiber.Ctx, s *session) error {
+// eventOf reads the query and the event its ref names, and the stream
+// sequence of the event's message (its first delivery's; 0 while not
+// published).
+func (cn *Console) eventOf(c *fiber.Ctx) (url.Values, ops.EventDetail, uint64, error) {
 	q, err := queryValues(c)
 	if err != nil {
-		return cn.failErr(c, s, err)
+		return q, ops.EventDetail{}, 0, err
 	}
 	d, err := cn.cfg.Operator.ShowEvent(c.UserContext(), q.Get("ref"))
 	if err != nil {
-		return cn.failErr(c, s, err)
+		return q, d, 0, err
 	}
-	v := eventView{D: d, Ref: d.Provider + ":" + d.EventID}
 	for _, dl := range d.Deliveries {
 		if dl.StreamSeq != 0 {
-			v.StreamSeq = dl.StreamSeq
-			break
+			return q, d, dl.StreamSeq, nil
 		}
 	}
+	return q, d, 0, nil
+}
+
+func (cn *Console) event(c *fiber.Ctx, s *session) error {
+	q, d, seq, err := cn.eventOf(c)
+	if err != nil {
+		return cn.failErr(c, s, err)
+	}
+	v := eventView{D: d, Ref: d.Provider + ":" + d.EventID, StreamSeq: seq}
 	body := []byte(d.Payload)
 	if d.Payload == nil {
 		body = []byte(d.Body)
@@ -308,18 +320,91 @@ func (cn *Console) deadLetters(c *fiber.Ctx, s *session) error {
 	return cn.render(c, fiber.StatusOK, "deadletters", view{Title: "Dead letters", Nav: "dead-letters", Session: s, Page: v, Flash: flashOf(q)})
 }
 
+// redrive redrives one dead letter (a row's button) or the dead letters of
+// a confirmed plan, each through ops.Redrive. A letter redriven since the
+// plan was shown is passed over (counted, not an error).
 func (cn *Console) redrive(c *fiber.Ctx, s *session) error {
-	form := formOf(c)
-	req, err := parseRedrive(form)
-	if err == nil {
-		var res ops.RedriveResult
-		res, err = cn.cfg.Operator.Redrive(c.UserContext(), req)
-		if err == nil {
-			cn.audit(c, s, "redrive", "subscriber", req.Subscriber, "id", req.ID, "all", req.All, "requested", res.Requested)
-			return c.Redirect("/console/dead-letters?"+url.Values{"subscriber": {req.Subscriber}, "flash": {"redrive"},
-				"n": {strconv.FormatInt(res.Requested, 10)}}.Encode(), fiber.StatusSeeOther)
-		}
+	f, err := parseRedrive(formOf(c))
+	if err != nil {
+		cn.audit(c, s, "redrive", "subscriber", f.Subscriber, "err", err)
+		return cn.failErr(c, s, err)
 	}
-	cn.audit(c, s, "redrive", "subscriber", req.Subscriber, "id", req.ID, "all", req.All, "err", err)
-	return cn.failErr(c, s, err)
+	var requested int64
+	var passed int
+	for _, id := range f.IDs {
+		res, err := cn.cfg.Operator.Redrive(c.UserContext(), ops.RedriveRequest{Subscriber: f.Subscriber, ID: id})
+		if len(f.IDs) > 1 && errors.Is(err, ops.ErrNotFound) {
+			passed++
+			continue
+		}
+		if err != nil {
+			cn.audit(c, s, "redrive", "subscriber", f.Subscriber, "ids", len(f.IDs), "requested", requested, "failed_id", id, "err", err)
+			return cn.failErr(c, s, err)
+		}
+		requested += res.Requested
+	}
+	cn.audit(c, s, "redrive", "subscriber", f.Subscriber, "ids", len(f.IDs), "first_id", f.IDs[0], "requested", requested, "passed_over", passed)
+	return c.Redirect("/console/dead-letters?"+url.Values{"subscriber": {f.Subscriber}, "flash": {"redrive"},
+		"n": {strconv.FormatInt(requested, 10)}}.Encode(), fiber.StatusSeeOther)
+}
+
+type redrivePlanView struct {
+	Subscriber string
+	Letters    []ops.DeadLetter // the plan: waiting, oldest first
+	IDs        string           // what the confirmation posts
+	More       int              // waiting letters past maxRedrivePlan, left for a next plan
+}
+
+// redrivePlan shows the dead letters "Redrive all" would redrive, and a
+// confirmation form that carries exactly their ids: nothing is redriven
+// until it is posted.
+func (cn *Console) redrivePlan(c *fiber.Ctx, s *session) error {
+	q, err := queryValues(c)
+	if err != nil {
+		return cn.failErr(c, s, err)
+	}
+	v := redrivePlanView{Subscriber: q.Get("subscriber")}
+	letters, err := cn.cfg.Operator.DeadLetters(c.UserContext(), v.Subscriber)
+	if err != nil {
+		return cn.failErr(c, s, err)
+	}
+	ids := make([]string, 0, min(len(letters), maxRedrivePlan))
+	for _, d := range letters {
+		if d.RedrivenAt != nil {
+			continue
+		}
+		if len(v.Letters) == maxRedrivePlan {
+			v.More++
+			continue
+		}
+		v.Letters = append(v.Letters, d)
+		ids = append(ids, strconv.FormatInt(d.ID, 10))
+	}
+	if len(v.Letters) == 0 {
+		return cn.failErr(c, s, fmt.Errorf("%w: %s has no dead letter waiting for a redrive", ops.ErrNotFound, v.Subscriber))
+	}
+	v.IDs = strings.Join(ids, ",")
+	return cn.render(c, fiber.StatusOK, "redriveplan", view{Title: "Redrive plan", Nav: "dead-letters", Session: s, Page: v})
+}
+
+type republishPlanView struct {
+	D   ops.EventDetail
+	Ref string
+	Res ops.RepublishResult
+	// StreamSeq is the original message's stream sequence.
+	StreamSeq uint64
+}
+
+// republishPlan shows what "Republish" would publish (a dry run) and to
+// whom, with a confirmation form: nothing is published until it is posted.
+func (cn *Console) republishPlan(c *fiber.Ctx, s *session) error {
+	_, d, seq, err := cn.eventOf(c)
+	if err != nil {
+		return cn.failErr(c, s, err)
+	}
+	v := republishPlanView{D: d, Ref: d.Provider + ":" + d.EventID, StreamSeq: seq}
+	if v.Res, err = cn.cfg.Operator.Republish(c.UserContext(), ops.RepublishFilter{Event: v.Ref, DryRun: true}); err != nil {
+		return cn.failErr(c, s, err)
+	}
+	return cn.render(c, fiber.StatusOK, "republishplan", view{Title: "Republish plan", Nav: "events", Session: s, Page: v})
 }

@@ -2,9 +2,11 @@ package console_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -85,7 +87,12 @@ func TestPagesRender(t *testing.T) {
 	require.Contains(t, ev, `<pre id="body-pretty" class="body">{`+"\n"+`  &#34;event_id&#34;`)
 	require.Contains(t, ev, `<pre id="body-raw" class="body">{&#34;event_id&#34;:`)
 	require.Contains(t, ev, `id="stream-seq"`)
-	require.Contains(t, ev, `<form id="republish" class="action" method="post" action="/console/event/republish">`)
+	require.Contains(t, ev, `<p id="republish" class="action"><a id="republish-plan" class="button" href="/console/event/republish?ref=paddle%3a`+ids[0]+`">`,
+		"republish is planned first: a link, not a form that acts")
+	plan := get("/console/event/republish?ref=paddle:" + ids[0])
+	require.Contains(t, plan, `<p class="big" id="plan-republish">1</p>`)
+	require.Contains(t, plan, `<form id="confirm-republish" class="action" method="post" action="/console/event/republish">`)
+	require.Contains(t, plan, `<input type="hidden" name="ref" value="paddle:`+ids[0]+`">`)
 	require.Contains(t, ev, `<tr data-subscriber="credits">`)
 	require.Contains(t, get("/console/event?ref=paddle:"+ids[1]), `<td class="outcome" data-outcome="dead_lettered">dead-lettered</td>`)
 
@@ -94,7 +101,18 @@ func TestPagesRender(t *testing.T) {
 	require.Regexp(t, `<tr class="dead-letter" data-id="\d+" data-event-id="`+ids[1]+`">`, dl)
 	require.Contains(t, dl, `<form class="action redrive" method="post" action="/console/dead-letters/redrive">`)
 	require.Contains(t, dl, `class="redrive-button"`)
-	require.Contains(t, dl, `<form id="redrive-all" class="action"`)
+	require.Contains(t, dl, `<a id="redrive-all" class="button" href="/console/dead-letters/redrive?subscriber=credits">Redrive all 1 waiting…</a>`,
+		"redrive all is planned first: a link, not a form that acts")
+	var dlID int64
+	require.NoError(t, s.pool.QueryRow(t.Context(), `SELECT id FROM credits.dead_letters`).Scan(&dlID))
+	plan = get("/console/dead-letters/redrive?subscriber=credits")
+	require.Contains(t, plan, `<p class="big" id="plan-redrive">1</p>`)
+	require.Contains(t, plan, `<form id="confirm-redrive" class="action" method="post" action="/console/dead-letters/redrive">`)
+	require.Contains(t, plan, fmt.Sprintf(`<input type="hidden" name="ids" value="%d">`, dlID))
+	require.Contains(t, plan, fmt.Sprintf(`<tr class="planned" data-id="%d" data-event-id="%s">`, dlID, ids[1]))
+	var requested int
+	require.NoError(t, s.pool.QueryRow(t.Context(), `SELECT count(*) FROM credits.dead_letters WHERE redrive_requested_at IS NOT NULL`).Scan(&requested))
+	require.Zero(t, requested, "showing the plans did nothing")
 	require.Contains(t, dl, "handler failed: boom")
 
 	rp := get("/console/replay")
@@ -170,6 +188,10 @@ func TestBadInputs(t *testing.T) {
 		{"/console/dead-letters?subscriber=nobody", 404, "unknown subscriber"},
 		{"/console/dead-letters?subscriber=%00", 400, "subscriber"},
 		{"/console/replay/jobs/0123456789abcdef", 404, "replay job"},
+		{"/console/dead-letters/redrive?subscriber=nobody", 404, "unknown subscriber"},
+		{"/console/event/republish?ref=garbage", 400, "ref"},
+		{"/console/event/republish?ref=paddle:nothere", 404, "no event"},
+		{"/console/event/republish?ref=paddle:" + ids[1], 404, "nothing matched"}, // not published: nothing to republish
 		{"/console/replay/jobs/..%2F..", 404, "replay job"},
 		{"/console/nowhere", 404, "No such page"},
 	} {
@@ -189,7 +211,13 @@ func TestBadInputs(t *testing.T) {
 		{"/console/dead-letters/redrive", url.Values{"subscriber": {"credits"}, "id": {"1"}, "all": {"1"}}, 400, "exactly one"},
 		{"/console/dead-letters/redrive", url.Values{"subscriber": {"credits"}, "all": {"yes"}}, 400, "all"},
 		{"/console/dead-letters/redrive", url.Values{"subscriber": {"credits"}, "id": {"999999"}}, 404, "no dead letter"},
-		{"/console/dead-letters/redrive", url.Values{"subscriber": {"x\x00"}, "all": {"1"}}, 400, "subscriber"},
+		{"/console/dead-letters/redrive", url.Values{"subscriber": {"credits"}, "all": {"1"}}, 400, "through its plan"},
+		{"/console/dead-letters/redrive", url.Values{"subscriber": {"credits"}, "ids": {"1,1"}}, 400, "twice"},
+		{"/console/dead-letters/redrive", url.Values{"subscriber": {"credits"}, "ids": {"1,x"}}, 400, "ids"},
+		{"/console/dead-letters/redrive", url.Values{"subscriber": {"credits"}, "ids": {"1,"}}, 400, "ids"},
+		{"/console/dead-letters/redrive", url.Values{"subscriber": {"credits"}, "ids": {manyIDs(501)}}, 400, "more than 500"},
+		{"/console/dead-letters/redrive", url.Values{"subscriber": {"credits"}, "id": {"1"}, "ids": {"1"}}, 400, "exactly one"},
+		{"/console/dead-letters/redrive", url.Values{"subscriber": {"x\x00"}, "id": {"1"}}, 400, "subscriber"},
 		{"/console/event/republish", url.Values{"ref": {"garbage"}}, 400, "event"},
 		{"/console/event/republish", url.Values{"ref": {"paddle:" + ids[0]}}, 503, "JetStream"},
 		{"/console/replay/plan", url.Values{"subscriber": {"credits"}}, 400, "since"},
@@ -212,4 +240,13 @@ func TestBadInputs(t *testing.T) {
 	require.Contains(t, a.body, "too large")
 	a = s.do("POST", "/console/dead-letters/redrive", "csrf="+csrf+"&csrf="+csrf+"&all=1&subscriber=credits", []*http.Cookie{sc})
 	require.Equal(t, 400, a.status)
+}
+
+// manyIDs is "1,2,...,n".
+func manyIDs(n int) string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = strconv.Itoa(i + 1)
+	}
+	return strings.Join(ids, ",")
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/hubtest"
@@ -40,6 +41,7 @@ type hubSystem struct {
 	paddle  provider.Signer
 	broken  atomic.Bool
 	browser *http.Client
+	js      jetstream.JetStream
 }
 
 func newHubSystem(t *testing.T) *hubSystem {
@@ -56,7 +58,7 @@ func newHubSystem(t *testing.T) *hubSystem {
 	require.NoError(t, err)
 	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)
-	h := &hubSystem{t: t, hook: hub.URL, admin: hub.AdminURL, pool: pool,
+	h := &hubSystem{t: t, hook: hub.URL, admin: hub.AdminURL, pool: pool, js: js,
 		paddle: p.(provider.Signer), browser: &http.Client{Jar: jar, Timeout: 30 * time.Second,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	hub.WaitStream(js, schema.DefaultStream)
@@ -87,10 +89,16 @@ func newHubSystem(t *testing.T) *hubSystem {
 	return h
 }
 
-// deliver signs and POSTs a Paddle event.
+// deliver signs and POSTs a Paddle subscription.created event.
 func (h *hubSystem) deliver(eventID string) {
 	h.t.Helper()
-	body, err := samples.Body(h.paddle.Name(), eventID, "subscription.created", nil, time.Now())
+	h.deliverType(eventID, "subscription.created")
+}
+
+// deliverType signs and POSTs a Paddle event of a type.
+func (h *hubSystem) deliverType(eventID, eventType string) {
+	h.t.Helper()
+	body, err := samples.Body(h.paddle.Name(), eventID, eventType, nil, time.Now())
 	require.NoError(h.t, err)
 	hdr, _, err := h.paddle.Sign(eventID, "", body, time.Now())
 	require.NoError(h.t, err)
@@ -151,6 +159,19 @@ func (h *hubSystem) signIn(token string) string {
 	return csrfOf(h.t, home)
 }
 
+// processedEventPage waits until flaky has processed a Paddle event and
+// its page shows its stream sequence, and returns the page.
+func (h *hubSystem) processedEventPage(eventID string) string {
+	h.t.Helper()
+	require.Eventually(h.t, func() bool { return h.effects(eventID) == 1 }, 20*time.Second, 20*time.Millisecond)
+	var ev string
+	require.Eventually(h.t, func() bool {
+		_, ev = h.page("/console/event?ref=paddle:" + eventID)
+		return regexp.MustCompile(`<dd id="stream-seq">\d+</dd>`).MatchString(ev)
+	}, 20*time.Second, 50*time.Millisecond)
+	return ev
+}
+
 func count(t *testing.T, re, s string) int {
 	t.Helper()
 	return len(regexp.MustCompile(re).FindAllString(s, -1))
@@ -174,12 +195,7 @@ func TestConsoleOnAWholeHub(t *testing.T) {
 	for range 10 {
 		h.deliver("evt_ten")
 	}
-	require.Eventually(t, func() bool { return h.effects("evt_ten") == 1 }, 20*time.Second, 20*time.Millisecond)
-	var ev string
-	require.Eventually(t, func() bool {
-		_, ev = h.page("/console/event?ref=paddle:evt_ten")
-		return regexp.MustCompile(`<dd id="stream-seq">\d+</dd>`).MatchString(ev)
-	}, 20*time.Second, 50*time.Millisecond)
+	ev := h.processedEventPage("evt_ten")
 	require.Equal(t, 10, count(t, `<tr class="delivery"`, ev))
 	require.Regexp(t, `<td class="outcome" data-outcome="processed">processed</td>`, ev)
 	require.Contains(t, ev, `<code class="signature">ts=`)
@@ -271,4 +287,34 @@ func TestConsoleOnAWholeHub(t *testing.T) {
 	code, body := h.post("/console/replay/plan", url.Values{"subscriber": {"flaky"}, "since": {"1h"}}, ro)
 	require.Equal(t, http.StatusForbidden, code)
 	require.Contains(t, body, "read-only")
+}
+
+// The event page lists only the subscribers whose consumer takes the
+// event's subject, and says "not published" for an event that is not on
+// the stream instead of calling every subscriber pending.
+func TestEventPageSubscribersTakingTheSubject(t *testing.T) {
+	t.Parallel()
+	h := newHubSystem(t)
+	// A subscriber that only takes clerk events (its tables and consumer,
+	// not running).
+	require.NoError(t, subscriber.Migrate(t.Context(), h.pool, "clerkonly", nil))
+	_, err := h.js.CreateOrUpdateConsumer(t.Context(), schema.DefaultStream, jetstream.ConsumerConfig{Durable: "clerkonly",
+		AckPolicy: jetstream.AckExplicitPolicy, FilterSubjects: []string{"clerk.>", schema.ReplaySubject("clerkonly", "clerk.>")}})
+	require.NoError(t, err)
+	h.signIn(adminToken)
+
+	h.deliver("evt_taken")
+	ev := h.processedEventPage("evt_taken")
+	require.Contains(t, ev, `<tr data-subscriber="flaky">`)
+	require.Contains(t, ev, `data-outcome="processed"`)
+	require.NotContains(t, ev, `data-subscriber="clerkonly"`, "clerkonly does not take paddle events")
+
+	// FAILED: its type cannot form a subject; never published.
+	h.deliverType("evt_never", "subscription created")
+	code, ev := h.page("/console/event?ref=paddle:evt_never")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, ev, `<dd id="stream-seq">not published (it never will be)</dd>`)
+	require.NotContains(t, ev, `data-subscriber=`)
+	require.NotContains(t, ev, "pending")
+	require.Contains(t, ev, `id="no-subscribers">Not published: no subscriber has received this event.`)
 }

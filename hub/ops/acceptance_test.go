@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"testing/fstest"
@@ -18,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/hubtest/testhub"
 	"github.com/hookhub/hookhub/hub/ops"
@@ -111,7 +113,13 @@ func (s *system) startCredits() {
 // deliver signs and POSTs a Paddle subscription.created event, as Paddle would.
 func (s *system) deliver(eventID string) bool {
 	s.t.Helper()
-	body, err := samples.Body(s.paddle.Name(), eventID, "subscription.created", nil, time.Now())
+	return s.deliverType(eventID, "subscription.created")
+}
+
+// deliverType is deliver for an event of another type.
+func (s *system) deliverType(eventID, eventType string) bool {
+	s.t.Helper()
+	body, err := samples.Body(s.paddle.Name(), eventID, eventType, nil, time.Now())
 	require.NoError(s.t, err)
 	h, _, err := s.paddle.Sign(eventID, "", body, time.Now())
 	require.NoError(s.t, err)
@@ -297,4 +305,94 @@ func TestShowEventDeliveredTenTimes(t *testing.T) {
 	}
 	_, err = s.ops.DeadLetters(context.Background(), "nobody")
 	require.ErrorIs(t, err, ops.ErrUnknownSubscriber)
+}
+
+// idleSubscriber gives a subscriber its tables and a durable consumer on
+// filters (as the library makes them, replay subjects included) without
+// running it: a subscriber that takes those subjects but is not consuming
+// right now. Without filters it gets its tables only (no consumer).
+func (s *system) idleSubscriber(name string, filters ...string) {
+	s.t.Helper()
+	ctx := context.Background()
+	require.NoError(s.t, subscriber.Migrate(ctx, s.pool, name, nil))
+	if len(filters) == 0 {
+		return
+	}
+	all := slices.Clone(filters)
+	for _, f := range filters {
+		all = append(all, schema.ReplaySubject(name, f))
+	}
+	_, err := s.js.CreateOrUpdateConsumer(ctx, schema.DefaultStream, jetstream.ConsumerConfig{Durable: name,
+		DeliverPolicy: jetstream.DeliverAllPolicy, AckPolicy: jetstream.AckExplicitPolicy, FilterSubjects: all})
+	require.NoError(s.t, err)
+}
+
+// The outcomes of an event list only the subscribers whose consumer takes
+// its subject (wildcards included) or that have a record of it; a
+// subscriber that takes it but has not settled it is pending ("none"),
+// and an event that is not on the stream (FAILED, or PENDING in the
+// outbox) is "not_published" for them, never pending.
+func TestShowEventOutcomesFollowConsumerFilters(t *testing.T) {
+	t.Parallel()
+	s := newSystem(t)
+	ctx := context.Background()
+	s.startCredits()                                // paddle.subscription.created
+	s.startFlaky("flaky")                           // paddle.subscription.created
+	s.idleSubscriber("wild", "paddle.*.created")    // takes it, not running
+	s.idleSubscriber("deep", "paddle.>")            // takes it, not running
+	s.idleSubscriber("clerkonly", "clerk.>")        // never sees a paddle event
+	s.idleSubscriber("updates", "paddle.*.updated") // nor a created one
+	s.idleSubscriber("ghost")                       // tables, no consumer
+	outcomes := func(o *ops.Ops, ref string) (ops.EventDetail, map[string]string) {
+		t.Helper()
+		d, err := o.ShowEvent(ctx, ref)
+		require.NoError(t, err)
+		m := map[string]string{}
+		for _, so := range d.Subscribers {
+			m[so.Subscriber] = so.Outcome
+		}
+		return d, m
+	}
+
+	// Published and processed by the running subscribers.
+	s.deliver("evt_ops_2")
+	s.eventually(func() bool {
+		return s.count(`SELECT count(*) FROM credits.processed_messages`) == 1 && s.count(`SELECT count(*) FROM flaky.effects`) == 1
+	}, "both running subscribers processed evt_ops_2")
+	// (A subscriber may process a message before the hub has recorded its
+	// PubAck: until then the archive says PENDING.)
+	s.eventually(func() bool {
+		return s.count(`SELECT count(*) FROM webhook_event_status WHERE event_id = 'evt_ops_2' AND processing_status = 'PROCESSED'`) == 1
+	}, "the hub recorded evt_ops_2 published")
+	d, got := outcomes(s.ops, "paddle:evt_ops_2")
+	require.True(t, d.Published)
+	require.Equal(t, map[string]string{"credits": ops.OutcomeProcessed, "flaky": ops.OutcomeProcessed,
+		"wild": ops.OutcomeNone, "deep": ops.OutcomeNone, "ghost": ops.OutcomeNoConsumer}, got)
+
+	// FAILED (its type cannot form a subject): never published, and no
+	// subscriber can take it.
+	s.deliverType("evt_ops_failed", "subscription created")
+	d, got = outcomes(s.ops, "paddle:evt_ops_failed")
+	require.Equal(t, "FAILED", d.Status)
+	require.False(t, d.Published)
+	require.Empty(t, got, "no subscriber will ever see a FAILED event")
+	raw, err := json.Marshal(d)
+	require.NoError(t, err)
+	require.NotContains(t, string(raw), `"outcome":"none"`)
+	require.Contains(t, string(raw), `"published":false`)
+
+	// PENDING, waiting in the outbox (its next attempt in an hour): not
+	// published for those that take its subject.
+	archiveLegacy(t, s.pool, time.Now(), hub.Pending, "evt_ops_waiting")
+	d, got = outcomes(s.ops, "paddle:evt_ops_waiting")
+	require.Equal(t, "PENDING", d.Status)
+	require.False(t, d.Published)
+	require.Equal(t, map[string]string{"credits": ops.OutcomeNotPublished, "flaky": ops.OutcomeNotPublished,
+		"wild": ops.OutcomeNotPublished, "deep": ops.OutcomeNotPublished, "ghost": ops.OutcomeNotPublished}, got)
+
+	// Without JetStream the filters are unknown: said so, not "pending".
+	_, got = outcomes(newOps(t, s.pool, nil), "paddle:evt_ops_2")
+	require.Equal(t, map[string]string{"credits": ops.OutcomeProcessed, "flaky": ops.OutcomeProcessed,
+		"wild": ops.OutcomeUnknown, "deep": ops.OutcomeUnknown, "clerkonly": ops.OutcomeUnknown,
+		"updates": ops.OutcomeUnknown, "ghost": ops.OutcomeUnknown}, got)
 }

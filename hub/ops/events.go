@@ -3,11 +3,14 @@ package ops
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/schema"
@@ -114,10 +117,39 @@ type Delivery struct {
 	Attempts  int    `json:"publish_attempts"`
 }
 
+// Subscriber outcomes of an event (SubscriberOutcome.Outcome).
+const (
+	// OutcomeProcessed: the subscriber's handler processed the event
+	// (OutcomeSkippedStale: it skipped it as older than what it has).
+	OutcomeProcessed    = "processed"
+	OutcomeSkippedStale = "skipped_stale"
+	// OutcomeDeadLettered: its last attempt failed and the event waits
+	// in its dead letters.
+	OutcomeDeadLettered = "dead_lettered"
+	// OutcomeProcessedAfterRedrive: dead-lettered, then redriven and
+	// processed.
+	OutcomeProcessedAfterRedrive = "processed_after_redrive"
+	// OutcomeNone: the event is on the stream and the subscriber's
+	// consumer takes its subject, but the subscriber has not settled it
+	// yet (pending).
+	OutcomeNone = "none"
+	// OutcomeNotPublished: the event is not on the stream (FAILED: it
+	// never will be; PENDING: it waits in the outbox), so no subscriber
+	// has seen it.
+	OutcomeNotPublished = "not_published"
+	// OutcomeNoConsumer: the subscriber has tables but no consumer on the
+	// stream (it has not run since the stream was made, or was removed):
+	// whether it takes the subject is unknown.
+	OutcomeNoConsumer = "no_consumer"
+	// OutcomeUnknown: the stream could not be read (JetStream not
+	// connected), so whether the subscriber takes the subject is unknown.
+	OutcomeUnknown = "unknown"
+)
+
 // SubscriberOutcome is what one subscriber did with an event.
 type SubscriberOutcome struct {
 	Subscriber string    `json:"subscriber"`
-	Outcome    string    `json:"outcome"` // processed, skipped_stale, dead_lettered, processed_after_redrive, none
+	Outcome    string    `json:"outcome"` // one of the Outcome constants
 	At         time.Time `json:"at,omitzero"`
 	StreamSeq  uint64    `json:"stream_seq,omitempty"`
 	Error      string    `json:"error,omitempty"`
@@ -141,11 +173,17 @@ type EventDetail struct {
 	Deliveries []Delivery `json:"deliveries"`
 	// DeliveriesTruncated: the event has more than MaxShownDeliveries
 	// archived deliveries; the first ones are listed.
-	DeliveriesTruncated bool                `json:"deliveries_truncated,omitempty"`
-	Payload             json.RawMessage     `json:"payload,omitempty"` // the first delivery's exact body, when it is JSON
-	Body                string              `json:"body,omitempty"`    // the exact body otherwise
-	Subscribers         []SubscriberOutcome `json:"subscribers"`
-	Purged              bool                `json:"archive_purged,omitempty"` // dedup row only: the archive rows were purged
+	DeliveriesTruncated bool            `json:"deliveries_truncated,omitempty"`
+	Payload             json.RawMessage `json:"payload,omitempty"` // the first delivery's exact body, when it is JSON
+	Body                string          `json:"body,omitempty"`    // the exact body otherwise
+	// Published: the event's message is on the stream. False for a FAILED
+	// event (never published) and a PENDING one (waiting in the outbox).
+	Published bool `json:"published"`
+	// Subscribers are the subscribers that take the event's subject (their
+	// consumer's filter matches it) or have a record of it, each with its
+	// outcome; a subscriber whose filter does not match is left out.
+	Subscribers []SubscriberOutcome `json:"subscribers"`
+	Purged      bool                `json:"archive_purged,omitempty"` // dedup row only: the archive rows were purged
 }
 
 // ShowEvent finds an event by archive id (any of its deliveries) or by
@@ -203,7 +241,13 @@ func (o *Ops) ShowEvent(ctx context.Context, ref string) (EventDetail, error) {
 	} else if body != nil {
 		d.Body = string(body)
 	}
-	d.Subscribers, err = o.subscriberOutcomes(ctx, provider, eventID)
+	// A purged event was published unless its archive said otherwise (the
+	// purge keeps FAILED rows unless asked, and never PENDING ones).
+	d.Published = d.Status != string(hub.Pending) && d.Status != string(hub.Failed)
+	for _, dl := range d.Deliveries {
+		d.Published = d.Published || dl.StreamSeq != 0
+	}
+	d.Subscribers, err = o.subscriberOutcomes(ctx, d)
 	if err != nil {
 		return EventDetail{}, err
 	}
@@ -234,15 +278,20 @@ func (o *Ops) resolve(ctx context.Context, ref string) (string, string, error) {
 
 // subscriberOutcomes reads what each subscriber did with one event,
 // through the subscriber library (its processed and dead-letter records).
-func (o *Ops) subscriberOutcomes(ctx context.Context, provider, eventID string) ([]SubscriberOutcome, error) {
+// A subscriber without a record of it is listed only if it could receive
+// it: its consumer's filter matches the event's subject. Such a
+// subscriber is pending (OutcomeNone) when the event is on the stream,
+// OutcomeNotPublished when it is not.
+func (o *Ops) subscriberOutcomes(ctx context.Context, d EventDetail) ([]SubscriberOutcome, error) {
 	subs, err := o.Subscribers(ctx)
 	if err != nil {
 		return nil, err
 	}
-	key := []subscriber.EventKey{{Provider: provider, EventID: eventID}}
+	key := []subscriber.EventKey{{Provider: d.Provider, EventID: d.EventID}}
 	out := make([]SubscriberOutcome, 0, len(subs))
+	streamDown := o.js == nil // once a look-up fails, the others are not tried
 	for _, sub := range subs {
-		so := SubscriberOutcome{Subscriber: sub, Outcome: "none"}
+		so := SubscriberOutcome{Subscriber: sub}
 		processed, err := subscriber.ProcessedMessages(ctx, o.subs, sub, key)
 		if err != nil {
 			return nil, err
@@ -260,14 +309,68 @@ func (o *Ops) subscriberOutcomes(ctx context.Context, provider, eventID string) 
 			so.DeadLetter, so.Error, so.Attempts = last.ID, last.Error, last.Attempts
 			switch {
 			case len(processed) == 0:
-				so.Outcome, so.At = "dead_lettered", last.CreatedAt
+				so.Outcome, so.At = OutcomeDeadLettered, last.CreatedAt
 			case last.RedrivenAt != nil:
-				so.Outcome = "processed_after_redrive"
+				so.Outcome = OutcomeProcessedAfterRedrive
 			default:
-				so.Outcome = "processed" // dead-lettered once, processed by a later replay
+				so.Outcome = OutcomeProcessed // dead-lettered once, processed by a later replay
+			}
+		}
+		if so.Outcome == "" {
+			// No record: does the subscriber take the subject at all?
+			if d.Subject == "" {
+				continue // no subject: no consumer can ever receive it
+			}
+			takes, known := o.takesSubject(ctx, sub, d.Subject, &streamDown)
+			if !takes {
+				continue
+			}
+			so.Outcome = known
+			if !d.Published {
+				so.Outcome = OutcomeNotPublished
 			}
 		}
 		out = append(out, so)
 	}
 	return out, nil
+}
+
+// takesSubject reports whether subscriber sub's consumer filters subject
+// (its replay subjects aside). known is OutcomeNone when the consumer's
+// filters were read, else OutcomeNoConsumer or OutcomeUnknown, and then
+// takes is true (it might). A failed look-up sets *down, and a later call
+// with *down set answers OutcomeUnknown at once.
+func (o *Ops) takesSubject(ctx context.Context, sub, subject string, down *bool) (takes bool, known string) {
+	if *down {
+		return true, OutcomeUnknown
+	}
+	cons, err := o.js.Consumer(ctx, o.stream, sub)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return true, OutcomeNoConsumer
+	}
+	if err != nil {
+		*down = true
+		return true, OutcomeUnknown
+	}
+	return slices.ContainsFunc(ConsumerFilters(cons.CachedInfo().Config), func(f string) bool {
+		return schema.MatchSubject(f, subject)
+	}), OutcomeNone
+}
+
+// ConsumerFilters are the subjects a subscriber's consumer takes from the
+// stream: its filter subjects, without its private replay subjects
+// (schema.ReplaySubject).
+func ConsumerFilters(cfg jetstream.ConsumerConfig) []string {
+	var filters []string
+	for _, f := range cfg.FilterSubjects {
+		if _, _, replay := schema.SplitReplaySubject(f); !replay {
+			filters = append(filters, f)
+		}
+	}
+	if f := cfg.FilterSubject; f != "" {
+		if _, _, replay := schema.SplitReplaySubject(f); !replay {
+			filters = append(filters, f)
+		}
+	}
+	return filters
 }

@@ -128,15 +128,7 @@ func (o *Ops) Replay(ctx context.Context, req ReplayRequest) (ReplayResult, erro
 	if err != nil {
 		return res, fmt.Errorf("consumer %s: %w", req.Subscriber, err)
 	}
-	var filters []string
-	for _, f := range cons.CachedInfo().Config.FilterSubjects {
-		if _, _, replay := schema.SplitReplaySubject(f); !replay {
-			filters = append(filters, f)
-		}
-	}
-	if f := cons.CachedInfo().Config.FilterSubject; f != "" {
-		filters = append(filters, f)
-	}
+	filters := ConsumerFilters(cons.CachedInfo().Config)
 	if req.Subject != "" && !slices.ContainsFunc(filters, func(f string) bool { return schema.SubjectsOverlap(f, req.Subject) }) {
 		return res, inputErr("subject", "%s does not consume %s (it consumes %s)", req.Subscriber, req.Subject, strings.Join(filters, ", "))
 	}

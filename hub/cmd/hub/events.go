@@ -131,22 +131,29 @@ func runEventsShow(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(stdout, "\nsubscribers:\n")
-	tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  SUBSCRIBER\tOUTCOME\tAT\tSEQ\tDEAD LETTER\tERROR")
-	for _, s := range d.Subscribers {
-		at, seq, dl := "-", "-", "-"
-		if !s.At.IsZero() {
-			at = s.At.UTC().Format(time.RFC3339)
+	switch {
+	case len(d.Subscribers) > 0:
+		tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  SUBSCRIBER\tOUTCOME\tAT\tSEQ\tDEAD LETTER\tERROR")
+		for _, s := range d.Subscribers {
+			at, seq, dl := "-", "-", "-"
+			if !s.At.IsZero() {
+				at = s.At.UTC().Format(time.RFC3339)
+			}
+			if s.StreamSeq > 0 {
+				seq = fmt.Sprint(s.StreamSeq)
+			}
+			if s.DeadLetter > 0 {
+				dl = fmt.Sprint(s.DeadLetter)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", s.Subscriber, s.Outcome, at, seq, dl, oneLine(s.Error, 60))
 		}
-		if s.StreamSeq > 0 {
-			seq = fmt.Sprint(s.StreamSeq)
-		}
-		if s.DeadLetter > 0 {
-			dl = fmt.Sprint(s.DeadLetter)
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", s.Subscriber, s.Outcome, at, seq, dl, oneLine(s.Error, 60))
+		_ = tw.Flush()
+	case d.Published:
+		fmt.Fprintln(stdout, "  none takes this subject")
+	default:
+		fmt.Fprintln(stdout, "  none: the event is not published, no subscriber has received it")
 	}
-	_ = tw.Flush()
 	switch {
 	case d.Payload != nil:
 		fmt.Fprintf(stdout, "\nbody (exact bytes of the first delivery):\n%s\n", d.Payload)
