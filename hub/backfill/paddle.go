@@ -114,6 +114,8 @@ func ParsePaddleList(data []byte, since, until time.Time) (Page, error) {
 		ev := Event{Body: []byte(raw)}
 		if pe, err := provider.PaddleEvent(raw); err == nil {
 			ev.ID, ev.Type, ev.OccurredAt = pe.ID, pe.Type, pe.OccurredAt
+		} else {
+			ev.ID, ev.Invalid = itemID(raw, "event_id"), err
 		}
 		lastID = ev.ID
 		if !ev.OccurredAt.IsZero() {

@@ -116,6 +116,8 @@ func ParseStripeList(data []byte) (Page, error) {
 		ev := Event{Body: []byte(raw)}
 		if pe, err := provider.StripeEvent(raw); err == nil {
 			ev.ID, ev.Type, ev.OccurredAt = pe.ID, pe.Type, pe.OccurredAt
+		} else {
+			ev.ID, ev.Invalid = itemID(raw, "id"), err
 		}
 		page.Events = append(page.Events, ev)
 	}
