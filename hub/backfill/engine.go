@@ -72,8 +72,8 @@ type Config struct {
 	MaxEvents  int
 	MaxRunTime time.Duration
 	Now        func() time.Time
-	Logger  *slog.Logger
-	Metrics *metrics.Metrics // optional
+	Logger     *slog.Logger
+	Metrics    *metrics.Metrics // optional
 }
 
 // Config's defaults.
