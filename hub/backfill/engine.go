@@ -88,6 +88,10 @@ const (
 	MinLease = 3 * time.Second
 )
 
+// ingestTimeout bounds a page's ingestion and the checkpoint's save, which
+// a stopped run lets finish.
+const ingestTimeout = time.Minute
+
 // MaxFailuresListed bounds Result.Failures: the first failures of a run,
 // with their reasons (all are counted in Failed and logged).
 const MaxFailuresListed = 20
@@ -413,7 +417,12 @@ func (e *Engine) Run(ctx context.Context, src Source, req Request) (res Result, 
 			if page.Next == "" {
 				cp.CompletedAt = e.cfg.Now()
 			}
-			if err := e.cfg.Store.SaveBackfill(runCtx, e.cfg.Owner, cp, e.cfg.Lease); err != nil {
+			// Saved even when the run is being stopped (its time is up,
+			// Ctrl-C): the page is ingested, and the checkpoint says so.
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(runCtx), ingestTimeout)
+			err := e.cfg.Store.SaveBackfill(sctx, e.cfg.Owner, cp, e.cfg.Lease)
+			cancel()
+			if err != nil {
 				cp.CompletedAt = time.Time{}
 				return e.finish(res, cp), err
 			}
@@ -682,7 +691,12 @@ func (e *Engine) page(ctx context.Context, src Source, req Request, res *Result,
 	if len(ds) == 0 {
 		return c, oldest, nil
 	}
-	outs, err := e.cfg.Ingester.Ingest(ctx, ds)
+	// Not cut off by the run being stopped (a bound, Ctrl-C): a commit
+	// cancelled mid-way may still land, uncounted; the page's ingestion
+	// finishes (or fails) on its own, bounded by ingestTimeout.
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ingestTimeout)
+	outs, err := e.cfg.Ingester.Ingest(ictx, ds)
+	cancel()
 	if err != nil {
 		return c, oldest, fmt.Errorf("%s: ingest: %w", name, err)
 	}
