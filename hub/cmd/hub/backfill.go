@@ -118,15 +118,11 @@ set too. Times are durations before now (90m, 36h, 7d) or times (2026-11-30, RFC
 	if _, ok := src.(backfill.Redeliverer); *redeliver && !ok {
 		return usageErr(fmt.Sprintf("--redeliver: %s cannot be asked to send a webhook again (only github can); without --redeliver the API's copy is ingested", *name))
 	}
-	pool, err := openDatabase(ctx, cfg.DatabaseURL)
+	st, closeDB, err := openStore(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	if err := checkSchema(ctx, pool); err != nil {
-		return err
-	}
-	st := store.New(pool) // no relay grace: the running hubs' relays take the rows at once
+	defer closeDB()
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	bounds := backfill.Config{MaxPages: cfg.BackfillMaxPages, MaxEvents: cfg.BackfillMaxEvents, MaxRunTime: cfg.BackfillMaxRunTime}
 	if *maxPages > 0 {
@@ -205,15 +201,11 @@ func releaseBackfillLease(ctx context.Context, provider string, force bool, stdo
 	if err != nil {
 		return err
 	}
-	pool, err := openDatabase(ctx, cfg.DatabaseURL)
+	st, closeDB, err := openStore(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	if err := checkSchema(ctx, pool); err != nil {
-		return err
-	}
-	st := store.New(pool)
+	defer closeDB()
 	cp, found, err := st.BackfillCheckpoint(ctx, provider)
 	if err != nil {
 		return err
@@ -264,6 +256,21 @@ func parseRate(v string) (float64, error) {
 		return 0, usageErr(fmt.Sprintf("--rate: must be 0 (no bound) or a number of requests a second up to %d, e.g. 10/s, got %q", maxBackfillRate, v))
 	}
 	return n, nil
+}
+
+// openStore opens the hub's database, checks its migrations are applied,
+// and returns its store (without relay grace: the running hubs' relays
+// take the rows it ingests at once) and how to close it.
+func openStore(ctx context.Context, url string) (*store.Store, func(), error) {
+	pool, err := openDatabase(ctx, url)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkSchema(ctx, pool); err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	return store.New(pool), pool.Close, nil
 }
 
 // checkSchema fails unless the hub's migrations are applied.
