@@ -14,6 +14,7 @@ import (
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/backfill"
 	"github.com/hookhub/hookhub/hub/backfill/fakeapi"
+	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
@@ -263,32 +264,21 @@ func TestServeEndlessProviderDoesNotStarveOthers(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return gathered(t, h.registry, "hub_backfill_runs_total", "paddle", "ok") == 1
 	}, 30*time.Second, 20*time.Millisecond)
-	require.NotEmpty(t, h.github.Requests(), "github's endless run is going on")
+	require.Eventually(t, func() bool { return len(h.github.Requests()) > 0 }, 30*time.Second, 20*time.Millisecond,
+		"github's endless run is going on")
 	require.Zero(t, gathered(t, h.registry, "hub_backfill_runs_total", "github", "bounded"), "and has not ended")
 	require.Equal(t, 3600.0, gathered(t, h.registry, "hub_backfill_interval_seconds", "github", ""))
 }
 
-// gathered returns the value of name's series with provider (and outcome,
+// gathered returns the value of name's series of provider (and outcome,
 // when not empty) in reg, 0 when absent.
 func gathered(t *testing.T, reg *prometheus.Registry, name, provider, outcome string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if (l.GetName() == "provider" && l.GetValue() != provider) || (l.GetName() == "outcome" && l.GetValue() != outcome) {
-					continue series
-				}
-			}
-			return m.GetCounter().GetValue() + m.GetGauge().GetValue()
-		}
+	labels := map[string]string{"provider": provider}
+	if outcome != "" {
+		labels["outcome"] = outcome
 	}
-	return 0
+	return hubtest.MetricValue(t, reg, name, labels)
 }
 
 // samplesStripe is a Stripe event object of the provider's sample.
