@@ -3,6 +3,7 @@ package backfill
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -386,9 +387,10 @@ func (e *Engine) Run(ctx context.Context, src Source, req Request) (res Result, 
 		}()
 	}
 	cursor, covered := cp.Cursor, 0.0
-	seen := map[string]struct{}{}
+	// The cursors read, as hashes: an API's cursor may be long.
+	seen := map[[sha256.Size]byte]struct{}{}
 	if cursor != "" {
-		seen[cursor] = struct{}{}
+		seen[sha256.Sum256([]byte(cursor))] = struct{}{}
 	}
 	var events int64
 	for pages := 1; ; pages++ {
@@ -403,9 +405,10 @@ func (e *Engine) Run(ctx context.Context, src Source, req Request) (res Result, 
 		}
 		// A cursor read before: the page is ingested (its events are
 		// real), but not saved, and the run stops.
-		_, cycle := seen[page.Next]
+		next := sha256.Sum256([]byte(page.Next))
+		_, cycle := seen[next]
 		cycle = cycle && page.Next != ""
-		seen[page.Next] = struct{}{}
+		seen[next] = struct{}{}
 		pc, oldest, err := e.page(runCtx, src, req, &res, page)
 		res.Counts.add(pc)
 		if err != nil {
