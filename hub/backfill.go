@@ -1,6 +1,14 @@
 package hub
 
-import "time"
+import (
+	"errors"
+	"time"
+)
+
+// ErrBackfillBusy is returned when another run holds a provider's
+// backfill checkpoint (its lease): AcquireBackfill before a run starts,
+// SaveBackfill and RenewBackfill when a run lost it.
+var ErrBackfillBusy = errors.New("another backfill of this provider is running")
 
 // BackfillCheckpoint is where a provider's backfill stands: the window it
 // lists, the cursor of the next page to read, and what it found so far. It
@@ -25,6 +33,13 @@ type BackfillCheckpoint struct {
 	// StartedAt is when the run began, UpdatedAt when the last page was
 	// saved; CompletedAt is zero while the run is unfinished.
 	StartedAt, UpdatedAt, CompletedAt time.Time
+	// Resumes is how many times later runs continued this unfinished
+	// run (0 for a run started over).
+	Resumes int
+	// LeaseOwner names the process that holds (or last held) the run's
+	// lease, until LeaseUntil (in the past when nobody holds it).
+	LeaseOwner string
+	LeaseUntil time.Time
 }
 
 // Done reports whether the run of c listed its whole window.

@@ -42,6 +42,16 @@
 // but not saved is listed again and its events are then present, so
 // nothing is ingested twice. RateLimited bounds the API requests a second.
 //
+// Bounds (DESIGN invariant 9). A run reads at most Config.MaxPages pages,
+// Config.MaxEvents events and runs Config.MaxRunTime at most (ErrBound),
+// stops at a cursor it has already read (ErrCursorCycle) and at a page
+// older than its window; what it ingested is saved, and the next run
+// continues. Periodic runs continue an unfinished run at most
+// Request.MaxResumes times, then start over on their window, logging
+// what they leave unchecked. A malformed item is counted failed with its
+// id and skipped (Event.Invalid), never failing its page. A run renews its
+// lease while it works, so a dead run's lapses within Config.Lease.
+//
 // Who publishes. Ingested events are PENDING outbox rows; the relay
 // (hub/relay), the one publisher, publishes them:
 //   - in `hub serve` (HUB_BACKFILL_INTERVAL) the engine hands each committed
@@ -60,8 +70,10 @@
 // Metrics (hub/metrics): hub_backfill_missing_total{provider} (every
 // missing event found means a webhook was lost: alert
 // HookhubBackfillFoundMissing), hub_backfill_ingested_total{provider},
-// hub_backfill_runs_total{provider,outcome},
-// hub_backfill_last_success_timestamp_seconds{provider}.
+// hub_backfill_failed_total{provider}, hub_backfill_abandoned_total{provider},
+// hub_backfill_runs_total{provider,outcome} (ok, partial, error, bounded,
+// skipped), hub_backfill_last_success_timestamp_seconds{provider} (alerts
+// HookhubBackfillStale, HookhubBackfillFailing).
 //
 // Package fakeapi has local fake provider APIs for tests.
 package backfill

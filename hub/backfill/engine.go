@@ -3,11 +3,13 @@ package backfill
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -25,6 +27,7 @@ type Store interface {
 	KnownEvents(ctx context.Context, provider string, ids []string) (map[string]bool, error)
 	AcquireBackfill(ctx context.Context, provider, owner string, since, until time.Time, restart bool, lease time.Duration) (hub.BackfillCheckpoint, error)
 	SaveBackfill(ctx context.Context, owner string, c hub.BackfillCheckpoint, lease time.Duration) error
+	RenewBackfill(ctx context.Context, provider, owner string, lease time.Duration) error
 	ReleaseBackfill(ctx context.Context, provider, owner string) error
 }
 
@@ -53,16 +56,53 @@ type Config struct {
 	// Owner names this process in checkpoint leases (default: host, pid
 	// and a random suffix).
 	Owner string
-	// Lease is how long a run holds a provider's checkpoint without saving
-	// a page (default DefaultLease): past it, another run may take it over.
-	Lease   time.Duration
-	Now     func() time.Time
-	Logger  *slog.Logger
-	Metrics *metrics.Metrics // optional
+	// Lease is how long a run holds a provider's checkpoint without
+	// renewing it (default DefaultLease): a run renews it every third of
+	// it while it works, so a run that died blocks its provider for at
+	// most Lease; past it, another run may take the checkpoint over.
+	Lease time.Duration
+	// MaxPages, MaxEvents and MaxRunTime bound one run (defaults
+	// DefaultMaxPages, DefaultMaxEvents, DefaultMaxRunTime): the pages it
+	// reads, the events those pages hold (in the window or not) and its
+	// wall time. Past one, the run stops with an error wrapping ErrBound
+	// that names it; what it ingested until then is kept and saved, and
+	// the next run continues from there.
+	MaxPages   int
+	MaxEvents  int
+	MaxRunTime time.Duration
+	Now        func() time.Time
+	Logger     *slog.Logger
+	Metrics    *metrics.Metrics // optional
 }
 
-// DefaultLease is Config.Lease's default.
-const DefaultLease = 15 * time.Minute
+// Config's defaults.
+const (
+	DefaultLease = 2 * time.Minute
+	// DefaultMaxPages is 100,000 Stripe or GitHub events a run, 200,000
+	// Paddle events: far more than a busy account's 72 hours.
+	DefaultMaxPages   = 1000
+	DefaultMaxEvents  = 200_000
+	DefaultMaxRunTime = 30 * time.Minute
+	// MinLease is the shortest Lease: a renewal every third of it.
+	MinLease = 3 * time.Second
+)
+
+// ingestTimeout bounds a page's ingestion and the checkpoint's save, which
+// a stopped run lets finish.
+const ingestTimeout = time.Minute
+
+// MaxFailuresListed bounds Result.Failures: the first failures of a run,
+// with their reasons (all are counted in Failed and logged).
+const MaxFailuresListed = 20
+
+// ErrBound wraps the error of a run stopped by one of its bounds
+// (Config.MaxPages, MaxEvents, MaxRunTime): an API that keeps paging, or a
+// window too large for one run. The error names the bound.
+var ErrBound = errors.New("backfill: run bound reached")
+
+// ErrCursorCycle is returned when the API gives a cursor the run has
+// already read: its listing loops and would never end.
+var ErrCursorCycle = errors.New("backfill: the api's cursors loop")
 
 // WithDefaults returns a copy of c with every zero field that has a
 // default set to it. New calls it, then Validate.
@@ -72,6 +112,15 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Lease == 0 {
 		c.Lease = DefaultLease
+	}
+	if c.MaxPages == 0 {
+		c.MaxPages = DefaultMaxPages
+	}
+	if c.MaxEvents == 0 {
+		c.MaxEvents = DefaultMaxEvents
+	}
+	if c.MaxRunTime == 0 {
+		c.MaxRunTime = DefaultMaxRunTime
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -104,8 +153,17 @@ func (c Config) Validate() error {
 	if c.MaxBodyBytes < 1 {
 		bad("MaxBodyBytes", "must be at least 1, got %d", c.MaxBodyBytes)
 	}
-	if c.Lease <= 0 {
-		bad("Lease", "must be positive, got %s", c.Lease)
+	if c.Lease < MinLease {
+		bad("Lease", "must be at least %s, got %s", MinLease, c.Lease)
+	}
+	if c.MaxPages < 1 {
+		bad("MaxPages", "must be at least 1, got %d", c.MaxPages)
+	}
+	if c.MaxEvents < 1 {
+		bad("MaxEvents", "must be at least 1, got %d", c.MaxEvents)
+	}
+	if c.MaxRunTime <= 0 {
+		bad("MaxRunTime", "must be positive, got %s", c.MaxRunTime)
 	}
 	if c.Owner == "" {
 		bad("Owner", "is required")
@@ -143,6 +201,14 @@ type Request struct {
 	// window; without it an unfinished run of the provider is continued,
 	// on its own window, from the page after the last one ingested.
 	Restart bool
+	// MaxResumes, when positive, bounds how many runs continue one
+	// unfinished run: the run that would continue it once more starts
+	// over on its own window instead, and logs (warn) the part of the old
+	// window it leaves unchecked (Result.Abandoned). Periodic runs set it
+	// (DefaultMaxResumes), so a page the API or the parser keeps failing
+	// cannot wedge a provider's backfill on a stale window; 0 always
+	// continues (`hub backfill`, where the operator sees each failure).
+	MaxResumes int
 	// Redeliver asks the provider to send each missing event's webhook
 	// again (the source must be a Redeliverer, else ErrNoRedeliver)
 	// instead of ingesting the API's copy: the hub then receives the
@@ -161,16 +227,24 @@ type Request struct {
 	MaxListed int
 }
 
+// DefaultMaxResumes is the Request.MaxResumes of `hub serve`'s periodic
+// runs.
+const DefaultMaxResumes = 3
+
 // Counts are what a run found.
 type Counts struct {
 	Pages    int64 `json:"pages"`
 	Listed   int64 `json:"listed"`   // events of the window the API listed
 	Already  int64 `json:"already"`  // already received (as webhooks, or by an earlier backfill)
-	Ingested int64 `json:"ingested"` // missing, now ingested (or, in a dry run, that would be)
+	Ingested int64 `json:"ingested"` // missing, now ingested (0 in a dry run)
 	// Redelivered: missing, and the provider was asked to send the webhook
-	// again (Request.Redeliver; in a dry run, would be).
+	// again (Request.Redeliver; 0 in a dry run).
 	Redelivered int64 `json:"redelivered"`
-	Failed      int64 `json:"failed"` // missing, but unusable: no id or type, too large, fetch or redelivery failed, type cannot form a subject
+	Failed      int64 `json:"failed"` // missing, but unusable: malformed, no id or type, too large, fetch or redelivery failed, type cannot form a subject
+	// WouldIngest and WouldRedeliver are what a dry run found missing: what
+	// it would have ingested (or asked to redeliver).
+	WouldIngest    int64 `json:"would_ingest,omitempty"`
+	WouldRedeliver int64 `json:"would_redeliver,omitempty"`
 }
 
 // Progress is a run's state after a page.
@@ -189,6 +263,29 @@ type MissingEvent struct {
 	OccurredAt time.Time `json:"occurred_at,omitzero"`
 }
 
+// Failure is a missing event a run could not ingest (or redeliver), and
+// why. EventID is empty when the API gave none the hub could use.
+type Failure struct {
+	EventID string `json:"event_id"`
+	Reason  string `json:"reason"`
+}
+
+// Abandoned is an unfinished run a run gave up instead of continuing it
+// (Request.MaxResumes): its window, and how far it had got.
+type Abandoned struct {
+	Since   time.Time `json:"since"`
+	Until   time.Time `json:"until"`
+	Pages   int64     `json:"pages"`
+	Cursor  string    `json:"cursor"`
+	Resumes int       `json:"resumes"`
+	// UncheckedSince..UncheckedUntil is the part of its window the
+	// current window does not cover (zero when it covers it all): no run
+	// looks there again unless an operator does (`hub backfill --since
+	// --until`).
+	UncheckedSince time.Time `json:"unchecked_since,omitzero"`
+	UncheckedUntil time.Time `json:"unchecked_until,omitzero"`
+}
+
 // Result is a run's outcome.
 type Result struct {
 	Provider string    `json:"provider"`
@@ -201,12 +298,17 @@ type Result struct {
 	// Resumed: the run continued an interrupted one (its window, from its
 	// cursor); Total then adds that run's counts to this one's.
 	Resumed bool `json:"resumed,omitempty"`
+	// Abandoned: the run gave up an unfinished run and started over.
+	Abandoned *Abandoned `json:"abandoned,omitempty"`
 	Counts
 	Total *Counts `json:"total,omitempty"`
 	// Complete: the whole window was listed.
 	Complete bool `json:"complete"`
 	// Missing lists what a dry run found missing (at most MaxListed).
 	Missing []MissingEvent `json:"missing,omitempty"`
+	// Failures lists the first MaxFailuresListed events counted in
+	// Failed, with their reasons.
+	Failures []Failure `json:"failures,omitempty"`
 }
 
 // ErrWindow is returned for a window without a start, or whose end is not
@@ -219,10 +321,16 @@ var ErrWindow = errors.New("backfill: bad window")
 // transaction), so a late webhook of one of them is answered as a
 // duplicate and the stream gets each event once. After each page is fully
 // ingested the checkpoint is saved, so a run interrupted anywhere (an
-// error, a cancelled ctx, a crash) is continued by the next one from the
-// page after the last one saved: a page ingested but not saved is listed
-// again, and its events are then found present. The Result holds the
-// counts so far, also with an error.
+// error, a cancelled ctx, a crash, a bound) is continued by the next one
+// from the page after the last one saved: a page ingested but not saved is
+// listed again, and its events are then found present. The Result holds
+// the counts so far, also with an error.
+//
+// A run is bounded (Config.MaxPages, MaxEvents, MaxRunTime: ErrBound), and
+// fails on a cursor it has already read (ErrCursorCycle). Sources list
+// newest first: a page whose events all occurred before the window ends
+// the listing. Another run holding the provider's checkpoint fails it with
+// hub.ErrBackfillBusy (outcome skipped).
 func (e *Engine) Run(ctx context.Context, src Source, req Request) (res Result, err error) {
 	name := src.Provider()
 	res = Result{Provider: name, Since: req.Since, Until: req.Until, DryRun: req.DryRun, Redeliver: req.Redeliver}
@@ -238,16 +346,34 @@ func (e *Engine) Run(ctx context.Context, src Source, req Request) (res Result, 
 	if _, ok := src.(Redeliverer); req.Redeliver && !ok {
 		return res, fmt.Errorf("%w: %s", ErrNoRedeliver, name)
 	}
+	skipped := false
 	if e.cfg.Metrics != nil {
-		defer func() { e.observeRun(name, res, err) }()
+		defer func() { e.observeRun(name, res, err, skipped) }()
 	}
+	// The run's own context: its wall-time bound, and a lease lost while
+	// it works (the heartbeat) stop it with their cause.
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	runCtx, stopTimer := context.WithTimeoutCause(runCtx, e.cfg.MaxRunTime,
+		fmt.Errorf("%w: %s ran for %s, the longest a run may (max run time)", ErrBound, name, e.cfg.MaxRunTime))
+	defer stopTimer()
+	defer func() {
+		if err != nil && ctx.Err() == nil && runCtx.Err() != nil {
+			if cause := context.Cause(runCtx); cause != nil && !errors.Is(err, cause) {
+				err = cause
+			}
+		}
+	}()
 	var cp hub.BackfillCheckpoint
 	if !req.DryRun {
-		cp, err = e.cfg.Store.AcquireBackfill(ctx, name, e.cfg.Owner, res.Since, res.Until, req.Restart, e.cfg.Lease)
+		cp, err = e.acquire(runCtx, name, &res, req)
 		if err != nil {
+			skipped = errors.Is(err, hub.ErrBackfillBusy)
 			return res, err
 		}
+		heartbeat := e.heartbeat(runCtx, name, stop)
 		defer func() {
+			heartbeat()
 			if cp.Done() {
 				return // saving the last page released the lease
 			}
@@ -257,33 +383,47 @@ func (e *Engine) Run(ctx context.Context, src Source, req Request) (res Result, 
 				e.cfg.Logger.Warn("backfill: release checkpoint", "provider", name, "err", rerr)
 			}
 		}()
-		if cp.Pages > 0 {
-			res.Resumed, res.Since, res.Until = true, cp.Since, cp.Until
-			e.cfg.Logger.Info("backfill: continuing an interrupted run", "provider", name,
-				"since", cp.Since, "until", cp.Until, "pages_done", cp.Pages)
-		}
 	}
 	cursor, covered := cp.Cursor, 0.0
-	for {
-		page, err := src.List(ctx, res.Since, res.Until, cursor)
+	// The cursors read, as hashes: an API's cursor may be long.
+	seen := map[[sha256.Size]byte]struct{}{}
+	if cursor != "" {
+		seen[sha256.Sum256([]byte(cursor))] = struct{}{}
+	}
+	var events int64
+	for pages := 1; ; pages++ {
+		page, err := src.List(runCtx, res.Since, res.Until, cursor)
 		if err != nil {
 			return e.finish(res, cp), err
 		}
-		if page.Next != "" && page.Next == cursor {
-			return e.finish(res, cp), fmt.Errorf("%s: the api gave the same cursor %q again", name, cursor)
+		events += int64(len(page.Events))
+		if pastWindow(page, res.Since) {
+			// Newest first: what follows is older still.
+			page.Next = ""
 		}
-		pc, oldest, err := e.page(ctx, src, req, &res, page)
+		// A cursor read before: the page is ingested (its events are
+		// real), but not saved, and the run stops.
+		next := sha256.Sum256([]byte(page.Next))
+		_, cycle := seen[next]
+		cycle = cycle && page.Next != ""
+		seen[next] = struct{}{}
+		pc, oldest, err := e.page(runCtx, src, req, &res, page)
 		res.Counts.add(pc)
 		if err != nil {
 			return e.finish(res, cp), err
 		}
-		if !req.DryRun {
+		if !req.DryRun && !cycle {
 			addCounts(&cp, pc)
 			cp.Cursor = page.Next
 			if page.Next == "" {
 				cp.CompletedAt = e.cfg.Now()
 			}
-			if err := e.cfg.Store.SaveBackfill(ctx, e.cfg.Owner, cp, e.cfg.Lease); err != nil {
+			// Saved even when the run is being stopped (its time is up,
+			// Ctrl-C): the page is ingested, and the checkpoint says so.
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(runCtx), ingestTimeout)
+			err := e.cfg.Store.SaveBackfill(sctx, e.cfg.Owner, cp, e.cfg.Lease)
+			cancel()
+			if err != nil {
 				cp.CompletedAt = time.Time{}
 				return e.finish(res, cp), err
 			}
@@ -297,12 +437,100 @@ func (e *Engine) Run(ctx context.Context, src Source, req Request) (res Result, 
 		if req.Progress != nil {
 			req.Progress(Progress{Provider: name, Counts: res.Counts, Covered: covered})
 		}
-		if page.Next == "" {
+		switch {
+		case page.Next == "":
 			res.Complete = true
 			return e.finish(res, cp), nil
+		case cycle:
+			return e.finish(res, cp), fmt.Errorf("%w: %s: page %d gave the cursor %q, which this run has already read",
+				ErrCursorCycle, name, pages, snippet([]byte(page.Next)))
+		case pages >= e.cfg.MaxPages:
+			return e.finish(res, cp), fmt.Errorf("%w: %s: read %d pages, the most a run may (max pages); the next run continues from there",
+				ErrBound, name, pages)
+		case events >= int64(e.cfg.MaxEvents):
+			return e.finish(res, cp), fmt.Errorf("%w: %s: the api listed %d events, the most a run may (max events); the next run continues from there",
+				ErrBound, name, events)
 		}
 		cursor = page.Next
 	}
+}
+
+// pastWindow reports whether every event of page occurred before since
+// (and the page has some): a newest-first listing has nothing more inside
+// the window.
+func pastWindow(page Page, since time.Time) bool {
+	if len(page.Events) == 0 {
+		return false
+	}
+	for _, ev := range page.Events {
+		if ev.OccurredAt.IsZero() || !ev.OccurredAt.Before(since) {
+			return false
+		}
+	}
+	return true
+}
+
+// acquire takes the provider's checkpoint for the run: the unfinished run
+// to continue, unless it was continued req.MaxResumes times already, or a
+// fresh one on res's window.
+func (e *Engine) acquire(ctx context.Context, name string, res *Result, req Request) (hub.BackfillCheckpoint, error) {
+	cp, err := e.cfg.Store.AcquireBackfill(ctx, name, e.cfg.Owner, res.Since, res.Until, req.Restart, e.cfg.Lease)
+	if err != nil {
+		return cp, err
+	}
+	if cp.Pages > 0 && req.MaxResumes > 0 && cp.Resumes > req.MaxResumes {
+		ab := &Abandoned{Since: cp.Since, Until: cp.Until, Pages: cp.Pages, Cursor: cp.Cursor, Resumes: cp.Resumes - 1}
+		if cp.Since.Before(res.Since) {
+			ab.UncheckedSince, ab.UncheckedUntil = cp.Since, res.Since
+			if cp.Until.Before(res.Since) {
+				ab.UncheckedUntil = cp.Until
+			}
+		}
+		res.Abandoned = ab
+		e.cfg.Logger.Warn("backfill: gave up an unfinished run that kept failing, starting over on the current window; the part of its window before the current one is not checked",
+			"provider", name, "since", cp.Since, "until", cp.Until, "pages_done", cp.Pages, "cursor", cp.Cursor,
+			"continued", ab.Resumes, "unchecked_since", ab.UncheckedSince, "unchecked_until", ab.UncheckedUntil)
+		if e.cfg.Metrics != nil {
+			e.cfg.Metrics.BackfillAbandoned.WithLabelValues(name).Inc()
+		}
+		if cp, err = e.cfg.Store.AcquireBackfill(ctx, name, e.cfg.Owner, res.Since, res.Until, true, e.cfg.Lease); err != nil {
+			return cp, err
+		}
+	}
+	if cp.Pages > 0 {
+		res.Resumed, res.Since, res.Until = true, cp.Since, cp.Until
+		e.cfg.Logger.Info("backfill: continuing an interrupted run", "provider", name,
+			"since", cp.Since, "until", cp.Until, "pages_done", cp.Pages, "continued", cp.Resumes)
+	}
+	return cp, nil
+}
+
+// heartbeat renews the run's lease every third of it until the returned
+// func is called; a lease lost (taken back by an operator) stops the run.
+func (e *Engine) heartbeat(ctx context.Context, name string, stop context.CancelCauseFunc) (done func()) {
+	hbCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(e.cfg.Lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-hbCtx.Done():
+				return
+			case <-t.C:
+			}
+			err := e.cfg.Store.RenewBackfill(hbCtx, name, e.cfg.Owner, e.cfg.Lease)
+			switch {
+			case err == nil || hbCtx.Err() != nil:
+			case errors.Is(err, hub.ErrBackfillBusy):
+				stop(fmt.Errorf("%s: %w", name, err))
+				return
+			default:
+				e.cfg.Logger.Warn("backfill: renew the lease", "provider", name, "err", err)
+			}
+		}
+	})
+	return func() { cancel(); wg.Wait() }
 }
 
 func (c *Counts) add(o Counts) {
@@ -312,6 +540,8 @@ func (c *Counts) add(o Counts) {
 	c.Ingested += o.Ingested
 	c.Redelivered += o.Redelivered
 	c.Failed += o.Failed
+	c.WouldIngest += o.WouldIngest
+	c.WouldRedeliver += o.WouldRedeliver
 }
 
 func addCounts(cp *hub.BackfillCheckpoint, c Counts) {
@@ -332,10 +562,14 @@ func (e *Engine) finish(res Result, cp hub.BackfillCheckpoint) Result {
 	return res
 }
 
-func (e *Engine) observeRun(name string, res Result, err error) {
+func (e *Engine) observeRun(name string, res Result, err error, skipped bool) {
 	m := e.cfg.Metrics
 	outcome := metrics.BackfillOK
 	switch {
+	case skipped:
+		outcome = metrics.BackfillSkipped
+	case errors.Is(err, ErrBound) || errors.Is(err, ErrCursorCycle):
+		outcome = metrics.BackfillBounded
 	case err != nil:
 		outcome = metrics.BackfillError
 	case res.Failed > 0:
@@ -344,6 +578,20 @@ func (e *Engine) observeRun(name string, res Result, err error) {
 	m.BackfillRuns.WithLabelValues(name, outcome).Inc()
 	if err == nil && res.Complete {
 		m.BackfillLastSuccess.WithLabelValues(name).Set(float64(e.cfg.Now().Unix()))
+	}
+}
+
+// failed counts an event of the page the run cannot ingest (or redeliver):
+// logged with its id and the reason, listed in the Result (the first
+// MaxFailuresListed), counted in hub_backfill_failed_total.
+func (e *Engine) failed(res *Result, c *Counts, name, id, msg string, reason error) {
+	c.Failed++
+	e.cfg.Logger.Warn("backfill: "+msg, "provider", name, "event_id", id, "err", reason)
+	if len(res.Failures) < MaxFailuresListed {
+		res.Failures = append(res.Failures, Failure{EventID: id, Reason: msg + ": " + reason.Error()})
+	}
+	if e.cfg.Metrics != nil {
+		e.cfg.Metrics.BackfillFailed.WithLabelValues(name).Inc()
 	}
 }
 
@@ -380,11 +628,10 @@ func (e *Engine) page(ctx context.Context, src Source, req Request, res *Result,
 	var missing []Event
 	for _, ev := range inWindow {
 		if err := provider.CheckEventID(ev.ID); err != nil {
-			if ev.Err != nil {
-				err = ev.Err // why the source could not read the id (or the type)
+			if ev.Invalid != nil {
+				err = ev.Invalid // the provider's own reading says why
 			}
-			c.Failed++
-			e.cfg.Logger.Warn("backfill: an event the api listed cannot be ingested", "provider", name, "err", err)
+			e.failed(res, &c, name, "", "an event the api listed has no usable id", err)
 			continue
 		}
 		if known[ev.ID] {
@@ -392,6 +639,10 @@ func (e *Engine) page(ctx context.Context, src Source, req Request, res *Result,
 			continue
 		}
 		known[ev.ID] = true // listed twice: the second is present by then
+		if ev.Invalid != nil {
+			e.failed(res, &c, name, ev.ID, "the api's copy of the event is malformed", ev.Invalid)
+			continue
+		}
 		missing = append(missing, ev)
 	}
 	if e.cfg.Metrics != nil && len(missing) > 0 {
@@ -403,9 +654,9 @@ func (e *Engine) page(ctx context.Context, src Source, req Request, res *Result,
 	if req.DryRun {
 		for _, ev := range missing {
 			if req.Redeliver {
-				c.Redelivered++
+				c.WouldRedeliver++
 			} else {
-				c.Ingested++
+				c.WouldIngest++
 			}
 			if len(res.Missing) < req.MaxListed {
 				res.Missing = append(res.Missing, MissingEvent{EventID: ev.ID, EventType: ev.Type, OccurredAt: ev.OccurredAt})
@@ -414,7 +665,7 @@ func (e *Engine) page(ctx context.Context, src Source, req Request, res *Result,
 		return c, oldest, nil
 	}
 	if req.Redeliver {
-		err := e.redeliver(ctx, src.(Redeliverer), name, missing, &c)
+		err := e.redeliver(ctx, src.(Redeliverer), name, missing, res, &c)
 		return c, oldest, err
 	}
 	now := e.cfg.Now()
@@ -426,16 +677,14 @@ func (e *Engine) page(ctx context.Context, src Source, req Request, res *Result,
 			case err != nil && fatal(ctx, err):
 				return c, oldest, err
 			case err != nil:
-				c.Failed++
-				e.cfg.Logger.Warn("backfill: fetch an event's body", "provider", name, "event_id", ev.ID, "err", err)
+				e.failed(res, &c, name, ev.ID, "fetch an event's body", err)
 				continue
 			}
 			ev = full
 		}
 		d, err := e.delivery(name, ev, now)
 		if err != nil {
-			c.Failed++
-			e.cfg.Logger.Warn("backfill: event not ingested", "provider", name, "event_id", ev.ID, "err", err)
+			e.failed(res, &c, name, ev.ID, "event not ingested", err)
 			continue
 		}
 		ds = append(ds, d)
@@ -443,7 +692,12 @@ func (e *Engine) page(ctx context.Context, src Source, req Request, res *Result,
 	if len(ds) == 0 {
 		return c, oldest, nil
 	}
-	outs, err := e.cfg.Ingester.Ingest(ctx, ds)
+	// Not cut off by the run being stopped (a bound, Ctrl-C): a commit
+	// cancelled mid-way may still land, uncounted; the page's ingestion
+	// finishes (or fails) on its own, bounded by ingestTimeout.
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ingestTimeout)
+	outs, err := e.cfg.Ingester.Ingest(ictx, ds)
+	cancel()
 	if err != nil {
 		return c, oldest, fmt.Errorf("%s: ingest: %w", name, err)
 	}
@@ -452,8 +706,7 @@ func (e *Engine) page(ctx context.Context, src Source, req Request, res *Result,
 		case out.Duplicate:
 			c.Already++ // its webhook arrived meanwhile
 		case out.Status == hub.Failed:
-			c.Failed++
-			e.cfg.Logger.Warn("backfill: event archived FAILED", "provider", name, "event_id", ds[i].EventID, "reason", ds[i].Error)
+			e.failed(res, &c, name, ds[i].EventID, "event archived FAILED", errors.New(ds[i].Error))
 		default:
 			c.Ingested++
 			if e.cfg.Committed != nil {
@@ -469,15 +722,14 @@ func (e *Engine) page(ctx context.Context, src Source, req Request, res *Result,
 
 // redeliver asks the provider to send each of missing's webhooks again,
 // counting them in c.
-func (e *Engine) redeliver(ctx context.Context, r Redeliverer, name string, missing []Event, c *Counts) error {
+func (e *Engine) redeliver(ctx context.Context, r Redeliverer, name string, missing []Event, res *Result, c *Counts) error {
 	for _, ev := range missing {
 		err := r.Redeliver(ctx, ev)
 		switch {
 		case err != nil && fatal(ctx, err):
 			return err
 		case err != nil:
-			c.Failed++
-			e.cfg.Logger.Warn("backfill: redeliver an event's webhook", "provider", name, "event_id", ev.ID, "err", err)
+			e.failed(res, c, name, ev.ID, "redeliver an event's webhook", err)
 		default:
 			c.Redelivered++
 		}

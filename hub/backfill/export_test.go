@@ -16,3 +16,11 @@ func SetRetrySleep(src Source, sleep func(ctx context.Context, d time.Duration) 
 		s.api.sleep = sleep
 	}
 }
+
+// GitHubRefs returns how many deliveries a GitHub source remembers.
+func GitHubRefs(src Source) int {
+	g := src.(*GitHub)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.refs)
+}

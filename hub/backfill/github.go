@@ -43,6 +43,10 @@ const (
 	// for Fetch and Redeliver: longer than any retention (github.com keeps
 	// deliveries 3 days, GitHub Enterprise Server 7).
 	githubRefHorizon = 8 * 24 * time.Hour
+	// githubMaxRefs bounds the deliveries remembered (about 100 bytes
+	// each), githubMaxRefPages the pages read to find one not remembered.
+	githubMaxRefs     = 200_000
+	githubMaxRefPages = DefaultMaxPages
 	// githubMaxErrorBody bounds the error answer read to recognise a
 	// secondary rate limit.
 	githubMaxErrorBody = 64 << 10
@@ -182,15 +186,27 @@ func (g *GitHub) List(ctx context.Context, since, until time.Time, cursor string
 	// The listing is newest first: a page reaching past since is the
 	// last one needed (a redelivery counts: its original is older still).
 	for _, d := range items {
-		if !since.IsZero() && d.DeliveredAt.Before(since) {
+		if !since.IsZero() && !d.DeliveredAt.IsZero() && d.DeliveredAt.Before(since) {
 			next = ""
 		}
 	}
 	var page Page
 	seen := make(map[string]struct{}, len(items))
 	for _, d := range items {
+		outside := (!since.IsZero() && d.DeliveredAt.Before(since)) || (!until.IsZero() && !d.DeliveredAt.Before(until))
+		if d.problem != nil {
+			// Malformed: counted failed by the engine (with its guid
+			// when it has a usable one), never fatal to the page.
+			if !outside || d.DeliveredAt.IsZero() {
+				page.Events = append(page.Events, Event{ID: d.GUID, OccurredAt: d.DeliveredAt, OccurredAtAPIOnly: true, Invalid: d.problem})
+			}
+			continue
+		}
+		if outside {
+			continue // not remembered either: only what the run may fetch
+		}
 		g.remember(d)
-		if d.Redelivery || (!since.IsZero() && d.DeliveredAt.Before(since)) || (!until.IsZero() && !d.DeliveredAt.Before(until)) {
+		if d.Redelivery {
 			continue
 		}
 		if _, dup := seen[d.GUID]; dup {
@@ -313,13 +329,17 @@ func (g *GitHub) ref(ctx context.Context, ev Event) (githubRef, error) {
 		return ref, nil
 	}
 	cursor := ""
-	for {
+	seen := map[string]struct{}{}
+	for pages := 1; ; pages++ {
 		items, next, err := g.listPage(ctx, cursor)
 		if err != nil {
 			return githubRef{}, err
 		}
 		past := false
 		for _, d := range items {
+			if d.problem != nil {
+				continue
+			}
 			g.remember(d)
 			if !ev.OccurredAt.IsZero() && d.DeliveredAt.Before(ev.OccurredAt.Add(-time.Minute)) {
 				past = true
@@ -334,27 +354,36 @@ func (g *GitHub) ref(ctx context.Context, ev Event) (githubRef, error) {
 		if next == "" || past {
 			return githubRef{}, fmt.Errorf("github event %s: no delivery of it is listed (GitHub keeps deliveries for a few days only)", ev.ID)
 		}
+		if _, loop := seen[next]; loop || pages >= githubMaxRefPages {
+			return githubRef{}, fmt.Errorf("github event %s: no delivery of it found in %d pages of deliveries", ev.ID, pages)
+		}
+		seen[next] = struct{}{}
 		cursor = next
 	}
 }
 
-// remember records d as a delivery of its event, preferring the original.
+// remember records d as a delivery of its event, preferring the original,
+// up to githubMaxRefs events (past it, Fetch and Redeliver find a delivery
+// by listing).
 func (g *GitHub) remember(d githubDelivery) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if old, ok := g.refs[d.GUID]; ok && old.original && d.Redelivery {
+	old, ok := g.refs[d.GUID]
+	if (ok && old.original && d.Redelivery) || (!ok && len(g.refs) >= githubMaxRefs) {
 		return
 	}
 	g.refs[d.GUID] = githubRef{id: d.ID, deliveredAt: d.DeliveredAt, original: !d.Redelivery}
 }
 
-// prune forgets deliveries older than any retention.
+// prune forgets deliveries older than any retention, and any dated in the
+// future.
 func (g *GitHub) prune() {
-	horizon := g.now().Add(-githubRefHorizon)
+	now := g.now()
+	horizon := now.Add(-githubRefHorizon)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for guid, ref := range g.refs {
-		if ref.deliveredAt.Before(horizon) {
+		if ref.deliveredAt.Before(horizon) || ref.deliveredAt.After(now.Add(time.Hour)) {
 			delete(g.refs, guid)
 		}
 	}
@@ -390,6 +419,9 @@ func githubType(event, action string) string {
 
 // githubDelivery is one item of GitHub's deliveries listing.
 type githubDelivery struct {
+	// problem is why a listed item is unusable (malformed; its GUID and
+	// DeliveredAt are kept when readable), nil for a good one.
+	problem     error
 	ID          int64     `json:"id"`
 	GUID        string    `json:"guid"`
 	DeliveredAt time.Time `json:"delivered_at"`
@@ -439,18 +471,37 @@ func (l *githubDeliveryList) UnmarshalJSON(b []byte) error {
 }
 
 // parseGitHubDeliveries decodes a deliveries listing: a JSON array of
-// deliveries, each with an id, a guid, an event and a delivered_at.
+// deliveries, each with an id, a guid, an event and a delivered_at. An
+// item without them is returned with its problem set (and its guid and
+// delivered_at when readable): one malformed item does not fail the page.
 func parseGitHubDeliveries(b []byte) ([]githubDelivery, error) {
 	if jsontext.FirstNonSpace(b) != '[' {
 		return nil, errors.New("deliveries answer is not a JSON array")
 	}
-	var items []githubDelivery
-	if err := json.Unmarshal(b, &items); err != nil {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(b, &raws); err != nil {
 		return nil, fmt.Errorf("deliveries answer: %w", err)
 	}
-	for i := range items {
-		if err := items[i].check(); err != nil {
-			return nil, fmt.Errorf("deliveries answer: item %d: %w", i, err)
+	items := make([]githubDelivery, len(raws))
+	for i, raw := range raws {
+		d := &items[i]
+		err := json.Unmarshal(raw, d)
+		if err == nil {
+			err = d.check()
+		}
+		if err != nil {
+			var lenient struct {
+				GUID        string `json:"guid"`
+				DeliveredAt string `json:"delivered_at"`
+			}
+			_ = json.Unmarshal(raw, &lenient)
+			*d = githubDelivery{problem: fmt.Errorf("deliveries answer: item %d: %w", i, err)}
+			if provider.CheckEventID(lenient.GUID) == nil {
+				d.GUID = lenient.GUID
+			}
+			if at, err := time.Parse(time.RFC3339, lenient.DeliveredAt); err == nil {
+				d.DeliveredAt = at
+			}
 		}
 	}
 	return items, nil

@@ -142,7 +142,7 @@ func TestGitHubBackfillRedeliver(t *testing.T) {
 
 	dry, err := h.engine().Run(context.Background(), h.source("github", 0), backfill.Request{Since: since, Redeliver: true, DryRun: true})
 	require.NoError(t, err)
-	require.Equal(t, backfill.Counts{Pages: 1, Listed: 20, Already: 14, Redelivered: 6}, dry.Counts)
+	require.Equal(t, backfill.Counts{Pages: 1, Listed: 20, Already: 14, WouldRedeliver: 6}, dry.Counts, "a dry run redelivers nothing")
 	require.Len(t, dry.Missing, 6)
 	require.Empty(t, h.github.Attempts(), "a dry run asks for nothing")
 
@@ -208,7 +208,8 @@ func TestGitHubBackfillRateLimit(t *testing.T) {
 	res, err := h.engine().Run(context.Background(), h.source("github", 0), backfill.Request{Since: time.Now().Add(-time.Hour), DryRun: true})
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, time.Since(start), time.Second, "waited Retry-After")
-	require.Equal(t, int64(3), res.Ingested)
+	require.Equal(t, int64(3), res.WouldIngest)
+	require.Zero(t, res.Ingested)
 	reqs := h.github.Requests()
 	require.Len(t, reqs, 2)
 	require.Equal(t, http.StatusForbidden, reqs[0].Status)

@@ -542,17 +542,31 @@ func TestGitHubNextCursor(t *testing.T) {
 }
 
 func TestGitHubParsersReject(t *testing.T) {
-	for _, b := range []string{
-		``, `null`, `{}`, `[{}]`, `[1]`,
-		`[{"id": 1, "guid": "", "event": "push", "delivered_at": "2026-03-10T12:00:00Z"}]`,
-		`[{"id": 1, "guid": "g", "event": "", "delivered_at": "2026-03-10T12:00:00Z"}]`,
-		`[{"id": 1, "guid": "g", "event": "push"}]`,
-		`[{"id": 0, "guid": "g", "event": "push", "delivered_at": "2026-03-10T12:00:00Z"}]`,
-		`[{"id": 1, "guid": "g\n", "event": "push", "delivered_at": "2026-03-10T12:00:00Z"}]`,
-		`[{"id": 1, "guid": "g", "event": "push", "delivered_at": "yesterday"}]`,
-	} {
+	for _, b := range []string{``, `null`, `{}`, `[1`, `{"a": [1]}`} {
 		_, err := parseGitHubDeliveries([]byte(b))
 		assert.Error(t, err, "%s", b)
+	}
+	// A malformed item fails only itself: it keeps its guid when usable,
+	// and the good item next to it is read.
+	good := `{"id": 9, "guid": "good", "event": "push", "delivered_at": "2026-03-10T12:00:00Z"}`
+	for _, c := range []struct{ item, guid string }{
+		{`{}`, ""},
+		{`1`, ""},
+		{`{"id": 1, "guid": "", "event": "push", "delivered_at": "2026-03-10T12:00:00Z"}`, ""},
+		{`{"id": 1, "guid": "g", "event": "", "delivered_at": "2026-03-10T12:00:00Z"}`, "g"},
+		{`{"id": 1, "guid": "g", "event": "push"}`, "g"},
+		{`{"id": 0, "guid": "g", "event": "push", "delivered_at": "2026-03-10T12:00:00Z"}`, "g"},
+		{`{"id": 1, "guid": "g\n", "event": "push", "delivered_at": "2026-03-10T12:00:00Z"}`, ""},
+		{`{"id": 1, "guid": "g", "event": "push", "delivered_at": "yesterday"}`, "g"},
+		{`{"id": "1", "guid": "g", "event": "push", "delivered_at": "2026-03-10T12:00:00Z"}`, "g"},
+	} {
+		items, err := parseGitHubDeliveries([]byte(`[` + c.item + `,` + good + `]`))
+		require.NoError(t, err, c.item)
+		require.Len(t, items, 2)
+		assert.Error(t, items[0].problem, c.item)
+		assert.Equal(t, c.guid, items[0].GUID, c.item)
+		assert.NoError(t, items[1].problem)
+		assert.Equal(t, "good", items[1].GUID)
 	}
 	for _, b := range []string{``, `[]`, `{}`, `{"id": 1, "guid": "g", "event": "push", "delivered_at": "2026-03-10T12:00:00Z", "request": []}`} {
 		_, err := parseGitHubDelivery([]byte(b))
@@ -576,6 +590,12 @@ func FuzzGitHubDeliveries(f *testing.F) {
 			return
 		}
 		for _, d := range items {
+			if d.problem != nil {
+				if d.GUID != "" && provider.CheckEventID(d.GUID) != nil {
+					t.Fatalf("a malformed item kept an unusable guid %q", d.GUID)
+				}
+				continue
+			}
 			if err := d.check(); err != nil {
 				t.Fatalf("accepted an item that fails its check: %v", err)
 			}

@@ -126,7 +126,7 @@ func parsePaddleList(data []byte, since, until, now time.Time) (Page, error) {
 		if pe, err := provider.PaddleEvent(raw); err == nil {
 			ev.ID, ev.Type, ev.OccurredAt = pe.ID, pe.Type, plausible(pe.OccurredAt, now)
 		} else {
-			ev.Err = err
+			ev.ID, ev.Invalid = itemID(raw, "event_id"), err
 		}
 		lastID = ev.ID
 		if !ev.OccurredAt.IsZero() {

@@ -2,8 +2,11 @@ package backfill
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/hookhub/hookhub/hub/provider"
 )
 
 // Event is one event as a provider's API lists it.
@@ -26,14 +29,19 @@ type Event struct {
 	// as the body). Empty when the listing does not carry it: then the
 	// source implements Fetcher.
 	Body []byte
-	// Err says why ID or Type could not be read from Body (they are then
-	// empty), as the webhook path would have refused it: the reason the
-	// engine logs for the event it counts failed.
-	Err error
+	// Invalid, when set, is why the API's item cannot be ingested (it is
+	// malformed, or its id or type would be refused by the webhook path:
+	// the reason the engine counts and logs); ID is still set when the
+	// item's id could be read. Such an event is counted failed with its id
+	// and reason when the hub does not have it, and skipped: it never
+	// fails its page.
+	Invalid error
 }
 
 // Page is one page of a listing. Next is the cursor of the following page,
-// "" when there is none. Events are in the provider's order.
+// "" when there is none. Events are in the provider's order, newest first
+// (every source's): the engine ends a listing at a page whose events all
+// occurred before the window.
 type Page struct {
 	Events []Event
 	Next   string
@@ -76,3 +84,18 @@ var (
 	// provider to send a webhook again (not a Redeliverer).
 	ErrNoRedeliver = errors.New("the provider cannot redeliver webhooks")
 )
+
+// itemID reads the string member key of a JSON object the provider's own
+// reading refused (a malformed item), so the engine can name it: "" when
+// there is none, or it is not usable as an id.
+func itemID(raw []byte, key string) string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return ""
+	}
+	var id string
+	if json.Unmarshal(m[key], &id) != nil || provider.CheckEventID(id) != nil {
+		return ""
+	}
+	return id
+}

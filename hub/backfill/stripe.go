@@ -127,7 +127,7 @@ func parseStripeList(data []byte, now time.Time) (Page, error) {
 		if pe, err := provider.StripeEvent(raw); err == nil {
 			ev.ID, ev.Type, ev.OccurredAt = pe.ID, pe.Type, plausible(pe.OccurredAt, now)
 		} else {
-			ev.Err = err
+			ev.ID, ev.Invalid = itemID(raw, "id"), err
 		}
 		page.Events = append(page.Events, ev)
 	}

@@ -62,6 +62,14 @@ type Metrics struct {
 	BackfillIngested    *prometheus.CounterVec
 	BackfillRuns        *prometheus.CounterVec
 	BackfillLastSuccess *prometheus.GaugeVec
+	// Missing events a backfill could not ingest (malformed, no usable
+	// id, too large, fetch failed), and unfinished runs a periodic run
+	// gave up to start over on the current window.
+	BackfillFailed    *prometheus.CounterVec
+	BackfillAbandoned *prometheus.CounterVec
+	// BackfillInterval is HUB_BACKFILL_INTERVAL for each provider `hub
+	// serve` backfills: the alerts' measure of a stale last success.
+	BackfillInterval *prometheus.GaugeVec
 }
 
 // Backfill run outcomes, the "outcome" label of hub_backfill_runs_total.
@@ -69,6 +77,8 @@ const (
 	BackfillOK      = "ok"
 	BackfillPartial = "partial" // listed the whole window, but some missing events could not be ingested
 	BackfillError   = "error"   // stopped early: the API, the database or a shutdown
+	BackfillBounded = "bounded" // stopped by a bound (pages, events, run time) or a cursor cycle: the API keeps paging
+	BackfillSkipped = "skipped" // not run: another hub holds the provider's checkpoint
 )
 
 // New creates the hub's metrics and registers them on reg.
@@ -147,14 +157,27 @@ func New(reg prometheus.Registerer) *Metrics {
 		}, []string{"provider"}),
 		BackfillRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hub_backfill_runs_total",
-			Help: "Backfill runs, by provider and outcome (ok, partial, error).",
+			Help: "Backfill runs, by provider and outcome (ok, partial, error, bounded, skipped).",
 		}, []string{"provider", "outcome"}),
 		BackfillLastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "hub_backfill_last_success_timestamp_seconds",
-			Help: "Unix time of the last backfill run that listed its whole window, by provider.",
+			Help: "Unix time of the last backfill run that listed its whole window, by provider; until one has, when hub serve's periodic backfill started.",
 		}, []string{"provider"}),
 	}
-	reg.MustRegister(m.BackfillMissing, m.BackfillIngested, m.BackfillRuns, m.BackfillLastSuccess)
+	m.BackfillFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hub_backfill_failed_total",
+		Help: "Missing events a backfill could not ingest or redeliver (malformed in the API's answer, no usable id, too large, fetch failed); each is logged with its id and reason.",
+	}, []string{"provider"})
+	m.BackfillAbandoned = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hub_backfill_abandoned_total",
+		Help: "Unfinished backfill runs a periodic run gave up after continuing them the most times allowed, to start over on the current window (the old window's unchecked part is logged).",
+	}, []string{"provider"})
+	m.BackfillInterval = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "hub_backfill_interval_seconds",
+		Help: "How often hub serve backfills the provider (HUB_BACKFILL_INTERVAL); absent when it does not.",
+	}, []string{"provider"})
+	reg.MustRegister(m.BackfillMissing, m.BackfillIngested, m.BackfillRuns, m.BackfillLastSuccess, m.BackfillFailed, m.BackfillAbandoned,
+		m.BackfillInterval)
 	reg.MustRegister(m.Deliveries, m.IngestSeconds, m.CommitBatch, m.Published, m.PublishLagSecond, m.OutboxPending, m.OutboxOldest, m.NATSConnected,
 		m.ConnsRejected, m.AdminConnsRejected, m.BodyBytes, m.StreamPresent, m.StreamLost, m.StreamRestored, m.StreamSettingBroken)
 	return m

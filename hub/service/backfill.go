@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hookhub/hookhub/hub/backfill"
@@ -68,10 +69,16 @@ func (c *Config) BackfillSource(name string, client *http.Client) (backfill.Sour
 }
 
 // BackfillSources builds the source of every provider with API
-// credentials, sorted by name.
-func (c *Config) BackfillSources(client *http.Client) ([]backfill.Source, error) {
+// credentials, sorted by name, each with a client of its own from
+// newClient (nil: default clients), so that one provider's requests and
+// rate limit never hold up another's.
+func (c *Config) BackfillSources(newClient func() *http.Client) ([]backfill.Source, error) {
 	var out []backfill.Source
 	for _, name := range BackfillProviders {
+		var client *http.Client
+		if newClient != nil {
+			client = newClient()
+		}
 		src, err := c.BackfillSource(name, client)
 		if errors.Is(err, ErrNoBackfillCredentials) {
 			continue
@@ -94,29 +101,45 @@ const BackfillSettle = 5 * time.Minute
 
 // runBackfill backfills every source at once, then every
 // HUB_BACKFILL_INTERVAL, over the last HUB_BACKFILL_WINDOW up to
-// BackfillSettle ago, until ctx is done. An unfinished run (this hub was stopped mid-way) is continued
-// first; a provider another hub is backfilling is skipped.
+// BackfillSettle ago, until ctx is done: each provider in a goroutine and
+// on a schedule of its own, so one whose API is slow or never ends its
+// listing (each run is bounded: HUB_BACKFILL_MAX_*) delays no other. An
+// unfinished run (this hub was stopped mid-way, or a run failed) is
+// continued first, at most backfill.DefaultMaxResumes times; a provider
+// another hub is backfilling is skipped.
 func (s *Service) runBackfill(ctx context.Context) {
 	if s.backfill == nil {
 		return
 	}
+	var wg sync.WaitGroup
+	for _, src := range s.backfillSources {
+		wg.Go(func() { s.backfillEvery(ctx, src) })
+	}
+	wg.Wait()
+}
+
+// backfillEvery runs src's periodic backfill until ctx is done.
+func (s *Service) backfillEvery(ctx context.Context, src backfill.Source) {
 	tick := time.NewTicker(s.cfg.BackfillInterval)
 	defer tick.Stop()
 	for {
-		for _, src := range s.backfillSources {
-			now := s.now()
-			res, err := s.backfill.Run(ctx, src, backfill.Request{Since: now.Add(-s.cfg.BackfillWindow), Until: now.Add(-BackfillSettle)})
-			switch {
-			case ctx.Err() != nil:
-				return
-			case errors.Is(err, store.ErrBackfillBusy):
-				s.log.Info("backfill skipped: another hub is backfilling this provider", "provider", src.Provider())
-			case err != nil:
-				s.log.Error("backfill failed", "provider", src.Provider(), "err", err, "listed", res.Listed, "ingested", res.Ingested)
-			default:
-				s.log.Info("backfill done", "provider", src.Provider(), "listed", res.Listed, "already", res.Already,
-					"ingested", res.Ingested, "failed", res.Failed, "resumed", res.Resumed)
-			}
+		now := s.now()
+		res, err := s.backfill.Run(ctx, src, backfill.Request{Since: now.Add(-s.cfg.BackfillWindow), Until: now.Add(-BackfillSettle),
+			MaxResumes: backfill.DefaultMaxResumes})
+		switch {
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, store.ErrBackfillBusy) && res.Pages == 0:
+			s.log.Info("backfill skipped: another hub is backfilling this provider", "provider", src.Provider())
+		case err != nil:
+			s.log.Error("backfill failed", "provider", src.Provider(), "err", err, "listed", res.Listed, "ingested", res.Ingested,
+				"failed", res.Failed, "failures", res.Failures)
+		case res.Failed > 0:
+			s.log.Warn("backfill done, some missing events could not be ingested", "provider", src.Provider(), "listed", res.Listed,
+				"already", res.Already, "ingested", res.Ingested, "failed", res.Failed, "failures", res.Failures, "resumed", res.Resumed)
+		default:
+			s.log.Info("backfill done", "provider", src.Provider(), "listed", res.Listed, "already", res.Already,
+				"ingested", res.Ingested, "failed", res.Failed, "resumed", res.Resumed)
 		}
 		select {
 		case <-ctx.Done():
@@ -132,7 +155,7 @@ func (s *Service) newBackfill(ingester backfill.Ingester) error {
 	if s.cfg.BackfillInterval <= 0 {
 		return nil
 	}
-	srcs, err := s.cfg.BackfillSources(backfill.RateLimited(nil, periodicBackfillRate))
+	srcs, err := s.cfg.BackfillSources(func() *http.Client { return backfill.RateLimited(nil, periodicBackfillRate) })
 	if err != nil {
 		return fmt.Errorf("backfill: %w", err)
 	}
@@ -141,12 +164,21 @@ func (s *Service) newBackfill(ingester backfill.Ingester) error {
 		return nil
 	}
 	s.backfillSources = srcs
+	if s.metrics != nil {
+		for _, src := range srcs {
+			s.metrics.BackfillInterval.WithLabelValues(src.Provider()).Set(s.cfg.BackfillInterval.Seconds())
+			// The stale-success alert counts from the start until a
+			// run succeeds.
+			s.metrics.BackfillLastSuccess.WithLabelValues(src.Provider()).Set(float64(s.now().Unix()))
+		}
+	}
 	maxBody := s.cfg.MaxBodyBytes
 	if m := int(s.nc.MaxPayload()) - maxHeaderBytes; m > 0 && m < maxBody {
 		maxBody = m
 	}
 	s.backfill, err = backfill.New(backfill.Config{
 		Store: s.store, Ingester: ingester, Committed: s.relay.Enqueue, MaxBodyBytes: maxBody,
+		MaxPages: s.cfg.BackfillMaxPages, MaxEvents: s.cfg.BackfillMaxEvents, MaxRunTime: s.cfg.BackfillMaxRunTime,
 		Now: s.now, Logger: slog.New(redact.Handler(s.log.Handler(), s.cfg.BackfillSecrets()...)).With("component", "backfill"), Metrics: s.metrics,
 	})
 	return err

@@ -68,6 +68,9 @@ type Config struct {
 	GitHubAPIURL         string              `envconfig:"HUB_GITHUB_API_URL" default:"https://api.github.com" desc:"GitHub API base URL for backfill"`
 	BackfillInterval     time.Duration       `envconfig:"HUB_BACKFILL_INTERVAL" default:"0" desc:"hub serve backfills every provider with API credentials this often (at start, then every interval), e.g. 1h; 0 leaves it off"`
 	BackfillWindow       time.Duration       `envconfig:"HUB_BACKFILL_WINDOW" default:"72h" desc:"How far back a periodic backfill looks (up to 5 minutes ago: younger events are left to their webhooks); at least HUB_BACKFILL_INTERVAL + 5m"`
+	BackfillMaxPages     int                 `envconfig:"HUB_BACKFILL_MAX_PAGES" default:"1000" desc:"Most API pages one backfill run reads (hub serve and hub backfill); past it the run stops with an error, keeps what it ingested, and the next run continues"`
+	BackfillMaxEvents    int                 `envconfig:"HUB_BACKFILL_MAX_EVENTS" default:"200000" desc:"Most events the API may list to one backfill run (inside the window or not); past it the run stops like HUB_BACKFILL_MAX_PAGES"`
+	BackfillMaxRunTime   time.Duration       `envconfig:"HUB_BACKFILL_MAX_RUN_TIME" default:"30m" desc:"Longest one backfill run may take; past it the run stops like HUB_BACKFILL_MAX_PAGES"`
 	AdminToken           string              `envconfig:"HUB_ADMIN_TOKEN" desc:"Bearer token of the admin API under /admin/ and the admin sign-in of the web console under /console/ (at least 32 characters); empty leaves both off"`
 	ConsoleReadOnlyToken string              `envconfig:"HUB_CONSOLE_READONLY_TOKEN" desc:"Token of the web console's read-only sign-in under /console/ (at least 32 characters, not HUB_ADMIN_TOKEN; needs HUB_ADMIN_TOKEN, which signs in as admin); empty: admin sign-in only"`
 	OTelEnabled          bool                `envconfig:"HUB_OTEL_ENABLED" default:"false" desc:"OpenTelemetry tracing: a span per delivery and per publish, exported with OTLP over HTTP as the standard OTEL_* variables say (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_TRACES_SAMPLER, ...)"`
@@ -214,6 +217,18 @@ func (c *Config) Validate() error {
 				errs = append(errs, err)
 			}
 		}
+	}
+	// 0 (a Config built in code) is the backfill package's default.
+	if c.BackfillMaxPages < 0 {
+		bad("BACKFILL_MAX_PAGES", "must be at least 1, got %d", c.BackfillMaxPages)
+	}
+	if c.BackfillMaxEvents < 0 {
+		bad("BACKFILL_MAX_EVENTS", "must be at least 1, got %d", c.BackfillMaxEvents)
+	}
+	if c.BackfillMaxRunTime < 0 {
+		bad("BACKFILL_MAX_RUN_TIME", "must be positive, got %s", c.BackfillMaxRunTime)
+	} else if c.BackfillInterval > 0 && c.BackfillMaxRunTime > c.BackfillWindow {
+		bad("BACKFILL_MAX_RUN_TIME", "must not exceed HUB_BACKFILL_WINDOW (%s), got %s", c.BackfillWindow, c.BackfillMaxRunTime)
 	}
 	if (c.GitHubToken == "") != (c.GitHubHook == "") {
 		if c.GitHubHook == "" {

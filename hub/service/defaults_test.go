@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub/backfill"
 	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/hub/server"
@@ -24,6 +25,10 @@ func TestDefaultTagsMatchLibraries(t *testing.T) {
 		"MaxInflight":    server.DefaultMaxInflight,
 		"CommitTimeout":  server.DefaultCommitTimeout,
 		"AdminMaxConns":  server.DefaultAdminMaxConns,
+		// The backfill's bounds.
+		"BackfillMaxPages":   backfill.DefaultMaxPages,
+		"BackfillMaxEvents":  backfill.DefaultMaxEvents,
+		"BackfillMaxRunTime": backfill.DefaultMaxRunTime,
 	})
 	// The hub leaves the stream check's interval to the keeper's default,
 	// which HUB_STREAM's description gives.

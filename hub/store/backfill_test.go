@@ -84,3 +84,55 @@ func TestBackfillCheckpoint(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, hub.OriginWebhook, ds[0].Origin)
 }
+
+// Continuing an unfinished run counts it (Resumes), starting over resets
+// the count; a lease is renewed by its owner only, and taken back by
+// TakeBackfillLease whoever holds it, which names the holder.
+func TestBackfillResumesAndLeases(t *testing.T) {
+	ctx := context.Background()
+	pool, _ := hubtest.Pool(t)
+	st := store.New(pool)
+	since := time.Now().Add(-time.Hour)
+	until := time.Now()
+
+	_, found, err := st.TakeBackfillLease(ctx, "paddle")
+	require.NoError(t, err)
+	require.False(t, found)
+	cp, err := st.AcquireBackfill(ctx, "paddle", "a", since, until, false, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, 0, cp.Resumes)
+	require.Equal(t, "a", cp.LeaseOwner)
+	require.True(t, cp.LeaseUntil.After(time.Now()))
+	require.NoError(t, st.RenewBackfill(ctx, "paddle", "a", time.Hour))
+	require.ErrorIs(t, st.RenewBackfill(ctx, "paddle", "b", time.Hour), store.ErrBackfillBusy)
+
+	// Not a page saved yet: the next run starts over (its own window).
+	require.NoError(t, st.ReleaseBackfill(ctx, "paddle", "a"))
+	cp, err = st.AcquireBackfill(ctx, "paddle", "b", since.Add(time.Minute), until, false, time.Minute)
+	require.NoError(t, err)
+	require.True(t, cp.Since.Equal(since.Add(time.Minute).Truncate(time.Microsecond)))
+	cp.Cursor, cp.Pages = "evt_1", 1
+	require.NoError(t, st.SaveBackfill(ctx, "b", cp, time.Hour))
+
+	prev, found, err := st.TakeBackfillLease(ctx, "paddle")
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, "b", prev.LeaseOwner)
+	require.True(t, prev.LeaseUntil.After(time.Now().Add(50*time.Minute)))
+	require.ErrorIs(t, st.RenewBackfill(ctx, "paddle", "b", time.Hour), store.ErrBackfillBusy, "taken back")
+	for i := 1; i <= 2; i++ {
+		cp, err = st.AcquireBackfill(ctx, "paddle", "c", since, until, false, time.Minute)
+		require.NoError(t, err)
+		require.Equal(t, i, cp.Resumes)
+		require.Equal(t, "evt_1", cp.Cursor)
+		require.NoError(t, st.ReleaseBackfill(ctx, "paddle", "c"))
+	}
+	cp, err = st.AcquireBackfill(ctx, "paddle", "c", since, until, true, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, 0, cp.Resumes)
+	require.Empty(t, cp.Cursor)
+	now, found, err := st.BackfillCheckpoint(ctx, "paddle")
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, "c", now.LeaseOwner)
+}

@@ -103,6 +103,18 @@ type GitHub struct {
 	failures   []GitHubFailure
 	requests   []GitHubRequest
 	attempts   []int64
+	// future: list endless pages of deliveries dated a year ahead
+	// (EndlessFuture).
+	future int64
+}
+
+// EndlessFuture makes the listing page for ever through deliveries dated
+// a year in the future (new ones on every page, each with a next link),
+// as a broken GitHub Enterprise clock or a hostile API might.
+func (g *GitHub) EndlessFuture() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.future = 1
 }
 
 // NewGitHub starts a fake GitHub API, closed when tb ends.
@@ -305,6 +317,9 @@ func (g *GitHub) list(w http.ResponseWriter, r *http.Request) int {
 		}
 		perPage = min(n, 100)
 	}
+	if g.future > 0 {
+		return g.futurePage(w, perPage)
+	}
 	all := g.sortedLocked()
 	if v := q.Get("redelivery"); v != "" {
 		want, err := strconv.ParseBool(v)
@@ -342,6 +357,21 @@ func (g *GitHub) list(w http.ResponseWriter, r *http.Request) int {
 	for _, d := range page {
 		items = append(items, githubItem(d))
 	}
+	writeJSON(w, http.StatusOK, items)
+	return http.StatusOK
+}
+
+// futurePage answers a page of EndlessFuture's deliveries.
+func (g *GitHub) futurePage(w http.ResponseWriter, perPage int) int {
+	at := g.now().AddDate(1, 0, 0)
+	items := make([]map[string]any, 0, perPage)
+	for range perPage {
+		g.future++
+		items = append(items, githubItem(GitHubDelivery{ID: 1<<40 - g.future, GUID: fmt.Sprintf("f0000000-0000-4000-8000-%012d", g.future),
+			DeliveredAt: at, Event: "push", StatusCode: 502, Status: "failed to connect to host"}))
+	}
+	linkBase := g.URL + "/repositories/1296269/hooks" + g.Hook[strings.LastIndexByte(g.Hook, '/'):] + "/deliveries?per_page=" + strconv.Itoa(perPage)
+	w.Header().Set("Link", fmt.Sprintf(`<%s&cursor=v1_%d>; rel="next"`, linkBase, 1<<40-g.future-1))
 	writeJSON(w, http.StatusOK, items)
 	return http.StatusOK
 }

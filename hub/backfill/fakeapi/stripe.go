@@ -31,6 +31,40 @@ type StripeAPI struct {
 
 	mu     sync.Mutex
 	events []stripeEvent // in the order added
+	// The misbehaviours a test asks for (Endless, Loop, MalformAfter).
+	endless      bool
+	fabricated   int
+	loop         bool
+	malformAfter map[string]bool
+}
+
+// Endless makes the API page for ever: every answer holds limit new
+// events, fabricated inside the query's created range, and has_more, as
+// a broken or hostile API might.
+func (s *StripeAPI) Endless() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.endless = true
+}
+
+// Loop makes the listing's cursors loop: the last page says has_more, and
+// the page after it is the first again (cursors A, B, A, ...).
+func (s *StripeAPI) Loop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.loop = true
+}
+
+// MalformAfter makes every request with starting_after=id answer 200 with
+// a list the hub's parser refuses (has_more, but no id to continue from),
+// until the test ends.
+func (s *StripeAPI) MalformAfter(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.malformAfter == nil {
+		s.malformAfter = map[string]bool{}
+	}
+	s.malformAfter[id] = true
 }
 
 type stripeEvent struct {
@@ -127,6 +161,19 @@ func (s *StripeAPI) serve(w http.ResponseWriter, r *http.Request, fail int, retr
 		bounds[op] = t
 	}
 	s.mu.Lock()
+	if s.malformAfter[q.Get("starting_after")] {
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"object":"list","data":[{"object":"event","type":"invoice.paid"}],"has_more":true}`))
+		return 200
+	}
+	if s.endless {
+		data := s.fabricateLocked(limit, bounds)
+		s.mu.Unlock()
+		writeList(w, data, map[string]any{"object": "list", "has_more": true, "url": "/v1/events"})
+		return 200
+	}
+	loop := s.loop
 	list := make([]stripeEvent, 0, len(s.events))
 	for i := len(s.events) - 1; i >= 0; i-- { // newest added first among equal created
 		ev := s.events[i]
@@ -154,6 +201,9 @@ func (s *StripeAPI) serve(w http.ResponseWriter, r *http.Request, fail int, retr
 			return 400
 		}
 		start = i + 1
+		if loop && start >= len(list) {
+			start = 0
+		}
 	} else if id := q.Get("ending_before"); id != "" {
 		i := slices.IndexFunc(list, func(e stripeEvent) bool { return e.id == id })
 		if i < 0 {
@@ -171,8 +221,23 @@ func (s *StripeAPI) serve(w http.ResponseWriter, r *http.Request, fail int, retr
 		Object  string `json:"object"`
 		HasMore bool   `json:"has_more"`
 		URL     string `json:"url"`
-	}{"list", start+len(page) < len(list), "/v1/events"})
+	}{"list", loop || start+len(page) < len(list), "/v1/events"})
 	return 200
+}
+
+// fabricateLocked makes n new events created inside bounds (the newest
+// second the query allows).
+func (s *StripeAPI) fabricateLocked(n int, bounds map[string]int64) []json.RawMessage {
+	created := time.Now().Unix() - 600
+	if t, ok := bounds["lt"]; ok {
+		created = t - 1
+	}
+	out := make([]json.RawMessage, n)
+	for i := range out {
+		s.fabricated++
+		out[i] = json.RawMessage(fmt.Sprintf(`{"id":"evt_fabricated%08d","object":"event","api_version":"2024-06-20","created":%d,"type":"invoice.paid","livemode":false,"pending_webhooks":0,"request":{"id":null,"idempotency_key":null},"data":{"object":{"id":"in_fabricated","object":"invoice"}}}`, s.fabricated, created))
+	}
+	return out
 }
 
 func cmpInt(a, b int64) int {

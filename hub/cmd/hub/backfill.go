@@ -26,6 +26,8 @@ const maxBackfillRate = 1000
 
 func runBackfill(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("backfill", `Usage: hub backfill --provider stripe|paddle|github [--since T] [--until T] [--dry-run] [--rate N/s] [--restart] [--redeliver] [--json]
+                    [--max-pages N] [--max-events N] [--max-time D]
+       hub backfill --provider stripe|paddle|github --release-lease [--force]
 
 Lists the provider's events of the range through its API (Stripe GET /v1/events,
 Paddle GET /events, GitHub the webhook's deliveries), finds those the hub never
@@ -44,6 +46,14 @@ continued by the next one, on its own range, from the page after the last one
 saved; --restart starts over instead. A missing event found means webhooks are
 failing (wrong secret, endpoint down): look at hub_deliveries_total.
 
+A run is bounded (--max-pages, --max-events, --max-time; defaults
+HUB_BACKFILL_MAX_PAGES, HUB_BACKFILL_MAX_EVENTS, HUB_BACKFILL_MAX_RUN_TIME): past
+one it stops with an error naming it, keeps what it ingested, and the next run
+continues. A run holds the provider's lease while it works (renewed every 40 s);
+one that was killed holds it until it lapses (2 minutes). --release-lease takes
+it back at once: refused while its holder runs on this machine, or, on another
+machine, while it still renews it (unless --force).
+
 Credentials: HUB_STRIPE_API_KEY, HUB_PADDLE_API_KEY, HUB_GITHUB_TOKEN with
 HUB_GITHUB_HOOK (base URLs HUB_*_API_URL); the provider's webhook secrets must be
 set too. Times are durations before now (90m, 36h, 7d) or times (2026-11-30, RFC
@@ -57,6 +67,11 @@ set too. Times are durations before now (90m, 36h, 7d) or times (2026-11-30, RFC
 	restart := fs.Bool("restart", false, "start over on the range instead of continuing an interrupted run")
 	redeliver := fs.Bool("redeliver", false, "ask the provider to send the missing webhooks again instead of ingesting the API's copy (github)")
 	asJSON := fs.Bool("json", false, "print the counts as one JSON object")
+	maxPages := fs.Int("max-pages", 0, "most API pages the run reads (0: HUB_BACKFILL_MAX_PAGES)")
+	maxEvents := fs.Int("max-events", 0, "most events the API may list to the run (0: HUB_BACKFILL_MAX_EVENTS)")
+	maxTime := fs.Duration("max-time", 0, "longest the run may take (0: HUB_BACKFILL_MAX_RUN_TIME)")
+	releaseLease := fs.Bool("release-lease", false, "take back the provider's lease from a run that was killed, and exit")
+	force := fs.Bool("force", false, "with --release-lease: release it even while its holder on another machine still renews it")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -68,6 +83,15 @@ set too. Times are durations before now (90m, 36h, 7d) or times (2026-11-30, RFC
 	}
 	if !slices.Contains(service.BackfillProviders, *name) {
 		return usageErr(fmt.Sprintf("--provider: %q has no backfill (want %s)", *name, strings.Join(service.BackfillProviders, ", ")))
+	}
+	if *maxPages < 0 || *maxEvents < 0 || *maxTime < 0 {
+		return usageErr("--max-pages, --max-events and --max-time must not be negative")
+	}
+	if *force && !*releaseLease {
+		return usageErr("--force goes with --release-lease")
+	}
+	if *releaseLease {
+		return releaseBackfillLease(ctx, *name, *force, stdout)
 	}
 	rate, err := parseRate(*rateFlag)
 	if err != nil {
@@ -94,17 +118,24 @@ set too. Times are durations before now (90m, 36h, 7d) or times (2026-11-30, RFC
 	if _, ok := src.(backfill.Redeliverer); *redeliver && !ok {
 		return usageErr(fmt.Sprintf("--redeliver: %s cannot be asked to send a webhook again (only github can); without --redeliver the API's copy is ingested", *name))
 	}
-	pool, err := openDatabase(ctx, cfg.DatabaseURL)
+	st, closeDB, err := openStore(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	if err := checkSchema(ctx, pool); err != nil {
-		return err
-	}
-	st := store.New(pool) // no relay grace: the running hubs' relays take the rows at once
+	defer closeDB()
 	log := slog.New(redact.Handler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}), cfg.BackfillSecrets()...))
-	eng, err := backfill.New(backfill.Config{Store: st, Ingester: st, MaxBodyBytes: cfg.MaxBodyBytes, Logger: log})
+	bcfg := backfill.Config{Store: st, Ingester: st, MaxBodyBytes: cfg.MaxBodyBytes, Logger: log,
+		MaxPages: cfg.BackfillMaxPages, MaxEvents: cfg.BackfillMaxEvents, MaxRunTime: cfg.BackfillMaxRunTime}
+	if *maxPages > 0 {
+		bcfg.MaxPages = *maxPages
+	}
+	if *maxEvents > 0 {
+		bcfg.MaxEvents = *maxEvents
+	}
+	if *maxTime > 0 {
+		bcfg.MaxRunTime = *maxTime
+	}
+	eng, err := backfill.New(bcfg)
 	if err != nil {
 		return err
 	}
@@ -125,16 +156,97 @@ set too. Times are durations before now (90m, 36h, 7d) or times (2026-11-30, RFC
 	switch {
 	case runErr != nil && ctx.Err() != nil:
 		return fmt.Errorf("interrupted after %d pages: run the same command again to continue where it stopped", res.Pages)
-	case errors.Is(runErr, store.ErrBackfillBusy):
-		return fmt.Errorf("%w: wait for it, or, if it was killed, for its lease to expire (15 minutes after its last page)", runErr)
+	case errors.Is(runErr, store.ErrBackfillBusy) && res.Pages == 0:
+		return fmt.Errorf("%w: wait for it, or, if it was killed, for its lease to lapse (%s after it last renewed it), or take it back: hub backfill --provider %s --release-lease",
+			runErr, backfill.DefaultLease, *name)
+	case errors.Is(runErr, backfill.ErrBound):
+		return fmt.Errorf("%w\nwhat it ingested is kept: run the same command again to continue, or raise the bound (--max-pages, --max-events, --max-time)%s", runErr, failuresText(res))
 	case runErr != nil:
-		return runErr
+		return fmt.Errorf("%w%s", runErr, failuresText(res))
 	case res.Failed > 0 && *redeliver:
-		return fmt.Errorf("%d missing events could not be redelivered (see the messages above); they are tried again by the next run", res.Failed)
+		return fmt.Errorf("%d missing events could not be redelivered; they are tried again by the next run:%s", res.Failed, failuresText(res))
 	case res.Failed > 0:
-		return fmt.Errorf("%d missing events could not be ingested (see the messages above); they are retried by the next run", res.Failed)
+		return fmt.Errorf("%d missing events could not be ingested; they are retried by the next run:%s", res.Failed, failuresText(res))
 	}
 	return nil
+}
+
+// failuresText lists a run's failures (the first backfill.MaxFailuresListed),
+// one a line, "" when there are none.
+func failuresText(res backfill.Result) string {
+	if len(res.Failures) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for _, f := range res.Failures {
+		id := f.EventID
+		if id == "" {
+			id = "(no usable id)"
+		}
+		fmt.Fprintf(&b, "\n  %s:%s  %s", res.Provider, id, f.Reason)
+	}
+	if n := res.Failed - int64(len(res.Failures)); n > 0 {
+		fmt.Fprintf(&b, "\n  … and %d more (in the hub's log at warn level)", n)
+	}
+	return b.String()
+}
+
+// releaseBackfillLease takes provider's backfill lease back from a run
+// that died (`--release-lease`), saying who held it. It refuses while the
+// holder is known to live: a process of this machine that still runs, or
+// a lease still renewed (a run renews it every third of its length) unless
+// force.
+func releaseBackfillLease(ctx context.Context, provider string, force bool, stdout io.Writer) error {
+	cfg, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	st, closeDB, err := openStore(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	cp, found, err := st.BackfillCheckpoint(ctx, provider)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	if !found || !cp.LeaseUntil.After(now) {
+		fmt.Fprintf(stdout, "%s: no backfill holds the lease; nothing to release\n", provider)
+		return nil
+	}
+	holder := fmt.Sprintf("%q (lease renewed until %s)", cp.LeaseOwner, cp.LeaseUntil.UTC().Format(time.RFC3339))
+	switch alive, known := leaseHolderAlive(cp.LeaseOwner); {
+	case known && alive:
+		return fmt.Errorf("%s: the lease is held by %s, a process of this machine that is still running: stop it (Ctrl-C or SIGTERM releases the lease)", provider, holder)
+	case !known && !force:
+		return fmt.Errorf("%s: the lease is held by %s on another machine, which may still be running (a running backfill renews it every %s): stop it, wait for the lease to lapse, or use --force if you know it is dead",
+			provider, holder, backfill.DefaultLease/3)
+	}
+	prev, _, err := st.TakeBackfillLease(ctx, provider)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: released the lease of %q (held until %s); the next run continues its unfinished window from page %d\n",
+		provider, prev.LeaseOwner, prev.LeaseUntil.UTC().Format(time.RFC3339), prev.Pages+1)
+	return nil
+}
+
+// leaseHolderAlive tells whether a lease owner ("host:pid:suffix", as
+// backfill.Config.Owner defaults to) is a process of this machine that is
+// still running; known is false when the owner is on another machine or
+// its name is not of that form.
+func leaseHolderAlive(owner string) (alive, known bool) {
+	parts := strings.Split(owner, ":")
+	if len(parts) < 3 {
+		return false, false
+	}
+	host, _ := os.Hostname()
+	pid, err := strconv.Atoi(parts[len(parts)-2])
+	if err != nil || pid <= 0 || strings.Join(parts[:len(parts)-2], ":") != host {
+		return false, false
+	}
+	return processAlive(pid), true
 }
 
 // parseRate reads --rate: N or N/s, 0..maxBackfillRate.
@@ -144,6 +256,21 @@ func parseRate(v string) (float64, error) {
 		return 0, usageErr(fmt.Sprintf("--rate: must be 0 (no bound) or a number of requests a second up to %d, e.g. 10/s, got %q", maxBackfillRate, v))
 	}
 	return n, nil
+}
+
+// openStore opens the hub's database, checks its migrations are applied,
+// and returns its store (without relay grace: the running hubs' relays
+// take the rows it ingests at once) and how to close it.
+func openStore(ctx context.Context, url string) (*store.Store, func(), error) {
+	pool, err := openDatabase(ctx, url)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkSchema(ctx, pool); err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	return store.New(pool), pool.Close, nil
 }
 
 // checkSchema fails unless the hub's migrations are applied.
@@ -168,9 +295,9 @@ func printBackfill(w io.Writer, r backfill.Result) {
 		fmt.Fprintf(w, "%s: continued an interrupted backfill of %s\n", r.Provider, window)
 	}
 	if r.DryRun {
-		missing, would := r.Ingested, "ingested"
+		missing, would := r.WouldIngest, "ingested"
 		if r.Redeliver {
-			missing, would = r.Redelivered, "redelivered"
+			missing, would = r.WouldRedeliver, "redelivered"
 		}
 		fmt.Fprintf(w, "%s: dry run over %s: %d events listed, %d already received, %d missing (would be %s), %d unusable\n",
 			r.Provider, window, r.Listed, r.Already, missing, would, r.Failed)
@@ -242,8 +369,13 @@ func (b *progressBar) update(p backfill.Progress) {
 	const width = 30
 	filled := int(p.Covered * width)
 	done, verb := p.Ingested, "ingested"
-	if p.Redelivered > 0 {
+	switch {
+	case p.Redelivered > 0:
 		done, verb = p.Redelivered, "redelivered"
+	case p.WouldIngest > 0:
+		done, verb = p.WouldIngest, "would ingest"
+	case p.WouldRedeliver > 0:
+		done, verb = p.WouldRedeliver, "would redeliver"
 	}
 	fmt.Fprintf(b.w, "\r%s [%s%s] %3.0f%%  page %d  listed %d  already %d  %s %d  failed %d ",
 		p.Provider, strings.Repeat("#", filled), strings.Repeat(".", width-filled), p.Covered*100,

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/provider/samples"
+	"github.com/hookhub/hookhub/hub/store"
 )
 
 // `hub backfill` as an operator runs it: a wrong key names its variable
@@ -76,6 +78,14 @@ func TestBackfillCommand(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Contains(t, stdout, "3 missing (would be ingested)")
 	require.Contains(t, stdout, "missing stripe:evt_cli_0")
+
+	// --json of a dry run: what it would ingest, nothing ingested.
+	code, stdout, stderr = run1("backfill", "--provider", "stripe", "--dry-run", "--json")
+	require.Equal(t, 0, code, stderr)
+	var dry map[string]any
+	require.NoError(t, json.Unmarshal([]byte(stdout), &dry))
+	require.Equal(t, 3.0, dry["would_ingest"])
+	require.Equal(t, 0.0, dry["ingested"])
 
 	code, stdout, stderr = run1("backfill", "--provider", "stripe", "--since", "2h", "--rate", "50/s", "--json")
 	require.Equal(t, 0, code, stderr)
@@ -177,4 +187,81 @@ func TestBackfillCommandGitHub(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Contains(t, stdout, "origin     api")
 	require.Len(t, fake.Attempts(), 3)
+}
+
+// `hub backfill` names the events it could not ingest and why; a run
+// killed mid-way leaves its lease, which --release-lease takes back unless
+// its holder is known to be alive, saying who held it.
+func TestBackfillCommandFailuresAndLease(t *testing.T) {
+	pool, url := hubtest.Pool(t)
+	const key = "sk_test_cli0000000000000000000000key"
+	fake := fakeapi.NewStripe(key)
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	body, err := samples.Body("stripe", "evt_cli_good", "invoice.paid", nil, time.Now().Add(-time.Hour))
+	require.NoError(t, err)
+	require.NoError(t, fake.Add(body))
+	require.NoError(t, fake.Add([]byte(fmt.Sprintf(`{"id":"evt_cli_bad","object":"event","created":%d}`, time.Now().Add(-time.Hour).Unix()))))
+	t.Setenv("HUB_DATABASE_URL", url)
+	t.Setenv("HUB_STRIPE_SECRETS", "whsec_cli")
+	t.Setenv("HUB_STRIPE_API_URL", srv.URL)
+	t.Setenv("HUB_STRIPE_API_KEY", key)
+	run1 := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), args, &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+
+	code, stdout, stderr := run1("backfill", "--provider", "stripe")
+	require.Equal(t, 1, code, stdout)
+	require.Contains(t, stderr, "1 missing events could not be ingested")
+	require.Contains(t, stderr, "stripe:evt_cli_bad  the api's copy of the event is malformed: ")
+	require.Contains(t, stderr, "type")
+
+	require.Contains(t, run1Err(t, run1, "backfill", "--provider", "stripe", "--max-pages", "-1"), "must not be negative")
+
+	// Leases left behind by killed runs.
+	host, err := os.Hostname()
+	require.NoError(t, err)
+	st := store.New(pool)
+	since := time.Now().Add(-3 * time.Hour)
+	for _, c := range []struct {
+		owner   string
+		args    []string
+		code    int
+		message string
+	}{
+		{fmt.Sprintf("%s:%d:live", host, os.Getpid()), nil, 1, "a process of this machine that is still running"},
+		{"elsewhere:1:abcd", nil, 1, "on another machine, which may still be running"},
+		{"elsewhere:1:abcd", []string{"--force"}, 0, `released the lease of "elsewhere:1:abcd"`},
+		{fmt.Sprintf("%s:%d:dead", host, 1<<22+12345), nil, 0, "released the lease of"},
+	} {
+		_, err := st.AcquireBackfill(context.Background(), "stripe", c.owner, since, time.Now(), true, time.Hour)
+		require.NoError(t, err)
+		code, stdout, stderr := run1(append([]string{"backfill", "--provider", "stripe", "--release-lease"}, c.args...)...)
+		require.Equal(t, c.code, code, "%s: %s%s", c.owner, stdout, stderr)
+		require.Contains(t, stdout+stderr, c.message)
+		require.Contains(t, stdout+stderr, c.owner, "names the holder")
+		if c.code != 0 {
+			code, _, stderr = run1("backfill", "--provider", "stripe")
+			require.Equal(t, 1, code)
+			require.Contains(t, stderr, "--release-lease", "the busy error says how to take it back")
+			_, _, err := st.TakeBackfillLease(context.Background(), "stripe")
+			require.NoError(t, err)
+			continue
+		}
+		code, _, stderr = run1("backfill", "--provider", "stripe")
+		require.Equal(t, 1, code)
+		require.NotContains(t, stderr, "another backfill", "the lease is free again")
+	}
+	code, stdout, _ = run1("backfill", "--provider", "stripe", "--release-lease")
+	require.Equal(t, 0, code)
+	require.Contains(t, stdout, "no backfill holds the lease")
+}
+
+func run1Err(t *testing.T, run1 func(...string) (int, string, string), args ...string) string {
+	t.Helper()
+	code, _, stderr := run1(args...)
+	require.Equal(t, 2, code, stderr)
+	return stderr
 }
