@@ -343,6 +343,11 @@ func TestShowEventOutcomesFollowConsumerFilters(t *testing.T) {
 	s.idleSubscriber("clerkonly", "clerk.>")        // never sees a paddle event
 	s.idleSubscriber("updates", "paddle.*.updated") // nor a created one
 	s.idleSubscriber("ghost")                       // tables, no consumer
+	// A consumer without a filter takes every subject of the stream.
+	require.NoError(t, subscriber.Migrate(ctx, s.pool, "everything", nil))
+	_, err := s.js.CreateOrUpdateConsumer(ctx, schema.DefaultStream, jetstream.ConsumerConfig{Durable: "everything",
+		DeliverPolicy: jetstream.DeliverAllPolicy, AckPolicy: jetstream.AckExplicitPolicy})
+	require.NoError(t, err)
 	outcomes := func(o *ops.Ops, ref string) (ops.EventDetail, map[string]string) {
 		t.Helper()
 		d, err := o.ShowEvent(ctx, ref)
@@ -367,7 +372,7 @@ func TestShowEventOutcomesFollowConsumerFilters(t *testing.T) {
 	d, got := outcomes(s.ops, "paddle:evt_ops_2")
 	require.True(t, d.Published)
 	require.Equal(t, map[string]string{"credits": ops.OutcomeProcessed, "flaky": ops.OutcomeProcessed,
-		"wild": ops.OutcomeNone, "deep": ops.OutcomeNone, "ghost": ops.OutcomeNoConsumer}, got)
+		"wild": ops.OutcomeNone, "deep": ops.OutcomeNone, "ghost": ops.OutcomeNoConsumer, "everything": ops.OutcomeNone}, got)
 
 	// FAILED (its type cannot form a subject): never published, and no
 	// subscriber can take it.
@@ -388,11 +393,12 @@ func TestShowEventOutcomesFollowConsumerFilters(t *testing.T) {
 	require.Equal(t, "PENDING", d.Status)
 	require.False(t, d.Published)
 	require.Equal(t, map[string]string{"credits": ops.OutcomeNotPublished, "flaky": ops.OutcomeNotPublished,
-		"wild": ops.OutcomeNotPublished, "deep": ops.OutcomeNotPublished, "ghost": ops.OutcomeNotPublished}, got)
+		"wild": ops.OutcomeNotPublished, "deep": ops.OutcomeNotPublished, "ghost": ops.OutcomeNotPublished,
+		"everything": ops.OutcomeNotPublished}, got)
 
 	// Without JetStream the filters are unknown: said so, not "pending".
 	_, got = outcomes(newOps(t, s.pool, nil), "paddle:evt_ops_2")
 	require.Equal(t, map[string]string{"credits": ops.OutcomeProcessed, "flaky": ops.OutcomeProcessed,
 		"wild": ops.OutcomeUnknown, "deep": ops.OutcomeUnknown, "clerkonly": ops.OutcomeUnknown,
-		"updates": ops.OutcomeUnknown, "ghost": ops.OutcomeUnknown}, got)
+		"updates": ops.OutcomeUnknown, "ghost": ops.OutcomeUnknown, "everything": ops.OutcomeUnknown}, got)
 }

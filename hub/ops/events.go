@@ -352,9 +352,16 @@ func (o *Ops) takesSubject(ctx context.Context, sub, subject string, down *bool)
 		*down = true
 		return true, OutcomeUnknown
 	}
-	return slices.ContainsFunc(ConsumerFilters(cons.CachedInfo().Config), func(f string) bool {
+	cfg := cons.CachedInfo().Config
+	return unfiltered(cfg) || slices.ContainsFunc(ConsumerFilters(cfg), func(f string) bool {
 		return schema.MatchSubject(f, subject)
 	}), OutcomeNone
+}
+
+// unfiltered reports whether a consumer has no filter at all: it takes
+// every subject of the stream.
+func unfiltered(cfg jetstream.ConsumerConfig) bool {
+	return cfg.FilterSubject == "" && len(cfg.FilterSubjects) == 0
 }
 
 // ConsumerFilters are the subjects a subscriber's consumer takes from the

@@ -68,21 +68,13 @@ func (o *Ops) newPlacement(ctx context.Context) (*placement, error) {
 		if p.durables++; p.durables > maxDurables {
 			continue
 		}
-		filters := ci.Config.FilterSubjects
-		if ci.Config.FilterSubject != "" {
-			filters = append(filters, ci.Config.FilterSubject)
-		}
-		own := 0
-		for _, f := range filters {
-			if _, _, replay := schema.SplitReplaySubject(f); !replay {
-				own++
-				if !slices.Contains(p.filters, f) {
-					p.filters = append(p.filters, f)
-				}
-			}
-		}
-		if own == 0 {
+		if unfiltered(ci.Config) {
 			p.all = true
+		}
+		for _, f := range ConsumerFilters(ci.Config) {
+			if !slices.Contains(p.filters, f) {
+				p.filters = append(p.filters, f)
+			}
 		}
 	}
 	if err := list.Err(); err != nil {
