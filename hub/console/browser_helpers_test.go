@@ -426,7 +426,7 @@ type testHub struct {
 	js     jetstream.JetStream
 	paddle provider.Signer
 	clerk  provider.Signer
-	logs   *syncBuffer
+	logs   *hubtest.SyncBuffer
 
 	mu      sync.Mutex
 	failing map[string]bool // event ids the flaky subscriber fails on
@@ -444,7 +444,7 @@ func startHub(t *testing.T, browsers ...*browser) *testHub {
 	cfg.SetSecrets("paddle", browserPaddleSecret)
 	cfg.SetSecrets("clerk", browserClerkSecret)
 	cfg.BatchCommitters, cfg.RelayWorkers = 2, 2
-	logs := &syncBuffer{}
+	logs := &hubtest.SyncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	// Registered before the hub's own cleanup, so it runs after the hub
 	// has stopped: no log line may carry a token.
@@ -631,24 +631,6 @@ func (h *testHub) consoleActions() []map[string]any {
 func tokenID(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(sum[:])[:8]
-}
-
-// syncBuffer is a bytes.Buffer safe for the logger's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
 }
 
 // shrinkPNG makes a screenshot small enough to commit: a paletted PNG
