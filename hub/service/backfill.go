@@ -130,15 +130,15 @@ func (s *Service) backfillEvery(ctx context.Context, src backfill.Source) {
 		case ctx.Err() != nil:
 			return
 		case errors.Is(err, store.ErrBackfillBusy) && res.Pages == 0:
-			s.log.Info("backfill skipped: another hub is backfilling this provider", "provider", src.Provider())
+			s.backfillLog.Info("backfill skipped: another hub is backfilling this provider", "provider", src.Provider())
 		case err != nil:
-			s.log.Error("backfill failed", "provider", src.Provider(), "err", err, "listed", res.Listed, "ingested", res.Ingested,
+			s.backfillLog.Error("backfill failed", "provider", src.Provider(), "err", err, "listed", res.Listed, "ingested", res.Ingested,
 				"failed", res.Failed, "failures", res.Failures)
 		case res.Failed > 0:
-			s.log.Warn("backfill done, some missing events could not be ingested", "provider", src.Provider(), "listed", res.Listed,
+			s.backfillLog.Warn("backfill done, some missing events could not be ingested", "provider", src.Provider(), "listed", res.Listed,
 				"already", res.Already, "ingested", res.Ingested, "failed", res.Failed, "failures", res.Failures, "resumed", res.Resumed)
 		default:
-			s.log.Info("backfill done", "provider", src.Provider(), "listed", res.Listed, "already", res.Already,
+			s.backfillLog.Info("backfill done", "provider", src.Provider(), "listed", res.Listed, "already", res.Already,
 				"ingested", res.Ingested, "failed", res.Failed, "resumed", res.Resumed)
 		}
 		select {
@@ -176,10 +176,13 @@ func (s *Service) newBackfill(ingester backfill.Ingester) error {
 	if m := int(s.nc.MaxPayload()) - maxHeaderBytes; m > 0 && m < maxBody {
 		maxBody = m
 	}
+	// What the backfill logs carries what the providers' APIs wrote (ids,
+	// errors): its logger hides the API credentials in all of it.
+	s.backfillLog = slog.New(redact.Handler(s.log.Handler(), s.cfg.BackfillSecrets()...)).With("component", "backfill")
 	s.backfill, err = backfill.New(backfill.Config{
 		Store: s.store, Ingester: ingester, Committed: s.relay.Enqueue, MaxBodyBytes: maxBody,
 		MaxPages: s.cfg.BackfillMaxPages, MaxEvents: s.cfg.BackfillMaxEvents, MaxRunTime: s.cfg.BackfillMaxRunTime,
-		Now: s.now, Logger: slog.New(redact.Handler(s.log.Handler(), s.cfg.BackfillSecrets()...)).With("component", "backfill"), Metrics: s.metrics,
+		Now: s.now, Logger: s.backfillLog, Metrics: s.metrics,
 	})
 	return err
 }

@@ -93,6 +93,7 @@ type Service struct {
 	// when off.
 	backfill        *backfill.Engine
 	backfillSources []backfill.Source
+	backfillLog     *slog.Logger // hides the API credentials (redact)
 	// natsUp receives a value whenever the NATS connection (re)opens; Run
 	// hands it to the relay. A channel, because nats.go calls its handlers
 	// from its own goroutine, possibly before New has returned.
