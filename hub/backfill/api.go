@@ -179,25 +179,8 @@ func (a *api) scrub(err error) error {
 	if err == nil {
 		return nil
 	}
-	text := err.Error()
-	clean := redact.Answer([]byte(text), maxErrorText, a.secret)
-	if clean == text {
-		return err
-	}
-	return &scrubbedError{text: clean, err: err}
+	return redact.Hide(err, redact.Answer([]byte(err.Error()), maxErrorText, a.secret))
 }
 
 // maxErrorText bounds an error's text.
 const maxErrorText = 4 << 10
-
-// scrubbedError is an error whose text was scrubbed.
-type scrubbedError struct {
-	text string
-	err  error
-}
-
-func (e *scrubbedError) Error() string { return e.text }
-
-// Is reports whether the original error matches target (ErrUnauthorized,
-// ErrRedirect, context.Canceled, ...).
-func (e *scrubbedError) Is(target error) bool { return errors.Is(e.err, target) }

@@ -1,7 +1,9 @@
 package redact
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -80,3 +82,28 @@ func TestHandler(t *testing.T) {
 	require.Contains(t, out, "n=3")
 	require.Equal(t, 6, strings.Count(out, Mask), out)
 }
+
+func TestHideAndWriter(t *testing.T) {
+	base := fmt.Errorf("wrapped %w and %w", &fmtWrapError{}, context.Canceled)
+	require.Nil(t, Hide(nil, ""))
+	require.Same(t, base, Hide(base, base.Error()), "nothing to hide: the error itself")
+	h := Hide(base, "hidden")
+	require.Equal(t, "hidden", h.Error())
+	require.ErrorIs(t, h, context.Canceled)
+	var target *fmtWrapError
+	require.True(t, errors.As(base, &target))
+	require.False(t, errors.As(h, &target), "As must not reach the original's words")
+
+	var b strings.Builder
+	w := Writer(&b, "sk_live_secret")
+	n, err := fmt.Fprintf(w, "id evt_sk_live_secret, Authorization: Bearer abcdefgh12345678\n")
+	require.NoError(t, err)
+	require.Equal(t, len("id evt_sk_live_secret, Authorization: Bearer abcdefgh12345678\n"), n)
+	require.NotContains(t, b.String(), "sk_live_secret")
+	require.NotContains(t, b.String(), "abcdefgh12345678")
+}
+
+// fmtWrapError stands for any concrete error type a caller might look for.
+type fmtWrapError struct{}
+
+func (*fmtWrapError) Error() string { return "x" }

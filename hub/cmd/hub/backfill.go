@@ -24,7 +24,7 @@ import (
 // maxBackfillRate bounds --rate: above every provider's documented limit.
 const maxBackfillRate = 1000
 
-func runBackfill(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runBackfill(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := newFlags("backfill", `Usage: hub backfill --provider stripe|paddle|github [--since T] [--until T] [--dry-run] [--rate N/s] [--restart] [--redeliver] [--json]
                     [--max-pages N] [--max-events N] [--max-time D]
        hub backfill --provider stripe|paddle|github --release-lease [--force]
@@ -111,6 +111,15 @@ set too. Times are durations before now (90m, 36h, 7d) or times (2026-11-30, RFC
 	if err != nil {
 		return err
 	}
+	// What the run prints carries what the provider's API wrote (ids,
+	// reasons): the API credentials are hidden in all of it.
+	secrets := cfg.BackfillSecrets()
+	stdout = redact.Writer(stdout, secrets...)
+	defer func() {
+		if err != nil {
+			err = redact.Hide(err, redact.Text(err.Error(), secrets...))
+		}
+	}()
 	src, err := cfg.BackfillSource(*name, backfill.RateLimited(nil, rate))
 	if err != nil {
 		return err

@@ -5,8 +5,10 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 
 	"github.com/stretchr/testify/require"
@@ -59,10 +61,23 @@ func TestBackfillCommandHidesTheKey(t *testing.T) {
 		require.Equal(t, "/v1/events", hit.Path, "HUB_STRIPE_API_URL ending in /v1")
 	}
 
+	// An id the API made of the key (a hostile or broken gateway): the
+	// dry run's listing, its JSON and a real run's failure list (its type
+	// cannot form a subject) name the event with the key hidden.
+	created := strconv.FormatInt(time.Now().Add(-time.Hour).Unix(), 10)
+	require.NoError(t, fake.Add([]byte(`{"id":"evt_`+key+`","object":"event","created":`+created+`,"type":"bad type","data":{"object":{}}}`)))
+	for _, args := range [][]string{{"--dry-run"}, {"--dry-run", "--json"}, {}} {
+		code, out = run1(append([]string{"backfill", "--provider", "stripe"}, args...)...)
+		require.Contains(t, out, "evt_[redacted]", "%v: %s", args, out)
+		require.NotContains(t, out, key, "%v", args)
+	}
+	require.Equal(t, 1, code, "the event was archived FAILED: %s", out)
+	hits := len(fake.Hits())
+
 	t.Setenv("HUB_STRIPE_API_URL", "http://api.stripe.example")
 	code, out = run1("backfill", "--provider", "stripe")
 	require.NotEqual(t, 0, code)
 	require.Contains(t, out, "HUB_STRIPE_API_URL")
 	require.Contains(t, out, "plain http")
-	require.Len(t, fake.Hits(), 3)
+	require.Len(t, fake.Hits(), hits)
 }
