@@ -351,3 +351,20 @@ func TestScanRereadsMessagesLostInTransit(t *testing.T) {
 		})
 	}
 }
+
+// A stream's consumer_limits bound the inactive threshold of every
+// consumer created on it: the scan's ephemeral consumers fit under it, or
+// every scan (the relay's look-up, the restore, replay, reconcile) stalls.
+func TestScanUnderStreamConsumerLimits(t *testing.T) {
+	t.Parallel()
+	_, js := hubtest.JetStream(t).Connect(t)
+	ctx := context.Background()
+	_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"a.>", "b.>"},
+		ConsumerLimits: jetstream.StreamConsumerLimits{InactiveThreshold: 5 * time.Second}})
+	require.NoError(t, err)
+	publishN(t, js, 1, 30)
+	seqs, res, err := collect(t, js, Scan{Stall: 3 * time.Second, fetchWait: 500 * time.Millisecond, batch: 10}, nil)
+	require.NoError(t, err)
+	require.Equal(t, seqRange(1, 30), seqs)
+	require.Equal(t, 30, res.Msgs)
+}
