@@ -46,6 +46,10 @@ const (
 	// limit plus MaxHeaderBytes: larger deliveries would never publish
 	// (they are answered 413 instead).
 	SettingMaxMsgSize = "max_msg_size"
+	// SettingMsgCounter: a counter stream (allow_msg_counter) refuses every
+	// publish that is not a counter increment, and JetStream cannot turn
+	// it off.
+	SettingMsgCounter = "msg_counter"
 	// SettingDuplicateWindow: the stream's duplicate window is shorter
 	// than the relay's retry horizon (HUB_DUPLICATE_WINDOW) and the hub
 	// could not raise it: a retried publish may store a second copy.
@@ -55,7 +59,7 @@ const (
 // StreamSettings lists every setting word StreamFaults may report, in the
 // order it checks them.
 var StreamSettings = []string{SettingSealed, SettingMirror, SettingSubjectTransform, SettingNoAck, SettingRetention,
-	SettingDiscardNew, SettingMaxMsgsPerSubject, SettingMaxMsgSize, SettingDuplicateWindow}
+	SettingDiscardNew, SettingMaxMsgsPerSubject, SettingMaxMsgSize, SettingMsgCounter, SettingDuplicateWindow}
 
 // A StreamFault is a setting of the stream that breaks delivery or dedup.
 type StreamFault struct {
@@ -125,6 +129,10 @@ func StreamFaults(c jetstream.StreamConfig, need StreamNeeds) []StreamFault {
 	if need.MaxBodyBytes > 0 && c.MaxMsgSize > 0 && int(c.MaxMsgSize) < need.MaxBodyBytes+MaxHeaderBytes {
 		add(SettingMaxMsgSize, fmt.Sprintf("max_msg_size %d is below HUB_MAX_BODY_BYTES %d plus %d bytes of headers: larger deliveries are answered 413", c.MaxMsgSize, need.MaxBodyBytes, MaxHeaderBytes),
 			fmt.Sprintf("raise max_msg_size to at least %d or set it to -1 (`nats stream edit`), or lower HUB_MAX_BODY_BYTES", need.MaxBodyBytes+MaxHeaderBytes))
+	}
+	if c.AllowMsgCounter {
+		add(SettingMsgCounter, "the stream is a counter stream (allow_msg_counter) and refuses every publish that is not a counter increment",
+			"JetStream cannot turn counters off: delete the stream (`nats stream rm`); the hub recreates it and publishes again what it held")
 	}
 	if need.DuplicateWindow > 0 && c.Duplicates < need.DuplicateWindow {
 		add(SettingDuplicateWindow, fmt.Sprintf("duplicate window %s is shorter than HUB_DUPLICATE_WINDOW %s and could not be raised: a retried publish may store an event twice", c.Duplicates, need.DuplicateWindow),
