@@ -30,6 +30,11 @@ var (
 	// range (it stalled, or was deleted meanwhile); nothing was replayed.
 	// It wraps the *relay.ScanError that says how far the read got.
 	ErrIncompleteRead = errors.New("the stream could not be read to the end of the range")
+	// ErrStreamMisconfigured: a setting of the stream breaks delivery
+	// (relay.StreamFaults); republish and replay refuse to publish copies
+	// the stream would store where no subscriber looks (the admin API
+	// answers 503).
+	ErrStreamMisconfigured = relay.ErrStreamMisconfigured
 )
 
 // DefaultMaxConcurrentReplays is how many replays and dry runs one hub

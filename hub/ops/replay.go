@@ -121,6 +121,11 @@ func (o *Ops) Replay(ctx context.Context, req ReplayRequest) (ReplayResult, erro
 	if err := o.checkSubscriber(ctx, req.Subscriber); err != nil {
 		return res, err
 	}
+	if !req.DryRun {
+		if err := o.checkNotDiverted(ctx); err != nil {
+			return res, err
+		}
+	}
 	cons, err := o.js.Consumer(ctx, o.stream, req.Subscriber)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return res, fmt.Errorf("%w %q: no consumer of that name on stream %s (has the subscriber ever run?)", ErrUnknownSubscriber, req.Subscriber, o.stream)

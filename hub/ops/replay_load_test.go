@@ -176,3 +176,55 @@ func TestReplayFailsWhenTheRangeCannotBeRead(t *testing.T) {
 		t.Logf("%s: %v", op.name, err)
 	}
 }
+
+// While the stream stores what it is sent under another subject (a
+// subject transform), republish (`hub republish` runs its own relay, which
+// no keeper holds) and replay refuse to publish copies: each would be
+// acknowledged, counted as published, and reach no subscriber. Dry runs
+// still answer; once the transform is gone, both publish again.
+func TestCopiesRefusedWhileTheStreamDiverts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const events = 5
+	o, js, since := loadRange(t, events, nil)
+	pool, _ := hubtest.Pool(t)
+	republisher := newOps(t, pool, js)
+	at := time.Now().Add(-time.Hour)
+	archive(t, pool, at, "evt_re_1", "evt_re_2")
+	publish(t, pool)
+
+	st, err := js.Stream(ctx, schema.DefaultStream)
+	require.NoError(t, err)
+	good := st.CachedInfo().Config
+	diverted := good
+	diverted.SubjectTransform = &jetstream.SubjectTransformConfig{Destination: "moved.>"}
+	_, err = js.UpdateStream(ctx, diverted)
+	require.NoError(t, err)
+	before, err := st.Info(ctx)
+	require.NoError(t, err)
+
+	_, err = republisher.Republish(ctx, ops.RepublishFilter{Since: at.Add(-time.Minute)})
+	require.ErrorIs(t, err, ops.ErrStreamMisconfigured)
+	require.ErrorContains(t, err, "subject_transform")
+	_, err = o.Replay(ctx, ops.ReplayRequest{Subscriber: "loadsub", Since: since, Wait: time.Second})
+	require.ErrorIs(t, err, ops.ErrStreamMisconfigured)
+	after, err := st.Info(ctx)
+	require.NoError(t, err)
+	require.Equal(t, before.State.Msgs, after.State.Msgs, "no copy published")
+
+	dry, err := o.Replay(ctx, ops.ReplayRequest{Subscriber: "loadsub", Since: since, DryRun: true})
+	require.NoError(t, err, "a dry run publishes nothing")
+	require.Equal(t, events, dry.Matched)
+	rdry, err := republisher.Republish(ctx, ops.RepublishFilter{Since: at.Add(-time.Minute), DryRun: true})
+	require.NoError(t, err)
+	require.Equal(t, 2, rdry.Matched)
+
+	_, err = js.UpdateStream(ctx, good)
+	require.NoError(t, err)
+	res, err := republisher.Republish(ctx, ops.RepublishFilter{Since: at.Add(-time.Minute)})
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Published)
+	msg, err := st.GetMsg(ctx, res.LastSeq)
+	require.NoError(t, err)
+	require.Equal(t, "paddle.subscription.created", msg.Subject)
+}

@@ -163,6 +163,20 @@ func PublishLimit(maxPayload int64, maxMsgSize int32) int {
 // of the stream breaks delivery or dedup (StreamFaults).
 var ErrStreamMisconfigured = errors.New("stream settings break delivery")
 
+// Diverted returns an error (wrapping ErrStreamMisconfigured) when one of
+// the stream's faults makes it acknowledge publishes and store them where
+// no subscriber looks (a subject transform), else nil. Nothing is
+// published to such a stream: the keeper holds the relay on it, and
+// republish and replay refuse to run.
+func Diverted(stream string, faults []StreamFault) error {
+	for _, f := range faults {
+		if f.Setting == SettingSubjectTransform {
+			return fmt.Errorf("held: stream %s: %w: %s", stream, ErrStreamMisconfigured, f.Setting)
+		}
+	}
+	return nil
+}
+
 // checkSettings records the stream's broken settings (StreamFaults) for
 // /readyz and the metric, logs each once as an error with its fix, and
 // returns ErrStreamMisconfigured (wrapped, naming them) when there are any.
@@ -176,13 +190,7 @@ func (k *Keeper) checkSettings(c jetstream.StreamConfig) error {
 	words := SettingWords(faults)
 	// A diverting setting holds the relay: publishing would mark events
 	// published that no subscriber gets; held, they wait in the outbox.
-	var divert error
-	for _, f := range faults {
-		if f.Setting == SettingSubjectTransform {
-			divert = fmt.Errorf("held: stream %s: %w: %s", k.cfg.Stream.Name, ErrStreamMisconfigured, f.Setting)
-		}
-	}
-	k.relay.hold(divert)
+	k.relay.hold(Diverted(k.cfg.Stream.Name, faults))
 	if logged := strings.Join(words, ","); logged != k.faultsLogged {
 		k.faultsLogged = logged
 		log := k.cfg.Logger.With("stream", k.cfg.Stream.Name)
