@@ -100,6 +100,7 @@ func TestStreamTrouble(t *testing.T) {
 		{&jetstream.APIError{ErrorCode: jetstream.JSErrCodeStreamNotFound}, true},
 		{&jetstream.APIError{ErrorCode: jetstream.JSErrCodeStreamMessageExceedsMaximum}, true},
 		{&jetstream.APIError{ErrorCode: jsErrCodeStreamSealed, Description: "invalid operation on sealed stream"}, true},
+		{&jetstream.APIError{ErrorCode: jsErrCodeMsgIncrMissing, Description: "message counter increment is missing"}, true},
 		{&jetstream.APIError{ErrorCode: jsErrCodeStreamStoreFailed, Description: "maximum messages exceeded"}, true},
 		{&jetstream.APIError{ErrorCode: jetstream.JSErrCodeBadRequest}, false},
 		{errors.New("no PubAck within 3s"), false},
