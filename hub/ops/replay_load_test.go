@@ -228,3 +228,44 @@ func TestCopiesRefusedWhileTheStreamDiverts(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "paddle.subscription.created", msg.Subject)
 }
+
+// The replays and dry runs running at once hold at most
+// MaxReplayBytesHeld of messages together: past it a read fails with
+// ErrBusy (429), and what a replay held is given back when it ends.
+func TestReplayBytesHeldBound(t *testing.T) {
+	t.Parallel()
+	const events = 50 // two of about 1 MB
+	o, _, since := loadRange(t, events, func(c *ops.Config) { c.MaxReplayBytesHeld = 3 << 20 })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	running := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		// Nobody consumes the copies: it holds them until cancelled.
+		var once sync.Once
+		_, err := o.Replay(ctx, ops.ReplayRequest{Subscriber: "loadsub", Since: since, Wait: time.Hour,
+			Progress: func(ops.ReplayResult) { once.Do(func() { close(running) }) }})
+		done <- err
+	}()
+	select {
+	case <-running:
+	case err := <-done:
+		t.Fatalf("the replay ended: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the replay did not start")
+	}
+	_, err := o.Replay(context.Background(), ops.ReplayRequest{Subscriber: "loadsub", Since: since, Wait: time.Second})
+	require.ErrorIs(t, err, ops.ErrBusy, "two runs of 2 MB do not fit 3 MB")
+	require.ErrorContains(t, err, "hold more than 3 MiB")
+	dry, err := o.Replay(context.Background(), ops.ReplayRequest{Subscriber: "loadsub", Since: since, DryRun: true})
+	require.NoError(t, err, "a dry run holds headers only")
+	require.Equal(t, events, dry.Matched)
+
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	for range 2 { // what the failed run and the first held was given back
+		res, err := o.Replay(context.Background(), ops.ReplayRequest{Subscriber: "loadsub", Since: since, Wait: time.Second})
+		require.NoError(t, err)
+		require.Equal(t, events, res.Delivered)
+	}
+}
