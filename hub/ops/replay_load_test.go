@@ -113,30 +113,40 @@ func TestReplayRangeUnderLoadIsWholeOrAnError(t *testing.T) {
 	require.Positive(t, whole, "a stream that answers is read to the end")
 }
 
+// startWaitingReplay starts a replay of loadsub from since that has read
+// its range and published its copies, and waits for them (nobody consumes
+// them) until cancel; done receives its error.
+func startWaitingReplay(t *testing.T, o *ops.Ops, since time.Time) (cancel func(), done <-chan error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	running := make(chan struct{})
+	ended := make(chan error, 1)
+	go func() {
+		var once sync.Once
+		_, err := o.Replay(ctx, ops.ReplayRequest{Subscriber: "loadsub", Since: since, Wait: time.Hour,
+			Progress: func(ops.ReplayResult) { once.Do(func() { close(running) }) }})
+		ended <- err
+	}()
+	select {
+	case <-running:
+	case err := <-ended:
+		cancel()
+		t.Fatalf("the replay ended: %v", err)
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatal("the replay did not start")
+	}
+	return cancel, ended
+}
+
 // Replays and dry runs beyond MaxConcurrentReplays are refused at once
 // with ErrBusy, and a slot is free again when a replay ends.
 func TestReplayConcurrencyBound(t *testing.T) {
 	t.Parallel()
 	const events = 20
 	o, _, since := loadRange(t, events, func(c *ops.Config) { c.MaxConcurrentReplays = 1 })
-	ctx, cancel := context.WithCancel(context.Background())
+	cancel, done := startWaitingReplay(t, o, since)
 	defer cancel()
-	running := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		// Nobody consumes the copies: it waits for them until cancelled.
-		var once sync.Once
-		_, err := o.Replay(ctx, ops.ReplayRequest{Subscriber: "loadsub", Since: since, Wait: time.Hour,
-			Progress: func(ops.ReplayResult) { once.Do(func() { close(running) }) }})
-		done <- err
-	}()
-	select {
-	case <-running:
-	case err := <-done:
-		t.Fatalf("the replay ended: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the replay did not start")
-	}
 	_, err := o.Replay(context.Background(), ops.ReplayRequest{Subscriber: "loadsub", Since: since, DryRun: true})
 	require.ErrorIs(t, err, ops.ErrBusy)
 	require.Contains(t, err.Error(), "1 replays or dry runs are running")
@@ -236,24 +246,8 @@ func TestReplayBytesHeldBound(t *testing.T) {
 	t.Parallel()
 	const events = 50 // two of about 1 MB
 	o, _, since := loadRange(t, events, func(c *ops.Config) { c.MaxReplayBytesHeld = 3 << 20 })
-	ctx, cancel := context.WithCancel(context.Background())
+	cancel, done := startWaitingReplay(t, o, since)
 	defer cancel()
-	running := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		// Nobody consumes the copies: it holds them until cancelled.
-		var once sync.Once
-		_, err := o.Replay(ctx, ops.ReplayRequest{Subscriber: "loadsub", Since: since, Wait: time.Hour,
-			Progress: func(ops.ReplayResult) { once.Do(func() { close(running) }) }})
-		done <- err
-	}()
-	select {
-	case <-running:
-	case err := <-done:
-		t.Fatalf("the replay ended: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the replay did not start")
-	}
 	_, err := o.Replay(context.Background(), ops.ReplayRequest{Subscriber: "loadsub", Since: since, Wait: time.Second})
 	require.ErrorIs(t, err, ops.ErrBusy, "two runs of 2 MB do not fit 3 MB")
 	require.ErrorContains(t, err, "hold more than 3 MiB")
