@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -30,12 +31,24 @@ var (
 	// range (it stalled, or was deleted meanwhile); nothing was replayed.
 	// It wraps the *relay.ScanError that says how far the read got.
 	ErrIncompleteRead = errors.New("the stream could not be read to the end of the range")
+	// ErrStreamMisconfigured: a setting of the stream breaks delivery
+	// (relay.StreamFaults); republish and replay refuse to publish copies
+	// the stream would store where no subscriber looks (the admin API
+	// answers 503).
+	ErrStreamMisconfigured = relay.ErrStreamMisconfigured
 )
 
 // DefaultMaxConcurrentReplays is how many replays and dry runs one hub
 // runs at once (Config.MaxConcurrentReplays); each holds up to
 // MaxReplayBytes of messages.
 const DefaultMaxConcurrentReplays = 4
+
+// DefaultMaxReplayBytesHeld bounds the bytes of messages all the replays
+// and dry runs running in one hub hold together
+// (Config.MaxReplayBytesHeld): two full replays. Four at MaxReplayBytes
+// each, with the garbage collector's headroom, would not fit the hub's
+// 512 MiB.
+const DefaultMaxReplayBytesHeld = 2 * MaxReplayBytes
 
 // Archive is what the operations read and delete in the hub's tables:
 // hub/store's *Store, the only code that touches them.
@@ -79,6 +92,10 @@ type Config struct {
 	// once; past it Replay answers ErrBusy. 0 is
 	// DefaultMaxConcurrentReplays.
 	MaxConcurrentReplays int
+	// MaxReplayBytesHeld bounds the bytes of messages the replays and dry
+	// runs running at once hold together; a read that would pass it
+	// fails with ErrBusy. 0 is DefaultMaxReplayBytesHeld.
+	MaxReplayBytesHeld int64
 	// ScanStall is how long a read of the stream waits for progress
 	// before it fails (ErrIncompleteRead); 0 is relay.DefaultScanStall.
 	ScanStall time.Duration
@@ -93,7 +110,11 @@ type Ops struct {
 	republisher Republisher
 	now         func() time.Time
 	replays     chan struct{} // a slot per replay or dry run running
-	scanStall   time.Duration
+	// replayHeld is the bytes of messages the running replays hold, at
+	// most maxReplayHeld.
+	replayHeld    atomic.Int64
+	maxReplayHeld int64
+	scanStall     time.Duration
 }
 
 // New returns Ops on cfg.
@@ -108,6 +129,10 @@ func New(cfg Config) *Ops {
 		n = DefaultMaxConcurrentReplays
 	}
 	o.replays = make(chan struct{}, n)
+	o.maxReplayHeld = cfg.MaxReplayBytesHeld
+	if o.maxReplayHeld <= 0 {
+		o.maxReplayHeld = DefaultMaxReplayBytesHeld
+	}
 	return o
 }
 

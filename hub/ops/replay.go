@@ -121,6 +121,11 @@ func (o *Ops) Replay(ctx context.Context, req ReplayRequest) (ReplayResult, erro
 	if err := o.checkSubscriber(ctx, req.Subscriber); err != nil {
 		return res, err
 	}
+	if !req.DryRun {
+		if err := o.checkNotDiverted(ctx); err != nil {
+			return res, err
+		}
+	}
 	cons, err := o.js.Consumer(ctx, o.stream, req.Subscriber)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return res, fmt.Errorf("%w %q: no consumer of that name on stream %s (has the subscriber ever run?)", ErrUnknownSubscriber, req.Subscriber, o.stream)
@@ -132,7 +137,9 @@ func (o *Ops) Replay(ctx context.Context, req ReplayRequest) (ReplayResult, erro
 	if req.Subject != "" && !slices.ContainsFunc(filters, func(f string) bool { return schema.SubjectsOverlap(f, req.Subject) }) {
 		return res, inputErr("subject", "%s does not consume %s (it consumes %s)", req.Subscriber, req.Subject, strings.Join(filters, ", "))
 	}
-	msgs, err := o.readRange(ctx, filters, req)
+	var held int64 // bytes of msgs, counted in o.replayHeld
+	defer func() { o.replayHeld.Add(-held) }()
+	msgs, err := o.readRange(ctx, filters, req, &held)
 	if err != nil {
 		return res, err
 	}
@@ -196,8 +203,10 @@ func (o *Ops) Replay(ctx context.Context, req ReplayRequest) (ReplayResult, erro
 // message per event (the first), and only those matching req.Subject. It
 // reads up to the stream's last message when it started (relay.Scan): a
 // read that cannot get there fails with ErrIncompleteRead, never returns
-// part of the range. A dry run reads headers only.
-func (o *Ops) readRange(ctx context.Context, filters []string, req ReplayRequest) ([]replayMsg, error) {
+// part of the range. A dry run reads headers only. The bytes it keeps are
+// added to held and to o.replayHeld (the caller takes them off when it no
+// longer holds the messages); past o.maxReplayHeld it fails with ErrBusy.
+func (o *Ops) readRange(ctx context.Context, filters []string, req ReplayRequest, held *int64) ([]replayMsg, error) {
 	seen := map[subscriber.EventKey]bool{}
 	var out []replayMsg
 	size := 0
@@ -228,6 +237,12 @@ func (o *Ops) readRange(ctx context.Context, filters []string, req ReplayRequest
 		}
 		size += headerSize(h)
 		out = append(out, rm)
+		kept := int64(len(rm.data) + headerSize(h))
+		*held += kept
+		if o.replayHeld.Add(kept) > o.maxReplayHeld {
+			return fmt.Errorf("%w: the replays and dry runs running hold more than %d MiB of events, the most this hub holds at once; try again when one has finished, or narrow the range",
+				ErrBusy, o.maxReplayHeld>>20)
+		}
 		if len(out) > MaxReplayEvents || size > MaxReplayBytes {
 			return inputErr("until", "the range holds more than %d events or %d MiB (it reached %s at stream seq %d): replay it in parts (consecutive ranges are safe to replay)",
 				MaxReplayEvents, MaxReplayBytes>>20, md.Timestamp.UTC().Format(time.RFC3339), md.Sequence.Stream)

@@ -113,30 +113,40 @@ func TestReplayRangeUnderLoadIsWholeOrAnError(t *testing.T) {
 	require.Positive(t, whole, "a stream that answers is read to the end")
 }
 
+// startWaitingReplay starts a replay of loadsub from since that has read
+// its range and published its copies, and waits for them (nobody consumes
+// them) until cancel; done receives its error.
+func startWaitingReplay(t *testing.T, o *ops.Ops, since time.Time) (cancel func(), done <-chan error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	running := make(chan struct{})
+	ended := make(chan error, 1)
+	go func() {
+		var once sync.Once
+		_, err := o.Replay(ctx, ops.ReplayRequest{Subscriber: "loadsub", Since: since, Wait: time.Hour,
+			Progress: func(ops.ReplayResult) { once.Do(func() { close(running) }) }})
+		ended <- err
+	}()
+	select {
+	case <-running:
+	case err := <-ended:
+		cancel()
+		t.Fatalf("the replay ended: %v", err)
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatal("the replay did not start")
+	}
+	return cancel, ended
+}
+
 // Replays and dry runs beyond MaxConcurrentReplays are refused at once
 // with ErrBusy, and a slot is free again when a replay ends.
 func TestReplayConcurrencyBound(t *testing.T) {
 	t.Parallel()
 	const events = 20
 	o, _, since := loadRange(t, events, func(c *ops.Config) { c.MaxConcurrentReplays = 1 })
-	ctx, cancel := context.WithCancel(context.Background())
+	cancel, done := startWaitingReplay(t, o, since)
 	defer cancel()
-	running := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		// Nobody consumes the copies: it waits for them until cancelled.
-		var once sync.Once
-		_, err := o.Replay(ctx, ops.ReplayRequest{Subscriber: "loadsub", Since: since, Wait: time.Hour,
-			Progress: func(ops.ReplayResult) { once.Do(func() { close(running) }) }})
-		done <- err
-	}()
-	select {
-	case <-running:
-	case err := <-done:
-		t.Fatalf("the replay ended: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the replay did not start")
-	}
 	_, err := o.Replay(context.Background(), ops.ReplayRequest{Subscriber: "loadsub", Since: since, DryRun: true})
 	require.ErrorIs(t, err, ops.ErrBusy)
 	require.Contains(t, err.Error(), "1 replays or dry runs are running")
@@ -174,5 +184,82 @@ func TestReplayFailsWhenTheRangeCannotBeRead(t *testing.T) {
 		require.NotErrorIs(t, err, ops.ErrNotFound, op.name)
 		require.Contains(t, err.Error(), "read up to sequence 0 of 5", op.name)
 		t.Logf("%s: %v", op.name, err)
+	}
+}
+
+// While the stream stores what it is sent under another subject (a
+// subject transform), republish (`hub republish` runs its own relay, which
+// no keeper holds) and replay refuse to publish copies: each would be
+// acknowledged, counted as published, and reach no subscriber. Dry runs
+// still answer; once the transform is gone, both publish again.
+func TestCopiesRefusedWhileTheStreamDiverts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const events = 5
+	o, js, since := loadRange(t, events, nil)
+	pool, _ := hubtest.Pool(t)
+	republisher := newOps(t, pool, js)
+	at := time.Now().Add(-time.Hour)
+	archive(t, pool, at, "evt_re_1", "evt_re_2")
+	publish(t, pool)
+
+	st, err := js.Stream(ctx, schema.DefaultStream)
+	require.NoError(t, err)
+	good := st.CachedInfo().Config
+	diverted := good
+	diverted.SubjectTransform = &jetstream.SubjectTransformConfig{Destination: "moved.>"}
+	_, err = js.UpdateStream(ctx, diverted)
+	require.NoError(t, err)
+	before, err := st.Info(ctx)
+	require.NoError(t, err)
+
+	_, err = republisher.Republish(ctx, ops.RepublishFilter{Since: at.Add(-time.Minute)})
+	require.ErrorIs(t, err, ops.ErrStreamMisconfigured)
+	require.ErrorContains(t, err, "subject_transform")
+	_, err = o.Replay(ctx, ops.ReplayRequest{Subscriber: "loadsub", Since: since, Wait: time.Second})
+	require.ErrorIs(t, err, ops.ErrStreamMisconfigured)
+	after, err := st.Info(ctx)
+	require.NoError(t, err)
+	require.Equal(t, before.State.Msgs, after.State.Msgs, "no copy published")
+
+	dry, err := o.Replay(ctx, ops.ReplayRequest{Subscriber: "loadsub", Since: since, DryRun: true})
+	require.NoError(t, err, "a dry run publishes nothing")
+	require.Equal(t, events, dry.Matched)
+	rdry, err := republisher.Republish(ctx, ops.RepublishFilter{Since: at.Add(-time.Minute), DryRun: true})
+	require.NoError(t, err)
+	require.Equal(t, 2, rdry.Matched)
+
+	_, err = js.UpdateStream(ctx, good)
+	require.NoError(t, err)
+	res, err := republisher.Republish(ctx, ops.RepublishFilter{Since: at.Add(-time.Minute)})
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Published)
+	msg, err := st.GetMsg(ctx, res.LastSeq)
+	require.NoError(t, err)
+	require.Equal(t, "paddle.subscription.created", msg.Subject)
+}
+
+// The replays and dry runs running at once hold at most
+// MaxReplayBytesHeld of messages together: past it a read fails with
+// ErrBusy (429), and what a replay held is given back when it ends.
+func TestReplayBytesHeldBound(t *testing.T) {
+	t.Parallel()
+	const events = 50 // two of about 1 MB
+	o, _, since := loadRange(t, events, func(c *ops.Config) { c.MaxReplayBytesHeld = 3 << 20 })
+	cancel, done := startWaitingReplay(t, o, since)
+	defer cancel()
+	_, err := o.Replay(context.Background(), ops.ReplayRequest{Subscriber: "loadsub", Since: since, Wait: time.Second})
+	require.ErrorIs(t, err, ops.ErrBusy, "two runs of 2 MB do not fit 3 MB")
+	require.ErrorContains(t, err, "hold more than 3 MiB")
+	dry, err := o.Replay(context.Background(), ops.ReplayRequest{Subscriber: "loadsub", Since: since, DryRun: true})
+	require.NoError(t, err, "a dry run holds headers only")
+	require.Equal(t, events, dry.Matched)
+
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	for range 2 { // what the failed run and the first held was given back
+		res, err := o.Replay(context.Background(), ops.ReplayRequest{Subscriber: "loadsub", Since: since, Wait: time.Second})
+		require.NoError(t, err)
+		require.Equal(t, events, res.Delivered)
 	}
 }

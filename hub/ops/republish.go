@@ -69,6 +69,9 @@ func (o *Ops) Republish(ctx context.Context, f RepublishFilter) (RepublishResult
 		if o.republisher == nil {
 			return res, fmt.Errorf("%w: this hub has no publisher for republished copies", ErrNoStream)
 		}
+		if err := o.checkNotDiverted(ctx); err != nil {
+			return res, err
+		}
 	}
 	err = o.publishedPages(ctx, q, f.Limit, func(rows []hub.OutboxRow) {
 		res.Matched += len(rows)

@@ -146,3 +146,18 @@ func (o *Ops) streamFaults(ctx context.Context) ([]relay.StreamFault, error) {
 	}
 	return relay.StreamFaults(st.CachedInfo().Config, relay.StreamNeeds{}), nil
 }
+
+// checkNotDiverted refuses to publish copies (republish, replay) while
+// the stream stores what it is sent under another subject (relay.Diverted):
+// each copy would be acknowledged, counted as published and reach no
+// subscriber. The hub's relay holds its own publishes then too.
+func (o *Ops) checkNotDiverted(ctx context.Context) error {
+	faults, err := o.streamFaults(ctx)
+	if err != nil {
+		return err
+	}
+	if err := relay.Diverted(o.stream, faults); err != nil {
+		return fmt.Errorf("%w; copies published now would be stored where no subscriber looks: fix the stream first (`hub reconcile` says how)", err)
+	}
+	return nil
+}

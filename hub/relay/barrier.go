@@ -91,7 +91,7 @@ func streamTrouble(err error) bool {
 	}
 	switch apiErr.ErrorCode {
 	case jetstream.JSErrCodeStreamNotFound, jsErrCodeStreamNotMatch, jsErrCodeStreamSealed,
-		jetstream.JSErrCodeStreamMessageExceedsMaximum, jsErrCodeStreamStoreFailed:
+		jetstream.JSErrCodeStreamMessageExceedsMaximum, jsErrCodeStreamStoreFailed, jsErrCodeMsgIncrMissing:
 		return true
 	}
 	return false
@@ -100,9 +100,12 @@ func streamTrouble(err error) bool {
 // Server error codes nats.go has no constants for: "expected stream does
 // not match" (NewJSStreamNotMatchError), "invalid operation on sealed
 // stream" (NewJSStreamSealedError), "storing a message failed"
-// (NewJSStreamStoreFailedError, e.g. "maximum messages exceeded").
+// (NewJSStreamStoreFailedError, e.g. "maximum messages exceeded"), "message
+// counter increment is missing" (NewJSMessageIncrMissingError: a counter
+// stream).
 const (
 	jsErrCodeStreamNotMatch    jetstream.ErrorCode = 10060
 	jsErrCodeStreamSealed      jetstream.ErrorCode = 10109
 	jsErrCodeStreamStoreFailed jetstream.ErrorCode = 10077
+	jsErrCodeMsgIncrMissing    jetstream.ErrorCode = 10169
 )

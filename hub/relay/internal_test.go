@@ -4,11 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/hubtest"
 )
 
 func TestMergeStreamConfig(t *testing.T) {
@@ -100,6 +106,7 @@ func TestStreamTrouble(t *testing.T) {
 		{&jetstream.APIError{ErrorCode: jetstream.JSErrCodeStreamNotFound}, true},
 		{&jetstream.APIError{ErrorCode: jetstream.JSErrCodeStreamMessageExceedsMaximum}, true},
 		{&jetstream.APIError{ErrorCode: jsErrCodeStreamSealed, Description: "invalid operation on sealed stream"}, true},
+		{&jetstream.APIError{ErrorCode: jsErrCodeMsgIncrMissing, Description: "message counter increment is missing"}, true},
 		{&jetstream.APIError{ErrorCode: jsErrCodeStreamStoreFailed, Description: "maximum messages exceeded"}, true},
 		{&jetstream.APIError{ErrorCode: jetstream.JSErrCodeBadRequest}, false},
 		{errors.New("no PubAck within 3s"), false},
@@ -107,4 +114,40 @@ func TestStreamTrouble(t *testing.T) {
 	} {
 		require.Equal(t, tc.want, streamTrouble(tc.err), "%v", tc.err)
 	}
+}
+
+// While publishing is held, send looks nothing up in the stream for rows
+// past half the duplicate window (they are not published anyway): a long
+// hold makes every row that old, and each batch would read the stream.
+// Once the hold ends, it looks them up again.
+func TestHeldRowsAreNotLookedUp(t *testing.T) {
+	t.Parallel()
+	nc, js := hubtest.JetStream(t).Connect(t)
+	ctx := context.Background()
+	_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"paddle.>"}})
+	require.NoError(t, err)
+	_, err = js.Publish(ctx, "paddle.other.event", []byte(`{}`)) // an empty stream needs no look-up
+	require.NoError(t, err)
+	var creates atomic.Int64
+	sub, err := nc.Subscribe("$JS.API.CONSUMER.CREATE.S.>", func(*nats.Msg) { creates.Add(1) })
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	require.NoError(t, nc.Flush())
+	r, err := New(nil, js, Config{Stream: "S", DuplicateWindow: 2 * time.Minute})
+	require.NoError(t, err)
+	old := time.Now().Add(-time.Hour)
+	rows := []hub.OutboxRow{{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle", EventID: "evt_old", EventType: "subscription.created",
+		Body: []byte(`{}`), ReceivedAt: old, FirstAttemptAt: old, Attempts: 3}}
+
+	r.hold(fmt.Errorf("held: stream S: %w: subject_transform", ErrStreamMisconfigured))
+	res := r.publishWithin(ctx, rows, 5*time.Second)
+	require.Zero(t, res[0].Seq)
+	require.Contains(t, res[0].Err, "held: stream S")
+	require.NoError(t, nc.Flush())
+	require.Zero(t, creates.Load(), "no look-up while held")
+
+	r.hold(nil)
+	res = r.publishWithin(ctx, rows, 5*time.Second)
+	require.NotZero(t, res[0].Seq, res[0].Err)
+	require.Eventually(t, func() bool { return creates.Load() > 0 }, 10*time.Second, 10*time.Millisecond, "looked up once the hold ended")
 }

@@ -606,6 +606,8 @@ func (r *Relay) send(ctx context.Context, rows []hub.OutboxRow, opts sendOptions
 		epoch = r.recorded.enter()
 	}
 	now := r.cfg.Now()
+	// Read once: a batch is held or not as a whole.
+	held := r.held.Load()
 	results := make([]hub.PublishResult, len(rows))
 	futures := make([]jetstream.PubAckFuture, len(rows))
 	subjects := make([]string, len(rows))
@@ -621,7 +623,9 @@ func (r *Relay) send(ctx context.Context, rows []hub.OutboxRow, opts sendOptions
 			continue
 		}
 		subjects[i] = subject
-		if opts.copyRun == "" && !row.FirstAttemptAt.IsZero() && now.Sub(row.FirstAttemptAt) > r.cfg.DuplicateWindow/2 {
+		// Held rows are not published: no look-up for them (a long hold
+		// makes every row old, and each batch would read the stream).
+		if held == nil && opts.copyRun == "" && !row.FirstAttemptAt.IsZero() && now.Sub(row.FirstAttemptAt) > r.cfg.DuplicateWindow/2 {
 			lookups = append(lookups, i)
 		}
 	}
@@ -647,7 +651,6 @@ func (r *Relay) send(ctx context.Context, rows []hub.OutboxRow, opts sendOptions
 		spans = make([]trace.Span, len(rows))
 	}
 	var expired []bool
-	held := r.held.Load()
 	for i, row := range rows {
 		if skip[i] || subjects[i] == "" {
 			continue

@@ -123,7 +123,8 @@ func (s Scan) Run(ctx context.Context, js jetstream.JetStream, fn func(ScanMsg) 
 	if res.End == 0 || s.StartSeq > res.End || info.State.Msgs == 0 {
 		return res, nil
 	}
-	sc := &scanner{Scan: s, js: js, st: st, created: info.Created, res: &res, fn: fn}
+	sc := &scanner{Scan: s, js: js, st: st, created: info.Created, res: &res, fn: fn,
+		maxInactive: info.Config.ConsumerLimits.InactiveThreshold}
 	if sc.Stall <= 0 {
 		sc.Stall = DefaultScanStall
 	}
@@ -148,12 +149,16 @@ func (s Scan) Run(ctx context.Context, js jetstream.JetStream, fn func(ScanMsg) 
 
 type scanner struct {
 	Scan
-	js         jetstream.JetStream
-	st         jetstream.Stream
-	created    time.Time // of the stream when the scan started
-	res        *ScanResult
-	fn         func(ScanMsg) error
-	batchBytes int
+	js      jetstream.JetStream
+	st      jetstream.Stream
+	created time.Time // of the stream when the scan started
+	// maxInactive is the stream's limit on a consumer's inactive
+	// threshold (consumer_limits; 0: none): the server refuses a consumer
+	// asking for more.
+	maxInactive time.Duration
+	res         *ScanResult
+	fn          func(ScanMsg) error
+	batchBytes  int
 
 	cons     jetstream.Consumer
 	lastCons uint64    // consumer sequence of the last message of cons
@@ -220,6 +225,12 @@ func (sc *scanner) newConsumer(ctx context.Context) error {
 		MemoryStorage:     true,
 		Replicas:          1,
 		InactiveThreshold: max(time.Minute, 2*sc.Stall),
+	}
+	if sc.maxInactive > 0 {
+		// Above the stream's limit, every consumer would be refused (and
+		// every scan stall): a consumer removed early is read again from
+		// the last message read (check).
+		cfg.InactiveThreshold = min(cfg.InactiveThreshold, sc.maxInactive)
 	}
 	if len(sc.Subjects) == 1 {
 		cfg.FilterSubject = sc.Subjects[0]

@@ -351,3 +351,80 @@ func TestScanRereadsMessagesLostInTransit(t *testing.T) {
 		})
 	}
 }
+
+// A stream's consumer_limits bound the inactive threshold of every
+// consumer created on it: the scan's ephemeral consumers fit under it, or
+// every scan (the relay's look-up, the restore, replay, reconcile) stalls.
+func TestScanUnderStreamConsumerLimits(t *testing.T) {
+	t.Parallel()
+	_, js := hubtest.JetStream(t).Connect(t)
+	ctx := context.Background()
+	_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"a.>", "b.>"},
+		ConsumerLimits: jetstream.StreamConsumerLimits{InactiveThreshold: 5 * time.Second}})
+	require.NoError(t, err)
+	publishN(t, js, 1, 30)
+	seqs, res, err := collect(t, js, Scan{Stall: 3 * time.Second, fetchWait: 500 * time.Millisecond, batch: 10}, nil)
+	require.NoError(t, err)
+	require.Equal(t, seqRange(1, 30), seqs)
+	require.Equal(t, 30, res.Msgs)
+}
+
+// However a scan ends (its end, a stop, its callback's error or panic, a
+// cancelled context, a stall), it deletes its consumers: none is left for
+// the inactive threshold, and none counts against the stream's
+// max_consumers.
+func TestScanLeavesNoConsumer(t *testing.T) {
+	t.Parallel()
+	js, st := scanStream(t, 40)
+	errCallback := errors.New("callback failed")
+	for _, tc := range []struct {
+		name string
+		scan Scan
+		fn   func(ScanMsg) error
+	}{
+		{"end", Scan{}, func(ScanMsg) error { return nil }},
+		{"stop", Scan{}, func(ScanMsg) error { return ErrStopScan }},
+		{"error", Scan{batch: 5}, func(m ScanMsg) error {
+			if m.Meta.Sequence.Stream == 7 {
+				return errCallback
+			}
+			return nil
+		}},
+		{"panic", Scan{batch: 5}, func(m ScanMsg) error {
+			if m.Meta.Sequence.Stream == 7 {
+				panic("callback panicked")
+			}
+			return nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tc.scan
+			s.Stream, s.Stall = "S", time.Hour
+			func() {
+				defer func() { _ = recover() }()
+				_, _ = s.Run(context.Background(), js, tc.fn)
+			}()
+			info, err := st.Info(context.Background())
+			require.NoError(t, err)
+			require.Zero(t, info.State.Consumers)
+		})
+	}
+	t.Run("cancel and stall", func(t *testing.T) {
+		for _, stall := range []bool{false, true} {
+			p := &pauser{t: t, js: js, until: time.Hour, all: true}
+			ctx, cancel := context.WithCancel(context.Background())
+			s := Scan{Stream: "S", Stall: time.Hour, fetchWait: 200 * time.Millisecond, onConsumer: p.onConsumer}
+			if stall {
+				s.Stall = time.Second
+			} else {
+				time.AfterFunc(time.Second, cancel)
+			}
+			_, err := s.Run(ctx, js, func(ScanMsg) error { return nil })
+			cancel()
+			require.Error(t, err)
+			info, err := st.Info(context.Background())
+			require.NoError(t, err)
+			require.Zero(t, info.State.Consumers, "stall=%v", stall)
+		}
+	})
+}

@@ -46,6 +46,10 @@ const (
 	// limit plus MaxHeaderBytes: larger deliveries would never publish
 	// (they are answered 413 instead).
 	SettingMaxMsgSize = "max_msg_size"
+	// SettingMsgCounter: a counter stream (allow_msg_counter) refuses every
+	// publish that is not a counter increment, and JetStream cannot turn
+	// it off.
+	SettingMsgCounter = "msg_counter"
 	// SettingDuplicateWindow: the stream's duplicate window is shorter
 	// than the relay's retry horizon (HUB_DUPLICATE_WINDOW) and the hub
 	// could not raise it: a retried publish may store a second copy.
@@ -55,7 +59,7 @@ const (
 // StreamSettings lists every setting word StreamFaults may report, in the
 // order it checks them.
 var StreamSettings = []string{SettingSealed, SettingMirror, SettingSubjectTransform, SettingNoAck, SettingRetention,
-	SettingDiscardNew, SettingMaxMsgsPerSubject, SettingMaxMsgSize, SettingDuplicateWindow}
+	SettingDiscardNew, SettingMaxMsgsPerSubject, SettingMaxMsgSize, SettingMsgCounter, SettingDuplicateWindow}
 
 // A StreamFault is a setting of the stream that breaks delivery or dedup.
 type StreamFault struct {
@@ -126,6 +130,10 @@ func StreamFaults(c jetstream.StreamConfig, need StreamNeeds) []StreamFault {
 		add(SettingMaxMsgSize, fmt.Sprintf("max_msg_size %d is below HUB_MAX_BODY_BYTES %d plus %d bytes of headers: larger deliveries are answered 413", c.MaxMsgSize, need.MaxBodyBytes, MaxHeaderBytes),
 			fmt.Sprintf("raise max_msg_size to at least %d or set it to -1 (`nats stream edit`), or lower HUB_MAX_BODY_BYTES", need.MaxBodyBytes+MaxHeaderBytes))
 	}
+	if c.AllowMsgCounter {
+		add(SettingMsgCounter, "the stream is a counter stream (allow_msg_counter) and refuses every publish that is not a counter increment",
+			"JetStream cannot turn counters off: delete the stream (`nats stream rm`); the hub recreates it and publishes again what it held")
+	}
 	if need.DuplicateWindow > 0 && c.Duplicates < need.DuplicateWindow {
 		add(SettingDuplicateWindow, fmt.Sprintf("duplicate window %s is shorter than HUB_DUPLICATE_WINDOW %s and could not be raised: a retried publish may store an event twice", c.Duplicates, need.DuplicateWindow),
 			"raise the stream's duplicate window (see the hub's log for why the server refused it; it must not exceed max_age) or lower HUB_DUPLICATE_WINDOW")
@@ -155,6 +163,20 @@ func PublishLimit(maxPayload int64, maxMsgSize int32) int {
 // of the stream breaks delivery or dedup (StreamFaults).
 var ErrStreamMisconfigured = errors.New("stream settings break delivery")
 
+// Diverted returns an error (wrapping ErrStreamMisconfigured) when one of
+// the stream's faults makes it acknowledge publishes and store them where
+// no subscriber looks (a subject transform), else nil. Nothing is
+// published to such a stream: the keeper holds the relay on it, and
+// republish and replay refuse to run.
+func Diverted(stream string, faults []StreamFault) error {
+	for _, f := range faults {
+		if f.Setting == SettingSubjectTransform {
+			return fmt.Errorf("held: stream %s: %w: %s", stream, ErrStreamMisconfigured, f.Setting)
+		}
+	}
+	return nil
+}
+
 // checkSettings records the stream's broken settings (StreamFaults) for
 // /readyz and the metric, logs each once as an error with its fix, and
 // returns ErrStreamMisconfigured (wrapped, naming them) when there are any.
@@ -168,13 +190,7 @@ func (k *Keeper) checkSettings(c jetstream.StreamConfig) error {
 	words := SettingWords(faults)
 	// A diverting setting holds the relay: publishing would mark events
 	// published that no subscriber gets; held, they wait in the outbox.
-	var divert error
-	for _, f := range faults {
-		if f.Setting == SettingSubjectTransform {
-			divert = fmt.Errorf("held: stream %s: %w: %s", k.cfg.Stream.Name, ErrStreamMisconfigured, f.Setting)
-		}
-	}
-	k.relay.hold(divert)
+	k.relay.hold(Diverted(k.cfg.Stream.Name, faults))
 	if logged := strings.Join(words, ","); logged != k.faultsLogged {
 		k.faultsLogged = logged
 		log := k.cfg.Logger.With("stream", k.cfg.Stream.Name)

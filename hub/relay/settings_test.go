@@ -84,6 +84,7 @@ func TestKeeperStreamSettings(t *testing.T) {
 		{relay.SettingMaxMsgsPerSubject, edit(func(c *jetstream.StreamConfig) { c.MaxMsgsPerSubject = 10 }), "", false},
 		{relay.SettingMaxMsgSize, edit(func(c *jetstream.StreamConfig) { c.MaxMsgSize = 64 << 10 }), "", false},
 		{relay.SettingMaxMsgSize, edit(func(c *jetstream.StreamConfig) { c.MaxMsgSize = 1<<20 + relay.MaxHeaderBytes - 1 }), "", false},
+		{relay.SettingMsgCounter, recreate(func(c *jetstream.StreamConfig) { c.AllowMsgCounter = true }), "can not change message counter", false},
 	} {
 		t.Run(tc.setting, func(t *testing.T) {
 			tc.breakIt(t)
@@ -114,7 +115,7 @@ func TestKeeperStreamSettings(t *testing.T) {
 				st, err := b.js.Stream(ctx, keptStream.Name)
 				require.NoError(t, err)
 				c := st.CachedInfo().Config
-				c.Sealed, c.Retention = false, jetstream.LimitsPolicy
+				c.Sealed, c.Retention, c.AllowMsgCounter = false, jetstream.LimitsPolicy, false
 				_, err = b.js.UpdateStream(ctx, c)
 				require.ErrorContains(t, err, tc.refused)
 				require.NoError(t, b.js.DeleteStream(ctx, keptStream.Name))

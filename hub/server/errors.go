@@ -55,7 +55,7 @@ func classify(err error) problem {
 		return problem{fiber.StatusNotFound, err.Error(), ""}
 	case errors.Is(err, ops.ErrInvalid), errors.Is(err, ops.ErrBadTime):
 		return problem{fiber.StatusBadRequest, err.Error(), ""}
-	case errors.Is(err, ops.ErrNoStream), errors.Is(err, ops.ErrIncompleteRead):
+	case errors.Is(err, ops.ErrNoStream), errors.Is(err, ops.ErrIncompleteRead), errors.Is(err, ops.ErrStreamMisconfigured):
 		return problem{fiber.StatusServiceUnavailable, err.Error(), ""}
 	case errors.Is(err, ops.ErrBusy):
 		return problem{fiber.StatusTooManyRequests, err.Error(), ""}

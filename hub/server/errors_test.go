@@ -23,6 +23,7 @@ func TestOpsErrorStatus(t *testing.T) {
 		{fmt.Errorf("%w: 4 replays running", ops.ErrBusy), http.StatusTooManyRequests},
 		{fmt.Errorf("%w: %w", ops.ErrIncompleteRead, scan), http.StatusServiceUnavailable},
 		{fmt.Errorf("%w: nothing", ops.ErrNotFound), http.StatusNotFound},
+		{fmt.Errorf("held: stream WEBHOOKS: %w: subject_transform", ops.ErrStreamMisconfigured), http.StatusServiceUnavailable},
 		{errors.New("other"), http.StatusInternalServerError},
 	} {
 		status, msg := server.ErrorStatus(tc.err)
