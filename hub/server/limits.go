@@ -45,8 +45,9 @@ import (
 //     the admin token; none at all for any other request to /admin/ (an
 //     announced body is answered 401 at once, unread); MaxConsoleFormBytes
 //     for the console, whose sign-in form comes before any session; and
-//     maxOtherAdminBody elsewhere. A body over its limit is answered 413
-//     before it is read;
+//     maxOtherAdminBody elsewhere. The path is the one the router will
+//     match (routedPath), however the request-target spells it. A body
+//     over its limit is answered 413 before it is read;
 //   - read timeouts: a request's headers within adminReadTimeout, then its
 //     body within adminBodyTimeout.
 //
@@ -227,7 +228,7 @@ func (s *Server) adminBodyLimit(h *fasthttp.RequestHeader) fasthttp.RequestConfi
 		limit = MaxAdminBodyBytes
 	case s.refusesAdminBody(h):
 		limit = 1 // the least fasthttp takes: an announced body is refused
-	case hasPathPrefixFold(h.RequestURI(), "/console"):
+	case strings.HasPrefix(routedPath(h), "/console"):
 		limit = MaxConsoleFormBytes
 	}
 	return fasthttp.RequestConfig{MaxRequestBodySize: limit, ReadTimeout: adminBodyTimeout}
@@ -237,18 +238,22 @@ func (s *Server) adminBodyLimit(h *fasthttp.RequestHeader) fasthttp.RequestConfi
 // without its token: such a request is answered 401 without its body
 // being read.
 func (s *Server) refusesAdminBody(h *fasthttp.RequestHeader) bool {
-	return s.cfg.AdminToken != "" && hasPathPrefixFold(h.RequestURI(), "/admin") &&
+	return s.cfg.AdminToken != "" && strings.HasPrefix(routedPath(h), "/admin") &&
 		!s.adminAuthorized(h.Peek(fiber.HeaderAuthorization))
 }
 
-// hasPathPrefixFold reports whether the request-target uri is the path
-// prefix or lies under it, ignoring case as the router does.
-func hasPathPrefixFold(uri []byte, prefix string) bool {
-	if len(uri) < len(prefix) || !strings.EqualFold(string(uri[:len(prefix)]), prefix) {
-		return false
-	}
-	rest := uri[len(prefix):]
-	return len(rest) == 0 || rest[0] == '/' || rest[0] == '?'
+// routedPath is the path the router will match h's request against, as
+// fiber finds it: the request URI's PathOriginal (the path of an
+// absolute-form target such as "http://host/admin/x" included), neither
+// decoded nor cleaned, lower-cased. A group's middleware (app.Group) runs
+// for every path with its prefix, "/administrator" as well as "/admin/x".
+// Reading the raw request-target instead would miss the absolute form,
+// whose body would then be read before the token is checked.
+func routedPath(h *fasthttp.RequestHeader) string {
+	u := fasthttp.AcquireURI()
+	defer fasthttp.ReleaseURI(u)
+	_ = u.Parse(h.Host(), h.RequestURI()) // as fasthttp's Request.URI: an error leaves what it parsed
+	return strings.ToLower(string(u.PathOriginal()))
 }
 
 // answerUnreadable wraps the ErrorHandler of app's fasthttp server, which
