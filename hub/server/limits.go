@@ -39,7 +39,8 @@ import (
 // The admin listener (ServeAdmin) has bounds of its own, sized to its real
 // bodies, and reads no body before it knows who sends it:
 //
-//   - a connection cap, AdminMaxConns (the same LimitListener);
+//   - a connection cap, AdminMaxConns (the same LimitListener), and a
+//     quarter of it for one remote address (limitPerAddress);
 //   - a body limit chosen from the request's headers before any body byte
 //     is read (adminBodyLimit): MaxAdminBodyBytes for a request carrying
 //     the admin token; none at all for any other request to /admin/ (an
@@ -339,6 +340,53 @@ func LimitListener(ln net.Listener, max int, rejected func()) net.Listener {
 	return &limitListener{Listener: ln, max: int64(max), rejected: rejected, refusing: newInflight(64)}
 }
 
+// adminShareDivisor: on the admin listener one remote address holds at
+// most AdminMaxConns/adminShareDivisor connections at once (at least one).
+// Its cap is small (probes, Prometheus, a few operators), and idle or
+// slow connections are cheap to hold: without a share, one client holding
+// AdminMaxConns connections that send nothing (each for adminReadTimeout,
+// then opened again) or that idle after one request would keep Prometheus
+// and the operators out.
+const adminShareDivisor = 4
+
+// limitPerAddress makes l refuse, as past its cap, a connection whose
+// remote address already holds perAddr.
+func (l *limitListener) limitPerAddress(perAddr int) {
+	l.perAddr = max(1, perAddr)
+	l.byAddr = map[string]int{}
+}
+
+// admit counts c under the per-address share, if any; false when its
+// address holds its share already.
+func (l *limitListener) admit(c net.Conn) (key string, ok bool) {
+	if l.byAddr == nil {
+		return "", true
+	}
+	key = c.RemoteAddr().String()
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		key = a.IP.String()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.byAddr[key] >= l.perAddr {
+		return "", false
+	}
+	l.byAddr[key]++
+	return key, true
+}
+
+// leave uncounts a connection of key admitted by admit.
+func (l *limitListener) leave(key string) {
+	if l.byAddr == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.byAddr[key]--; l.byAddr[key] <= 0 {
+		delete(l.byAddr, key)
+	}
+}
+
 type limitListener struct {
 	net.Listener
 	max      int64
@@ -347,6 +395,11 @@ type limitListener struct {
 	// refusing bounds the goroutines that write 503s; past it a
 	// connection is closed without an answer.
 	refusing *inflight
+	// perAddr, when byAddr is set, caps the connections of one remote
+	// address (limitPerAddress).
+	perAddr int
+	mu      sync.Mutex
+	byAddr  map[string]int
 }
 
 // overloadBody and overloadResponse are what a connection past the cap
@@ -367,7 +420,9 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		if l.open.Add(1) <= l.max {
-			return &limitConn{Conn: c, l: l}, nil
+			if key, ok := l.admit(c); ok {
+				return &limitConn{Conn: c, l: l, addr: key}, nil
+			}
 		}
 		l.open.Add(-1)
 		l.rejected()
@@ -395,6 +450,7 @@ func (l *limitListener) refuse(c net.Conn) {
 type limitConn struct {
 	net.Conn
 	l      *limitListener
+	addr   string // its key under l's per-address share
 	once   sync.Once
 	linger atomic.Bool
 }
@@ -415,4 +471,9 @@ func (c *limitConn) Close() error {
 	return err
 }
 
-func (c *limitConn) release() { c.once.Do(func() { c.l.open.Add(-1) }) }
+func (c *limitConn) release() {
+	c.once.Do(func() {
+		c.l.leave(c.addr)
+		c.l.open.Add(-1)
+	})
+}

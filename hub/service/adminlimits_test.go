@@ -125,8 +125,9 @@ func headerOnlyFlood(t *testing.T, separate bool) {
 			c.AdminAddr = "127.0.0.1:0"
 		}
 		// Above the flood, so that every connection reaches the
-		// server and what is measured is what each one costs there.
-		c.AdminMaxConns, c.MaxConns = 2*conns, 4*conns
+		// server and what is measured is what each one costs there
+		// (one address may hold a quarter of HUB_ADMIN_MAX_CONNS).
+		c.AdminMaxConns, c.MaxConns = 8*conns, 4*conns
 	})
 	target := h.adminBase
 	if !separate {
@@ -411,5 +412,30 @@ func TestAdminRefusesUnauthenticatedBodyUnread(t *testing.T) {
 			require.NotEqual(t, http.StatusOK, code)
 			require.NotEqual(t, http.StatusUnauthorized, code, "reached the admin API: add it to the routed targets")
 		})
+	}
+}
+
+// TestAdminConnsFromOneAddressLeaveRoom: one remote address opening
+// connections that send nothing holds at most a quarter of
+// HUB_ADMIN_MAX_CONNS; Prometheus or an operator on another address still
+// gets in. On the old code one address took every place and the other was
+// answered 503.
+func TestAdminConnsFromOneAddressLeaveRoom(t *testing.T) {
+	t.Parallel()
+	const maxConns = 16
+	h := newAdminHub(t, func(c *service.Config) { c.AdminMaxConns = maxConns })
+	held := make([]net.Conn, 0, maxConns) // from 127.0.0.1, accepted before the one below
+	for range maxConns {
+		held = append(held, rawConn(t, h.adminBase))
+	}
+	other := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}).DialContext,
+	}}
+	resp, err := other.Get(h.adminBase + "/metrics")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	for _, c := range held {
+		require.NoError(t, c.Close())
 	}
 }
