@@ -359,13 +359,11 @@ func (l *limitListener) limitPerAddress(perAddr int) {
 // admit counts c under the per-address share, if any; false when its
 // address holds its share already.
 func (l *limitListener) admit(c net.Conn) (key string, ok bool) {
-	if l.byAddr == nil {
+	a, tcp := c.RemoteAddr().(*net.TCPAddr)
+	if l.byAddr == nil || !tcp { // a Unix socket's peers have no address to tell apart
 		return "", true
 	}
-	key = c.RemoteAddr().String()
-	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
-		key = a.IP.String()
-	}
+	key = a.IP.String()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.byAddr[key] >= l.perAddr {
@@ -377,7 +375,7 @@ func (l *limitListener) admit(c net.Conn) (key string, ok bool) {
 
 // leave uncounts a connection of key admitted by admit.
 func (l *limitListener) leave(key string) {
-	if l.byAddr == nil {
+	if l.byAddr == nil || key == "" {
 		return
 	}
 	l.mu.Lock()
