@@ -25,9 +25,10 @@ const (
 	// ended, never another role's. The read-only token cannot sign the
 	// admin out by signing in many times.
 	MaxSessions = 1000
-	// MaxFailedSignIns is how many wrong tokens (or refused sign-in forms)
-	// one remote address may send in a minute; past it every sign-in from
-	// that address is answered 429 until the minute is over.
+	// MaxFailedSignIns is how many wrong tokens one remote address may
+	// send in a minute; past it every sign-in from that address is
+	// answered 429 until the minute is over. A form refused before its
+	// token is checked (cross-site, without its CSRF token) does not count.
 	MaxFailedSignIns = 10
 	// MaxSignInsPerAddress is how many successful sign-ins one remote
 	// address may make in a minute; past it the sign-in is answered 429
@@ -366,13 +367,17 @@ func (cn *Console) login(c *fiber.Ctx) error {
 		cn.audit(c, nil, "login refused", "reason", "too many failed sign-ins")
 		return cn.tooMany(c, "Too many failed sign-ins from your address: wait a minute.")
 	}
+	// Only a token checked and found wrong counts as a failed sign-in. A
+	// form refused before its token is looked at (unreadable, cross-site,
+	// without the login CSRF token) guesses nothing, and another site can
+	// make an operator's browser send as many as it likes: counted, they
+	// would lock every operator behind that address out (behind kubectl
+	// port-forward, all of them).
 	form, err := readForm(c)
 	if err != nil {
-		cn.failed.add(addr)
 		return cn.failErr(c, nil, err)
 	}
 	if crossSite(c) || !equalTokens(form.Get("csrf"), c.Cookies(loginCookie)) {
-		cn.failed.add(addr)
 		cn.audit(c, nil, "login failed", "reason", "csrf")
 		return cn.fail(c, nil, fiber.StatusForbidden, "Refused: the sign-in form's CSRF token is missing or wrong (are cookies enabled?). Reload the sign-in page and try again.")
 	}

@@ -132,6 +132,34 @@ func TestLoginRateLimit(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, s.do("POST", "/console/login", form(adminToken), []*http.Cookie{lc}).status)
 }
 
+// TestCrossSiteSignInsDoNotLockOut: sign-in forms another site makes an
+// operator's browser post (cross-site, without the login CSRF token, or
+// unreadable) check no token and do not count as failed sign-ins: the
+// operators behind that address can still sign in. On the old code they
+// counted, and the address was answered 429 for the minute.
+func TestCrossSiteSignInsDoNotLockOut(t *testing.T) {
+	t.Parallel()
+	s := newSite(t)
+	page := s.do("GET", "/console/login", "", nil)
+	lc := cookieOf(page, "hookhub_login")
+	guess := url.Values{"token": {"guess"}, "csrf": {csrfOf(t, page.body)}}.Encode()
+	for i := range 3 * console.MaxFailedSignIns {
+		var a answer
+		switch i % 3 {
+		case 0: // a form on another site, with no login cookie (SameSite)
+			a = s.do("POST", "/console/login", url.Values{"token": {"guess"}}.Encode(), nil, "Sec-Fetch-Site", "cross-site", "Origin", "https://evil.example")
+		case 1: // a fetch from another site that carries the cookie anyway
+			a = s.do("POST", "/console/login", guess, []*http.Cookie{lc}, "Origin", "https://evil.example")
+		default: // an unreadable body
+			a = s.do("POST", "/console/login", "token=%zz", []*http.Cookie{lc}, "Sec-Fetch-Site", "cross-site")
+		}
+		require.NotEqual(t, http.StatusTooManyRequests, a.status, "attempt %d", i+1)
+		require.Nil(t, cookieOf(a, "hookhub_session"))
+	}
+	sc, _ := s.login(adminToken)
+	require.NotNil(t, sc)
+}
+
 func TestSessionExpiry(t *testing.T) {
 	t.Parallel()
 	s := newSite(t)

@@ -39,14 +39,16 @@ import (
 // The admin listener (ServeAdmin) has bounds of its own, sized to its real
 // bodies, and reads no body before it knows who sends it:
 //
-//   - a connection cap, AdminMaxConns (the same LimitListener);
+//   - a connection cap, AdminMaxConns (the same LimitListener), and a
+//     quarter of it for one remote address (limitPerAddress);
 //   - a body limit chosen from the request's headers before any body byte
 //     is read (adminBodyLimit): MaxAdminBodyBytes for a request carrying
 //     the admin token; none at all for any other request to /admin/ (an
 //     announced body is answered 401 at once, unread); MaxConsoleFormBytes
 //     for the console, whose sign-in form comes before any session; and
-//     maxOtherAdminBody elsewhere. A body over its limit is answered 413
-//     before it is read;
+//     maxOtherAdminBody elsewhere. The path is the one the router will
+//     match (routedPath), however the request-target spells it. A body
+//     over its limit is answered 413 before it is read;
 //   - read timeouts: a request's headers within adminReadTimeout, then its
 //     body within adminBodyTimeout.
 //
@@ -227,7 +229,7 @@ func (s *Server) adminBodyLimit(h *fasthttp.RequestHeader) fasthttp.RequestConfi
 		limit = MaxAdminBodyBytes
 	case s.refusesAdminBody(h):
 		limit = 1 // the least fasthttp takes: an announced body is refused
-	case hasPathPrefixFold(h.RequestURI(), "/console"):
+	case strings.HasPrefix(routedPath(h), "/console"):
 		limit = MaxConsoleFormBytes
 	}
 	return fasthttp.RequestConfig{MaxRequestBodySize: limit, ReadTimeout: adminBodyTimeout}
@@ -237,18 +239,22 @@ func (s *Server) adminBodyLimit(h *fasthttp.RequestHeader) fasthttp.RequestConfi
 // without its token: such a request is answered 401 without its body
 // being read.
 func (s *Server) refusesAdminBody(h *fasthttp.RequestHeader) bool {
-	return s.cfg.AdminToken != "" && hasPathPrefixFold(h.RequestURI(), "/admin") &&
+	return s.cfg.AdminToken != "" && strings.HasPrefix(routedPath(h), "/admin") &&
 		!s.adminAuthorized(h.Peek(fiber.HeaderAuthorization))
 }
 
-// hasPathPrefixFold reports whether the request-target uri is the path
-// prefix or lies under it, ignoring case as the router does.
-func hasPathPrefixFold(uri []byte, prefix string) bool {
-	if len(uri) < len(prefix) || !strings.EqualFold(string(uri[:len(prefix)]), prefix) {
-		return false
-	}
-	rest := uri[len(prefix):]
-	return len(rest) == 0 || rest[0] == '/' || rest[0] == '?'
+// routedPath is the path the router will match h's request against, as
+// fiber finds it: the request URI's PathOriginal (the path of an
+// absolute-form target such as "http://host/admin/x" included), neither
+// decoded nor cleaned, lower-cased. A group's middleware (app.Group) runs
+// for every path with its prefix, "/administrator" as well as "/admin/x".
+// Reading the raw request-target instead would miss the absolute form,
+// whose body would then be read before the token is checked.
+func routedPath(h *fasthttp.RequestHeader) string {
+	u := fasthttp.AcquireURI()
+	defer fasthttp.ReleaseURI(u)
+	_ = u.Parse(h.Host(), h.RequestURI()) // as fasthttp's Request.URI: an error leaves what it parsed
+	return strings.ToLower(string(u.PathOriginal()))
 }
 
 // answerUnreadable wraps the ErrorHandler of app's fasthttp server, which
@@ -334,6 +340,51 @@ func LimitListener(ln net.Listener, max int, rejected func()) net.Listener {
 	return &limitListener{Listener: ln, max: int64(max), rejected: rejected, refusing: newInflight(64)}
 }
 
+// adminShareDivisor: on the admin listener one remote address holds at
+// most AdminMaxConns/adminShareDivisor connections at once (at least one).
+// Its cap is small (probes, Prometheus, a few operators), and idle or
+// slow connections are cheap to hold: without a share, one client holding
+// AdminMaxConns connections that send nothing (each for adminReadTimeout,
+// then opened again) or that idle after one request would keep Prometheus
+// and the operators out.
+const adminShareDivisor = 4
+
+// limitPerAddress makes l refuse, as past its cap, a connection whose
+// remote address already holds perAddr.
+func (l *limitListener) limitPerAddress(perAddr int) {
+	l.perAddr = max(1, perAddr)
+	l.byAddr = map[string]int{}
+}
+
+// admit counts c under the per-address share, if any; false when its
+// address holds its share already.
+func (l *limitListener) admit(c net.Conn) (key string, ok bool) {
+	a, tcp := c.RemoteAddr().(*net.TCPAddr)
+	if l.byAddr == nil || !tcp { // a Unix socket's peers have no address to tell apart
+		return "", true
+	}
+	key = a.IP.String()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.byAddr[key] >= l.perAddr {
+		return "", false
+	}
+	l.byAddr[key]++
+	return key, true
+}
+
+// leave uncounts a connection of key admitted by admit.
+func (l *limitListener) leave(key string) {
+	if l.byAddr == nil || key == "" {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.byAddr[key]--; l.byAddr[key] <= 0 {
+		delete(l.byAddr, key)
+	}
+}
+
 type limitListener struct {
 	net.Listener
 	max      int64
@@ -342,6 +393,11 @@ type limitListener struct {
 	// refusing bounds the goroutines that write 503s; past it a
 	// connection is closed without an answer.
 	refusing *inflight
+	// perAddr, when byAddr is set, caps the connections of one remote
+	// address (limitPerAddress).
+	perAddr int
+	mu      sync.Mutex
+	byAddr  map[string]int
 }
 
 // overloadBody and overloadResponse are what a connection past the cap
@@ -362,7 +418,9 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		if l.open.Add(1) <= l.max {
-			return &limitConn{Conn: c, l: l}, nil
+			if key, ok := l.admit(c); ok {
+				return &limitConn{Conn: c, l: l, addr: key}, nil
+			}
 		}
 		l.open.Add(-1)
 		l.rejected()
@@ -390,6 +448,7 @@ func (l *limitListener) refuse(c net.Conn) {
 type limitConn struct {
 	net.Conn
 	l      *limitListener
+	addr   string // its key under l's per-address share
 	once   sync.Once
 	linger atomic.Bool
 }
@@ -410,4 +469,9 @@ func (c *limitConn) Close() error {
 	return err
 }
 
-func (c *limitConn) release() { c.once.Do(func() { c.l.open.Add(-1) }) }
+func (c *limitConn) release() {
+	c.once.Do(func() {
+		c.l.leave(c.addr)
+		c.l.open.Add(-1)
+	})
+}

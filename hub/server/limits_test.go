@@ -2,8 +2,12 @@ package server
 
 import (
 	"crypto/sha256"
+	"net"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -40,14 +44,20 @@ func TestAdminBodyLimit(t *testing.T) {
 		{"/ADMIN/replay", "", 1},
 		{"/admin/replay", "Bearer " + testAdminToken + "x", 1},
 		{"/admin/replay", "Basic " + testAdminToken, 1},
-		{"/administrator", "", maxOtherAdminBody},
+		{"/administrator", "", 1}, // the /admin group's middleware runs for it (a plain prefix)
+		{"/admin;x/replay", "", 1},
+		{"/admin%2Freplay", "", 1},
 		{"/console/login", "", MaxConsoleFormBytes},
 		{"/Console/login", "", MaxConsoleFormBytes},
 		{"/console", "", MaxConsoleFormBytes},
-		{"/consoles", "", maxOtherAdminBody},
+		{"/consoles", "", MaxConsoleFormBytes},
+		{"//admin/replay", "", maxOtherAdminBody}, // the router finds no route
+		{"/%61dmin/replay", "", maxOtherAdminBody},
 		{"/metrics", "", maxOtherAdminBody},
 		{"/debug/pprof/symbol", "", maxOtherAdminBody},
-		{"http://hub/admin/replay", "", maxOtherAdminBody}, // absolute form: the router finds no route
+		{"http://hub/admin/replay", "", 1}, // absolute form: routed to /admin/replay
+		{"HTTPS://hub:1/ADMIN", "", 1},
+		{"http://hub/console/login", "", MaxConsoleFormBytes},
 		{"", "", maxOtherAdminBody},
 	}
 	for _, tc := range cases {
@@ -81,8 +91,11 @@ func FuzzAdminBodyLimit(f *testing.F) {
 		h := requestHeader(uri, auth)
 		got := s.adminBodyLimit(h).MaxRequestBodySize
 		authorized := s.adminAuthorized(h.Peek(fasthttp.HeaderAuthorization))
-		target := strings.ToLower(string(h.RequestURI()))
-		adminPath := target == "/admin" || strings.HasPrefix(target, "/admin/") || strings.HasPrefix(target, "/admin?")
+		// What the router matches: the parsed URI's path, as fiber takes it.
+		var u fasthttp.URI
+		_ = u.Parse(nil, h.RequestURI())
+		target := strings.ToLower(string(u.PathOriginal()))
+		adminPath := strings.HasPrefix(target, "/admin")
 		switch {
 		case authorized && got != MaxAdminBodyBytes:
 			t.Fatalf("authorized: limit %d", got)
@@ -94,4 +107,78 @@ func FuzzAdminBodyLimit(f *testing.F) {
 			t.Fatalf("limit %d", got)
 		}
 	})
+}
+
+// TestLimitPerAddress: past its share, an address's connection is refused
+// (and counted) while the listener's cap has room; closing one frees its
+// place; peers of a Unix socket, which have no address, are not counted.
+func TestLimitPerAddress(t *testing.T) {
+	for _, network := range []string{"tcp", "unix"} {
+		t.Run(network, func(t *testing.T) {
+			addr := "127.0.0.1:0"
+			if network == "unix" {
+				addr = filepath.Join(t.TempDir(), "admin.sock")
+			}
+			ln, err := net.Listen(network, addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rejected atomic.Int64
+			l := LimitListener(ln, 8, func() { rejected.Add(1) }).(*limitListener)
+			l.limitPerAddress(2)
+			defer l.Close()
+			accepted := make(chan net.Conn, 8)
+			go func() {
+				for {
+					c, err := l.Accept()
+					if err != nil {
+						return
+					}
+					accepted <- c
+				}
+			}()
+			dial := func() net.Conn {
+				c, err := net.Dial(network, ln.Addr().String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { c.Close() })
+				return c
+			}
+			want := 2
+			if network == "unix" {
+				want = 3
+			}
+			var held []net.Conn
+			for range 3 {
+				dial()
+			}
+			deadline := time.After(5 * time.Second)
+			for len(held) < want {
+				select {
+				case c := <-accepted:
+					held = append(held, c)
+				case <-deadline:
+					t.Fatalf("accepted %d of %d", len(held), want)
+				}
+			}
+			if network == "unix" {
+				return
+			}
+			for rejected.Load() != 1 {
+				select {
+				case <-deadline:
+					t.Fatalf("rejected %d, want 1", rejected.Load())
+				case <-time.After(time.Millisecond):
+				}
+			}
+			held[0].Close()
+			dial()
+			select {
+			case <-accepted:
+			case <-deadline:
+				t.Fatal("a closed connection did not free its place")
+			}
+		})
+	}
 }

@@ -283,13 +283,16 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Serve(ln net.Listener) error { return s.app.Listener(ln) }
 
 // ServeAdmin accepts admin connections (/admin/, /metrics, /debug/pprof/)
-// on ln, at most Config.AdminMaxConns at once, until Shutdown. It fails
+// on ln, at most Config.AdminMaxConns at once and a quarter of them from
+// one remote address (adminShareDivisor), until Shutdown. It fails
 // unless Config.SeparateAdmin is set.
 func (s *Server) ServeAdmin(ln net.Listener) error {
 	if s.adminApp == nil {
 		return errors.New("server: ServeAdmin needs Config.SeparateAdmin")
 	}
-	return s.adminApp.Listener(LimitListener(ln, s.cfg.AdminMaxConns, s.cfg.Metrics.AdminConnsRejected.Inc))
+	l := LimitListener(ln, s.cfg.AdminMaxConns, s.cfg.Metrics.AdminConnsRejected.Inc).(*limitListener)
+	l.limitPerAddress(s.cfg.AdminMaxConns / adminShareDivisor)
+	return s.adminApp.Listener(l)
 }
 
 // Drain makes /readyz fail, so load balancers stop sending new requests,
