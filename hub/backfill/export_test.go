@@ -24,3 +24,9 @@ func GitHubRefs(src Source) int {
 	defer g.mu.Unlock()
 	return len(g.refs)
 }
+
+// ParseGitHubDeliveries is parseGitHubDeliveries, returning the items' count.
+func ParseGitHubDeliveries(b []byte) (int, error) {
+	items, err := parseGitHubDeliveries(b)
+	return len(items), err
+}

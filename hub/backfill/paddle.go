@@ -85,7 +85,7 @@ func (p *Paddle) List(ctx context.Context, since, until time.Time, cursor string
 
 // paddleList is a Paddle list answer.
 type paddleList struct {
-	Data []json.RawMessage `json:"data"`
+	Data pageItems `json:"data"`
 	Meta struct {
 		Pagination *struct {
 			Next    string `json:"next"`
