@@ -1,7 +1,6 @@
 package subscriber
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 	"runtime/debug"
@@ -201,7 +200,7 @@ func errorsAs(err error, target any) (bool, *fault) {
 	if err == nil || isTypedNil(err) {
 		return false, nil
 	}
-	ok, f := run(methodTimeout, func() bool { return errors.As(err, target) })
+	ok, f := run(methodTimeout, func() bool { return chainAs(err, target) })
 	return ok && f == nil, f
 }
 
@@ -210,8 +209,78 @@ func errorsIs(err, target error) (bool, *fault) {
 	if err == nil || isTypedNil(err) {
 		return false, nil
 	}
-	ok, f := run(methodTimeout, func() bool { return errors.Is(err, target) })
+	ok, f := run(methodTimeout, func() bool { return chainIs(err, target) })
 	return ok && f == nil, f
+}
+
+// maxChainErrors bounds the errors of a chain chainIs and chainAs look
+// at: an Unwrap that returns its receiver (or a list holding it) makes a
+// chain without end, which errors.Is and errors.As walk for ever, on a
+// goroutine that the timeout abandons but that keeps a core busy.
+const maxChainErrors = 100
+
+// walkChain calls visit on err and the errors it wraps (Unwrap() error and
+// Unwrap() []error), depth first, in the order errors.Is and errors.As
+// visit them, at most maxChainErrors errors; it stops and reports true when
+// visit does.
+func walkChain(err error, visit func(error) bool) bool {
+	stack := []error{err}
+	for n := 0; len(stack) > 0 && n < maxChainErrors; n++ {
+		e := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if visit(e) {
+			return true
+		}
+		switch x := e.(type) {
+		case interface{ Unwrap() error }:
+			if u := x.Unwrap(); u != nil {
+				stack = append(stack, u)
+			}
+		case interface{ Unwrap() []error }:
+			us := x.Unwrap()
+			us = us[:min(len(us), maxChainErrors)]
+			for i := len(us) - 1; i >= 0; i-- {
+				if us[i] != nil {
+					stack = append(stack, us[i])
+				}
+			}
+		}
+	}
+	return false
+}
+
+// chainIs is errors.Is over at most maxChainErrors errors (walkChain).
+func chainIs(err, target error) bool {
+	comparable := target == nil || reflect.TypeOf(target).Comparable()
+	return walkChain(err, func(e error) bool {
+		if comparable && e == target {
+			return true
+		}
+		x, ok := e.(interface{ Is(error) bool })
+		return ok && x.Is(target)
+	})
+}
+
+// chainAs is errors.As over at most maxChainErrors errors (walkChain);
+// target is a non-nil pointer to an interface or to a type implementing
+// error, as errors.As requires (it panics otherwise).
+func chainAs(err error, target any) bool {
+	val := reflect.ValueOf(target)
+	if target == nil || val.Kind() != reflect.Pointer || val.IsNil() {
+		panic("subscriber: ErrorsAs target must be a non-nil pointer")
+	}
+	typ := val.Type().Elem()
+	if typ.Kind() != reflect.Interface && !typ.Implements(reflect.TypeFor[error]()) {
+		panic("subscriber: ErrorsAs target must point to an interface or a type implementing error")
+	}
+	return walkChain(err, func(e error) bool {
+		if reflect.TypeOf(e).AssignableTo(typ) {
+			val.Elem().Set(reflect.ValueOf(e))
+			return true
+		}
+		x, ok := e.(interface{ As(any) bool })
+		return ok && x.As(target)
+	})
 }
 
 // isTypedNil reports whether err is a non-nil interface holding a nil

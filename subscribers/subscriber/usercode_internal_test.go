@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -89,3 +90,55 @@ type badUnwrap struct{}
 
 func (badUnwrap) Error() string { return "bad unwrap" }
 func (badUnwrap) Unwrap() error { panic("no") }
+
+// selfWrap's Unwrap returns itself (or, with many, a list of itself): a
+// chain that never ends. calls counts the Unwrap calls.
+type selfWrap struct{ calls *atomic.Int64 }
+
+func (e *selfWrap) Error() string { return "self" }
+
+func (e *selfWrap) Unwrap() error { e.calls.Add(1); return e }
+
+type selfWrapMany struct{ calls *atomic.Int64 }
+
+func (e *selfWrapMany) Error() string { return "self" }
+func (e *selfWrapMany) Unwrap() []error {
+	e.calls.Add(1)
+	return []error{e, e}
+}
+
+// An error chain that loops (an Unwrap returning its receiver) is walked a
+// bounded number of steps by errors.Is/As in the library: it answers
+// false at once, without a fault, and leaves no goroutine unwrapping
+// forever (errors.Is would loop for ever, burning a core per message).
+func TestErrorChainCycleBounded(t *testing.T) {
+	for _, mk := range []func(c *atomic.Int64) error{
+		func(c *atomic.Int64) error { return &selfWrap{calls: c} },
+		func(c *atomic.Int64) error { return &selfWrapMany{calls: c} },
+		func(c *atomic.Int64) error { return fmt.Errorf("outer: %w", &selfWrap{calls: c}) },
+	} {
+		var calls atomic.Int64
+		err := mk(&calls)
+		t0 := time.Now()
+		stale, f := errorsIs(err, ErrStale)
+		if stale || f != nil {
+			t.Fatalf("errorsIs = %v, %v; want false without a fault", stale, f)
+		}
+		var pe *PermanentError
+		if ok, f := errorsAs(err, &pe); ok || f != nil {
+			t.Fatalf("errorsAs = %v, %v; want false without a fault", ok, f)
+		}
+		if d := time.Since(t0); d >= methodTimeout {
+			t.Fatalf("took %s: the walk was cut by the timeout, not bounded", d)
+		}
+		n := calls.Load()
+		time.Sleep(50 * time.Millisecond)
+		if calls.Load() != n || n > 2*maxChainErrors {
+			t.Fatalf("Unwrap called %d times, then %d: the walk goes on", n, calls.Load())
+		}
+		stale, herr := inspectHandlerError(err)
+		if stale || !strings.Contains(herr.Error(), "self") {
+			t.Fatalf("inspectHandlerError = %v, %v", stale, herr)
+		}
+	}
+}
