@@ -142,3 +142,74 @@ func TestErrorChainCycleBounded(t *testing.T) {
 		}
 	}
 }
+
+// Calls that never return (an Error method blocked for ever) are bounded:
+// past maxAbandoned of them still running, run does not start another
+// and says so at once; once they return, calls are made again.
+func TestRunAbandonedBounded(t *testing.T) {
+	block := make(chan struct{})
+	released := false
+	defer func() {
+		if !released {
+			close(block)
+		}
+	}()
+	var calls atomic.Int64
+	blocked := func() string { calls.Add(1); <-block; return "late" }
+	base := abandoned.Load() // other tests' calls still running
+	for abandoned.Load() < maxAbandoned {
+		if _, f := run(time.Millisecond, blocked); f == nil || !f.timeout {
+			t.Fatalf("fault = %+v, want a timeout", f)
+		}
+	}
+	_, f := run(time.Hour, blocked)
+	if f == nil || !f.refused || !strings.Contains(f.plain(), "was not called") {
+		t.Fatalf("fault = %+v, want refused", f)
+	}
+	if n := calls.Load(); n > maxAbandoned {
+		t.Fatalf("%d calls started, want at most %d", n, maxAbandoned)
+	}
+	if got := ErrorText(blockingErr{block}, 100); !strings.Contains(got, "was not called") {
+		t.Fatalf("ErrorText = %q", got)
+	}
+	close(block)
+	released = true
+	deadline := time.Now().Add(10 * time.Second)
+	for abandoned.Load() > base {
+		if time.Now().After(deadline) {
+			t.Fatalf("abandoned = %d after the calls returned", abandoned.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if v, f := run(time.Hour, func() string { return "ok" }); f != nil || v != "ok" {
+		t.Fatalf("run = %q, %+v after the calls returned", v, f)
+	}
+}
+
+type blockingErr struct{ block chan struct{} }
+
+func (e blockingErr) Error() string { <-e.block; return "late" }
+
+// isBlocks' Is never returns, and its Error counts its calls.
+type isBlocks struct {
+	block chan struct{}
+	calls *atomic.Int64
+}
+
+func (e isBlocks) Error() string        { e.calls.Add(1); return "x" }
+func (e isBlocks) Is(target error) bool { <-e.block; return false }
+
+// A handler error whose errors.Is never returns is not asked anything
+// more (its As, its Error): one wait, one goroutine, a fixed text.
+func TestInspectHandlerErrorStopsAtFirstStuckMethod(t *testing.T) {
+	block := make(chan struct{})
+	defer close(block)
+	var calls atomic.Int64
+	stale, err := inspectHandlerError(isBlocks{block: block, calls: &calls})
+	if stale || !strings.Contains(err.Error(), "errors.Is did not return within") {
+		t.Fatalf("inspectHandlerError = %v, %v", stale, err)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("Error called %d times after Is did not return", n)
+	}
+}
