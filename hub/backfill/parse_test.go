@@ -71,6 +71,9 @@ func TestParsePaddleList(t *testing.T) {
 		{"next without a URL: the last id", `{"data":[` + ev("evt_3", "2026-01-02T12:00:00Z") + `]` + meta(true, ""), "", []string{"evt_3"}, "evt_3"},
 		{"newer than until dropped", `{"data":[` + ev("evt_4", "2026-01-03T00:00:00Z") + `,` + ev("evt_3", "2026-01-02T12:00:00Z") + `]` + meta(true, ""), "", []string{"evt_3"}, "evt_3"},
 		{"past since: stop", `{"data":[` + ev("evt_3", "2026-01-02T12:00:00Z") + `,` + ev("evt_1", "2026-01-01T12:00:00Z") + `]` + meta(true, ""), "", []string{"evt_3"}, ""},
+		// order_by ignored: oldest first, the first page is all before
+		// since; stopping there would call the window done unread.
+		{"oldest first refused", `{"data":[` + ev("evt_1", "2025-12-01T12:00:00Z") + `,` + ev("evt_2", "2025-12-02T12:00:00Z") + `]` + meta(true, ""), "not newest first", nil, ""},
 		{"no pagination", `{"data":[]}`, "no meta.pagination", nil, ""},
 		{"more without data", `{"data":[]` + meta(true, ""), "has_more without events", nil, ""},
 		{"bad cursor", `{"data":[` + ev("evt 3", "2026-01-02T12:00:00Z") + `]` + meta(true, ""), "no usable cursor", nil, ""},
