@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hookhub/hookhub/internal/backoff"
@@ -148,8 +150,13 @@ func retryAfter(v string, now time.Time) (time.Duration, bool) {
 	if v == "" {
 		return 0, false
 	}
-	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second, true
+	if s, err := strconv.ParseInt(v, 10, 64); err == nil && s >= 0 {
+		// Beyond a Duration's range the product would wrap (negative: a
+		// retry at once); the caller caps the wait anyway.
+		return time.Duration(min(s, int64(math.MaxInt64/time.Second))) * time.Second, true
+	}
+	if strings.Trim(v, "0123456789") == "" {
+		return math.MaxInt64, true // digits beyond an int64
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		return max(t.Sub(now), 0), true

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/internal/redact"
 	"github.com/hookhub/hookhub/schema"
 )
 
@@ -99,6 +101,10 @@ const MaxFailuresListed = 20
 // (Config.MaxPages, MaxEvents, MaxRunTime): an API that keeps paging, or a
 // window too large for one run. The error names the bound.
 var ErrBound = errors.New("backfill: run bound reached")
+
+// ErrPanic is returned when a run panicked (a bug, met on some answer):
+// the run is ended, the panic logged with its stack.
+var ErrPanic = errors.New("backfill: run panicked")
 
 // ErrCursorCycle is returned when the API gives a cursor the run has
 // already read: its listing loops and would never end.
@@ -350,6 +356,17 @@ func (e *Engine) Run(ctx context.Context, src Source, req Request) (res Result, 
 	if e.cfg.Metrics != nil {
 		defer func() { e.observeRun(name, res, err, skipped) }()
 	}
+	// A panic (a source's parser meeting an answer it did not foresee)
+	// ends this run only: `hub serve`'s webhooks and other providers go
+	// on. It runs before observeRun (an error, never a success) and after
+	// the lease is released.
+	defer func() {
+		if v := recover(); v != nil {
+			text := redact.Answer([]byte(fmt.Sprint(v)), maxErrorText)
+			e.cfg.Logger.Error("backfill: run panicked", "provider", name, "panic", text, "stack", string(debug.Stack()))
+			err = fmt.Errorf("%w: %s: %s", ErrPanic, name, text)
+		}
+	}()
 	// The run's own context: its wall-time bound, and a lease lost while
 	// it works (the heartbeat) stop it with their cause.
 	runCtx, stop := context.WithCancelCause(ctx)

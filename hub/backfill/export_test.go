@@ -24,3 +24,12 @@ func GitHubRefs(src Source) int {
 	defer g.mu.Unlock()
 	return len(g.refs)
 }
+
+// ParseGitHubDeliveries is parseGitHubDeliveries, returning the items' count.
+func ParseGitHubDeliveries(b []byte) (int, error) {
+	items, err := parseGitHubDeliveries(b)
+	return len(items), err
+}
+
+// RetryAfter is retryAfter.
+func RetryAfter(v string, now time.Time) (time.Duration, bool) { return retryAfter(v, now) }

@@ -478,7 +478,7 @@ func parseGitHubDeliveries(b []byte) ([]githubDelivery, error) {
 	if jsontext.FirstNonSpace(b) != '[' {
 		return nil, errors.New("deliveries answer is not a JSON array")
 	}
-	var raws []json.RawMessage
+	var raws pageItems
 	if err := json.Unmarshal(b, &raws); err != nil {
 		return nil, fmt.Errorf("deliveries answer: %w", err)
 	}

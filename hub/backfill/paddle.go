@@ -85,7 +85,7 @@ func (p *Paddle) List(ctx context.Context, since, until time.Time, cursor string
 
 // paddleList is a Paddle list answer.
 type paddleList struct {
-	Data []json.RawMessage `json:"data"`
+	Data pageItems `json:"data"`
 	Meta struct {
 		Pagination *struct {
 			Next    string `json:"next"`
@@ -121,12 +121,20 @@ func parsePaddleList(data []byte, since, until, now time.Time) (Page, error) {
 	page := Page{Events: make([]Event, 0, len(l.Data))}
 	var oldest time.Time
 	var lastID string
+	ascending := false
 	for _, raw := range l.Data {
 		ev := Event{Body: []byte(raw)}
 		if pe, err := provider.PaddleEvent(raw); err == nil {
 			ev.ID, ev.Type, ev.OccurredAt = pe.ID, pe.Type, plausible(pe.OccurredAt, now)
 		} else {
 			ev.ID, ev.Invalid = itemID(raw, "event_id"), err
+		}
+		// Paddle's ids sort as they were created: asked id[DESC], each id
+		// is below the one before. One above it means the API listed
+		// oldest first (order_by ignored), and the stop rule below would
+		// end the listing on its first page, the window unread.
+		if ev.Invalid == nil && lastID != "" && len(ev.ID) == len(lastID) && ev.ID > lastID {
+			ascending = true
 		}
 		lastID = ev.ID
 		if !ev.OccurredAt.IsZero() {
@@ -136,6 +144,9 @@ func parsePaddleList(data []byte, since, until, now time.Time) (Page, error) {
 			}
 		}
 		page.Events = append(page.Events, ev)
+	}
+	if ascending && l.Meta.Pagination.HasMore {
+		return Page{}, fmt.Errorf("%w: events are not newest first (order_by id[DESC] not honoured)", ErrBadAnswer)
 	}
 	pastSince := !since.IsZero() && !oldest.IsZero() && oldest.Before(since)
 	if !l.Meta.Pagination.HasMore || pastSince {

@@ -71,6 +71,9 @@ func TestParsePaddleList(t *testing.T) {
 		{"next without a URL: the last id", `{"data":[` + ev("evt_3", "2026-01-02T12:00:00Z") + `]` + meta(true, ""), "", []string{"evt_3"}, "evt_3"},
 		{"newer than until dropped", `{"data":[` + ev("evt_4", "2026-01-03T00:00:00Z") + `,` + ev("evt_3", "2026-01-02T12:00:00Z") + `]` + meta(true, ""), "", []string{"evt_3"}, "evt_3"},
 		{"past since: stop", `{"data":[` + ev("evt_3", "2026-01-02T12:00:00Z") + `,` + ev("evt_1", "2026-01-01T12:00:00Z") + `]` + meta(true, ""), "", []string{"evt_3"}, ""},
+		// order_by ignored: oldest first, the first page is all before
+		// since; stopping there would call the window done unread.
+		{"oldest first refused", `{"data":[` + ev("evt_1", "2025-12-01T12:00:00Z") + `,` + ev("evt_2", "2025-12-02T12:00:00Z") + `]` + meta(true, ""), "not newest first", nil, ""},
 		{"no pagination", `{"data":[]}`, "no meta.pagination", nil, ""},
 		{"more without data", `{"data":[]` + meta(true, ""), "has_more without events", nil, ""},
 		{"bad cursor", `{"data":[` + ev("evt 3", "2026-01-02T12:00:00Z") + `]` + meta(true, ""), "no usable cursor", nil, ""},
@@ -147,4 +150,19 @@ func containsSpaceOrControl(s string) bool {
 		}
 	}
 	return false
+}
+
+// Retry-After is untrusted: a delay too large for a time.Duration is the
+// longest one (then capped by the client's maxWait), never a wrapped,
+// negative one that would retry at once.
+func TestRetryAfterHuge(t *testing.T) {
+	now := time.Now()
+	for _, v := range []string{"100000000000", "9223372036854775807", "9999999999", "99999999999999999999999999"} {
+		d, ok := backfill.RetryAfter(v, now)
+		require.True(t, ok, v)
+		require.GreaterOrEqual(t, d, time.Hour, v)
+	}
+	d, ok := backfill.RetryAfter("30", now)
+	require.True(t, ok)
+	require.Equal(t, 30*time.Second, d)
 }

@@ -1,9 +1,11 @@
 package backfill
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/hookhub/hookhub/hub/provider"
@@ -98,4 +100,45 @@ func itemID(raw []byte, key string) string {
 		return ""
 	}
 	return id
+}
+
+// MaxPageItems bounds the items one page of a provider's listing may hold
+// (the APIs give at most 200: Stripe 100, Paddle 200, GitHub 100). A page
+// with more is refused as it is decoded, before its items are kept: a
+// 32 MiB answer of millions of tiny items would otherwise take gigabytes
+// before the run's bound on events (Config.MaxEvents) is checked.
+const MaxPageItems = 1000
+
+// pageItems is a listing's JSON array of items (or null), each kept as its
+// exact bytes, at most MaxPageItems of them.
+type pageItems []json.RawMessage
+
+// UnmarshalJSON decodes the array item by item, failing at the item past
+// MaxPageItems.
+func (p *pageItems) UnmarshalJSON(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok == nil {
+		*p = nil
+		return nil
+	}
+	if tok != json.Delim('[') {
+		return fmt.Errorf("items are a JSON %v, not an array", tok)
+	}
+	var items []json.RawMessage
+	for dec.More() {
+		if len(items) == MaxPageItems {
+			return fmt.Errorf("more than %d items in one page", MaxPageItems)
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return err
+		}
+		items = append(items, raw)
+	}
+	*p = items
+	return nil
 }

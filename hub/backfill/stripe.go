@@ -95,9 +95,9 @@ func (s *Stripe) List(ctx context.Context, since, until time.Time, cursor string
 
 // stripeList is a Stripe list object.
 type stripeList struct {
-	Object  string            `json:"object"`
-	Data    []json.RawMessage `json:"data"`
-	HasMore bool              `json:"has_more"`
+	Object  string    `json:"object"`
+	Data    pageItems `json:"data"`
+	HasMore bool      `json:"has_more"`
 }
 
 // ErrBadAnswer wraps every answer of a provider API the sources cannot

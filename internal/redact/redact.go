@@ -7,6 +7,7 @@
 package redact
 
 import (
+	"fmt"
 	"net/url"
 	"regexp"
 	"strings"
@@ -22,7 +23,7 @@ var (
 	// ("Bearer sk_live_…", "Basic dXNlcjpwYXNz", "token ghp_…"). After
 	// "token" only a credential-like value (8 characters or more) counts,
 	// so that "token expired" stays readable.
-	scheme = regexp.MustCompile(`(?i)\b(bearer|basic)(\s+|%20|\+)([A-Za-z0-9._~+/=:-]+)|\b(token)(\s+|%20|\+)([A-Za-z0-9._~+/=:-]{8,})`)
+	scheme = regexp.MustCompile(`(?i)\b(bearer|basic)(\s+|%20|\+)([A-Za-z0-9._~+/=:\\-]+)|\b(token)(\s+|%20|\+)([A-Za-z0-9._~+/=:\\-]{8,})`)
 	// field matches a field named like a credential and its value, in
 	// JSON ("api_key": "…"), a header ("X-Api-Key: …") or a query
 	// (access_token=…).
@@ -43,6 +44,9 @@ func Text(s string, secrets ...string) string {
 		if esc := url.QueryEscape(sec); esc != sec {
 			s = strings.ReplaceAll(s, esc, Mask)
 		}
+		if strings.Contains(s, `\u`) {
+			s = jsonEscaped(sec).ReplaceAllString(s, Mask)
+		}
 	}
 	s = scheme.ReplaceAllStringFunc(s, func(m string) string {
 		sub := scheme.FindStringSubmatch(m)
@@ -60,6 +64,20 @@ func Text(s string, secrets ...string) string {
 		return sub[1] + sub[2] + Mask
 	})
 	return userinfo.ReplaceAllString(s, "${1}"+"***@")
+}
+
+// jsonEscaped matches sec as a JSON string may spell it: any of its ASCII
+// characters as a \u00XX escape ("\u0073k_live_…" is "sk_live_…").
+func jsonEscaped(sec string) *regexp.Regexp {
+	var b strings.Builder
+	for _, r := range sec {
+		if r < utf8.RuneSelf {
+			fmt.Fprintf(&b, `(?:%s|\\u(?i:%04x))`, regexp.QuoteMeta(string(r)), r)
+		} else {
+			b.WriteString(regexp.QuoteMeta(string(r)))
+		}
+	}
+	return regexp.MustCompile(b.String())
 }
 
 // Clean returns b as printable text: invalid UTF-8 as U+FFFD, every

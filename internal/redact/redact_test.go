@@ -29,6 +29,9 @@ func TestText(t *testing.T) {
 		{"query field", "GET /x?access_token=abc&b=1", "GET /x?access_token=[redacted]&b=1"},
 		{"url password", "postgres://u:pw@db/x and https://a:b@h", "postgres://u:***@db/x and https://a:***@h"},
 		{"nothing", "No such event: 'evt_1'", "No such event: 'evt_1'"},
+		{"the key json-escaped", `{"error":"bad key \u0073k_test_51Secret0000K\u0065y"}`, `{"error":"bad key [redacted]"}`},
+		{"bearer json-escaped", `{"auth":"Bearer \u0073k_other"}`, `{"auth":"Bearer [redacted]"}`},
+		{"escapes kept otherwise", `{"a":"\u003cb\u003e"}`, `{"a":"\u003cb\u003e"}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			secrets := []string{key}

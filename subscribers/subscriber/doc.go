@@ -64,7 +64,11 @@
 //     goroutine of its own, which recovers; the panic is logged once with
 //     its stack; the error's methods are called once, recovered too, and
 //     only its text is kept: a typed nil or an Error that panics is a
-//     failure with a fixed text, see SafeCall and ErrorText): ROLLBACK and NakWithDelay(Backoff[attempt-1]), never a
+//     failure with a fixed text, see SafeCall and ErrorText; errors.Is
+//     and errors.As look at most 100 errors of its chain, a method that
+//     does not return within 5 s is not called again for that error, and
+//     past 100 such calls still running none is started): ROLLBACK and
+//     NakWithDelay(Backoff[attempt-1]), never a
 //     bare Nak. At attempt MaxDeliver, or at once for a Permanent error
 //     (an undecodable payload, missing hub headers, a provider or event id
 //     holding NUL bytes or invalid UTF-8), the message goes to

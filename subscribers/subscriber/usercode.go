@@ -1,10 +1,10 @@
 package subscriber
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 )
 
@@ -24,18 +24,30 @@ import (
 // dropped.
 const methodTimeout = 5 * time.Second
 
+// maxAbandoned bounds the calls run gave up waiting for that are still
+// running (an Error method blocked for ever, on every delivery of every
+// message): past it, run does not start another such call and answers a
+// fault at once, so that blocked calls cannot pile up goroutines without
+// end. It is process-wide, as the goroutines are.
+const maxAbandoned = 100
+
+// abandoned counts the calls run stopped waiting for that have not
+// returned yet (process-wide: see maxAbandoned).
+var abandoned atomic.Int64
+
 // fault is how a call through run ended when it did not return.
 type fault struct {
 	value   any    // the panic value (panicked)
 	stack   []byte // the panicking goroutine's stack (panicked)
 	goexit  bool   // it called runtime.Goexit
 	timeout bool   // it did not return within the wait
+	refused bool   // not called: maxAbandoned earlier calls never returned
 }
 
 // describe says what happened, for an error text; the panic value is
 // printed through panicText.
 func (f *fault) describe() string {
-	if f.timeout || f.goexit {
+	if f.timeout || f.goexit || f.refused {
 		return f.plain()
 	}
 	return "panicked: " + panicText(f.value)
@@ -46,7 +58,7 @@ func (f *fault) describe() string {
 // return.
 func (f *fault) err(what string) error {
 	switch {
-	case f.timeout, f.goexit:
+	case f.timeout, f.goexit, f.refused:
 		return fmt.Errorf("%s %s", what, f.plain())
 	default:
 		return &PanicError{what: what, value: panicText(f.value), stack: f.stack}
@@ -81,15 +93,28 @@ func (e *PanicError) Stack() string { return SanitizeText(string(e.stack), maxSt
 // run calls fn on a goroutine of its own and waits for it, at most wait
 // when wait > 0. It returns fn's result, or a fault when fn panicked,
 // called runtime.Goexit or did not return in time (fn then goes on alone,
-// its result dropped).
+// its result dropped, counted in abandoned until it returns). With wait >
+// 0 and maxAbandoned calls abandoned already, fn is not called: the fault
+// says so.
 func run[T any](wait time.Duration, fn func() T) (T, *fault) {
 	type result struct {
 		v T
 		f *fault
 	}
+	var zero T
+	if wait > 0 && abandoned.Load() >= maxAbandoned {
+		return zero, &fault{refused: true}
+	}
+	// state: 0 running, 1 returned (or failed), 2 abandoned by the wait.
+	var state atomic.Int32
 	done := make(chan result, 1)
 	go func() {
 		returned := false
+		defer func() {
+			if !state.CompareAndSwap(0, 1) {
+				abandoned.Add(-1)
+			}
+		}()
 		defer func() {
 			if returned {
 				return
@@ -116,7 +141,11 @@ func run[T any](wait time.Duration, fn func() T) (T, *fault) {
 	case r := <-done:
 		return r.v, r.f
 	case <-t.C:
-		var zero T
+		if !state.CompareAndSwap(0, 2) {
+			r := <-done // it has just ended
+			return r.v, r.f
+		}
+		abandoned.Add(1)
 		return zero, &fault{timeout: true}
 	}
 }
@@ -132,6 +161,10 @@ func panicText(v any) string {
 	return SanitizeText(s, maxPanicValueLen)
 }
 
+// stuck reports whether f is a call that did not return in time, or was
+// not made because too many had not (a nil f: no).
+func (f *fault) stuck() bool { return f != nil && (f.timeout || f.refused) }
+
 // plain is describe without printing a panic value.
 func (f *fault) plain() string {
 	switch {
@@ -139,6 +172,8 @@ func (f *fault) plain() string {
 		return fmt.Sprintf("did not return within %s", methodTimeout)
 	case f.goexit:
 		return "called runtime.Goexit instead of returning"
+	case f.refused:
+		return fmt.Sprintf("was not called: %d earlier calls into the handler's errors or panic values have not returned", maxAbandoned)
 	default:
 		return fmt.Sprintf("panicked (with a %T)", f.value)
 	}
@@ -201,7 +236,7 @@ func errorsAs(err error, target any) (bool, *fault) {
 	if err == nil || isTypedNil(err) {
 		return false, nil
 	}
-	ok, f := run(methodTimeout, func() bool { return errors.As(err, target) })
+	ok, f := run(methodTimeout, func() bool { return chainAs(err, target) })
 	return ok && f == nil, f
 }
 
@@ -210,8 +245,78 @@ func errorsIs(err, target error) (bool, *fault) {
 	if err == nil || isTypedNil(err) {
 		return false, nil
 	}
-	ok, f := run(methodTimeout, func() bool { return errors.Is(err, target) })
+	ok, f := run(methodTimeout, func() bool { return chainIs(err, target) })
 	return ok && f == nil, f
+}
+
+// maxChainErrors bounds the errors of a chain chainIs and chainAs look
+// at: an Unwrap that returns its receiver (or a list holding it) makes a
+// chain without end, which errors.Is and errors.As walk for ever, on a
+// goroutine that the timeout abandons but that keeps a core busy.
+const maxChainErrors = 100
+
+// walkChain calls visit on err and the errors it wraps (Unwrap() error and
+// Unwrap() []error), depth first, in the order errors.Is and errors.As
+// visit them, at most maxChainErrors errors; it stops and reports true when
+// visit does.
+func walkChain(err error, visit func(error) bool) bool {
+	stack := []error{err}
+	for n := 0; len(stack) > 0 && n < maxChainErrors; n++ {
+		e := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if visit(e) {
+			return true
+		}
+		switch x := e.(type) {
+		case interface{ Unwrap() error }:
+			if u := x.Unwrap(); u != nil {
+				stack = append(stack, u)
+			}
+		case interface{ Unwrap() []error }:
+			us := x.Unwrap()
+			us = us[:min(len(us), maxChainErrors)]
+			for i := len(us) - 1; i >= 0; i-- {
+				if us[i] != nil {
+					stack = append(stack, us[i])
+				}
+			}
+		}
+	}
+	return false
+}
+
+// chainIs is errors.Is over at most maxChainErrors errors (walkChain).
+func chainIs(err, target error) bool {
+	comparable := target == nil || reflect.TypeOf(target).Comparable()
+	return walkChain(err, func(e error) bool {
+		if comparable && e == target {
+			return true
+		}
+		x, ok := e.(interface{ Is(error) bool })
+		return ok && x.Is(target)
+	})
+}
+
+// chainAs is errors.As over at most maxChainErrors errors (walkChain);
+// target is a non-nil pointer to an interface or to a type implementing
+// error, as errors.As requires (it panics otherwise).
+func chainAs(err error, target any) bool {
+	val := reflect.ValueOf(target)
+	if target == nil || val.Kind() != reflect.Pointer || val.IsNil() {
+		panic("subscriber: ErrorsAs target must be a non-nil pointer")
+	}
+	typ := val.Type().Elem()
+	if typ.Kind() != reflect.Interface && !typ.Implements(reflect.TypeFor[error]()) {
+		panic("subscriber: ErrorsAs target must point to an interface or a type implementing error")
+	}
+	return walkChain(err, func(e error) bool {
+		if reflect.TypeOf(e).AssignableTo(typ) {
+			val.Elem().Set(reflect.ValueOf(e))
+			return true
+		}
+		x, ok := e.(interface{ As(any) bool })
+		return ok && x.As(target)
+	})
 }
 
 // isTypedNil reports whether err is a non-nil interface holding a nil
@@ -252,8 +357,17 @@ func inspectHandlerError(herr error) (stale bool, err error) {
 	if stale {
 		return true, nil
 	}
+	// Methods that did not return (or were not called) are not called
+	// again for this error: each such call holds the worker for
+	// methodTimeout and leaves a goroutine behind.
+	if fs.stuck() {
+		return false, &handlerError{text: fmt.Sprintf("handler error: a %T whose errors.Is %s", herr, fs.plain())}
+	}
 	var pe *PermanentError
 	permanent, fp := errorsAs(herr, &pe)
+	if fp.stuck() {
+		return false, &handlerError{text: fmt.Sprintf("handler error: a %T whose errors.As %s", herr, fp.plain())}
+	}
 	text, own := errorText(herr, maxErrorLen)
 	switch {
 	case !own: // a typed nil, or its Error method failed

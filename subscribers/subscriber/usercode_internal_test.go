@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -89,3 +90,126 @@ type badUnwrap struct{}
 
 func (badUnwrap) Error() string { return "bad unwrap" }
 func (badUnwrap) Unwrap() error { panic("no") }
+
+// selfWrap's Unwrap returns itself (or, with many, a list of itself): a
+// chain that never ends. calls counts the Unwrap calls.
+type selfWrap struct{ calls *atomic.Int64 }
+
+func (e *selfWrap) Error() string { return "self" }
+
+func (e *selfWrap) Unwrap() error { e.calls.Add(1); return e }
+
+type selfWrapMany struct{ calls *atomic.Int64 }
+
+func (e *selfWrapMany) Error() string { return "self" }
+func (e *selfWrapMany) Unwrap() []error {
+	e.calls.Add(1)
+	return []error{e, e}
+}
+
+// An error chain that loops (an Unwrap returning its receiver) is walked a
+// bounded number of steps by errors.Is/As in the library: it answers
+// false at once, without a fault, and leaves no goroutine unwrapping
+// forever (errors.Is would loop for ever, burning a core per message).
+func TestErrorChainCycleBounded(t *testing.T) {
+	for _, mk := range []func(c *atomic.Int64) error{
+		func(c *atomic.Int64) error { return &selfWrap{calls: c} },
+		func(c *atomic.Int64) error { return &selfWrapMany{calls: c} },
+		func(c *atomic.Int64) error { return fmt.Errorf("outer: %w", &selfWrap{calls: c}) },
+	} {
+		var calls atomic.Int64
+		err := mk(&calls)
+		t0 := time.Now()
+		stale, f := errorsIs(err, ErrStale)
+		if stale || f != nil {
+			t.Fatalf("errorsIs = %v, %v; want false without a fault", stale, f)
+		}
+		var pe *PermanentError
+		if ok, f := errorsAs(err, &pe); ok || f != nil {
+			t.Fatalf("errorsAs = %v, %v; want false without a fault", ok, f)
+		}
+		if d := time.Since(t0); d >= methodTimeout {
+			t.Fatalf("took %s: the walk was cut by the timeout, not bounded", d)
+		}
+		n := calls.Load()
+		time.Sleep(50 * time.Millisecond)
+		if calls.Load() != n || n > 2*maxChainErrors {
+			t.Fatalf("Unwrap called %d times, then %d: the walk goes on", n, calls.Load())
+		}
+		stale, herr := inspectHandlerError(err)
+		if stale || !strings.Contains(herr.Error(), "self") {
+			t.Fatalf("inspectHandlerError = %v, %v", stale, herr)
+		}
+	}
+}
+
+// Calls that never return (an Error method blocked for ever) are bounded:
+// past maxAbandoned of them still running, run does not start another
+// and says so at once; once they return, calls are made again.
+func TestRunAbandonedBounded(t *testing.T) {
+	block := make(chan struct{})
+	released := false
+	defer func() {
+		if !released {
+			close(block)
+		}
+	}()
+	var calls atomic.Int64
+	blocked := func() string { calls.Add(1); <-block; return "late" }
+	base := abandoned.Load() // other tests' calls still running
+	for abandoned.Load() < maxAbandoned {
+		if _, f := run(time.Millisecond, blocked); f == nil || !f.timeout {
+			t.Fatalf("fault = %+v, want a timeout", f)
+		}
+	}
+	_, f := run(time.Hour, blocked)
+	if f == nil || !f.refused || !strings.Contains(f.plain(), "was not called") {
+		t.Fatalf("fault = %+v, want refused", f)
+	}
+	if n := calls.Load(); n > maxAbandoned {
+		t.Fatalf("%d calls started, want at most %d", n, maxAbandoned)
+	}
+	if got := ErrorText(blockingErr{block}, 100); !strings.Contains(got, "was not called") {
+		t.Fatalf("ErrorText = %q", got)
+	}
+	close(block)
+	released = true
+	deadline := time.Now().Add(10 * time.Second)
+	for abandoned.Load() > base {
+		if time.Now().After(deadline) {
+			t.Fatalf("abandoned = %d after the calls returned", abandoned.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if v, f := run(time.Hour, func() string { return "ok" }); f != nil || v != "ok" {
+		t.Fatalf("run = %q, %+v after the calls returned", v, f)
+	}
+}
+
+type blockingErr struct{ block chan struct{} }
+
+func (e blockingErr) Error() string { <-e.block; return "late" }
+
+// isBlocks' Is never returns, and its Error counts its calls.
+type isBlocks struct {
+	block chan struct{}
+	calls *atomic.Int64
+}
+
+func (e isBlocks) Error() string        { e.calls.Add(1); return "x" }
+func (e isBlocks) Is(target error) bool { <-e.block; return false }
+
+// A handler error whose errors.Is never returns is not asked anything
+// more (its As, its Error): one wait, one goroutine, a fixed text.
+func TestInspectHandlerErrorStopsAtFirstStuckMethod(t *testing.T) {
+	block := make(chan struct{})
+	defer close(block)
+	var calls atomic.Int64
+	stale, err := inspectHandlerError(isBlocks{block: block, calls: &calls})
+	if stale || !strings.Contains(err.Error(), "errors.Is did not return within") {
+		t.Fatalf("inspectHandlerError = %v, %v", stale, err)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("Error called %d times after Is did not return", n)
+	}
+}

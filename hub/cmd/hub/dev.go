@@ -97,7 +97,7 @@ Environment:
 	// server through this record while it runs.
 	removeRecord, err := writeDevRecord(cfg.DataDir, devRecord{
 		PID:         os.Getpid(),
-		NATSURL:     svc.NATSURL(),
+		NATSURL:     withoutUserinfo(svc.NATSURL()),
 		Stream:      cfg.Stream,
 		WebhooksURL: "http://" + service.DisplayAddr(svc.Addr().String()) + "/webhooks/",
 		ConsoleURL:  "http://" + service.DisplayAddr(consoleAddr.String()) + "/console/",
@@ -120,7 +120,7 @@ Send a first signed event from another shell:
     go run ./hub/cmd/hub send paddle subscription.created
     go run ./hub/cmd/hub send clerk user.created --repeat 3
 
-`, service.DisplayAddr(svc.Addr().String()), svc.NATSURL(), strings.Join(svc.Providers(), ","),
+`, service.DisplayAddr(svc.Addr().String()), withoutUserinfo(svc.NATSURL()), strings.Join(svc.Providers(), ","),
 		service.DisplayAddr(consoleAddr.String()), token, devRecordPath(cfg.DataDir))
 	hubCtx, stopHub := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopHub()

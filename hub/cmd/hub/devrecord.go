@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/hookhub/hookhub/hub/natsembed"
 )
@@ -82,11 +86,18 @@ func writeDevRecord(dataDir string, rec devRecord) (remove func(), err error) {
 // readDevRecord reads and checks the record at path. An absent file is
 // os.ErrNotExist (wrapped).
 func readDevRecord(path string) (devRecord, error) {
-	f, err := os.Open(path)
+	// Not following a link, and not waiting for a writer: a FIFO or a
+	// device put in the record's place must not hang the commands.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return devRecord{}, err
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return devRecord{}, err
+	} else if !st.Mode().IsRegular() {
+		return devRecord{}, fmt.Errorf("not a regular file (%s): not a record of `hub dev`", st.Mode().Type())
+	}
 	b, err := io.ReadAll(io.LimitReader(f, maxDevRecordLen+1))
 	if err != nil {
 		return devRecord{}, err
@@ -106,10 +117,47 @@ func parseDevRecord(b []byte) (devRecord, error) {
 	switch {
 	case rec.PID <= 0:
 		return rec, errors.New("no process id")
-	case !strings.HasPrefix(rec.NATSURL, "nats://") || len(rec.NATSURL) > 1024 || strings.ContainsAny(rec.NATSURL, " ,\t\r\n"):
+	case !strings.HasPrefix(rec.NATSURL, "nats://") || len(rec.NATSURL) > 1024 ||
+		strings.ContainsFunc(rec.NATSURL, func(r rune) bool { return r == ',' || unicode.IsSpace(r) || unicode.IsControl(r) }):
 		return rec, fmt.Errorf("nats_url %q is not one nats:// URL", oneLine(rec.NATSURL, 80))
 	}
+	// `hub dev` records the server it embeds, on this machine: a record
+	// naming another host (or credentials) would send what the commands
+	// replay and inject elsewhere.
+	u, err := url.Parse(rec.NATSURL)
+	switch {
+	case err != nil:
+		return rec, fmt.Errorf("nats_url %q is not one nats:// URL", oneLine(rec.NATSURL, 80))
+	case u.User != nil:
+		return rec, errors.New("nats_url carries credentials: not a record of `hub dev`")
+	case !loopbackHost(u.Hostname()):
+		return rec, fmt.Errorf("nats_url %q is not on this machine (127.0.0.1, ::1 or localhost): not a record of `hub dev`", oneLine(u.Redacted(), 80))
+	}
+	if _, err := strconv.ParseUint(u.Port(), 10, 16); err != nil {
+		return rec, fmt.Errorf("nats_url %q has no port", oneLine(rec.NATSURL, 80))
+	}
 	return rec, nil
+}
+
+// loopbackHost reports whether host (no port, no brackets) is localhost
+// or a loopback address.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// withoutUserinfo is a URL without its user and password (a NATS URL
+// recorded or printed), or raw when it does not parse.
+func withoutUserinfo(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	u.User = nil
+	return u.String()
 }
 
 // processAlive reports whether a process with this id exists (signal 0:

@@ -174,3 +174,45 @@ func FuzzParseDevRecord(f *testing.F) {
 		require.LessOrEqual(t, len(b), maxDevRecordLen)
 	})
 }
+
+// A record is what `hub dev` writes: a regular file naming a NATS server
+// on this machine. A FIFO (or a link to a device) in its place does not
+// hang the commands, and a record naming another host, credentials or
+// control characters is refused: the commands would send the events they
+// replay or inject there.
+func TestReadDevRecordRefusesOddRecords(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.json")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	done := make(chan error, 1)
+	go func() { _, err := readDevRecord(fifo); done <- err }()
+	select {
+	case err := <-done:
+		require.ErrorContains(t, err, "not a regular file")
+	case <-time.After(10 * time.Second):
+		// Unblock the reader so the test ends.
+		if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			w.Close()
+		}
+		t.Fatal("reading a FIFO as the dev record hangs")
+	}
+
+	for _, u := range []string{
+		"nats://evil.example.com:4222",
+		"nats://10.0.0.1:4222",
+		"nats://user:pass@127.0.0.1:4222",
+		"nats://127.0.0.1:4222/\x1b[2J",
+		"nats://127.0.0.1:notaport",
+	} {
+		b, err := json.Marshal(devRecord{PID: 1, NATSURL: u})
+		require.NoError(t, err)
+		_, err = parseDevRecord(b)
+		require.Error(t, err, u)
+	}
+	for _, u := range []string{"nats://127.0.0.1:4223", "nats://localhost:4223", "nats://[::1]:4223"} {
+		b, err := json.Marshal(devRecord{PID: 1, NATSURL: u})
+		require.NoError(t, err)
+		_, err = parseDevRecord(b)
+		require.NoError(t, err, u)
+	}
+}
