@@ -43,7 +43,8 @@ type Metrics struct {
 	// ConnsRejected counts connections refused past HUB_MAX_CONNS.
 	ConnsRejected prometheus.Counter
 	// AdminConnsRejected counts connections to the admin listener refused
-	// past HUB_ADMIN_MAX_CONNS.
+	// past HUB_ADMIN_MAX_CONNS, or past a quarter of it from one remote
+	// address.
 	AdminConnsRejected prometheus.Counter
 	// BodyBytes is the memory reserved for request bodies being received
 	// and handled (HUB_MAX_INFLIGHT × HUB_MAX_BODY_BYTES at most).
@@ -129,7 +130,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		}),
 		AdminConnsRejected: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "hub_admin_connections_rejected_total",
-			Help: "Connections to the admin listener (HUB_ADMIN_ADDR) answered 503 and closed because HUB_ADMIN_MAX_CONNS were open.",
+			Help: "Connections to the admin listener (HUB_ADMIN_ADDR) answered 503 and closed because HUB_ADMIN_MAX_CONNS were open, or a quarter of them from its remote address.",
 		}),
 		StreamPresent: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "hub_stream_present",
