@@ -57,8 +57,9 @@ type Metrics struct {
 	StreamSettingBroken *prometheus.GaugeVec
 	// The backfill (hub/backfill): events a provider's API listed that
 	// the hub never received as webhooks, those ingested, runs by outcome
-	// (ok, partial: some events failed, error), and the time of the last
-	// run that listed its whole window.
+	// (BackfillOK, BackfillPartial, BackfillError, BackfillBounded,
+	// BackfillSkipped), and the time of the last run that listed its
+	// whole window.
 	BackfillMissing     *prometheus.CounterVec
 	BackfillIngested    *prometheus.CounterVec
 	BackfillRuns        *prometheus.CounterVec
@@ -79,7 +80,7 @@ const (
 	BackfillPartial = "partial" // listed the whole window, but some missing events could not be ingested
 	BackfillError   = "error"   // stopped early: the API, the database or a shutdown
 	BackfillBounded = "bounded" // stopped by a bound (pages, events, run time) or a cursor cycle: the API keeps paging
-	BackfillSkipped = "skipped" // not run: another hub holds the provider's checkpoint
+	BackfillSkipped = "skipped" // not run: another hub holds the provider's lease
 )
 
 // New creates the hub's metrics and registers them on reg.
