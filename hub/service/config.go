@@ -74,7 +74,7 @@ type Config struct {
 	AdminToken           string              `envconfig:"HUB_ADMIN_TOKEN" desc:"Bearer token of the admin API under /admin/ and the admin sign-in of the web console under /console/ (at least 32 characters); empty leaves both off"`
 	ConsoleReadOnlyToken string              `envconfig:"HUB_CONSOLE_READONLY_TOKEN" desc:"Token of the web console's read-only sign-in under /console/ (at least 32 characters, not HUB_ADMIN_TOKEN; needs HUB_ADMIN_TOKEN, which signs in as admin); empty: admin sign-in only"`
 	OTelEnabled          bool                `envconfig:"HUB_OTEL_ENABLED" default:"false" desc:"OpenTelemetry tracing: a span per delivery and per publish, exported with OTLP over HTTP as the standard OTEL_* variables say (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_TRACES_SAMPLER, ...)"`
-	DataDir              string              `envconfig:"HUB_DATA_DIR" default:"./.hub" desc:"Directory of the embedded NATS server's store"`
+	DataDir              string              `envconfig:"HUB_DATA_DIR" default:"./.hub" desc:"Directory of the embedded NATS server's store, and of the record dev.json by which the operator commands find a running hub dev"`
 	LogLevel             string              `envconfig:"HUB_LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
 	LogFormat            string              `envconfig:"HUB_LOG_FORMAT" default:"json" desc:"json or text"`
 }
