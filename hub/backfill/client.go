@@ -11,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/hookhub/hookhub/internal/loopback"
 	"github.com/hookhub/hookhub/internal/redact"
 	"github.com/hookhub/hookhub/schema"
 )
@@ -58,7 +59,7 @@ func baseURL(raw, def, variable, appended string) (string, error) {
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
 		return "", fmt.Errorf("%s must be an absolute https URL without credentials or query, e.g. %s, got %q", variable, def, u.Redacted())
 	}
-	if u.Scheme == "http" && !loopback(u.Hostname()) {
+	if u.Scheme == "http" && !loopback.Host(u.Hostname()) {
 		return "", fmt.Errorf("%s is %q: plain http would send the API key in clear; use https (http is allowed to localhost only, for local tests)", variable, u.Redacted())
 	}
 	base := strings.TrimRight(raw, "/")
@@ -66,16 +67,6 @@ func baseURL(raw, def, variable, appended string) (string, error) {
 		base = strings.TrimRight(strings.TrimSuffix(base, appended), "/")
 	}
 	return base, nil
-}
-
-// loopback reports whether host (no port, no brackets) is localhost or a
-// loopback address.
-func loopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // origin is a URL's scheme, host and port (the scheme's default when

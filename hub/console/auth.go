@@ -12,6 +12,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/utils"
+
+	"github.com/hookhub/hookhub/hub/server"
 )
 
 // Session bounds: a session ends SessionLifetime after sign-in, or after
@@ -54,8 +56,10 @@ const (
 	cookiePath    = "/console/"
 )
 
-// maxFormBytes bounds a console form's body: a few hundred bytes at most.
-const maxFormBytes = 16 << 10
+// maxFormBytes bounds a console form's body (a few hundred bytes at
+// most): the admin listener's bound on a console body, read before any
+// session is known, so the two cannot disagree.
+const maxFormBytes = server.MaxConsoleFormBytes
 
 type session struct {
 	id, csrf string

@@ -43,7 +43,8 @@ type Metrics struct {
 	// ConnsRejected counts connections refused past HUB_MAX_CONNS.
 	ConnsRejected prometheus.Counter
 	// AdminConnsRejected counts connections to the admin listener refused
-	// past HUB_ADMIN_MAX_CONNS.
+	// past HUB_ADMIN_MAX_CONNS, or past a quarter of it from one remote
+	// address.
 	AdminConnsRejected prometheus.Counter
 	// BodyBytes is the memory reserved for request bodies being received
 	// and handled (HUB_MAX_INFLIGHT × HUB_MAX_BODY_BYTES at most).
@@ -56,8 +57,9 @@ type Metrics struct {
 	StreamSettingBroken *prometheus.GaugeVec
 	// The backfill (hub/backfill): events a provider's API listed that
 	// the hub never received as webhooks, those ingested, runs by outcome
-	// (ok, partial: some events failed, error), and the time of the last
-	// run that listed its whole window.
+	// (BackfillOK, BackfillPartial, BackfillError, BackfillBounded,
+	// BackfillSkipped), and the time of the last run that listed its
+	// whole window.
 	BackfillMissing     *prometheus.CounterVec
 	BackfillIngested    *prometheus.CounterVec
 	BackfillRuns        *prometheus.CounterVec
@@ -78,7 +80,7 @@ const (
 	BackfillPartial = "partial" // listed the whole window, but some missing events could not be ingested
 	BackfillError   = "error"   // stopped early: the API, the database or a shutdown
 	BackfillBounded = "bounded" // stopped by a bound (pages, events, run time) or a cursor cycle: the API keeps paging
-	BackfillSkipped = "skipped" // not run: another hub holds the provider's checkpoint
+	BackfillSkipped = "skipped" // not run: another hub holds the provider's lease
 )
 
 // New creates the hub's metrics and registers them on reg.
@@ -129,7 +131,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		}),
 		AdminConnsRejected: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "hub_admin_connections_rejected_total",
-			Help: "Connections to the admin listener (HUB_ADMIN_ADDR) answered 503 and closed because HUB_ADMIN_MAX_CONNS were open.",
+			Help: "Connections to the admin listener (HUB_ADMIN_ADDR) answered 503 and closed because HUB_ADMIN_MAX_CONNS were open, or a quarter of them from its remote address.",
 		}),
 		StreamPresent: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "hub_stream_present",

@@ -13,4 +13,11 @@
 // Every operation is safe to repeat: replays and republishes reach
 // subscribers whose idempotency skips what they already processed, and a
 // purge never touches the dedup table.
+//
+// Every read of a range of the stream (replay, its dry run, reconcile)
+// goes through relay.Scan: it covers the whole range or fails with
+// ErrIncompleteRead, never answering success for a part of it. Replays
+// and dry runs are bounded per hub (Config.MaxConcurrentReplays running
+// at once, Config.MaxReplayBytesHeld of messages held together; past
+// either, ErrBusy), and each run by MaxReplayEvents and MaxReplayBytes.
 package ops

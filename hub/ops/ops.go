@@ -25,7 +25,8 @@ var (
 	ErrInvalid           = errors.New("invalid request")
 	ErrNoStream          = errors.New("JetStream not connected")
 	// ErrBusy: MaxConcurrentReplays replays and dry runs are running
-	// already; the caller retries later (the admin API answers 429).
+	// already, or those running hold MaxReplayBytesHeld of messages; the
+	// caller retries later (the admin API answers 429).
 	ErrBusy = errors.New("too many replays at once")
 	// ErrIncompleteRead: the stream could not be read to the end of the
 	// range (it stalled, or was deleted meanwhile); nothing was replayed.

@@ -12,8 +12,14 @@
 //	405 method other than POST
 //	413 body over the limit
 //	415 compressed body
+//	408 the request did not arrive within the read timeout
 //	431 request line or headers beyond the 4 KiB read buffer
 //	503 the database could not commit: nothing was acknowledged
+//	503 past the connection cap, MaxInflight or the body budget (Retry-After)
+//
+// A request answered with its bytes unread (408, 413, 431, a connection
+// past the cap) is answered, then its connection lingers half-closed
+// (limits.go), on the webhook and the admin listener alike.
 //
 // No 2xx is ever sent before the commit that contains the delivery. All
 // status mapping lives in errors.go.

@@ -52,7 +52,7 @@ type Config struct {
 	MaxBodyBytes         int                 `envconfig:"HUB_MAX_BODY_BYTES" default:"1048576" desc:"Largest accepted request body; larger is answered 413"`
 	MaxInflight          int                 `envconfig:"HUB_MAX_INFLIGHT" default:"128" desc:"Webhook requests verified and committed at once; request bodies being received hold at most HUB_MAX_INFLIGHT x HUB_MAX_BODY_BYTES of memory. Past either bound a request is answered 503 with Retry-After"`
 	MaxConns             int                 `envconfig:"HUB_MAX_CONNS" default:"4096" desc:"Open connections on HUB_HTTP_ADDR; past it a new connection is answered 503 with Retry-After and closed"`
-	AdminMaxConns        int                 `envconfig:"HUB_ADMIN_MAX_CONNS" default:"256" desc:"Open connections on HUB_ADMIN_ADDR (probes, Prometheus, operators); past it a new connection is answered 503 with Retry-After and closed"`
+	AdminMaxConns        int                 `envconfig:"HUB_ADMIN_MAX_CONNS" default:"256" desc:"Open connections on HUB_ADMIN_ADDR (probes, Prometheus, operators), and a quarter of that from one remote address; past either a new connection is answered 503 with Retry-After and closed"`
 	ShutdownTimeout      time.Duration       `envconfig:"HUB_SHUTDOWN_TIMEOUT" default:"25s" desc:"On SIGTERM, time allowed for in-flight requests and the relay to finish"`
 	CommitTimeout        time.Duration       `envconfig:"HUB_COMMIT_TIMEOUT" default:"10s" desc:"Longest wait for Postgres to commit a delivery before answering 503"`
 	BatchMax             int                 `envconfig:"HUB_BATCH_MAX" default:"64" desc:"Group commit: most deliveries that share one transaction; 1 disables batching (one transaction per request)"`
@@ -74,7 +74,7 @@ type Config struct {
 	AdminToken           string              `envconfig:"HUB_ADMIN_TOKEN" desc:"Bearer token of the admin API under /admin/ and the admin sign-in of the web console under /console/ (at least 32 characters); empty leaves both off"`
 	ConsoleReadOnlyToken string              `envconfig:"HUB_CONSOLE_READONLY_TOKEN" desc:"Token of the web console's read-only sign-in under /console/ (at least 32 characters, not HUB_ADMIN_TOKEN; needs HUB_ADMIN_TOKEN, which signs in as admin); empty: admin sign-in only"`
 	OTelEnabled          bool                `envconfig:"HUB_OTEL_ENABLED" default:"false" desc:"OpenTelemetry tracing: a span per delivery and per publish, exported with OTLP over HTTP as the standard OTEL_* variables say (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_TRACES_SAMPLER, ...)"`
-	DataDir              string              `envconfig:"HUB_DATA_DIR" default:"./.hub" desc:"Directory of the embedded NATS server's store"`
+	DataDir              string              `envconfig:"HUB_DATA_DIR" default:"./.hub" desc:"Directory of the embedded NATS server's store, and of the record dev.json by which the operator commands find a running hub dev"`
 	LogLevel             string              `envconfig:"HUB_LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
 	LogFormat            string              `envconfig:"HUB_LOG_FORMAT" default:"json" desc:"json or text"`
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"unicode"
 
 	"github.com/hookhub/hookhub/hub/natsembed"
+	"github.com/hookhub/hookhub/internal/loopback"
 )
 
 // devRecordFile is the file `hub dev` writes under HUB_DATA_DIR while it
@@ -130,23 +130,13 @@ func parseDevRecord(b []byte) (devRecord, error) {
 		return rec, fmt.Errorf("nats_url %q is not one nats:// URL", oneLine(rec.NATSURL, 80))
 	case u.User != nil:
 		return rec, errors.New("nats_url carries credentials: not a record of `hub dev`")
-	case !loopbackHost(u.Hostname()):
+	case !loopback.Host(u.Hostname()):
 		return rec, fmt.Errorf("nats_url %q is not on this machine (127.0.0.1, ::1 or localhost): not a record of `hub dev`", oneLine(u.Redacted(), 80))
 	}
 	if _, err := strconv.ParseUint(u.Port(), 10, 16); err != nil {
 		return rec, fmt.Errorf("nats_url %q has no port", oneLine(rec.NATSURL, 80))
 	}
 	return rec, nil
-}
-
-// loopbackHost reports whether host (no port, no brackets) is localhost
-// or a loopback address.
-func loopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // withoutUserinfo is a URL without its user and password (a NATS URL
