@@ -213,3 +213,24 @@ func FuzzMetadataTimes(f *testing.F) {
 		}
 	})
 }
+
+func TestIsServerMarker(t *testing.T) {
+	cases := []struct {
+		name string
+		h    nats.Header
+		want bool
+	}{
+		{"nil", nil, false},
+		{"hub event", Metadata{MsgID: "paddle:evt_1", EventID: "evt_1", Provider: "paddle", EventType: "subscription.created"}.Header(), false},
+		{"max age marker", nats.Header{"Nats-Marker-Reason": {"MaxAge"}, "Nats-TTL": {"1s"}, "Nats-Rollup": {"sub"}}, true},
+		{"purge marker", nats.Header{"Nats-Marker-Reason": {"Purge"}}, true},
+		{"empty reason", nats.Header{"Nats-Marker-Reason": {""}}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := IsServerMarker(c.h); got != c.want {
+				t.Errorf("IsServerMarker(%v) = %v, want %v", c.h, got, c.want)
+			}
+		})
+	}
+}

@@ -220,6 +220,9 @@ func (o *Ops) readRange(ctx context.Context, filters []string, req ReplayRequest
 			return nil
 		}
 		h := m.Msg.Headers()
+		if schema.IsServerMarker(h) {
+			return nil // a subject delete marker, not an event
+		}
 		meta, err := schema.ParseMetadata(h)
 		key := subscriber.EventKey{Provider: meta.Provider, EventID: meta.EventID}
 		if err != nil || seen[key] {

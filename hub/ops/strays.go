@@ -90,7 +90,7 @@ func (o *Ops) newPlacement(ctx context.Context) (*placement, error) {
 // id and, for a republished copy, its original's. Replay copies (a
 // subscriber's private subjects) are not where the event belongs.
 func (p *placement) add(subject string, h nats.Header) {
-	if _, _, replay := schema.SplitReplaySubject(subject); replay {
+	if _, _, replay := schema.SplitReplaySubject(subject); replay || schema.IsServerMarker(h) {
 		return
 	}
 	for _, id := range []string{h.Get(schema.HeaderMsgID), h.Get(schema.HeaderRepublish)} {

@@ -414,9 +414,16 @@ func StreamMsgIDs(ctx context.Context, js jetstream.JetStream, s Scan) (map[stri
 }
 
 // AddMsgIDs adds to held the message id a stored message's headers h
-// carry, and the original's id when it is a republished copy.
+// carry, and the original's id when it is a republished copy. A subject
+// delete marker the server wrote (schema.IsServerMarker) and a message
+// without an id add nothing.
 func AddMsgIDs(held map[string]bool, h nats.Header) {
-	held[h.Get(schema.HeaderMsgID)] = true
+	if schema.IsServerMarker(h) {
+		return
+	}
+	if id := h.Get(schema.HeaderMsgID); id != "" {
+		held[id] = true
+	}
 	if orig := h.Get(schema.HeaderRepublish); orig != "" {
 		held[orig] = true
 	}

@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/hubtest"
+	"github.com/hookhub/hookhub/schema"
 )
 
 // scanStream creates stream S on subjects a.> and b.> of a fresh server
@@ -427,4 +429,32 @@ func TestScanLeavesNoConsumer(t *testing.T) {
 			require.Zero(t, info.State.Consumers, "stall=%v", stall)
 		}
 	})
+}
+
+// A stream with SubjectDeleteMarkerTTL holds the delete markers the server
+// writes when a subject's last message expires: they carry no message id
+// and are no event, so StreamMsgIDs (what reconcile and the stream
+// restore compare the archive with) leaves them out.
+func TestStreamMsgIDsSkipsServerMarkers(t *testing.T) {
+	t.Parallel()
+	_, js := hubtest.JetStream(t).Connect(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// MaxMsgsPerSubject 1 lets a message's TTL be shorter than the
+	// markers' (a minute, longer than the test).
+	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"a.>"}, AllowMsgTTL: true,
+		AllowRollup: true, SubjectDeleteMarkerTTL: time.Minute, MaxMsgsPerSubject: 1})
+	require.NoError(t, err)
+	_, err = js.PublishMsg(ctx, &nats.Msg{Subject: "a.keep", Header: nats.Header{schema.HeaderMsgID: {"p:1"}}})
+	require.NoError(t, err)
+	_, err = js.PublishMsg(ctx, &nats.Msg{Subject: "a.gone", Header: nats.Header{schema.HeaderMsgID: {"p:2"}, jetstream.MsgTTLHeader: {"1s"}}})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		m, err := st.GetLastMsgForSubject(ctx, "a.gone")
+		return err == nil && schema.IsServerMarker(m.Header)
+	}, time.Minute, 20*time.Millisecond, "no delete marker on a.gone")
+
+	held, err := StreamMsgIDs(ctx, js, Scan{Stream: "S"})
+	require.NoError(t, err)
+	require.Equal(t, map[string]bool{"p:1": true}, held)
 }

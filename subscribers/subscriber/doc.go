@@ -53,6 +53,10 @@
 //
 // # One message
 //
+//  0. A subject delete marker the NATS server wrote (schema.IsServerMarker:
+//     the header Nats-Marker-Reason, with the stream's
+//     SubjectDeleteMarkerTTL) is not an event: ack, count
+//     skipped_server_markers, log at debug. No handler, no dead letter.
 //  1. BEGIN; INSERT INTO <name>.processed_messages ... ON CONFLICT
 //     (subscriber, provider, event_id) DO NOTHING.
 //  2. If the row existed, the event was processed before (a redelivery, a
@@ -166,8 +170,8 @@
 // # Metrics and health
 //
 // Counters hookhub_subscriber_{processed,skipped_duplicate,skipped_stale,
-// failed,dead_lettered,redriven,handler_panics,crash_loops,
-// dead_letter_errors}_total, the histogram
+// skipped_server_markers,failed,dead_lettered,redriven,handler_panics,
+// crash_loops,dead_letter_errors}_total, the histogram
 // hookhub_subscriber_handler_duration_seconds and the gauges
 // hookhub_subscriber_{in_flight,stuck_messages,consumer_up}, all labelled
 // subscriber, go to Config.Registerer. NewServeMux serves them on /metrics

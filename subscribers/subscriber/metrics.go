@@ -14,6 +14,7 @@ const (
 	MetricProcessed        = "hookhub_subscriber_processed_total"
 	MetricSkippedDuplicate = "hookhub_subscriber_skipped_duplicate_total"
 	MetricSkippedStale     = "hookhub_subscriber_skipped_stale_total"
+	MetricSkippedMarkers   = "hookhub_subscriber_skipped_server_markers_total"
 	MetricFailed           = "hookhub_subscriber_failed_total"
 	MetricDeadLettered     = "hookhub_subscriber_dead_lettered_total"
 	MetricRedriven         = "hookhub_subscriber_redriven_total"
@@ -31,6 +32,7 @@ type Stats struct {
 	Processed        uint64 // handler succeeded and committed
 	SkippedDuplicate uint64 // already processed: handler not called
 	SkippedStale     uint64 // handler returned ErrStale (or ApplyIfNewer said stale)
+	SkippedMarkers   uint64 // server delete markers (schema.IsServerMarker): acked, handler not called
 	Failed           uint64 // failed attempts (handler error, panic, or the database)
 	DeadLettered     uint64 // messages stored as dead letters and terminated
 	Redriven         uint64 // dead letters redriven successfully (processed or skipped)
@@ -41,13 +43,13 @@ type Stats struct {
 
 type metrics struct {
 	processed, duplicate, stale, failed, dead, redriven prometheus.Counter
-	panics, crashLoops, deadLetterErrors                prometheus.Counter
+	panics, crashLoops, deadLetterErrors, markers       prometheus.Counter
 	duration                                            prometheus.Observer
 	inFlight, stuck, consumerUp                         prometheus.Gauge
 
 	stats struct {
 		processed, duplicate, stale, failed, dead, redriven atomic.Uint64
-		panics, crashLoops, deadLetterErrors                atomic.Uint64
+		panics, crashLoops, deadLetterErrors, markers       atomic.Uint64
 	}
 }
 
@@ -69,6 +71,7 @@ func newMetrics(reg prometheus.Registerer, name string) (*metrics, error) {
 		{&m.processed, MetricProcessed, "Events handled and committed."},
 		{&m.duplicate, MetricSkippedDuplicate, "Deliveries of events already processed (handler not called)."},
 		{&m.stale, MetricSkippedStale, "Events skipped as older than the state already applied."},
+		{&m.markers, MetricSkippedMarkers, "Subject delete markers the NATS server wrote on the stream, acked without calling the handler."},
 		{&m.failed, MetricFailed, "Failed attempts (handler error or panic, or database failure)."},
 		{&m.dead, MetricDeadLettered, "Messages stored as dead letters and terminated."},
 		{&m.redriven, MetricRedriven, "Dead letters redriven successfully."},
@@ -145,6 +148,11 @@ func (m *metrics) count(o outcome) {
 	}
 }
 
+func (m *metrics) countMarker() {
+	m.markers.Inc()
+	m.stats.markers.Add(1)
+}
+
 func (m *metrics) countFailed() {
 	m.failed.Inc()
 	m.stats.failed.Add(1)
@@ -180,6 +188,7 @@ func (m *metrics) snapshot() Stats {
 		Processed:        m.stats.processed.Load(),
 		SkippedDuplicate: m.stats.duplicate.Load(),
 		SkippedStale:     m.stats.stale.Load(),
+		SkippedMarkers:   m.stats.markers.Load(),
 		Failed:           m.stats.failed.Load(),
 		DeadLettered:     m.stats.dead.Load(),
 		Redriven:         m.stats.redriven.Load(),

@@ -48,6 +48,17 @@ func (s *Subscriber) handleMessage(ctx context.Context, msg jetstream.Msg) {
 		_ = msg.TermWithReason("no jetstream metadata")
 		return
 	}
+	if schema.IsServerMarker(msg.Headers()) {
+		// A subject delete marker the server wrote (the stream's
+		// SubjectDeleteMarkerTTL), not an event: nothing to handle, and
+		// nothing wrong to dead-letter.
+		s.m.countMarker()
+		log := s.log.With("subject", SanitizeText(msg.Subject(), 0), "stream_seq", meta.Sequence.Stream)
+		log.Debug("server delete marker acked", "reason", SanitizeText(msg.Headers().Get(schema.HeaderMarkerReason), maxKeyLen))
+		s.ack(msg, log)
+		s.settled(meta.Sequence.Stream)
+		return
+	}
 	subject := msg.Subject()
 	if sub, original, ok := schema.SplitReplaySubject(subject); ok && sub == s.cfg.Name {
 		// A copy `hub replay` made for this subscriber: handled exactly as
