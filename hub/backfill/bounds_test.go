@@ -288,3 +288,38 @@ func samplesStripe(t *testing.T, id string, at time.Time) []byte {
 	require.NoError(t, err)
 	return body
 }
+
+// An event larger than the stream takes now (MaxPublishBytes: the stream's
+// max_msg_size, as the webhook's 413 bound) is counted failed and never
+// committed, as its webhook would be refused: committed, it could never
+// be published.
+func TestBodyOverPublishLimitIsNotCommitted(t *testing.T) {
+	t.Parallel()
+	h := newHubEnv(t)
+	ids, bodies := h.stripeEvents(3)
+	smallest := 0
+	for _, b := range bodies {
+		if smallest == 0 || len(b) < smallest {
+			smallest = len(b)
+		}
+	}
+	limit := smallest - 1
+	e, _ := h.boundedEngine(func(c *backfill.Config) {
+		c.MaxPublishBytes = func() int { return limit }
+	})
+	res, err := e.Run(context.Background(), h.source("stripe", 0), backfill.Request{Since: time.Now().Add(-time.Hour)})
+	require.NoError(t, err)
+	require.Equal(t, int64(len(ids)), res.Failed)
+	require.Zero(t, res.Ingested)
+	require.Contains(t, res.Failures[0].Reason, fmt.Sprintf("over the %d", limit))
+	for _, id := range ids {
+		require.Equal(t, 0, h.count(`SELECT count(*) FROM webhook_events WHERE event_id = $1`, id), "%s is larger than the stream takes", id)
+	}
+
+	// The limit is read at each event: the stream taking them again, the
+	// next run ingests them.
+	limit = 0
+	res, err = e.Run(context.Background(), h.source("stripe", 0), backfill.Request{Since: time.Now().Add(-time.Hour)})
+	require.NoError(t, err)
+	require.Equal(t, int64(len(ids)), res.Ingested)
+}

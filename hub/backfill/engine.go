@@ -55,6 +55,11 @@ type Config struct {
 	// counted failed, never committed (it could not be published). Default
 	// hub.DefaultMaxBodyBytes.
 	MaxBodyBytes int
+	// MaxPublishBytes reports the largest body the stream can take now
+	// (the NATS server's max_payload and the stream's max_msg_size, less
+	// room for headers; 0 when unknown), as it bounds a webhook's: a larger
+	// event is counted failed, never committed. Optional.
+	MaxPublishBytes func() int
 	// Owner names this process in checkpoint leases (default: host, pid
 	// and a random suffix).
 	Owner string
@@ -771,11 +776,17 @@ func (e *Engine) delivery(name string, ev Event, now time.Time) (hub.Delivery, e
 	if err := provider.CheckEventType(ev.Type); err != nil {
 		return hub.Delivery{}, err
 	}
+	limit := e.cfg.MaxBodyBytes
+	if e.cfg.MaxPublishBytes != nil {
+		if m := e.cfg.MaxPublishBytes(); m > 0 && m < limit {
+			limit = m
+		}
+	}
 	switch {
 	case len(ev.Body) == 0:
 		return hub.Delivery{}, errors.New("no body")
-	case len(ev.Body) > e.cfg.MaxBodyBytes:
-		return hub.Delivery{}, fmt.Errorf("body of %d bytes, over the %d a delivery may have", len(ev.Body), e.cfg.MaxBodyBytes)
+	case len(ev.Body) > limit:
+		return hub.Delivery{}, fmt.Errorf("body of %d bytes, over the %d a delivery may have", len(ev.Body), limit)
 	}
 	id, err := uuid.NewV7()
 	if err != nil {

@@ -172,15 +172,14 @@ func (s *Service) newBackfill(ingester backfill.Ingester) error {
 			s.metrics.BackfillLastSuccess.WithLabelValues(src.Provider()).Set(float64(s.now().Unix()))
 		}
 	}
-	maxBody := s.cfg.MaxBodyBytes
-	if m := int(s.nc.MaxPayload()) - maxHeaderBytes; m > 0 && m < maxBody {
-		maxBody = m
-	}
 	// What the backfill logs carries what the providers' APIs wrote (ids,
 	// errors): its logger hides the API credentials in all of it.
 	s.backfillLog = slog.New(redact.Handler(s.log.Handler(), s.cfg.BackfillSecrets()...)).With("component", "backfill")
 	s.backfill, err = backfill.New(backfill.Config{
-		Store: s.store, Ingester: ingester, Committed: s.relay.Enqueue, MaxBodyBytes: maxBody,
+		Store: s.store, Ingester: ingester, Committed: s.relay.Enqueue, MaxBodyBytes: s.cfg.MaxBodyBytes,
+		// The webhook's 413 bound (server.Config.MaxPublishBytes): the same
+		// rule on both paths.
+		MaxPublishBytes: func() int { return s.keeper.MaxPublishBytes(s.nc.MaxPayload()) },
 		MaxPages: s.cfg.BackfillMaxPages, MaxEvents: s.cfg.BackfillMaxEvents, MaxRunTime: s.cfg.BackfillMaxRunTime,
 		Now: s.now, Logger: s.backfillLog, Metrics: s.metrics,
 	})

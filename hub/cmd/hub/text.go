@@ -1,13 +1,20 @@
 package main
 
-import "strings"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // oneLine squeezes s onto one line of at most n bytes for a table
 // column; an empty s is "-".
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > n {
-		return s[:n-1] + "…"
+		i := n - 1 // cut on a rune boundary
+		for i > 0 && !utf8.RuneStart(s[i]) {
+			i--
+		}
+		return s[:i] + "…"
 	}
 	if s == "" {
 		return "-"

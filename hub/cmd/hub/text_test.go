@@ -1,0 +1,26 @@
+package main
+
+import (
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestOneLine(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"", 10, "-"},
+		{"  a \n b\t", 10, "a b"},
+		{"abcdefghij", 10, "abcdefghij"},
+		{"abcdefghijk", 10, "abcdefghi…"},
+		{"abcdefgh€x", 10, "abcdefgh…"}, // € (3 bytes) would be cut in two
+	} {
+		got := oneLine(tc.in, tc.n)
+		require.Equal(t, tc.want, got, "%q", tc.in)
+		require.True(t, utf8.ValidString(got), "%q", got)
+	}
+}
