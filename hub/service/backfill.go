@@ -180,7 +180,7 @@ func (s *Service) newBackfill(ingester backfill.Ingester) error {
 		// The webhook's 413 bound (server.Config.MaxPublishBytes): the same
 		// rule on both paths.
 		MaxPublishBytes: func() int { return s.keeper.MaxPublishBytes(s.nc.MaxPayload()) },
-		MaxPages: s.cfg.BackfillMaxPages, MaxEvents: s.cfg.BackfillMaxEvents, MaxRunTime: s.cfg.BackfillMaxRunTime,
+		MaxPages:        s.cfg.BackfillMaxPages, MaxEvents: s.cfg.BackfillMaxEvents, MaxRunTime: s.cfg.BackfillMaxRunTime,
 		Now: s.now, Logger: s.backfillLog, Metrics: s.metrics,
 	})
 	return err
