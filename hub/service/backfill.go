@@ -176,12 +176,19 @@ func (s *Service) newBackfill(ingester backfill.Ingester) error {
 	// errors): its logger hides the API credentials in all of it.
 	s.backfillLog = slog.New(redact.Handler(s.log.Handler(), s.cfg.BackfillSecrets()...)).With("component", "backfill")
 	s.backfill, err = backfill.New(backfill.Config{
-		Store: s.store, Ingester: ingester, Committed: s.relay.Enqueue, MaxBodyBytes: s.cfg.MaxBodyBytes,
+		Store:        s.store,
+		Ingester:     ingester,
+		Committed:    s.relay.Enqueue,
+		MaxBodyBytes: s.cfg.MaxBodyBytes,
 		// The webhook's 413 bound (server.Config.MaxPublishBytes): the same
 		// rule on both paths.
 		MaxPublishBytes: func() int { return s.keeper.MaxPublishBytes(s.nc.MaxPayload()) },
-		MaxPages:        s.cfg.BackfillMaxPages, MaxEvents: s.cfg.BackfillMaxEvents, MaxRunTime: s.cfg.BackfillMaxRunTime,
-		Now: s.now, Logger: s.backfillLog, Metrics: s.metrics,
+		MaxPages:        s.cfg.BackfillMaxPages,
+		MaxEvents:       s.cfg.BackfillMaxEvents,
+		MaxRunTime:      s.cfg.BackfillMaxRunTime,
+		Now:             s.now,
+		Logger:          s.backfillLog,
+		Metrics:         s.metrics,
 	})
 	return err
 }
