@@ -161,10 +161,14 @@ func TestMaxInflightAnswers503(t *testing.T) {
 		hdr, body := h.signedPaddle("evt_inflight_first")
 		first <- h.post("paddle", hdr, body)
 	}()
-	// The first delivery waits for the lock inside its commit.
+	// The first delivery waits for the lock inside its commit: its insert
+	// waits on a lock (the relay's polls of the same table may wait too,
+	// so any lock wait is not enough).
 	require.Eventually(t, func() bool {
 		var waiting int
-		require.NoError(t, h.pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&waiting))
+		require.NoError(t, h.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'
+			  AND query LIKE '%INSERT INTO processed_webhook_events%'`).Scan(&waiting))
 		return waiting > 0
 	}, 5*time.Second, 10*time.Millisecond)
 
