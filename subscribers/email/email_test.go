@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
@@ -65,27 +66,6 @@ func canceled(t *testing.T, eventID string, custom map[string]any) subtest.Messa
 	return subtest.PaddleSubscription(t, eventID, schema.PaddleSubscriptionCanceled, time.Now(), "sub_"+eventID, "ctm_"+eventID, custom)
 }
 
-func counter(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	metrics:
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if v, ok := labels[lp.GetName()]; ok && v != lp.GetValue() {
-					continue metrics
-				}
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return 0
-}
-
 func body(t *testing.T, m *mail.Message) string {
 	t.Helper()
 	b, err := io.ReadAll(quotedprintable.NewReader(m.Body))
@@ -126,8 +106,8 @@ func TestEachEventEmailsOnce(t *testing.T) {
 	require.Equal(t, "<paddle.evt_cancel.cancellation@hookhub>", c.Msg.Header.Get("Message-Id"))
 	require.Equal(t, "paddle:evt_cancel", c.Msg.Header.Get(email.HeaderEventID))
 	require.Contains(t, body(t, c.Msg), "sub_evt_cancel")
-	require.EqualValues(t, 1, counter(t, f.reg, "hookhub_email_sent_total", map[string]string{"kind": email.KindWelcome}))
-	require.EqualValues(t, 1, counter(t, f.reg, "hookhub_email_sent_total", map[string]string{"kind": email.KindCancellation}))
+	require.EqualValues(t, 1, hubtest.MetricValue(t, f.reg, "hookhub_email_sent_total", map[string]string{"kind": email.KindWelcome}))
+	require.EqualValues(t, 1, hubtest.MetricValue(t, f.reg, "hookhub_email_sent_total", map[string]string{"kind": email.KindCancellation}))
 }
 
 // No usable address: the event is processed, no email is queued, a log
@@ -153,9 +133,9 @@ func TestEmailSkippedWithoutAddress(t *testing.T) {
 	for _, c := range cases {
 		require.Zero(t, f.outbox(t, c.msg.EventID), c.msg.EventID)
 	}
-	require.EqualValues(t, 2, counter(t, f.reg, "hookhub_email_skipped_total", map[string]string{"kind": email.KindCancellation, "reason": "no_address"}))
-	require.EqualValues(t, 1, counter(t, f.reg, "hookhub_email_skipped_total", map[string]string{"kind": email.KindCancellation, "reason": "invalid_address"}))
-	require.EqualValues(t, 1, counter(t, f.reg, "hookhub_email_skipped_total", map[string]string{"kind": email.KindWelcome, "reason": "no_address"}))
+	require.EqualValues(t, 2, hubtest.MetricValue(t, f.reg, "hookhub_email_skipped_total", map[string]string{"kind": email.KindCancellation, "reason": "no_address"}))
+	require.EqualValues(t, 1, hubtest.MetricValue(t, f.reg, "hookhub_email_skipped_total", map[string]string{"kind": email.KindCancellation, "reason": "invalid_address"}))
+	require.EqualValues(t, 1, hubtest.MetricValue(t, f.reg, "hookhub_email_skipped_total", map[string]string{"kind": email.KindWelcome, "reason": "no_address"}))
 	require.Empty(t, f.smtp.messages())
 }
 
@@ -182,8 +162,8 @@ func TestSMTPFailures(t *testing.T) {
 	require.Equal(t, 1, attempts)
 	require.Contains(t, lastErr, "550")
 	require.Len(t, f.smtp.messages(), 1)
-	require.EqualValues(t, 1, counter(t, f.reg, "hookhub_email_send_failures_total", map[string]string{"final": "true"}))
-	require.EqualValues(t, 2, counter(t, f.reg, "hookhub_email_send_failures_total", map[string]string{"final": "false"}))
+	require.EqualValues(t, 1, hubtest.MetricValue(t, f.reg, "hookhub_email_send_failures_total", map[string]string{"final": "true"}))
+	require.EqualValues(t, 2, hubtest.MetricValue(t, f.reg, "hookhub_email_send_failures_total", map[string]string{"final": "false"}))
 }
 
 // EMAIL_SMTP_ADDR=log: emails are logged and marked sent.

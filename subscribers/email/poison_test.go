@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/subscribers/email"
@@ -47,7 +48,7 @@ func TestUnstorablePayloadText(t *testing.T) {
 	require.Zero(t, f.sub.Stats().Failed)
 	require.Zero(t, f.sub.Stats().DeadLettered)
 	require.Zero(t, f.outbox(t, "evt_nul_addr"))
-	require.EqualValues(t, 1, counter(t, f.reg, "hookhub_email_skipped_total", map[string]string{"kind": email.KindCancellation, "reason": "invalid_address"}))
+	require.EqualValues(t, 1, hubtest.MetricValue(t, f.reg, "hookhub_email_skipped_total", map[string]string{"kind": email.KindCancellation, "reason": "invalid_address"}))
 
 	var cancelBody, welcomeBody string
 	require.NoError(t, f.env.Pool.QueryRow(context.Background(), "SELECT body FROM email.outbox WHERE event_id = 'evt_nul_id'").Scan(&cancelBody))
@@ -157,7 +158,7 @@ func TestSenderPanicIsAFailedSend(t *testing.T) {
 	require.Equal(t, "sender panicked: sender bug \uFFFD for panic@example.com", lastErr)
 	require.EqualValues(t, 3, ps.panics.Load())
 	require.NoError(t, f.sub.Healthy())
-	require.EqualValues(t, 1, counter(t, f.reg, "hookhub_email_send_failures_total", map[string]string{"final": "true"}))
+	require.EqualValues(t, 1, hubtest.MetricValue(t, f.reg, "hookhub_email_send_failures_total", map[string]string{"final": "true"}))
 }
 
 // brokenError's Error panics.
