@@ -2,7 +2,8 @@ package main
 
 import (
 	"strings"
-	"unicode/utf8"
+
+	"github.com/hookhub/hookhub/internal/redact"
 )
 
 // oneLine squeezes s onto one line of at most n bytes for a table
@@ -10,11 +11,7 @@ import (
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > n {
-		i := n - 1 // cut on a rune boundary
-		for i > 0 && !utf8.RuneStart(s[i]) {
-			i--
-		}
-		return s[:i] + "…"
+		return redact.Truncate(s, n-1) // on a rune boundary
 	}
 	if s == "" {
 		return "-"
