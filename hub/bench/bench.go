@@ -37,11 +37,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/valyala/fasthttp"
 
-	"github.com/hookhub/hookhub/hub/natsembed"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/hub/store"
+	"github.com/hookhub/hookhub/internal/natsembed"
 	"github.com/hookhub/hookhub/schema"
 )
 

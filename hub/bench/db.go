@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hookhub/hookhub/hub/pgurl"
+	"github.com/hookhub/hookhub/internal/pgurl"
 	"github.com/hookhub/hookhub/migrations"
 )
 

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
-	"github.com/hookhub/hookhub/hub/hubtest"
+	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 func TestMergeStreamConfig(t *testing.T) {

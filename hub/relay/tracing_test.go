@@ -13,7 +13,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/relay"
-	"github.com/hookhub/hookhub/hub/tracing"
+	"github.com/hookhub/hookhub/internal/tracing"
 	"github.com/hookhub/hookhub/schema"
 )
 

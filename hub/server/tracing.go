@@ -8,7 +8,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/hookhub/hookhub/hub/tracing"
+	"github.com/hookhub/hookhub/internal/tracing"
 )
 
 // The delivery span's own attributes.

@@ -21,7 +21,7 @@ import (
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/server"
-	"github.com/hookhub/hookhub/hub/tracing"
+	"github.com/hookhub/hookhub/internal/tracing"
 )
 
 const (

@@ -26,13 +26,13 @@ import (
 	"github.com/hookhub/hookhub/hub/backfill"
 	"github.com/hookhub/hookhub/hub/console"
 	"github.com/hookhub/hookhub/hub/metrics"
-	"github.com/hookhub/hookhub/hub/natsembed"
 	"github.com/hookhub/hookhub/hub/ops"
-	"github.com/hookhub/hookhub/hub/pgurl"
 	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/hub/server"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/hub/tracing"
+	"github.com/hookhub/hookhub/internal/natsembed"
+	"github.com/hookhub/hookhub/internal/pgurl"
+	"github.com/hookhub/hookhub/internal/tracing"
 	"github.com/hookhub/hookhub/migrations"
 )
 

@@ -16,11 +16,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookhub/hookhub/hub/hubtest"
-	"github.com/hookhub/hookhub/hub/hubtest/testhub"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
+	"github.com/hookhub/hookhub/internal/hubtest"
+	"github.com/hookhub/hookhub/internal/hubtest/testhub"
 	"github.com/hookhub/hookhub/schema"
 )
 

@@ -35,7 +35,7 @@ var (
 // Text returns s with every non-empty secret (and its URL-escaped form),
 // every credential after an authentication scheme and every value of a
 // field named like a credential replaced by Mask, and every URL password
-// by "***" (user:***@host, as hub/pgurl writes database URLs).
+// by "***" (user:***@host, as internal/pgurl writes database URLs).
 func Text(s string, secrets ...string) string {
 	for _, sec := range secrets {
 		if sec == "" {

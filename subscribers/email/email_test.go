@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookhub/hookhub/hub/hubtest"
+	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 

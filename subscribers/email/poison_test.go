@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookhub/hookhub/hub/hubtest"
+	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/subscribers/email"

@@ -3,7 +3,7 @@ package service_test
 import (
 	"testing"
 
-	"github.com/hookhub/hookhub/hub/hubtest"
+	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/subscribers/service"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )

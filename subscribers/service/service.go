@@ -27,9 +27,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/hookhub/hookhub/hub/tracing"
 	"github.com/hookhub/hookhub/internal/backoff"
 	"github.com/hookhub/hookhub/internal/logging"
+	"github.com/hookhub/hookhub/internal/tracing"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 // TestAdminHeaderOnlyFloodRSS runs the real binary and opens 1,000

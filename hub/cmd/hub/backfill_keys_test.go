@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/backfill/fakeapi"
-	"github.com/hookhub/hookhub/hub/hubtest"
+	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 // `hub backfill` never prints the API key: not when a gateway echoes the

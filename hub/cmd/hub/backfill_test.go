@@ -15,10 +15,10 @@ import (
 
 	"github.com/hookhub/hookhub/hub/backfill"
 	"github.com/hookhub/hookhub/hub/backfill/fakeapi"
-	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/store"
+	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 // `hub backfill` as an operator runs it: a wrong key names its variable

@@ -14,8 +14,8 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/hookhub/hookhub/hub/natsembed"
 	"github.com/hookhub/hookhub/internal/loopback"
+	"github.com/hookhub/hookhub/internal/natsembed"
 )
 
 // devRecordFile is the file `hub dev` writes under HUB_DATA_DIR while it

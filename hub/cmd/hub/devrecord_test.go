@@ -16,7 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookhub/hookhub/hub/hubtest"
+	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 // runCmd runs a hub command in-process and returns its exit code, stdout

@@ -16,8 +16,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookhub/hookhub/hub/hubtest"
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 // peakRSS returns the largest resident set of process pid so far (VmHWM).

@@ -17,7 +17,7 @@ import (
 	collector "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/hookhub/hookhub/hub/tracing"
+	"github.com/hookhub/hookhub/internal/tracing"
 )
 
 // Off, Setup builds nothing: a no-op provider, no goroutine, and Tracer

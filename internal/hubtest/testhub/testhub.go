@@ -1,6 +1,6 @@
 // Package testhub starts a whole hub (hub/service) in-process for a test,
-// against real Postgres and JetStream (hub/hubtest's Pool and JetStream): the one way a
-// test runs a hub. It is apart from hubtest so that the packages the hub
+// against real Postgres and JetStream (internal/hubtest's Pool and
+// JetStream): the one way a test runs a hub. It is apart from hubtest so that the packages the hub
 // is built from can still use hubtest in their own tests.
 package testhub
 

@@ -20,8 +20,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/hookhub/hookhub/hub/natsembed"
-	"github.com/hookhub/hookhub/hub/pgurl"
+	"github.com/hookhub/hookhub/internal/natsembed"
+	"github.com/hookhub/hookhub/internal/pgurl"
 	"github.com/hookhub/hookhub/migrations"
 )
 

@@ -18,7 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/hookhub/hookhub/hub/natsembed"
+	"github.com/hookhub/hookhub/internal/natsembed"
 )
 
 // ClusterOptions configure JetStreamCluster. Zero values take defaults.
