@@ -13,7 +13,7 @@
 // The hub, from the request to the stream:
 //
 //   - hub: the domain (this package): Delivery, Status, Outcome, OutboxRow, PublishResult, the backfill checkpoint.
-//   - hub/server: the webhook listener (fiber): POST /webhooks/{provider}, /healthz, /readyz; the one table of errors to statuses.
+//   - hub/server: the HTTP listeners (fiber): POST /webhooks/{provider}, /healthz, /readyz, the listeners' limits; the one table of errors to statuses.
 //   - hub/provider: signature verification and event extraction, one file per provider, and the provider registry.
 //   - hub/provider/internal/derive: identifiers that look real but depend only on a seed (sample ids, Shopify's event id).
 //   - hub/provider/samples: realistic signed deliveries per provider, for `hub send`, the bench and the tests.
