@@ -3,4 +3,61 @@
 // PublishResult). The adapters (hub/store for Postgres, hub/relay for
 // JetStream, hub/server for HTTP) speak in these types; none of them owns
 // them.
+//
+// # Package map
+//
+// Every package of the module, by path from the module root, with what it
+// provides (TestPackageMapIsComplete keeps this list equal to `go list
+// ./...`). docs/where-to-work.md says which of them a change starts in.
+//
+// The hub, from the request to the stream:
+//
+//   - hub: the domain (this package): Delivery, Status, Outcome, OutboxRow, PublishResult, the backfill checkpoint.
+//   - hub/server: the HTTP listeners (fiber): POST /webhooks/{provider}, /healthz, /readyz, the listeners' limits; the one table of errors to statuses.
+//   - hub/provider: signature verification and event extraction, one file per provider, and the provider registry.
+//   - hub/provider/internal/derive: identifiers that look real but depend only on a seed (sample ids, Shopify's event id).
+//   - hub/provider/samples: realistic signed deliveries per provider, for `hub send`, the bench and the tests.
+//   - hub/store: the Postgres adapter, the only code that reads or writes the hub's tables (ingest, group commit, outbox, operators' queries).
+//   - hub/relay: every publish to JetStream: the fast path, the claiming relay, republished copies, the stream look-up.
+//   - hub/metrics: the hub's Prometheus metrics.
+//
+// Around it:
+//
+//   - hub/backfill: lists a provider's events through its API and ingests those whose webhooks never arrived.
+//   - hub/backfill/fakeapi: local fakes of the providers' event APIs, for backfill's tests.
+//   - hub/ops: the operator's tools behind the CLI, /admin/ and the console: events, replay, republish, dlq, purge, status, reconcile.
+//   - hub/console: the operator web console under /console/ (server-rendered pages, sessions, CSRF).
+//   - hub/bench: `hub bench`: the whole path measured end to end against batching disabled and the raw ceiling.
+//   - hub/service: wiring, configuration (HUB_*), startup in order and graceful shutdown.
+//   - hub/cmd/hub: the hub command: serve, dev, migrate, send, the operator commands, bench, version.
+//
+// The contract, the schema, and the subscriber side:
+//
+//   - schema: the hub ↔ subscriber contract: subjects, headers, payload types, JSON Schemas.
+//   - migrations: the hub's versioned SQL migrations, embedded, and the Migrator that applies them.
+//   - subscribers: the subscriber side's overview (library, example services, process runner).
+//   - subscribers/subscriber: the subscriber library: durable consumer, idempotency, dead letters, replay subjects.
+//   - subscribers/service: runs a subscriber service as a process (config, logging, connections, health, signals).
+//   - subscribers/credits: the credits subscriber (a ledger row per Paddle subscription.created).
+//   - subscribers/credits/cmd/credits: the credits command.
+//   - subscribers/downgrade: the downgrade subscriber (a Paddle subscription's plan, "free" on cancel).
+//   - subscribers/downgrade/cmd/downgrade: the downgrade command.
+//   - subscribers/email: the email subscriber (welcome and cancellation emails through an SMTP outbox).
+//   - subscribers/email/cmd/email: the email command.
+//   - subscribers/internal/subtest: the subscriber tests' real Postgres and JetStream, and hub-shaped messages.
+//
+// Shared infrastructure (internal/, importable only inside the module):
+//
+//   - internal/backoff: the one backoff of retries that double up to a cap.
+//   - internal/buildinfo: the version `hub version` prints and the HTTP clients' User-Agent.
+//   - internal/hubtest: a fresh Postgres database and an embedded JetStream server per test.
+//   - internal/hubtest/testhub: a whole hub in-process for a test: the one way a test runs a hub.
+//   - internal/jsontext: reads the shape of JSON text without decoding it.
+//   - internal/logging: the slog logger of every hookhub program, from LOG_LEVEL and LOG_FORMAT.
+//   - internal/loopback: whether a host names this machine (plain http:// allowed, `hub dev` record trusted).
+//   - internal/natsembed: the embedded nats-server of `hub dev` and the tests.
+//   - internal/pgurl: edits Postgres URLs (databases next to a configured one) and hides their passwords.
+//   - internal/redact: hides credentials in text the hub did not write itself (API answers, errors).
+//   - internal/startstop: the one lifecycle contract of background components (start with a context, stop idempotent).
+//   - internal/tracing: OpenTelemetry setup for the hub and the subscribers (off by default).
 package hub

@@ -22,7 +22,7 @@ import (
 )
 
 // preloadSpan is how far back a preloaded archive reaches: the archive's
-// retention (DESIGN: purged after 90 days).
+// retention (docs/DESIGN.md: purged after 90 days).
 const preloadSpan = 90 * 24 * time.Hour
 
 // preloadPrefix starts every preloaded event id; no workload event has it.

@@ -57,7 +57,7 @@ const (
 	// browser is missing instead of skipping them.
 	envRequireBrowser = "HOOKHUB_REQUIRE_BROWSER"
 	// envScreenshots names a directory: the tests save a full-page PNG of
-	// each page there (for the README).
+	// each page there (for docs/console.md).
 	envScreenshots = "HOOKHUB_SCREENSHOTS"
 )
 

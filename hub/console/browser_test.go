@@ -8,7 +8,7 @@ package console_test
 //
 // Without chromium they are skipped, unless HOOKHUB_REQUIRE_BROWSER=1 (as
 // in .ci/run). HOOKHUB_SCREENSHOTS=dir saves a full-page PNG of each page
-// (hub/console/screenshots/ holds the README's).
+// (hub/console/screenshots/ holds those docs/console.md shows).
 
 import (
 	"fmt"

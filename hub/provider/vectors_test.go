@@ -13,8 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// vector is one entry of testdata/vectors.json (see the README of the
-// reference material it was copied from).
+// vector is one entry of testdata/vectors.json: a test vector copied from a
+// provider's SDK or documentation, or computed where it publishes none
+// (its name says which: provider/source/case).
 type vector struct {
 	Name          string            `json:"name"`
 	Provider      string            `json:"provider"`

@@ -22,7 +22,7 @@ import (
 const EnvPrefix = "HUB"
 
 // Config is the hub's whole configuration, read from HUB_* environment
-// variables by envconfig. The README's configuration table mirrors it.
+// variables by envconfig. The tables of docs/configuration.md mirror it.
 // Tags carry the full variable names and are processed without a prefix:
 // with a prefix, envconfig would fall back to the bare name (DATABASE_URL,
 // HTTP_ADDR, ...) when the HUB_ one is unset, and a stray variable meant
@@ -284,7 +284,7 @@ type EnvVar struct {
 }
 
 // EnvVars returns every variable Config reads, in the order of its fields
-// (the README's table), from their envconfig tags, with each built-in
+// (hub --help's order), from their envconfig tags, with each built-in
 // provider's HUB_<NAME>_SECRETS, described by provider.Registry, after
 // HUB_DUPLICATE_WINDOW.
 func EnvVars() []EnvVar {

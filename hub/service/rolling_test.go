@@ -104,7 +104,7 @@ func v3Publish(t *testing.T, h *testHub, db pgx.Tx, id uuid.UUID, provider, even
 // once, publication state on the dedup row): events archived by the old
 // hub before and during the migration, published or not, claimed by an old
 // relay at the very moment the new hubs start, all end up on the stream
-// exactly once, with the processing_status the seed design describes; and
+// exactly once, with the processing_status docs/DESIGN.md describes; and
 // the migration rolls back and forward again without losing a state.
 func TestRollingDeployAcrossMigration4(t *testing.T) {
 	t.Parallel()

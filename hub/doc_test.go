@@ -1,0 +1,202 @@
+package hub_test
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/stretchr/testify/require"
+)
+
+// module is the module path every package of the map is relative to.
+const module = "github.com/hookhub/hookhub"
+
+// root is the module's root directory, seen from this package's.
+const root = ".."
+
+// mapEntry is one line of the package map in doc.go: "  - path: what it
+// provides".
+var mapEntry = regexp.MustCompile(`^//\s+- ([a-z0-9_/]+|\.): `)
+
+// packageMap returns the packages doc.go's package map lists, relative to
+// the module root ("." for the module root itself).
+func packageMap(t *testing.T) []string {
+	t.Helper()
+	src, err := os.ReadFile("doc.go")
+	require.NoError(t, err)
+	var listed []string
+	sc := bufio.NewScanner(bytes.NewReader(src))
+	for sc.Scan() {
+		if m := mapEntry.FindStringSubmatch(sc.Text()); m != nil {
+			listed = append(listed, m[1])
+		}
+	}
+	require.NoError(t, sc.Err())
+	require.NotEmpty(t, listed, "doc.go has no package map")
+	return listed
+}
+
+// The package map in doc.go names every package `go list ./...` finds, and
+// nothing else.
+func TestPackageMapIsComplete(t *testing.T) {
+	goCmd, err := exec.LookPath("go")
+	require.NoError(t, err, "the go command lists the module's packages")
+	cmd := exec.Command(goCmd, "list", "./...")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	require.NoError(t, err, "go list ./...")
+	var packages []string
+	for _, line := range strings.Fields(string(out)) {
+		rel := strings.TrimPrefix(strings.TrimPrefix(line, module), "/")
+		if rel == "" {
+			rel = "."
+		}
+		packages = append(packages, rel)
+	}
+	listed := packageMap(t)
+	for _, p := range packages {
+		require.Contains(t, listed, p, "hub/doc.go's package map does not list %s: add a line for it", p)
+	}
+	for _, p := range listed {
+		require.Contains(t, packages, p, "hub/doc.go's package map lists %s, which is not a package of the module: remove its line", p)
+	}
+}
+
+// The documents: the front page, docs/ and the other READMEs.
+func documents(t *testing.T) []string {
+	t.Helper()
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	require.NoError(t, err)
+	require.NotEmpty(t, docs)
+	return append([]string{
+		filepath.Join(root, "README.md"),
+		filepath.Join(root, "subscribers", "README.md"),
+		filepath.Join(root, "deploy", "README.md"),
+	}, docs...)
+}
+
+var (
+	// fence is a fenced code block, whose text is not markdown.
+	fence = regexp.MustCompile("(?ms)^```.*?^```")
+	// codeSpan is an inline code span.
+	codeSpan = regexp.MustCompile("`[^`\n]*`")
+	// link is an inline link or image: [text](target) or ![alt](target).
+	link = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	// heading is an ATX heading.
+	heading = regexp.MustCompile(`(?m)^#{1,6} +(.+?) *$`)
+)
+
+// prose returns a markdown text without its code blocks and code spans.
+func prose(text string) string {
+	return codeSpan.ReplaceAllString(fence.ReplaceAllString(text, ""), "")
+}
+
+// anchors returns the anchors GitHub gives a document's headings: lower
+// case, punctuation dropped, spaces as hyphens, "-1", "-2"... for repeats.
+func anchors(text string) map[string]bool {
+	out := map[string]bool{}
+	seen := map[string]int{}
+	for _, m := range heading.FindAllStringSubmatch(fence.ReplaceAllString(text, ""), -1) {
+		var b strings.Builder
+		for _, r := range strings.ToLower(m[1]) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		a := b.String()
+		if n := seen[a]; n > 0 {
+			out[a+"-"+string(rune('0'+n))] = true
+		} else {
+			out[a] = true
+		}
+		seen[a]++
+	}
+	return out
+}
+
+// Every relative link of the documents names a file of the repository, and
+// every #anchor a heading of the document it points into.
+func TestDocumentLinksResolve(t *testing.T) {
+	for _, doc := range documents(t) {
+		src, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		for _, m := range link.FindAllStringSubmatch(prose(string(src)), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			file, anchor, _ := strings.Cut(target, "#")
+			path := doc
+			if file != "" {
+				path = filepath.Join(filepath.Dir(doc), file)
+				_, err := os.Stat(path)
+				require.NoError(t, err, "%s links to %s, which does not exist", doc, target)
+			}
+			if anchor == "" {
+				continue
+			}
+			require.True(t, strings.HasSuffix(path, ".md"), "%s links to an anchor of %s, not a markdown document", doc, target)
+			text, err := os.ReadFile(path)
+			require.NoError(t, err)
+			require.True(t, anchors(string(text))[anchor], "%s links to %s: %s has no heading with anchor #%s", doc, target, path, anchor)
+		}
+	}
+}
+
+var (
+	// docReference is a document named in a comment or a string of Go code.
+	docReference = regexp.MustCompile(`\b(?:docs/[A-Za-z0-9_.-]+\.md|[a-z/]*README\.md)`)
+	// invariantReference is a comment's citation of a design invariant.
+	invariantReference = regexp.MustCompile(`DESIGN invariants? (\d+)`)
+	// invariant is the first line of an invariant in docs/DESIGN.md.
+	invariant = regexp.MustCompile(`(?m)^(\d+)\. \*\*`)
+)
+
+// Every document the Go code names is in the repository, and every design
+// invariant it cites ("DESIGN invariant 8") is in docs/DESIGN.md under that
+// number.
+func TestCodeCitesExistingDocuments(t *testing.T) {
+	design, err := os.ReadFile(filepath.Join(root, "docs", "DESIGN.md"))
+	require.NoError(t, err)
+	invariants := map[string]bool{}
+	for _, m := range invariant.FindAllStringSubmatch(string(design), -1) {
+		invariants[m[1]] = true
+	}
+	require.NotEmpty(t, invariants, "docs/DESIGN.md lists no invariants")
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, ref := range docReference.FindAllString(string(src), -1) {
+			_, err := os.Stat(filepath.Join(root, ref))
+			require.NoError(t, err, "%s cites %s, which is not in the repository", path, ref)
+		}
+		for _, m := range invariantReference.FindAllStringSubmatch(string(src), -1) {
+			require.True(t, invariants[m[1]], "%s cites DESIGN invariant %s, which docs/DESIGN.md does not list", path, m[1])
+		}
+		return nil
+	})
+	require.NoError(t, err)
+}
