@@ -54,12 +54,12 @@ one that was killed holds it until it lapses (2 minutes). --release-lease takes
 it back at once: refused while its holder runs on this machine, or, on another
 machine, while it still renews it (unless --force).
 
-Credentials: HUB_STRIPE_API_KEY, HUB_PADDLE_API_KEY, HUB_GITHUB_TOKEN with
-HUB_GITHUB_HOOK (base URLs HUB_*_API_URL); the provider's webhook secrets must be
-set too. Times are durations before now (90m, 36h, 7d) or times (2026-11-30, RFC
-3339). Exits 1 when the run fails or some events could not be ingested.
+Credentials: `+service.BackfillCredentialVars()+` (base
+URLs HUB_*_API_URL); the provider's webhook secrets must be set too. Times are
+durations before now (90m, 36h, 7d) or times (2026-11-30, RFC 3339). Exits 1
+when the run fails or some events could not be ingested.
 `, stdout)
-	name := fs.String("provider", "", "the provider: "+strings.Join(service.BackfillProviders, ", ")+" (required)")
+	name := fs.String("provider", "", "the provider: "+strings.Join(backfill.Providers(), ", ")+" (required)")
 	since := fs.String("since", "72h", "start of the range: when the events occurred")
 	until := fs.String("until", "", "end of the range (default: now)")
 	dryRun := fs.Bool("dry-run", false, "list the missing events, ingest nothing (the saved progress is left alone)")
@@ -79,10 +79,10 @@ set too. Times are durations before now (90m, 36h, 7d) or times (2026-11-30, RFC
 		return usageErr("backfill takes no arguments; the provider and the range are flags")
 	}
 	if *name == "" {
-		return usageErr("--provider is required (" + strings.Join(service.BackfillProviders, ", ") + ")")
+		return usageErr("--provider is required (" + strings.Join(backfill.Providers(), ", ") + ")")
 	}
-	if !slices.Contains(service.BackfillProviders, *name) {
-		return usageErr(fmt.Sprintf("--provider: %q has no backfill (want %s)", *name, strings.Join(service.BackfillProviders, ", ")))
+	if !slices.Contains(backfill.Providers(), *name) {
+		return usageErr(fmt.Sprintf("--provider: %q has no backfill (want %s)", *name, strings.Join(backfill.Providers(), ", ")))
 	}
 	if *maxPages < 0 || *maxEvents < 0 || *maxTime < 0 {
 		return usageErr("--max-pages, --max-events and --max-time must not be negative")
