@@ -263,6 +263,7 @@ func TestBackfillVariablesFromTheRegistry(t *testing.T) {
 	t.Setenv("HUB_GITHUB_TOKEN", "ghp_secret")
 	t.Setenv("HUB_GITHUB_HOOK", "orgs/o/hooks/1")
 	t.Setenv("HUB_PADDLE_API_URL", "https://sandbox-api.paddle.com")
+	t.Setenv("HUB_STRIPE_API_URL", "") // empty is the default
 	cfg, err := service.LoadConfig()
 	require.NoError(t, err)
 	require.Equal(t, "ghp_secret", cfg.BackfillSetting("github", backfill.SettingToken))
