@@ -139,7 +139,9 @@ func TestWrongKeyNamesTheVariable(t *testing.T) {
 	t.Parallel()
 	const wrongStripe, wrongPaddle, wrongGitHub = "sk_test_wrong00000000", "pdl_wrong_key_000000", "ghp_wrongToken0000000"
 	h := newHubEnv(t, func(c *service.Config) {
-		c.StripeAPIKey, c.PaddleAPIKey, c.GitHubToken = wrongStripe, wrongPaddle, wrongGitHub
+		c.SetBackfillSetting("stripe", backfill.SettingAPIKey, wrongStripe)
+		c.SetBackfillSetting("paddle", backfill.SettingAPIKey, wrongPaddle)
+		c.SetBackfillSetting("github", backfill.SettingToken, wrongGitHub)
 	})
 	h.stripeEvents(2)
 	h.githubEvents(2, func(int) bool { return false })
@@ -216,7 +218,10 @@ func TestPaddleBackfillPagesAndContinues(t *testing.T) {
 // than the settling time is left to its webhook, which may be on its way.
 func TestServePeriodicBackfill(t *testing.T) {
 	t.Parallel()
-	h := newHubEnv(t, func(c *service.Config) { c.BackfillInterval, c.PaddleAPIKey = time.Hour, "" })
+	h := newHubEnv(t, func(c *service.Config) {
+		c.BackfillInterval = time.Hour
+		c.SetBackfillSetting("paddle", backfill.SettingAPIKey, "")
+	})
 	h.eventAge = service.BackfillSettle + time.Minute
 	ids, _ := h.stripeEvents(10)
 	gh := h.githubEvents(5, func(int) bool { return false })

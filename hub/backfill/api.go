@@ -29,35 +29,59 @@ const maxErrorBody = 64 << 10
 const maxSnippet = 300
 
 // api is a provider API's HTTP client: one base URL, one way to
-// authenticate, 429 and 5xx retried with Retry-After honoured.
+// authenticate, 429 and 5xx retried with Retry-After honoured, and the
+// source's own rate-limit answers (limited) retried as it says.
 type api struct {
-	client *http.Client
-	base   string              // e.g. https://api.stripe.com (no trailing slash)
-	auth   func(h http.Header) // sets the credentials; never logged
-	secret string              // the credentials auth sends, hidden in every error text
-	keyVar string              // the variable holding the credentials, for errors
+	client  *http.Client
+	base    string              // e.g. https://api.stripe.com (no trailing slash)
+	auth    func(h http.Header) // sets the credentials; never logged
+	secret  string              // the credentials auth sends, hidden in every error text
+	keyName string              // the name of the credentials' setting, for errors
 	// retries is how many times a 429 or 5xx is retried (default 5);
 	// maxWait caps one Retry-After (default 60s).
 	retries int
 	maxWait time.Duration
+	// limited is the source's retry rule (nil: none), asked about every
+	// answer that is not a 2xx before the client's own rules: when it
+	// says the answer is a rate limit (GitHub's may be 403s), the request
+	// is retried after wait (capped by maxWait) like a 429, and is
+	// ErrRateLimited once the retries run out.
+	limited func(a answer, body []byte) (wait time.Duration, ok bool)
 	// sleep waits d or until ctx is done (tests may shorten it).
 	sleep func(ctx context.Context, d time.Duration) error
 	// onWait is told about each rate-limit wait (metrics, progress).
 	onWait func(d time.Duration)
 }
 
-// do sends method path (path includes the query) with body (nil for none)
-// and decodes a 2xx JSON answer into out (nil to discard). It retries 429
-// and 5xx, waiting Retry-After (seconds or an HTTP date) or an exponential
-// backoff from 1s; 401/403 are ErrUnauthorized naming keyVar; other 4xx
-// carry the start of the API's answer (snippet). A redirect off the base
-// URL's origin is ErrRedirect, not retried. Every error's text is passed
-// through scrub: the API's words never show the credentials.
-func (a *api) do(ctx context.Context, method, path string, body any, out any) error {
-	return a.scrub(a.send(ctx, method, path, body, out))
+// answer is what the client saw of the last answer to a request: its
+// status and headers (GitHub pages in the Link header).
+type answer struct {
+	status int
+	header http.Header
 }
 
-func (a *api) send(ctx context.Context, method, path string, body any, out any) error {
+// do sends method path (path includes the query) with body (nil for none)
+// and decodes a 2xx JSON answer into out (nil to discard). It retries what
+// the source's rule (limited) says is a rate limit, 429 and 5xx, waiting
+// as the rule says, else Retry-After (seconds or an HTTP date) or an
+// exponential backoff from 1s; 401/403 are ErrUnauthorized naming keyName;
+// other 4xx carry the start of the API's answer (snippet). A redirect off
+// the base URL's origin is ErrRedirect, not retried. Every error's text is
+// passed through scrub: the API's words never show the credentials.
+func (a *api) do(ctx context.Context, method, path string, body any, out any) error {
+	_, err := a.call(ctx, method, path, body, out)
+	return err
+}
+
+// call is do, returning what it saw of the last answer as well (zero when
+// none came).
+func (a *api) call(ctx context.Context, method, path string, body any, out any) (answer, error) {
+	var last answer
+	err := a.send(ctx, method, path, body, out, &last)
+	return last, a.scrub(err)
+}
+
+func (a *api) send(ctx context.Context, method, path string, body any, out any, last *answer) error {
 	retries, maxWait := a.retries, a.maxWait
 	if retries == 0 {
 		retries = 5
@@ -104,8 +128,13 @@ func (a *api) send(ctx context.Context, method, path string, body any, out any) 
 		}
 		data, err := io.ReadAll(io.LimitReader(resp.Body, limit))
 		resp.Body.Close()
+		*last = answer{status: resp.StatusCode, header: resp.Header}
 		if err != nil {
 			return fmt.Errorf("%s %s: read answer: %w", method, path, err)
+		}
+		ruled, limited := time.Duration(0), false
+		if a.limited != nil && (resp.StatusCode < 200 || resp.StatusCode >= 300) {
+			ruled, limited = a.limited(*last, data)
 		}
 		switch code := resp.StatusCode; {
 		case code >= 200 && code < 300:
@@ -120,16 +149,21 @@ func (a *api) send(ctx context.Context, method, path string, body any, out any) 
 			}
 			return nil
 		case code == http.StatusUnauthorized || code == http.StatusForbidden:
-			return fmt.Errorf("%w: %s %s answered %d (check %s): %s", ErrUnauthorized, method, path, code, a.keyVar, a.snippet(data))
-		case code == http.StatusTooManyRequests || code >= 500:
+			if !limited {
+				return fmt.Errorf("%w: %s %s answered %d (check %s): %s", ErrUnauthorized, method, path, code, a.keyName, a.snippet(data))
+			}
+			fallthrough
+		case limited || code == http.StatusTooManyRequests || code >= 500:
 			if attempt >= retries {
-				if code == http.StatusTooManyRequests {
-					return fmt.Errorf("%w: %s %s still 429 after %d retries", ErrRateLimited, method, path, retries)
+				if limited || code == http.StatusTooManyRequests {
+					return fmt.Errorf("%w: %s %s still %d after %d retries", ErrRateLimited, method, path, code, retries)
 				}
 				return fmt.Errorf("%s %s answered %d after %d retries: %s", method, path, code, retries, a.snippet(data))
 			}
 			wait := delays.Next()
-			if ra, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+			if limited {
+				wait = ruled
+			} else if ra, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
 				wait = ra
 			}
 			wait = min(wait, maxWait)

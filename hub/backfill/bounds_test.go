@@ -254,7 +254,10 @@ func TestLeaseRenewedWhileRunWaits(t *testing.T) {
 // missing event meanwhile: each provider runs on its own.
 func TestServeEndlessProviderDoesNotStarveOthers(t *testing.T) {
 	t.Parallel()
-	h := newHubEnv(t, func(c *service.Config) { c.BackfillInterval, c.StripeAPIKey = time.Hour, "" })
+	h := newHubEnv(t, func(c *service.Config) {
+		c.BackfillInterval = time.Hour
+		c.SetBackfillSetting("stripe", backfill.SettingAPIKey, "")
+	})
 	h.github.EndlessFuture()
 	ids, _ := h.paddleEvents(1, service.BackfillSettle+time.Minute)
 	h.start()

@@ -32,9 +32,8 @@ func clientOr(c *http.Client) *http.Client {
 	return &http.Client{Timeout: 30 * time.Second}
 }
 
-// CheckAPIURL checks a configured API base URL (HUB_STRIPE_API_URL,
-// HUB_PADDLE_API_URL, HUB_GITHUB_API_URL) as the sources do, naming
-// variable: an absolute https URL without credentials, query or fragment;
+// CheckAPIURL checks a configured API base URL (a source's SettingAPIURL)
+// as the sources do, naming it as the caller calls it (variable): an absolute https URL without credentials, query or fragment;
 // http only to a loopback host (localhost, 127.0.0.0/8, ::1), for local
 // tests, since the key would otherwise cross the network in clear.
 func CheckAPIURL(raw, variable string) error {
@@ -82,11 +81,12 @@ func origin(u *url.URL) string {
 // newAPI returns the client of an API at base (checked by baseURL), with
 // a copy of client (nil: clientOr's) that follows redirects within base's
 // origin only (ErrRedirect otherwise; then the client's own rule, if any),
-// and that hides secret (the credentials auth sets) in every error text.
-func newAPI(client *http.Client, base, keyVar, secret string, auth func(h http.Header)) (*api, error) {
+// and that hides secret (the credentials auth sets) in every error text;
+// keyName names the credentials' setting in errors.
+func newAPI(client *http.Client, base, keyName, secret string, auth func(h http.Header)) (*api, error) {
 	u, err := url.Parse(base)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", keyVar, err)
+		return nil, fmt.Errorf("%s: %w", keyName, err)
 	}
 	c := new(http.Client)
 	*c = *clientOr(client)
@@ -104,7 +104,7 @@ func newAPI(client *http.Client, base, keyVar, secret string, auth func(h http.H
 		}
 		return nil
 	}
-	return &api{client: c, base: base, keyVar: keyVar, secret: secret, auth: auth}, nil
+	return &api{client: c, base: base, keyName: keyName, secret: secret, auth: auth}, nil
 }
 
 // validCursor accepts a cursor an API gave: an id of at most 255 bytes of
@@ -120,22 +120,23 @@ func hasSpaceOrControl(s string) bool {
 }
 
 // bearerAPI returns the client of an API authenticated by a bearer key
-// (Stripe, Paddle): the key is required (its variable and what it must be
-// are named when empty), the base URL checked by baseURL (appended: see
-// there).
-func bearerAPI(key, keyVar, what, rawBase, defaultBase, baseVar, appended string, client *http.Client) (*api, error) {
+// (Stripe, Paddle): the key (SettingAPIKey) is required (its name, from
+// names, and what it must be are said when empty), the base URL
+// (SettingAPIURL) checked by baseURL (appended: see there).
+func bearerAPI(key string, names Names, what, rawBase, defaultBase, appended string, client *http.Client) (*api, error) {
+	keyName := names.of(SettingAPIKey)
 	key = strings.TrimSpace(key)
 	switch {
 	case key == "":
-		return nil, fmt.Errorf("%s is empty: set it to %s", keyVar, what)
+		return nil, fmt.Errorf("%s is empty: set it to %s", keyName, what)
 	case hasSpaceOrControl(key):
-		return nil, fmt.Errorf("%s contains spaces or control characters", keyVar)
+		return nil, fmt.Errorf("%s contains spaces or control characters", keyName)
 	}
-	base, err := baseURL(rawBase, defaultBase, baseVar, appended)
+	base, err := baseURL(rawBase, defaultBase, names.of(SettingAPIURL), appended)
 	if err != nil {
 		return nil, err
 	}
-	return newAPI(client, base, keyVar, key, func(h http.Header) { h.Set("Authorization", "Bearer "+key) })
+	return newAPI(client, base, keyName, key, func(h http.Header) { h.Set("Authorization", "Bearer "+key) })
 }
 
 // plausible returns t when it is a plausible time for an event the API

@@ -111,7 +111,7 @@ func TestRedirectOffOriginRefused(t *testing.T) {
 	}{
 		{"same host, another port", sinkSrv.URL, http.StatusFound},
 		{"another host", otherHost, http.StatusTemporaryRedirect},
-		{"another scheme", strings.Replace(h.cfg.StripeAPIURL, "http://", "https://", 1), http.StatusMovedPermanently},
+		{"another scheme", strings.Replace(h.cfg.BackfillSetting("stripe", backfill.SettingAPIURL), "http://", "https://", 1), http.StatusMovedPermanently},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h.stripe.Redirect(i+1, c.status, c.target)
@@ -128,7 +128,7 @@ func TestRedirectOffOriginRefused(t *testing.T) {
 
 	// Within the origin: followed, with the key, and the run completes.
 	n := len(h.stripe.Hits())
-	h.stripe.Redirect(n+1, http.StatusTemporaryRedirect, h.cfg.StripeAPIURL)
+	h.stripe.Redirect(n+1, http.StatusTemporaryRedirect, h.cfg.BackfillSetting("stripe", backfill.SettingAPIURL))
 	res, err := h.engine().Run(context.Background(), h.source("stripe", 0), backfill.Request{Since: time.Now().Add(-time.Hour)})
 	require.NoError(t, err)
 	require.Equal(t, int64(len(ids)), res.Ingested)
@@ -210,7 +210,7 @@ func TestBaseURLRules(t *testing.T) {
 		{"https://u:p@api.stripe.com", "without credentials"},
 		{"ftp://api.stripe.com", "absolute https URL"},
 	} {
-		_, err := backfill.NewStripe(backfill.StripeConfig{BaseURL: c.url, Key: stripeKey})
+		_, err := backfill.NewStripe(backfill.StripeConfig{BaseURL: c.url, Key: stripeKey, Names: service.BackfillNames("stripe")})
 		if c.err == "" {
 			require.NoError(t, err, c.url)
 			require.NoError(t, backfill.CheckAPIURL(c.url, "HUB_X"), c.url)
@@ -248,7 +248,11 @@ func TestBaseURLRules(t *testing.T) {
 func TestServeBackfillLogsReasonsAndTakesFutureEvents(t *testing.T) {
 	t.Parallel()
 	var logs hubtest.SyncBuffer
-	h := newHubEnv(t, func(c *service.Config) { c.BackfillInterval, c.GitHubToken, c.GitHubHook = time.Hour, "", "" })
+	h := newHubEnv(t, func(c *service.Config) {
+		c.BackfillInterval = time.Hour
+		c.SetBackfillSetting("github", backfill.SettingToken, "")
+		c.SetBackfillSetting("github", backfill.SettingHook, "")
+	})
 	created := time.Now().Add(-time.Hour).Unix()
 	for _, raw := range []string{
 		`{"id":"evt_` + strings.Repeat("x", 300) + `","object":"event","created":` + itoa(created) + `,"type":"invoice.paid","data":{"object":{}}}`,

@@ -9,7 +9,12 @@
 //
 // A Source lists one provider's events (source.go: the interface shared
 // with the GitHub source; api.go: its HTTP client, retrying 429 and 5xx
-// with Retry-After honoured). Stripe (GET /v1/events, created[gte|lt],
+// with Retry-After honoured, and what the source's retry rule says is a
+// rate limit). Sources (registry.go) registers each source, one line: its
+// provider, its settings (credentials, API base URL, ...) and how to build
+// it; the hub derives its configuration variables from it, and passes the
+// names it gives the settings for the sources' errors (Names): the package
+// reads no environment. Stripe (GET /v1/events, created[gte|lt],
 // starting_after, has_more) and Paddle (GET /events, after, order_by
 // id[DESC], meta.pagination; no time filter, so the window is applied
 // here) archive the event object's bytes as the API returned them; their
@@ -30,8 +35,8 @@
 // send each missing webhook again, signed and with its original bytes,
 // instead of ingesting the API's copy; such a run fetches and ingests
 // nothing and counts the events redelivered. GitHub answers its rate
-// limits with 403 or 429 and x-ratelimit-*/Retry-After headers, which its
-// transport turns into the 429 + Retry-After the shared client waits out.
+// limits with 403 or 429 and x-ratelimit-*/Retry-After headers: its retry
+// rule (githubRateLimit) tells the shared client how long to wait them out.
 //
 // The Engine runs a window: page by page, one batched look-up of the page's
 // ids in the dedup table, bodies fetched for a Fetcher (GitHub), the
@@ -54,7 +59,7 @@
 //
 // Who publishes. Ingested events are PENDING outbox rows; the relay
 // (hub/relay), the one publisher, publishes them:
-//   - in `hub serve` (HUB_BACKFILL_INTERVAL) the engine hands each committed
+//   - in `hub serve` (a periodic backfill) the engine hands each committed
 //     event to the relay's fast path (Config.Committed = Relay.Enqueue),
 //     exactly as the HTTP server does for a webhook;
 //   - `hub backfill` (the command) publishes nothing itself: it commits

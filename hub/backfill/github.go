@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -18,13 +17,6 @@ import (
 
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/internal/jsontext"
-)
-
-// The variables GitHub's source is configured from, named in its errors.
-const (
-	GitHubTokenVar = "HUB_GITHUB_TOKEN"
-	GitHubHookVar  = "HUB_GITHUB_HOOK"
-	GitHubURLVar   = "HUB_GITHUB_API_URL"
 )
 
 const (
@@ -47,9 +39,6 @@ const (
 	// each), githubMaxRefPages the pages read to find one not remembered.
 	githubMaxRefs     = 200_000
 	githubMaxRefPages = DefaultMaxPages
-	// githubMaxErrorBody bounds the error answer read to recognise a
-	// secondary rate limit.
-	githubMaxErrorBody = 64 << 10
 	// githubTypeKey signs payloads only to have the hub's verifier read
 	// their type; it authenticates nothing.
 	githubTypeKey = "hookhub-backfill-type"
@@ -61,20 +50,23 @@ var githubHookPattern = regexp.MustCompile(`^(repos/[A-Za-z0-9][A-Za-z0-9-]*/[A-
 
 // GitHubConfig configures the GitHub source.
 type GitHubConfig struct {
-	// BaseURL is the REST API's base URL (HUB_GITHUB_API_URL); empty means
+	// BaseURL is the REST API's base URL (SettingAPIURL); empty means
 	// GitHubDefaultBaseURL.
 	BaseURL string
-	// Token (HUB_GITHUB_TOKEN) is sent as "Authorization: Bearer". It must
+	// Token (SettingToken) is sent as "Authorization: Bearer". It must
 	// be allowed to read the hook (classic tokens: admin:repo_hook or
 	// admin:org_hook; fine-grained: the "Webhooks" permission, read to
 	// list and fetch, write to redeliver). Never logged.
 	Token string
-	// Hook (HUB_GITHUB_HOOK) is the webhook's path under the API:
+	// Hook (SettingHook) is the webhook's path under the API:
 	// "repos/OWNER/REPO/hooks/ID" or "orgs/ORG/hooks/ID".
 	Hook string
 	// Client sends the requests (default: a client with a 30 s timeout).
 	// Its Transport is wrapped, never modified.
 	Client *http.Client
+	// Names names the settings (SettingToken, SettingHook, SettingAPIURL)
+	// in errors.
+	Names Names
 }
 
 // GitHub lists one GitHub webhook's deliveries through the REST API
@@ -100,6 +92,7 @@ type GitHubConfig struct {
 type GitHub struct {
 	api      api
 	hook     string
+	names    Names
 	now      func() time.Time
 	verifier *provider.GitHub // derives types exactly as the hub does
 
@@ -125,22 +118,22 @@ type githubRef struct {
 // variable, when the token is empty, the hook is not one of the two forms
 // or the base URL is not an http(s) URL.
 func NewGitHub(cfg GitHubConfig) (*GitHub, error) {
-	token := cfg.Token
+	token, tokenName := cfg.Token, cfg.Names.of(SettingToken)
 	switch {
 	case token == "":
-		return nil, fmt.Errorf("%s is empty: set a GitHub token that may read the webhook's deliveries", GitHubTokenVar)
+		return nil, fmt.Errorf("%s is empty: set a GitHub token that may read the webhook's deliveries", tokenName)
 	case hasSpaceOrControl(token):
-		return nil, fmt.Errorf("%s contains spaces or control characters", GitHubTokenVar)
+		return nil, fmt.Errorf("%s contains spaces or control characters", tokenName)
 	}
 	hook := strings.Trim(cfg.Hook, "/")
 	if !githubHookPattern.MatchString(hook) || strings.Contains(hook, "/./") || strings.Contains(hook, "/../") {
-		return nil, fmt.Errorf("%s %q is not repos/OWNER/REPO/hooks/ID or orgs/ORG/hooks/ID", GitHubHookVar, cfg.Hook)
+		return nil, fmt.Errorf("%s %q is not repos/OWNER/REPO/hooks/ID or orgs/ORG/hooks/ID", cfg.Names.of(SettingHook), cfg.Hook)
 	}
-	base, err := baseURL(cfg.BaseURL, GitHubDefaultBaseURL, GitHubURLVar, "")
+	base, err := baseURL(cfg.BaseURL, GitHubDefaultBaseURL, cfg.Names.of(SettingAPIURL), "")
 	if err != nil {
 		return nil, err
 	}
-	a, err := newAPI(cfg.Client, base, GitHubTokenVar, token, func(h http.Header) {
+	a, err := newAPI(cfg.Client, base, tokenName, token, func(h http.Header) {
 		h.Set("Authorization", "Bearer "+token)
 		h.Set("Accept", "application/vnd.github+json")
 		h.Set("X-GitHub-Api-Version", githubAPIVersion)
@@ -153,12 +146,8 @@ func NewGitHub(cfg GitHubConfig) (*GitHub, error) {
 	if err != nil {
 		return nil, fmt.Errorf("github type verifier: %w", err)
 	}
-	g := &GitHub{api: *a, hook: hook, now: time.Now, verifier: verifier, refs: make(map[string]githubRef)}
-	next := a.client.Transport // a.client is newAPI's copy: ours to change
-	if next == nil {
-		next = http.DefaultTransport
-	}
-	g.api.client.Transport = &githubTransport{next: next, now: func() time.Time { return g.now() }}
+	g := &GitHub{api: *a, hook: hook, names: cfg.Names, now: time.Now, verifier: verifier, refs: make(map[string]githubRef)}
+	g.api.limited = func(ans answer, body []byte) (time.Duration, bool) { return githubRateLimit(ans, body, g.now()) }
 	return g, nil
 }
 
@@ -226,11 +215,11 @@ func (g *GitHub) listPage(ctx context.Context, cursor string) ([]githubDelivery,
 		q.Set("cursor", cursor)
 	}
 	var list githubDeliveryList
-	resp, err := g.do(ctx, http.MethodGet, "/"+g.hook+"/deliveries?"+q.Encode(), &list)
+	ans, err := g.do(ctx, http.MethodGet, "/"+g.hook+"/deliveries?"+q.Encode(), &list)
 	if err != nil {
 		return nil, "", err
 	}
-	next, err := githubNextCursor(resp.link)
+	next, err := githubNextCursor(ans.header.Get("Link"))
 	if err != nil {
 		return nil, "", g.api.scrub(fmt.Errorf("list github deliveries: %w", err))
 	}
@@ -305,15 +294,14 @@ func (g *GitHub) Redeliver(ctx context.Context, ev Event) error {
 	return g.api.scrub(err)
 }
 
-// do sends a request through the shared API client and returns what the
-// transport saw of the last answer; a 404 error names the hook variable.
-func (g *GitHub) do(ctx context.Context, method, path string, out any) (*githubSeen, error) {
-	seen := &githubSeen{}
-	err := g.api.do(context.WithValue(ctx, githubSeenKey{}, seen), method, path, nil, out)
-	if err != nil && seen.status() == http.StatusNotFound {
-		return seen, fmt.Errorf("%w (check %s, and that %s may read that hook)", err, GitHubHookVar, GitHubTokenVar)
+// do sends a request through the shared API client and returns what it
+// saw of the last answer; a 404 error names the hook's setting.
+func (g *GitHub) do(ctx context.Context, method, path string, out any) (answer, error) {
+	ans, err := g.api.call(ctx, method, path, nil, out)
+	if err != nil && ans.status == http.StatusNotFound {
+		return ans, fmt.Errorf("%w (check %s, and that %s may read that hook)", err, g.names.of(SettingHook), g.names.of(SettingToken))
 	}
-	return seen, err
+	return ans, err
 }
 
 // ref returns a delivery of ev: one List saw, or else one found by
@@ -619,63 +607,22 @@ func parseGitHubLink(h string) (target string, ok bool, err error) {
 	}
 }
 
-// githubSeenKey is the context key of a request's githubSeen.
-type githubSeenKey struct{}
-
-// githubSeen is what githubTransport saw of the last answer to a request:
-// the shared client decodes bodies only, and GitHub pages in the Link
-// header.
-type githubSeen struct {
-	mu   sync.Mutex
-	code int
-	link string
-}
-
-func (s *githubSeen) status() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.code
-}
-
-// githubTransport adapts GitHub's answers to the shared client: it
-// records the Link header, and turns GitHub's rate-limit answers, which
-// may be 403s, into 429s with a Retry-After, so that the client waits
-// instead of reporting a refused token.
-type githubTransport struct {
-	next http.RoundTripper
-	now  func() time.Time
-}
-
-// RoundTrip implements http.RoundTripper.
-func (t *githubTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.next.RoundTrip(req)
-	if err != nil {
-		return nil, err
+// githubRateLimit is GitHub's retry rule for the shared client (api.limited):
+// a 403 or 429 answer that is one of GitHub's rate limits is retried after
+// what githubRateLimitWait says, in whole seconds (rounded up), so that
+// the client waits instead of reporting a refused token.
+func githubRateLimit(ans answer, body []byte, now time.Time) (time.Duration, bool) {
+	if ans.status != http.StatusForbidden && ans.status != http.StatusTooManyRequests {
+		return 0, false
 	}
-	if seen, ok := req.Context().Value(githubSeenKey{}).(*githubSeen); ok {
-		seen.mu.Lock()
-		seen.code, seen.link = resp.StatusCode, resp.Header.Get("Link")
-		seen.mu.Unlock()
+	wait, ok := githubRateLimitWait(ans.header, body, now)
+	if !ok {
+		return 0, false
 	}
-	if resp.StatusCode != http.StatusForbidden && resp.StatusCode != http.StatusTooManyRequests {
-		return resp, nil
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, githubMaxErrorBody))
-	resp.Body.Close()
-	if err != nil {
-		return nil, fmt.Errorf("read github error answer: %w", err)
-	}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	wait, limited := githubRateLimitWait(resp.Header, body, t.now())
-	if !limited {
-		return resp, nil
-	}
-	limitedResp := *resp
-	limitedResp.StatusCode = http.StatusTooManyRequests
-	limitedResp.Status = "429 Too Many Requests"
-	limitedResp.Header = resp.Header.Clone()
-	limitedResp.Header.Set("Retry-After", strconv.FormatInt(int64(math.Ceil(wait.Seconds())), 10))
-	return &limitedResp, nil
+	// As Retry-After would say it: beyond a Duration's range in whole
+	// seconds the product would wrap; the client caps the wait anyway.
+	secs := min(int64(math.Ceil(wait.Seconds())), int64(math.MaxInt64/time.Second))
+	return time.Duration(secs) * time.Second, true
 }
 
 // githubRateLimitWait says whether a 403 or 429 answer is one of GitHub's

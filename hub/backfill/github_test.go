@@ -27,6 +27,16 @@ var ghT0 = time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 
 // ghHarness is a fake GitHub API and a source pointed at it, whose
 // rate-limit waits are recorded instead of slept.
+// The names the hub gives the GitHub source's settings (hub/service), as
+// the tests pass them.
+const (
+	GitHubTokenVar = "HUB_GITHUB_TOKEN"
+	GitHubHookVar  = "HUB_GITHUB_HOOK"
+	GitHubURLVar   = "HUB_GITHUB_API_URL"
+)
+
+var githubNames = Names{SettingToken: GitHubTokenVar, SettingHook: GitHubHookVar, SettingAPIURL: GitHubURLVar}
+
 type ghHarness struct {
 	fake *fakeapi.GitHub
 	src  *GitHub
@@ -45,7 +55,7 @@ func newGHHarness(t *testing.T) *ghHarness {
 // source returns a source for the harness's fake with token.
 func (h *ghHarness) source(t *testing.T, token string) *GitHub {
 	t.Helper()
-	src, err := NewGitHub(GitHubConfig{BaseURL: h.fake.URL, Token: token, Hook: h.fake.Hook})
+	src, err := NewGitHub(GitHubConfig{BaseURL: h.fake.URL, Token: token, Hook: h.fake.Hook, Names: githubNames})
 	require.NoError(t, err)
 	src.now = func() time.Time { return ghT0 }
 	src.api.sleep = func(ctx context.Context, d time.Duration) error {
@@ -385,7 +395,7 @@ func TestGitHubRefusedToken(t *testing.T) {
 
 func TestGitHubUnknownHook(t *testing.T) {
 	h := newGHHarness(t)
-	src, err := NewGitHub(GitHubConfig{BaseURL: h.fake.URL, Token: h.fake.Token, Hook: "repos/octocat/Spoon-Knife/hooks/9"})
+	src, err := NewGitHub(GitHubConfig{BaseURL: h.fake.URL, Token: h.fake.Token, Hook: "repos/octocat/Spoon-Knife/hooks/9", Names: githubNames})
 	require.NoError(t, err)
 	_, err = src.List(context.Background(), time.Time{}, time.Time{}, "")
 	require.Error(t, err)
@@ -495,6 +505,7 @@ func TestNewGitHubConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			tt.cfg.Names = githubNames
 			g, err := NewGitHub(tt.cfg)
 			if tt.errVar != "" {
 				require.Error(t, err)

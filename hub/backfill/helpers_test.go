@@ -73,9 +73,13 @@ func newHubEnv(t *testing.T, mod ...func(*service.Config)) *hubEnv {
 	h.cfg.SetSecrets("stripe", stripeSecret)
 	h.cfg.SetSecrets("paddle", paddleSecret)
 	h.cfg.SetSecrets("github", githubSecret)
-	h.cfg.StripeAPIKey, h.cfg.StripeAPIURL = stripeKey, stripeSrv.URL
-	h.cfg.PaddleAPIKey, h.cfg.PaddleAPIURL = paddleKey, paddleSrv.URL
-	h.cfg.GitHubToken, h.cfg.GitHubHook, h.cfg.GitHubAPIURL = githubToken, h.github.Hook, h.github.URL
+	h.cfg.SetBackfillSetting("stripe", backfill.SettingAPIKey, stripeKey)
+	h.cfg.SetBackfillSetting("stripe", backfill.SettingAPIURL, stripeSrv.URL)
+	h.cfg.SetBackfillSetting("paddle", backfill.SettingAPIKey, paddleKey)
+	h.cfg.SetBackfillSetting("paddle", backfill.SettingAPIURL, paddleSrv.URL)
+	h.cfg.SetBackfillSetting("github", backfill.SettingToken, githubToken)
+	h.cfg.SetBackfillSetting("github", backfill.SettingHook, h.github.Hook)
+	h.cfg.SetBackfillSetting("github", backfill.SettingAPIURL, h.github.URL)
 	h.cfg.BackfillWindow = 72 * time.Hour
 	for _, m := range mod {
 		m(&h.cfg)
@@ -104,13 +108,16 @@ func (h *hubEnv) source(name string, pageSize int) backfill.Source {
 	h.t.Helper()
 	var src backfill.Source
 	var err error
+	set := func(key string) string { return h.cfg.BackfillSetting(name, key) }
+	names := service.BackfillNames(name)
 	switch name {
 	case "stripe":
-		src, err = backfill.NewStripe(backfill.StripeConfig{BaseURL: h.cfg.StripeAPIURL, Key: h.cfg.StripeAPIKey, PageSize: pageSize})
+		src, err = backfill.NewStripe(backfill.StripeConfig{BaseURL: set(backfill.SettingAPIURL), Key: set(backfill.SettingAPIKey), PageSize: pageSize, Names: names})
 	case "paddle":
-		src, err = backfill.NewPaddle(backfill.PaddleConfig{BaseURL: h.cfg.PaddleAPIURL, Key: h.cfg.PaddleAPIKey, PageSize: pageSize})
+		src, err = backfill.NewPaddle(backfill.PaddleConfig{BaseURL: set(backfill.SettingAPIURL), Key: set(backfill.SettingAPIKey), PageSize: pageSize, Names: names})
 	case "github": // GitHub's page is always 100 deliveries
-		src, err = backfill.NewGitHub(backfill.GitHubConfig{BaseURL: h.cfg.GitHubAPIURL, Token: h.cfg.GitHubToken, Hook: h.cfg.GitHubHook})
+		src, err = backfill.NewGitHub(backfill.GitHubConfig{BaseURL: set(backfill.SettingAPIURL), Token: set(backfill.SettingToken),
+			Hook: set(backfill.SettingHook), Names: names})
 	}
 	require.NoError(h.t, err)
 	return src

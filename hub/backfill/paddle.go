@@ -12,8 +12,9 @@ import (
 	"github.com/hookhub/hookhub/hub/provider"
 )
 
-// PaddleKeyVar is the variable holding the Paddle API key.
-const PaddleKeyVar = "HUB_PADDLE_API_KEY"
+// PaddleDefaultBaseURL is Paddle's API (a sandbox account's is
+// https://sandbox-api.paddle.com).
+const PaddleDefaultBaseURL = "https://api.paddle.com"
 
 // PaddleMaxPage is the largest page GET /events returns (per_page).
 const PaddleMaxPage = 200
@@ -33,6 +34,8 @@ type PaddleConfig struct {
 	// Now is the clock events' times are judged plausible by (default
 	// time.Now).
 	Now func() time.Time
+	// Names names the settings (SettingAPIKey, SettingAPIURL) in errors.
+	Names Names
 }
 
 // Paddle lists Paddle Billing events: GET /events?order_by=id[DESC]
@@ -52,8 +55,8 @@ var _ Source = (*Paddle)(nil)
 // NewPaddle returns a Paddle source; it fails when the key is empty or the
 // base URL is not an absolute http(s) URL.
 func NewPaddle(cfg PaddleConfig) (*Paddle, error) {
-	a, err := bearerAPI(cfg.Key, PaddleKeyVar, "a Paddle API key with the event.read permission",
-		cfg.BaseURL, "https://api.paddle.com", "HUB_PADDLE_API_URL", "", cfg.Client)
+	a, err := bearerAPI(cfg.Key, cfg.Names, "a Paddle API key with the event.read permission",
+		cfg.BaseURL, PaddleDefaultBaseURL, "", cfg.Client)
 	if err != nil {
 		return nil, err
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/hookhub/hookhub/hub/provider"
 )
 
-// StripeKeyVar is the variable holding the Stripe API key.
-const StripeKeyVar = "HUB_STRIPE_API_KEY"
+// StripeDefaultBaseURL is Stripe's API.
+const StripeDefaultBaseURL = "https://api.stripe.com"
 
 // StripeMaxPage is the largest page GET /v1/events returns (limit).
 const StripeMaxPage = 100
@@ -35,6 +35,8 @@ type StripeConfig struct {
 	// Now is the clock events' times are judged plausible by (default
 	// time.Now).
 	Now func() time.Time
+	// Names names the settings (SettingAPIKey, SettingAPIURL) in errors.
+	Names Names
 }
 
 // Stripe lists Stripe events: GET /v1/events?created[gte]=..&created[lt]=..
@@ -52,8 +54,8 @@ var _ Source = (*Stripe)(nil)
 // NewStripe returns a Stripe source; it fails when the key is empty or
 // the base URL is not an absolute http(s) URL.
 func NewStripe(cfg StripeConfig) (*Stripe, error) {
-	a, err := bearerAPI(cfg.Key, StripeKeyVar, "a Stripe secret or restricted key with read access to events",
-		cfg.BaseURL, "https://api.stripe.com", "HUB_STRIPE_API_URL", "/v1", cfg.Client)
+	a, err := bearerAPI(cfg.Key, cfg.Names, "a Stripe secret or restricted key with read access to events",
+		cfg.BaseURL, StripeDefaultBaseURL, "/v1", cfg.Client)
 	if err != nil {
 		return nil, err
 	}

@@ -16,80 +16,9 @@ import (
 	"github.com/hookhub/hookhub/internal/redact"
 )
 
-// BackfillProviders are the providers a backfill can list.
-var BackfillProviders = []string{"github", "paddle", "stripe"}
-
 // periodicBackfillRate bounds a periodic backfill's API requests a second,
 // far below every provider's documented limit.
 const periodicBackfillRate = 5
-
-// ErrNoBackfillCredentials is returned for a provider whose API credentials
-// are not configured.
-var ErrNoBackfillCredentials = errors.New("no API credentials")
-
-// BackfillSource builds the backfill source of provider name from the
-// configuration, with client for its requests (nil: a default client). It
-// fails naming the variable to set when the credentials are missing, or
-// the provider's webhook secrets (the hub would not publish its events).
-func (c *Config) BackfillSource(name string, client *http.Client) (backfill.Source, error) {
-	var keyVar string
-	var build func() (backfill.Source, error)
-	switch name {
-	case "stripe":
-		keyVar = backfill.StripeKeyVar
-		if strings.TrimSpace(c.StripeAPIKey) != "" {
-			build = func() (backfill.Source, error) {
-				return backfill.NewStripe(backfill.StripeConfig{BaseURL: c.StripeAPIURL, Key: c.StripeAPIKey, Client: client})
-			}
-		}
-	case "paddle":
-		keyVar = backfill.PaddleKeyVar
-		if strings.TrimSpace(c.PaddleAPIKey) != "" {
-			build = func() (backfill.Source, error) {
-				return backfill.NewPaddle(backfill.PaddleConfig{BaseURL: c.PaddleAPIURL, Key: c.PaddleAPIKey, Client: client})
-			}
-		}
-	case "github":
-		keyVar = EnvPrefix + "_GITHUB_TOKEN and " + EnvPrefix + "_GITHUB_HOOK"
-		if strings.TrimSpace(c.GitHubToken) != "" {
-			build = func() (backfill.Source, error) {
-				return backfill.NewGitHub(backfill.GitHubConfig{BaseURL: c.GitHubAPIURL, Token: c.GitHubToken, Hook: c.GitHubHook, Client: client})
-			}
-		}
-	default:
-		return nil, fmt.Errorf("no backfill for provider %q (want %s)", name, strings.Join(BackfillProviders, ", "))
-	}
-	if build == nil {
-		return nil, fmt.Errorf("%w for %s: set %s", ErrNoBackfillCredentials, name, keyVar)
-	}
-	if len(c.ProviderSecrets()[name]) == 0 {
-		return nil, fmt.Errorf("%s is not configured (set %s): the hub would not publish its events", name, secretsVarOf(name, c))
-	}
-	return build()
-}
-
-// BackfillSources builds the source of every provider with API
-// credentials, sorted by name, each with a client of its own from
-// newClient (nil: default clients), so that one provider's requests and
-// rate limit never hold up another's.
-func (c *Config) BackfillSources(newClient func() *http.Client) ([]backfill.Source, error) {
-	var out []backfill.Source
-	for _, name := range BackfillProviders {
-		var client *http.Client
-		if newClient != nil {
-			client = newClient()
-		}
-		src, err := c.BackfillSource(name, client)
-		if errors.Is(err, ErrNoBackfillCredentials) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, src)
-	}
-	return out, nil
-}
 
 // BackfillSettle is how old an event must be before a periodic backfill
 // looks for it: a webhook is normally delivered within seconds of its
@@ -160,7 +89,7 @@ func (s *Service) newBackfill(ingester backfill.Ingester) error {
 		return fmt.Errorf("backfill: %w", err)
 	}
 	if len(srcs) == 0 {
-		s.log.Warn("HUB_BACKFILL_INTERVAL is set but no provider has API credentials (HUB_STRIPE_API_KEY, HUB_PADDLE_API_KEY, HUB_GITHUB_TOKEN): no backfill runs")
+		s.log.Warn("HUB_BACKFILL_INTERVAL is set but no provider has API credentials (" + strings.Join(backfillCredentialVarList(), ", ") + "): no backfill runs")
 		return nil
 	}
 	s.backfillSources = srcs

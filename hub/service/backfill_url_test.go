@@ -6,6 +6,7 @@ import (
 	"github.com/kelseyhightower/envconfig"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub/backfill"
 	"github.com/hookhub/hookhub/hub/service"
 )
 
@@ -21,9 +22,9 @@ func TestValidateBackfillAPIURLs(t *testing.T) {
 		set  func(*service.Config, string)
 		name string
 	}{
-		{func(c *service.Config, u string) { c.StripeAPIURL = u }, "HUB_STRIPE_API_URL"},
-		{func(c *service.Config, u string) { c.PaddleAPIURL = u }, "HUB_PADDLE_API_URL"},
-		{func(c *service.Config, u string) { c.GitHubAPIURL = u }, "HUB_GITHUB_API_URL"},
+		{func(c *service.Config, u string) { c.SetBackfillSetting("stripe", backfill.SettingAPIURL, u) }, "HUB_STRIPE_API_URL"},
+		{func(c *service.Config, u string) { c.SetBackfillSetting("paddle", backfill.SettingAPIURL, u) }, "HUB_PADDLE_API_URL"},
+		{func(c *service.Config, u string) { c.SetBackfillSetting("github", backfill.SettingAPIURL, u) }, "HUB_GITHUB_API_URL"},
 	} {
 		bad := cfg
 		c.set(&bad, "http://api.example.com")

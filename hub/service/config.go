@@ -22,104 +22,175 @@ import (
 const EnvPrefix = "HUB"
 
 // Config is the hub's whole configuration, read from HUB_* environment
-// variables by envconfig. The tables of docs/configuration.md mirror it.
-// Tags carry the full variable names and are processed without a prefix:
-// with a prefix, envconfig would fall back to the bare name (DATABASE_URL,
-// HTTP_ADDR, ...) when the HUB_ one is unset, and a stray variable meant
-// for another program would configure the hub.
+// variables by envconfig, one embedded struct per concern (its group tag
+// heads its variables in `hub --help` and in the configuration table of
+// the docs, which mirrors it). Tags carry the full variable names and are
+// processed without a prefix: with a prefix, envconfig would fall back to
+// the bare name (DATABASE_URL, HTTP_ADDR, ...) when the HUB_ one is unset,
+// and a stray variable meant for another program would configure the
+// hub. envconfig adds a prefix for named struct fields only: the groups
+// are embedded, so their variables keep their names and their fields are
+// promoted (cfg.DatabaseURL).
 type Config struct {
-	DatabaseURL       string        `envconfig:"HUB_DATABASE_URL" default:"postgres://postgres@127.0.0.1:5432/hub?sslmode=disable" desc:"Postgres URL of the hub's database"`
-	DatabaseMaxConns  int32         `envconfig:"HUB_DATABASE_MAX_CONNS" default:"8" desc:"Postgres connection pool size"`
-	NATSURL           string        `envconfig:"HUB_NATS_URL" desc:"NATS server URL(s), comma-separated; empty starts an embedded JetStream server (file store under HUB_DATA_DIR)"`
-	HTTPAddr          string        `envconfig:"HUB_HTTP_ADDR" default:":8080" desc:"HTTP listen address for webhooks, /healthz and /readyz (and /metrics and /admin/ while HUB_ADMIN_ADDR is empty)"`
-	AdminAddr         string        `envconfig:"HUB_ADMIN_ADDR" desc:"Listen address of the private listener for /admin/, /metrics and /debug/pprof/ (and /healthz, /readyz); empty serves /metrics and /admin/ on HUB_HTTP_ADDR and pprof nowhere. Set it in production and keep it off the internet"`
-	Stream            string        `envconfig:"HUB_STREAM" default:"WEBHOOKS" desc:"JetStream stream the hub publishes to (created when missing, checked every 2 s, restored when lost)"`
-	StreamReplicas    int           `envconfig:"HUB_STREAM_REPLICAS" default:"1" desc:"Stream replicas: 1 on one server, 3 in production clusters"`
-	StreamMaxAge      time.Duration `envconfig:"HUB_STREAM_MAX_AGE" default:"0" desc:"How long the stream keeps messages (e.g. 720h); 0 keeps them until removed by hand. The archive can republish older events. The hub raises but never lowers it on an existing stream"`
-	DuplicateWindow   time.Duration `envconfig:"HUB_DUPLICATE_WINDOW" default:"2m" desc:"Stream duplicate window; the relay's retry horizon stays inside it"`
-	TwilioTypes       []string      `envconfig:"HUB_TWILIO_TYPES" desc:"Twilio event types accepted (sms.status,call.status), comma-separated: only the URLs <HUB_PUBLIC_URL>/webhooks/twilio?type=<type> are then accepted, and no type is inferred; empty accepts any valid type and infers one for the URL without ?type="`
-	PublicURL         string        `envconfig:"HUB_PUBLIC_URL" desc:"The hub's public base URL as providers call it (e.g. https://hub.example.com), for schemes that sign the URL (Twilio)"`
-	StandardProviders []string      `envconfig:"HUB_STANDARD_PROVIDERS" desc:"Standard Webhooks providers to mount under names of your choice (resend,acme); each needs HUB_STANDARD_<NAME>_SECRETS"`
+	DatabaseConfig  `group:"Database"`
+	StreamConfig    `group:"NATS and stream"`
+	ProvidersConfig `group:"Providers"`
+	IngestConfig    `group:"Webhook listener and ingest limits"`
+	BatchConfig     `group:"Batching (group commit)"`
+	RelayConfig     `group:"Relay"`
+	BackfillConfig  `group:"Backfill"`
+	AdminConfig     `group:"Admin API and console"`
+	TelemetryConfig `group:"Logs and telemetry"`
+}
+
+// DatabaseConfig is the hub's Postgres database.
+type DatabaseConfig struct {
+	DatabaseURL      string `envconfig:"HUB_DATABASE_URL" default:"postgres://postgres@127.0.0.1:5432/hub?sslmode=disable" desc:"Postgres URL of the hub's database"`
+	DatabaseMaxConns int32  `envconfig:"HUB_DATABASE_MAX_CONNS" default:"8" desc:"Postgres connection pool size"`
+}
+
+// StreamConfig is the NATS server and the JetStream stream the hub
+// publishes to.
+type StreamConfig struct {
+	NATSURL         string        `envconfig:"HUB_NATS_URL" desc:"NATS server URL(s), comma-separated; empty starts an embedded JetStream server (file store under HUB_DATA_DIR)"`
+	DataDir         string        `envconfig:"HUB_DATA_DIR" default:"./.hub" desc:"Directory of the embedded NATS server's store, and of the record dev.json by which the operator commands find a running hub dev"`
+	Stream          string        `envconfig:"HUB_STREAM" default:"WEBHOOKS" desc:"JetStream stream the hub publishes to (created when missing, checked every 2 s, restored when lost)"`
+	StreamReplicas  int           `envconfig:"HUB_STREAM_REPLICAS" default:"1" desc:"Stream replicas: 1 on one server, 3 in production clusters"`
+	StreamMaxAge    time.Duration `envconfig:"HUB_STREAM_MAX_AGE" default:"0" desc:"How long the stream keeps messages (e.g. 720h); 0 keeps them until removed by hand. The archive can republish older events. The hub raises but never lowers it on an existing stream"`
+	DuplicateWindow time.Duration `envconfig:"HUB_DUPLICATE_WINDOW" default:"2m" desc:"Stream duplicate window; the relay's retry horizon stays inside it"`
+}
+
+// ProvidersConfig is the webhook providers the hub mounts: their secrets
+// and what their schemes need.
+type ProvidersConfig struct {
 	// Secrets holds the secrets of each built-in provider by name, read
 	// by LoadConfig from its HUB_<NAME>_SECRETS (SecretsVar):
 	// comma-separated, several during a rotation. The variables are
 	// derived from provider.Registry, which describes each one.
-	Secrets map[string][]string `ignored:"true"`
+	Secrets           map[string][]string `ignored:"true"`
+	TwilioTypes       []string            `envconfig:"HUB_TWILIO_TYPES" desc:"Twilio event types accepted (sms.status,call.status), comma-separated: only the URLs <HUB_PUBLIC_URL>/webhooks/twilio?type=<type> are then accepted, and no type is inferred; empty accepts any valid type and infers one for the URL without ?type="`
+	PublicURL         string              `envconfig:"HUB_PUBLIC_URL" desc:"The hub's public base URL as providers call it (e.g. https://hub.example.com), for schemes that sign the URL (Twilio)"`
+	StandardProviders []string            `envconfig:"HUB_STANDARD_PROVIDERS" desc:"Standard Webhooks providers to mount under names of your choice (resend,acme); each needs HUB_STANDARD_<NAME>_SECRETS"`
 	// StandardSecrets holds HUB_STANDARD_<NAME>_SECRETS for each name in
 	// StandardProviders (upper-cased, '-' as '_'); LoadConfig reads them.
-	StandardSecrets      map[string][]string `ignored:"true"`
-	SignatureTolerance   time.Duration       `envconfig:"HUB_SIGNATURE_TOLERANCE" default:"5m" desc:"Largest accepted difference between a signed timestamp and the hub's clock, past or future"`
-	MaxBodyBytes         int                 `envconfig:"HUB_MAX_BODY_BYTES" default:"1048576" desc:"Largest accepted request body; larger is answered 413"`
-	MaxInflight          int                 `envconfig:"HUB_MAX_INFLIGHT" default:"128" desc:"Webhook requests verified and committed at once; request bodies being received hold at most HUB_MAX_INFLIGHT x HUB_MAX_BODY_BYTES of memory. Past either bound a request is answered 503 with Retry-After"`
-	MaxConns             int                 `envconfig:"HUB_MAX_CONNS" default:"4096" desc:"Open connections on HUB_HTTP_ADDR; past it a new connection is answered 503 with Retry-After and closed"`
-	AdminMaxConns        int                 `envconfig:"HUB_ADMIN_MAX_CONNS" default:"256" desc:"Open connections on HUB_ADMIN_ADDR (probes, Prometheus, operators), and a quarter of that from one remote address; past either a new connection is answered 503 with Retry-After and closed"`
-	ShutdownTimeout      time.Duration       `envconfig:"HUB_SHUTDOWN_TIMEOUT" default:"25s" desc:"On SIGTERM, time allowed for in-flight requests and the relay to finish"`
-	CommitTimeout        time.Duration       `envconfig:"HUB_COMMIT_TIMEOUT" default:"10s" desc:"Longest wait for Postgres to commit a delivery before answering 503"`
-	BatchMax             int                 `envconfig:"HUB_BATCH_MAX" default:"64" desc:"Group commit: most deliveries that share one transaction; 1 disables batching (one transaction per request)"`
-	BatchCommitters      int                 `envconfig:"HUB_BATCH_COMMITTERS" default:"1" desc:"Group commit: transactions committing concurrently; one makes the largest batches, the cheapest for Postgres"`
-	RelayBatchSize       int                 `envconfig:"HUB_RELAY_BATCH_SIZE" default:"256" desc:"Most rows one publish batch holds, fast path and relay alike; a fast-path pipeline has up to four batches in flight"`
-	RelayWorkers         int                 `envconfig:"HUB_RELAY_WORKERS" default:"1" desc:"Fast-path publish pipelines: each sends, settles and marks batches in parallel stages"`
-	StripeAPIKey         string              `envconfig:"HUB_STRIPE_API_KEY" desc:"Stripe secret or restricted key (read access to events) for backfill (hub backfill, HUB_BACKFILL_INTERVAL); never logged"`
-	StripeAPIURL         string              `envconfig:"HUB_STRIPE_API_URL" default:"https://api.stripe.com" desc:"Stripe API base URL for backfill"`
-	PaddleAPIKey         string              `envconfig:"HUB_PADDLE_API_KEY" desc:"Paddle API key (event.read permission) for backfill; never logged"`
-	PaddleAPIURL         string              `envconfig:"HUB_PADDLE_API_URL" default:"https://api.paddle.com" desc:"Paddle API base URL for backfill (sandbox: https://sandbox-api.paddle.com)"`
-	GitHubToken          string              `envconfig:"HUB_GITHUB_TOKEN" desc:"GitHub token that can read the webhook's deliveries (HUB_GITHUB_HOOK), for backfill; never logged"`
-	GitHubHook           string              `envconfig:"HUB_GITHUB_HOOK" desc:"The GitHub webhook to backfill: repos/OWNER/REPO/hooks/ID or orgs/ORG/hooks/ID"`
-	GitHubAPIURL         string              `envconfig:"HUB_GITHUB_API_URL" default:"https://api.github.com" desc:"GitHub API base URL for backfill"`
-	BackfillInterval     time.Duration       `envconfig:"HUB_BACKFILL_INTERVAL" default:"0" desc:"hub serve backfills every provider with API credentials this often (at start, then every interval), e.g. 1h; 0 leaves it off"`
-	BackfillWindow       time.Duration       `envconfig:"HUB_BACKFILL_WINDOW" default:"72h" desc:"How far back a periodic backfill looks (up to 5 minutes ago: younger events are left to their webhooks); at least HUB_BACKFILL_INTERVAL + 5m"`
-	BackfillMaxPages     int                 `envconfig:"HUB_BACKFILL_MAX_PAGES" default:"1000" desc:"Most API pages one backfill run reads (hub serve and hub backfill); past it the run stops with an error, keeps what it ingested, and the next run continues"`
-	BackfillMaxEvents    int                 `envconfig:"HUB_BACKFILL_MAX_EVENTS" default:"200000" desc:"Most events the API may list to one backfill run (inside the window or not); past it the run stops like HUB_BACKFILL_MAX_PAGES"`
-	BackfillMaxRunTime   time.Duration       `envconfig:"HUB_BACKFILL_MAX_RUN_TIME" default:"30m" desc:"Longest one backfill run may take; past it the run stops like HUB_BACKFILL_MAX_PAGES"`
-	AdminToken           string              `envconfig:"HUB_ADMIN_TOKEN" desc:"Bearer token of the admin API under /admin/ and the admin sign-in of the web console under /console/ (at least 32 characters); empty leaves both off"`
-	ConsoleReadOnlyToken string              `envconfig:"HUB_CONSOLE_READONLY_TOKEN" desc:"Token of the web console's read-only sign-in under /console/ (at least 32 characters, not HUB_ADMIN_TOKEN; needs HUB_ADMIN_TOKEN, which signs in as admin); empty: admin sign-in only"`
-	OTelEnabled          bool                `envconfig:"HUB_OTEL_ENABLED" default:"false" desc:"OpenTelemetry tracing: a span per delivery and per publish, exported with OTLP over HTTP as the standard OTEL_* variables say (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_TRACES_SAMPLER, ...)"`
-	DataDir              string              `envconfig:"HUB_DATA_DIR" default:"./.hub" desc:"Directory of the embedded NATS server's store, and of the record dev.json by which the operator commands find a running hub dev"`
-	LogLevel             string              `envconfig:"HUB_LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
-	LogFormat            string              `envconfig:"HUB_LOG_FORMAT" default:"json" desc:"json or text"`
+	StandardSecrets    map[string][]string `ignored:"true"`
+	SignatureTolerance time.Duration       `envconfig:"HUB_SIGNATURE_TOLERANCE" default:"5m" desc:"Largest accepted difference between a signed timestamp and the hub's clock, past or future"`
 }
 
-// BackfillSecrets are the backfill credentials (HUB_STRIPE_API_KEY,
-// HUB_PADDLE_API_KEY, HUB_GITHUB_TOKEN) that the backfill's logger hides
-// (redact.Handler) in whatever it logs.
-func (c *Config) BackfillSecrets() []string {
-	return []string{strings.TrimSpace(c.StripeAPIKey), strings.TrimSpace(c.PaddleAPIKey), c.GitHubToken}
+// IngestConfig is the webhook listener and the bounds of what it takes in.
+type IngestConfig struct {
+	HTTPAddr        string        `envconfig:"HUB_HTTP_ADDR" default:":8080" desc:"HTTP listen address for webhooks, /healthz and /readyz (and /metrics and /admin/ while HUB_ADMIN_ADDR is empty)"`
+	MaxBodyBytes    int           `envconfig:"HUB_MAX_BODY_BYTES" default:"1048576" desc:"Largest accepted request body; larger is answered 413"`
+	MaxInflight     int           `envconfig:"HUB_MAX_INFLIGHT" default:"128" desc:"Webhook requests verified and committed at once; request bodies being received hold at most HUB_MAX_INFLIGHT x HUB_MAX_BODY_BYTES of memory. Past either bound a request is answered 503 with Retry-After"`
+	MaxConns        int           `envconfig:"HUB_MAX_CONNS" default:"4096" desc:"Open connections on HUB_HTTP_ADDR; past it a new connection is answered 503 with Retry-After and closed"`
+	CommitTimeout   time.Duration `envconfig:"HUB_COMMIT_TIMEOUT" default:"10s" desc:"Longest wait for Postgres to commit a delivery before answering 503"`
+	ShutdownTimeout time.Duration `envconfig:"HUB_SHUTDOWN_TIMEOUT" default:"25s" desc:"On SIGTERM, time allowed for in-flight requests and the relay to finish"`
 }
 
-// Validate checks the configuration and names the variable at fault.
+// BatchConfig is the group commit of accepted webhooks.
+type BatchConfig struct {
+	BatchMax        int `envconfig:"HUB_BATCH_MAX" default:"64" desc:"Group commit: most deliveries that share one transaction; 1 disables batching (one transaction per request)"`
+	BatchCommitters int `envconfig:"HUB_BATCH_COMMITTERS" default:"1" desc:"Group commit: transactions committing concurrently; one makes the largest batches, the cheapest for Postgres"`
+}
+
+// RelayConfig is the outbox relay that publishes to the stream.
+type RelayConfig struct {
+	RelayBatchSize int `envconfig:"HUB_RELAY_BATCH_SIZE" default:"256" desc:"Most rows one publish batch holds, fast path and relay alike; a fast-path pipeline has up to four batches in flight"`
+	RelayWorkers   int `envconfig:"HUB_RELAY_WORKERS" default:"1" desc:"Fast-path publish pipelines: each sends, settles and marks batches in parallel stages"`
+}
+
+// BackfillConfig is the backfill: each source's settings, the periodic
+// run of hub serve, and the bounds of every run.
+type BackfillConfig struct {
+	// BackfillSettings holds the settings of the backfill sources by
+	// variable, HUB_<PROVIDER>_<KEY> (BackfillVar), read by LoadConfig;
+	// the variables are derived from backfill.Sources, which describes
+	// each one. Read and set them with BackfillSetting and
+	// SetBackfillSetting.
+	BackfillSettings   map[string]string `ignored:"true"`
+	BackfillInterval   time.Duration     `envconfig:"HUB_BACKFILL_INTERVAL" default:"0" desc:"hub serve backfills every provider with API credentials this often (at start, then every interval), e.g. 1h; 0 leaves it off"`
+	BackfillWindow     time.Duration     `envconfig:"HUB_BACKFILL_WINDOW" default:"72h" desc:"How far back a periodic backfill looks (up to 5 minutes ago: younger events are left to their webhooks); at least HUB_BACKFILL_INTERVAL + 5m"`
+	BackfillMaxPages   int               `envconfig:"HUB_BACKFILL_MAX_PAGES" default:"1000" desc:"Most API pages one backfill run reads (hub serve and hub backfill); past it the run stops with an error, keeps what it ingested, and the next run continues"`
+	BackfillMaxEvents  int               `envconfig:"HUB_BACKFILL_MAX_EVENTS" default:"200000" desc:"Most events the API may list to one backfill run (inside the window or not); past it the run stops like HUB_BACKFILL_MAX_PAGES"`
+	BackfillMaxRunTime time.Duration     `envconfig:"HUB_BACKFILL_MAX_RUN_TIME" default:"30m" desc:"Longest one backfill run may take; past it the run stops like HUB_BACKFILL_MAX_PAGES"`
+}
+
+// AdminConfig is the private listener of the admin API, metrics and
+// pprof, and the sign-ins of the admin API and the web console.
+type AdminConfig struct {
+	AdminAddr            string `envconfig:"HUB_ADMIN_ADDR" desc:"Listen address of the private listener for /admin/, /metrics and /debug/pprof/ (and /healthz, /readyz); empty serves /metrics and /admin/ on HUB_HTTP_ADDR and pprof nowhere. Set it in production and keep it off the internet"`
+	AdminMaxConns        int    `envconfig:"HUB_ADMIN_MAX_CONNS" default:"256" desc:"Open connections on HUB_ADMIN_ADDR (probes, Prometheus, operators), and a quarter of that from one remote address; past either a new connection is answered 503 with Retry-After and closed"`
+	AdminToken           string `envconfig:"HUB_ADMIN_TOKEN" desc:"Bearer token of the admin API under /admin/ and the admin sign-in of the web console under /console/ (at least 32 characters); empty leaves both off"`
+	ConsoleReadOnlyToken string `envconfig:"HUB_CONSOLE_READONLY_TOKEN" desc:"Token of the web console's read-only sign-in under /console/ (at least 32 characters, not HUB_ADMIN_TOKEN; needs HUB_ADMIN_TOKEN, which signs in as admin); empty: admin sign-in only"`
+}
+
+// TelemetryConfig is the hub's logs and traces.
+type TelemetryConfig struct {
+	LogLevel    string `envconfig:"HUB_LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
+	LogFormat   string `envconfig:"HUB_LOG_FORMAT" default:"json" desc:"json or text"`
+	OTelEnabled bool   `envconfig:"HUB_OTEL_ENABLED" default:"false" desc:"OpenTelemetry tracing: a span per delivery and per publish, exported with OTLP over HTTP as the standard OTEL_* variables say (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_TRACES_SAMPLER, ...)"`
+}
+
+// problems collects the configuration's mistakes, each naming its
+// variable.
+type problems []error
+
+// add records a mistake of the variable HUB_<name>.
+func (p *problems) add(name, format string, args ...any) {
+	*p = append(*p, fmt.Errorf("%s_%s %s", EnvPrefix, name, fmt.Sprintf(format, args...)))
+}
+
+// Validate checks the configuration, group by group and then across
+// groups, and names the variable at fault.
 func (c *Config) Validate() error {
-	var errs []error
-	bad := func(name, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s_%s %s", EnvPrefix, name, fmt.Sprintf(format, args...)))
-	}
-	if c.DatabaseURL == "" {
-		bad("DATABASE_URL", "must not be empty")
-	}
-	if c.DatabaseMaxConns < 2 {
-		bad("DATABASE_MAX_CONNS", "must be at least 2 (ingest and relay each need one), got %d", c.DatabaseMaxConns)
-	}
-	if c.HTTPAddr == "" {
-		bad("HTTP_ADDR", "must not be empty")
+	var p problems
+	c.DatabaseConfig.validate(&p)
+	c.StreamConfig.validate(&p)
+	c.ProvidersConfig.validate(&p)
+	c.IngestConfig.validate(&p)
+	c.BatchConfig.validate(&p)
+	c.RelayConfig.validate(&p)
+	c.BackfillConfig.validate(&p)
+	c.AdminConfig.validate(&p)
+	c.TelemetryConfig.validate(&p)
+	if int(c.DatabaseMaxConns) < c.RelayWorkers+1 {
+		p.add("DATABASE_MAX_CONNS", "must exceed HUB_RELAY_WORKERS (%d): each relay worker holds a connection while it publishes", c.RelayWorkers)
 	}
 	if c.AdminAddr != "" && c.AdminAddr == c.HTTPAddr && !strings.HasSuffix(c.AdminAddr, ":0") {
-		bad("ADMIN_ADDR", "must differ from HUB_HTTP_ADDR (%s): it is a second, private listener", c.HTTPAddr)
+		p.add("ADMIN_ADDR", "must differ from HUB_HTTP_ADDR (%s): it is a second, private listener", c.HTTPAddr)
 	}
+	return errors.Join(p...)
+}
+
+func (c *DatabaseConfig) validate(p *problems) {
+	if c.DatabaseURL == "" {
+		p.add("DATABASE_URL", "must not be empty")
+	}
+	if c.DatabaseMaxConns < 2 {
+		p.add("DATABASE_MAX_CONNS", "must be at least 2 (ingest and relay each need one), got %d", c.DatabaseMaxConns)
+	}
+}
+
+func (c *StreamConfig) validate(p *problems) {
 	if !schema.ValidStreamName(c.Stream) {
-		bad("STREAM", "must be a JetStream stream name without spaces, '.', '*', '>', '/' or '\\', got %q", c.Stream)
+		p.add("STREAM", "must be a JetStream stream name without spaces, '.', '*', '>', '/' or '\\', got %q", c.Stream)
 	}
 	if c.StreamReplicas < 1 || c.StreamReplicas > 5 {
-		bad("STREAM_REPLICAS", "must be between 1 and 5, got %d", c.StreamReplicas)
+		p.add("STREAM_REPLICAS", "must be between 1 and 5, got %d", c.StreamReplicas)
 	}
 	if c.StreamMaxAge < 0 || (c.StreamMaxAge > 0 && c.StreamMaxAge < c.DuplicateWindow) {
-		bad("STREAM_MAX_AGE", "must be 0 (no limit) or at least HUB_DUPLICATE_WINDOW (%s), got %s", c.DuplicateWindow, c.StreamMaxAge)
+		p.add("STREAM_MAX_AGE", "must be 0 (no limit) or at least HUB_DUPLICATE_WINDOW (%s), got %s", c.DuplicateWindow, c.StreamMaxAge)
 	}
 	if c.DuplicateWindow < time.Second {
-		bad("DUPLICATE_WINDOW", "must be at least 1s (the relay's retries must fit inside it), got %s", c.DuplicateWindow)
+		p.add("DUPLICATE_WINDOW", "must be at least 1s (the relay's retries must fit inside it), got %s", c.DuplicateWindow)
 	}
+}
+
+func (c *ProvidersConfig) validate(p *problems) {
 	for name, secrets := range c.secretVars() {
 		for i, v := range secrets {
 			if strings.TrimSpace(v) == "" {
-				bad(name, "has an empty secret at position %d", i+1)
+				p.add(name, "has an empty secret at position %d", i+1)
 			}
 		}
 	}
@@ -128,131 +199,163 @@ func (c *Config) Validate() error {
 		name = strings.TrimSpace(name)
 		switch {
 		case !provider.ValidName(name):
-			bad("STANDARD_PROVIDERS", "has %q: a provider name is 1-32 characters of [a-z0-9_-], starting with a letter or digit", name)
+			p.add("STANDARD_PROVIDERS", "has %q: a provider name is 1-32 characters of [a-z0-9_-], starting with a letter or digit", name)
 		case slices.Contains(provider.Names(), name):
-			bad("STANDARD_PROVIDERS", "has %q, the name of a built-in provider", name)
+			p.add("STANDARD_PROVIDERS", "has %q, the name of a built-in provider", name)
 		case envNames[StandardSecretsVar(name)] != "":
-			bad("STANDARD_PROVIDERS", "has %q and %q, which share the variable %s", envNames[StandardSecretsVar(name)], name, StandardSecretsVar(name))
+			p.add("STANDARD_PROVIDERS", "has %q and %q, which share the variable %s", envNames[StandardSecretsVar(name)], name, StandardSecretsVar(name))
 		case len(c.StandardSecrets[name]) == 0:
-			errs = append(errs, fmt.Errorf("%s must hold the secrets of %q (listed in HUB_STANDARD_PROVIDERS)", StandardSecretsVar(name), name))
+			*p = append(*p, fmt.Errorf("%s must hold the secrets of %q (listed in HUB_STANDARD_PROVIDERS)", StandardSecretsVar(name), name))
 		}
 		envNames[StandardSecretsVar(name)] = name
 	}
 	for i, typ := range c.TwilioTypes {
 		if !provider.ValidTwilioType(strings.TrimSpace(typ)) {
-			bad("TWILIO_TYPES", "has %q at position %d: a type is lowercase tokens of [a-z0-9_-] separated by dots (sms.status), at most 128 bytes", typ, i+1)
+			p.add("TWILIO_TYPES", "has %q at position %d: a type is lowercase tokens of [a-z0-9_-] separated by dots (sms.status), at most 128 bytes", typ, i+1)
 		}
 	}
 	if len(c.Secrets["twilio"]) > 0 && c.PublicURL == "" {
-		bad("PUBLIC_URL", "is required with HUB_TWILIO_SECRETS: Twilio signs the URL it calls")
+		p.add("PUBLIC_URL", "is required with HUB_TWILIO_SECRETS: Twilio signs the URL it calls")
 	}
+	if c.PublicURL != "" {
+		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			p.add("PUBLIC_URL", "must be an absolute http(s) URL without query, e.g. https://hub.example.com, got %q", c.PublicURL)
+		}
+	}
+	if c.SignatureTolerance <= 0 {
+		p.add("SIGNATURE_TOLERANCE", "must be positive, got %s", c.SignatureTolerance)
+	}
+}
+
+func (c *IngestConfig) validate(p *problems) {
+	if c.HTTPAddr == "" {
+		p.add("HTTP_ADDR", "must not be empty")
+	}
+	if c.MaxBodyBytes < 1024 {
+		p.add("MAX_BODY_BYTES", "must be at least 1024, got %d", c.MaxBodyBytes)
+	}
+	if c.MaxInflight < 1 || c.MaxInflight > 100000 {
+		p.add("MAX_INFLIGHT", "must be between 1 and 100000, got %d", c.MaxInflight)
+	}
+	if c.MaxConns < 16 || c.MaxConns > 1000000 {
+		p.add("MAX_CONNS", "must be between 16 and 1000000, got %d", c.MaxConns)
+	}
+	if c.ShutdownTimeout <= 0 {
+		p.add("SHUTDOWN_TIMEOUT", "must be positive, got %s", c.ShutdownTimeout)
+	}
+	if c.CommitTimeout <= 0 {
+		p.add("COMMIT_TIMEOUT", "must be positive, got %s", c.CommitTimeout)
+	}
+}
+
+func (c *BatchConfig) validate(p *problems) {
+	if c.BatchMax < 1 || c.BatchMax > 10000 {
+		p.add("BATCH_MAX", "must be between 1 and 10000, got %d", c.BatchMax)
+	}
+	if c.BatchCommitters < 1 || c.BatchCommitters > 64 {
+		p.add("BATCH_COMMITTERS", "must be between 1 and 64, got %d", c.BatchCommitters)
+	}
+}
+
+func (c *RelayConfig) validate(p *problems) {
+	if c.RelayWorkers < 1 || c.RelayWorkers > 64 {
+		p.add("RELAY_WORKERS", "must be between 1 and 64, got %d", c.RelayWorkers)
+	}
+	if c.RelayBatchSize < 1 || c.RelayBatchSize > 10000 {
+		p.add("RELAY_BATCH_SIZE", "must be between 1 and 10000, got %d", c.RelayBatchSize)
+	}
+}
+
+func (c *BackfillConfig) validate(p *problems) {
+	if c.BackfillInterval < 0 || (c.BackfillInterval > 0 && c.BackfillInterval < 10*time.Second) {
+		p.add("BACKFILL_INTERVAL", "must be 0 (off) or at least 10s, got %s", c.BackfillInterval)
+	}
+	if c.BackfillInterval > 0 && c.BackfillWindow <= 0 {
+		p.add("BACKFILL_WINDOW", "must be positive with HUB_BACKFILL_INTERVAL set, got %s", c.BackfillWindow)
+	} else if c.BackfillInterval > 0 && c.BackfillWindow < c.BackfillInterval+BackfillSettle {
+		p.add("BACKFILL_WINDOW", "must be at least HUB_BACKFILL_INTERVAL (%s) plus the %s a periodic run leaves to webhooks on their way, or events between two runs are never checked, got %s",
+			c.BackfillInterval, BackfillSettle, c.BackfillWindow)
+	}
+	// 0 (a Config built in code) is the backfill package's default.
+	if c.BackfillMaxPages < 0 {
+		p.add("BACKFILL_MAX_PAGES", "must be at least 1, got %d", c.BackfillMaxPages)
+	}
+	if c.BackfillMaxEvents < 0 {
+		p.add("BACKFILL_MAX_EVENTS", "must be at least 1, got %d", c.BackfillMaxEvents)
+	}
+	if c.BackfillMaxRunTime < 0 {
+		p.add("BACKFILL_MAX_RUN_TIME", "must be positive, got %s", c.BackfillMaxRunTime)
+	} else if c.BackfillInterval > 0 && c.BackfillMaxRunTime > c.BackfillWindow {
+		p.add("BACKFILL_MAX_RUN_TIME", "must not exceed HUB_BACKFILL_WINDOW (%s), got %s", c.BackfillWindow, c.BackfillMaxRunTime)
+	}
+	for _, src := range backfill.Sources() {
+		c.validateSource(src, p)
+	}
+}
+
+// validateSource checks the settings of the backfill source src: its API
+// URLs, and that its required settings are set all together or not at all.
+func (c *BackfillConfig) validateSource(src backfill.SourceSpec, p *problems) {
+	var set, unset []backfill.Setting
+	for _, s := range src.Settings {
+		v := c.BackfillSettings[BackfillVar(src.Provider, s.Key)]
+		if s.URL && v != "" {
+			if err := backfill.CheckAPIURL(v, BackfillVar(src.Provider, s.Key)); err != nil {
+				*p = append(*p, err)
+			}
+		}
+		switch {
+		case !s.Required:
+		case v != "":
+			set = append(set, s)
+		default:
+			unset = append(unset, s)
+		}
+	}
+	if len(set) > 0 && len(unset) > 0 {
+		msg := fmt.Sprintf("%s is required with %s", BackfillVar(src.Provider, unset[0].Key), BackfillVar(src.Provider, set[0].Key))
+		if unset[0].Why != "" {
+			msg += ": " + unset[0].Why
+		}
+		*p = append(*p, errors.New(msg))
+	}
+}
+
+func (c *AdminConfig) validate(p *problems) {
 	if c.AdminToken != "" && len(c.AdminToken) < 32 {
-		bad("ADMIN_TOKEN", "must be at least 32 characters (e.g. openssl rand -hex 32), got %d", len(c.AdminToken))
+		p.add("ADMIN_TOKEN", "must be at least 32 characters (e.g. openssl rand -hex 32), got %d", len(c.AdminToken))
 	}
 	if c.ConsoleReadOnlyToken != "" {
 		switch {
 		case len(c.ConsoleReadOnlyToken) < 32:
-			bad("CONSOLE_READONLY_TOKEN", "must be at least 32 characters (e.g. openssl rand -hex 32), got %d", len(c.ConsoleReadOnlyToken))
+			p.add("CONSOLE_READONLY_TOKEN", "must be at least 32 characters (e.g. openssl rand -hex 32), got %d", len(c.ConsoleReadOnlyToken))
 		case c.ConsoleReadOnlyToken == c.AdminToken:
-			bad("CONSOLE_READONLY_TOKEN", "must differ from HUB_ADMIN_TOKEN: it signs in as read-only")
+			p.add("CONSOLE_READONLY_TOKEN", "must differ from HUB_ADMIN_TOKEN: it signs in as read-only")
 		case c.AdminToken == "":
-			bad("CONSOLE_READONLY_TOKEN", "needs HUB_ADMIN_TOKEN: the console is off without it")
+			p.add("CONSOLE_READONLY_TOKEN", "needs HUB_ADMIN_TOKEN: the console is off without it")
 		}
-	}
-	if c.PublicURL != "" {
-		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-			bad("PUBLIC_URL", "must be an absolute http(s) URL without query, e.g. https://hub.example.com, got %q", c.PublicURL)
-		}
-	}
-	if c.SignatureTolerance <= 0 {
-		bad("SIGNATURE_TOLERANCE", "must be positive, got %s", c.SignatureTolerance)
-	}
-	if c.MaxBodyBytes < 1024 {
-		bad("MAX_BODY_BYTES", "must be at least 1024, got %d", c.MaxBodyBytes)
-	}
-	if c.MaxInflight < 1 || c.MaxInflight > 100000 {
-		bad("MAX_INFLIGHT", "must be between 1 and 100000, got %d", c.MaxInflight)
-	}
-	if c.MaxConns < 16 || c.MaxConns > 1000000 {
-		bad("MAX_CONNS", "must be between 16 and 1000000, got %d", c.MaxConns)
 	}
 	if c.AdminMaxConns < 16 || c.AdminMaxConns > 100000 {
-		bad("ADMIN_MAX_CONNS", "must be between 16 and 100000, got %d", c.AdminMaxConns)
+		p.add("ADMIN_MAX_CONNS", "must be between 16 and 100000, got %d", c.AdminMaxConns)
 	}
-	if c.ShutdownTimeout <= 0 {
-		bad("SHUTDOWN_TIMEOUT", "must be positive, got %s", c.ShutdownTimeout)
-	}
-	if c.CommitTimeout <= 0 {
-		bad("COMMIT_TIMEOUT", "must be positive, got %s", c.CommitTimeout)
-	}
-	if c.BatchMax < 1 || c.BatchMax > 10000 {
-		bad("BATCH_MAX", "must be between 1 and 10000, got %d", c.BatchMax)
-	}
-	if c.BatchCommitters < 1 || c.BatchCommitters > 64 {
-		bad("BATCH_COMMITTERS", "must be between 1 and 64, got %d", c.BatchCommitters)
-	}
-	if c.RelayWorkers < 1 || c.RelayWorkers > 64 {
-		bad("RELAY_WORKERS", "must be between 1 and 64, got %d", c.RelayWorkers)
-	}
-	if int(c.DatabaseMaxConns) < c.RelayWorkers+1 {
-		bad("DATABASE_MAX_CONNS", "must exceed HUB_RELAY_WORKERS (%d): each relay worker holds a connection while it publishes", c.RelayWorkers)
-	}
-	if c.RelayBatchSize < 1 || c.RelayBatchSize > 10000 {
-		bad("RELAY_BATCH_SIZE", "must be between 1 and 10000, got %d", c.RelayBatchSize)
-	}
-	if c.BackfillInterval < 0 || (c.BackfillInterval > 0 && c.BackfillInterval < 10*time.Second) {
-		bad("BACKFILL_INTERVAL", "must be 0 (off) or at least 10s, got %s", c.BackfillInterval)
-	}
-	if c.BackfillInterval > 0 && c.BackfillWindow <= 0 {
-		bad("BACKFILL_WINDOW", "must be positive with HUB_BACKFILL_INTERVAL set, got %s", c.BackfillWindow)
-	} else if c.BackfillInterval > 0 && c.BackfillWindow < c.BackfillInterval+BackfillSettle {
-		bad("BACKFILL_WINDOW", "must be at least HUB_BACKFILL_INTERVAL (%s) plus the %s a periodic run leaves to webhooks on their way, or events between two runs are never checked, got %s",
-			c.BackfillInterval, BackfillSettle, c.BackfillWindow)
-	}
-	for _, u := range []struct{ name, url string }{
-		{"STRIPE_API_URL", c.StripeAPIURL}, {"PADDLE_API_URL", c.PaddleAPIURL}, {"GITHUB_API_URL", c.GitHubAPIURL},
-	} {
-		if u.url != "" {
-			if err := backfill.CheckAPIURL(u.url, EnvPrefix+"_"+u.name); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	// 0 (a Config built in code) is the backfill package's default.
-	if c.BackfillMaxPages < 0 {
-		bad("BACKFILL_MAX_PAGES", "must be at least 1, got %d", c.BackfillMaxPages)
-	}
-	if c.BackfillMaxEvents < 0 {
-		bad("BACKFILL_MAX_EVENTS", "must be at least 1, got %d", c.BackfillMaxEvents)
-	}
-	if c.BackfillMaxRunTime < 0 {
-		bad("BACKFILL_MAX_RUN_TIME", "must be positive, got %s", c.BackfillMaxRunTime)
-	} else if c.BackfillInterval > 0 && c.BackfillMaxRunTime > c.BackfillWindow {
-		bad("BACKFILL_MAX_RUN_TIME", "must not exceed HUB_BACKFILL_WINDOW (%s), got %s", c.BackfillWindow, c.BackfillMaxRunTime)
-	}
-	if (c.GitHubToken == "") != (c.GitHubHook == "") {
-		if c.GitHubHook == "" {
-			bad("GITHUB_HOOK", "is required with HUB_GITHUB_TOKEN: the webhook whose deliveries to backfill (repos/OWNER/REPO/hooks/ID or orgs/ORG/hooks/ID)")
-		} else {
-			bad("GITHUB_TOKEN", "is required with HUB_GITHUB_HOOK")
-		}
-	}
+}
+
+func (c *TelemetryConfig) validate(p *problems) {
 	switch strings.ToLower(c.LogLevel) {
 	case "debug", "info", "warn", "error":
 	default:
-		bad("LOG_LEVEL", "must be debug, info, warn or error, got %q", c.LogLevel)
+		p.add("LOG_LEVEL", "must be debug, info, warn or error, got %q", c.LogLevel)
 	}
 	switch strings.ToLower(c.LogFormat) {
 	case "json", "text":
 	default:
-		bad("LOG_FORMAT", "must be json or text, got %q", c.LogFormat)
+		p.add("LOG_FORMAT", "must be json or text, got %q", c.LogFormat)
 	}
-	return errors.Join(errs...)
 }
 
 // secretVars maps each built-in provider's secrets variable (without the
 // prefix) to its value.
-func (c *Config) secretVars() map[string][]string {
+func (c *ProvidersConfig) secretVars() map[string][]string {
 	out := map[string][]string{}
 	for _, spec := range secretSpecs() {
 		out[strings.TrimPrefix(SecretsVar(spec.Name), EnvPrefix+"_")] = c.Secrets[spec.Name]
@@ -280,26 +383,48 @@ func builtin(name string) bool {
 
 // EnvVar is one configuration variable, as `hub --help` lists it.
 type EnvVar struct {
+	// Group is the concern the variable configures: the group tag of
+	// Config's field that holds it ("Database").
+	Group              string
 	Key, Default, Desc string
 }
 
-// EnvVars returns every variable Config reads, in the order of its fields
-// (hub --help's order), from their envconfig tags, with each built-in
-// provider's HUB_<NAME>_SECRETS, described by provider.Registry, after
-// HUB_DUPLICATE_WINDOW.
+// EnvVars returns every variable Config reads, group by group in the
+// order of Config's fields (the configuration table of the docs), from
+// their envconfig tags; the variables derived from a registry open their
+// group: each built-in provider's HUB_<NAME>_SECRETS, described by
+// provider.Registry, the providers', and each backfill source's settings,
+// described by backfill.Sources, the backfill's.
+// HUB_STANDARD_<NAME>_SECRETS follows HUB_STANDARD_PROVIDERS.
 func EnvVars() []EnvVar {
 	typ := reflect.TypeFor[Config]()
 	var out []EnvVar
 	for i := range typ.NumField() {
-		tag := typ.Field(i).Tag
-		if tag.Get("ignored") == "true" {
-			continue
-		}
-		key := strings.ToUpper(tag.Get("envconfig"))
-		out = append(out, EnvVar{Key: key, Default: tag.Get("default"), Desc: tag.Get("desc")})
-		if key == EnvPrefix+"_DUPLICATE_WINDOW" {
+		field := typ.Field(i)
+		group := field.Tag.Get("group")
+		switch field.Type {
+		case reflect.TypeFor[ProvidersConfig]():
 			for _, spec := range secretSpecs() {
-				out = append(out, EnvVar{Key: SecretsVar(spec.Name), Desc: spec.Secrets})
+				out = append(out, EnvVar{Group: group, Key: SecretsVar(spec.Name), Desc: spec.Secrets})
+			}
+		case reflect.TypeFor[BackfillConfig]():
+			for _, src := range backfill.Sources() {
+				names := BackfillNames(src.Provider)
+				for _, s := range src.Settings {
+					out = append(out, EnvVar{Group: group, Key: BackfillVar(src.Provider, s.Key), Default: s.Default, Desc: s.Describe(names)})
+				}
+			}
+		}
+		for j := range field.Type.NumField() {
+			tag := field.Type.Field(j).Tag
+			if tag.Get("ignored") == "true" {
+				continue
+			}
+			key := strings.ToUpper(tag.Get("envconfig"))
+			out = append(out, EnvVar{Group: group, Key: key, Default: tag.Get("default"), Desc: tag.Get("desc")})
+			if key == EnvPrefix+"_STANDARD_PROVIDERS" {
+				out = append(out, EnvVar{Group: group, Key: StandardSecretsVar("<NAME>"),
+					Desc: "secrets of each Standard Webhooks provider named in HUB_STANDARD_PROVIDERS (NAME upper-cased, '-' as '_')"})
 			}
 		}
 	}
@@ -399,8 +524,9 @@ func StandardSecretsVar(name string) string {
 	return EnvPrefix + "_STANDARD_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "_SECRETS"
 }
 
-// LoadConfig reads the HUB_* variables (and the HUB_STANDARD_<NAME>_SECRETS
-// of each Standard Webhooks provider) and validates them.
+// LoadConfig reads the HUB_* variables (with those derived from the
+// provider and backfill registries, and the HUB_STANDARD_<NAME>_SECRETS of
+// each Standard Webhooks provider) and validates them.
 func LoadConfig() (Config, error) {
 	var c Config
 	if err := envconfig.Process("", &c); err != nil {
@@ -410,6 +536,13 @@ func LoadConfig() (Config, error) {
 		// As envconfig reads a list: split on commas, unset or blank is none.
 		if v, ok := os.LookupEnv(SecretsVar(spec.Name)); ok && strings.TrimSpace(v) != "" {
 			c.SetSecrets(spec.Name, strings.Split(v, ",")...)
+		}
+	}
+	for _, src := range backfill.Sources() {
+		for _, s := range src.Settings {
+			if v, ok := os.LookupEnv(BackfillVar(src.Provider, s.Key)); ok {
+				c.SetBackfillSetting(src.Provider, s.Key, v)
+			}
 		}
 	}
 	if _, ok := os.LookupEnv(EnvPrefix + "_DEBUG_ADDR"); ok {

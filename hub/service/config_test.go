@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -65,8 +66,8 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 		{"HUB_BACKFILL_WINDOW", func(c *service.Config) { c.BackfillInterval, c.BackfillWindow = time.Hour, 0 }},
 		{"HUB_BACKFILL_WINDOW", func(c *service.Config) { c.BackfillInterval, c.BackfillWindow = 2*time.Hour, time.Hour }},
 		{"HUB_BACKFILL_WINDOW", func(c *service.Config) { c.BackfillInterval, c.BackfillWindow = time.Hour, time.Hour }},
-		{"HUB_GITHUB_HOOK", func(c *service.Config) { c.GitHubToken = "ghp_x" }},
-		{"HUB_GITHUB_TOKEN", func(c *service.Config) { c.GitHubHook = "repos/o/r/hooks/1" }},
+		{"HUB_GITHUB_HOOK", func(c *service.Config) { c.SetBackfillSetting("github", backfill.SettingToken, "ghp_x") }},
+		{"HUB_GITHUB_TOKEN", func(c *service.Config) { c.SetBackfillSetting("github", backfill.SettingHook, "repos/o/r/hooks/1") }},
 	}
 	for _, c := range cases {
 		t.Run(c.variable, func(t *testing.T) {
@@ -89,53 +90,66 @@ func TestNoUnprefixedFallback(t *testing.T) {
 	require.Equal(t, "postgres://postgres@127.0.0.1:5432/hub?sslmode=disable", cfg.DatabaseURL)
 }
 
-// configDoc is the document whose tables list the configuration variables.
-const configDoc = "../../docs/configuration.md"
+// configDoc is the document holding the configuration table, from the
+// repository's root.
+const configDoc = "docs/configuration.md"
 
-// documentedVariables returns the variables the rows of configDoc's tables
-// name in their first column, whatever the headings and tables they are
-// grouped under.
-func documentedVariables(t *testing.T) map[string]bool {
-	t.Helper()
-	doc, err := os.ReadFile(configDoc)
+// The configuration table documents every variable, group by group as
+// `hub --help` lists them: under each group's bold heading (**Database**),
+// a table with a row for each of the group's variables.
+func TestDocsDocumentEveryVariable(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", configDoc))
 	require.NoError(t, err)
-	vars := map[string]bool{}
-	for _, line := range strings.Split(string(doc), "\n") {
-		// A row: | `HUB_X` | default | meaning |
+	lines := strings.Split(string(doc), "\n")
+	// table returns the rows of the table under the heading "## group".
+	table := func(group string) string {
+		i := slices.Index(lines, "## "+group)
+		require.GreaterOrEqual(t, i, 0, "%s has no heading \"## %s\"", configDoc, group)
+		var rows []string
+		for _, l := range lines[i+1:] {
+			if strings.HasPrefix(l, "|") {
+				rows = append(rows, l)
+			} else if len(rows) > 0 {
+				break
+			}
+		}
+		return strings.Join(rows, "\n")
+	}
+	vars := service.EnvVars()
+	seen := map[string]bool{}
+	for _, v := range vars {
+		require.Contains(t, table(v.Group), "| `"+v.Key+"` |", "%s has no row for %s under ## %s", configDoc, v.Key, v.Group)
+		seen[v.Key] = true
+	}
+	// Every variable Config reads is among them, those of the providers'
+	// and the backfill sources' registries too.
+	typ := reflect.TypeFor[service.Config]()
+	for i := range typ.NumField() {
+		group := typ.Field(i)
+		require.True(t, group.Anonymous, "Config's field %s is not an embedded group", group.Name)
+		require.NotEmpty(t, group.Tag.Get("group"), "Config's group %s has no group tag", group.Name)
+		for j := range group.Type.NumField() {
+			f := group.Type.Field(j)
+			if f.Tag.Get("ignored") != "true" {
+				require.True(t, seen[f.Tag.Get("envconfig")], "EnvVars lacks %s", f.Tag.Get("envconfig"))
+			}
+		}
+	}
+	for _, src := range backfill.Sources() {
+		for _, s := range src.Settings {
+			require.True(t, seen[service.BackfillVar(src.Provider, s.Key)], "EnvVars lacks %s", service.BackfillVar(src.Provider, s.Key))
+		}
+	}
+	// And only variables the hub reads: every row of the document names
+	// one of them.
+	for _, line := range lines {
 		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "| `")
 		if !ok {
 			continue
 		}
-		name, _, ok := strings.Cut(rest, "` |")
-		if ok && strings.HasPrefix(name, service.EnvPrefix+"_") {
-			require.False(t, vars[name], "docs/configuration.md has two rows for %s", name)
-			vars[name] = true
+		if name, _, ok := strings.Cut(rest, "` |"); ok && strings.HasPrefix(name, service.EnvPrefix+"_") {
+			require.True(t, seen[name], "%s has a row for %s, which the hub does not read", configDoc, name)
 		}
-	}
-	require.NotEmpty(t, vars, "docs/configuration.md has no configuration table")
-	return vars
-}
-
-// The configuration tables of docs/configuration.md document every
-// variable, and only variables the hub reads.
-func TestDocsDocumentEveryVariable(t *testing.T) {
-	documented := documentedVariables(t)
-	typ := reflect.TypeFor[service.Config]()
-	for i := range typ.NumField() {
-		if typ.Field(i).Tag.Get("ignored") == "true" {
-			continue
-		}
-		key := typ.Field(i).Tag.Get("envconfig")
-		require.True(t, documented[key], "docs/configuration.md has no table row for %s", key)
-	}
-	// The secrets variables derived from the provider registry too.
-	read := map[string]bool{service.SecretsVar("standard_<name>"): true}
-	for _, v := range service.EnvVars() {
-		require.True(t, documented[v.Key], "docs/configuration.md has no table row for %s", v.Key)
-		read[v.Key] = true
-	}
-	for key := range documented {
-		require.True(t, read[key], "docs/configuration.md has a row for %s, which the hub does not read", key)
 	}
 }
 
@@ -145,9 +159,9 @@ func TestBackfillSourceNamesTheVariable(t *testing.T) {
 	var cfg service.Config
 	require.NoError(t, envconfig.Process("", &cfg))
 	require.Equal(t, 72*time.Hour, cfg.BackfillWindow)
-	require.Equal(t, "https://api.stripe.com", cfg.StripeAPIURL)
-	require.Equal(t, "https://api.paddle.com", cfg.PaddleAPIURL)
-	require.Equal(t, "https://api.github.com", cfg.GitHubAPIURL)
+	require.Equal(t, "https://api.stripe.com", cfg.BackfillSetting("stripe", backfill.SettingAPIURL))
+	require.Equal(t, "https://api.paddle.com", cfg.BackfillSetting("paddle", backfill.SettingAPIURL))
+	require.Equal(t, "https://api.github.com", cfg.BackfillSetting("github", backfill.SettingAPIURL))
 	_, err := cfg.BackfillSource("stripe", nil)
 	require.ErrorIs(t, err, service.ErrNoBackfillCredentials)
 	require.ErrorContains(t, err, "HUB_STRIPE_API_KEY")
@@ -157,14 +171,14 @@ func TestBackfillSourceNamesTheVariable(t *testing.T) {
 	require.ErrorContains(t, err, "HUB_GITHUB_TOKEN")
 	_, err = cfg.BackfillSource("clerk", nil)
 	require.ErrorContains(t, err, "no backfill for provider")
-	cfg.StripeAPIKey = "sk_test_x"
+	cfg.SetBackfillSetting("stripe", backfill.SettingAPIKey, "sk_test_x")
 	_, err = cfg.BackfillSource("stripe", nil)
 	require.ErrorContains(t, err, "HUB_STRIPE_SECRETS")
 	cfg.SetSecrets("stripe", "whsec_x")
-	cfg.StripeAPIURL = "api.stripe.com"
+	cfg.SetBackfillSetting("stripe", backfill.SettingAPIURL, "api.stripe.com")
 	_, err = cfg.BackfillSource("stripe", nil)
 	require.ErrorContains(t, err, "HUB_STRIPE_API_URL")
-	cfg.StripeAPIURL = "https://api.stripe.com/"
+	cfg.SetBackfillSetting("stripe", backfill.SettingAPIURL, "https://api.stripe.com/")
 	src, err := cfg.BackfillSource("stripe", nil)
 	require.NoError(t, err)
 	require.Equal(t, "stripe", src.Provider())
@@ -174,14 +188,15 @@ func TestBackfillSourceNamesTheVariable(t *testing.T) {
 
 	// GitHub: the token and the hook, and the webhook secrets; its source
 	// fetches payloads and can redeliver.
-	cfg.GitHubToken, cfg.GitHubHook = "ghp_x", "repos/octo/hello/hooks/1"
+	cfg.SetBackfillSetting("github", backfill.SettingToken, "ghp_x")
+	cfg.SetBackfillSetting("github", backfill.SettingHook, "repos/octo/hello/hooks/1")
 	_, err = cfg.BackfillSource("github", nil)
 	require.ErrorContains(t, err, "HUB_GITHUB_SECRETS")
 	cfg.SetSecrets("github", "gh_secret")
-	cfg.GitHubHook = "hooks/1"
+	cfg.SetBackfillSetting("github", backfill.SettingHook, "hooks/1")
 	_, err = cfg.BackfillSource("github", nil)
 	require.ErrorContains(t, err, "HUB_GITHUB_HOOK")
-	cfg.GitHubHook = "repos/octo/hello/hooks/1"
+	cfg.SetBackfillSetting("github", backfill.SettingHook, "repos/octo/hello/hooks/1")
 	src, err = cfg.BackfillSource("github", nil)
 	require.NoError(t, err)
 	require.Equal(t, "github", src.Provider())
@@ -225,4 +240,55 @@ func TestSecretsVariablesFromTheRegistry(t *testing.T) {
 			require.NotEmpty(t, cfg.ProviderSecrets()[p.Name], p.Name)
 		}
 	}
+}
+
+// Each backfill source's variables are derived from the backfill
+// registry: listed by EnvVars (opening the backfill group, with the
+// registry's defaults and descriptions), read by LoadConfig, hidden as
+// credentials, named in errors.
+func TestBackfillVariablesFromTheRegistry(t *testing.T) {
+	var got []service.EnvVar
+	for _, v := range service.EnvVars() {
+		if v.Group == "Backfill" {
+			got = append(got, v)
+		}
+	}
+	want := []service.EnvVar{
+		{Key: "HUB_STRIPE_API_KEY"}, {Key: "HUB_STRIPE_API_URL", Default: "https://api.stripe.com"},
+		{Key: "HUB_PADDLE_API_KEY"}, {Key: "HUB_PADDLE_API_URL", Default: "https://api.paddle.com"},
+		{Key: "HUB_GITHUB_TOKEN"}, {Key: "HUB_GITHUB_HOOK"}, {Key: "HUB_GITHUB_API_URL", Default: "https://api.github.com"},
+		{Key: "HUB_BACKFILL_INTERVAL", Default: "0"}, {Key: "HUB_BACKFILL_WINDOW", Default: "72h"},
+		{Key: "HUB_BACKFILL_MAX_PAGES", Default: "1000"}, {Key: "HUB_BACKFILL_MAX_EVENTS", Default: "200000"},
+		{Key: "HUB_BACKFILL_MAX_RUN_TIME", Default: "30m"},
+	}
+	require.Len(t, got, len(want))
+	for i := range want {
+		require.Equal(t, want[i].Key, got[i].Key)
+		require.Equal(t, want[i].Default, got[i].Default, want[i].Key)
+		require.NotEmpty(t, got[i].Desc, want[i].Key)
+	}
+	require.Equal(t, "Stripe secret or restricted key (read access to events) for backfill (hub backfill, HUB_BACKFILL_INTERVAL); never logged", got[0].Desc)
+	require.Equal(t, "GitHub token that can read the webhook's deliveries (HUB_GITHUB_HOOK), for backfill; never logged", got[4].Desc)
+	require.Equal(t, "HUB_STRIPE_API_KEY, HUB_PADDLE_API_KEY, HUB_GITHUB_TOKEN with HUB_GITHUB_HOOK", service.BackfillCredentialVars())
+
+	t.Setenv("HUB_GITHUB_TOKEN", "ghp_secret")
+	t.Setenv("HUB_GITHUB_HOOK", "orgs/o/hooks/1")
+	t.Setenv("HUB_PADDLE_API_URL", "https://sandbox-api.paddle.com")
+	t.Setenv("HUB_STRIPE_API_URL", "") // empty is the default
+	cfg, err := service.LoadConfig()
+	require.NoError(t, err)
+	require.Equal(t, "ghp_secret", cfg.BackfillSetting("github", backfill.SettingToken))
+	require.Equal(t, "orgs/o/hooks/1", cfg.BackfillSetting("github", backfill.SettingHook))
+	require.Equal(t, "https://sandbox-api.paddle.com", cfg.BackfillSetting("paddle", backfill.SettingAPIURL))
+	require.Equal(t, "https://api.stripe.com", cfg.BackfillSetting("stripe", backfill.SettingAPIURL))
+	require.Contains(t, cfg.BackfillSecrets(), "ghp_secret")
+
+	// A copy keeps its own settings.
+	other := cfg
+	other.SetBackfillSetting("github", backfill.SettingToken, "")
+	require.Equal(t, "ghp_secret", cfg.BackfillSetting("github", backfill.SettingToken))
+
+	t.Setenv("HUB_GITHUB_HOOK", "")
+	_, err = service.LoadConfig()
+	require.ErrorContains(t, err, "HUB_GITHUB_HOOK is required with HUB_GITHUB_TOKEN: the webhook whose deliveries to backfill")
 }

@@ -62,29 +62,18 @@ func newTestHub(t *testing.T, mod ...func(*service.Config)) *testHub {
 }
 
 func newTestConfig(dbURL, natsURL string) service.Config {
-	return service.Config{
-		DatabaseURL:        dbURL,
-		DatabaseMaxConns:   8,
-		NATSURL:            natsURL,
-		HTTPAddr:           "127.0.0.1:0",
-		Stream:             schema.DefaultStream,
-		StreamReplicas:     1,
-		DuplicateWindow:    2 * time.Minute,
-		Secrets:            map[string][]string{"paddle": {paddleSecret}, "clerk": {clerkSecret}},
-		SignatureTolerance: 5 * time.Minute,
-		MaxBodyBytes:       1 << 20,
-		MaxInflight:        128,
-		MaxConns:           4096,
-		AdminMaxConns:      256,
-		ShutdownTimeout:    10 * time.Second,
-		CommitTimeout:      5 * time.Second,
-		BatchMax:           64,
-		BatchCommitters:    2,
-		RelayBatchSize:     256,
-		RelayWorkers:       2,
-		LogLevel:           "info",
-		LogFormat:          "text",
-	}
+	var c service.Config
+	c.DatabaseURL, c.DatabaseMaxConns = dbURL, 8
+	c.NATSURL, c.Stream, c.StreamReplicas, c.DuplicateWindow = natsURL, schema.DefaultStream, 1, 2*time.Minute
+	c.Secrets = map[string][]string{"paddle": {paddleSecret}, "clerk": {clerkSecret}}
+	c.SignatureTolerance = 5 * time.Minute
+	c.HTTPAddr, c.MaxBodyBytes, c.MaxInflight, c.MaxConns = "127.0.0.1:0", 1<<20, 128, 4096
+	c.ShutdownTimeout, c.CommitTimeout = 10*time.Second, 5*time.Second
+	c.AdminMaxConns = 256
+	c.BatchMax, c.BatchCommitters = 64, 2
+	c.RelayBatchSize, c.RelayWorkers = 256, 2
+	c.LogLevel, c.LogFormat = "info", "text"
+	return c
 }
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

@@ -91,7 +91,7 @@ func GitHubSecondaryLimit(status int, retryAfter time.Duration) GitHubFailure {
 // is a 401; queued failures (FailNext) answer the next requests. Its
 // methods are safe for concurrent use.
 type GitHub struct {
-	URL   string // the API's base URL, to use as HUB_GITHUB_API_URL
+	URL   string // the API's base URL, the source's api_url setting
 	Token string
 	Hook  string
 

@@ -24,10 +24,20 @@ import (
 // maxBackfillRate bounds --rate: above every provider's documented limit.
 const maxBackfillRate = 1000
 
+// backfillProviders lists the providers with a backfill source in the
+// registry's order, for the usage: stripe|paddle|github.
+func backfillProviders() string {
+	var names []string
+	for _, src := range backfill.Sources() {
+		names = append(names, src.Provider)
+	}
+	return strings.Join(names, "|")
+}
+
 func runBackfill(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	fs := newFlags("backfill", `Usage: hub backfill --provider stripe|paddle|github [--since T] [--until T] [--dry-run] [--rate N/s] [--restart] [--redeliver] [--json]
+	fs := newFlags("backfill", `Usage: hub backfill --provider `+backfillProviders()+` [--since T] [--until T] [--dry-run] [--rate N/s] [--restart] [--redeliver] [--json]
                     [--max-pages N] [--max-events N] [--max-time D]
-       hub backfill --provider stripe|paddle|github --release-lease [--force]
+       hub backfill --provider `+backfillProviders()+` --release-lease [--force]
 
 Lists the provider's events of the range through its API (Stripe GET /v1/events,
 Paddle GET /events, GitHub the webhook's deliveries), finds those the hub never
@@ -54,12 +64,12 @@ one that was killed holds it until it lapses (2 minutes). --release-lease takes
 it back at once: refused while its holder runs on this machine, or, on another
 machine, while it still renews it (unless --force).
 
-Credentials: HUB_STRIPE_API_KEY, HUB_PADDLE_API_KEY, HUB_GITHUB_TOKEN with
-HUB_GITHUB_HOOK (base URLs HUB_*_API_URL); the provider's webhook secrets must be
-set too. Times are durations before now (90m, 36h, 7d) or times (2026-11-30, RFC
-3339). Exits 1 when the run fails or some events could not be ingested.
+Credentials: `+service.BackfillCredentialVars()+`
+(base URLs HUB_*_API_URL); the provider's webhook secrets must be set too. Times
+are durations before now (90m, 36h, 7d) or times (2026-11-30, RFC 3339). Exits 1
+when the run fails or some events could not be ingested.
 `, stdout)
-	name := fs.String("provider", "", "the provider: "+strings.Join(service.BackfillProviders, ", ")+" (required)")
+	name := fs.String("provider", "", "the provider: "+strings.Join(backfill.Providers(), ", ")+" (required)")
 	since := fs.String("since", "72h", "start of the range: when the events occurred")
 	until := fs.String("until", "", "end of the range (default: now)")
 	dryRun := fs.Bool("dry-run", false, "list the missing events, ingest nothing (the saved progress is left alone)")
@@ -79,10 +89,10 @@ set too. Times are durations before now (90m, 36h, 7d) or times (2026-11-30, RFC
 		return usageErr("backfill takes no arguments; the provider and the range are flags")
 	}
 	if *name == "" {
-		return usageErr("--provider is required (" + strings.Join(service.BackfillProviders, ", ") + ")")
+		return usageErr("--provider is required (" + strings.Join(backfill.Providers(), ", ") + ")")
 	}
-	if !slices.Contains(service.BackfillProviders, *name) {
-		return usageErr(fmt.Sprintf("--provider: %q has no backfill (want %s)", *name, strings.Join(service.BackfillProviders, ", ")))
+	if !slices.Contains(backfill.Providers(), *name) {
+		return usageErr(fmt.Sprintf("--provider: %q has no backfill (want %s)", *name, strings.Join(backfill.Providers(), ", ")))
 	}
 	if *maxPages < 0 || *maxEvents < 0 || *maxTime < 0 {
 		return usageErr("--max-pages, --max-events and --max-time must not be negative")

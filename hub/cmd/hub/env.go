@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"text/tabwriter"
 
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/internal/logging"
@@ -20,15 +19,23 @@ func loadConfig() (service.Config, error) {
 	return cfg, nil
 }
 
-// printEnv prints a table of every HUB_* variable with its default.
+// printEnv prints a table of every HUB_* variable with its default, under
+// the heading of its group, the columns aligned across the groups.
 func printEnv(w io.Writer) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  VARIABLE\tDEFAULT\tDESCRIPTION")
-	for _, v := range service.EnvVars() {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", v.Key, v.Default, v.Desc)
+	vars := service.EnvVars()
+	keyW, defW := len("VARIABLE"), len("DEFAULT")
+	for _, v := range vars {
+		keyW, defW = max(keyW, len(v.Key)), max(defW, len(v.Default))
 	}
-	fmt.Fprintln(tw, "  HUB_STANDARD_<NAME>_SECRETS\t\tsecrets of each Standard Webhooks provider named in HUB_STANDARD_PROVIDERS (NAME upper-cased, '-' as '_')")
-	_ = tw.Flush()
+	fmt.Fprintf(w, "  %-*s  %-*s  %s\n", keyW, "VARIABLE", defW, "DEFAULT", "DESCRIPTION")
+	group := ""
+	for _, v := range vars {
+		if v.Group != group {
+			group = v.Group
+			fmt.Fprintf(w, "\n  %s:\n", group)
+		}
+		fmt.Fprintf(w, "  %-*s  %-*s  %s\n", keyW, v.Key, defW, v.Default, v.Desc)
+	}
 }
 
 func newLogger(cfg service.Config, w io.Writer) *slog.Logger {
