@@ -27,6 +27,8 @@ func TestConfigWithDefaults(t *testing.T) {
 			require.Equal(t, relay.DefaultPollInterval, c.PollInterval)
 			require.Equal(t, relay.DefaultMarkDelay, c.MarkDelay)
 			require.Equal(t, relay.DefaultMarkBatch, c.MarkBatch)
+			require.Equal(t, relay.DefaultWorkers, c.Workers)
+			require.Equal(t, relay.DefaultGrace, c.Grace)
 			require.NotNil(t, c.Logger)
 			require.NotNil(t, c.Now)
 		}},
@@ -68,6 +70,7 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		{"MaxBackoff", func(c *relay.Config) { c.MinBackoff, c.MaxBackoff = time.Second, time.Millisecond }},
 		{"MarkBatch", func(c *relay.Config) { c.MarkBatch = -1 }},
 		{"Grace", func(c *relay.Config) { c.Grace = -time.Second }},
+		{"Workers", func(c *relay.Config) { c.Workers = -1 }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.field, func(t *testing.T) {

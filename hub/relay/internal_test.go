@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
@@ -133,7 +134,8 @@ func TestHeldRowsAreNotLookedUp(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
 	require.NoError(t, nc.Flush())
-	r, err := New(nil, js, Config{Stream: "S", DuplicateWindow: 2 * time.Minute})
+	pool, _ := hubtest.Pool(t)
+	r, err := New(store.New(pool), js, Config{Stream: "S", DuplicateWindow: 2 * time.Minute})
 	require.NoError(t, err)
 	old := time.Now().Add(-time.Hour)
 	rows := []hub.OutboxRow{{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle", EventID: "evt_old", EventType: "subscription.created",

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/metrics"
+	"github.com/hookhub/hookhub/internal/startstop"
 	"github.com/hookhub/hookhub/schema"
 )
 
@@ -166,7 +167,7 @@ type Keeper struct {
 	js      jetstream.JetStream
 	archive Archive
 	relay   *Relay
-	wake    chan struct{}
+	life    startstop.Base
 
 	stateMu sync.Mutex
 	state   StreamState
@@ -208,7 +209,7 @@ func NewKeeper(r *Relay, js jetstream.JetStream, archive Archive, cfg KeeperConf
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	k := &Keeper{cfg: cfg, js: js, archive: archive, relay: r, wake: make(chan struct{}, 1), state: StreamUnknown}
+	k := &Keeper{cfg: cfg, js: js, archive: archive, relay: r, state: StreamUnknown}
 	k.setFaultMetrics(nil)
 	return k, nil
 }
@@ -250,17 +251,43 @@ func (k *Keeper) setState(s StreamState, err error) {
 	}
 }
 
-// Wake makes Run check the stream now (e.g. on a NATS reconnect). It never
-// blocks.
-func (k *Keeper) Wake() {
-	select {
-	case k.wake <- struct{}{}:
-	default:
+// firstCheckTimeout bounds Start's check of the stream: NATS may not be
+// reachable yet, and the hub serves meanwhile (the outbox keeps what it
+// accepts).
+const firstCheckTimeout = 3 * time.Second
+
+// Start checks the stream once (Check, within ctx and at most 3 s), then
+// keeps checking it in the background until Stop. A failed first check is
+// logged, not returned: the stream should exist before the first publish,
+// but the hub serves while NATS is unreachable, and the background checks
+// create the stream once it is (and recreate it if it is lost). Starting a
+// started keeper does nothing.
+func (k *Keeper) Start(ctx context.Context) error {
+	runCtx, ok := k.life.StartInit(ctx)
+	if !ok {
+		return nil
 	}
+	cctx, cancel := context.WithTimeout(ctx, firstCheckTimeout)
+	err := k.Check(cctx)
+	cancel()
+	if err != nil {
+		k.cfg.Logger.Warn("stream not ready; retrying in the background", "stream", k.cfg.Stream.Name, "err", err)
+	}
+	k.life.Go(func() { k.run(runCtx) })
+	return nil
 }
 
-// Run checks the stream every Interval, and when woken, until ctx is done.
-func (k *Keeper) Run(ctx context.Context) {
+// Stop stops the background checks and waits for the one under way.
+// Idempotent; safe when never started.
+func (k *Keeper) Stop(context.Context) error {
+	k.life.StopWait()
+	return nil
+}
+
+// run checks the stream every Interval, and when the relay asks (a
+// publish failed as if the stream were gone, NATS reconnected), until ctx
+// is done.
+func (k *Keeper) run(ctx context.Context) {
 	tick := time.NewTicker(k.cfg.Interval)
 	defer tick.Stop()
 	for {
@@ -268,8 +295,7 @@ func (k *Keeper) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-		case <-k.wake:
-		case <-k.relay.streamTrouble:
+		case <-k.relay.checkStream:
 		}
 		if err := k.Check(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, ErrStreamMisconfigured) {
 			k.logCheckError(err)
@@ -355,7 +381,7 @@ func (k *Keeper) Check(ctx context.Context) error {
 		// or because another stream answered for them, or a setting
 		// refused them) are due now; the restore does not need to wait for
 		// them.
-		k.relay.Reconnected(ctx)
+		k.relay.makeDue(ctx)
 	}
 	if k.lost != nil {
 		k.setState(StreamRestoring, nil)
@@ -489,7 +515,7 @@ func (k *Keeper) restore(ctx context.Context, lost lostRange) error {
 			if k.cfg.Metrics != nil {
 				k.cfg.Metrics.StreamRestored.Add(float64(n))
 			}
-			k.relay.Notify()
+			k.relay.notify()
 		}
 		if len(events) < page.Limit {
 			break

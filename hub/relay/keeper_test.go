@@ -246,7 +246,7 @@ func TestKeeperRestoreWaitsForUnrecordedPubAcks(t *testing.T) {
 	out := recordingOutbox{Store: b.store, records: make(chan int, rows), gate: make(chan struct{})}
 	h := b.hub(t, out, nil)
 	require.NoError(t, h.keeper.Check(ctx))
-	stop := b.runFast(t, h.relay, rows) // marks wait at the gate
+	stop := b.fastOnly(t, h.relay, rows) // marks wait at the gate
 	require.Eventually(t, func() bool { return b.msgs(t) == rows }, 10*time.Second, 10*time.Millisecond)
 	require.Equal(t, rows, b.pending(t), "acknowledged, not yet recorded")
 
@@ -344,24 +344,22 @@ func TestKeeperSubjectConflict(t *testing.T) {
 // the stream without waiting for its interval.
 func TestKeeperWokenByPublishFailures(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx := context.Background()
 	b := setup(t, time.Minute)
+	// A short grace: the claiming relay takes the rows the test commits at
+	// its next poll.
 	r, err := relay.New(b.store, b.js, relay.Config{Stream: keptStream.Name, DuplicateWindow: time.Minute,
-		PollInterval: 20 * time.Millisecond, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+		Grace: 10 * time.Millisecond, PollInterval: 20 * time.Millisecond, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
 	require.NoError(t, err)
 	k, err := relay.NewKeeper(r, b.js, b.store, relay.KeeperConfig{Stream: keptStream, Interval: time.Hour})
 	require.NoError(t, err)
-	require.NoError(t, k.Check(ctx))
+	require.NoError(t, k.Start(ctx)) // its first check; the next one is an hour away
+	t.Cleanup(func() { require.NoError(t, k.Stop(ctx)) })
+	require.Equal(t, relay.StreamOK, k.State())
 	require.NoError(t, b.js.DeleteStream(ctx, keptStream.Name))
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = r.Run(ctx) })
-	wg.Go(func() { k.Run(ctx) })
-	defer func() {
-		cancel()
-		wg.Wait()
-	}()
+	require.NoError(t, r.Start(ctx))
+	t.Cleanup(func() { require.NoError(t, r.Stop(ctx)) })
 	ids := b.ingestN(t, "evt_wake", 3)
-	r.Notify()
 	require.Eventually(t, func() bool { return b.pending(t) == 0 }, 20*time.Second, 20*time.Millisecond)
 	require.Equal(t, onceEach(ids), b.streamIDs(t))
 }
@@ -406,7 +404,7 @@ func TestFastPathLeavesAgedRowsToTheRelay(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, time.Minute)
-			out := &fastOutbox{Store: store.New(b.store.Pool(), store.WithRelayGrace(grace))}
+			out := &fastOutbox{Store: store.New(b.store.Pool())}
 			r, err := relay.New(out, b.js, relay.Config{Stream: keptStream.Name, DuplicateWindow: time.Minute,
 				Grace: grace, Metrics: b.metrics, PollInterval: 20 * time.Millisecond, MarkDelay: time.Millisecond,
 				Now: func() time.Time { return time.Now().Add(tc.age) }})
@@ -416,13 +414,11 @@ func TestFastPathLeavesAgedRowsToTheRelay(t *testing.T) {
 			_, err = out.Ingest(context.Background(), []hub.Delivery{d})
 			require.NoError(t, err)
 
-			ctx, cancel := context.WithCancel(context.Background())
-			var wg sync.WaitGroup
-			defer func() {
-				cancel()
-				wg.Wait()
-			}()
-			wg.Go(func() { _ = r.RunFast(ctx) })
+			// The claiming relay runs too, but takes the row only once the
+			// grace has passed on the database's clock (the relay's is the
+			// one moved).
+			require.NoError(t, r.Start(context.Background()))
+			t.Cleanup(func() { require.NoError(t, r.Stop(context.Background())) })
 			r.Enqueue(d)
 			expired := b.metrics.Published.WithLabelValues(metrics.PublishExpired)
 			if tc.expired {
@@ -433,7 +429,6 @@ func TestFastPathLeavesAgedRowsToTheRelay(t *testing.T) {
 					`SELECT publish_attempts FROM webhook_event_status WHERE processing_status = 'PENDING'`).Scan(&attempts))
 				require.Zero(t, attempts, "nothing recorded: the row waits for the relay")
 			}
-			wg.Go(func() { _ = r.Run(ctx) })
 			require.Eventually(t, func() bool { return b.pending(t) == 0 }, 20*time.Second, 10*time.Millisecond)
 			require.Equal(t, map[string]int{"paddle:evt_aged": 1}, b.streamIDs(t))
 			require.Equal(t, 1.0, testutil.ToFloat64(b.metrics.Published.WithLabelValues(metrics.PublishOK)))

@@ -2,7 +2,6 @@ package relay_test
 
 import (
 	"context"
-	"strconv"
 	"testing"
 	"time"
 
@@ -190,27 +189,40 @@ func TestPublishFailureBacksOff(t *testing.T) {
 	require.True(t, next.After(first.Add(100*time.Millisecond)), "the retry waits at least the minimum backoff after the attempt")
 }
 
-// runFast commits n PENDING rows, starts r's fast path and hands it every
-// row. stop cancels the fast path and returns once RunFast has returned.
+// runFast commits n PENDING rows, starts r and hands every row to its
+// fast path (the claiming relay leaves them to it for the default grace,
+// longer than the test). stop stops r and returns once the fast path
+// recorded what it sent.
 func (b *bundle) runFast(t *testing.T, r *relay.Relay, n int) (stop func()) {
 	t.Helper()
-	ds := make([]hub.Delivery, n)
-	for i := range ds {
-		ds[i] = hub.Delivery{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle",
-			EventID: "evt_fast_" + strconv.Itoa(i), EventType: "subscription.created",
-			Body: []byte(`{}`), ReceivedAt: time.Now()}
+	ds := b.commit(t, "evt_fast", n)
+	require.NoError(t, r.Start(context.Background()))
+	for _, d := range ds {
+		r.Enqueue(d)
 	}
-	_, err := b.store.Ingest(context.Background(), ds)
-	require.NoError(t, err)
+	return func() {
+		require.NoError(t, r.Stop(context.Background()))
+	}
+}
+
+// fastOnly is runFast with the fast path alone: no claiming relay runs
+// (a keeper's check makes every row due at once, grace or not). stop
+// returns once the fast path recorded what it sent.
+func (b *bundle) fastOnly(t *testing.T, r *relay.Relay, n int) (stop func()) {
+	t.Helper()
+	ds := b.commit(t, "evt_fast", n)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.RunFast(ctx) }()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		relay.RunFast(ctx, r)
+	}()
 	for _, d := range ds {
 		r.Enqueue(d)
 	}
 	return func() {
 		cancel()
-		require.NoError(t, <-done)
+		<-done
 	}
 }
 

@@ -40,14 +40,6 @@ import (
 // body is checked against the NATS server's max_payload.
 const maxHeaderBytes = relay.MaxHeaderBytes
 
-// relayGrace is how long a new PENDING row belongs to the fast path of the
-// process that committed it before the claiming relay takes it over. It
-// exceeds the fast path's publish timeout, so the two rarely overlap (and
-// when they do, the message id makes JetStream drop the second publish).
-// The fast path publishes no row older than the grace less a margin
-// (relay.Config.Grace).
-const relayGrace = 15 * time.Second
-
 // TracingServiceName is the hub's service.name unless OTEL_SERVICE_NAME
 // says otherwise, and TracerName its tracer's instrumentation scope.
 const (
@@ -156,7 +148,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 	if err := s.connectNATS(ctx); err != nil {
 		return nil, err
 	}
-	s.store = store.New(s.pool, store.WithRelayGrace(relayGrace))
+	s.store = store.New(s.pool)
 	s.relay, err = relay.New(s.store, s.js, relay.Config{
 		Stream:          cfg.Stream,
 		DuplicateWindow: cfg.DuplicateWindow,
@@ -165,7 +157,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 		Metrics:         s.metrics,
 		Now:             deps.Now,
 		Tracer:          tracer,
-		Grace:           relayGrace,
+		Workers:         cfg.RelayWorkers,
 	})
 	if err != nil {
 		return nil, err
@@ -356,16 +348,15 @@ func (s *Service) onNATSUp(nc *nats.Conn) {
 	}
 }
 
-// relayOnReconnect makes the outbox's backlog due whenever NATS comes
-// back, so what piled up during an outage drains at once.
+// relayOnReconnect tells the relay whenever NATS comes back
+// (relay.NATSUp), so what piled up during an outage drains at once.
 func (s *Service) relayOnReconnect(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.natsUp:
-			s.relay.Reconnected(ctx)
-			s.keeper.Wake()
+			s.relay.NATSUp()
 		}
 	}
 }
@@ -416,17 +407,14 @@ func (s *Service) Run(ctx context.Context) error {
 	// The stream should exist before the first publish; if NATS is not
 	// reachable yet, the keeper keeps trying in the background while the
 	// hub serves (and, from then on, recreates the stream if it is lost).
-	startCtx, cancelStart := context.WithTimeout(ctx, 3*time.Second)
-	if err := s.keeper.Check(startCtx); err != nil {
-		s.log.Warn("stream not ready; retrying in the background", "stream", s.cfg.Stream, "err", err)
+	if err := s.keeper.Start(ctx); err != nil {
+		return fmt.Errorf("start stream keeper: %w", err)
 	}
-	cancelStart()
+	if err := s.relay.Start(ctx); err != nil {
+		_ = s.keeper.Stop(ctx)
+		return fmt.Errorf("start relay: %w", err)
+	}
 	var wg sync.WaitGroup
-	for range s.cfg.RelayWorkers {
-		wg.Go(func() { _ = s.relay.RunFast(relayCtx) })
-	}
-	wg.Go(func() { _ = s.relay.Run(relayCtx) })
-	wg.Go(func() { s.keeper.Run(relayCtx) })
 	wg.Go(func() { s.relayOnReconnect(relayCtx) })
 
 	serveErr := make(chan error, 2)
@@ -472,7 +460,10 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	stopRelay()
 	wg.Wait()
-	if err := s.relay.Drain(shutCtx); err != nil {
+	if err := s.keeper.Stop(shutCtx); err != nil {
+		s.log.Warn("stream keeper stop", "err", err)
+	}
+	if err := s.relay.Stop(shutCtx); err != nil {
 		s.log.Warn("relay drain incomplete; rows stay PENDING and are published after restart", "err", err)
 	}
 	s.log.Info("hub stopped")

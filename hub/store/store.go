@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 	"unsafe"
@@ -20,28 +21,25 @@ import (
 
 // Store is the hub's Postgres store.
 type Store struct {
-	pool       *pgxpool.Pool
-	relayGrace time.Duration
+	pool *pgxpool.Pool
+	// holdNew is how long a new PENDING event is left to the process that
+	// committed it (HoldNew), in nanoseconds.
+	holdNew atomic.Int64
 }
-
-// Option configures a Store.
-type Option func(*Store)
-
-// WithRelayGrace leaves a new PENDING event to the process that committed it
-// for d: the relay claims it only once d has passed. The committing
-// process publishes it from memory right after the commit (the fast path),
-// so the relay only covers what that path did not finish (a crash, a NATS
-// outage). Default 0: the relay may claim rows at once.
-func WithRelayGrace(d time.Duration) Option { return func(s *Store) { s.relayGrace = d } }
 
 // New returns a Store on pool. The pool's database must be migrated.
-func New(pool *pgxpool.Pool, opts ...Option) *Store {
-	s := &Store{pool: pool}
-	for _, o := range opts {
-		o(s)
-	}
-	return s
+func New(pool *pgxpool.Pool) *Store {
+	return &Store{pool: pool}
 }
+
+// HoldNew leaves each PENDING event committed from now on to the process
+// that committed it for d: no relay claims it before d has passed. The
+// relay calls it with its grace (relay.Config.Grace), because it
+// publishes what its process commits from memory right after the commit
+// (the fast path); the claiming relays only cover what that path did not
+// finish (a crash, a NATS outage). Default 0: a store without a relay
+// (`hub backfill`) has its events due at once.
+func (s *Store) HoldNew(d time.Duration) { s.holdNew.Store(int64(d)) }
 
 // Pool returns the store's pool.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
@@ -182,7 +180,7 @@ func (s *Store) ingest(ctx context.Context, ds []hub.Delivery, payloads []string
 	}
 	rows, err := s.pool.Query(ctx, ingestSQL, ids, providers, eventIDs, types, payloads,
 		pgtype.FlatArray[[]byte](bodies), sigs, signedAt, occurredAt, receivedAt, errs,
-		s.relayGrace.Milliseconds(), time.Time{}, traceParents, origins)
+		time.Duration(s.holdNew.Load()).Milliseconds(), time.Time{}, traceParents, origins)
 	if err != nil {
 		return nil, err
 	}

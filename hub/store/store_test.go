@@ -240,7 +240,8 @@ func TestParseStatus(t *testing.T) {
 func TestRecordPublished(t *testing.T) {
 	t.Parallel()
 	pool, _ := hubtest.Pool(t)
-	s := store.New(pool, store.WithRelayGrace(time.Hour))
+	s := store.New(pool)
+	s.HoldNew(time.Hour)
 	ctx := context.Background()
 	ok, failed := delivery("evt_ok", `{}`), delivery("evt_failed", `{}`)
 	_, err := s.Ingest(ctx, []hub.Delivery{ok, failed})

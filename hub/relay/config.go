@@ -1,0 +1,176 @@
+package relay
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hookhub/hookhub/hub/metrics"
+)
+
+// Defaults applied by Config.WithDefaults to zero fields.
+const (
+	DefaultBatchSize      = 256
+	DefaultPublishTimeout = 10 * time.Second
+	// DefaultFastPublishTimeout, or PublishTimeout when shorter.
+	DefaultFastPublishTimeout = 3 * time.Second
+	DefaultMinBackoff         = 100 * time.Millisecond
+	// DefaultMaxBackoff, or DuplicateWindow/4 when shorter (but at least
+	// MinBackoff).
+	DefaultMaxBackoff   = 10 * time.Second
+	DefaultPollInterval = time.Second
+	DefaultMarkDelay    = 50 * time.Millisecond
+	DefaultMarkBatch    = 1024
+	DefaultWorkers      = 1
+	// DefaultGrace is how long a new row is left to the fast path of the
+	// process that committed it before any claiming relay takes it over. It
+	// exceeds the fast path's publish timeout, so the two rarely overlap
+	// (and when they do, the message id makes JetStream drop the second
+	// publish).
+	DefaultGrace = 15 * time.Second
+)
+
+// Config configures a Relay. Zero fields take the defaults (WithDefaults).
+type Config struct {
+	Stream          string        // required
+	DuplicateWindow time.Duration // the stream's; required
+	BatchSize       int           // rows per claim; default DefaultBatchSize
+	PublishTimeout  time.Duration // wait for a claimed batch's PubAcks; default DefaultPublishTimeout
+	// Lease is how long a claimed batch is this relay's: past it, another
+	// relay may claim what it did not record. Default 3×PublishTimeout.
+	Lease time.Duration
+	// FastPublishTimeout bounds the fast path's wait for its PubAcks
+	// (default DefaultFastPublishTimeout): an ack lost in a leader change
+	// must not hold a fast path loop for long; what it did not confirm, the
+	// relay retries.
+	FastPublishTimeout time.Duration
+	MinBackoff         time.Duration // first retry delay; default DefaultMinBackoff
+	MaxBackoff         time.Duration // retry delay cap; default min(DefaultMaxBackoff, window/4)
+	PollInterval       time.Duration // look for due rows without a wake-up; default DefaultPollInterval
+	// MarkDelay and MarkBatch bound how long, and for how many rows, the
+	// fast path gathers results before it marks them in one statement;
+	// default DefaultMarkDelay and DefaultMarkBatch.
+	MarkDelay time.Duration
+	MarkBatch int
+	// Workers is how many fast-path pipelines Start runs; default
+	// DefaultWorkers. The js given to New must allow MaxPending(BatchSize,
+	// Workers) async publishes.
+	Workers int
+	// Grace is how long a new row is left to the fast path before a
+	// claiming relay (this process's or another replica's) may take it;
+	// default DefaultGrace. The relay is its only owner: New has the
+	// outbox hold the rows committed from then on for Grace
+	// (Outbox.HoldNew), and the fast path publishes a row only while it is
+	// younger (by Now, from the row's ReceivedAt) than Grace less a fifth,
+	// and than half the duplicate window; an older row is left to the
+	// claiming relay (hub_publish_total{outcome="expired"}), so that the
+	// two never publish one row far apart (see runFast).
+	Grace   time.Duration
+	Logger  *slog.Logger
+	Metrics *metrics.Metrics
+	Now     func() time.Time
+	// Tracer, when set, traces each publish and carries the span's context
+	// in the message headers; nil leaves tracing off.
+	Tracer trace.Tracer
+}
+
+// WithDefaults returns a copy of c with every zero field that has a
+// default set to it. New calls it, then Validate.
+func (c Config) WithDefaults() Config {
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	if c.PublishTimeout == 0 {
+		c.PublishTimeout = DefaultPublishTimeout
+	}
+	if c.Lease == 0 {
+		c.Lease = 3 * c.PublishTimeout
+	}
+	if c.FastPublishTimeout == 0 {
+		c.FastPublishTimeout = min(DefaultFastPublishTimeout, c.PublishTimeout)
+	}
+	if c.MinBackoff == 0 {
+		c.MinBackoff = DefaultMinBackoff
+	}
+	if c.MaxBackoff == 0 {
+		c.MaxBackoff = max(c.MinBackoff, min(DefaultMaxBackoff, c.DuplicateWindow/4))
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = DefaultPollInterval
+	}
+	if c.MarkDelay == 0 {
+		c.MarkDelay = DefaultMarkDelay
+	}
+	if c.MarkBatch == 0 {
+		c.MarkBatch = DefaultMarkBatch
+	}
+	if c.Workers == 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.Grace == 0 {
+		c.Grace = DefaultGrace
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Validate checks c as it is (a zero field that has a default fails until
+// WithDefaults fills it in) and names every field at fault.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("relay: %s %s", field, fmt.Sprintf(format, args...)))
+	}
+	if c.Stream == "" {
+		bad("Stream", "is required")
+	}
+	if c.DuplicateWindow <= 0 {
+		bad("DuplicateWindow", "is required (positive), got %s", c.DuplicateWindow)
+	}
+	if c.BatchSize < 1 {
+		bad("BatchSize", "must be at least 1, got %d", c.BatchSize)
+	}
+	for _, d := range []struct {
+		field string
+		value time.Duration
+	}{
+		{"PublishTimeout", c.PublishTimeout}, {"Lease", c.Lease}, {"FastPublishTimeout", c.FastPublishTimeout},
+		{"MinBackoff", c.MinBackoff}, {"PollInterval", c.PollInterval}, {"MarkDelay", c.MarkDelay},
+		{"Grace", c.Grace},
+	} {
+		if d.value <= 0 {
+			bad(d.field, "must be positive, got %s", d.value)
+		}
+	}
+	if c.MaxBackoff < c.MinBackoff {
+		bad("MaxBackoff", "must be at least MinBackoff (%s), got %s", c.MinBackoff, c.MaxBackoff)
+	}
+	if c.MarkBatch < 1 {
+		bad("MarkBatch", "must be at least 1, got %d", c.MarkBatch)
+	}
+	if c.Workers < 1 {
+		bad("Workers", "must be at least 1, got %d", c.Workers)
+	}
+	if c.Logger == nil {
+		bad("Logger", "is required")
+	}
+	if c.Now == nil {
+		bad("Now", "is required")
+	}
+	return errors.Join(errs...)
+}
+
+// fastMaxAge is the age past which the fast path leaves a row to the
+// claiming relay: the grace less a fifth, and at most half the duplicate
+// window.
+func fastMaxAge(grace, window time.Duration) time.Duration {
+	return min(grace-grace/5, window/2)
+}

@@ -1,0 +1,130 @@
+package relay_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/relay"
+	"github.com/hookhub/hookhub/internal/hubtest"
+	"github.com/hookhub/hookhub/internal/startstop"
+	"github.com/hookhub/hookhub/schema"
+)
+
+var (
+	_ startstop.Service = (*relay.Relay)(nil)
+	_ startstop.Service = (*relay.Keeper)(nil)
+)
+
+// commit commits n PENDING deliveries and returns them.
+func (b *bundle) commit(t *testing.T, prefix string, n int) []hub.Delivery {
+	t.Helper()
+	ds := make([]hub.Delivery, n)
+	for i := range ds {
+		ds[i] = hub.Delivery{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle",
+			EventID: prefix + "_" + strconv.Itoa(i), EventType: "subscription.created",
+			Body: []byte(`{}`), ReceivedAt: time.Now()}
+	}
+	_, err := b.store.Ingest(context.Background(), ds)
+	require.NoError(t, err)
+	return ds
+}
+
+func msgIDs(ds ...[]hub.Delivery) map[string]int {
+	ids := map[string]int{}
+	for _, d := range ds {
+		for _, d := range d {
+			ids[schema.MsgID(d.Provider, d.EventID)] = 1
+		}
+	}
+	return ids
+}
+
+// Stop is safe before Start and idempotent. Start then Stop publishes
+// every committed row: those handed to the fast path, and, by Stop's
+// drain, those left to the claiming relay (held for its grace).
+func TestRelayStartStop(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, time.Minute)
+	r, err := relay.New(b.store, b.js, relay.Config{Stream: schema.DefaultStream, DuplicateWindow: time.Minute, Workers: 2})
+	require.NoError(t, err)
+	require.NoError(t, r.Stop(ctx), "stop before start")
+	require.NoError(t, r.Stop(ctx), "stop again")
+
+	handed, left := b.commit(t, "evt_handed", 50), b.commit(t, "evt_left", 50)
+	require.NoError(t, r.Start(ctx))
+	require.NoError(t, r.Start(ctx), "a second start does nothing")
+	for _, d := range handed {
+		r.Enqueue(d)
+	}
+	require.NoError(t, r.Stop(ctx))
+	require.Zero(t, b.pending(t))
+	require.Equal(t, msgIDs(handed, left), b.streamIDs(t))
+	require.NoError(t, r.Stop(ctx), "a second stop does nothing")
+}
+
+// A drain cut short by Stop's context is an error; the rows stay PENDING.
+func TestRelayStopIncompleteDrain(t *testing.T) {
+	t.Parallel()
+	b := setup(t, time.Minute)
+	r, err := relay.New(b.store, b.js, relay.Config{Stream: schema.DefaultStream, DuplicateWindow: time.Minute})
+	require.NoError(t, err)
+	b.commit(t, "evt_kept", 3)
+	require.NoError(t, r.Start(context.Background()))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, r.Stop(ctx), context.Canceled)
+	require.Equal(t, 3, b.pending(t))
+	require.Zero(t, b.msgs(t))
+}
+
+// NATSUp, called before Start too, makes the rows held for the fast path
+// due at once (the backlog of an outage drains) and has the keeper check
+// the stream: here it recreates a deleted one, long before the grace or
+// the keeper's interval has passed.
+func TestRelayNATSUp(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, time.Minute)
+	r, err := relay.New(b.store, b.js, relay.Config{Stream: keptStream.Name, DuplicateWindow: time.Minute})
+	require.NoError(t, err)
+	k, err := relay.NewKeeper(r, b.js, b.store, relay.KeeperConfig{Stream: keptStream, Interval: time.Hour})
+	require.NoError(t, err)
+	require.NoError(t, k.Start(ctx))
+	t.Cleanup(func() { require.NoError(t, k.Stop(ctx)) })
+	held := b.commit(t, "evt_held", 5) // due after the default grace, 15 s
+	require.NoError(t, b.js.DeleteStream(ctx, keptStream.Name))
+	r.NATSUp()
+	r.NATSUp() // never blocks
+	require.NoError(t, r.Start(ctx))
+	t.Cleanup(func() { require.NoError(t, r.Stop(ctx)) })
+	require.Eventually(t, func() bool { return b.pending(t) == 0 }, 10*time.Second, 20*time.Millisecond)
+	require.Equal(t, msgIDs(held), b.streamIDs(t))
+	require.Equal(t, relay.StreamOK, k.State())
+}
+
+// Keeper.Stop is safe before Start and idempotent; Start returns nil when
+// the stream cannot be checked yet (it keeps trying in the background).
+func TestKeeperStartStop(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, time.Minute)
+	nc, js := hubtest.JetStream(t).Connect(t)
+	r, err := relay.New(b.store, js, relay.Config{Stream: keptStream.Name, DuplicateWindow: time.Minute})
+	require.NoError(t, err)
+	k, err := relay.NewKeeper(r, js, b.store, relay.KeeperConfig{Stream: keptStream})
+	require.NoError(t, err)
+	require.NoError(t, k.Stop(ctx), "stop before start")
+	nc.Close() // JetStream cannot answer
+	require.NoError(t, k.Start(ctx), "a stream not ready yet is no start-up error")
+	require.Equal(t, relay.StreamUnknown, k.State())
+	require.NoError(t, k.Start(ctx), "a second start does nothing")
+	require.NoError(t, k.Stop(ctx))
+	require.NoError(t, k.Stop(ctx), "a second stop does nothing")
+}
