@@ -52,11 +52,11 @@ const readTimeout = 10 * time.Second
 // overload or an unavailable database.
 const retryAfterSeconds = hubhttp.RetryAfterSeconds
 
-// LimitListener returns a listener that accepts at most max connections
+// LimitListener returns a listener that accepts at most maxConns connections
 // at once from ln (HUB_MAX_CONNS): past the cap a connection is answered
 // 503 with Retry-After and closed unread; rejected is called for each.
-func LimitListener(ln net.Listener, max int, rejected func()) net.Listener {
-	return hubhttp.LimitListener(ln, max, rejected)
+func LimitListener(ln net.Listener, maxConns int, rejected func()) net.Listener {
+	return hubhttp.LimitListener(ln, maxConns, rejected)
 }
 
 // inflight is a non-blocking counting semaphore.
