@@ -1,7 +1,6 @@
 package hub
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -33,7 +32,7 @@ func ParseStatus(s string) (Status, error) {
 // ErrUnavailable wraps every error that kept a delivery from being
 // committed: the database is unreachable, the transaction failed, or the
 // commit's outcome is unknown. Nothing may be acknowledged to the provider.
-var ErrUnavailable = errors.New("database unavailable")
+var ErrUnavailable error = &Error{Code: EUNAVAILABLE, Message: "database unavailable"}
 
 // DefaultMaxBodyBytes is the largest delivery body the hub takes unless
 // configured otherwise (HUB_MAX_BODY_BYTES): the default of the HTTP

@@ -1,8 +1,8 @@
 // Package hub holds hookhub's domain: what a verified delivery is, what
 // becomes of it (Status, Outcome), and what the outbox publishes (OutboxRow,
-// PublishResult). The adapters (hub/store for Postgres, hub/relay for
-// JetStream, hub/server for HTTP) speak in these types; none of them owns
-// them.
+// PublishResult), and the codes of its errors (Error, ErrorCode). The
+// adapters (hub/store for Postgres, hub/relay for JetStream, hub/server and
+// hub/admin for HTTP) speak in these types; none of them owns them.
 //
 // # Package map
 //
@@ -12,8 +12,8 @@
 //
 // The hub, from the request to the stream:
 //
-//   - hub: the domain (this package): Delivery, Status, Outcome, OutboxRow, PublishResult, the backfill checkpoint.
-//   - hub/server: the HTTP listeners (fiber): POST /webhooks/{provider}, /healthz, /readyz, the listeners' limits; the one table of errors to statuses.
+//   - hub: the domain (this package): Delivery, Status, Outcome, OutboxRow, PublishResult, the backfill checkpoint, error codes.
+//   - hub/server: the webhook listener (fiber): POST /webhooks/{provider}, /healthz, /readyz, its limits and its answers to refused deliveries.
 //   - hub/provider: signature verification and event extraction, one file per provider, and the provider registry.
 //   - hub/provider/internal/derive: identifiers that look real but depend only on a seed (sample ids, Shopify's event id).
 //   - hub/provider/samples: realistic signed deliveries per provider, for `hub send`, the bench and the tests.
@@ -26,6 +26,7 @@
 //   - hub/backfill: lists a provider's events through its API and ingests those whose webhooks never arrived.
 //   - hub/backfill/fakeapi: local fakes of the providers' event APIs, for backfill's tests.
 //   - hub/ops: the operator's tools behind the CLI, /admin/ and the console: events, replay, republish, dlq, purge, status, reconcile.
+//   - hub/admin: operator HTTP: the admin API under /admin/, the console it mounts, /metrics, pprof, the admin listener and its limits.
 //   - hub/console: the operator web console under /console/ (server-rendered pages, sessions, CSRF).
 //   - hub/bench: `hub bench`: the whole path measured end to end against batching disabled and the raw ceiling.
 //   - hub/service: wiring, configuration (HUB_*), startup in order and graceful shutdown.
@@ -50,6 +51,7 @@
 //
 //   - internal/backoff: the one backoff of retries that double up to a cap.
 //   - internal/buildinfo: the version `hub version` prints and the HTTP clients' User-Agent.
+//   - internal/hubhttp: what both HTTP listeners share: the one table of error codes to statuses, connection and body limits, panic recovery.
 //   - internal/hubtest: a fresh Postgres database and an embedded JetStream server per test.
 //   - internal/hubtest/testhub: a whole hub in-process for a test: the one way a test runs a hub.
 //   - internal/jsontext: reads the shape of JSON text without decoding it.

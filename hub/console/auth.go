@@ -12,8 +12,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/utils"
-
-	"github.com/hookhub/hookhub/hub/server"
 )
 
 // Session bounds: a session ends SessionLifetime after sign-in, or after
@@ -56,10 +54,11 @@ const (
 	cookiePath    = "/console/"
 )
 
-// maxFormBytes bounds a console form's body (a few hundred bytes at
-// most): the admin listener's bound on a console body, read before any
-// session is known, so the two cannot disagree.
-const maxFormBytes = server.MaxConsoleFormBytes
+// MaxFormBytes bounds a console form's body, its sign-in form included:
+// its forms are a few hundred bytes. The admin listener (hub/admin) reads
+// a body for the console, before any session is known, within this same
+// bound, so the two cannot disagree.
+const MaxFormBytes = 16 << 10
 
 type session struct {
 	id, csrf string

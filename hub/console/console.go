@@ -14,10 +14,13 @@ import (
 
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/server"
+	"github.com/hookhub/hookhub/internal/hubhttp"
 )
 
-// Operator is what the console needs: the operator's tools (hub/ops),
-// which check every input themselves.
+// Operator is the operator's tools (hub/ops's *Ops), as the console and
+// the admin API (hub/admin, which mounts the console) use them. They check
+// every input (bounds, text) themselves, so the command line, the console
+// and the admin API refuse the same values with the same message.
 type Operator interface {
 	Now() time.Time
 	ListEvents(ctx context.Context, f ops.EventFilter) ([]ops.EventRow, error)
@@ -26,6 +29,7 @@ type Operator interface {
 	Republish(ctx context.Context, f ops.RepublishFilter) (ops.RepublishResult, error)
 	DeadLetters(ctx context.Context, sub string) ([]ops.DeadLetter, error)
 	Redrive(ctx context.Context, req ops.RedriveRequest) (ops.RedriveResult, error)
+	Purge(ctx context.Context, req ops.PurgeRequest) (ops.PurgeResult, error)
 	Status(ctx context.Context) (ops.Status, error)
 	Subscribers(ctx context.Context) ([]string, error)
 }
@@ -199,9 +203,10 @@ func (cn *Console) fail(c *fiber.Ctx, s *session, code int, msg string) error {
 	return cn.render(c, code, "error", view{Title: "Error", Session: s, Error: msg})
 }
 
-// failErr renders err (from hub/ops) with the admin API's status.
+// failErr renders err (from hub/ops) with the admin API's status (the
+// hub's one table, by error code).
 func (cn *Console) failErr(c *fiber.Ctx, s *session, err error) error {
-	code, msg := server.ErrorStatus(err)
+	code, msg := hubhttp.ErrorStatus(err)
 	if code >= 500 {
 		cn.log.Error("console request failed", "path", c.Path(), "err", err)
 	}

@@ -1,5 +1,7 @@
 // Package console is the operator's web console: server-rendered HTML
-// pages under /console/ on the hub's admin listener, next to /admin/.
+// pages under /console/, mounted by hub/admin next to the admin API
+// (/admin/) on the admin listener. Its forms are bounded by MaxFormBytes,
+// which the admin listener applies before any session is known.
 //
 // Operators sign in with the admin token (role "admin": every page and
 // action) or the console's read-only token (role "read-only": every page,
@@ -16,8 +18,9 @@
 //
 // The console owns no logic of its own: every page and action goes
 // through the same hub/ops operations as the command line and the admin
-// API (Operator), which check every input; their errors become the
-// admin API's statuses (server.ErrorStatus) on an error page. Each action
+// API (Operator, the one interface both use), which check every input;
+// their errors become the admin API's statuses (the hub's one table by
+// error code, hubhttp.ErrorStatus) on an error page. Each action
 // is logged as one "console action" line naming the role and the token's
 // fingerprint (the first 8 hex digits of its SHA-256), never the token.
 //

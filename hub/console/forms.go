@@ -20,10 +20,10 @@ import (
 // every check of their values to hub/ops; what it checks itself is only
 // what it must convert (a number, a status name) and the form's shape.
 
-// errTooLarge is a form over maxFormBytes (answered 400 as an input error).
+// errTooLarge is a form over MaxFormBytes (answered 400 as an input error).
 var errTooLarge = errors.New("form too large")
 
-// readForm reads a POSTed urlencoded form of at most maxFormBytes.
+// readForm reads a POSTed urlencoded form of at most MaxFormBytes.
 func readForm(c *fiber.Ctx) (url.Values, error) {
 	if ct := c.Get(fiber.HeaderContentType); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
@@ -32,13 +32,13 @@ func readForm(c *fiber.Ctx) (url.Values, error) {
 		}
 	}
 	req := c.Request()
-	if cl := req.Header.ContentLength(); cl > maxFormBytes {
+	if cl := req.Header.ContentLength(); cl > MaxFormBytes {
 		c.Response().Header.SetConnectionClose()
-		return nil, &ops.InputError{Field: "form", Reason: fmt.Sprintf("%v: more than %d bytes", errTooLarge, maxFormBytes)}
+		return nil, &ops.InputError{Field: "form", Reason: fmt.Sprintf("%v: more than %d bytes", errTooLarge, MaxFormBytes)}
 	}
 	var raw []byte
 	if st := req.BodyStream(); st != nil {
-		b, err := io.ReadAll(io.LimitReader(st, maxFormBytes+1))
+		b, err := io.ReadAll(io.LimitReader(st, MaxFormBytes+1))
 		if err != nil {
 			c.Response().Header.SetConnectionClose()
 			return nil, &ops.InputError{Field: "form", Reason: "not received whole"}
@@ -47,9 +47,9 @@ func readForm(c *fiber.Ctx) (url.Values, error) {
 	} else {
 		raw = req.Body()
 	}
-	if len(raw) > maxFormBytes {
+	if len(raw) > MaxFormBytes {
 		c.Response().Header.SetConnectionClose()
-		return nil, &ops.InputError{Field: "form", Reason: fmt.Sprintf("%v: more than %d bytes", errTooLarge, maxFormBytes)}
+		return nil, &ops.InputError{Field: "form", Reason: fmt.Sprintf("%v: more than %d bytes", errTooLarge, MaxFormBytes)}
 	}
 	return parseForm(string(raw))
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/hookhub/hookhub/hub/server"
+	"github.com/hookhub/hookhub/internal/hubhttp"
 )
 
 // safeText shows bytes as text an operator can read and a browser cannot
@@ -56,7 +56,7 @@ func prettyBody(b []byte) string {
 // failure is the status and message of err for an error shown inside a
 // page (ops errors carry the admin API's statuses).
 func failure(cn *Console, c *fiber.Ctx, err error) (int, string) {
-	code, msg := server.ErrorStatus(err)
+	code, msg := hubhttp.ErrorStatus(err)
 	if code >= 500 {
 		cn.log.Error("console request failed", "path", c.Path(), "err", err)
 	}

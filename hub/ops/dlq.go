@@ -31,7 +31,7 @@ func (o *Ops) DeadLetters(ctx context.Context, sub string) ([]DeadLetter, error)
 	}
 	dls, err := subscriber.ListDeadLetters(ctx, o.subs, sub)
 	if err != nil {
-		return nil, err
+		return nil, subscriberErr(err)
 	}
 	out := make([]DeadLetter, len(dls))
 	for i, d := range dls {
@@ -80,7 +80,7 @@ func (o *Ops) Redrive(ctx context.Context, req RedriveRequest) (RedriveResult, e
 	}
 	switch {
 	case err != nil:
-		return res, err
+		return res, subscriberErr(err)
 	case res.Requested == 0 && req.All:
 		return res, fmt.Errorf("%w: %s has no dead letter waiting for a redrive", ErrNotFound, req.Subscriber)
 	case res.Requested == 0:

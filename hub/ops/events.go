@@ -294,7 +294,7 @@ func (o *Ops) subscriberOutcomes(ctx context.Context, d EventDetail) ([]Subscrib
 		so := SubscriberOutcome{Subscriber: sub}
 		processed, err := subscriber.ProcessedMessages(ctx, o.subs, sub, key)
 		if err != nil {
-			return nil, err
+			return nil, subscriberErr(err)
 		}
 		if len(processed) > 0 {
 			p := processed[0]
@@ -302,7 +302,7 @@ func (o *Ops) subscriberOutcomes(ctx context.Context, d EventDetail) ([]Subscrib
 		}
 		dead, err := subscriber.DeadLettersOf(ctx, o.subs, sub, key, 0)
 		if err != nil {
-			return nil, err
+			return nil, subscriberErr(err)
 		}
 		if len(dead) > 0 {
 			last := dead[len(dead)-1]

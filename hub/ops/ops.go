@@ -17,21 +17,22 @@ import (
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
-// Errors operators hit; the command line turns them into a message and a
-// non-zero exit, the admin API into 4xx statuses.
+// Errors operators hit, each with its code (hub.Error): the command line
+// turns them into a message and a non-zero exit, the admin API and the
+// console into statuses by their code.
 var (
-	ErrNotFound          = errors.New("nothing matched")
-	ErrUnknownSubscriber = errors.New("unknown subscriber")
-	ErrInvalid           = errors.New("invalid request")
-	ErrNoStream          = errors.New("JetStream not connected")
+	ErrNotFound          error = &hub.Error{Code: hub.ENOTFOUND, Message: "nothing matched"}
+	ErrUnknownSubscriber error = &hub.Error{Code: hub.ENOTFOUND, Message: "unknown subscriber"}
+	ErrInvalid           error = &hub.Error{Code: hub.EINVALID, Message: "invalid request"}
+	ErrNoStream          error = &hub.Error{Code: hub.EUNAVAILABLE, Message: "JetStream not connected"}
 	// ErrBusy: MaxConcurrentReplays replays and dry runs are running
 	// already, or those running hold MaxReplayBytesHeld of messages; the
 	// caller retries later (the admin API answers 429).
-	ErrBusy = errors.New("too many replays at once")
+	ErrBusy error = &hub.Error{Code: hub.EBUSY, Message: "too many replays at once"}
 	// ErrIncompleteRead: the stream could not be read to the end of the
 	// range (it stalled, or was deleted meanwhile); nothing was replayed.
 	// It wraps the *relay.ScanError that says how far the read got.
-	ErrIncompleteRead = errors.New("the stream could not be read to the end of the range")
+	ErrIncompleteRead error = &hub.Error{Code: hub.EUNAVAILABLE, Message: "the stream could not be read to the end of the range"}
 	// ErrStreamMisconfigured: a setting of the stream breaks delivery
 	// (relay.StreamFaults); republish and replay refuse to publish copies
 	// the stream would store where no subscriber looks (the admin API
@@ -195,3 +196,20 @@ func (o *Ops) checkSubscriber(ctx context.Context, name string) error {
 	}
 	return nil
 }
+
+// subscriberErr makes the subscriber library's ErrUnknownSubscriber (a
+// subscriber whose tables are gone) this package's ErrUnknownSubscriber
+// as well, its text unchanged: the hub has one "unknown subscriber", and
+// its code.
+func subscriberErr(err error) error {
+	if errors.Is(err, subscriber.ErrUnknownSubscriber) && !errors.Is(err, ErrUnknownSubscriber) {
+		return &alsoErr{err: err, also: ErrUnknownSubscriber}
+	}
+	return err
+}
+
+// alsoErr is err, matching also too (errors.Is, errors.As).
+type alsoErr struct{ err, also error }
+
+func (e *alsoErr) Error() string   { return e.err.Error() }
+func (e *alsoErr) Unwrap() []error { return []error{e.err, e.also} }

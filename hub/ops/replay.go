@@ -173,7 +173,7 @@ func (o *Ops) Replay(ctx context.Context, req ReplayRequest) (ReplayResult, erro
 	// Dead letters written from here on are the replay's.
 	lastDeadLetter, err := subscriber.LastDeadLetterID(ctx, o.subs, req.Subscriber)
 	if err != nil {
-		return res, err
+		return res, subscriberErr(err)
 	}
 	if err := o.publishReplay(ctx, req, msgs, &res, progress); err != nil {
 		return res, err
@@ -319,7 +319,7 @@ func (o *Ops) publishReplay(ctx context.Context, req ReplayRequest, msgs []repla
 func (o *Ops) processedSet(ctx context.Context, sub string, msgs []replayMsg) (map[subscriber.EventKey]bool, error) {
 	done, err := subscriber.ProcessedMessages(ctx, o.subs, sub, keys(msgs))
 	if err != nil {
-		return nil, err
+		return nil, subscriberErr(err)
 	}
 	out := make(map[subscriber.EventKey]bool, len(done))
 	for _, m := range done {
@@ -337,7 +337,7 @@ func (o *Ops) settled(ctx context.Context, sub string, msgs []replayMsg, afterID
 	}
 	dls, err := subscriber.DeadLettersOf(ctx, o.subs, sub, keys(msgs), afterID)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, subscriberErr(err)
 	}
 	dead := map[subscriber.EventKey]bool{}
 	for _, d := range dls {

@@ -80,7 +80,7 @@ func (o *Ops) Status(ctx context.Context) (Status, error) {
 	for _, sub := range subs {
 		n, err := subscriber.CountWaitingDeadLetters(ctx, o.subs, sub)
 		if err != nil {
-			return st, err
+			return st, subscriberErr(err)
 		}
 		st.DeadLetters[sub] = n
 	}

@@ -1,16 +1,17 @@
 package ops
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hookhub/hookhub/hub"
 )
 
 // ErrBadTime reports a time or duration an operator typed that cannot be
 // understood.
-var ErrBadTime = errors.New("bad time")
+var ErrBadTime error = &hub.Error{Code: hub.EINVALID, Message: "bad time"}
 
 // ParseTime reads an operator's point in time: an RFC 3339 time
 // ("2026-11-30T08:00:00Z"), a date ("2026-11-30", midnight UTC), or a

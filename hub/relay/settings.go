@@ -1,13 +1,14 @@
 package relay
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookhub/hookhub/hub"
 )
 
 // MaxHeaderBytes is the room the hub keeps for a message's headers when it
@@ -161,7 +162,7 @@ func PublishLimit(maxPayload int64, maxMsgSize int32) int {
 
 // ErrStreamMisconfigured is wrapped by Keeper.Check's error when a setting
 // of the stream breaks delivery or dedup (StreamFaults).
-var ErrStreamMisconfigured = errors.New("stream settings break delivery")
+var ErrStreamMisconfigured error = &hub.Error{Code: hub.EUNAVAILABLE, Message: "stream settings break delivery"}
 
 // Diverted returns an error (wrapping ErrStreamMisconfigured) when one of
 // the stream's faults makes it acknowledge publishes and store them where

@@ -35,7 +35,6 @@ func benchmarkWebhook(b *testing.B, name, secret, eventType string) {
 		Ingester:  memoryIngester{},
 		Ready:     func(context.Context) error { return nil },
 		Metrics:   metrics.New(reg),
-		Gatherer:  reg,
 	})
 	if err != nil {
 		b.Fatal(err)

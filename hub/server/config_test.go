@@ -20,7 +20,6 @@ func validConfig() server.Config {
 		Ingester:  memoryIngester{},
 		Ready:     func(context.Context) error { return nil },
 		Metrics:   metrics.New(reg),
-		Gatherer:  reg,
 	}
 }
 
@@ -30,7 +29,6 @@ func TestConfigWithDefaults(t *testing.T) {
 	require.Equal(t, server.DefaultMaxBodyBytes, c.MaxBodyBytes)
 	require.Equal(t, server.DefaultCommitTimeout, c.CommitTimeout)
 	require.Equal(t, server.DefaultMaxInflight, c.MaxInflight)
-	require.Equal(t, server.DefaultAdminMaxConns, c.AdminMaxConns)
 	require.Equal(t, "unknown", c.NATSStatus())
 	require.NotNil(t, c.Now)
 	require.NotNil(t, c.Logger)
@@ -38,9 +36,8 @@ func TestConfigWithDefaults(t *testing.T) {
 	require.NotNil(t, c.Traffic)
 
 	set := validConfig()
-	set.MaxBodyBytes, set.CommitTimeout, set.MaxInflight, set.AdminMaxConns = 10, time.Second, 3, 7
+	set.MaxBodyBytes, set.CommitTimeout, set.MaxInflight = 10, time.Second, 3
 	c = set.WithDefaults()
-	require.Equal(t, 7, c.AdminMaxConns)
 	require.Equal(t, 10, c.MaxBodyBytes)
 	require.Equal(t, time.Second, c.CommitTimeout)
 	require.Equal(t, 3, c.MaxInflight)
@@ -55,13 +52,9 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		{"server: Ingester is required", func(c *server.Config) { c.Ingester = nil }},
 		{"server: Ready is required", func(c *server.Config) { c.Ready = nil }},
 		{"server: Metrics is required", func(c *server.Config) { c.Metrics = nil }},
-		{"server: Gatherer is required", func(c *server.Config) { c.Gatherer = nil }},
 		{"server: MaxBodyBytes must be at least 1, got -1", func(c *server.Config) { c.MaxBodyBytes = -1 }},
 		{"server: CommitTimeout must be positive, got -1s", func(c *server.Config) { c.CommitTimeout = -time.Second }},
 		{"server: MaxInflight must be at least 1, got -1", func(c *server.Config) { c.MaxInflight = -1 }},
-		{"server: AdminMaxConns must be at least 1, got -1", func(c *server.Config) { c.AdminMaxConns = -1 }},
-		{"server: Pprof needs SeparateAdmin", func(c *server.Config) { c.Pprof = true }},
-		{"server: AdminToken needs an Operator", func(c *server.Config) { c.AdminToken = "secret" }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.want, func(t *testing.T) {

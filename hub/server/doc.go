@@ -1,6 +1,10 @@
-// Package server is the hub's HTTP interface (fiber): POST
-// /webhooks/{provider} for each configured provider, and /healthz,
-// /readyz and /metrics.
+// Package server is the hub's webhook listener (fiber, HUB_HTTP_ADDR):
+// POST /webhooks/{provider} for each configured provider, and the probes
+// /healthz and /readyz (Probes, which the admin listener serves too).
+// Operator HTTP (/admin/, /console/, /metrics, /debug/pprof/) is
+// hub/admin's: on its own listener, or mounted on this one's app when
+// there is none (admin.Server.Mount). Traffic counts the webhook answers
+// per minute for the console's chart.
 //
 // The contract providers and tests rely on:
 //
@@ -19,8 +23,11 @@
 //
 // A request answered with its bytes unread (408, 413, 431, a connection
 // past the cap) is answered, then its connection lingers half-closed
-// (limits.go), on the webhook and the admin listener alike.
+// (limits.go; the mechanism, shared with the admin listener, is
+// internal/hubhttp's).
 //
-// No 2xx is ever sent before the commit that contains the delivery. All
-// status mapping lives in errors.go.
+// No 2xx is ever sent before the commit that contains the delivery. The
+// webhook's status mapping lives in errors.go (classify): the refusals of
+// this contract and their delivery outcomes (metrics), and for everything
+// else the hub's one table by error code (hubhttp.ErrorStatus).
 package server

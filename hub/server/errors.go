@@ -7,9 +7,8 @@ import (
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/metrics"
-	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/provider"
-	"github.com/hookhub/hookhub/subscribers/subscriber"
+	"github.com/hookhub/hookhub/internal/hubhttp"
 )
 
 // Errors the handler returns for requests it refuses before verification.
@@ -17,7 +16,6 @@ var (
 	errUnknownProvider = errors.New("unknown provider")
 	errMethod          = errors.New("method not allowed")
 	errEncoding        = errors.New("content encoding not supported: send the body uncompressed")
-	errTooLarge        = errors.New("body too large")
 )
 
 // problem is an HTTP answer for an error: status, the body's message and
@@ -28,9 +26,12 @@ type problem struct {
 	outcome string
 }
 
-// classify maps an error to its HTTP answer. It is the only place that
-// does so. Messages never carry more than the sentinel's text for
-// authentication failures.
+// classify maps an error to the webhook listener's answer and the
+// delivery outcome it counts as. It is the only place that does so: the
+// refusals of the webhook contract (provider verification, the request's
+// method and encoding) here, everything else by the hub's one table
+// (hubhttp.ErrorStatus, by error code). Messages never carry more than the
+// sentinel's text for authentication failures.
 func classify(err error) problem {
 	switch {
 	case errors.Is(err, provider.ErrTimestamp):
@@ -45,46 +46,22 @@ func classify(err error) problem {
 		return problem{fiber.StatusMethodNotAllowed, err.Error(), ""}
 	case errors.Is(err, errEncoding):
 		return problem{fiber.StatusUnsupportedMediaType, err.Error(), metrics.OutcomeBadRequest}
-	case errors.Is(err, errOverloaded):
-		return problem{fiber.StatusServiceUnavailable, errOverloaded.Error(), metrics.OutcomeOverloaded}
-	case errors.Is(err, errBodyRead):
-		return problem{fiber.StatusBadRequest, errBodyRead.Error(), metrics.OutcomeBadRequest}
-	case errors.Is(err, errTooLarge):
-		return problem{fiber.StatusRequestEntityTooLarge, err.Error(), metrics.OutcomeTooLarge}
-	case errors.Is(err, ops.ErrNotFound), errors.Is(err, ops.ErrUnknownSubscriber), errors.Is(err, subscriber.ErrUnknownSubscriber):
-		return problem{fiber.StatusNotFound, err.Error(), ""}
-	case errors.Is(err, ops.ErrInvalid), errors.Is(err, ops.ErrBadTime):
-		return problem{fiber.StatusBadRequest, err.Error(), ""}
-	case errors.Is(err, ops.ErrNoStream), errors.Is(err, ops.ErrIncompleteRead), errors.Is(err, ops.ErrStreamMisconfigured):
-		return problem{fiber.StatusServiceUnavailable, err.Error(), ""}
-	case errors.Is(err, ops.ErrBusy):
-		return problem{fiber.StatusTooManyRequests, err.Error(), ""}
-	case errors.Is(err, hub.ErrUnavailable):
-		return problem{fiber.StatusServiceUnavailable, "unavailable: the event was not stored, retry later", metrics.OutcomeUnavailable}
 	}
-	var fe *fiber.Error
-	if errors.As(err, &fe) {
-		switch fe.Code {
-		case fiber.StatusRequestEntityTooLarge:
-			return problem{fe.Code, errTooLarge.Error(), metrics.OutcomeTooLarge}
-		case fiber.StatusNotFound:
-			return problem{fe.Code, "not found", ""}
-		case fiber.StatusMethodNotAllowed:
-			return problem{fe.Code, errMethod.Error(), ""}
-		}
-		return problem{fe.Code, fe.Message, ""}
-	}
-	return problem{fiber.StatusInternalServerError, "internal error", ""}
+	status, message := hubhttp.ErrorStatus(err)
+	return problem{status, message, outcome(err, status)}
 }
 
-// ErrorStatus is the HTTP status and message the hub answers for err (an
-// error of hub/ops or of the server), for other HTTP interfaces of the
-// hub such as the console: the same mapping as the admin API's.
-func ErrorStatus(err error) (status int, message string) {
-	p := classify(err)
-	return p.status, p.message
-}
-
-type errorBody struct {
-	Error string `json:"error"`
+// outcome is the delivery outcome of an error the hub's table answered.
+func outcome(err error, status int) string {
+	switch {
+	case errors.Is(err, hubhttp.ErrOverloaded):
+		return metrics.OutcomeOverloaded
+	case errors.Is(err, hubhttp.ErrBodyRead):
+		return metrics.OutcomeBadRequest
+	case status == fiber.StatusRequestEntityTooLarge:
+		return metrics.OutcomeTooLarge
+	case hub.ErrorCode(err) == hub.EUNAVAILABLE && errors.Is(err, hub.ErrUnavailable):
+		return metrics.OutcomeUnavailable
+	}
+	return ""
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,16 +12,14 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/gofiber/fiber/v2/utils"
 	"github.com/google/uuid"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/internal/hubhttp"
 	"github.com/hookhub/hookhub/schema"
 )
 
@@ -73,16 +70,7 @@ type Config struct {
 	Committed func(hub.Delivery)
 	Now       func() time.Time // default time.Now
 	Logger    *slog.Logger
-	Metrics   *metrics.Metrics    // required
-	Gatherer  prometheus.Gatherer // for /metrics; required
-	// AdminToken, when set, mounts the admin API under /admin/ (bearer
-	// token) over Operator; empty leaves it off.
-	AdminToken string
-	Operator   Operator
-	// Console, when set with AdminToken, mounts the operator's web
-	// console (hub/console) on the admin listener's app: it registers its
-	// routes under /console on the router it is given.
-	Console func(r fiber.Router)
+	Metrics   *metrics.Metrics // required
 	// Traffic counts the webhook answers per minute for the console's
 	// chart; nil: the server keeps its own (Server.Traffic).
 	Traffic *Traffic
@@ -90,24 +78,12 @@ type Config struct {
 	// of the publish's) and archives the span's traceparent with the event;
 	// nil leaves tracing off at no cost.
 	Tracer trace.Tracer
-	// SeparateAdmin serves /admin/, /metrics and, with Pprof,
-	// /debug/pprof/ on their own listener (ServeAdmin) instead of the
-	// webhook listener, which then serves only /webhooks/, /healthz and
-	// /readyz. Both listeners serve /healthz and /readyz.
-	SeparateAdmin bool
-	// Pprof serves net/http/pprof under /debug/pprof/ on the admin
-	// listener; it needs SeparateAdmin.
-	Pprof bool
 	// MaxInflight bounds the webhook requests verified and committed at
 	// once, and MaxInflight × MaxBodyBytes the memory of the request
 	// bodies being received and handled; past either, a request is
 	// answered 503 with Retry-After (see limits.go). Default
 	// DefaultMaxInflight.
 	MaxInflight int
-	// AdminMaxConns bounds the open connections of the admin listener
-	// (ServeAdmin); past it a new connection is answered 503 with
-	// Retry-After and closed. Default DefaultAdminMaxConns.
-	AdminMaxConns int
 }
 
 // WithDefaults returns a copy of c with every zero field that has a
@@ -134,9 +110,6 @@ func (c Config) WithDefaults() Config {
 	if c.MaxInflight == 0 {
 		c.MaxInflight = DefaultMaxInflight
 	}
-	if c.AdminMaxConns == 0 {
-		c.AdminMaxConns = DefaultAdminMaxConns
-	}
 	if c.Traffic == nil {
 		c.Traffic = NewTraffic()
 	}
@@ -158,7 +131,7 @@ func (c Config) Validate() error {
 		missing bool
 	}{
 		{"Ingester", c.Ingester == nil}, {"Ready", c.Ready == nil}, {"Metrics", c.Metrics == nil},
-		{"Gatherer", c.Gatherer == nil}, {"Now", c.Now == nil}, {"Logger", c.Logger == nil},
+		{"Now", c.Now == nil}, {"Logger", c.Logger == nil},
 		{"NATSStatus", c.NATSStatus == nil}, {"Committed", c.Committed == nil}, {"Traffic", c.Traffic == nil},
 	} {
 		if f.missing {
@@ -174,30 +147,18 @@ func (c Config) Validate() error {
 	if c.MaxInflight < 1 {
 		bad("MaxInflight", "must be at least 1, got %d", c.MaxInflight)
 	}
-	if c.AdminMaxConns < 1 {
-		bad("AdminMaxConns", "must be at least 1, got %d", c.AdminMaxConns)
-	}
-	if c.Pprof && !c.SeparateAdmin {
-		bad("Pprof", "needs SeparateAdmin")
-	}
-	if c.AdminToken != "" && c.Operator == nil {
-		bad("AdminToken", "needs an Operator")
-	}
 	return errors.Join(errs...)
 }
 
-// Server is the hub's HTTP server.
+// Server is the hub's webhook listener.
 type Server struct {
 	cfg       Config
 	app       *fiber.App
-	adminApp  *fiber.App // nil unless cfg.SeparateAdmin
 	providers map[string]provider.Provider
 	draining  atomic.Bool
 	inflight  *inflight
-	bodies    *budget
+	bodies    budget
 	traffic   *Traffic
-	// adminTokenSum is the SHA-256 of cfg.AdminToken (adminAuthorized).
-	adminTokenSum [sha256.Size]byte
 	// notReadyLogged is when /readyz last logged why the hub is not ready
 	// (unix nanoseconds).
 	notReadyLogged atomic.Int64
@@ -210,11 +171,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, providers: make(map[string]provider.Provider, len(cfg.Providers)), inflight: newInflight(cfg.MaxInflight), traffic: cfg.Traffic,
-		bodies: &budget{limit: int64(cfg.MaxInflight) * int64(cfg.MaxBodyBytes), gauge: cfg.Metrics.BodyBytes}}
+		bodies: budget{hubhttp.NewBudget(int64(cfg.MaxInflight)*int64(cfg.MaxBodyBytes), cfg.Metrics.BodyBytes)}}
 	for _, p := range cfg.Providers {
 		s.providers[p.Name()] = p
 	}
-	s.adminTokenSum = sha256.Sum256([]byte(cfg.AdminToken))
 	s.app = fiber.New(fiber.Config{
 		AppName:               "hookhub",
 		BodyLimit:             cfg.MaxBodyBytes,
@@ -233,67 +193,20 @@ func New(cfg Config) (*Server, error) {
 		// spool to temporary files) before the handler runs.
 		DisablePreParseMultipartForm: true,
 	})
-	s.answerUnreadable(s.app)
-	s.app.Use(s.recoverPanics) // first: a panic anywhere below is a 500, never a crash
-	s.app.Use(closeUnread)
+	hubhttp.AnswerUnreadable(s.app)
+	s.app.Use(hubhttp.RecoverPanics(cfg.Logger)) // first: a panic anywhere below is a 500, never a crash
+	s.app.Use(hubhttp.CloseUnread)
 	webhook := s.webhook
 	if cfg.Tracer != nil {
 		webhook = s.tracedWebhook
 	}
 	s.app.All("/webhooks/:provider", s.counted(webhook))
-	s.app.Get("/healthz", s.healthz)
-	s.app.Get("/readyz", s.readyz)
-	adminApp := s.app
-	if cfg.SeparateAdmin {
-		s.adminApp = fiber.New(fiber.Config{
-			AppName: "hookhub admin",
-			// Each request's limit is chosen from its headers before its
-			// body is read (adminBodyLimit); this is the largest.
-			BodyLimit:             MaxAdminBodyBytes,
-			DisableStartupMessage: true,
-			ErrorHandler:          s.errorHandler,
-			ReadTimeout:           adminReadTimeout,
-			// Long enough for a CPU profile or a replay's wait.
-			WriteTimeout: 90 * time.Second,
-			IdleTimeout:  120 * time.Second,
-			// Forms and JSON are read as bytes by the handlers.
-			DisablePreParseMultipartForm: true,
-		})
-		s.adminApp.Server().HeaderReceived = s.adminBodyLimit
-		s.answerUnreadable(s.adminApp)
-		s.adminApp.Use(s.recoverPanics)
-		s.adminApp.Get("/healthz", s.healthz)
-		s.adminApp.Get("/readyz", s.readyz)
-		if cfg.Pprof {
-			s.adminApp.All("/debug/pprof/*", adaptor.HTTPHandler(pprofMux()))
-		}
-		adminApp = s.adminApp
-	}
-	adminApp.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{})))
-	if cfg.AdminToken != "" {
-		s.mountAdmin(adminApp, cfg.Operator)
-		if cfg.Console != nil {
-			cfg.Console(adminApp)
-		}
-	}
+	s.Probes(s.app)
 	return s, nil
 }
 
 // Serve accepts webhook connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error { return s.app.Listener(ln) }
-
-// ServeAdmin accepts admin connections (/admin/, /metrics, /debug/pprof/)
-// on ln, at most Config.AdminMaxConns at once and a quarter of them from
-// one remote address (adminShareDivisor), until Shutdown. It fails
-// unless Config.SeparateAdmin is set.
-func (s *Server) ServeAdmin(ln net.Listener) error {
-	if s.adminApp == nil {
-		return errors.New("server: ServeAdmin needs Config.SeparateAdmin")
-	}
-	l := LimitListener(ln, s.cfg.AdminMaxConns, s.cfg.Metrics.AdminConnsRejected.Inc).(*limitListener)
-	l.limitPerAddress(s.cfg.AdminMaxConns / adminShareDivisor)
-	return s.adminApp.Listener(l)
-}
 
 // Drain makes /readyz fail, so load balancers stop sending new requests,
 // while the server keeps serving.
@@ -303,22 +216,27 @@ func (s *Server) Drain() { s.draining.Store(true) }
 // requests until ctx is done.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.Drain()
-	err := s.app.ShutdownWithContext(ctx)
-	if s.adminApp != nil {
-		err = errors.Join(err, s.adminApp.ShutdownWithContext(ctx))
-	}
-	return err
+	return s.app.ShutdownWithContext(ctx)
 }
+
+// Probes registers /healthz and /readyz on r: the webhook listener's, and
+// the admin listener's (hub/admin) too.
+func (s *Server) Probes(r fiber.Router) {
+	r.Get("/healthz", s.healthz)
+	r.Get("/readyz", s.readyz)
+}
+
+// Bodies is the webhook listener's memory budget for request bodies
+// (MaxInflight × MaxBodyBytes, see limits.go); the admin API reads its
+// bodies within it too.
+func (s *Server) Bodies() *hubhttp.Budget { return s.bodies.Budget }
 
 // Traffic is the per-minute count of webhook answers.
 func (s *Server) Traffic() *Traffic { return s.traffic }
 
-// App exposes the webhook listener's fiber app, for tests (app.Test).
+// App is the webhook listener's fiber app: for tests (app.Test), and for
+// hub/admin to mount its routes on when it has no listener of its own.
 func (s *Server) App() *fiber.App { return s.app }
-
-// AdminApp exposes the admin listener's fiber app, for tests; nil unless
-// Config.SeparateAdmin.
-func (s *Server) AdminApp() *fiber.App { return s.adminApp }
 
 type answer struct {
 	EventID    string `json:"event_id"`
@@ -471,7 +389,7 @@ func (s *Server) refuse(c *fiber.Ctx, providerName string, err error, start time
 	if p.status == fiber.StatusServiceUnavailable {
 		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(retryAfterSeconds))
 	}
-	return c.Status(p.status).JSON(errorBody{Error: p.message})
+	return c.Status(p.status).JSON(hubhttp.ErrorBody{Error: p.message})
 }
 
 func (s *Server) observe(providerName, outcome string, start time.Time) {
@@ -484,7 +402,7 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 	if p.status >= 500 {
 		s.cfg.Logger.Error("request failed", "path", c.Path(), "err", err)
 	}
-	return c.Status(p.status).JSON(errorBody{Error: p.message})
+	return c.Status(p.status).JSON(hubhttp.ErrorBody{Error: p.message})
 }
 
 func (s *Server) healthz(c *fiber.Ctx) error {

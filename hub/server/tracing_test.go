@@ -50,7 +50,6 @@ func newTracedServer(t *testing.T) *tracedServer {
 		Ingester:  memoryIngester{},
 		Ready:     func(context.Context) error { return nil },
 		Metrics:   metrics.New(reg),
-		Gatherer:  reg,
 		Committed: func(d hub.Delivery) { ts.committed <- d },
 		Tracer:    tracing.Tracer(tp, "test"),
 	})
@@ -155,7 +154,6 @@ func BenchmarkRequestPathTraced(b *testing.B) {
 		Ingester:  memoryIngester{},
 		Ready:     func(context.Context) error { return nil },
 		Metrics:   metrics.New(reg),
-		Gatherer:  reg,
 		Tracer:    tracing.Tracer(tp, "bench"),
 	})
 	if err != nil {

@@ -20,7 +20,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookhub/hookhub/hub/server"
+	"github.com/hookhub/hookhub/hub/admin"
+	"github.com/hookhub/hookhub/hub/console"
 	"github.com/hookhub/hookhub/hub/service"
 )
 
@@ -142,7 +143,7 @@ func headerOnlyFlood(t *testing.T, separate bool) {
 		{"admin API without a token", "POST /admin/replay HTTP/1.1\r\nHost: hub\r\nContent-Type: application/json\r\nContent-Length: 1048576\r\n", http.StatusUnauthorized},
 		{"admin API with a wrong token", "POST /admin/purge HTTP/1.1\r\nHost: hub\r\nAuthorization: Bearer " + strings.Repeat("w", len(adminToken)) + "\r\nContent-Length: 1048576\r\n", http.StatusUnauthorized},
 		{"console sign-in too large", "POST /console/login HTTP/1.1\r\nHost: hub\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 1048576\r\n", http.StatusRequestEntityTooLarge},
-		{"console sign-in of the largest form", fmt.Sprintf("POST /console/login HTTP/1.1\r\nHost: hub\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n", server.MaxConsoleFormBytes), http.StatusRequestTimeout},
+		{"console sign-in of the largest form", fmt.Sprintf("POST /console/login HTTP/1.1\r\nHost: hub\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n", console.MaxFormBytes), http.StatusRequestTimeout},
 		{"metrics with a body", "POST /metrics HTTP/1.1\r\nHost: hub\r\nContent-Length: 1048576\r\n", http.StatusRequestEntityTooLarge},
 	}
 
@@ -283,14 +284,14 @@ func TestAdminBodyLimits(t *testing.T) {
 		name, req string
 		want      int
 	}{
-		{"admin body at the limit", post("/admin/purge", adminToken, "application/json", jsonBody(server.MaxAdminBodyBytes)), http.StatusOK},
-		{"admin body over the limit", post("/admin/purge", adminToken, "application/json", jsonBody(server.MaxAdminBodyBytes+1)), http.StatusRequestEntityTooLarge},
+		{"admin body at the limit", post("/admin/purge", adminToken, "application/json", jsonBody(admin.MaxBodyBytes)), http.StatusOK},
+		{"admin body over the limit", post("/admin/purge", adminToken, "application/json", jsonBody(admin.MaxBodyBytes+1)), http.StatusRequestEntityTooLarge},
 		{"admin body without the token", post("/admin/purge", "", "application/json", jsonBody(100)), http.StatusUnauthorized},
 		{"admin body, upper-case path, without the token", post("/ADMIN/purge", "", "application/json", jsonBody(100)), http.StatusUnauthorized},
 		// The console answers the sign-in (its CSRF cookie is missing):
 		// the form reached it.
-		{"console form at the limit", post("/console/login", "", "application/x-www-form-urlencoded", form(server.MaxConsoleFormBytes)), http.StatusForbidden},
-		{"console form over the limit", post("/console/login", "", "application/x-www-form-urlencoded", form(server.MaxConsoleFormBytes+1)), http.StatusRequestEntityTooLarge},
+		{"console form at the limit", post("/console/login", "", "application/x-www-form-urlencoded", form(console.MaxFormBytes)), http.StatusForbidden},
+		{"console form over the limit", post("/console/login", "", "application/x-www-form-urlencoded", form(console.MaxFormBytes+1)), http.StatusRequestEntityTooLarge},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub/admin"
 	"github.com/hookhub/hookhub/hub/backfill"
 	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/hub/server"
@@ -24,7 +25,7 @@ func TestDefaultTagsMatchLibraries(t *testing.T) {
 		"MaxBodyBytes":   server.DefaultMaxBodyBytes,
 		"MaxInflight":    server.DefaultMaxInflight,
 		"CommitTimeout":  server.DefaultCommitTimeout,
-		"AdminMaxConns":  server.DefaultAdminMaxConns,
+		"AdminMaxConns":  admin.DefaultMaxConns,
 		// The backfill's bounds.
 		"BackfillMaxPages":   backfill.DefaultMaxPages,
 		"BackfillMaxEvents":  backfill.DefaultMaxEvents,

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gofiber/fiber/v2"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -23,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/admin"
 	"github.com/hookhub/hookhub/hub/backfill"
 	"github.com/hookhub/hookhub/hub/console"
 	"github.com/hookhub/hookhub/hub/metrics"
@@ -75,6 +75,7 @@ type Service struct {
 	relay    *relay.Relay
 	keeper   *relay.Keeper
 	server   *server.Server
+	admin    *admin.Server
 	console  *console.Console // nil unless HUB_ADMIN_TOKEN is set
 	ln       net.Listener
 	adminLn  net.Listener // nil unless HUB_ADMIN_ADDR is set
@@ -190,8 +191,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 	if err := s.newBackfill(ingester); err != nil {
 		return nil, err
 	}
-	var operator server.Operator
-	var mountConsole func(fiber.Router)
+	var operator console.Operator
 	traffic := server.NewTraffic()
 	if cfg.AdminToken != "" {
 		o := ops.New(ops.Config{Archive: s.store, Subscribers: s.pool, JetStream: s.js, Stream: cfg.Stream,
@@ -209,12 +209,8 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 		if err != nil {
 			return nil, err
 		}
-		mountConsole = s.console.Mount
 	}
 	s.server, err = server.New(server.Config{
-		AdminToken:    cfg.AdminToken,
-		Operator:      operator,
-		Console:       mountConsole,
 		Traffic:       traffic,
 		Providers:     providers,
 		Ingester:      ingester,
@@ -234,16 +230,31 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 		Now:       deps.Now,
 		Logger:    s.log.With("component", "http"),
 		Metrics:   s.metrics,
-		Gatherer:  deps.Registry,
 		Tracer:    tracer,
 
-		SeparateAdmin: cfg.AdminAddr != "",
-		Pprof:         cfg.AdminAddr != "",
-		MaxInflight:   cfg.MaxInflight,
-		AdminMaxConns: cfg.AdminMaxConns,
+		MaxInflight: cfg.MaxInflight,
 	})
 	if err != nil {
 		return nil, err
+	}
+	s.admin, err = admin.New(admin.Config{
+		Token:       cfg.AdminToken,
+		Operator:    operator,
+		Console:     s.console,
+		Gatherer:    deps.Registry,
+		Bodies:      s.server.Bodies(),
+		OwnListener: cfg.AdminAddr != "",
+		Probes:      s.server.Probes,
+		Pprof:       cfg.AdminAddr != "",
+		MaxConns:    cfg.AdminMaxConns,
+		Metrics:     s.metrics,
+		Logger:      s.log.With("component", "http"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if cfg.AdminAddr == "" {
+		s.admin.Mount(s.server.App()) // /metrics and /admin/ on the webhook listener
 	}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -421,7 +432,7 @@ func (s *Service) Run(ctx context.Context) error {
 	go func() { serveErr <- s.server.Serve(s.ln) }()
 	if s.adminLn != nil {
 		go func() {
-			if err := s.server.ServeAdmin(s.adminLn); err != nil {
+			if err := s.admin.Serve(s.adminLn); err != nil {
 				serveErr <- fmt.Errorf("admin listener: %w", err)
 			}
 		}()
@@ -447,7 +458,7 @@ func (s *Service) Run(ctx context.Context) error {
 	s.log.Info("shutting down", "timeout", s.cfg.ShutdownTimeout)
 	shutCtx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
-	if err := s.server.Shutdown(shutCtx); err != nil {
+	if err := errors.Join(s.server.Shutdown(shutCtx), s.admin.Shutdown(shutCtx)); err != nil {
 		s.log.Warn("http shutdown incomplete", "err", err)
 	}
 	if s.console != nil {

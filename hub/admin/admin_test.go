@@ -1,4 +1,4 @@
-package server_test
+package admin_test
 
 import (
 	"bytes"
@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/admin"
+	"github.com/hookhub/hookhub/hub/console"
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/provider"
@@ -27,15 +29,19 @@ import (
 // These tests cover the HTTP side of the admin API: authentication, how
 // requests become operations, and that no panic escapes. The operations
 // themselves run against real Postgres and JetStream in hub/ops and
-// hub/service; here a recording Operator stands in for them.
+// hub/service; here a recording Operator stands in for them. The API is
+// mounted on the webhook listener, as without HUB_ADMIN_ADDR.
 
 const testAdminToken = "server-test-admin-token-0123456789abcdef"
+
+// webhookSecret signs the test webhooks (a Paddle secret).
+const webhookSecret = "pdl_ntfset_01test0000000000000000000000_TestSecretForHookhubTests00"
 
 // recordingOperator records the requests it gets and answers with empty
 // results; a method it does not override panics (its embedded Operator
 // is nil), as would a bug in an operation.
 type recordingOperator struct {
-	server.Operator
+	console.Operator
 	mu     sync.Mutex
 	purges []ops.PurgeRequest
 	shown  []string
@@ -75,21 +81,30 @@ type adminServer struct {
 
 func newAdminServer(t *testing.T) *adminServer {
 	t.Helper()
-	p, err := provider.New("paddle", []string{traceTestSecret}, provider.Options{Tolerance: time.Hour})
+	p, err := provider.New("paddle", []string{webhookSecret}, provider.Options{Tolerance: time.Hour})
 	require.NoError(t, err)
 	reg := prometheus.NewRegistry()
 	a := &adminServer{op: &recordingOperator{}, logs: &bytes.Buffer{}, p: p.(provider.Signer)}
+	m := metrics.New(reg)
+	log := slog.New(slog.NewJSONHandler(a.logs, nil))
 	a.srv, err = server.New(server.Config{
-		Providers:  []provider.Provider{p},
-		Ingester:   panickingIngester{},
-		Ready:      func(context.Context) error { return nil },
-		Metrics:    metrics.New(reg),
-		Gatherer:   reg,
-		Logger:     slog.New(slog.NewJSONHandler(a.logs, nil)),
-		AdminToken: testAdminToken,
-		Operator:   a.op,
+		Providers: []provider.Provider{p},
+		Ingester:  panickingIngester{},
+		Ready:     func(context.Context) error { return nil },
+		Metrics:   m,
+		Logger:    log,
 	})
 	require.NoError(t, err)
+	adm, err := admin.New(admin.Config{
+		Token:    testAdminToken,
+		Operator: a.op,
+		Gatherer: reg,
+		Bodies:   a.srv.Bodies(),
+		Metrics:  m,
+		Logger:   log,
+	})
+	require.NoError(t, err)
+	adm.Mount(a.srv.App())
 	return a
 }
 

@@ -1,8 +1,7 @@
-package server
+package admin
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -18,45 +17,30 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/hookhub/hookhub/hub/ops"
+	"github.com/hookhub/hookhub/internal/hubhttp"
 )
-
-// Operator is what the admin API needs: the operator's tools (hub/ops).
-// They check every input (bounds, text) themselves, so the command line and
-// this API refuse the same values with the same message; this file only
-// turns HTTP into their requests.
-type Operator interface {
-	Now() time.Time
-	ListEvents(ctx context.Context, f ops.EventFilter) ([]ops.EventRow, error)
-	ShowEvent(ctx context.Context, ref string) (ops.EventDetail, error)
-	Replay(ctx context.Context, req ops.ReplayRequest) (ops.ReplayResult, error)
-	Republish(ctx context.Context, f ops.RepublishFilter) (ops.RepublishResult, error)
-	DeadLetters(ctx context.Context, sub string) ([]ops.DeadLetter, error)
-	Redrive(ctx context.Context, req ops.RedriveRequest) (ops.RedriveResult, error)
-	Purge(ctx context.Context, req ops.PurgeRequest) (ops.PurgeResult, error)
-	Status(ctx context.Context) (ops.Status, error)
-}
 
 const (
-	// adminReplayWait bounds how long a replay request waits for the
+	// replayWait bounds how long a replay request waits for the
 	// subscriber, below the server's write timeout; the answer reports
 	// what had not settled by then.
-	adminReplayWait = 20 * time.Second
-	// adminReplayPublish bounds the publishing of a rate-limited replay
+	replayWait = 20 * time.Second
+	// replayPublish bounds the publishing of a rate-limited replay
 	// request: one whose rate would take longer is refused (400) before
 	// anything is published. `hub replay` has no such bound.
-	adminReplayPublish = 10 * time.Second
+	replayPublish = 10 * time.Second
 )
 
-// adminAuthorized reports whether an Authorization header carries the
-// admin token, compared in constant time (of its SHA-256, so not even the
+// authorized reports whether an Authorization header carries the admin
+// token, compared in constant time (of its SHA-256, so not even the
 // length leaks). Without an admin token nothing is authorized.
-func (s *Server) adminAuthorized(authorization []byte) bool {
-	if s.cfg.AdminToken == "" {
+func (s *Server) authorized(authorization []byte) bool {
+	if s.cfg.Token == "" {
 		return false
 	}
 	got, ok := bearerToken(string(authorization))
 	sum := sha256.Sum256([]byte(got))
-	return ok && subtle.ConstantTimeCompare(sum[:], s.adminTokenSum[:]) == 1
+	return ok && subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) == 1
 }
 
 // unauthorizedBody is the admin API's answer to a request without its
@@ -72,12 +56,13 @@ func unauthorized(resp *fasthttp.Response) {
 	resp.SetBody(unauthorizedBody)
 }
 
-// mountAdmin serves the operator's tools under /admin/, behind a bearer
-// token (adminAuthorized). On the admin listener a request without it
-// is refused before its body is read (adminBodyLimit).
-func (s *Server) mountAdmin(app *fiber.App, op Operator) {
-	admin := app.Group("/admin", func(c *fiber.Ctx) error {
-		if !s.adminAuthorized(c.Request().Header.Peek(fiber.HeaderAuthorization)) {
+// mountAPI serves the operator's tools under /admin/, behind a bearer
+// token (authorized). On the admin listener a request without it is
+// refused before its body is read (bodyLimit).
+func (s *Server) mountAPI(r fiber.Router) {
+	op := s.cfg.Operator
+	admin := r.Group("/admin", func(c *fiber.Ctx) error {
+		if !s.authorized(c.Request().Header.Peek(fiber.HeaderAuthorization)) {
 			unauthorized(c.Response())
 			return nil
 		}
@@ -85,34 +70,34 @@ func (s *Server) mountAdmin(app *fiber.App, op Operator) {
 	})
 	admin.Get("/status", func(c *fiber.Ctx) error {
 		st, err := op.Status(c.UserContext())
-		return s.adminAnswer(c, st, err)
+		return s.answer(c, st, err)
 	})
 	admin.Get("/events", func(c *fiber.Ctx) error {
 		f := ops.EventFilter{Provider: c.Query("provider"), Type: c.Query("type"), Before: c.Query("before"), Limit: ops.DefaultListLimit}
 		var err error
 		if l := c.Query("limit"); l != "" {
 			if f.Limit, err = strconv.Atoi(l); err != nil {
-				return s.adminAnswer(c, nil, &ops.InputError{Field: "limit", Reason: fmt.Sprintf("not a whole number (1..%d)", ops.MaxListLimit)})
+				return s.answer(c, nil, &ops.InputError{Field: "limit", Reason: fmt.Sprintf("not a whole number (1..%d)", ops.MaxListLimit)})
 			}
 		}
 		if st := c.Query("status"); st != "" {
 			if f.Status, err = ops.ParseStatus("status", st); err != nil {
-				return s.adminAnswer(c, nil, err)
+				return s.answer(c, nil, err)
 			}
 		}
 		if f.Since, f.Until, err = ops.ParseWindow(c.Query("since"), c.Query("until"), op.Now()); err != nil {
-			return s.adminAnswer(c, nil, err)
+			return s.answer(c, nil, err)
 		}
 		rows, err := op.ListEvents(c.UserContext(), f)
-		return s.adminAnswer(c, rows, err)
+		return s.answer(c, rows, err)
 	})
 	admin.Get("/events/:ref", func(c *fiber.Ctx) error {
 		ref, err := pathParam(c, "ref")
 		if err != nil {
-			return s.adminAnswer(c, nil, err)
+			return s.answer(c, nil, err)
 		}
 		d, err := op.ShowEvent(c.UserContext(), ref)
-		return s.adminAnswer(c, d, err)
+		return s.answer(c, d, err)
 	})
 	admin.Post("/replay", func(c *fiber.Ctx) error {
 		var in struct {
@@ -124,16 +109,16 @@ func (s *Server) mountAdmin(app *fiber.App, op Operator) {
 			Rate       float64 `json:"rate"`
 		}
 		if err := s.decodeBody(c, &in); err != nil {
-			return s.adminAnswer(c, nil, err)
+			return s.answer(c, nil, err)
 		}
 		req := ops.ReplayRequest{Subscriber: in.Subscriber, Subject: in.Subject, DryRun: in.DryRun, Rate: in.Rate,
-			Wait: adminReplayWait, PublishWithin: adminReplayPublish}
+			Wait: replayWait, PublishWithin: replayPublish}
 		var err error
 		if req.Since, req.Until, err = ops.ParseWindow(in.Since, in.Until, op.Now()); err != nil {
-			return s.adminAnswer(c, nil, err)
+			return s.answer(c, nil, err)
 		}
 		res, err := op.Replay(c.UserContext(), req)
-		return s.adminAnswer(c, res, err)
+		return s.answer(c, res, err)
 	})
 	admin.Post("/republish", func(c *fiber.Ctx) error {
 		var in struct {
@@ -145,28 +130,28 @@ func (s *Server) mountAdmin(app *fiber.App, op Operator) {
 			DryRun   bool   `json:"dry_run"`
 		}
 		if err := s.decodeBody(c, &in); err != nil {
-			return s.adminAnswer(c, nil, err)
+			return s.answer(c, nil, err)
 		}
 		f := ops.RepublishFilter{Provider: in.Provider, Event: in.Event, DryRun: in.DryRun}
 		var err error
 		if in.Status != "" {
 			if f.Status, err = ops.ParseStatus("status", in.Status); err != nil {
-				return s.adminAnswer(c, nil, err)
+				return s.answer(c, nil, err)
 			}
 		}
 		if f.Since, f.Until, err = ops.ParseWindow(in.Since, in.Until, op.Now()); err != nil {
-			return s.adminAnswer(c, nil, err)
+			return s.answer(c, nil, err)
 		}
 		res, err := op.Republish(c.UserContext(), f)
-		return s.adminAnswer(c, res, err)
+		return s.answer(c, res, err)
 	})
 	admin.Get("/dlq/:subscriber", func(c *fiber.Ctx) error {
 		sub, err := pathParam(c, "subscriber")
 		if err != nil {
-			return s.adminAnswer(c, nil, err)
+			return s.answer(c, nil, err)
 		}
 		dls, err := op.DeadLetters(c.UserContext(), sub)
-		return s.adminAnswer(c, dls, err)
+		return s.answer(c, dls, err)
 	})
 	admin.Post("/dlq/:subscriber/redrive", func(c *fiber.Ctx) error {
 		var in struct {
@@ -174,14 +159,14 @@ func (s *Server) mountAdmin(app *fiber.App, op Operator) {
 			All bool  `json:"all"`
 		}
 		if err := s.decodeBody(c, &in); err != nil {
-			return s.adminAnswer(c, nil, err)
+			return s.answer(c, nil, err)
 		}
 		sub, err := pathParam(c, "subscriber")
 		if err != nil {
-			return s.adminAnswer(c, nil, err)
+			return s.answer(c, nil, err)
 		}
 		res, err := op.Redrive(c.UserContext(), ops.RedriveRequest{Subscriber: sub, ID: in.ID, All: in.All})
-		return s.adminAnswer(c, res, err)
+		return s.answer(c, res, err)
 	})
 	admin.Post("/purge", func(c *fiber.Ctx) error {
 		var in struct {
@@ -190,11 +175,11 @@ func (s *Server) mountAdmin(app *fiber.App, op Operator) {
 			IncludeFailed bool   `json:"include_failed"`
 		}
 		if err := s.decodeBody(c, &in); err != nil {
-			return s.adminAnswer(c, nil, err)
+			return s.answer(c, nil, err)
 		}
 		age, err := ops.ParseAge(in.OlderThan)
 		if err != nil {
-			return s.adminAnswer(c, nil, fmt.Errorf("older_than: %w", err))
+			return s.answer(c, nil, fmt.Errorf("older_than: %w", err))
 		}
 		req := ops.PurgeRequest{OlderThan: age, BatchSize: ops.DefaultPurgeBatch, DryRun: in.DryRun == nil || *in.DryRun, IncludeFailed: in.IncludeFailed}
 		res, err := op.Purge(c.UserContext(), req)
@@ -202,7 +187,7 @@ func (s *Server) mountAdmin(app *fiber.App, op Operator) {
 		if req.DryRun {
 			out.Note = `dry run: nothing was deleted; send "dry_run": false to delete`
 		}
-		return s.adminAnswer(c, out, err)
+		return s.answer(c, out, err)
 	})
 }
 
@@ -241,13 +226,14 @@ const maxBodyErr = 200
 // decodeBody reads a request's JSON object into v: strictly (an unknown
 // field, such as a misspelt "dry_run", is an error rather than ignored),
 // whatever the Content-Type (curl -d sends form-encoded), and an empty
-// body as {}. The body is read within MaxAdminBodyBytes and the server's body
-// budget (the webhook listener streams bodies).
+// body as {}. The body is read within MaxBodyBytes and the webhook
+// listener's body budget (Config.Bodies; the webhook listener streams
+// bodies).
 func (s *Server) decodeBody(c *fiber.Ctx, v any) error {
-	raw, reserved, err := readBody(c, MaxAdminBodyBytes, s.bodies)
-	defer s.bodies.release(reserved)
+	raw, reserved, err := hubhttp.ReadBody(c, MaxBodyBytes, s.cfg.Bodies)
+	defer s.cfg.Bodies.Release(reserved)
 	switch {
-	case errors.Is(err, errOverloaded):
+	case errors.Is(err, hubhttp.ErrOverloaded):
 		return err
 	case err != nil:
 		return &ops.InputError{Field: "body", Reason: err.Error()}
@@ -274,13 +260,15 @@ func (s *Server) decodeBody(c *fiber.Ctx, v any) error {
 	return nil
 }
 
-func (s *Server) adminAnswer(c *fiber.Ctx, v any, err error) error {
+// answer writes v as JSON, or err with its status from the hub's one
+// table (hubhttp.ErrorStatus, by error code).
+func (s *Server) answer(c *fiber.Ctx, v any, err error) error {
 	if err != nil {
-		p := classify(err)
-		if p.status >= 500 {
+		status, msg := hubhttp.ErrorStatus(err)
+		if status >= 500 {
 			s.cfg.Logger.Error("admin request failed", "path", c.Path(), "err", err)
 		}
-		return c.Status(p.status).JSON(errorBody{Error: p.message})
+		return c.Status(status).JSON(hubhttp.ErrorBody{Error: msg})
 	}
 	return c.JSON(v)
 }

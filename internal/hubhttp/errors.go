@@ -1,0 +1,90 @@
+package hubhttp
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/hookhub/hookhub/hub"
+)
+
+// UnavailableMessage is the answer to an error wrapping
+// hub.ErrUnavailable: its causes name hosts, users or databases, so they
+// go to the log only.
+const UnavailableMessage = "unavailable: the event was not stored, retry later"
+
+// ErrorStatus is the HTTP status and message the hub answers for err: the
+// one table the admin API, the console and, for what is not its own, the
+// webhook listener share. It maps the codes of package hub
+// (hub.ErrorCode), never another package's sentinels; the message of a
+// coded error is its whole text (the operator reads why), that of an
+// error without a code "internal error".
+func ErrorStatus(err error) (status int, message string) {
+	switch {
+	case errors.Is(err, ErrOverloaded):
+		return fiber.StatusServiceUnavailable, ErrOverloaded.Error()
+	case errors.Is(err, ErrBodyRead):
+		return fiber.StatusBadRequest, ErrBodyRead.Error()
+	case errors.Is(err, ErrTooLarge):
+		return fiber.StatusRequestEntityTooLarge, err.Error()
+	}
+	switch hub.ErrorCode(err) {
+	case hub.ENOTFOUND:
+		return fiber.StatusNotFound, err.Error()
+	case hub.EINVALID:
+		return fiber.StatusBadRequest, err.Error()
+	case hub.EUNAUTHORIZED:
+		return fiber.StatusUnauthorized, err.Error()
+	case hub.ECONFLICT:
+		return fiber.StatusConflict, err.Error()
+	case hub.EBUSY:
+		return fiber.StatusTooManyRequests, err.Error()
+	case hub.EUNAVAILABLE:
+		if errors.Is(err, hub.ErrUnavailable) {
+			return fiber.StatusServiceUnavailable, UnavailableMessage
+		}
+		return fiber.StatusServiceUnavailable, err.Error()
+	}
+	var fe *fiber.Error
+	if errors.As(err, &fe) {
+		switch fe.Code {
+		case fiber.StatusRequestEntityTooLarge:
+			return fe.Code, ErrTooLarge.Error()
+		case fiber.StatusNotFound:
+			return fe.Code, "not found"
+		case fiber.StatusMethodNotAllowed:
+			return fe.Code, "method not allowed"
+		}
+		return fe.Code, fe.Message
+	}
+	return fiber.StatusInternalServerError, "internal error"
+}
+
+// ErrorBody is the JSON body of every error answer: {"error": "..."}.
+type ErrorBody struct {
+	Error string `json:"error"`
+}
+
+// errPanic is what a handler that panicked returns: ErrorStatus answers
+// it 500 "internal error", like any error without a code.
+var errPanic = errors.New("handler panicked")
+
+// RecoverPanics returns a middleware that turns a panic in a handler (a
+// bug, an input nobody thought of) into a 500 answer and an error log on
+// log with the stack, so one request never takes the process, its ingest,
+// relay and subscribers, down with it.
+func RecoverPanics(log *slog.Logger) fiber.Handler {
+	return func(c *fiber.Ctx) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				log.Error("request panicked", "method", c.Method(), "path", c.Path(),
+					"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				err = fmt.Errorf("%w: %v", errPanic, r)
+			}
+		}()
+		return c.Next()
+	}
+}
