@@ -238,12 +238,12 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 		MaxPublishBytes: func() int {
 			return s.keeper.MaxPublishBytes(s.nc.MaxPayload())
 		},
-		Committed: s.relay.Enqueue,
-		Now:       deps.Now,
-		Logger:    s.log.With("component", "http"),
-		Metrics:   s.metrics,
-		Gatherer:  deps.Registry,
-		Tracer:    tracer,
+		Relay:    s.relay,
+		Now:      deps.Now,
+		Logger:   s.log.With("component", "http"),
+		Metrics:  s.metrics,
+		Gatherer: deps.Registry,
+		Tracer:   tracer,
 
 		SeparateAdmin: cfg.AdminAddr != "",
 		Pprof:         cfg.AdminAddr != "",
