@@ -12,6 +12,14 @@
 // provider reads them). Schemes whose bodies are not JSON implement the
 // optional interface of request.go (Payloader).
 //
+// Events read from a provider's API rather than received as webhooks (a
+// backfill, hub/backfill) have one parser per provider, beside its
+// verifier and sharing its code (StripeEvent, PaddleEvent, GitHubEvent):
+// the API returns the same event the webhook carries, and its id and type
+// come out as Verify's, so the dedup row of a backfilled event and of its
+// webhook coincide. They verify nothing: the caller trusts the API it
+// authenticated to.
+//
 // Verification always happens on the raw request bytes, before any JSON
 // parsing; MACs are compared in constant time; every configured secret is
 // tried (several during a rotation); and the clock is passed in, never read.
