@@ -4,6 +4,12 @@
 // adapters (hub/store for Postgres, hub/relay for JetStream, hub/server and
 // hub/admin for HTTP) speak in these types; none of them owns them.
 //
+// It owns the one ingest path (ingest.go): a verified event (Event), a
+// webhook's or one read from a provider's API, becomes a Delivery by
+// NewDelivery, its id and type checked by the one rule (CheckText, within
+// MaxEventIDLen and MaxEventTypeLen), and is committed through an Ingest,
+// which hands each committed, publishable delivery to the relay.
+//
 // # Package map
 //
 // Every package of the module, by path from the module root, with what it

@@ -27,8 +27,8 @@
 // cursor paging through the Link header): one event per
 // X-GitHub-Delivery guid, without bodies, so it is a Fetcher (GET
 // {hook}/deliveries/{id}: the payload as GitHub's API re-encodes it, with
-// the type derived by hub/provider's own GitHub verifier). Its events
-// carry no Hub-Occurred-At, as GitHub's webhooks carry none
+// the type read by provider.GitHubEvent, the GitHub verifier's own
+// code). Its events carry no Hub-Occurred-At, as GitHub's webhooks carry none
 // (Event.OccurredAtAPIOnly: the delivery time only places them in the
 // window). It is also a Redeliverer (POST .../attempts): with
 // Request.Redeliver (`hub backfill --redeliver`) the engine asks GitHub to
@@ -59,9 +59,9 @@
 //
 // Who publishes. Ingested events are PENDING outbox rows; the relay
 // (hub/relay), the one publisher, publishes them:
-//   - in `hub serve` (a periodic backfill) the engine hands each committed
-//     event to the relay's fast path (Config.Committed = Relay.Enqueue),
-//     exactly as the HTTP server does for a webhook;
+//   - in `hub serve` (HUB_BACKFILL_INTERVAL) the engine commits through
+//     hub.Ingest, which hands each committed, publishable event to the
+//     relay's fast path (Config.Relay), exactly as for a webhook;
 //   - `hub backfill` (the command) publishes nothing itself: it commits
 //     through a store without relay grace, so its rows are due at once, and
 //     the running hubs' claiming relays publish them at their next poll (1 s).

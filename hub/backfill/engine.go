@@ -13,13 +13,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/internal/redact"
-	"github.com/hookhub/hookhub/schema"
 )
 
 // Store is what the engine reads and writes in the hub's tables:
@@ -34,7 +31,8 @@ type Store interface {
 }
 
 // Ingester commits deliveries: the webhook's own path (hub/store's Store,
-// or the hub's group committer in front of it).
+// or the hub's group committer in front of it). The engine commits through
+// hub.Ingest, which hands what is publishable to Config.Relay.
 type Ingester interface {
 	Ingest(ctx context.Context, ds []hub.Delivery) ([]hub.Outcome, error)
 }
@@ -43,13 +41,13 @@ type Ingester interface {
 type Config struct {
 	Store    Store    // required
 	Ingester Ingester // required
-	// Committed is called with each event committed PENDING, as the HTTP
-	// server calls it for a webhook: `hub serve` hands it to the relay's
-	// fast path. Optional: without it the claiming relay publishes the
-	// event once the store's relay grace has passed (`hub backfill` uses a
-	// store without grace, so a running hub's relay takes it at its next
-	// poll).
-	Committed func(hub.Delivery)
+	// Relay takes each event committed PENDING for publishing, as it
+	// takes a webhook's (hub.Ingest): in `hub serve`, hub/relay's Relay,
+	// whose fast path publishes it at once. Optional: without it the
+	// claiming relay publishes the event once the store's relay grace has
+	// passed (`hub backfill` uses a store without grace, so a running
+	// hub's relay takes it at its next poll).
+	Relay hub.Enqueuer
 	// MaxBodyBytes bounds an event's body, as HUB_MAX_BODY_BYTES and the
 	// NATS server's max_payload bound a webhook's: a larger event is
 	// counted failed, never committed (it could not be published). Default
@@ -189,7 +187,10 @@ func (c Config) Validate() error {
 }
 
 // Engine backfills providers' events into the hub.
-type Engine struct{ cfg Config }
+type Engine struct {
+	cfg    Config
+	ingest *hub.Ingest // commits, and hands publishable events to cfg.Relay
+}
 
 // New returns an Engine.
 func New(cfg Config) (*Engine, error) {
@@ -197,7 +198,7 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Engine{cfg: cfg}, nil
+	return &Engine{cfg: cfg, ingest: hub.NewIngest(cfg.Ingester, cfg.Relay)}, nil
 }
 
 // Request is one run.
@@ -718,7 +719,8 @@ func (e *Engine) page(ctx context.Context, src Source, req Request, res *Result,
 	// cancelled mid-way may still land, uncounted; the page's ingestion
 	// finishes (or fails) on its own, bounded by ingestTimeout.
 	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ingestTimeout)
-	outs, err := e.cfg.Ingester.Ingest(ictx, ds)
+	// Committed, a publishable event is in the relay's hands.
+	outs, err := e.ingest.Ingest(ictx, ds)
 	cancel()
 	if err != nil {
 		return c, oldest, fmt.Errorf("%s: ingest: %w", name, err)
@@ -731,9 +733,6 @@ func (e *Engine) page(ctx context.Context, src Source, req Request, res *Result,
 			e.failed(res, &c, name, ds[i].EventID, "event archived FAILED", errors.New(ds[i].Error))
 		default:
 			c.Ingested++
-			if e.cfg.Committed != nil {
-				e.cfg.Committed(ds[i])
-			}
 		}
 	}
 	if e.cfg.Metrics != nil {
@@ -770,8 +769,9 @@ func fatal(ctx context.Context, err error) bool {
 	return ctx.Err() != nil || errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrRateLimited) || errors.Is(err, ErrRedirect)
 }
 
-// delivery builds the hub.Delivery of an API event: what the HTTP server
-// builds for a webhook, with origin api and no signature.
+// delivery builds the hub.Delivery of an API event (hub.NewDelivery, as
+// the HTTP server builds a webhook's), with origin api and no signature,
+// when its type and body are what a webhook's must be.
 func (e *Engine) delivery(name string, ev Event, now time.Time) (hub.Delivery, error) {
 	if err := provider.CheckEventType(ev.Type); err != nil {
 		return hub.Delivery{}, err
@@ -788,17 +788,9 @@ func (e *Engine) delivery(name string, ev Event, now time.Time) (hub.Delivery, e
 	case len(ev.Body) > limit:
 		return hub.Delivery{}, fmt.Errorf("body of %d bytes, over the %d a delivery may have", len(ev.Body), limit)
 	}
-	id, err := uuid.NewV7()
-	if err != nil {
-		return hub.Delivery{}, fmt.Errorf("archive id: %w", err)
+	occurred := ev.OccurredAt
+	if ev.OccurredAtAPIOnly {
+		occurred = time.Time{} // its webhook's copy has none either
 	}
-	d := hub.Delivery{ArchiveID: id, Provider: name, EventID: ev.ID, EventType: ev.Type, Body: ev.Body,
-		OccurredAt: ev.OccurredAt, ReceivedAt: now, Origin: hub.OriginAPI}
-	if ev.OccurredAtAPIOnly || (!d.OccurredAt.IsZero() && !schema.PlausibleOccurredAt(d.OccurredAt, now)) {
-		d.OccurredAt = time.Time{}
-	}
-	if _, err := schema.Subject(name, ev.Type); err != nil {
-		d.Error = "cannot publish: " + err.Error()
-	}
-	return d, nil
+	return hub.NewDelivery(hub.OriginAPI, name, hub.Event{ID: ev.ID, Type: ev.Type, OccurredAt: occurred}, ev.Body, now)
 }

@@ -39,9 +39,6 @@ const (
 	// each), githubMaxRefPages the pages read to find one not remembered.
 	githubMaxRefs     = 200_000
 	githubMaxRefPages = DefaultMaxPages
-	// githubTypeKey signs payloads only to have the hub's verifier read
-	// their type; it authenticates nothing.
-	githubTypeKey = "hookhub-backfill-type"
 )
 
 // githubHookPattern is a webhook's path under the API: a repository's or
@@ -90,11 +87,10 @@ type GitHubConfig struct {
 //
 // A GitHub is safe for concurrent use.
 type GitHub struct {
-	api      api
-	hook     string
-	names    Names
-	now      func() time.Time
-	verifier *provider.GitHub // derives types exactly as the hub does
+	api   api
+	hook  string
+	names Names
+	now   func() time.Time
 
 	mu   sync.Mutex
 	refs map[string]githubRef // guid → a delivery of it, for Fetch and Redeliver
@@ -142,11 +138,7 @@ func NewGitHub(cfg GitHubConfig) (*GitHub, error) {
 		return nil, err
 	}
 	a.maxWait = githubMaxWait
-	verifier, err := provider.NewGitHub([]string{githubTypeKey}, provider.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("github type verifier: %w", err)
-	}
-	g := &GitHub{api: *a, hook: hook, names: cfg.Names, now: time.Now, verifier: verifier, refs: make(map[string]githubRef)}
+	g := &GitHub{api: *a, hook: hook, names: cfg.Names, now: time.Now, refs: make(map[string]githubRef)}
 	g.api.limited = func(ans answer, body []byte) (time.Duration, bool) { return githubRateLimit(ans, body, g.now()) }
 	return g, nil
 }
@@ -231,7 +223,8 @@ func (g *GitHub) listPage(ctx context.Context, cursor string) ([]githubDelivery,
 
 // Fetch returns ev with Body set to the payload GitHub keeps for the
 // delivery (request.payload) and Type derived from that delivery's
-// X-GitHub-Event header and payload by the hub's own verifier (List's Type
+// X-GitHub-Event header and payload by hub/provider's GitHubEvent, the
+// GitHub verifier's own code (List's Type
 // comes from the listing's event and action, which GitHub takes from the
 // same payload; Fetch's is authoritative).
 //
@@ -262,16 +255,12 @@ func (g *GitHub) fetch(ctx context.Context, ev Event) (Event, error) {
 	if jsontext.FirstNonSpace(d.Request.Payload) != '{' {
 		return Event{}, fmt.Errorf("github delivery %d (event %s) has no JSON object payload", ref.id, ev.ID)
 	}
-	event := d.header("X-GitHub-Event")
-	if event == "" {
-		event = d.Event
-	}
-	typ, err := g.verifiedType(ev.ID, event, d.Request.Payload)
+	pe, err := provider.GitHubEvent(githubRequestHeader{&d}, d.Request.Payload)
 	if err != nil {
 		return Event{}, fmt.Errorf("github delivery %d (event %s): %w", ref.id, ev.ID, err)
 	}
 	out := ev
-	out.Type = typ
+	out.Type = pe.Type
 	out.Body = d.Request.Payload
 	if out.OccurredAt.IsZero() {
 		out.OccurredAt = d.DeliveredAt
@@ -375,25 +364,6 @@ func (g *GitHub) prune() {
 			delete(g.refs, guid)
 		}
 	}
-}
-
-// verifiedType returns the type hub/provider's GitHub verifier extracts
-// from a webhook of event with payload as its body and guid as its
-// X-GitHub-Delivery: the payload is signed with a key of its own and
-// verified, so the derivation is the hub's own, not a copy of it. It fails
-// (wrapping provider.ErrPayload) where the hub would have answered the
-// webhook 400.
-func (g *GitHub) verifiedType(guid, event string, payload []byte) (string, error) {
-	h, _, err := g.verifier.Sign(guid, "", payload, g.now())
-	if err != nil {
-		return "", err
-	}
-	h.Set(provider.GitHubEventHeader, event)
-	ev, err := provider.VerifyDelivery(g.verifier, provider.Request{Header: h, Body: payload, URI: "/webhooks/github", Now: g.now()})
-	if err != nil {
-		return "", err
-	}
-	return ev.Type, nil
 }
 
 // githubType is the hub's type of a GitHub event: the X-GitHub-Event
@@ -531,6 +501,26 @@ func parseGitHubDelivery(b []byte) (githubDeliveryDetail, error) {
 		return githubDeliveryDetail{}, fmt.Errorf("delivery answer: %w", err)
 	}
 	return githubDeliveryDetail(d), nil
+}
+
+// githubRequestHeader is a delivery's request headers as
+// provider.GitHubEvent reads them: X-GitHub-Delivery is the delivery's
+// guid, X-GitHub-Event the header GitHub recorded, or else the delivery's
+// event.
+type githubRequestHeader struct{ d *githubDeliveryDetail }
+
+// Get returns the header name (matched case-insensitively).
+func (h githubRequestHeader) Get(name string) string {
+	switch {
+	case strings.EqualFold(name, provider.GitHubDeliveryHeader):
+		return h.d.GUID
+	case strings.EqualFold(name, provider.GitHubEventHeader):
+		if v := h.d.header(name); v != "" {
+			return v
+		}
+		return h.d.Event
+	}
+	return h.d.header(name)
 }
 
 // header returns the delivery's request header name (matched

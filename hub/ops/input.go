@@ -1,12 +1,11 @@
 package ops
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/schema"
@@ -53,10 +52,10 @@ const (
 	// to that window.
 	MinPurgeAge = 24 * time.Hour
 
-	maxSubscriberLen = 63  // a Postgres identifier; subscriber names are schema names
-	maxProviderLen   = 32  // the archive's provider column
-	maxEventTypeLen  = 128 // the archive's event_type column
-	maxEventIDLen    = 255 // the archive's event_id column
+	maxSubscriberLen = 63 // a Postgres identifier; subscriber names are schema names
+	maxProviderLen   = 32 // the archive's provider column
+	maxEventTypeLen  = hub.MaxEventTypeLen
+	maxEventIDLen    = hub.MaxEventIDLen
 	maxSubjectLen    = 255
 	maxTimeLen       = 64
 )
@@ -89,16 +88,19 @@ func quote(s string) string {
 }
 
 // checkText refuses text that no column can hold or no operator could
-// read: invalid UTF-8, control characters (NUL among them, which Postgres
-// text refuses), or longer than maxLen bytes.
+// read, by hub.CheckText's rule (invalid UTF-8, control characters, NUL
+// among them, which Postgres text refuses, or longer than maxLen bytes);
+// empty text is no filter, and passes.
 func checkText(field, s string, maxLen int) error {
-	switch {
-	case len(s) > maxLen:
+	if s == "" {
+		return nil
+	}
+	if len(s) > maxLen {
 		return inputErr(field, "longer than %d bytes (%d)", maxLen, len(s))
-	case !utf8.ValidString(s):
-		return inputErr(field, "%s is not valid UTF-8", quote(s))
-	case strings.ContainsFunc(s, unicode.IsControl):
-		return inputErr(field, "%s contains control characters", quote(s))
+	}
+	var te *hub.TextError
+	if errors.As(hub.CheckText(field, s, maxLen), &te) {
+		return inputErr(field, "%s %s", quote(s), te.Reason)
 	}
 	return nil
 }

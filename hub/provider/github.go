@@ -70,19 +70,48 @@ func (g *GitHub) Name() string { return "github" }
 
 // Static errors of the GitHub verifier.
 var (
-	errGitHubNoHeader  = errSig("missing X-Hub-Signature-256 header")
-	errGitHubMalformed = errSig("X-Hub-Signature-256 is not sha256= followed by 64 hex digits")
-	errGitHubMismatch  = errSig("X-Hub-Signature-256 matches no secret")
-	errGitHubNoPayload = errPayload("form body has no payload field")
+	errGitHubNoHeader   = errSig("missing X-Hub-Signature-256 header")
+	errGitHubMalformed  = errSig("X-Hub-Signature-256 is not sha256= followed by 64 hex digits")
+	errGitHubMismatch   = errSig("X-Hub-Signature-256 matches no secret")
+	errGitHubNoPayload  = errPayload("form body has no payload field")
+	errGitHubAPIPayload = errPayload("payload is not a JSON object")
 )
 
 // Verify authenticates a GitHub delivery and returns its event.
 func (g *GitHub) Verify(r Request) (Event, error) {
-	h, body := r.Header, r.Body
-	header := h.Get(GitHubSignatureHeader)
-	if err := g.hmac.verify(header, body); err != nil {
+	header := r.Header.Get(GitHubSignatureHeader)
+	if err := g.hmac.verify(header, r.Body); err != nil {
 		return Event{}, err
 	}
+	ev, err := githubEvent(r.Header, r.Body)
+	if err != nil {
+		return Event{}, err
+	}
+	ev.Signature = header
+	return ev, nil
+}
+
+// GitHubEvent returns the id and type of a GitHub delivery as GitHub's
+// deliveries API returns it (GET .../hooks/{id}/deliveries/{delivery_id}):
+// h, its request.headers (X-GitHub-Delivery, X-GitHub-Event), and payload,
+// its request.payload, a JSON object. They are what Verify extracts from
+// the same delivery's webhook, with the same code, so the dedup rows of a
+// backfilled copy and of its webhook coincide; OccurredAt is zero, as a
+// webhook carries no time the hub reads. Nothing is verified (the caller
+// trusts the API it authenticated to). It fails with an error wrapping
+// ErrPayload as Verify would on the same delivery, and when payload is not
+// a JSON object.
+func GitHubEvent(h Header, payload []byte) (Event, error) {
+	if jsontext.FirstNonSpace(payload) != '{' {
+		return Event{}, errGitHubAPIPayload
+	}
+	return githubEvent(h, payload)
+}
+
+// githubEvent reads the event of a GitHub delivery, signed (Verify) or
+// read from the API (GitHubEvent): the id is X-GitHub-Delivery, the type
+// X-GitHub-Event followed by "." and the payload's action when it has one.
+func githubEvent(h Header, body []byte) (Event, error) {
 	id := h.Get(GitHubDeliveryHeader)
 	if err := checkText("missing X-GitHub-Delivery header", "X-GitHub-Delivery", id, maxEventIDLen); err != nil {
 		return Event{}, err
@@ -106,7 +135,7 @@ func (g *GitHub) Verify(r Request) (Event, error) {
 	if err := checkText("", "type", typ, maxEventTypeLen); err != nil {
 		return Event{}, err
 	}
-	return Event{ID: id, Type: typ, Signature: header}, nil
+	return Event{ID: id, Type: typ}, nil
 }
 
 // githubActionMember is the one member of a GitHub payload the hub reads.

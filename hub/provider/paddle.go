@@ -147,6 +147,19 @@ func (b *paddleBody) decodeFast(body []byte) bool {
 	return ok
 }
 
+// PaddleEvent returns the event_id, event_type and occurred_at of a
+// Paddle Billing event entity as Paddle's API returns it (one element of
+// the data array of GET /events, the very entity a notification's body
+// is): what Verify extracts from the same event's notification, with the
+// same code, so the dedup rows of a backfilled copy and of its webhook
+// coincide. Nothing is verified (the caller trusts the API it
+// authenticated to); occurred_at is as the entity says (not checked for
+// plausibility). It fails with an error wrapping ErrPayload as Verify
+// would on the same bytes.
+func PaddleEvent(entity []byte) (Event, error) { return parsePaddleBody(entity) }
+
+// parsePaddleBody reads the event of a Paddle event entity: a
+// notification's body (Verify) or an API's element (PaddleEvent).
 func parsePaddleBody(body []byte) (Event, error) {
 	var b paddleBody
 	if !b.decodeFast(body) {

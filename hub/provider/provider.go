@@ -7,9 +7,18 @@
 // HUB_<NAME>_SECRETS), its sample builder in package samples, and its
 // entry in the conformance table every provider passes. The HMAC
 // skeletons shared by schemes that differ only in header layout are in
-// hmacscheme.go and svix.go; event ids and types are checked once
-// (checkText). Schemes whose bodies are not JSON implement the optional
-// interface of request.go (Payloader).
+// hmacscheme.go and svix.go; event ids and types are checked by the
+// domain's one rule (hub.CheckText, which checkText applies where a
+// provider reads them). Schemes whose bodies are not JSON implement the
+// optional interface of request.go (Payloader).
+//
+// Events read from a provider's API rather than received as webhooks (a
+// backfill, hub/backfill) have one parser per provider, beside its
+// verifier and sharing its code (StripeEvent, PaddleEvent, GitHubEvent):
+// the API returns the same event the webhook carries, and its id and type
+// come out as Verify's, so the dedup row of a backfilled event and of its
+// webhook coincide. They verify nothing: the caller trusts the API it
+// authenticated to.
 //
 // Verification always happens on the raw request bytes, before any JSON
 // parsing; MACs are compared in constant time; every configured secret is
@@ -21,6 +30,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/schema"
 )
 
@@ -39,14 +49,9 @@ type Header interface {
 	Get(name string) string
 }
 
-// Event is what a verified delivery carries.
-type Event struct {
-	ID         string    // the provider's stable event id, unchanged across retries
-	Type       string    // the provider's event type, e.g. "subscription.created"
-	Signature  string    // the signature header value, archived for forensics
-	SignedAt   time.Time // the signed timestamp; zero for schemes without one
-	OccurredAt time.Time // when the provider says it happened, from signed data only; zero if unknown
-}
+// Event is what a verified delivery carries: the domain's hub.Event (id,
+// type, signature, signed and occurred times).
+type Event = hub.Event
 
 // Provider authenticates deliveries from one webhook provider.
 type Provider interface {
@@ -82,7 +87,7 @@ type Signer interface {
 // p.Verify(r), then the checks below. It is the one place every provider's Event passes through on
 // its way to the archive and the stream, so what holds for every provider
 // is applied here, where a new provider cannot forget it: the event id
-// and type pass checkText (present, bounded, valid UTF-8, no control
+// and type pass hub.CheckText (present, bounded, valid UTF-8, no control
 // characters; ErrPayload otherwise), and OccurredAt is
 // kept only when it is plausible for r.Now, the time of receipt
 // (schema.PlausibleOccurredAt: from 2000-01-01 to a day ahead), and is

@@ -165,6 +165,18 @@ func (b *stripeBody) decodeFast(body []byte) bool {
 	return ok
 }
 
+// StripeEvent returns the id, type and created time of a Stripe event
+// object as Stripe's API returns it (one element of the data array of GET
+// /v1/events, the very object a webhook's body is): what Verify extracts
+// from the same event's webhook, with the same code, so the dedup rows of
+// a backfilled copy and of its webhook coincide. Nothing is verified (the
+// caller trusts the API it authenticated to); the created time is as the
+// object says (not checked for plausibility). It fails with an error
+// wrapping ErrPayload as Verify would on the same bytes.
+func StripeEvent(object []byte) (Event, error) { return parseStripeBody(object) }
+
+// parseStripeBody reads the event of a Stripe event object: a webhook's
+// body (Verify) or an API's element (StripeEvent).
 func parseStripeBody(body []byte) (Event, error) {
 	var b stripeBody
 	if !b.decodeFast(body) {

@@ -11,11 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"strings"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/hookhub/hookhub/hub"
 )
 
 // macSize is the size of an HMAC-SHA256 tag, the MAC of every built-in
@@ -162,11 +161,11 @@ func (e *detailError) Unwrap() error { return e.kind }
 func errSig(detail string) error     { return &detailError{ErrInvalidSignature, detail} }
 func errPayload(detail string) error { return &detailError{ErrPayload, detail} }
 
-// Limits on what an event may carry. The archive stores event types in
-// VARCHAR(128); ids are bounded alike.
+// Limits on what an event may carry: the domain's (hub.MaxEventIDLen,
+// hub.MaxEventTypeLen).
 const (
-	maxEventIDLen   = 255
-	maxEventTypeLen = 128
+	maxEventIDLen   = hub.MaxEventIDLen
+	maxEventTypeLen = hub.MaxEventTypeLen
 )
 
 // timestampError wraps ErrTimestamp with how far off the signed time is.
@@ -203,39 +202,32 @@ func hasControl(s string) bool {
 	return false
 }
 
-// checkText is the one check of an event id or type, wherever it comes
-// from (a body field, a header, the URL): present, at most maxLen bytes,
-// valid UTF-8, no control characters (ids and types end up in message
-// headers, where CR and LF must never appear, and in Postgres text columns
-// an operator reads). Each provider applies it where it reads the value,
-// and VerifyDelivery once more to every event, whatever the provider. The
-// ErrPayload detail is missing when s is empty, and otherwise starts with
-// name ("id", "X-GitHub-Delivery").
+// checkText applies hub.CheckText, the one check of an event id or type,
+// where a provider reads the value (a body field, a header, the URL), and
+// VerifyDelivery once more to every event, whatever the provider. Its
+// error wraps ErrPayload; the detail is missing when s is empty, and
+// otherwise hub.CheckText's text, which starts with name ("id",
+// "X-GitHub-Delivery").
 func checkText(missing, name, s string, maxLen int) error {
-	switch {
-	case s == "":
+	if s == "" {
 		return errPayload(missing)
-	case len(s) > maxLen:
-		return errPayload(fmt.Sprintf("%s is longer than %d bytes", name, maxLen))
-	case hasControl(s):
-		return errPayload(name + " contains control characters")
-	case !utf8.ValidString(s):
-		return errPayload(name + " is not valid UTF-8")
-	case strings.ContainsFunc(s, unicode.IsControl):
-		return errPayload(name + " contains control characters")
+	}
+	if err := hub.CheckText(name, s, maxLen); err != nil {
+		return errPayload(err.Error())
 	}
 	return nil
 }
 
-// CheckEventID is VerifyDelivery's check of an event id (checkText, at
-// most 255 bytes), for events that reach the archive another way
-// (backfill): its ErrPayload says what is wrong.
+// CheckEventID is VerifyDelivery's check of an event id (hub.CheckText, at
+// most hub.MaxEventIDLen bytes), for events that reach the archive another
+// way (backfill): its ErrPayload says what is wrong.
 func CheckEventID(id string) error {
 	return checkText("empty event id", "event id", id, maxEventIDLen)
 }
 
-// CheckEventType is VerifyDelivery's check of an event type (checkText,
-// at most 128 bytes), for events that reach the archive another way.
+// CheckEventType is VerifyDelivery's check of an event type
+// (hub.CheckText, at most hub.MaxEventTypeLen bytes), for events that
+// reach the archive another way.
 func CheckEventType(typ string) error {
 	return checkText("empty event type", "event type", typ, maxEventTypeLen)
 }

@@ -32,7 +32,6 @@ func TestConfigWithDefaults(t *testing.T) {
 	require.Equal(t, "unknown", c.NATSStatus())
 	require.NotNil(t, c.Now)
 	require.NotNil(t, c.Logger)
-	require.NotNil(t, c.Committed)
 	require.NotNil(t, c.Traffic)
 
 	set := validConfig()

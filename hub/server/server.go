@@ -13,18 +13,17 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/utils"
-	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/internal/hubhttp"
-	"github.com/hookhub/hookhub/schema"
 )
 
 // Ingester commits verified deliveries: the store, or a group committer in
-// front of it.
+// front of it. The server commits through hub.Ingest, which hands what is
+// publishable to Config.Relay.
 type Ingester interface {
 	Ingest(ctx context.Context, ds []hub.Delivery) ([]hub.Outcome, error)
 }
@@ -64,13 +63,14 @@ type Config struct {
 	// A larger body is refused with 413 before it is archived: committed,
 	// it could never be published. Optional.
 	MaxPublishBytes func() int
-	// Committed is called with each delivery committed PENDING (a first
-	// delivery that can be published). Optional; the hub hands it to the
-	// relay's fast path.
-	Committed func(hub.Delivery)
-	Now       func() time.Time // default time.Now
-	Logger    *slog.Logger
-	Metrics   *metrics.Metrics // required
+	// Relay takes each delivery committed PENDING (a first delivery that
+	// can be published) for publishing: hub/relay's Relay, whose fast
+	// path publishes it at once (hub.Ingest). Optional: without it the
+	// claiming relay publishes it from the outbox.
+	Relay   hub.Enqueuer
+	Now     func() time.Time // default time.Now
+	Logger  *slog.Logger
+	Metrics *metrics.Metrics // required
 	// Traffic counts the webhook answers per minute for the console's
 	// chart; nil: the server keeps its own (Server.Traffic).
 	Traffic *Traffic
@@ -104,9 +104,6 @@ func (c Config) WithDefaults() Config {
 	if c.NATSStatus == nil {
 		c.NATSStatus = func() string { return "unknown" }
 	}
-	if c.Committed == nil {
-		c.Committed = func(hub.Delivery) {}
-	}
 	if c.MaxInflight == 0 {
 		c.MaxInflight = DefaultMaxInflight
 	}
@@ -132,7 +129,7 @@ func (c Config) Validate() error {
 	}{
 		{"Ingester", c.Ingester == nil}, {"Ready", c.Ready == nil}, {"Metrics", c.Metrics == nil},
 		{"Now", c.Now == nil}, {"Logger", c.Logger == nil},
-		{"NATSStatus", c.NATSStatus == nil}, {"Committed", c.Committed == nil}, {"Traffic", c.Traffic == nil},
+		{"NATSStatus", c.NATSStatus == nil}, {"Traffic", c.Traffic == nil},
 	} {
 		if f.missing {
 			bad(f.name, "is required")
@@ -153,6 +150,7 @@ func (c Config) Validate() error {
 // Server is the hub's webhook listener.
 type Server struct {
 	cfg       Config
+	ingest    *hub.Ingest // commits, and hands publishable deliveries to cfg.Relay
 	app       *fiber.App
 	providers map[string]provider.Provider
 	draining  atomic.Bool
@@ -170,7 +168,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, providers: make(map[string]provider.Provider, len(cfg.Providers)), inflight: newInflight(cfg.MaxInflight), traffic: cfg.Traffic,
+	s := &Server{cfg: cfg, ingest: hub.NewIngest(cfg.Ingester, cfg.Relay), providers: make(map[string]provider.Provider, len(cfg.Providers)), inflight: newInflight(cfg.MaxInflight), traffic: cfg.Traffic,
 		bodies: budget{hubhttp.NewBudget(int64(cfg.MaxInflight)*int64(cfg.MaxBodyBytes), cfg.Metrics.BodyBytes)}}
 	for _, p := range cfg.Providers {
 		s.providers[p.Name()] = p
@@ -295,20 +293,9 @@ func (s *Server) webhook(c *fiber.Ctx) error {
 		return s.refuse(c, name, err, start)
 	}
 	s.traceEvent(c, ev.ID, ev.Type)
-	id, err := uuid.NewV7()
+	d, err := hub.NewDelivery(hub.OriginWebhook, name, ev, body, now)
 	if err != nil {
-		return fmt.Errorf("archive id: %w", err)
-	}
-	d := hub.Delivery{
-		ArchiveID:  id,
-		Provider:   name,
-		EventID:    ev.ID,
-		EventType:  ev.Type,
-		Body:       body,
-		Signature:  ev.Signature,
-		SignedAt:   ev.SignedAt,
-		OccurredAt: ev.OccurredAt,
-		ReceivedAt: now,
+		return err
 	}
 	d.TraceParent = s.traceParent(c)
 	if pl, ok := p.(provider.Payloader); ok {
@@ -316,12 +303,10 @@ func (s *Server) webhook(c *fiber.Ctx) error {
 			return s.refuse(c, name, err, start)
 		}
 	}
-	if _, err := schema.Subject(name, ev.Type); err != nil {
-		d.Error = "cannot publish: " + err.Error()
-	}
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.CommitTimeout)
 	defer cancel()
-	outs, err := s.cfg.Ingester.Ingest(ctx, []hub.Delivery{d})
+	// Committed, a publishable delivery is in the relay's hands.
+	outs, err := s.ingest.Ingest(ctx, []hub.Delivery{d})
 	if err != nil {
 		s.cfg.Logger.Error("delivery not committed", "provider", name, "event_id", ev.ID, "err", err)
 		return s.refuse(c, name, err, start)
@@ -334,8 +319,6 @@ func (s *Server) webhook(c *fiber.Ctx) error {
 	case out.Status == hub.Failed:
 		outcome = metrics.OutcomeUnpublishable
 		s.cfg.Logger.Warn("event archived FAILED", "provider", name, "event_id", ev.ID, "reason", d.Error)
-	default:
-		s.cfg.Committed(d)
 	}
 	s.observe(name, outcome, start)
 	s.traceOutcome(c, outcome)

@@ -50,7 +50,7 @@ func newTracedServer(t *testing.T) *tracedServer {
 		Ingester:  memoryIngester{},
 		Ready:     func(context.Context) error { return nil },
 		Metrics:   metrics.New(reg),
-		Committed: func(d hub.Delivery) { ts.committed <- d },
+		Relay:     hub.EnqueueFunc(func(d hub.Delivery) { ts.committed <- d }),
 		Tracer:    tracing.Tracer(tp, "test"),
 	})
 	require.NoError(t, err)

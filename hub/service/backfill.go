@@ -107,7 +107,7 @@ func (s *Service) newBackfill(ingester backfill.Ingester) error {
 	s.backfill, err = backfill.New(backfill.Config{
 		Store:        s.store,
 		Ingester:     ingester,
-		Committed:    s.relay.Enqueue,
+		Relay:        s.relay,
 		MaxBodyBytes: s.cfg.MaxBodyBytes,
 		// The webhook's 413 bound (server.Config.MaxPublishBytes): the same
 		// rule on both paths.

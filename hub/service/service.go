@@ -226,11 +226,11 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 		MaxPublishBytes: func() int {
 			return s.keeper.MaxPublishBytes(s.nc.MaxPayload())
 		},
-		Committed: s.relay.Enqueue,
-		Now:       deps.Now,
-		Logger:    s.log.With("component", "http"),
-		Metrics:   s.metrics,
-		Tracer:    tracer,
+		Relay:   s.relay,
+		Now:     deps.Now,
+		Logger:  s.log.With("component", "http"),
+		Metrics: s.metrics,
+		Tracer:  tracer,
 
 		MaxInflight: cfg.MaxInflight,
 	})
