@@ -1,7 +1,8 @@
 // Package migrations holds the hub's versioned SQL migrations, embedded in
-// the binary, and a Migrator that applies them, or any other embedded set
-// (a subscriber's own schema), with goose over a pgx pool.
+// the binary, and Hub, which returns the Migrator (internal/migrate) that
+// applies them.
 //
-// Migrations are applied under a Postgres advisory lock, so several
-// replicas starting at once apply each version exactly once.
+// Only the hub imports this package: subscribers migrate their own schemas
+// with internal/migrate, which embeds nothing, so a subscriber binary does
+// not carry the hub's SQL.
 package migrations
