@@ -6,12 +6,13 @@
 // with internal/migrate, which embeds nothing, so a subscriber binary does
 // not carry the hub's SQL.
 //
-// Migrations are additive, so hubs of the previous release keep working
-// during a rolling deploy, and a released migration is never edited
-// (docs/migrations.md). Decision for v0.1.0: squash 00001-00008 into one
-// schema without the pre-00004 data model (publication state on the
-// archive row) and drop the store's branches that read it, because nothing
-// is released and those branches cost every installation on every call;
-// until that change lands, 00001-00008 and the compatibility code stay as
-// they are, all of it live (docs/migrations.md lists the steps).
+// v0.1.0 ships one migration, 00001_schema.sql: the pre-release migrations
+// 00001-00008 squashed, without the pre-release data model (an event's
+// publication state on its archive row), because nothing had been released
+// and every query branch that read that model cost every installation on
+// every call. A database those migrations created is refused with
+// ErrPreRelease ("recreate it"), never taken for current. From v0.1.0 on a
+// released migration is never edited, and each new one is additive so that
+// hubs of the previous release keep working during a rolling deploy
+// (docs/migrations.md).
 package migrations

@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"io/fs"
 	"regexp"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -23,6 +24,34 @@ var ErrPending = errors.New("migrations pending")
 type Migrator struct {
 	db       *sql.DB
 	provider *goose.Provider
+	// precondition, when set, is checked before the first operation that
+	// reads or changes the database; passed is set once it has held.
+	precondition func(ctx context.Context, db *sql.DB) error
+	passed       atomic.Bool
+}
+
+// Option configures a Migrator (New).
+type Option func(*Migrator)
+
+// WithPrecondition makes Up, Down, Status and Check fail with f's error
+// until f has returned nil once (it is not asked again afterwards): for a
+// set of migrations that must refuse a database it cannot migrate, such as
+// one created by an earlier, incompatible set. f reads the database through
+// db, the Migrator's own handle.
+func WithPrecondition(f func(ctx context.Context, db *sql.DB) error) Option {
+	return func(m *Migrator) { m.precondition = f }
+}
+
+// checkPrecondition runs the precondition, if any and not yet passed.
+func (m *Migrator) checkPrecondition(ctx context.Context) error {
+	if m.precondition == nil || m.passed.Load() {
+		return nil
+	}
+	if err := m.precondition(ctx, m.db); err != nil {
+		return err
+	}
+	m.passed.Store(true)
+	return nil
 }
 
 // Result is the outcome of applying one migration.
@@ -90,7 +119,7 @@ var identifier = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 // New returns a Migrator for the *.sql files at the root of fsys, recording
 // versions in versionTable. lockName names the advisory lock that
 // serialises concurrent runs of this set.
-func New(pool *pgxpool.Pool, fsys fs.FS, versionTable, lockName string) (*Migrator, error) {
+func New(pool *pgxpool.Pool, fsys fs.FS, versionTable, lockName string, opts ...Option) (*Migrator, error) {
 	// Replicas starting together wait for the lock in 1 s steps (goose's
 	// default is 5 s), for up to 5 minutes.
 	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(lockID(lockName)), lock.WithLockTimeout(1, 300))
@@ -107,7 +136,11 @@ func New(pool *pgxpool.Pool, fsys fs.FS, versionTable, lockName string) (*Migrat
 		_ = db.Close()
 		return nil, fmt.Errorf("load migrations: %w", err)
 	}
-	return &Migrator{db: db, provider: p}, nil
+	m := &Migrator{db: db, provider: p}
+	for _, o := range opts {
+		o(m)
+	}
+	return m, nil
 }
 
 // Close releases the Migrator's database handle (not the pool).
@@ -115,6 +148,9 @@ func (m *Migrator) Close() error { return m.db.Close() }
 
 // Up applies every pending migration. Applying none is not an error.
 func (m *Migrator) Up(ctx context.Context) ([]Result, error) {
+	if err := m.checkPrecondition(ctx); err != nil {
+		return nil, err
+	}
 	rs, err := m.provider.Up(ctx)
 	if err != nil {
 		return results(rs), fmt.Errorf("migrate up: %w", err)
@@ -124,6 +160,9 @@ func (m *Migrator) Up(ctx context.Context) ([]Result, error) {
 
 // Down rolls back the most recently applied migration.
 func (m *Migrator) Down(ctx context.Context) (Result, error) {
+	if err := m.checkPrecondition(ctx); err != nil {
+		return Result{}, err
+	}
 	r, err := m.provider.Down(ctx)
 	if err != nil {
 		return Result{}, fmt.Errorf("migrate down: %w", err)
@@ -133,6 +172,9 @@ func (m *Migrator) Down(ctx context.Context) (Result, error) {
 
 // Status lists every known migration and whether it is applied.
 func (m *Migrator) Status(ctx context.Context) ([]Status, error) {
+	if err := m.checkPrecondition(ctx); err != nil {
+		return nil, err
+	}
 	ss, err := m.provider.Status(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("migration status: %w", err)
@@ -152,6 +194,9 @@ func (m *Migrator) Status(ctx context.Context) ([]Status, error) {
 // ErrPending (with the current and target versions) when some are not, or
 // the error that prevented the check.
 func (m *Migrator) Check(ctx context.Context) error {
+	if err := m.checkPrecondition(ctx); err != nil {
+		return err
+	}
 	current, target, err := m.provider.GetVersions(ctx)
 	if err != nil {
 		return fmt.Errorf("migration versions: %w", err)
