@@ -16,9 +16,10 @@ import (
 
 // The archive as operators read it. Every status and publication column
 // comes from the view webhook_event_status: SKIPPED and FAILED-at-ingest
-// from the archive row, the rest from the dedup row. The rows of a listing are chosen on
-// the tables first, so that the planner walks an index in the listing's
-// order and stops at its limit (EXPLAINed on 200k archive rows):
+// from the archive row, the rest from the dedup row. The rows of a listing
+// are chosen on the tables first, so that the planner walks an index in
+// the listing's order and stops at its limit (EXPLAINed on 200k archive
+// rows):
 //
 //   - by default, SKIPPED and PROCESSED: ix_webhook_events_created_at,
 //     backwards from the cursor (or Until), PROCESSED joining each row to

@@ -11,9 +11,8 @@ import (
 // Retention: archive rows are deleted by age, never the dedup rows
 // (DESIGN invariant 5), and never the archive row of an event still
 // waiting for JetStream: a first delivery whose dedup row is in the outbox
-// (next_attempt_at set). FAILED first deliveries (never
-// published: the archive is their only copy) are deleted only when asked
-// to.
+// (next_attempt_at set). FAILED first deliveries (never published: the
+// archive is their only copy) are deleted only when asked to.
 
 // purgeCountsSQL counts without reading the old rows themselves: the total
 // from ix_webhook_events_created_at (an index-only scan once the archive,
@@ -31,9 +30,8 @@ SELECT (SELECT count(*) FROM webhook_events WHERE created_at < $1),
 // PurgeCounts counts the archive rows received before cutoff, and those of
 // them a purge keeps.
 //
-// A first delivery whose dedup row is neither in
-// the outbox, nor published, nor given up cannot be produced by the hub;
-// were one there, a purge would keep it without counting it as kept.
+// A first delivery whose dedup row is neither in the outbox, nor
+// published, nor given up cannot be produced by the hub; were one there, a purge would keep it without counting it as kept.
 func (s *Store) PurgeCounts(ctx context.Context, cutoff time.Time) (hub.PurgeCounts, error) {
 	var c hub.PurgeCounts
 	if err := s.pool.QueryRow(ctx, purgeCountsSQL, cutoff).Scan(&c.Archived, &c.Pending, &c.Failed); err != nil {
@@ -46,8 +44,8 @@ func (s *Store) PurgeCounts(ctx context.Context, cutoff time.Time) (hub.PurgeCou
 // oldest first, that are SKIPPED or published (FAILED too when $3), and
 // returns how many rows it examined and how many it deleted.
 //
-// A published first delivery has its state on the dedup row, which a stream restore (Requeue) may put back into the outbox
-// at any moment. Its dedup row is locked (FOR SHARE) and re-checked on its
+// A published first delivery has its state on the dedup row, which a
+// stream restore (Requeue) may put back into the outbox at any moment. Its dedup row is locked (FOR SHARE) and re-checked on its
 // latest version before the archive row goes: a Requeue that committed
 // meanwhile keeps the row, one that comes later waits for this delete.
 // SKIPPED and FAILED rows have their state on the archive row itself,
