@@ -7,9 +7,8 @@ import (
 )
 
 // The archive as operators read it: every delivery the hub archived, with
-// the status and publication its event has now, whichever data model wrote
-// the row (publication state on the archive row before migration 00004, on
-// the event's dedup row after it).
+// the status and publication its event has now (the publication state is
+// on the event's dedup row, the archive row is written once).
 
 // ArchivedDelivery is one archive row: one delivery of an event, the first
 // or a duplicate.

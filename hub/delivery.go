@@ -70,7 +70,7 @@ type Delivery struct {
 // Origin is where an archived delivery came from.
 type Origin string
 
-// The origins of archive rows (the origin column, migration 00006).
+// The origins of archive rows (the origin column).
 const (
 	OriginWebhook Origin = "webhook" // a verified webhook request
 	OriginAPI     Origin = "api"     // read from the provider's API by a backfill (no signature)

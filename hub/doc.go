@@ -41,7 +41,7 @@
 // The contract, the schema, and the subscriber side:
 //
 //   - schema: the hub ↔ subscriber contract: subjects, headers, payload types, JSON Schemas.
-//   - migrations: the hub's versioned SQL migrations, embedded, and the Migrator that applies them.
+//   - migrations: the hub's SQL migrations (one v0.1.0 schema so far), embedded in the hub binary only.
 //   - subscribers: the subscriber side's overview (library, example services, process runner).
 //   - subscribers/subscriber: the subscriber library: durable consumer, idempotency, dead letters, replay subjects.
 //   - subscribers/service: runs a subscriber service as a process (config, logging, connections, health, signals).
@@ -63,6 +63,7 @@
 //   - internal/jsontext: reads the shape of JSON text without decoding it.
 //   - internal/logging: the slog logger of every hookhub program, from LOG_LEVEL and LOG_FORMAT.
 //   - internal/loopback: whether a host names this machine (plain http:// allowed, `hub dev` record trusted).
+//   - internal/migrate: the Migrator (goose over pgx under an advisory lock) of the hub's and the subscribers' embedded migrations; embeds no SQL.
 //   - internal/natsembed: the embedded nats-server of `hub dev` and the tests.
 //   - internal/pgurl: edits Postgres URLs (databases next to a configured one) and hides their passwords.
 //   - internal/redact: hides credentials in text the hub did not write itself (API answers, errors).

@@ -6,15 +6,11 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io/fs"
-	"regexp"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
-	"github.com/pressly/goose/v3/lock"
+
+	"github.com/hookhub/hookhub/internal/migrate"
 )
 
 //go:embed *.sql
@@ -23,198 +19,45 @@ var hubFS embed.FS
 // HubVersionTable is the table that records the hub's applied migrations.
 const HubVersionTable = "hub_schema_version"
 
-// ErrPending is returned by Check when migrations are not applied yet.
-var ErrPending = errors.New("migrations pending")
+// ErrPreRelease is returned by the hub's Migrator (every operation) for a
+// database created by the pre-release migrations, which v0.1.0 squashed
+// into one (docs/migrations.md): it cannot be migrated, only recreated.
+var ErrPreRelease = errors.New("this database was created by a pre-release hookhub; recreate it")
 
-// Migrator applies one embedded set of migrations to one database.
-type Migrator struct {
-	db       *sql.DB
-	provider *goose.Provider
+// Files returns the hub's migrations, the *.sql files at its root: for
+// tests that apply them with others (a rolling-deploy test's next
+// migration, hub/service).
+func Files() fs.FS { return hubFS }
+
+// Hub returns the Migrator for the hub's own tables, the *.sql files of
+// this package. It refuses a pre-release database with ErrPreRelease.
+func Hub(pool *pgxpool.Pool) (*migrate.Migrator, error) {
+	return migrate.New(pool, hubFS, HubVersionTable, "hub", migrate.WithPrecondition(refusePreRelease))
 }
 
-// Result is the outcome of applying one migration.
-type Result struct {
-	Version   int64
-	Name      string
-	Direction string // "up" or "down"
-	Duration  string
-}
+// preReleaseSQL finds the mark of the pre-release schema: the archive row's
+// own publication columns (webhook_events.stream_seq), which the squashed
+// schema never had, in a database whose version table exists. It also
+// returns the highest version that table records.
+const preReleaseSQL = `
+SELECT EXISTS (SELECT 1 FROM information_schema.columns
+               WHERE table_schema = current_schema() AND table_name = 'webhook_events' AND column_name = 'stream_seq'),
+       to_regclass('` + HubVersionTable + `') IS NOT NULL`
 
-// Status is the state of one migration.
-type Status struct {
-	Version int64
-	Name    string
-	Applied bool
-	At      string // when it was applied, RFC 3339; empty if pending
-}
-
-// Dir returns the directory dir of fsys: the one way a package exposes
-// the migrations it embeds, as an fs.FS with the *.sql files at its root
-// (what New, ForSchema and subscriber.Config.Migrations take):
-//
-//	//go:embed migrations/*.sql
-//	var migrationsFS embed.FS
-//
-//	var Migrations = migrations.Dir(migrationsFS, "migrations")
-//
-// It panics if dir is not a valid path (a programming error).
-func Dir(fsys fs.FS, dir string) fs.FS {
-	sub, err := fs.Sub(fsys, dir)
-	if err != nil {
-		panic(fmt.Sprintf("migrations: %v", err))
+// refusePreRelease returns ErrPreRelease, with the versions the database
+// records, for a database the pre-release migrations created.
+func refusePreRelease(ctx context.Context, db *sql.DB) error {
+	var legacy, versioned bool
+	if err := db.QueryRowContext(ctx, preReleaseSQL).Scan(&legacy, &versioned); err != nil {
+		return fmt.Errorf("inspect the hub schema: %w", err)
 	}
-	return sub
-}
-
-// Hub returns the Migrator for the hub's own tables (in this package).
-func Hub(pool *pgxpool.Pool) (*Migrator, error) {
-	return New(pool, hubFS, HubVersionTable, "hub")
-}
-
-// ForSchema returns a Migrator for a set of migrations that owns one
-// Postgres schema, such as a subscriber's. The schema is created if
-// missing, and its version table lives inside it
-// ("<schema>.schema_version"), so each owner migrates independently.
-func ForSchema(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS, schema string) (*Migrator, error) {
-	return ForSchemaTable(ctx, pool, fsys, schema, "schema_version")
-}
-
-// ForSchemaTable is ForSchema with the version table's name chosen by the
-// caller, for several migration sets in one schema (a library's tables
-// and a service's own).
-func ForSchemaTable(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS, schema, versionTable string) (*Migrator, error) {
-	if !identifier.MatchString(schema) || !identifier.MatchString(versionTable) {
-		return nil, fmt.Errorf("migrations: %q.%q: schema and table must be lower-case identifiers", schema, versionTable)
+	if !legacy || !versioned {
+		return nil
 	}
-	if err := createSchema(ctx, pool, schema); err != nil {
-		return nil, err
+	var top int64
+	if err := db.QueryRowContext(ctx, `SELECT COALESCE(max(version_id), 0) FROM `+HubVersionTable+` WHERE is_applied`).Scan(&top); err != nil {
+		return fmt.Errorf("inspect the hub schema: %w", err)
 	}
-	// Unquoted: goose looks "schema.table" up in pg_tables verbatim, so a
-	// quoted name is never found and the second run fails with "relation
-	// already exists". The identifier check above makes quoting needless.
-	return New(pool, fsys, schema+"."+versionTable, schema+"."+versionTable)
-}
-
-// identifier matches the names ForSchema accepts: plain lower-case
-// Postgres identifiers, the same quoted or not.
-var identifier = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
-
-// New returns a Migrator for the *.sql files at the root of fsys, recording
-// versions in versionTable. lockName names the advisory lock that
-// serialises concurrent runs of this set.
-func New(pool *pgxpool.Pool, fsys fs.FS, versionTable, lockName string) (*Migrator, error) {
-	// Replicas starting together wait for the lock in 1 s steps (goose's
-	// default is 5 s), for up to 5 minutes.
-	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(lockID(lockName)), lock.WithLockTimeout(1, 300))
-	if err != nil {
-		return nil, fmt.Errorf("migration lock: %w", err)
-	}
-	db := stdlib.OpenDBFromPool(pool)
-	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys,
-		goose.WithTableName(versionTable),
-		goose.WithSessionLocker(locker),
-		goose.WithDisableGlobalRegistry(true),
-	)
-	if err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("load migrations: %w", err)
-	}
-	return &Migrator{db: db, provider: p}, nil
-}
-
-// Close releases the Migrator's database handle (not the pool).
-func (m *Migrator) Close() error { return m.db.Close() }
-
-// Up applies every pending migration. Applying none is not an error.
-func (m *Migrator) Up(ctx context.Context) ([]Result, error) {
-	rs, err := m.provider.Up(ctx)
-	if err != nil {
-		return results(rs), fmt.Errorf("migrate up: %w", err)
-	}
-	return results(rs), nil
-}
-
-// Down rolls back the most recently applied migration.
-func (m *Migrator) Down(ctx context.Context) (Result, error) {
-	r, err := m.provider.Down(ctx)
-	if err != nil {
-		return Result{}, fmt.Errorf("migrate down: %w", err)
-	}
-	return results([]*goose.MigrationResult{r})[0], nil
-}
-
-// Status lists every known migration and whether it is applied.
-func (m *Migrator) Status(ctx context.Context) ([]Status, error) {
-	ss, err := m.provider.Status(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("migration status: %w", err)
-	}
-	out := make([]Status, 0, len(ss))
-	for _, s := range ss {
-		st := Status{Version: s.Source.Version, Name: baseName(s.Source.Path), Applied: s.State == goose.StateApplied}
-		if st.Applied {
-			st.At = s.AppliedAt.UTC().Format("2006-01-02T15:04:05Z07:00")
-		}
-		out = append(out, st)
-	}
-	return out, nil
-}
-
-// Check returns nil when every migration is applied, an error wrapping
-// ErrPending (with the current and target versions) when some are not, or
-// the error that prevented the check.
-func (m *Migrator) Check(ctx context.Context) error {
-	current, target, err := m.provider.GetVersions(ctx)
-	if err != nil {
-		return fmt.Errorf("migration versions: %w", err)
-	}
-	if current < target {
-		return fmt.Errorf("%w: database at version %d, binary needs %d", ErrPending, current, target)
-	}
-	return nil
-}
-
-func results(rs []*goose.MigrationResult) []Result {
-	out := make([]Result, 0, len(rs))
-	for _, r := range rs {
-		if r == nil || r.Source == nil {
-			continue
-		}
-		out = append(out, Result{Version: r.Source.Version, Name: baseName(r.Source.Path), Direction: r.Direction, Duration: r.Duration.String()})
-	}
-	return out
-}
-
-func baseName(p string) string {
-	for i := len(p) - 1; i >= 0; i-- {
-		if p[i] == '/' {
-			return p[i+1:]
-		}
-	}
-	return p
-}
-
-// lockID derives a stable advisory lock id from a name, so each migration
-// set has its own lock.
-func lockID(name string) int64 {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte("hookhub-migrations:" + name))
-	return int64(h.Sum64() >> 1)
-}
-
-// createSchema creates schema if it does not exist. Concurrent CREATE SCHEMA
-// IF NOT EXISTS can still collide on the catalog's unique index, so it runs
-// under a transaction-scoped advisory lock.
-func createSchema(ctx context.Context, pool *pgxpool.Pool, schema string) error {
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockID("schema:"+schema)); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize())
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("create schema %s: %w", schema, err)
-	}
-	return nil
+	return fmt.Errorf("%w (its %s records pre-release version %d; v0.1.0 squashed the migrations, docs/migrations.md)",
+		ErrPreRelease, HubVersionTable, top)
 }

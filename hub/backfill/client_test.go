@@ -179,7 +179,7 @@ func TestUserAgent(t *testing.T) {
 		_, err := h.engine().Run(context.Background(), h.source(name, 0), backfill.Request{Since: time.Now().Add(-time.Hour), DryRun: true})
 		require.NoError(t, err, name)
 	}
-	want := "hookhub/" + buildinfo.Version + " (+backfill)"
+	want := "hookhub/" + buildinfo.Read().Version + " (+backfill)"
 	require.Equal(t, "hookhub/dev (+backfill)", want)
 	for _, hit := range append(h.stripe.Hits(), h.paddle.Hits()...) {
 		require.Equal(t, want, hit.UserAgent, hit.Path)

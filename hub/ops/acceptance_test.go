@@ -388,7 +388,7 @@ func TestShowEventOutcomesFollowConsumerFilters(t *testing.T) {
 
 	// PENDING, waiting in the outbox (its next attempt in an hour): not
 	// published for those that take its subject.
-	archiveLegacy(t, s.pool, time.Now(), hub.Pending, "evt_ops_waiting")
+	archiveState(t, s.pool, time.Now(), hub.Pending, "evt_ops_waiting")
 	d, got = outcomes(s.ops, "paddle:evt_ops_waiting")
 	require.Equal(t, "PENDING", d.Status)
 	require.False(t, d.Published)

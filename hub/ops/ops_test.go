@@ -71,30 +71,26 @@ func publish(t *testing.T, pool *pgxpool.Pool, kept ...string) {
 	require.NoError(t, s.RecordPublished(ctx, results))
 }
 
-// archiveLegacy writes an event the way hubs before migration 00004 did:
-// the publication state on the archive row (status PENDING, with its next
-// attempt, or PROCESSED, with its stream sequence), received at at.
-func archiveLegacy(t *testing.T, pool *pgxpool.Pool, at time.Time, status hub.Status, eventID string) uuid.UUID {
+// archiveState archives an event with the body {} received at at, in
+// status: PENDING (a failed attempt, due again in an hour) or PROCESSED
+// (stream sequence 4242, acknowledged at at), as the relay records them.
+func archiveState(t *testing.T, pool *pgxpool.Pool, at time.Time, status hub.Status, eventID string) uuid.UUID {
 	t.Helper()
 	ctx := context.Background()
-	id := uuid.Must(uuid.NewV7())
-	_, err := pool.Exec(ctx, `INSERT INTO processed_webhook_events (id, provider, event_id, event_type, processed_at)
-		VALUES ($1, 'paddle', $2, 'subscription.created', $3)`, id, eventID, at)
+	s := store.New(pool)
+	d := hub.Delivery{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle", EventID: eventID, EventType: "subscription.created",
+		Body: []byte(`{}`), Signature: "ts=1;h1=ab", ReceivedAt: at}
+	_, err := s.Ingest(ctx, []hub.Delivery{d})
 	require.NoError(t, err)
 	switch status {
 	case hub.Pending:
-		_, err = pool.Exec(ctx, `INSERT INTO webhook_events (id, provider, event_id, event_type, payload, signature,
-			processing_status, created_at, body, next_attempt_at, first_attempt_at)
-			VALUES ($1, 'paddle', $2, 'subscription.created', '{}', 'ts=1;h1=ab', 'PENDING', $3, '\x7b7d', now() + interval '1 hour', $3)`, id, eventID, at)
+		require.NoError(t, s.RecordPublished(ctx, []hub.PublishResult{{ArchiveID: d.ArchiveID, Err: "nats down", RetryIn: time.Hour}}))
 	case hub.Processed:
-		_, err = pool.Exec(ctx, `INSERT INTO webhook_events (id, provider, event_id, event_type, payload, signature,
-			processing_status, created_at, body, publish_attempts, first_attempt_at, published_at, stream_seq)
-			VALUES ($1, 'paddle', $2, 'subscription.created', '{}', 'ts=1;h1=ab', 'PROCESSED', $3, '\x7b7d', 1, $3, $3, 4242)`, id, eventID, at)
+		require.NoError(t, s.RecordPublished(ctx, []hub.PublishResult{{ArchiveID: d.ArchiveID, Seq: 4242, PublishedAt: at}}))
 	default:
-		t.Fatalf("archiveLegacy: status %s", status)
+		t.Fatalf("archiveState: status %s", status)
 	}
-	require.NoError(t, err)
-	return id
+	return d.ArchiveID
 }
 
 func TestListAndShowEvents(t *testing.T) {
@@ -219,20 +215,20 @@ func TestStatusWithoutNATS(t *testing.T) {
 	require.NotEmpty(t, st.StreamError)
 }
 
-// Listing, showing, status and purge read both data models alike: events
-// written by a hub before migration 00004 (state on the archive row) and
-// after it (state on the dedup row).
-func TestOperationsReadBothModels(t *testing.T) {
+// Listing, showing, status and purge read events in every state alike,
+// whichever way they got there (published by a relay at once, or after a
+// failed attempt; waiting in the outbox leased, or after a failure).
+func TestOperationsReadStates(t *testing.T) {
 	t.Parallel()
 	pool, _ := hubtest.Pool(t)
 	o := newOps(t, pool, nil)
 	ctx := context.Background()
 	old := time.Now().Add(-40 * 24 * time.Hour).Truncate(time.Microsecond)
-	archiveLegacy(t, pool, old, hub.Processed, "evt_legacy_processed")
-	archiveLegacy(t, pool, old.Add(time.Minute), hub.Pending, "evt_legacy_pending")
+	archiveState(t, pool, old, hub.Processed, "evt_older_processed")
+	archiveState(t, pool, old.Add(time.Minute), hub.Pending, "evt_older_pending")
 	archive(t, pool, old.Add(2*time.Minute), "evt_published", "evt_waiting")
-	publish(t, pool, "evt_waiting", "evt_legacy_pending")
-	archive(t, pool, old.Add(3*time.Minute), "evt_published", "evt_legacy_processed") // duplicates
+	publish(t, pool, "evt_waiting", "evt_older_pending")
+	archive(t, pool, old.Add(3*time.Minute), "evt_published", "evt_older_processed") // duplicates
 
 	list := func(f ops.EventFilter) []string {
 		t.Helper()
@@ -250,23 +246,23 @@ func TestOperationsReadBothModels(t *testing.T) {
 			f.Before = rows[len(rows)-1].Cursor
 		}
 	}
-	all := []string{"evt_waiting:PENDING", "evt_published:PROCESSED", "evt_legacy_pending:PENDING", "evt_legacy_processed:PROCESSED"}
+	all := []string{"evt_waiting:PENDING", "evt_published:PROCESSED", "evt_older_pending:PENDING", "evt_older_processed:PROCESSED"}
 	// archive() commits the two events of a batch at the same time: their
 	// order is their archive ids'.
 	got := list(ops.EventFilter{Limit: 100})
 	require.ElementsMatch(t, all, got)
 	require.Equal(t, got, list(ops.EventFilter{Limit: 1}), "a page at a time, the same rows in the same order")
-	require.ElementsMatch(t, []string{"evt_waiting:PENDING", "evt_legacy_pending:PENDING"}, list(ops.EventFilter{Status: hub.Pending, Limit: 1}))
-	require.ElementsMatch(t, []string{"evt_published:PROCESSED", "evt_legacy_processed:PROCESSED"}, list(ops.EventFilter{Status: hub.Processed, Limit: 1}))
-	require.ElementsMatch(t, []string{"evt_published:SKIPPED", "evt_legacy_processed:SKIPPED"}, list(ops.EventFilter{Status: hub.Skipped, Limit: 1}))
+	require.ElementsMatch(t, []string{"evt_waiting:PENDING", "evt_older_pending:PENDING"}, list(ops.EventFilter{Status: hub.Pending, Limit: 1}))
+	require.ElementsMatch(t, []string{"evt_published:PROCESSED", "evt_older_processed:PROCESSED"}, list(ops.EventFilter{Status: hub.Processed, Limit: 1}))
+	require.ElementsMatch(t, []string{"evt_published:SKIPPED", "evt_older_processed:SKIPPED"}, list(ops.EventFilter{Status: hub.Skipped, Limit: 1}))
 
-	d, err := o.ShowEvent(ctx, "paddle:evt_legacy_processed")
+	d, err := o.ShowEvent(ctx, "paddle:evt_older_processed")
 	require.NoError(t, err)
 	require.Equal(t, "PROCESSED", d.Status)
 	require.Len(t, d.Deliveries, 2)
 	require.EqualValues(t, 4242, d.Deliveries[0].StreamSeq)
 	require.Equal(t, "SKIPPED", d.Deliveries[1].Status)
-	d, err = o.ShowEvent(ctx, "paddle:evt_legacy_pending")
+	d, err = o.ShowEvent(ctx, "paddle:evt_older_pending")
 	require.NoError(t, err)
 	require.Equal(t, "PENDING", d.Status)
 	d, err = o.ShowEvent(ctx, "paddle:evt_published")
@@ -276,15 +272,15 @@ func TestOperationsReadBothModels(t *testing.T) {
 
 	st, err := o.Status(ctx)
 	require.NoError(t, err)
-	require.EqualValues(t, 2, st.OutboxPending, "the outbox of both models")
+	require.EqualValues(t, 2, st.OutboxPending, "the whole outbox")
 	require.InDelta(t, 40*24*3600, st.OldestAgeSec, 3600)
 
 	res, err := o.Purge(ctx, ops.PurgeRequest{OlderThan: 30 * 24 * time.Hour, BatchSize: 2})
 	require.NoError(t, err)
-	require.EqualValues(t, 4, res.Rows, "PROCESSED and SKIPPED of both models")
+	require.EqualValues(t, 4, res.Rows, "PROCESSED and SKIPPED")
 	require.EqualValues(t, 2, res.PendingKept)
-	require.Equal(t, []string{"evt_waiting:PENDING", "evt_legacy_pending:PENDING"}, list(ops.EventFilter{Limit: 100}))
-	d, err = o.ShowEvent(ctx, "paddle:evt_legacy_processed")
+	require.Equal(t, []string{"evt_waiting:PENDING", "evt_older_pending:PENDING"}, list(ops.EventFilter{Limit: 100}))
+	d, err = o.ShowEvent(ctx, "paddle:evt_older_processed")
 	require.NoError(t, err)
 	require.True(t, d.Purged)
 }
@@ -308,7 +304,7 @@ func TestRepublishThroughRelay(t *testing.T) {
 		ids[i] = fmt.Sprintf("evt_%03d", i)
 	}
 	archiveIDs := archive(t, pool, at, ids...)
-	archiveLegacy(t, pool, at.Add(time.Minute), hub.Processed, "evt_legacy")
+	archiveState(t, pool, at.Add(time.Minute), hub.Processed, "evt_older")
 	archive(t, pool, at.Add(2*time.Minute), "evt_waiting")
 	publish(t, pool, "evt_waiting")
 
@@ -324,16 +320,16 @@ func TestRepublishThroughRelay(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, ops.RepublishResult{Matched: events + 1, Published: events + 1, RunID: res.RunID, FirstSeq: 1, LastSeq: events + 1}, res)
 
-	one, err := o.Republish(ctx, ops.RepublishFilter{Event: "paddle:evt_legacy"})
+	one, err := o.Republish(ctx, ops.RepublishFilter{Event: "paddle:evt_older"})
 	require.NoError(t, err)
 	require.Equal(t, 1, one.Published)
 	msg, err := st.GetMsg(ctx, one.FirstSeq)
 	require.NoError(t, err)
 	require.Equal(t, "paddle.subscription.created", msg.Subject)
 	require.Equal(t, `{}`, string(msg.Data), "the exact body")
-	require.Equal(t, "paddle:evt_legacy:republish:"+one.RunID, msg.Header.Get("Nats-Msg-Id"))
-	require.Equal(t, "paddle:evt_legacy", msg.Header.Get(schema.HeaderRepublish))
-	require.Equal(t, "evt_legacy", msg.Header.Get(schema.HeaderEventID))
+	require.Equal(t, "paddle:evt_older:republish:"+one.RunID, msg.Header.Get("Nats-Msg-Id"))
+	require.Equal(t, "paddle:evt_older", msg.Header.Get(schema.HeaderRepublish))
+	require.Equal(t, "evt_older", msg.Header.Get(schema.HeaderEventID))
 
 	limited, err := o.Republish(ctx, ops.RepublishFilter{Since: at.Add(-time.Minute), Limit: 3})
 	require.NoError(t, err)

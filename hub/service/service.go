@@ -30,6 +30,7 @@ import (
 	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/hub/server"
 	"github.com/hookhub/hookhub/hub/store"
+	"github.com/hookhub/hookhub/internal/migrate"
 	"github.com/hookhub/hookhub/internal/natsembed"
 	"github.com/hookhub/hookhub/internal/pgurl"
 	"github.com/hookhub/hookhub/internal/tracing"
@@ -66,7 +67,7 @@ type Service struct {
 	cfg      Config
 	log      *slog.Logger
 	pool     *pgxpool.Pool
-	migrator *migrations.Migrator
+	migrator *migrate.Migrator
 	embedded *natsembed.Server
 	nc       *nats.Conn
 	js       jetstream.JetStream
@@ -289,7 +290,7 @@ func (s *Service) openDatabase(ctx context.Context) error {
 		return err
 	}
 	if err := s.migrator.Check(ctx); err != nil {
-		if errors.Is(err, migrations.ErrPending) {
+		if errors.Is(err, migrate.ErrPending) {
 			return fmt.Errorf("%w; run `hub migrate up` first", err)
 		}
 		return err
@@ -380,7 +381,7 @@ func (s *Service) ready(ctx context.Context) error {
 		return err
 	}
 	if err := s.migrator.Check(ctx); err != nil {
-		if errors.Is(err, migrations.ErrPending) {
+		if errors.Is(err, migrate.ErrPending) {
 			return fmt.Errorf("%w: %w", server.ErrMigrationsPending, err)
 		}
 		return fmt.Errorf("%w: %w", hub.ErrUnavailable, err)

@@ -15,49 +15,40 @@ import (
 	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
-// legacyRow is an event as hubs before migration 00004 wrote it: the
-// dedup row without publication state, which the archive row carries.
-type legacyRow struct {
+// stateRow is an event in a given publication state, with its own body
+// ({"older": true}) and receipt time: PENDING after a failed attempt (due
+// again in an hour), PROCESSED, or given up.
+type stateRow struct {
 	eventID string
-	status  hub.Status // PENDING, PROCESSED or FAILED (given up by an old relay)
+	status  hub.Status // PENDING, PROCESSED or FAILED (given up by a relay)
 	at      time.Time
 	seq     int64 // PROCESSED
 }
 
-// insertLegacy writes rows the way a hub of migration 00003 did (its
-// ingest, then its relay's markPublished or markFailed), and returns their
-// archive ids.
-func insertLegacy(t *testing.T, pool *pgxpool.Pool, rows ...legacyRow) []uuid.UUID {
+// insertStates ingests rows and records the relay's verdicts on them (a
+// PROCESSED one published a second after its receipt, a FAILED one given
+// up with "bad subject"), and returns their archive ids.
+func insertStates(t *testing.T, pool *pgxpool.Pool, rows ...stateRow) []uuid.UUID {
 	t.Helper()
 	ctx := context.Background()
+	s := store.New(pool)
 	ids := make([]uuid.UUID, len(rows))
 	for i, r := range rows {
-		ids[i] = uuid.Must(uuid.NewV7())
-		_, err := pool.Exec(ctx, `INSERT INTO processed_webhook_events (id, provider, event_id, event_type, processed_at)
-			VALUES ($1, 'paddle', $2, 'subscription.created', $3)`, ids[i], r.eventID, r.at)
+		d := deliveryAt(r.eventID, r.at)
+		d.Body, d.Payload = []byte(`{"older": true}`), []byte(`{"older": true}`)
+		_, err := s.Ingest(ctx, []hub.Delivery{d})
 		require.NoError(t, err)
+		ids[i] = d.ArchiveID
 		switch r.status {
 		case hub.Pending:
-			_, err = pool.Exec(ctx, `INSERT INTO webhook_events (id, provider, event_id, event_type, payload, signature,
-				processing_status, created_at, body, next_attempt_at, first_attempt_at)
-				VALUES ($1, 'paddle', $2, 'subscription.created', '{"legacy": true}', 'ts=1;h1=00', 'PENDING', $3, '{"legacy": true}',
-				        now() + interval '1 hour', $3)`, ids[i], r.eventID, r.at)
+			require.NoError(t, s.RecordPublished(ctx, []hub.PublishResult{{ArchiveID: d.ArchiveID, Err: "nats down", RetryIn: time.Hour}}))
 		case hub.Processed:
-			_, err = pool.Exec(ctx, `INSERT INTO webhook_events (id, provider, event_id, event_type, payload, signature,
-				processing_status, created_at, body, publish_attempts, first_attempt_at, published_at, stream_seq)
-				VALUES ($1, 'paddle', $2, 'subscription.created', '{"legacy": true}', 'ts=1;h1=00', 'PROCESSED', $3, '{"legacy": true}',
-				        1, $3, $3::timestamptz + interval '1 second', $4)`, ids[i], r.eventID, r.at, r.seq)
+			require.NoError(t, s.RecordPublished(ctx, []hub.PublishResult{{ArchiveID: d.ArchiveID, Seq: uint64(r.seq), PublishedAt: r.at.Add(time.Second)}}))
 		case hub.Failed:
-			// An old relay's permanent failure: FAILED, with the error, and
-			// a next attempt it never makes.
-			_, err = pool.Exec(ctx, `INSERT INTO webhook_events (id, provider, event_id, event_type, payload, signature,
-				processing_status, error_message, created_at, body, publish_attempts, next_attempt_at, first_attempt_at)
-				VALUES ($1, 'paddle', $2, 'subscription.created', '{"legacy": true}', 'ts=1;h1=00', 'FAILED', 'bad subject', $3,
-				        '{"legacy": true}', 1, now() + interval '1 hour', $3)`, ids[i], r.eventID, r.at)
+			require.NoError(t, s.RecordPublished(ctx, []hub.PublishResult{{ArchiveID: d.ArchiveID, Err: "bad subject", Permanent: true}}))
 		default:
-			t.Fatalf("insertLegacy: status %s", r.status)
+			t.Fatalf("insertStates: status %s", r.status)
 		}
-		require.NoError(t, err)
 	}
 	return ids
 }
@@ -69,17 +60,18 @@ func deliveryAt(eventID string, at time.Time) hub.Delivery {
 	return d
 }
 
-// archiveScenario fills the archive with every state of both models, one
-// event per state, each received a minute after the previous one:
+// archiveScenario fills the archive with every state, one event per state
+// (the first three twice, written by insertStates), each received a minute
+// after the previous one:
 //
-//	legacy_processed  PROCESSED  (archive row, stream seq 4242)
-//	legacy_pending    PENDING    (archive row, next attempt in an hour)
-//	legacy_failed     FAILED     (archive row, given up by an old relay)
+//	older_processed  PROCESSED  (dedup row, stream seq 4242)
+//	older_pending    PENDING    (dedup row in the outbox, due in an hour)
+//	older_failed     FAILED     (dedup row: a relay gave up, "bad subject")
 //	new_published     PROCESSED  (dedup row, stream seq 7)
 //	new_outbox        PENDING    (dedup row in the outbox)
 //	new_failed        FAILED     (archive row: its type cannot form a subject)
 //	new_given_up      FAILED     (dedup row: a relay gave up)
-//	legacy_processed  SKIPPED    (a duplicate, through the current ingest)
+//	older_processed  SKIPPED    (a duplicate, through the current ingest)
 //	new_published     SKIPPED    (a duplicate)
 //
 // Row i is received at start + i minutes. It returns the archive ids by
@@ -89,16 +81,16 @@ func archiveScenario(t *testing.T, s *store.Store, pool *pgxpool.Pool, start tim
 	ctx := context.Background()
 	at := func(i int) time.Time { return start.Add(time.Duration(i) * time.Minute) }
 	ids := map[string]uuid.UUID{}
-	legacy := insertLegacy(t, pool,
-		legacyRow{eventID: "legacy_processed", status: hub.Processed, at: at(0), seq: 4242},
-		legacyRow{eventID: "legacy_pending", status: hub.Pending, at: at(1)},
-		legacyRow{eventID: "legacy_failed", status: hub.Failed, at: at(2)})
-	ids["legacy_processed"], ids["legacy_pending"], ids["legacy_failed"] = legacy[0], legacy[1], legacy[2]
+	older := insertStates(t, pool,
+		stateRow{eventID: "older_processed", status: hub.Processed, at: at(0), seq: 4242},
+		stateRow{eventID: "older_pending", status: hub.Pending, at: at(1)},
+		stateRow{eventID: "older_failed", status: hub.Failed, at: at(2)})
+	ids["older_processed"], ids["older_pending"], ids["older_failed"] = older[0], older[1], older[2]
 
 	failed := deliveryAt("new_failed", at(5))
 	failed.EventType, failed.Error = "subscription created", "cannot form a subject"
 	ds := []hub.Delivery{deliveryAt("new_published", at(3)), deliveryAt("new_outbox", at(4)), failed, deliveryAt("new_given_up", at(6)),
-		deliveryAt("legacy_processed", at(7)), deliveryAt("new_published", at(8))}
+		deliveryAt("older_processed", at(7)), deliveryAt("new_published", at(8))}
 	outs, err := s.Ingest(ctx, ds)
 	require.NoError(t, err)
 	require.Equal(t, []hub.Status{hub.Pending, hub.Pending, hub.Failed, hub.Pending, hub.Skipped, hub.Skipped},
@@ -106,7 +98,7 @@ func archiveScenario(t *testing.T, s *store.Store, pool *pgxpool.Pool, start tim
 	for _, d := range ds[:4] {
 		ids[d.EventID] = d.ArchiveID
 	}
-	ids["dup_legacy_processed"], ids["dup_new_published"] = ds[4].ArchiveID, ds[5].ArchiveID
+	ids["dup_older_processed"], ids["dup_new_published"] = ds[4].ArchiveID, ds[5].ArchiveID
 	// The relay's verdicts, recorded as the relay records them.
 	require.NoError(t, s.RecordPublished(ctx, []hub.PublishResult{
 		{ArchiveID: ids["new_published"], Seq: 7},
@@ -123,7 +115,7 @@ func eventIDs(ds []hub.ArchivedDelivery) []string {
 	return out
 }
 
-func TestListArchiveBothModels(t *testing.T) {
+func TestListArchiveStates(t *testing.T) {
 	t.Parallel()
 	pool, _ := hubtest.Pool(t)
 	s := store.New(pool)
@@ -135,11 +127,11 @@ func TestListArchiveBothModels(t *testing.T) {
 		status hub.Status
 		want   []string // newest first
 	}{
-		{"", []string{"new_given_up", "new_failed", "new_outbox", "new_published", "legacy_failed", "legacy_pending", "legacy_processed"}},
-		{hub.Processed, []string{"new_published", "legacy_processed"}},
-		{hub.Pending, []string{"new_outbox", "legacy_pending"}},
-		{hub.Failed, []string{"new_given_up", "new_failed", "legacy_failed"}},
-		{hub.Skipped, []string{"new_published", "legacy_processed"}},
+		{"", []string{"new_given_up", "new_failed", "new_outbox", "new_published", "older_failed", "older_pending", "older_processed"}},
+		{hub.Processed, []string{"new_published", "older_processed"}},
+		{hub.Pending, []string{"new_outbox", "older_pending"}},
+		{hub.Failed, []string{"new_given_up", "new_failed", "older_failed"}},
+		{hub.Skipped, []string{"new_published", "older_processed"}},
 	}
 	for _, c := range cases {
 		t.Run(string(c.status), func(t *testing.T) {
@@ -155,7 +147,7 @@ func TestListArchiveBothModels(t *testing.T) {
 				require.NoError(t, pool.QueryRow(ctx, `SELECT processing_status FROM webhook_event_status WHERE id = $1`, d.ArchiveID).Scan(&viewStatus))
 				require.Equal(t, viewStatus, string(d.Status), d.EventID)
 				wantDeliveries := 1
-				if d.EventID == "new_published" || d.EventID == "legacy_processed" {
+				if d.EventID == "new_published" || d.EventID == "older_processed" {
 					wantDeliveries = 2
 				}
 				require.Equal(t, wantDeliveries, d.Deliveries, d.EventID)
@@ -184,8 +176,8 @@ func TestListArchiveBothModels(t *testing.T) {
 	for _, d := range all {
 		byID[d.EventID] = d
 	}
-	require.EqualValues(t, 4242, byID["legacy_processed"].StreamSeq)
-	require.True(t, byID["legacy_processed"].PublishedAt.Equal(start.Add(time.Second)))
+	require.EqualValues(t, 4242, byID["older_processed"].StreamSeq)
+	require.True(t, byID["older_processed"].PublishedAt.Equal(start.Add(time.Second)))
 	require.EqualValues(t, 7, byID["new_published"].StreamSeq)
 	require.False(t, byID["new_published"].PublishedAt.IsZero())
 	require.Equal(t, ids["new_published"], byID["new_published"].ArchiveID)
@@ -193,7 +185,7 @@ func TestListArchiveBothModels(t *testing.T) {
 	require.Equal(t, "cannot form a subject", byID["new_failed"].Error)
 	require.Equal(t, "publish: bad subject", byID["new_given_up"].Error)
 	require.Equal(t, 1, byID["new_given_up"].Attempts)
-	require.Equal(t, "bad subject", byID["legacy_failed"].Error)
+	require.Equal(t, "bad subject", byID["older_failed"].Error)
 	require.Equal(t, "ts=1;h1=00", byID["new_outbox"].Signature)
 	require.True(t, byID["new_outbox"].ReceivedAt.Equal(start.Add(4*time.Minute)))
 
@@ -205,12 +197,12 @@ func TestListArchiveBothModels(t *testing.T) {
 		{hub.ArchiveFilter{Since: start.Add(3 * time.Minute), Until: start.Add(5 * time.Minute)}, []string{"new_outbox", "new_published"}},
 		{hub.ArchiveFilter{EventType: "subscription created"}, []string{"new_failed"}},
 		{hub.ArchiveFilter{Provider: "clerk"}, []string{}},
-		{hub.ArchiveFilter{Status: hub.Pending, Until: start.Add(2 * time.Minute)}, []string{"legacy_pending"}},
+		{hub.ArchiveFilter{Status: hub.Pending, Until: start.Add(2 * time.Minute)}, []string{"older_pending"}},
 		{hub.ArchiveFilter{Status: hub.Failed, Since: start.Add(3 * time.Minute)}, []string{"new_given_up", "new_failed"}},
 		{hub.ArchiveFilter{Status: hub.Processed, Since: start.Add(time.Minute)}, []string{"new_published"}},
 		{hub.ArchiveFilter{Status: hub.Skipped, Limit: 1}, []string{"new_published"}},
 		{hub.ArchiveFilter{Status: hub.Failed, Limit: 2}, []string{"new_given_up", "new_failed"}},
-		{hub.ArchiveFilter{Status: hub.Pending, Before: byID["new_outbox"].Cursor()}, []string{"legacy_pending"}},
+		{hub.ArchiveFilter{Status: hub.Pending, Before: byID["new_outbox"].Cursor()}, []string{"older_pending"}},
 	}
 	for _, c := range filtered {
 		if c.f.Limit == 0 {
@@ -271,8 +263,8 @@ func TestFindEventAndDeliveries(t *testing.T) {
 		id      uuid.UUID
 		eventID string
 	}{
-		{ids["legacy_processed"], "legacy_processed"},
-		{ids["dup_legacy_processed"], "legacy_processed"},
+		{ids["older_processed"], "older_processed"},
+		{ids["dup_older_processed"], "older_processed"},
 		{ids["new_published"], "new_published"},
 		{ids["dup_new_published"], "new_published"},
 	} {
@@ -302,8 +294,8 @@ func TestFindEventAndDeliveries(t *testing.T) {
 		body     string
 	}{
 		{"new_published", []hub.Status{hub.Processed, hub.Skipped}, `{"id":"new_published"}`},
-		{"legacy_processed", []hub.Status{hub.Processed, hub.Skipped}, `{"legacy": true}`},
-		{"legacy_pending", []hub.Status{hub.Pending}, `{"legacy": true}`},
+		{"older_processed", []hub.Status{hub.Processed, hub.Skipped}, `{"older": true}`},
+		{"older_pending", []hub.Status{hub.Pending}, `{"older": true}`},
 		{"new_given_up", []hub.Status{hub.Failed}, `{"id":"new_given_up"}`},
 	} {
 		ds, err := s.Deliveries(ctx, "paddle", c.eventID, 0)
@@ -340,14 +332,14 @@ func TestFindEventAndDeliveries(t *testing.T) {
 	require.Empty(t, ds)
 }
 
-func TestPublishedRowsBothModels(t *testing.T) {
+func TestPublishedRowsStates(t *testing.T) {
 	t.Parallel()
 	pool, _ := hubtest.Pool(t)
 	s := store.New(pool)
 	ctx := context.Background()
 	start := time.Now().Add(-time.Hour).Truncate(time.Microsecond)
 	ids := archiveScenario(t, s, pool, start)
-	more := insertLegacy(t, pool, legacyRow{eventID: "legacy_processed_2", status: hub.Processed, at: start.Add(10 * time.Minute), seq: 4343})
+	more := insertStates(t, pool, stateRow{eventID: "older_processed_2", status: hub.Processed, at: start.Add(10 * time.Minute), seq: 4343})
 	late := deliveryAt("new_published_2", start.Add(11*time.Minute))
 	late.TraceParent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	late.OccurredAt = start.Add(-time.Hour)
@@ -355,14 +347,14 @@ func TestPublishedRowsBothModels(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.RecordPublished(ctx, []hub.PublishResult{{ArchiveID: late.ArchiveID, Seq: 9}}))
 
-	all := []string{"legacy_processed", "new_published", "legacy_processed_2", "new_published_2"} // oldest first
+	all := []string{"older_processed", "new_published", "older_processed_2", "new_published_2"} // oldest first
 	rows, err := s.PublishedRows(ctx, hub.PublishedFilter{Since: start, Limit: 100})
 	require.NoError(t, err)
 	got := make([]string, len(rows))
 	for i, r := range rows {
 		got[i] = r.EventID
 	}
-	require.Equal(t, all, got, "PROCESSED first deliveries of both models, no duplicate, oldest first")
+	require.Equal(t, all, got, "PROCESSED first deliveries, no duplicate, oldest first")
 	last := rows[3]
 	require.Equal(t, late.ArchiveID, last.ArchiveID)
 	require.Equal(t, late.Body, last.Body)
@@ -370,7 +362,7 @@ func TestPublishedRowsBothModels(t *testing.T) {
 	require.True(t, last.OccurredAt.Equal(late.OccurredAt))
 	require.True(t, last.ReceivedAt.Equal(late.ReceivedAt))
 	require.Equal(t, "subscription.created", last.EventType)
-	require.Equal(t, `{"legacy": true}`, string(rows[0].Body))
+	require.Equal(t, `{"older": true}`, string(rows[0].Body))
 
 	// A page at a time.
 	var paged []string
@@ -392,13 +384,13 @@ func TestPublishedRowsBothModels(t *testing.T) {
 		f    hub.PublishedFilter
 		want []string
 	}{
-		{hub.PublishedFilter{Provider: "paddle", EventID: "legacy_processed"}, []string{"legacy_processed"}},
+		{hub.PublishedFilter{Provider: "paddle", EventID: "older_processed"}, []string{"older_processed"}},
 		{hub.PublishedFilter{Provider: "paddle", EventID: "new_outbox"}, nil},
 		{hub.PublishedFilter{Provider: "paddle", EventID: "new_given_up"}, nil},
-		{hub.PublishedFilter{Provider: "paddle", EventID: "legacy_pending"}, nil},
+		{hub.PublishedFilter{Provider: "paddle", EventID: "older_pending"}, nil},
 		{hub.PublishedFilter{Provider: "clerk", Since: start}, nil},
-		{hub.PublishedFilter{Since: start.Add(3 * time.Minute), Until: start.Add(11 * time.Minute)}, []string{"new_published", "legacy_processed_2"}},
-		{hub.PublishedFilter{ArchiveIDs: []uuid.UUID{more[0], ids["new_outbox"], ids["dup_new_published"], late.ArchiveID}}, []string{"legacy_processed_2", "new_published_2"}},
+		{hub.PublishedFilter{Since: start.Add(3 * time.Minute), Until: start.Add(11 * time.Minute)}, []string{"new_published", "older_processed_2"}},
+		{hub.PublishedFilter{ArchiveIDs: []uuid.UUID{more[0], ids["new_outbox"], ids["dup_new_published"], late.ArchiveID}}, []string{"older_processed_2", "new_published_2"}},
 		{hub.PublishedFilter{ArchiveIDs: []uuid.UUID{}}, nil},
 	} {
 		c.f.Limit = 100

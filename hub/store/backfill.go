@@ -13,8 +13,8 @@ import (
 )
 
 // The backfill's queries: which listed events the hub already has, and the
-// checkpoints of runs (table backfill_checkpoints, migration 00006). The
-// missing events themselves are ingested by Ingest, the webhook's own
+// checkpoints of runs (table backfill_checkpoints). The missing events
+// themselves are ingested by Ingest, the webhook's own
 // statement, with hub.Delivery.Origin set to hub.OriginAPI.
 
 // ErrBackfillBusy is returned by AcquireBackfill while another run holds

@@ -15,20 +15,18 @@ import (
 )
 
 // The archive as operators read it. Every status and publication column
-// comes from the view webhook_event_status, which gives the same answer
-// for rows written before migration 00004 (state on the archive row) and
-// after it (state on the dedup row). The rows of a listing are chosen on
-// the tables first, so that the planner walks an index in the listing's
-// order and stops at its limit (EXPLAINed on 200k archive rows):
+// comes from the view webhook_event_status: SKIPPED and FAILED-at-ingest
+// from the archive row, the rest from the dedup row. The rows of a listing
+// are chosen on the tables first, so that the planner walks an index in
+// the listing's order and stops at its limit (EXPLAINed on 200k archive
+// rows):
 //
 //   - by default, SKIPPED and PROCESSED: ix_webhook_events_created_at,
 //     backwards from the cursor (or Until), PROCESSED joining each row to
 //     its dedup row by primary key;
-//   - PENDING: the outbox (ix_processed_webhook_events_due) and the legacy
-//     PENDING rows (ix_webhook_events_pending), both small;
+//   - PENDING: the outbox (ix_processed_webhook_events_due), small;
 //   - FAILED: ix_webhook_events_failed_created_at and the events a relay
-//     gave up on (ix_processed_webhook_events_given_up, migration 00005),
-//     both small.
+//     gave up on (ix_processed_webhook_events_given_up), both small.
 
 // deliveryColumns are the view's columns an ArchivedDelivery is scanned
 // from (scanDelivery), qualified by alias v.
@@ -59,9 +57,9 @@ func scanDelivery(r pgx.Row, extra ...any) (hub.ArchivedDelivery, error) {
 
 // processedSQL is the view's PROCESSED on the tables it reads, webhook_events
 // a LEFT JOIN processed_webhook_events p ON p.id = a.id AND
-// a.processing_status IS NULL: a legacy row says so itself, a current one
-// has its stream sequence on the dedup row.
-const processedSQL = `(a.processing_status = 'PROCESSED' OR (a.processing_status IS NULL AND p.stream_seq IS NOT NULL))`
+// a.processing_status IS NULL: a first delivery whose dedup row has its
+// stream sequence.
+const processedSQL = `(a.processing_status IS NULL AND p.stream_seq IS NOT NULL)`
 
 // queryArgs numbers a statement's parameters as they are added.
 type queryArgs []any
@@ -141,21 +139,22 @@ func (s *Store) ListArchive(ctx context.Context, f hub.ArchiveFilter) ([]hub.Arc
     LEFT JOIN processed_webhook_events p ON p.id = a.id AND a.processing_status IS NULL
     WHERE ` + processedSQL + ` AND ` + where + `
     ORDER BY a.created_at DESC, a.id DESC LIMIT ` + limit
-	case hub.Pending, hub.Failed:
-		// Few rows, found through the partial indexes of both models: rows
-		// whose archive row records the status (legacy PENDING, FAILED),
-		// and first deliveries whose dedup row does (in the outbox, or
-		// given up by a relay).
-		dedup := `p.next_attempt_at IS NOT NULL`
-		if f.Status == hub.Failed {
-			dedup = `p.next_attempt_at IS NULL AND p.stream_seq IS NULL AND p.publish_error IS NOT NULL`
-		}
+	case hub.Pending:
+		// Few rows, found through the outbox's partial index.
+		candidates = `SELECT a.id FROM processed_webhook_events p JOIN webhook_events a ON a.id = p.id
+    WHERE p.next_attempt_at IS NOT NULL AND a.processing_status IS NULL AND ` + where + `
+    ORDER BY a.created_at DESC, a.id DESC LIMIT ` + limit
+	case hub.Failed:
+		// Few rows, found through the partial indexes: first deliveries
+		// FAILED on their archive row at ingest, and those whose dedup row
+		// a relay gave up on.
 		candidates = `(SELECT a.id FROM webhook_events a
-     WHERE a.processing_status = '` + string(f.Status) + `' AND ` + where + `
+     WHERE a.processing_status = 'FAILED' AND ` + where + `
      ORDER BY a.created_at DESC, a.id DESC LIMIT ` + limit + `)
     UNION ALL
     (SELECT a.id FROM processed_webhook_events p JOIN webhook_events a ON a.id = p.id
-     WHERE ` + dedup + ` AND a.processing_status IS NULL AND ` + where + `
+     WHERE p.next_attempt_at IS NULL AND p.stream_seq IS NULL AND p.publish_error IS NOT NULL
+       AND a.processing_status IS NULL AND ` + where + `
      ORDER BY a.created_at DESC, a.id DESC LIMIT ` + limit + `)`
 	default:
 		return nil, fmt.Errorf("list archive: unknown status %q", f.Status)

@@ -15,27 +15,6 @@ import (
 // ix_processed_webhook_events_due). Writing to it never touches the wide
 // archive row (DESIGN invariant 8).
 
-// adoptSQL moves due PENDING archive rows that a hub of the previous
-// version wrote (before migration 00004, or during a rolling deploy) into
-// the outbox of the dedup rows, rewriting each such row once. FOR UPDATE
-// SKIP LOCKED: never a row an old relay holds; and an old relay's claim
-// (WHERE processing_status = 'PENDING') never sees an adopted row.
-const adoptSQL = `
-WITH legacy AS (
-    UPDATE webhook_events a
-    SET processing_status = NULL, next_attempt_at = NULL, error_message = NULL
-    FROM (SELECT id, publish_attempts, first_attempt_at, error_message FROM webhook_events
-          WHERE processing_status = 'PENDING' AND next_attempt_at <= now()
-          ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED) old
-    WHERE a.id = old.id
-    RETURNING old.id, old.publish_attempts, old.first_attempt_at, old.error_message
-)
-UPDATE processed_webhook_events p
-SET next_attempt_at = now(), publish_attempts = l.publish_attempts,
-    first_attempt_at = l.first_attempt_at, publish_error = l.error_message
-FROM legacy l
-WHERE p.id = l.id`
-
 // claimSQL leases up to $1 due events for $2 milliseconds: they are due
 // again only once the lease has passed, so no other relay takes them
 // meanwhile, and a relay that dies while publishing leaves them to the next
@@ -66,13 +45,8 @@ RETURNING p.id, p.provider, p.event_id, p.event_type, a.body, a.created_at, a.oc
 // Claim leases up to limit due events (skipping those another relay is
 // claiming at the same moment) for lease, and returns them: they are not
 // due again before lease has passed, so the caller publishes them outside
-// any transaction and records the results with RecordPublished. Events
-// written PENDING into the archive by a hub of the previous version are
-// first adopted into the outbox.
+// any transaction and records the results with RecordPublished.
 func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration) ([]hub.OutboxRow, error) {
-	if _, err := s.pool.Exec(ctx, adoptSQL, limit); err != nil {
-		return nil, fmt.Errorf("adopt legacy outbox rows: %w", err)
-	}
 	rows, err := s.pool.Query(ctx, claimSQL, limit, lease.Milliseconds())
 	if err != nil {
 		return nil, fmt.Errorf("claim outbox rows: %w", err)
@@ -157,21 +131,16 @@ func (s *Store) RecordPublished(ctx context.Context, results []hub.PublishResult
 	return nil
 }
 
-// RetryNow makes every event in the outbox due now (legacy PENDING archive
-// rows too), e.g. when NATS comes back after an outage, so the backlog
-// drains without waiting out each event's backoff.
+// RetryNow makes every event in the outbox due now, e.g. when NATS comes
+// back after an outage, so the backlog drains without waiting out each
+// event's backoff.
 func (s *Store) RetryNow(ctx context.Context) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `UPDATE processed_webhook_events SET next_attempt_at = now()
 		WHERE next_attempt_at > now()`)
 	if err != nil {
 		return 0, fmt.Errorf("retry pending events: %w", err)
 	}
-	legacy, err := s.pool.Exec(ctx, `UPDATE webhook_events SET next_attempt_at = now()
-		WHERE processing_status = 'PENDING' AND next_attempt_at > now()`)
-	if err != nil {
-		return 0, fmt.Errorf("retry pending events: %w", err)
-	}
-	return tag.RowsAffected() + legacy.RowsAffected(), nil
+	return tag.RowsAffected(), nil
 }
 
 // OutboxBacklog counts the events waiting for JetStream and finds when the
@@ -180,11 +149,8 @@ func (s *Store) OutboxBacklog(ctx context.Context) (hub.Backlog, error) {
 	var b hub.Backlog
 	var oldest *time.Time
 	err := s.pool.QueryRow(ctx, `
-		SELECT COALESCE(sum(n), 0)::bigint, min(oldest) FROM (
-		    SELECT count(*) AS n, min(processed_at) AS oldest
-		    FROM processed_webhook_events WHERE next_attempt_at IS NOT NULL
-		    UNION ALL
-		    SELECT count(*), min(created_at) FROM webhook_events WHERE processing_status = 'PENDING') x`).Scan(&b.Pending, &oldest)
+		SELECT count(*), min(processed_at)
+		FROM processed_webhook_events WHERE next_attempt_at IS NOT NULL`).Scan(&b.Pending, &oldest)
 	if err != nil {
 		return hub.Backlog{}, fmt.Errorf("outbox backlog: %w", err)
 	}

@@ -10,21 +10,17 @@ import (
 
 // Retention: archive rows are deleted by age, never the dedup rows
 // (DESIGN invariant 5), and never the archive row of an event still
-// waiting for JetStream, whichever data model recorded its state: a
-// legacy PENDING archive row, or a first delivery whose dedup row is in
-// the outbox (next_attempt_at set). FAILED first deliveries (never
-// published: the archive is their only copy) are deleted only when asked
-// to.
+// waiting for JetStream: a first delivery whose dedup row is in the outbox
+// (next_attempt_at set). FAILED first deliveries (never published: the
+// archive is their only copy) are deleted only when asked to.
 
 // purgeCountsSQL counts without reading the old rows themselves: the total
 // from ix_webhook_events_created_at (an index-only scan once the archive,
 // which is append-only, is vacuumed), and the kept rows from the small
-// partial indexes of both models (legacy PENDING, the outbox, FAILED, the
-// events a relay gave up on).
+// partial indexes (the outbox, FAILED, the events a relay gave up on).
 const purgeCountsSQL = `
 SELECT (SELECT count(*) FROM webhook_events WHERE created_at < $1),
-       (SELECT count(*) FROM webhook_events WHERE processing_status = 'PENDING' AND created_at < $1)
-     + (SELECT count(*) FROM processed_webhook_events p JOIN webhook_events a ON a.id = p.id
+       (SELECT count(*) FROM processed_webhook_events p JOIN webhook_events a ON a.id = p.id
         WHERE p.next_attempt_at IS NOT NULL AND a.processing_status IS NULL AND a.created_at < $1),
        (SELECT count(*) FROM webhook_events WHERE processing_status = 'FAILED' AND created_at < $1)
      + (SELECT count(*) FROM processed_webhook_events p JOIN webhook_events a ON a.id = p.id
@@ -34,9 +30,8 @@ SELECT (SELECT count(*) FROM webhook_events WHERE created_at < $1),
 // PurgeCounts counts the archive rows received before cutoff, and those of
 // them a purge keeps.
 //
-// A first delivery of the current model whose dedup row is neither in
-// the outbox, nor published, nor given up cannot be produced by the hub;
-// were one there, a purge would keep it without counting it as kept.
+// A first delivery whose dedup row is neither in the outbox, nor
+// published, nor given up cannot be produced by the hub; were one there, a purge would keep it without counting it as kept.
 func (s *Store) PurgeCounts(ctx context.Context, cutoff time.Time) (hub.PurgeCounts, error) {
 	var c hub.PurgeCounts
 	if err := s.pool.QueryRow(ctx, purgeCountsSQL, cutoff).Scan(&c.Archived, &c.Pending, &c.Failed); err != nil {
@@ -49,20 +44,19 @@ func (s *Store) PurgeCounts(ctx context.Context, cutoff time.Time) (hub.PurgeCou
 // oldest first, that are SKIPPED or published (FAILED too when $3), and
 // returns how many rows it examined and how many it deleted.
 //
-// A published first delivery of the current model has its state on the
-// dedup row, which a stream restore (Requeue) may put back into the outbox
-// at any moment. Its dedup row is locked (FOR SHARE) and re-checked on its
+// A published first delivery has its state on the dedup row, which a
+// stream restore (Requeue) may put back into the outbox at any moment. Its dedup row is locked (FOR SHARE) and re-checked on its
 // latest version before the archive row goes: a Requeue that committed
-// meanwhile keeps the row, one that comes later waits for this delete. A
-// legacy row has its state on the archive row itself, which the DELETE
-// re-checks when a concurrent writer changed it.
+// meanwhile keeps the row, one that comes later waits for this delete.
+// SKIPPED and FAILED rows have their state on the archive row itself,
+// written once.
 const purgeSQL = `
 WITH candidates AS (
     SELECT a.id, a.processing_status IS NOT NULL AS stored
     FROM webhook_events a
     LEFT JOIN processed_webhook_events p ON p.id = a.id AND a.processing_status IS NULL
     WHERE a.created_at < $1
-      AND (a.processing_status IN ('SKIPPED', 'PROCESSED')
+      AND (a.processing_status = 'SKIPPED'
            OR ($3 AND a.processing_status = 'FAILED')
            OR (a.processing_status IS NULL AND p.next_attempt_at IS NULL
                AND (p.stream_seq IS NOT NULL OR ($3 AND p.publish_error IS NOT NULL))))
@@ -80,7 +74,7 @@ WITH candidates AS (
 ), deleted AS (
     DELETE FROM webhook_events a USING doomed d
     WHERE a.id = d.id
-      AND CASE WHEN d.stored THEN a.processing_status IN ('SKIPPED', 'PROCESSED') OR ($3 AND a.processing_status = 'FAILED')
+      AND CASE WHEN d.stored THEN a.processing_status = 'SKIPPED' OR ($3 AND a.processing_status = 'FAILED')
                ELSE a.processing_status IS NULL END
     RETURNING 1
 )

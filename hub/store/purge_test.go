@@ -43,14 +43,14 @@ func purgeAll(t *testing.T, s *store.Store, cutoff time.Time, batch int, include
 	}
 }
 
-func TestPurgeBothModels(t *testing.T) {
+func TestPurgeStates(t *testing.T) {
 	t.Parallel()
 	pool, _ := hubtest.Pool(t)
 	s := store.New(pool)
 	ctx := context.Background()
 	archiveScenario(t, s, pool, time.Now().Add(-10*24*time.Hour))
-	// Young rows, of both models, in every state a purge could delete.
-	insertLegacy(t, pool, legacyRow{eventID: "young_legacy", status: hub.Processed, at: time.Now(), seq: 1})
+	// Young rows, in every state a purge could delete.
+	insertStates(t, pool, stateRow{eventID: "young_older", status: hub.Processed, at: time.Now(), seq: 1})
 	young := delivery("young_new", `{}`)
 	_, err := s.Ingest(ctx, []hub.Delivery{young, delivery("young_new", `{}`)})
 	require.NoError(t, err)
@@ -66,10 +66,10 @@ func TestPurgeBothModels(t *testing.T) {
 	require.EqualValues(t, 7, counts.Purgeable(true))
 
 	deleted, batches := purgeAll(t, s, cutoff, 2, false)
-	require.EqualValues(t, 4, deleted, "SKIPPED and PROCESSED of both models")
+	require.EqualValues(t, 4, deleted, "SKIPPED and PROCESSED")
 	require.Equal(t, 3, batches)
 	require.Equal(t, map[string]int{"PROCESSED": 2, "PENDING": 2, "FAILED": 3, "SKIPPED": 1}, statusCounts(t, pool),
-		"the young rows, PENDING (legacy and in the outbox) and FAILED (all three kinds) remain")
+		"the young rows, PENDING (both in the outbox) and FAILED (all three) remain")
 
 	counts, err = s.PurgeCounts(ctx, cutoff)
 	require.NoError(t, err)
@@ -88,7 +88,7 @@ func TestPurgeBothModels(t *testing.T) {
 	// The outbox still publishes what it held.
 	rows, err := s.Claim(ctx, 10, time.Minute)
 	require.NoError(t, err)
-	require.Len(t, rows, 1, "new_outbox (legacy_pending is not due for an hour)")
+	require.Len(t, rows, 1, "new_outbox (older_pending is not due for an hour)")
 	require.Equal(t, "new_outbox", rows[0].EventID)
 
 	_, _, err = s.PurgeArchive(ctx, cutoff, 0, false)
@@ -96,8 +96,7 @@ func TestPurgeBothModels(t *testing.T) {
 }
 
 // A published event put back into the outbox (a stream restore) is no
-// longer purgeable, whichever model recorded its publication, including
-// when the restore commits while the purge is deciding.
+// longer purgeable, including when the restore commits while the purge is deciding.
 func TestPurgeKeepsRequeuedEvents(t *testing.T) {
 	t.Parallel()
 	pool, _ := hubtest.Pool(t)
@@ -105,13 +104,13 @@ func TestPurgeKeepsRequeuedEvents(t *testing.T) {
 	ctx := context.Background()
 	old := time.Now().Add(-10 * 24 * time.Hour)
 	cutoff := time.Now().Add(-24 * time.Hour)
-	legacy := insertLegacy(t, pool, legacyRow{eventID: "legacy", status: hub.Processed, at: old, seq: 1})
+	older := insertStates(t, pool, stateRow{eventID: "older", status: hub.Processed, at: old, seq: 1})
 	current := deliveryAt("current", old)
 	_, err := s.Ingest(ctx, []hub.Delivery{current})
 	require.NoError(t, err)
 	require.NoError(t, s.RecordPublished(ctx, []hub.PublishResult{{ArchiveID: current.ArchiveID, Seq: 2, PublishedAt: old}}))
 
-	n, err := s.Requeue(ctx, []uuid.UUID{legacy[0], current.ArchiveID}, time.Now(), "stream restored")
+	n, err := s.Requeue(ctx, []uuid.UUID{older[0], current.ArchiveID}, time.Now(), "stream restored")
 	require.NoError(t, err)
 	require.EqualValues(t, 2, n)
 	deleted, _ := purgeAll(t, s, cutoff, 10, true)
@@ -128,9 +127,7 @@ func TestPurgeWaitsForConcurrentRequeue(t *testing.T) {
 		name    string
 		requeue string // what Requeue writes, uncommitted while the purge runs
 	}{
-		{"current model", `UPDATE processed_webhook_events SET next_attempt_at = now(), stream_seq = NULL, published_at = NULL
-			WHERE event_id = 'evt_race'`},
-		{"legacy model", `UPDATE webhook_events SET processing_status = NULL, published_at = NULL, stream_seq = NULL
+		{"published", `UPDATE processed_webhook_events SET next_attempt_at = now(), stream_seq = NULL, published_at = NULL
 			WHERE event_id = 'evt_race'`},
 	}
 	for _, c := range cases {
@@ -140,14 +137,10 @@ func TestPurgeWaitsForConcurrentRequeue(t *testing.T) {
 			s := store.New(pool)
 			ctx := context.Background()
 			old := time.Now().Add(-10 * 24 * time.Hour)
-			if c.name == "legacy model" {
-				insertLegacy(t, pool, legacyRow{eventID: "evt_race", status: hub.Processed, at: old, seq: 1})
-			} else {
-				d := deliveryAt("evt_race", old)
-				_, err := s.Ingest(ctx, []hub.Delivery{d})
-				require.NoError(t, err)
-				require.NoError(t, s.RecordPublished(ctx, []hub.PublishResult{{ArchiveID: d.ArchiveID, Seq: 1}}))
-			}
+			d := deliveryAt("evt_race", old)
+			_, err := s.Ingest(ctx, []hub.Delivery{d})
+			require.NoError(t, err)
+			require.NoError(t, s.RecordPublished(ctx, []hub.PublishResult{{ArchiveID: d.ArchiveID, Seq: 1}}))
 			tx, err := pool.Begin(ctx)
 			require.NoError(t, err)
 			defer func() { _ = tx.Rollback(ctx) }()

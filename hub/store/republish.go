@@ -22,7 +22,7 @@ import (
 // ix_webhook_events_created_at from f.Since (or the cursor) and stops at
 // the limit, or uses ix_webhook_events_provider_event_id for one event, or
 // the primary key for archive ids; each row's status is then read through
-// the view webhook_event_status (both data models).
+// the view webhook_event_status.
 func (s *Store) PublishedRows(ctx context.Context, f hub.PublishedFilter) ([]hub.OutboxRow, error) {
 	if f.Limit < 1 {
 		return nil, errors.New("published rows: limit must be at least 1")

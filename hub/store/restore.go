@@ -47,20 +47,11 @@ func (s *Store) PublishedBetween(ctx context.Context, p hub.PublishedPage) ([]hu
 // requeueSQL puts published events back into the outbox, due now.
 // first_attempt_at restarts too: the relay publishes them as new (no
 // look-up in the stream until half the duplicate window has passed), under
-// their original message id. An event published before migration 00004
-// (its state on the archive row) is moved to the dedup row, rewriting its
-// archive row once; the CTEs share one snapshot, so no event is taken
-// twice.
+// their original message id. FOR SHARE OF a: a purge deleting the archive
+// row meanwhile makes the row drop out here, rather than leave an event in
+// the outbox without its body.
 const requeueSQL = `
-WITH legacy AS (
-    UPDATE webhook_events
-    SET processing_status = NULL, published_at = NULL, stream_seq = NULL, next_attempt_at = NULL
-    WHERE id = ANY($1) AND processing_status = 'PROCESSED' AND published_at < $2 AND body IS NOT NULL
-    RETURNING id
-), current AS (
-    -- FOR SHARE OF a: a purge deleting the archive row meanwhile makes
-    -- the row drop out here, rather than leave an event in the outbox
-    -- without its body.
+WITH published AS (
     SELECT p.id FROM processed_webhook_events p JOIN webhook_events a ON a.id = p.id
     WHERE p.id = ANY($1) AND a.processing_status IS NULL AND a.body IS NOT NULL
       AND p.stream_seq IS NOT NULL AND p.published_at < $2
@@ -68,7 +59,7 @@ WITH legacy AS (
 )
 UPDATE processed_webhook_events p
 SET next_attempt_at = now(), first_attempt_at = now(), published_at = NULL, stream_seq = NULL, publish_error = $3
-WHERE p.id IN (SELECT id FROM legacy UNION ALL SELECT id FROM current)`
+WHERE p.id IN (SELECT id FROM published)`
 
 // Requeue makes PROCESSED events PENDING again, for the relay to publish
 // them once more under their original message ids: the events a lost

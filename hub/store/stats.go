@@ -13,11 +13,10 @@ import (
 )
 
 // Counts is what the two tables hold: archive rows, and events by
-// publication state, whichever version of the hub wrote them. Hubs before
-// migration 00004 kept an event's publication on its archive row
-// (PENDING, then PROCESSED); later ones keep it on the event's dedup row
-// and leave the archive row's status NULL. Pending, Published and Failed
-// count each event once, from where its state is.
+// publication state. An event's publication state is on its dedup row
+// (its archive row's status is NULL), or on its archive row when it was
+// FAILED there at ingest. Pending, Published and Failed count each event
+// once, from where its state is.
 type Counts struct {
 	ArchiveRows int64 // webhook_events rows: every archived delivery
 	Duplicates  int64 // of which SKIPPED: later deliveries of an event
@@ -30,20 +29,17 @@ type Counts struct {
 	// Failed events will not be published: FAILED when archived (a type
 	// that cannot form a subject), or given up after a permanent failure.
 	Failed int64
-	// An event whose state was on its archive row (written before
-	// migration 00004, or FAILED when archived) and whose archive row was
-	// purged is in none of the three.
+	// An event FAILED when archived whose archive row was purged is in
+	// none of the three.
 }
 
 // countsSQL counts both tables in one snapshot. The precedence of the
 // dedup row's columns is the view webhook_event_status's: a stream
 // sequence means published, then a due time pending, then an error failed.
 const countsSQL = `
-SELECT a.n, a.skipped, a.pending, a.processed, a.failed, p.n, p.pending, p.published, p.failed
+SELECT a.n, a.skipped, a.failed, p.n, p.pending, p.published, p.failed
 FROM (SELECT count(*) AS n,
              count(*) FILTER (WHERE processing_status = 'SKIPPED') AS skipped,
-             count(*) FILTER (WHERE processing_status = 'PENDING') AS pending,
-             count(*) FILTER (WHERE processing_status = 'PROCESSED') AS processed,
              count(*) FILTER (WHERE processing_status = 'FAILED') AS failed
       FROM webhook_events WHERE created_at >= $1) a,
      (SELECT count(*) AS n,
@@ -59,15 +55,13 @@ FROM (SELECT count(*) AS n,
 // table (about 80 bytes a row).
 func (s *Store) Counts(ctx context.Context, since time.Time) (Counts, error) {
 	var c Counts
-	var legacyPending, legacyProcessed, legacyFailed, pending, published, failed int64
+	var archiveFailed, failed int64
 	err := s.pool.QueryRow(ctx, countsSQL, since).Scan(&c.ArchiveRows, &c.Duplicates,
-		&legacyPending, &legacyProcessed, &legacyFailed, &c.DedupRows, &pending, &published, &failed)
+		&archiveFailed, &c.DedupRows, &c.Pending, &c.Published, &failed)
 	if err != nil {
 		return Counts{}, fmt.Errorf("count events: %w", err)
 	}
-	c.Pending = legacyPending + pending
-	c.Published = legacyProcessed + published
-	c.Failed = legacyFailed + failed
+	c.Failed = archiveFailed + failed
 	return c, nil
 }
 

@@ -19,7 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hookhub/hookhub/migrations"
+	"github.com/hookhub/hookhub/internal/migrate"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
@@ -34,7 +34,7 @@ const DefaultGrant = 100
 var migrationsFS embed.FS
 
 // Migrations are the credits schema's migrations, for Config.Migrations.
-var Migrations = migrations.Dir(migrationsFS, "migrations")
+var Migrations = migrate.Dir(migrationsFS, "migrations")
 
 // Options configure the handlers.
 type Options struct {

@@ -29,7 +29,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hookhub/hookhub/migrations"
+	"github.com/hookhub/hookhub/internal/migrate"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
@@ -57,7 +57,7 @@ const EntityKind = "paddle.subscription"
 var migrationsFS embed.FS
 
 // Migrations are the downgrade schema's migrations, for Config.Migrations.
-var Migrations = migrations.Dir(migrationsFS, "migrations")
+var Migrations = migrate.Dir(migrationsFS, "migrations")
 
 // Register registers the downgrade handlers on sub, which must be named
 // Name and have Migrations.

@@ -48,7 +48,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hookhub/hookhub/migrations"
+	"github.com/hookhub/hookhub/internal/migrate"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
@@ -86,7 +86,7 @@ const (
 var migrationsFS embed.FS
 
 // Migrations are the email schema's migrations, for Config.Migrations.
-var Migrations = migrations.Dir(migrationsFS, "migrations")
+var Migrations = migrate.Dir(migrationsFS, "migrations")
 
 // Options configure the handlers and the sender.
 type Options struct {

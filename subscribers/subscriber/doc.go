@@ -28,7 +28,7 @@
 //     stream_seq, processed_at, outcome), dead_letters, entity_versions
 //     and handler_attempts (crash-loop detection);
 //   - the service's own goose migrations (Config.Migrations), versioned in
-//     <name>.schema_version by migrations.ForSchema.
+//     <name>.schema_version by migrate.ForSchema.
 //
 // # The consumer
 //

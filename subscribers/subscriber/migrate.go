@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hookhub/hookhub/migrations"
+	"github.com/hookhub/hookhub/internal/migrate"
 )
 
 //go:embed sql/*.sql
@@ -19,7 +19,7 @@ var librarySQL embed.FS
 
 // LibraryVersionTable is the table, inside the subscriber's schema, that
 // records the library's own migrations. The service's migrations are
-// recorded apart, in <schema>.schema_version (migrations.ForSchema).
+// recorded apart, in <schema>.schema_version (migrate.ForSchema).
 const LibraryVersionTable = "subscriber_schema_version"
 
 // Migrate applies the library's tables and then the service's migrations
@@ -35,7 +35,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, name string, fsys fs.FS) e
 	if err != nil {
 		return err
 	}
-	m, err := migrations.ForSchemaTable(ctx, pool, lib, name, LibraryVersionTable)
+	m, err := migrate.ForSchemaTable(ctx, pool, lib, name, LibraryVersionTable)
 	if err != nil {
 		return fmt.Errorf("subscriber %s: library migrations: %w", name, err)
 	}
@@ -46,7 +46,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, name string, fsys fs.FS) e
 	if fsys == nil {
 		return nil
 	}
-	svc, err := migrations.ForSchema(ctx, pool, fsys, name)
+	svc, err := migrate.ForSchema(ctx, pool, fsys, name)
 	if err != nil {
 		return fmt.Errorf("subscriber %s: service migrations: %w", name, err)
 	}
@@ -61,7 +61,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, name string, fsys fs.FS) e
 // in.
 func libraryFS(schemaName string) (fs.FS, error) {
 	quoted := pgx.Identifier{schemaName}.Sanitize()
-	lib := migrations.Dir(librarySQL, "sql")
+	lib := migrate.Dir(librarySQL, "sql")
 	out := fstest.MapFS{}
 	err := fs.WalkDir(lib, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

@@ -17,6 +17,7 @@ import (
 	"github.com/hookhub/hookhub/hub/backfill"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/hub/store"
+	"github.com/hookhub/hookhub/internal/migrate"
 	"github.com/hookhub/hookhub/internal/redact"
 	"github.com/hookhub/hookhub/migrations"
 )
@@ -300,7 +301,7 @@ func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
 	}
 	defer m.Close()
 	if err := m.Check(ctx); err != nil {
-		if errors.Is(err, migrations.ErrPending) {
+		if errors.Is(err, migrate.ErrPending) {
 			return fmt.Errorf("%w; run `hub migrate up` first", err)
 		}
 		return fmt.Errorf("connect to the hub's database (HUB_DATABASE_URL): %w", err)

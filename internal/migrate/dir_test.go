@@ -1,4 +1,4 @@
-package migrations_test
+package migrate_test
 
 import (
 	"io/fs"
@@ -7,14 +7,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookhub/hookhub/migrations"
+	"github.com/hookhub/hookhub/internal/migrate"
 )
 
 func TestDir(t *testing.T) {
 	t.Parallel()
 	fsys := fstest.MapFS{"migrations/00001_a.sql": {Data: []byte("-- +goose Up\n")}}
-	names, err := fs.Glob(migrations.Dir(fsys, "migrations"), "*.sql")
+	names, err := fs.Glob(migrate.Dir(fsys, "migrations"), "*.sql")
 	require.NoError(t, err)
 	require.Equal(t, []string{"00001_a.sql"}, names)
-	require.Panics(t, func() { migrations.Dir(fsys, "../migrations") })
+	require.Panics(t, func() { migrate.Dir(fsys, "../migrations") })
 }
