@@ -27,7 +27,7 @@ import (
 func lifecycleConfig(t *testing.T, dbURL string) Config {
 	return Config{
 		DatabaseURL: dbURL, DatabaseMaxConns: 4,
-		DataDir: t.TempDir(), // embedded NATS
+		DataDir:  t.TempDir(), // embedded NATS
 		HTTPAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", AdminToken: "lifecycle-test-admin-token-0123456789",
 		Stream: schema.DefaultStream, StreamReplicas: 1, DuplicateWindow: 2 * time.Minute,
 		Secrets:            map[string][]string{"clerk": {"whsec_dGVzdC1zZWNyZXQtZm9yLWhvb2todWItdGVzdHMh"}},
