@@ -11,8 +11,8 @@
 // the periodic backfill, the group committer (commits what in-flight
 // requests queued), the relay (drains the outbox), the stream keeper, the
 // NATS connection, the embedded NATS server, the migrator, the database
-// pool, and tracing last (so the drain's spans are flushed). Service.New
-// lists that order in one place, the comment on Service.components.
+// pool, and tracing last (so the drain's spans are flushed). The order is
+// set in one place, New, and documented on Service.components.
 package service
 
 import (
@@ -137,8 +137,9 @@ type Service struct {
 
 // New connects to Postgres and NATS (starting an embedded server when
 // cfg.NATSURL is empty), checks that migrations are applied, and builds
-// the relay and the HTTP server. It listens on cfg.HTTPAddr but serves
-// nothing until Run.
+// the components (the relay, the HTTP server...) without starting any. It
+// listens on cfg.HTTPAddr but serves nothing until Run. When it fails, it
+// closes what it opened.
 func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
