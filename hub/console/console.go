@@ -128,8 +128,16 @@ func New(cfg Config) (*Console, error) {
 	return cn, nil
 }
 
-// Close stops a replay job that is running (the hub is shutting down).
-func (cn *Console) Close() { cn.jobs.stop() }
+// Start implements startstop.Service: the console has nothing to start
+// (a replay job starts from a request).
+func (cn *Console) Start(context.Context) error { return nil }
+
+// Stop stops a replay job that is running (the hub is shutting down) and
+// waits for it. Idempotent; safe when never started.
+func (cn *Console) Stop(context.Context) error {
+	cn.jobs.stop()
+	return nil
+}
 
 // Mount registers the console's routes under /console on r.
 func (cn *Console) Mount(r fiber.Router) {

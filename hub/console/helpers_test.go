@@ -94,7 +94,7 @@ func newSiteWith(t testing.TB, pool *pgxpool.Pool, fc fiber.Config) *site {
 	cn, err := console.New(console.Config{AdminToken: adminToken, ReadOnlyToken: readOnlyToken, Operator: o,
 		StreamState: func() string { return "ok" }, Traffic: s.traffic.Minutes, Logger: logger, Now: s.clock.Now})
 	require.NoError(t, err)
-	t.Cleanup(cn.Close)
+	t.Cleanup(func() { _ = cn.Stop(context.Background()) })
 	fc.DisableStartupMessage = true
 	s.app = fiber.New(fc)
 	cn.Mount(s.app)

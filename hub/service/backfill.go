@@ -8,12 +8,12 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hookhub/hookhub/hub/backfill"
 	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/internal/redact"
+	"github.com/hookhub/hookhub/internal/startstop"
 )
 
 // periodicBackfillRate bounds a periodic backfill's API requests a second,
@@ -28,23 +28,38 @@ const periodicBackfillRate = 5
 // looks up to now, or --until.
 const BackfillSettle = 5 * time.Minute
 
-// runBackfill backfills every source at once, then every
+// backfillRunner backfills every source at once, then every
 // HUB_BACKFILL_INTERVAL, over the last HUB_BACKFILL_WINDOW up to
-// BackfillSettle ago, until ctx is done: each provider in a goroutine and
-// on a schedule of its own, so one whose API is slow or never ends its
+// BackfillSettle ago, from Start until Stop: each provider in a goroutine
+// and on a schedule of its own, so one whose API is slow or never ends its
 // listing (each run is bounded: HUB_BACKFILL_MAX_*) delays no other. An
 // unfinished run (this hub was stopped mid-way, or a run failed) is
 // continued first, at most backfill.DefaultMaxResumes times; a provider
 // another hub is backfilling is skipped.
-func (s *Service) runBackfill(ctx context.Context) {
-	if s.backfill == nil {
-		return
+type backfillRunner struct {
+	startstop.Base
+	s *Service
+}
+
+// Start starts a goroutine per source.
+func (r *backfillRunner) Start(ctx context.Context) error {
+	runCtx, ok := r.StartInit(ctx)
+	if !ok {
+		return nil
 	}
-	var wg sync.WaitGroup
+	s := r.s
+	s.log.Info("periodic backfill", "providers", providerNames(s.backfillSources), "interval", s.cfg.BackfillInterval, "window", s.cfg.BackfillWindow)
 	for _, src := range s.backfillSources {
-		wg.Go(func() { s.backfillEvery(ctx, src) })
+		r.Go(func() { s.backfillEvery(runCtx, src) })
 	}
-	wg.Wait()
+	return nil
+}
+
+// Stop cancels the runs and waits for them: an unfinished run is
+// continued by the next one (this hub's or another's).
+func (r *backfillRunner) Stop(context.Context) error {
+	r.StopWait()
+	return nil
 }
 
 // backfillEvery runs src's periodic backfill until ctx is done.

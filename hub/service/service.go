@@ -2,6 +2,17 @@
 // JetStream, HTTP server, and their startup and graceful shutdown. The
 // hub binary (hub/cmd/hub) is a thin command line around it, and tests run
 // it in-process against real Postgres and JetStream.
+//
+// Every component has one lifecycle, internal/startstop's Service. New
+// builds them (and opens the connections and listeners) but starts no
+// goroutine; Run starts them in order and, on shutdown, makes /readyz fail
+// first and then stops them in reverse order within HUB_SHUTDOWN_TIMEOUT:
+// the listeners (in-flight requests finish), the console's replay job,
+// the periodic backfill, the group committer (commits what in-flight
+// requests queued), the relay (drains the outbox), the stream keeper, the
+// NATS connection, the embedded NATS server, the migrator, the database
+// pool, and tracing last (so the drain's spans are flushed). The order is
+// set in one place, New, and documented on Service.components.
 package service
 
 import (
@@ -11,7 +22,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -33,6 +44,7 @@ import (
 	"github.com/hookhub/hookhub/internal/migrate"
 	"github.com/hookhub/hookhub/internal/natsembed"
 	"github.com/hookhub/hookhub/internal/pgurl"
+	"github.com/hookhub/hookhub/internal/startstop"
 	"github.com/hookhub/hookhub/internal/tracing"
 	"github.com/hookhub/hookhub/migrations"
 )
@@ -88,20 +100,43 @@ type Service struct {
 	backfill        *backfill.Engine
 	backfillSources []backfill.Source
 	backfillLog     *slog.Logger // hides the API credentials (redact)
-	// natsUp receives a value whenever the NATS connection (re)opens; Run
-	// hands it to the relay. A channel, because nats.go calls its handlers
-	// from its own goroutine, possibly before New has returned.
-	natsUp chan struct{}
+	// natsUp records that the NATS connection opened, and relayUp holds
+	// the relay once New built it: nats.go calls its handlers from its own
+	// goroutine, possibly before that (onNATSUp).
+	natsUp  atomic.Bool
+	relayUp atomic.Pointer[relay.Relay]
 
 	// stopTracing flushes and stops the tracer provider the service
 	// built; nil when Deps brought one.
 	stopTracing func(context.Context) error
+
+	// components are the service's components in start order, appended
+	// by New as it builds them; Run starts them in this order and stops
+	// them in reverse (and a New that fails stops those it built):
+	//
+	//	tracing          stopped last: the spans of the relay's drain are flushed
+	//	database         the pool, closed once nothing uses it
+	//	migrator         its connection (/readyz checks the schema)
+	//	nats-embedded    the embedded server, without HUB_NATS_URL
+	//	nats             the connection; closed after the relay drained
+	//	stream keeper    checks the stream before the first publish, keeps it during the drain
+	//	relay            stops and drains the outbox within the shutdown timeout
+	//	group committer  commits what in-flight requests and the backfill queued
+	//	backfill         the periodic backfill, ingesting through the committer
+	//	console          its replay job republishes through the relay
+	//	http, admin http the listeners: stopped first, in-flight requests finish
+	//
+	// Before the listeners stop, Run makes /readyz fail (server.Drain).
+	components []startstop.Named
+	// serveErr is told when a listener stops serving before Stop.
+	serveErr chan error
 }
 
 // New connects to Postgres and NATS (starting an embedded server when
 // cfg.NATSURL is empty), checks that migrations are applied, and builds
-// the relay and the HTTP server. It listens on cfg.HTTPAddr but serves
-// nothing until Run.
+// the components (the relay, the HTTP server...) without starting any. It
+// listens on cfg.HTTPAddr but serves nothing until Run. When it fails, it
+// closes what it opened.
 func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -116,10 +151,13 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 		deps.Registry = prometheus.NewRegistry()
 		deps.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	s := &Service{cfg: cfg, log: deps.Logger, metrics: metrics.New(deps.Registry), natsUp: make(chan struct{}, 1), now: deps.Now}
+	s := &Service{cfg: cfg, log: deps.Logger, metrics: metrics.New(deps.Registry), now: deps.Now,
+		serveErr: make(chan error, 2)}
 	defer func() {
 		if err != nil {
-			s.close()
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+			s.stop(ctx)
+			cancel()
 		}
 	}()
 
@@ -141,6 +179,15 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("tracing: %w", err)
 		}
+		s.add("tracing", closing(func(ctx context.Context) error {
+			// Its own bound: the drain may have used up the shutdown's.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := s.stopTracing(ctx); err != nil {
+				return fmt.Errorf("spans not flushed: %w", err)
+			}
+			return nil
+		}))
 	}
 	tracer := tracing.Tracer(tp, TracerName) // nil when off
 
@@ -164,6 +211,10 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 	if err != nil {
 		return nil, err
 	}
+	s.relayUp.Store(s.relay)
+	if s.natsUp.Load() {
+		s.relay.NATSUp() // the connection opened before the relay existed
+	}
 	s.keeper, err = relay.NewKeeper(s.relay, s.js, s.store, relay.KeeperConfig{
 		Stream: relay.StreamConfig{
 			Name:            cfg.Stream,
@@ -183,14 +234,20 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 	if err != nil {
 		return nil, err
 	}
+	s.add("stream keeper", s.keeper)
+	s.add("relay", s.relay)
 	var ingester server.Ingester = s.store
 	if cfg.BatchMax > 1 {
 		s.batcher = s.store.GroupCommitter(cfg.BatchMax, cfg.BatchCommitters, cfg.CommitTimeout,
 			store.OnCommit(func(n int) { s.metrics.CommitBatch.Observe(float64(n)) }))
 		ingester = s.batcher
+		s.add("group committer", s.batcher)
 	}
 	if err := s.newBackfill(ingester); err != nil {
 		return nil, err
+	}
+	if s.backfill != nil {
+		s.add("backfill", &backfillRunner{s: s})
 	}
 	var operator console.Operator
 	traffic := server.NewTraffic()
@@ -210,6 +267,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 		if err != nil {
 			return nil, err
 		}
+		s.add("console", s.console)
 	}
 	s.server, err = server.New(server.Config{
 		Traffic:       traffic,
@@ -262,12 +320,22 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 		return nil, fmt.Errorf("HUB_HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
 	}
 	s.ln = server.LimitListener(ln, cfg.MaxConns, s.metrics.ConnsRejected.Inc)
+	// Run has made /readyz fail before the listeners stop (server.Drain).
+	s.add("http", &listener{ln: s.ln, serve: s.server.Serve, shutdown: s.server.Shutdown,
+		failed: s.serveErr, what: "http server"})
 	if cfg.AdminAddr != "" {
 		if s.adminLn, err = net.Listen("tcp", cfg.AdminAddr); err != nil {
 			return nil, fmt.Errorf("HUB_ADMIN_ADDR %s: %w", cfg.AdminAddr, err)
 		}
+		s.add("admin http", &listener{ln: s.adminLn, serve: s.admin.Serve, shutdown: s.admin.Shutdown,
+			failed: s.serveErr, what: "http server: admin listener"})
 	}
 	return s, nil
+}
+
+// add appends a component New built to s.components, in start order.
+func (s *Service) add(name string, c startstop.Service) {
+	s.components = append(s.components, startstop.Named{Name: name, Service: c})
 }
 
 func (s *Service) openDatabase(ctx context.Context) error {
@@ -280,6 +348,7 @@ func (s *Service) openDatabase(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("connect to database: %w", err)
 	}
+	s.add("database", closing(func(context.Context) error { s.pool.Close(); return nil }))
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := s.pool.Ping(pingCtx); err != nil {
@@ -289,6 +358,7 @@ func (s *Service) openDatabase(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.add("migrator", closing(func(context.Context) error { return s.migrator.Close() }))
 	if err := s.migrator.Check(ctx); err != nil {
 		if errors.Is(err, migrate.ErrPending) {
 			return fmt.Errorf("%w; run `hub migrate up` first", err)
@@ -309,6 +379,7 @@ func (s *Service) connectNATS(ctx context.Context) error {
 			return fmt.Errorf("start embedded NATS (HUB_NATS_URL is empty): %w", err)
 		}
 		s.embedded = srv
+		s.add("nats-embedded", closing(func(context.Context) error { srv.Shutdown(); return nil }))
 		url = srv.ClientURL()
 		s.log.Info("embedded JetStream server started", "url", url, "store", filepath.Join(s.cfg.DataDir, "nats"))
 	}
@@ -333,6 +404,7 @@ func (s *Service) connectNATS(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("connect to NATS %s: %w", url, err)
 	}
+	s.add("nats", closing(func(context.Context) error { s.nc.Close(); return nil }))
 	s.js, err = jetstream.New(s.nc,
 		jetstream.WithPublishAsyncTimeout(10*time.Second),
 		jetstream.WithPublishAsyncMaxPending(relay.MaxPending(s.cfg.RelayBatchSize, s.cfg.RelayWorkers)),
@@ -354,22 +426,9 @@ func (s *Service) connectNATS(ctx context.Context) error {
 func (s *Service) onNATSUp(nc *nats.Conn) {
 	s.metrics.NATSConnected.Set(1)
 	s.log.Info("NATS connected", "url", nc.ConnectedUrlRedacted())
-	select {
-	case s.natsUp <- struct{}{}:
-	default:
-	}
-}
-
-// relayOnReconnect tells the relay whenever NATS comes back
-// (relay.NATSUp), so what piled up during an outage drains at once.
-func (s *Service) relayOnReconnect(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.natsUp:
-			s.relay.NATSUp()
-		}
+	s.natsUp.Store(true)
+	if r := s.relayUp.Load(); r != nil {
+		r.NATSUp() // non-blocking; makes the outbox's backlog due and wakes the keeper
 	}
 }
 
@@ -408,111 +467,63 @@ func (s *Service) AdminAddr() net.Addr {
 // the hub started it).
 func (s *Service) NATSURL() string { return s.nc.ConnectedUrl() }
 
-// Run serves until ctx is cancelled, then shuts down gracefully: /readyz
-// fails first, the listener closes, in-flight requests finish, the relay
-// drains, all within cfg.ShutdownTimeout. It returns nil after a clean
-// shutdown.
+// Run starts the components in order (Service.components) and serves
+// until ctx is cancelled or a listener fails, then shuts down gracefully:
+// /readyz fails first, then the components stop in reverse order, all
+// within cfg.ShutdownTimeout. It returns nil after a clean shutdown, and
+// an error when a component failed to start (those started are stopped)
+// or a listener failed.
 func (s *Service) Run(ctx context.Context) error {
-	defer s.close()
-	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopRelay()
-	// The stream should exist before the first publish; if NATS is not
-	// reachable yet, the keeper keeps trying in the background while the
-	// hub serves (and, from then on, recreates the stream if it is lost).
-	if err := s.keeper.Start(ctx); err != nil {
-		return fmt.Errorf("start stream keeper: %w", err)
+	// Start order and stop order: see Service.components.
+	group := startstop.NewGroup(s.components...)
+	if err := group.Start(ctx); err != nil {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+		defer cancel()
+		s.stop(stopCtx) // what never started (listeners, connections)
+		return err
 	}
-	if err := s.relay.Start(ctx); err != nil {
-		_ = s.keeper.Stop(ctx)
-		return fmt.Errorf("start relay: %w", err)
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() { s.relayOnReconnect(relayCtx) })
-
-	serveErr := make(chan error, 2)
-	go func() { serveErr <- s.server.Serve(s.ln) }()
 	if s.adminLn != nil {
-		go func() {
-			if err := s.admin.Serve(s.adminLn); err != nil {
-				serveErr <- fmt.Errorf("admin listener: %w", err)
-			}
-		}()
 		s.log.Info("admin listener: /admin/, /metrics, /debug/pprof/", "addr", s.adminLn.Addr().String())
 	}
 	s.log.Info("hub listening", "addr", s.ln.Addr().String(), "providers", s.names, "stream", s.cfg.Stream)
-	// The periodic backfill stops with the listener, before the group
-	// committer it ingests through is closed.
-	backfillCtx, stopBackfill := context.WithCancel(ctx)
-	defer stopBackfill()
-	var backfillDone sync.WaitGroup
-	if s.backfill != nil {
-		s.log.Info("periodic backfill", "providers", providerNames(s.backfillSources), "interval", s.cfg.BackfillInterval, "window", s.cfg.BackfillWindow)
-		backfillDone.Go(func() { s.runBackfill(backfillCtx) })
-	}
 
 	var runErr error
 	select {
 	case <-ctx.Done():
-	case err := <-serveErr:
-		runErr = fmt.Errorf("http server: %w", err)
+	case err := <-s.serveErr:
+		runErr = err
 	}
 	s.log.Info("shutting down", "timeout", s.cfg.ShutdownTimeout)
+	s.server.Drain() // /readyz fails before anything stops
 	shutCtx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
-	if err := errors.Join(s.server.Shutdown(shutCtx), s.admin.Shutdown(shutCtx)); err != nil {
-		s.log.Warn("http shutdown incomplete", "err", err)
-	}
-	if s.console != nil {
-		s.console.Close() // stops a replay job
-	}
-	stopBackfill()
-	backfillDone.Wait()
-	if s.batcher != nil {
-		s.batcher.Close() // commits what in-flight requests queued
-	}
-	stopRelay()
-	wg.Wait()
-	if err := s.keeper.Stop(shutCtx); err != nil {
-		s.log.Warn("stream keeper stop", "err", err)
-	}
-	if err := s.relay.Stop(shutCtx); err != nil {
-		s.log.Warn("relay drain incomplete; rows stay PENDING and are published after restart", "err", err)
-	}
+	s.logStopErrors(group.Stop(shutCtx))
+	s.stop(shutCtx)
 	s.log.Info("hub stopped")
 	return runErr
 }
 
-func (s *Service) close() {
-	if s.console != nil {
-		s.console.Close()
-	}
-	if s.batcher != nil {
-		s.batcher.Close()
-	}
-	if s.ln != nil {
-		_ = s.ln.Close()
-	}
-	if s.adminLn != nil {
-		_ = s.adminLn.Close()
-	}
-	if s.nc != nil {
-		s.nc.Close()
-	}
-	if s.embedded != nil {
-		s.embedded.Shutdown()
-	}
-	if s.migrator != nil {
-		_ = s.migrator.Close()
-	}
-	if s.pool != nil {
-		s.pool.Close()
-	}
-	if s.stopTracing != nil {
-		// Last: the spans of the relay's drain are flushed too.
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if err := s.stopTracing(ctx); err != nil {
-			s.log.Warn("tracing: spans not flushed", "err", err)
+// stop stops every component in reverse order, started or not (Stop is
+// idempotent and safe when never started), logging each error.
+func (s *Service) stop(ctx context.Context) {
+	for i := len(s.components) - 1; i >= 0; i-- {
+		c := s.components[i]
+		if err := c.Service.Stop(ctx); err != nil {
+			s.logStopErrors(fmt.Errorf("stop %s: %w", c.Name, err))
 		}
-		cancel()
+	}
+}
+
+// logStopErrors logs each of the named errors of startstop.Group.Stop.
+func (s *Service) logStopErrors(err error) {
+	if err == nil {
+		return
+	}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		s.log.Warn("shutdown incomplete", "err", e)
 	}
 }

@@ -6,12 +6,17 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hookhub/hookhub/hub"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/internal/startstop"
 )
 
-// ErrClosed is returned by GroupCommitter.Ingest after Close.
+// ErrClosed is returned by GroupCommitter.Ingest after Stop.
 var ErrClosed = errors.New("group committer closed")
+
+// ErrNotStarted is returned by GroupCommitter.Ingest before Start.
+var ErrNotStarted = errors.New("group committer not started")
 
 // GroupCommitter shares one transaction and one commit among concurrent
 // Ingest calls. Each committer goroutine takes everything queued while
@@ -23,16 +28,19 @@ var ErrClosed = errors.New("group committer closed")
 // when the same event appears twice in one batch) or error. If a shared
 // transaction fails, its deliveries are retried one caller at a time, so
 // one bad delivery does not fail the others.
+//
+// It is a startstop.Service: Start starts the committer goroutines, Stop
+// commits what is queued and waits for them.
 type GroupCommitter struct {
-	store   *Store
-	max     int
-	timeout time.Duration
-	reqs    chan *ingestRequest
-	stop    chan struct{}
-	wg      sync.WaitGroup
-	once    sync.Once
-	mu      sync.RWMutex // held for reading while enqueueing, for writing by Close
-	closed  bool
+	startstop.Base
+	store      *Store
+	max        int
+	committers int
+	timeout    time.Duration
+	reqs       chan *ingestRequest
+	mu         sync.RWMutex // held for reading while enqueueing, for writing by Start and Stop
+	running    bool
+	closed     bool
 	// onCommit, when set, is told the size of every shared transaction.
 	onCommit func(deliveries int)
 }
@@ -54,24 +62,52 @@ type ingestRequest struct {
 	done chan struct{}
 }
 
-// GroupCommitter starts committers goroutines that commit up to maxBatch
-// deliveries per transaction, each transaction bounded by timeout. Close
-// stops them.
+// GroupCommitter returns a group committer of committers goroutines (once
+// started) that commit up to maxBatch deliveries per transaction, each
+// transaction bounded by timeout.
 func (s *Store) GroupCommitter(maxBatch, committers int, timeout time.Duration, opts ...GroupOption) *GroupCommitter {
 	g := &GroupCommitter{
-		store:   s,
-		max:     max(1, maxBatch),
-		timeout: timeout,
-		reqs:    make(chan *ingestRequest, max(1, maxBatch)*max(1, committers)),
-		stop:    make(chan struct{}),
+		store:      s,
+		max:        max(1, maxBatch),
+		committers: max(1, committers),
+		timeout:    timeout,
+		reqs:       make(chan *ingestRequest, max(1, maxBatch)*max(1, committers)),
 	}
 	for _, o := range opts {
 		o(g)
 	}
-	for range max(1, committers) {
-		g.wg.Go(g.run)
-	}
 	return g
+}
+
+// Start starts the committer goroutines; Ingest works from then on. It
+// fails with ErrClosed after Stop.
+func (g *GroupCommitter) Start(ctx context.Context) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return ErrClosed
+	}
+	runCtx, ok := g.StartInit(ctx)
+	if !ok {
+		return nil
+	}
+	for range g.committers {
+		g.Go(func() { g.run(runCtx) })
+	}
+	g.running = true
+	return nil
+}
+
+// Stop commits what is queued, then stops the committers and waits for
+// them. Ingest calls after Stop fail with ErrClosed. Committing what is
+// queued is not bounded by ctx: each queued caller's own context and the
+// commit timeout bound it. Idempotent; safe when never started.
+func (g *GroupCommitter) Stop(context.Context) error {
+	g.mu.Lock()
+	g.closed, g.running = true, false
+	g.mu.Unlock()
+	g.StopWait()
+	return nil
 }
 
 // Ingest queues deliveries for the next shared commit and waits for their
@@ -79,9 +115,13 @@ func (s *Store) GroupCommitter(maxBatch, committers int, timeout time.Duration, 
 func (g *GroupCommitter) Ingest(ctx context.Context, ds []hub.Delivery) ([]hub.Outcome, error) {
 	r := &ingestRequest{ctx: ctx, ds: ds, done: make(chan struct{})}
 	g.mu.RLock()
-	if g.closed {
+	if !g.running {
+		closed := g.closed
 		g.mu.RUnlock()
-		return nil, ErrClosed
+		if closed {
+			return nil, ErrClosed
+		}
+		return nil, ErrNotStarted
 	}
 	select {
 	case g.reqs <- r:
@@ -98,26 +138,16 @@ func (g *GroupCommitter) Ingest(ctx context.Context, ds []hub.Delivery) ([]hub.O
 	return r.outs, r.err
 }
 
-// Close commits what is queued, then stops the committers. Ingest calls
-// after Close fail with ErrClosed.
-func (g *GroupCommitter) Close() {
-	g.once.Do(func() {
-		g.mu.Lock()
-		g.closed = true
-		g.mu.Unlock()
-		close(g.stop)
-		g.wg.Wait()
-	})
-}
-
-func (g *GroupCommitter) run() {
+// run commits batches until ctx is cancelled (by Stop, once nothing can be
+// queued any more), then what is left in the queue.
+func (g *GroupCommitter) run(ctx context.Context) {
 	batch := make([]*ingestRequest, 0, g.max)
 	for {
 		batch = batch[:0]
 		select {
 		case r := <-g.reqs:
 			batch = append(batch, r)
-		case <-g.stop:
+		case <-ctx.Done():
 			// Drain: nothing can be queued any more.
 			for {
 				select {

@@ -25,7 +25,8 @@ func TestGroupCommitterAnswersEachCaller(t *testing.T) {
 		sizes = append(sizes, n)
 		mu.Unlock()
 	}))
-	defer g.Close()
+	require.NoError(t, g.Start(context.Background()))
+	defer func() { require.NoError(t, g.Stop(context.Background())) }()
 
 	// 200 callers, 50 distinct events, each event delivered 4 times at once.
 	const callers, events = 200, 50
@@ -76,7 +77,8 @@ func TestGroupCommitterIsolatesAFailingDelivery(t *testing.T) {
 	pool, _ := hubtest.Pool(t)
 	// One committer and a large batch, so the callers below share a transaction.
 	g := store.New(pool).GroupCommitter(64, 1, 10*time.Second)
-	defer g.Close()
+	require.NoError(t, g.Start(context.Background()))
+	defer func() { require.NoError(t, g.Stop(context.Background())) }()
 
 	bad := delivery(strings.Repeat("x", 300), `{}`) // longer than VARCHAR(255)
 	var wg sync.WaitGroup
@@ -106,14 +108,53 @@ func TestGroupCommitterIsolatesAFailingDelivery(t *testing.T) {
 	require.Equal(t, 19, dedup)
 }
 
-func TestGroupCommitterClose(t *testing.T) {
+func TestGroupCommitterStartStop(t *testing.T) {
 	t.Parallel()
 	pool, _ := hubtest.Pool(t)
+	ctx := context.Background()
 	g := store.New(pool).GroupCommitter(8, 1, 10*time.Second)
-	_, err := g.Ingest(context.Background(), []hub.Delivery{delivery("evt_before_close", `{}`)})
+	_, err := g.Ingest(ctx, []hub.Delivery{delivery("evt_before_start", `{}`)})
+	require.ErrorIs(t, err, store.ErrNotStarted)
+	require.NoError(t, g.Start(ctx))
+	require.NoError(t, g.Start(ctx), "starting a started committer does nothing")
+	_, err = g.Ingest(ctx, []hub.Delivery{delivery("evt_before_stop", `{}`)})
 	require.NoError(t, err)
-	g.Close()
-	g.Close() // idempotent
-	_, err = g.Ingest(context.Background(), []hub.Delivery{delivery("evt_after_close", `{}`)})
+	require.NoError(t, g.Stop(ctx))
+	require.NoError(t, g.Stop(ctx), "idempotent")
+	_, err = g.Ingest(ctx, []hub.Delivery{delivery("evt_after_stop", `{}`)})
 	require.ErrorIs(t, err, store.ErrClosed)
+
+	never := store.New(pool).GroupCommitter(8, 1, 10*time.Second)
+	require.NoError(t, never.Stop(ctx), "safe when never started")
+	require.ErrorIs(t, never.Start(ctx), store.ErrClosed, "no start after stop")
+}
+
+// Stop commits every request queued before it, and answers each caller.
+func TestGroupCommitterStopCommitsQueued(t *testing.T) {
+	t.Parallel()
+	pool, _ := hubtest.Pool(t)
+	ctx := context.Background()
+	g := store.New(pool).GroupCommitter(4, 1, 10*time.Second)
+	require.NoError(t, g.Start(ctx))
+	const callers = 40
+	errs := make([]error, callers)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() {
+			_, errs[i] = g.Ingest(ctx, []hub.Delivery{delivery(fmt.Sprintf("evt_stop_%02d", i), `{}`)})
+		})
+	}
+	require.NoError(t, g.Stop(ctx))
+	wg.Wait()
+	committed := 0
+	for _, err := range errs {
+		if err == nil {
+			committed++
+			continue
+		}
+		require.ErrorIs(t, err, store.ErrClosed, "a caller that was not queued is refused, not lost")
+	}
+	var dedup int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM processed_webhook_events`).Scan(&dedup))
+	require.Equal(t, committed, dedup, "every caller told OK was committed")
 }
