@@ -60,7 +60,9 @@ func (s *Standalone) TempDir() string {
 }
 
 // Log writes to stderr.
-func (s *Standalone) Log(args ...any) { fmt.Fprintln(os.Stderr, append([]any{s.name + ":"}, args...)...) }
+func (s *Standalone) Log(args ...any) {
+	fmt.Fprintln(os.Stderr, append([]any{s.name + ":"}, args...)...)
+}
 
 // Logf writes to stderr.
 func (s *Standalone) Logf(format string, args ...any) {
