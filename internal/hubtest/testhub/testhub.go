@@ -59,10 +59,15 @@ type Hub struct {
 	Config service.Config
 	cancel context.CancelFunc
 	done   chan error
+	conn   *clients
+}
 
-	connect sync.Once // opens pool, js
-	pool    *pgxpool.Pool
-	js      jetstream.JetStream
+// clients are the test's own connections to the hub's database and NATS
+// server, opened on first use.
+type clients struct {
+	once sync.Once
+	pool *pgxpool.Pool
+	js   jetstream.JetStream
 }
 
 // Defaults is the hub's default configuration, as `hub serve` loads it in
@@ -112,12 +117,13 @@ func Start(t testing.TB, cfg service.Config, deps service.Deps) *Hub {
 		cancel()
 		t.Fatalf("testhub: start the hub: %v", err)
 	}
-	h := &Hub{t: t, Service: svc, URL: "http://" + svc.Addr().String(), Config: cfg, cancel: cancel, done: make(chan error, 1)}
+	h := &Hub{t: t, Service: svc, URL: "http://" + svc.Addr().String(), Config: cfg, cancel: cancel, done: make(chan error, 1), conn: &clients{}}
 	if a := svc.AdminAddr(); a != nil {
 		h.AdminURL = "http://" + a.String()
 	}
 	go func() { h.done <- svc.Run(ctx) }()
 	t.Cleanup(h.Stop)
+	h.open() // the test's clients live as long as the hub
 	return h
 }
 
@@ -135,6 +141,13 @@ func (h *Hub) WaitStream(js jetstream.JetStream, stream string) {
 		}
 		time.Sleep(10 * time.Millisecond) // poll: nothing to wait on
 	}
+}
+
+// For is the hub seen from another test (a subtest of the one that
+// started it, which shares the hub): its helpers report failures to t.
+// Only the test that started the hub stops it.
+func (h *Hub) For(t testing.TB) *Hub {
+	return &Hub{t: t, Service: h.Service, URL: h.URL, AdminURL: h.AdminURL, Config: h.Config, conn: h.conn}
 }
 
 // Stop shuts the hub down gracefully and fails the test if Run returns an
@@ -159,7 +172,8 @@ func (h *Hub) Stop() {
 // open connects the test's own pool and JetStream client to the hub's
 // database and NATS server, once, closed when the test ends.
 func (h *Hub) open() {
-	h.connect.Do(func() {
+	c := h.conn
+	c.once.Do(func() {
 		pool, err := pgxpool.New(context.Background(), h.Config.DatabaseURL)
 		require.NoError(h.t, err, "testhub: pool")
 		h.t.Cleanup(pool.Close)
@@ -168,20 +182,23 @@ func (h *Hub) open() {
 		h.t.Cleanup(nc.Close)
 		js, err := jetstream.New(nc)
 		require.NoError(h.t, err, "testhub: jetstream")
-		h.pool, h.js = pool, js
+		c.pool, c.js = pool, js
 	})
+	if c.pool == nil {
+		h.t.Fatalf("testhub: could not connect to the hub")
+	}
 }
 
 // Pool is a pool on the hub's database, the test's own.
 func (h *Hub) Pool() *pgxpool.Pool {
 	h.open()
-	return h.pool
+	return h.conn.pool
 }
 
 // JetStream is a JetStream client of the hub's NATS server, the test's own.
 func (h *Hub) JetStream() jetstream.JetStream {
 	h.open()
-	return h.js
+	return h.conn.js
 }
 
 // Webhook is one signed webhook, ready to be POSTed (as often as wanted).
