@@ -124,7 +124,7 @@ func TestRollingDeployAcrossMigration4(t *testing.T) {
 
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
-	h := &testHub{t: t, cfg: newTestConfig(dbURL, n.URL()), pool: pool, nats: n, js: js,
+	h := &testHub{t: t, cfg: newTestConfig(t, dbURL, n.URL()), pool: pool, nats: n, js: js,
 		paddle: mustSender(t, "paddle", paddleSecret), clerk: mustSender(t, "clerk", clerkSecret)}
 	// The stream as the old hubs had it.
 	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: h.cfg.Stream, Duplicates: 2 * time.Minute,

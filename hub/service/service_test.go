@@ -50,7 +50,7 @@ func newTestHub(t *testing.T, mod ...func(*service.Config)) *testHub {
 	pool, url := hubtest.Pool(t)
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
-	cfg := newTestConfig(url, n.URL())
+	cfg := newTestConfig(t, url, n.URL())
 	for _, m := range mod {
 		m(&cfg)
 	}
@@ -61,30 +61,17 @@ func newTestHub(t *testing.T, mod ...func(*service.Config)) *testHub {
 	return h
 }
 
-func newTestConfig(dbURL, natsURL string) service.Config {
-	return service.Config{
-		DatabaseURL:        dbURL,
-		DatabaseMaxConns:   8,
-		NATSURL:            natsURL,
-		HTTPAddr:           "127.0.0.1:0",
-		Stream:             schema.DefaultStream,
-		StreamReplicas:     1,
-		DuplicateWindow:    2 * time.Minute,
-		Secrets:            map[string][]string{"paddle": {paddleSecret}, "clerk": {clerkSecret}},
-		SignatureTolerance: 5 * time.Minute,
-		MaxBodyBytes:       1 << 20,
-		MaxInflight:        128,
-		MaxConns:           4096,
-		AdminMaxConns:      256,
-		ShutdownTimeout:    10 * time.Second,
-		CommitTimeout:      5 * time.Second,
-		BatchMax:           64,
-		BatchCommitters:    2,
-		RelayBatchSize:     256,
-		RelayWorkers:       2,
-		LogLevel:           "info",
-		LogFormat:          "text",
-	}
+// newTestConfig is the hub's default configuration (testhub.Config,
+// never the environment) with the test secrets and timings.
+func newTestConfig(t testing.TB, dbURL, natsURL string) service.Config {
+	t.Helper()
+	cfg := testhub.Config(t, dbURL, natsURL)
+	cfg.SetSecrets("paddle", paddleSecret)
+	cfg.SetSecrets("clerk", clerkSecret)
+	cfg.ShutdownTimeout, cfg.CommitTimeout = 10*time.Second, 5*time.Second
+	cfg.BatchCommitters, cfg.RelayWorkers = 2, 2
+	cfg.LogFormat = "text"
+	return cfg
 }
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

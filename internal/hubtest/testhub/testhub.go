@@ -63,9 +63,11 @@ type Hub struct {
 }
 
 // clients are the test's own connections to the hub's database and NATS
-// server, opened on first use.
+// server, opened on first use and closed when the test that started the
+// hub (owner) ends.
 type clients struct {
-	once sync.Once
+	owner testing.TB
+	once  sync.Once
 	pool *pgxpool.Pool
 	js   jetstream.JetStream
 }
@@ -117,13 +119,12 @@ func Start(t testing.TB, cfg service.Config, deps service.Deps) *Hub {
 		cancel()
 		t.Fatalf("testhub: start the hub: %v", err)
 	}
-	h := &Hub{t: t, Service: svc, URL: "http://" + svc.Addr().String(), Config: cfg, cancel: cancel, done: make(chan error, 1), conn: &clients{}}
+	h := &Hub{t: t, Service: svc, URL: "http://" + svc.Addr().String(), Config: cfg, cancel: cancel, done: make(chan error, 1), conn: &clients{owner: t}}
 	if a := svc.AdminAddr(); a != nil {
 		h.AdminURL = "http://" + a.String()
 	}
 	go func() { h.done <- svc.Run(ctx) }()
 	t.Cleanup(h.Stop)
-	h.open() // the test's clients live as long as the hub
 	return h
 }
 
@@ -176,10 +177,11 @@ func (h *Hub) open() {
 	c.once.Do(func() {
 		pool, err := pgxpool.New(context.Background(), h.Config.DatabaseURL)
 		require.NoError(h.t, err, "testhub: pool")
-		h.t.Cleanup(pool.Close)
-		nc, err := nats.Connect(h.Config.NATSURL, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+		c.owner.Cleanup(pool.Close)
+		nc, err := nats.Connect(h.Config.NATSURL, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond),
+			nats.RetryOnFailedConnect(true))
 		require.NoError(h.t, err, "testhub: connect nats")
-		h.t.Cleanup(nc.Close)
+		c.owner.Cleanup(nc.Close)
 		js, err := jetstream.New(nc)
 		require.NoError(h.t, err, "testhub: jetstream")
 		c.pool, c.js = pool, js
