@@ -68,8 +68,8 @@ type Hub struct {
 type clients struct {
 	owner testing.TB
 	once  sync.Once
-	pool *pgxpool.Pool
-	js   jetstream.JetStream
+	pool  *pgxpool.Pool
+	js    jetstream.JetStream
 }
 
 // Defaults is the hub's default configuration, as `hub serve` loads it in
