@@ -179,29 +179,7 @@ func (h *testHub) count(sql string, args ...any) int {
 // Nats-Msg-Id. It fails the test if the stream does not exist.
 func (h *testHub) streamMsgIDs() map[string]int {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	st, err := h.js.Stream(ctx, h.cfg.Stream)
-	require.NoError(h.t, err)
-	info, err := st.Info(ctx)
-	require.NoError(h.t, err)
-	out := map[string]int{}
-	total := info.State.Msgs
-	if total == 0 {
-		return out
-	}
-	c, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{HeadersOnly: true})
-	require.NoError(h.t, err)
-	for seen := uint64(0); seen < total; {
-		batch, err := c.Fetch(500, jetstream.FetchMaxWait(2*time.Second))
-		require.NoError(h.t, err)
-		for m := range batch.Messages() {
-			out[m.Headers().Get(schema.HeaderMsgID)]++
-			seen++
-		}
-		require.NoError(h.t, batch.Error())
-	}
-	return out
+	return testhub.StreamMsgIDs(h.t, h.js, h.cfg.Stream)
 }
 
 // waitPublished waits until no archive row is PENDING.

@@ -331,31 +331,39 @@ func (h *Hub) StreamInfo() *jetstream.StreamInfo {
 	return info
 }
 
-// StreamMsgIDs reads every message of the stream and counts them by
+// StreamMsgIDs reads every message of the hub's stream and counts them by
 // Nats-Msg-Id. It fails the test if the stream does not exist.
 func (h *Hub) StreamMsgIDs() map[string]int {
 	h.t.Helper()
+	return StreamMsgIDs(h.t, h.JetStream(), h.Config.Stream)
+}
+
+// StreamMsgIDs reads every message of stream through js and counts them by
+// Nats-Msg-Id, for a test whose hub stops and starts again. It fails the
+// test if the stream does not exist.
+func StreamMsgIDs(t testing.TB, js jetstream.JetStream, stream string) map[string]int {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), StreamTimeout)
 	defer cancel()
-	st, err := h.JetStream().Stream(ctx, h.Config.Stream)
-	require.NoError(h.t, err)
+	st, err := js.Stream(ctx, stream)
+	require.NoError(t, err)
 	info, err := st.Info(ctx)
-	require.NoError(h.t, err)
+	require.NoError(t, err)
 	out := map[string]int{}
 	total := info.State.Msgs
 	if total == 0 {
 		return out
 	}
 	c, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{HeadersOnly: true})
-	require.NoError(h.t, err)
+	require.NoError(t, err)
 	for seen := uint64(0); seen < total; {
 		batch, err := c.Fetch(500, jetstream.FetchMaxWait(2*time.Second))
-		require.NoError(h.t, err)
+		require.NoError(t, err)
 		for m := range batch.Messages() {
 			out[m.Headers().Get(schema.HeaderMsgID)]++
 			seen++
 		}
-		require.NoError(h.t, batch.Error())
+		require.NoError(t, batch.Error())
 	}
 	return out
 }
