@@ -11,7 +11,6 @@ import (
 	"image"
 	"image/color"
 	"image/png"
-	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -26,18 +25,16 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookhub/hookhub/hub/provider"
-	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/internal/hubtest/testhub"
+	"github.com/hookhub/hookhub/migrations"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -100,17 +97,44 @@ func missingBrowser(t *testing.T, why string) {
 	t.Skipf("browser test skipped: %s (set %s=1 to make this a failure)", why, envRequireBrowser)
 }
 
-// browser is one headless Chromium process (a fresh profile: no cookies)
-// driven through chromedp, closed when the test ends.
-type browser struct {
-	t    *testing.T
-	ctx  context.Context
-	base string // the console's origin, e.g. http://127.0.0.1:4711
+// browserSuite is what the browser tests share: one hub (on one database
+// and JetStream server) and one headless Chromium process, started once by
+// TestBrowser. Each test has its own browser context (a fresh profile: no
+// cookies) and starts on a hub reset to empty (resetHub).
+type browserSuite struct {
+	hub    *testhub.Hub
+	logs   *hubtest.SyncBuffer
+	chrome context.Context // the Chromium process's first tab
 }
 
-// newBrowser starts a browser for the test. Call it before starting the
-// hub: without a browser the test is skipped at once.
-func newBrowser(t *testing.T) *browser {
+// newBrowserSuite starts Chromium and the hub for t and its subtests.
+// Chromium first: without it the tests are skipped at once.
+func newBrowserSuite(t *testing.T) *browserSuite {
+	t.Helper()
+	s := &browserSuite{chrome: startChromium(t), logs: &hubtest.SyncBuffer{}}
+	_, url := hubtest.Pool(t)
+	n := hubtest.JetStream(t)
+	cfg := testhub.Config(t, url, n.URL())
+	cfg.AdminAddr = "127.0.0.1:0"
+	cfg.AdminToken, cfg.ConsoleReadOnlyToken = consoleAdminToken, consoleReadOnlyToken
+	cfg.SetSecrets("paddle", browserPaddleSecret)
+	cfg.SetSecrets("clerk", browserClerkSecret)
+	cfg.BatchCommitters, cfg.RelayWorkers = 2, 2
+	logger := slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	// Registered before the hub's own cleanup, so it runs after the hub
+	// has stopped: no log line may carry a token.
+	t.Cleanup(func() {
+		out := s.logs.String()
+		require.NotContains(t, out, consoleAdminToken, "the admin token was logged")
+		require.NotContains(t, out, consoleReadOnlyToken, "the read-only token was logged")
+	})
+	s.hub = testhub.Start(t, cfg, service.Deps{Logger: logger})
+	s.hub.WaitStream(s.hub.JetStream(), cfg.Stream)
+	return s
+}
+
+// startChromium starts the browser process, closed when t ends.
+func startChromium(t *testing.T) context.Context {
 	t.Helper()
 	path := chromePath(t)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
@@ -140,7 +164,34 @@ func newBrowser(t *testing.T) *browser {
 	case <-time.After(2 * stepTimeout):
 		t.Fatalf("browser %s did not start within %s", path, 2*stepTimeout)
 	}
-	b := &browser{t: t, ctx: ctx}
+	return ctx
+}
+
+// browser is one Chromium tab driven through chromedp.
+type browser struct {
+	t    *testing.T
+	ctx  context.Context
+	base string // the console's origin, e.g. http://127.0.0.1:4711
+}
+
+// newBrowser gives the test the shared Chromium's tab, as a fresh profile
+// would be: no cookies, on a blank page. (A tab of its own would be
+// cleaner, but chromedp's navigations to the console hang in a second
+// tab of one process.)
+func (s *browserSuite) newBrowser(t *testing.T) *browser {
+	t.Helper()
+	b := &browser{t: t, ctx: s.chrome, base: s.hub.AdminURL}
+	_, err := chromedp.Call(s.chrome, network.ClearBrowserCookies, cdp.Empty{})
+	require.NoError(t, err, "clear the cookies")
+	b.do(chromedp.Navigate("about:blank"), chromedp.EmulateViewport(laptopWidth, laptopHeight))
+	return b
+}
+
+// secondBrowser starts another Chromium process for the test, closed when
+// it ends: for a test that needs two sessions at once.
+func (s *browserSuite) secondBrowser(t *testing.T) *browser {
+	t.Helper()
+	b := &browser{t: t, ctx: startChromium(t), base: s.hub.AdminURL}
 	b.do(chromedp.EmulateViewport(laptopWidth, laptopHeight))
 	return b
 }
@@ -415,143 +466,55 @@ func jsString(s string) string {
 	return string(raw)
 }
 
-// testHub is a whole hub (hub/service) with the console on its admin
-// listener, on a fresh Postgres database and an embedded JetStream server.
+// testHub is the shared hub as one test sees it: testhub's helpers
+// report to the test, plus the flaky subscriber the test may start.
 type testHub struct {
-	t      *testing.T
-	cfg    service.Config
-	base   string // admin listener: /console/
-	hooks  string // public listener: /webhooks/
-	pool   *pgxpool.Pool
-	js     jetstream.JetStream
-	paddle provider.Signer
-	clerk  provider.Signer
-	logs   *hubtest.SyncBuffer
+	*testhub.Hub
+	t    *testing.T
+	logs *hubtest.SyncBuffer
 
 	mu      sync.Mutex
 	failing map[string]bool // event ids the flaky subscriber fails on
 }
 
-// startHub starts the hub for the test and points the browsers at it.
-func startHub(t *testing.T, browsers ...*browser) *testHub {
+// startHub gives the test the shared hub reset to empty (resetHub), for
+// the browsers given.
+func (s *browserSuite) startHub(t *testing.T, browsers ...*browser) *testHub {
 	t.Helper()
-	pool, url := hubtest.Pool(t)
-	n := hubtest.JetStream(t)
-	_, js := n.Connect(t)
-	cfg := testhub.Config(t, url, n.URL())
-	cfg.AdminAddr = "127.0.0.1:0"
-	cfg.AdminToken, cfg.ConsoleReadOnlyToken = consoleAdminToken, consoleReadOnlyToken
-	cfg.SetSecrets("paddle", browserPaddleSecret)
-	cfg.SetSecrets("clerk", browserClerkSecret)
-	cfg.BatchCommitters, cfg.RelayWorkers = 2, 2
-	logs := &hubtest.SyncBuffer{}
-	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	// Registered before the hub's own cleanup, so it runs after the hub
-	// has stopped: no log line may carry a token.
-	t.Cleanup(func() {
-		out := logs.String()
-		require.NotContains(t, out, consoleAdminToken, "the admin token was logged")
-		require.NotContains(t, out, consoleReadOnlyToken, "the read-only token was logged")
-	})
-	hub := testhub.Start(t, cfg, service.Deps{Logger: logger})
-	h := &testHub{t: t, cfg: cfg, pool: pool, js: js, logs: logs, failing: map[string]bool{}, hooks: hub.URL, base: hub.AdminURL}
-	for _, name := range []string{"paddle", "clerk"} {
-		secret := map[string]string{"paddle": browserPaddleSecret, "clerk": browserClerkSecret}[name]
-		p, err := provider.New(name, []string{secret}, provider.Options{})
-		require.NoError(t, err)
-		if name == "paddle" {
-			h.paddle = p.(provider.Signer)
-		} else {
-			h.clerk = p.(provider.Signer)
-		}
-	}
-	hub.WaitStream(js, cfg.Stream)
+	h := &testHub{Hub: s.hub.For(t), t: t, logs: s.logs, failing: map[string]bool{}}
+	h.reset()
 	for _, b := range browsers {
-		b.base = h.base
+		b.base = h.AdminURL
 	}
 	return h
 }
 
-// signed is one signed webhook, ready to be POSTed (as often as wanted).
-type signed struct {
-	provider string
-	header   http.Header
-	body     []byte
-}
-
-// sign signs a sample event of a provider ("paddle" or "clerk").
-func (h *testHub) sign(name, eventID, eventType string) signed {
+// reset empties the hub as if it had just started on a new database and
+// stream: every subscriber's schema and durable consumer gone, the stream
+// purged, every table of the hub's schema (but its migrations' version
+// table) truncated. Event ids are never reused between tests, so the
+// stream's duplicate window cannot tell. The hub's in-memory state (console
+// sessions, sign-in limits) stays; each test has its own browser context.
+func (h *testHub) reset() {
 	h.t.Helper()
-	s := h.paddle
-	if name == "clerk" {
-		s = h.clerk
+	ctx := h.t.Context()
+	pool := h.Pool()
+	_, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+flaky+" CASCADE")
+	require.NoError(h.t, err)
+	st, err := h.JetStream().Stream(ctx, h.Config.Stream)
+	require.NoError(h.t, err)
+	for name := range st.ConsumerNames(ctx).Name() {
+		require.NoError(h.t, st.DeleteConsumer(ctx, name))
 	}
-	body, err := samples.Body(name, eventID, eventType, nil, time.Now())
+	require.NoError(h.t, st.Purge(ctx))
+	var tables []string
+	rows, err := pool.Query(ctx, `SELECT quote_ident(tablename) FROM pg_tables
+		WHERE schemaname = current_schema() AND tablename <> $1`, migrations.HubVersionTable)
 	require.NoError(h.t, err)
-	hdr, _, err := s.Sign(eventID, eventType, body, time.Now())
+	tables, err = pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(h.t, err)
-	return signed{provider: name, header: hdr, body: body}
-}
-
-// post POSTs a signed webhook to the hub and returns whether the hub
-// called it a duplicate (idempotent).
-func (h *testHub) post(w signed) bool {
-	h.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, h.hooks+"/webhooks/"+w.provider, bytes.NewReader(w.body))
+	_, err = pool.Exec(ctx, "TRUNCATE "+strings.Join(tables, ", ")+" CASCADE")
 	require.NoError(h.t, err)
-	for k, v := range w.header {
-		req.Header[k] = v
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(h.t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(h.t, err)
-	require.Equal(h.t, http.StatusOK, resp.StatusCode, "webhook %s: %s", w.provider, raw)
-	var a struct{ Idempotent bool }
-	require.NoError(h.t, json.Unmarshal(raw, &a), "%s", raw)
-	return a.Idempotent
-}
-
-// deliver signs and POSTs one event.
-func (h *testHub) deliver(name, eventID, eventType string) {
-	h.t.Helper()
-	h.post(h.sign(name, eventID, eventType))
-}
-
-// count runs a SELECT count(*).
-func (h *testHub) count(sql string, args ...any) int {
-	h.t.Helper()
-	var n int
-	require.NoError(h.t, h.pool.QueryRow(context.Background(), sql, args...).Scan(&n), sql)
-	return n
-}
-
-// eventually waits for a condition of the hub or a subscriber.
-func (h *testHub) eventually(cond func() bool, msg string, args ...any) {
-	h.t.Helper()
-	require.Eventually(h.t, cond, waitTimeout, 25*time.Millisecond, append([]any{msg}, args...)...)
-}
-
-// waitPublished waits until no archive row is PENDING.
-func (h *testHub) waitPublished() {
-	h.t.Helper()
-	h.eventually(func() bool {
-		return h.count(`SELECT count(*) FROM webhook_event_status WHERE processing_status = 'PENDING'`) == 0
-	}, "the outbox did not drain")
-}
-
-// streamMessages is the number of messages in the stream.
-func (h *testHub) streamMessages() uint64 {
-	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	st, err := h.js.Stream(ctx, h.cfg.Stream)
-	require.NoError(h.t, err)
-	info, err := st.Info(ctx)
-	require.NoError(h.t, err)
-	return info.State.Msgs
 }
 
 // failOn makes the flaky subscriber's handler fail (or stop failing) on an
@@ -577,10 +540,10 @@ const flaky = "flaky"
 // before a dead letter, short backoff, redrive requests seen within 100 ms.
 func (h *testHub) startFlaky() *subscriber.Subscriber {
 	h.t.Helper()
-	migrations := fstest.MapFS{"00001_effects.sql": {Data: []byte(
+	fsys := fstest.MapFS{"00001_effects.sql": {Data: []byte(
 		"-- +goose Up\nCREATE TABLE flaky.effects (event_id TEXT NOT NULL, at TIMESTAMPTZ NOT NULL DEFAULT now());\n" +
 			"-- +goose Down\nDROP TABLE flaky.effects;\n")}}
-	sub, err := subscriber.New(subscriber.Config{Name: flaky, Pool: h.pool, JetStream: h.js, Migrations: migrations,
+	sub, err := subscriber.New(subscriber.Config{Name: flaky, Pool: h.Pool(), JetStream: h.JetStream(), Migrations: fsys,
 		MaxDeliver: 2, Backoff: []time.Duration{50 * time.Millisecond}, AckWait: 5 * time.Second,
 		RedriveInterval: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(h.t, err)
@@ -603,14 +566,14 @@ func (h *testHub) startFlaky() *subscriber.Subscriber {
 			h.t.Error("the flaky subscriber did not stop within 40s")
 		}
 	})
-	h.eventually(func() bool { return sub.Healthy() == nil }, "the flaky subscriber did not become healthy")
+	h.Eventually(func() bool { return sub.Healthy() == nil }, "the flaky subscriber did not become healthy")
 	return sub
 }
 
 // effects counts the flaky subscriber's side effects for an event.
 func (h *testHub) effects(eventID string) int {
 	h.t.Helper()
-	return h.count(`SELECT count(*) FROM flaky.effects WHERE event_id = $1`, eventID)
+	return h.Count(`SELECT count(*) FROM flaky.effects WHERE event_id = $1`, eventID)
 }
 
 // consoleActions are the "console action" log lines.

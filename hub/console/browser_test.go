@@ -24,12 +24,36 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// TestBrowser runs the browser tests on one hub and one Chromium process
+// (a browser suite): each test in its own browser context, on the hub reset
+// to empty.
+func TestBrowser(t *testing.T) {
+	s := newBrowserSuite(t)
+	for _, c := range []struct {
+		name string
+		test func(*testing.T, *browserSuite)
+	}{
+		{"SignIn", testBrowserSignIn},
+		{"WrongToken", testBrowserWrongToken},
+		{"EventsFilter", testBrowserEventsFilter},
+		{"EventDeliveredTenTimes", testBrowserEventDeliveredTenTimes},
+		{"RedriveDeadLetter", testBrowserRedriveDeadLetter},
+		{"Replay", testBrowserReplay},
+		{"CSRF", testBrowserCSRF},
+		{"ReadOnly", testBrowserReadOnly},
+		{"EventsLayout", testBrowserEventsLayout},
+		{"ConfirmActions", testBrowserConfirmActions},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.test(t, s) })
+	}
+}
+
 // Sign in with the admin token: a session cookie (HttpOnly,
 // SameSite=Strict, scoped to /console/), the header names the role, and
 // signing out ends the session on the server, not just in the browser.
-func TestBrowserSignIn(t *testing.T) {
-	b := newBrowser(t)
-	startHub(t, b)
+func testBrowserSignIn(t *testing.T, s *browserSuite) {
+	b := s.newBrowser(t)
+	s.startHub(t, b)
 
 	// Without a session every page leads to the sign-in form.
 	for _, path := range []string{"/console/", "/console/events", "/console/dead-letters", "/console/replay"} {
@@ -86,9 +110,9 @@ func TestBrowserSignIn(t *testing.T) {
 }
 
 // A wrong token is refused: 401, an error on the form, no session.
-func TestBrowserWrongToken(t *testing.T) {
-	b := newBrowser(t)
-	h := startHub(t, b)
+func testBrowserWrongToken(t *testing.T, s *browserSuite) {
+	b := s.newBrowser(t)
+	h := s.startHub(t, b)
 
 	for _, token := range []string{"wrong", consoleAdminToken + "x", strings.ToUpper(consoleAdminToken), consoleReadOnlyToken[:len(consoleReadOnlyToken)-1]} {
 		b.openOK("/console/login")
@@ -117,9 +141,9 @@ func TestBrowserWrongToken(t *testing.T) {
 
 // The events list filters by provider, type, status, time range and event
 // id, and pages newest first with #next-page.
-func TestBrowserEventsFilter(t *testing.T) {
-	b := newBrowser(t)
-	h := startHub(t, b)
+func testBrowserEventsFilter(t *testing.T, s *browserSuite) {
+	b := s.newBrowser(t)
+	h := s.startHub(t, b)
 
 	before := time.Now().Add(-time.Second).UTC()
 	// In order of receipt; the list shows them newest first.
@@ -134,10 +158,10 @@ func TestBrowserEventsFilter(t *testing.T) {
 		{"paddle", "evt_f7", "subscription.created", "PROCESSED"},
 	}
 	for _, e := range seed {
-		h.deliver(e.provider, e.id, e.typ)
+		h.Deliver(e.provider, e.id, e.typ)
 	}
-	h.deliver("paddle", "evt_f2", "subscription.created") // a duplicate: SKIPPED, not listed by default
-	h.waitPublished()
+	h.Deliver("paddle", "evt_f2", "subscription.created") // a duplicate: SKIPPED, not listed by default
+	h.WaitPublished()
 	newestFirst := func(keep func(ev) bool) []string {
 		var ids []string
 		for _, e := range slices.Backward(seed) {
@@ -224,19 +248,21 @@ func TestBrowserEventsFilter(t *testing.T) {
 // An event delivered 10 times (the provider retried the same signed
 // webhook) shows 10 deliveries: the first and nine duplicates, each with its
 // signature header, and the exact body.
-func TestBrowserEventDeliveredTenTimes(t *testing.T) {
-	b := newBrowser(t)
-	h := startHub(t, b)
+func testBrowserEventDeliveredTenTimes(t *testing.T, s *browserSuite) {
+	b := s.newBrowser(t)
+	h := s.startHub(t, b)
 	h.startFlaky()
 
-	w := h.sign("paddle", "evt_ten", "subscription.created")
+	w := h.Sign("paddle", "evt_ten", "subscription.created")
 	for i := range 10 {
-		require.Equal(t, i > 0, h.post(w), "delivery %d", i+1)
+		a := h.Post(w)
+		require.Equal(t, http.StatusOK, a.Status, "delivery %d: %s", i+1, a.Raw)
+		require.Equal(t, i > 0, a.Idempotent(), "delivery %d", i+1)
 	}
-	h.waitPublished()
-	h.eventually(func() bool { return h.effects("evt_ten") == 1 }, "flaky processes evt_ten")
+	h.WaitPublished()
+	h.Eventually(func() bool { return h.effects("evt_ten") == 1 }, "flaky processes evt_ten")
 	var seq int64
-	require.NoError(t, h.pool.QueryRow(t.Context(),
+	require.NoError(t, h.Pool().QueryRow(t.Context(),
 		`SELECT stream_seq FROM processed_webhook_events WHERE provider = 'paddle' AND event_id = 'evt_ten'`).Scan(&seq))
 
 	b.signIn(consoleAdminToken, "admin")
@@ -247,12 +273,12 @@ func TestBrowserEventDeliveredTenTimes(t *testing.T) {
 	statuses := b.attrs("#deliveries tr.delivery", "data-status")
 	slices.Sort(statuses)
 	require.Equal(t, append([]string{"PROCESSED"}, slices.Repeat([]string{"SKIPPED"}, 9)...), statuses)
-	sig := w.header.Get("Paddle-Signature")
+	sig := w.Header.Get("Paddle-Signature")
 	require.NotEmpty(t, sig)
 	require.Equal(t, slices.Repeat([]string{sig}, 10), b.texts("#deliveries tr.delivery code.signature"),
 		"each delivery's signature header")
 	require.Contains(t, b.text("#stream-seq"), fmt.Sprint(seq))
-	require.Equal(t, string(w.body), eval[string](b, `document.querySelector("#body-raw").textContent`), "the exact body")
+	require.Equal(t, string(w.Body), eval[string](b, `document.querySelector("#body-raw").textContent`), "the exact body")
 	require.Contains(t, eval[string](b, `document.querySelector("#body-pretty").textContent`), "\n  ", "indented JSON")
 	require.Contains(t, b.text(`#outcomes tr[data-subscriber="flaky"] td.outcome`), "processed")
 	require.Equal(t, 1, b.count(`#republish.action a#republish-plan`), "admin may republish (through its plan)")
@@ -261,25 +287,25 @@ func TestBrowserEventDeliveredTenTimes(t *testing.T) {
 
 // A dead-lettered event is redriven from the dead letters page after the
 // fix, and processed exactly once.
-func TestBrowserRedriveDeadLetter(t *testing.T) {
-	b := newBrowser(t)
-	h := startHub(t, b)
+func testBrowserRedriveDeadLetter(t *testing.T, s *browserSuite) {
+	b := s.newBrowser(t)
+	h := s.startHub(t, b)
 	h.startFlaky()
 
 	h.failOn("evt_dead", true)
-	h.deliver("paddle", "evt_ok", "subscription.created")
-	h.deliver("paddle", "evt_dead", "subscription.created")
-	h.deliver("clerk", "msg_other", "user.created") // flaky does not consume clerk
-	h.eventually(func() bool {
-		return h.count(`SELECT count(*) FROM flaky.dead_letters WHERE event_id = 'evt_dead'`) == 1
+	h.Deliver("paddle", "evt_ok", "subscription.created")
+	h.Deliver("paddle", "evt_dead", "subscription.created")
+	h.Deliver("clerk", "msg_other", "user.created") // flaky does not consume clerk
+	h.Eventually(func() bool {
+		return h.Count(`SELECT count(*) FROM flaky.dead_letters WHERE event_id = 'evt_dead'`) == 1
 	}, "evt_dead dead-lettered")
-	h.eventually(func() bool { return h.effects("evt_ok") == 1 }, "evt_ok processed")
+	h.Eventually(func() bool { return h.effects("evt_ok") == 1 }, "evt_ok processed")
 	var id int64
-	require.NoError(t, h.pool.QueryRow(t.Context(), `SELECT id FROM flaky.dead_letters WHERE event_id = 'evt_dead'`).Scan(&id))
+	require.NoError(t, h.Pool().QueryRow(t.Context(), `SELECT id FROM flaky.dead_letters WHERE event_id = 'evt_dead'`).Scan(&id))
 
 	b.signIn(consoleAdminToken, "admin")
 	// The overview points at the stuck subscriber.
-	h.eventually(func() bool {
+	h.Eventually(func() bool {
 		b.openOK("/console/")
 		return b.text(`#subscribers tr[data-subscriber="flaky"] td.dead-letters`) == "1"
 	}, "the overview counts flaky's dead letter")
@@ -301,11 +327,11 @@ func TestBrowserRedriveDeadLetter(t *testing.T) {
 
 	b.clickOK(row + " form.redrive .redrive-button")
 	require.Contains(t, b.text("#flash"), "redrive requested for 1 dead letter(s)")
-	h.eventually(func() bool {
-		return h.count(`SELECT count(*) FROM flaky.dead_letters WHERE id = $1 AND redriven_at IS NOT NULL`, id) == 1
+	h.Eventually(func() bool {
+		return h.Count(`SELECT count(*) FROM flaky.dead_letters WHERE id = $1 AND redriven_at IS NOT NULL`, id) == 1
 	}, "the dead letter is marked redriven")
 	require.Equal(t, 1, h.effects("evt_dead"), "processed once")
-	require.Equal(t, 1, h.count(`SELECT count(*) FROM flaky.processed_messages WHERE event_id = 'evt_dead' AND dead_letter_id = $1`, id))
+	require.Equal(t, 1, h.Count(`SELECT count(*) FROM flaky.processed_messages WHERE event_id = 'evt_dead' AND dead_letter_id = $1`, id))
 	// And stays processed once: nothing else redelivers it.
 	time.Sleep(2 * time.Second)
 	require.Equal(t, 1, h.effects("evt_dead"), "still processed once")
@@ -323,25 +349,25 @@ func TestBrowserRedriveDeadLetter(t *testing.T) {
 
 // A replay's dry run shows the plan and changes nothing; its confirmation
 // processes only the events the subscriber had not processed.
-func TestBrowserReplay(t *testing.T) {
-	b := newBrowser(t)
-	h := startHub(t, b)
+func testBrowserReplay(t *testing.T, s *browserSuite) {
+	b := s.newBrowser(t)
+	h := s.startHub(t, b)
 	h.startFlaky()
 
 	ids := []string{"evt_r0", "evt_r1", "evt_r2", "evt_r3", "evt_r4", "evt_r5"}
 	for _, id := range ids {
-		h.deliver("paddle", id, "subscription.created")
+		h.Deliver("paddle", id, "subscription.created")
 	}
-	h.eventually(func() bool { return h.count(`SELECT count(*) FROM flaky.effects`) == len(ids) }, "flaky processes everything")
+	h.Eventually(func() bool { return h.Count(`SELECT count(*) FROM flaky.effects`) == len(ids) }, "flaky processes everything")
 	// Two events were "never processed": their side effects and processed
 	// rows are gone (as if the handler had been a no-op by mistake).
 	lost := []string{"evt_r1", "evt_r4"}
-	_, err := h.pool.Exec(t.Context(), `DELETE FROM flaky.effects WHERE event_id = ANY($1)`, lost)
+	_, err := h.Pool().Exec(t.Context(), `DELETE FROM flaky.effects WHERE event_id = ANY($1)`, lost)
 	require.NoError(t, err)
-	_, err = h.pool.Exec(t.Context(), `DELETE FROM flaky.processed_messages WHERE event_id = ANY($1)`, lost)
+	_, err = h.Pool().Exec(t.Context(), `DELETE FROM flaky.processed_messages WHERE event_id = ANY($1)`, lost)
 	require.NoError(t, err)
-	msgs := h.streamMessages()
-	processedRows := h.count(`SELECT count(*) FROM flaky.processed_messages`)
+	msgs := h.StreamInfo().State.Msgs
+	processedRows := h.Count(`SELECT count(*) FROM flaky.processed_messages`)
 
 	b.signIn(consoleAdminToken, "admin")
 	b.openOK("/console/replay")
@@ -356,9 +382,9 @@ func TestBrowserReplay(t *testing.T) {
 
 	// The dry run changed nothing.
 	time.Sleep(time.Second)
-	require.Equal(t, msgs, h.streamMessages(), "the dry run published nothing")
-	require.Equal(t, processedRows, h.count(`SELECT count(*) FROM flaky.processed_messages`))
-	require.Equal(t, len(ids)-len(lost), h.count(`SELECT count(*) FROM flaky.effects`))
+	require.Equal(t, msgs, h.StreamInfo().State.Msgs, "the dry run published nothing")
+	require.Equal(t, processedRows, h.Count(`SELECT count(*) FROM flaky.processed_messages`))
+	require.Equal(t, len(ids)-len(lost), h.Count(`SELECT count(*) FROM flaky.effects`))
 
 	resp := b.click("#confirm-replay")
 	require.Equal(t, http.StatusOK, int(resp.Status), b.errorText())
@@ -374,7 +400,7 @@ func TestBrowserReplay(t *testing.T) {
 	for _, id := range ids {
 		require.Equal(t, 1, h.effects(id), "%s processed exactly once", id)
 	}
-	require.Equal(t, len(ids), h.count(`SELECT count(*) FROM flaky.processed_messages`))
+	require.Equal(t, len(ids), h.Count(`SELECT count(*) FROM flaky.processed_messages`))
 }
 
 // republishButton is the republish plan's confirmation button.
@@ -382,12 +408,12 @@ const republishButton = `#confirm-republish-button`
 
 // A state-changing form posted without its CSRF token (or with a wrong one)
 // is refused with 403 and does nothing; the same form intact works.
-func TestBrowserCSRF(t *testing.T) {
-	b := newBrowser(t)
-	h := startHub(t, b)
-	h.deliver("paddle", "evt_csrf", "subscription.created")
-	h.waitPublished()
-	msgs := h.streamMessages()
+func testBrowserCSRF(t *testing.T, s *browserSuite) {
+	b := s.newBrowser(t)
+	h := s.startHub(t, b)
+	h.Deliver("paddle", "evt_csrf", "subscription.created")
+	h.WaitPublished()
+	msgs := h.StreamInfo().State.Msgs
 
 	// The sign-in form too (login CSRF).
 	b.openOK("/console/login")
@@ -421,7 +447,7 @@ func TestBrowserCSRF(t *testing.T) {
 		require.Contains(t, p.Error, "CSRF", path)
 	}
 	time.Sleep(time.Second)
-	require.Equal(t, msgs, h.streamMessages(), "nothing was republished")
+	require.Equal(t, msgs, h.StreamInfo().State.Msgs, "nothing was republished")
 	b.openOK("/console/")
 	require.Equal(t, "admin", b.text("#who"), "the refused sign-out left the session alone")
 
@@ -429,25 +455,25 @@ func TestBrowserCSRF(t *testing.T) {
 	b.openOK(plan)
 	b.clickOK(republishButton)
 	require.Contains(t, b.text("#flash"), "republished")
-	h.eventually(func() bool { return h.streamMessages() == msgs+1 }, "the intact form republishes")
+	h.Eventually(func() bool { return h.StreamInfo().State.Msgs == msgs+1 }, "the intact form republishes")
 }
 
 // The read-only token sees every page and no action, and its POSTs are
 // refused even with a valid CSRF token of its own session.
-func TestBrowserReadOnly(t *testing.T) {
-	ro := newBrowser(t)
-	admin := newBrowser(t)
-	h := startHub(t, ro, admin)
+func testBrowserReadOnly(t *testing.T, s *browserSuite) {
+	ro := s.newBrowser(t)
+	admin := s.secondBrowser(t)
+	h := s.startHub(t, ro, admin)
 	h.startFlaky()
 	h.failOn("evt_ro_dead", true)
-	h.deliver("paddle", "evt_ro", "subscription.created")
-	h.deliver("paddle", "evt_ro_dead", "subscription.created")
-	h.eventually(func() bool { return h.count(`SELECT count(*) FROM flaky.dead_letters`) == 1 }, "evt_ro_dead dead-lettered")
-	h.eventually(func() bool { return h.effects("evt_ro") == 1 }, "evt_ro processed")
+	h.Deliver("paddle", "evt_ro", "subscription.created")
+	h.Deliver("paddle", "evt_ro_dead", "subscription.created")
+	h.Eventually(func() bool { return h.Count(`SELECT count(*) FROM flaky.dead_letters`) == 1 }, "evt_ro_dead dead-lettered")
+	h.Eventually(func() bool { return h.effects("evt_ro") == 1 }, "evt_ro processed")
 	var id int64
-	require.NoError(t, h.pool.QueryRow(t.Context(), `SELECT id FROM flaky.dead_letters`).Scan(&id))
+	require.NoError(t, h.Pool().QueryRow(t.Context(), `SELECT id FROM flaky.dead_letters`).Scan(&id))
 	h.failOn("evt_ro_dead", false)
-	msgs := h.streamMessages()
+	msgs := h.StreamInfo().State.Msgs
 
 	pages := []struct {
 		path        string
@@ -498,8 +524,8 @@ func TestBrowserReadOnly(t *testing.T) {
 		ro.openOK("/console/")
 	}
 	time.Sleep(time.Second)
-	require.Equal(t, msgs, h.streamMessages(), "nothing republished or replayed")
-	require.Equal(t, 1, h.count(`SELECT count(*) FROM flaky.dead_letters WHERE redrive_requested_at IS NULL AND redriven_at IS NULL`),
+	require.Equal(t, msgs, h.StreamInfo().State.Msgs, "nothing republished or replayed")
+	require.Equal(t, 1, h.Count(`SELECT count(*) FROM flaky.dead_letters WHERE redrive_requested_at IS NULL AND redriven_at IS NULL`),
 		"no redrive requested")
 	require.Zero(t, h.effects("evt_ro_dead"))
 
@@ -542,18 +568,18 @@ func (b *browser) eventsLayout() layout {
 // The events table fits a laptop's width even when a row carries a long
 // error and a long event id (both cut with an ellipsis, whole in their
 // title and on the event page); on a phone the status column is on screen.
-func TestBrowserEventsLayout(t *testing.T) {
-	b := newBrowser(t)
-	h := startHub(t, b)
+func testBrowserEventsLayout(t *testing.T, s *browserSuite) {
+	b := s.newBrowser(t)
+	h := s.startHub(t, b)
 
 	longID := "evt_" + strings.Repeat("0123456789abcdef", 12) // 196 characters
 	longType := "subscription." + strings.Repeat("unbrokentoken", 8) + " created"
-	h.deliver("paddle", "evt_l1", "subscription.created")
-	h.deliver("clerk", "msg_l2", "user.created")
-	h.deliver("paddle", longID, "subscription.updated")
-	h.deliver("paddle", "evt_l3_failed", longType) // FAILED, its error quotes the type
-	h.deliver("paddle", "evt_l4", "subscription.created")
-	h.waitPublished()
+	h.Deliver("paddle", "evt_l1", "subscription.created")
+	h.Deliver("clerk", "msg_l2", "user.created")
+	h.Deliver("paddle", longID, "subscription.updated")
+	h.Deliver("paddle", "evt_l3_failed", longType) // FAILED, its error quotes the type
+	h.Deliver("paddle", "evt_l4", "subscription.created")
+	h.WaitPublished()
 
 	b.signIn(consoleAdminToken, "admin")
 	b.openOK("/console/events")
@@ -599,20 +625,20 @@ func TestBrowserEventsLayout(t *testing.T) {
 // "Republish" and "Redrive all" act only once confirmed: the first click
 // shows the plan (what, how many, which ids) and changes nothing; the
 // confirmation does it, once.
-func TestBrowserConfirmActions(t *testing.T) {
-	b := newBrowser(t)
-	h := startHub(t, b)
+func testBrowserConfirmActions(t *testing.T, s *browserSuite) {
+	b := s.newBrowser(t)
+	h := s.startHub(t, b)
 	h.startFlaky()
 
-	h.deliver("paddle", "evt_rp", "subscription.created")
+	h.Deliver("paddle", "evt_rp", "subscription.created")
 	h.failOn("evt_d1", true)
 	h.failOn("evt_d2", true)
-	h.deliver("paddle", "evt_d1", "subscription.created")
-	h.deliver("paddle", "evt_d2", "subscription.created")
-	h.eventually(func() bool { return h.count(`SELECT count(*) FROM flaky.dead_letters`) == 2 }, "two dead letters")
-	h.eventually(func() bool { return h.effects("evt_rp") == 1 }, "evt_rp processed")
-	h.waitPublished()
-	msgs := h.streamMessages()
+	h.Deliver("paddle", "evt_d1", "subscription.created")
+	h.Deliver("paddle", "evt_d2", "subscription.created")
+	h.Eventually(func() bool { return h.Count(`SELECT count(*) FROM flaky.dead_letters`) == 2 }, "two dead letters")
+	h.Eventually(func() bool { return h.effects("evt_rp") == 1 }, "evt_rp processed")
+	h.WaitPublished()
+	msgs := h.StreamInfo().State.Msgs
 	b.signIn(consoleAdminToken, "admin")
 
 	// Republish: the event page's button shows the plan.
@@ -625,12 +651,12 @@ func TestBrowserConfirmActions(t *testing.T) {
 	require.Equal(t, []string{"paddle:evt_rp"}, b.attrs(`#confirm-republish input[name=ref]`, "value"), "the confirmation carries the plan")
 	b.screenshot("republish-plan")
 	time.Sleep(time.Second) // a click that published would show by now
-	require.Equal(t, msgs, h.streamMessages(), "the plan published nothing")
+	require.Equal(t, msgs, h.StreamInfo().State.Msgs, "the plan published nothing")
 	b.clickOK("#confirm-republish-button")
 	require.Contains(t, b.text("#flash"), "republished")
-	h.eventually(func() bool { return h.streamMessages() == msgs+1 }, "the confirmation republishes")
+	h.Eventually(func() bool { return h.StreamInfo().State.Msgs == msgs+1 }, "the confirmation republishes")
 	time.Sleep(time.Second)
-	require.Equal(t, msgs+1, h.streamMessages(), "once")
+	require.Equal(t, msgs+1, h.StreamInfo().State.Msgs, "once")
 	require.Equal(t, 1, h.effects("evt_rp"), "flaky skipped the copy")
 
 	// Redrive all: the dead letters page's button shows the plan.
@@ -644,11 +670,11 @@ func TestBrowserConfirmActions(t *testing.T) {
 	require.Equal(t, []string{strings.Join(ids, ",")}, b.attrs(`#confirm-redrive input[name=ids]`, "value"), "the confirmation carries the plan's ids")
 	b.screenshot("redrive-plan")
 	time.Sleep(time.Second)
-	require.Zero(t, h.count(`SELECT count(*) FROM flaky.dead_letters WHERE redrive_requested_at IS NOT NULL`), "the plan requested nothing")
+	require.Zero(t, h.Count(`SELECT count(*) FROM flaky.dead_letters WHERE redrive_requested_at IS NOT NULL`), "the plan requested nothing")
 	require.Zero(t, h.effects("evt_d1")+h.effects("evt_d2"))
 	b.clickOK("#confirm-redrive-button")
 	require.Contains(t, b.text("#flash"), "redrive requested for 2 dead letter(s)")
-	h.eventually(func() bool { return h.effects("evt_d1") == 1 && h.effects("evt_d2") == 1 }, "both redriven")
+	h.Eventually(func() bool { return h.effects("evt_d1") == 1 && h.effects("evt_d2") == 1 }, "both redriven")
 	time.Sleep(time.Second)
 	require.Equal(t, 1, h.effects("evt_d1"), "once")
 	require.Equal(t, 1, h.effects("evt_d2"), "once")

@@ -1,7 +1,6 @@
 package console_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -16,14 +15,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookhub/hookhub/hub/provider"
-	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
-	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/internal/hubtest/testhub"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
@@ -34,34 +29,24 @@ const paddleSecret = "pdl_ntfset_01consoletest000000000000000000_ConsoleTestSecr
 // hubSystem is a whole hub (hub/service) with its console on the admin
 // listener, and a subscriber "flaky" whose handler can be broken.
 type hubSystem struct {
+	*testhub.Hub
 	t       *testing.T
-	hook    string // webhook listener base URL
-	admin   string // admin listener base URL
-	pool    *pgxpool.Pool
-	paddle  provider.Signer
 	broken  atomic.Bool
 	browser *http.Client
-	js      jetstream.JetStream
 }
 
 func newHubSystem(t *testing.T) *hubSystem {
 	t.Helper()
-	pool, dbURL := hubtest.Pool(t)
-	n := hubtest.JetStream(t)
-	_, js := n.Connect(t)
-	cfg := testhub.Config(t, dbURL, n.URL())
-	cfg.AdminAddr = "127.0.0.1:0"
-	cfg.SetSecrets("paddle", paddleSecret)
-	cfg.AdminToken, cfg.ConsoleReadOnlyToken = adminToken, readOnlyToken
-	hub := testhub.Start(t, cfg, service.Deps{})
-	p, err := provider.New("paddle", []string{paddleSecret}, provider.Options{})
-	require.NoError(t, err)
+	hub := testhub.New(t, service.Deps{}, func(cfg *service.Config) {
+		cfg.AdminAddr = "127.0.0.1:0"
+		cfg.SetSecrets("paddle", paddleSecret)
+		cfg.AdminToken, cfg.ConsoleReadOnlyToken = adminToken, readOnlyToken
+	})
 	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)
-	h := &hubSystem{t: t, hook: hub.URL, admin: hub.AdminURL, pool: pool, js: js,
-		paddle: p.(provider.Signer), browser: &http.Client{Jar: jar, Timeout: 30 * time.Second,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
-	hub.WaitStream(js, schema.DefaultStream)
+	h := &hubSystem{Hub: hub, t: t, browser: &http.Client{Jar: jar, Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	pool, js := hub.Pool(), hub.JetStream()
 
 	// The flaky subscriber: one effect row per handler run; fails while
 	// broken.
@@ -92,35 +77,18 @@ func newHubSystem(t *testing.T) *hubSystem {
 // deliver signs and POSTs a Paddle subscription.created event.
 func (h *hubSystem) deliver(eventID string) {
 	h.t.Helper()
-	h.deliverType(eventID, "subscription.created")
-}
-
-// deliverType signs and POSTs a Paddle event of a type.
-func (h *hubSystem) deliverType(eventID, eventType string) {
-	h.t.Helper()
-	body, err := samples.Body(h.paddle.Name(), eventID, eventType, nil, time.Now())
-	require.NoError(h.t, err)
-	hdr, _, err := h.paddle.Sign(eventID, "", body, time.Now())
-	require.NoError(h.t, err)
-	req, err := http.NewRequest(http.MethodPost, h.hook+"/webhooks/paddle", bytes.NewReader(body))
-	require.NoError(h.t, err)
-	req.Header = hdr
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(h.t, err)
-	resp.Body.Close()
-	require.Equal(h.t, 200, resp.StatusCode)
+	h.Deliver("paddle", eventID, "subscription.created")
 }
 
 func (h *hubSystem) effects(eventID string) int {
-	var n int
-	require.NoError(h.t, h.pool.QueryRow(context.Background(), "SELECT count(*) FROM flaky.effects WHERE event_id = $1", eventID).Scan(&n))
-	return n
+	h.t.Helper()
+	return h.Count("SELECT count(*) FROM flaky.effects WHERE event_id = $1", eventID)
 }
 
 // page GETs a console page as the browser.
 func (h *hubSystem) page(path string) (int, string) {
 	h.t.Helper()
-	resp, err := h.browser.Get(h.admin + path)
+	resp, err := h.browser.Get(h.AdminURL + path)
 	require.NoError(h.t, err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
@@ -132,10 +100,10 @@ func (h *hubSystem) page(path string) (int, string) {
 func (h *hubSystem) post(path string, form url.Values, csrf string) (int, string) {
 	h.t.Helper()
 	form.Set("csrf", csrf)
-	req, err := http.NewRequest(http.MethodPost, h.admin+path, strings.NewReader(form.Encode()))
+	req, err := http.NewRequest(http.MethodPost, h.AdminURL+path, strings.NewReader(form.Encode()))
 	require.NoError(h.t, err)
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", h.admin)
+	req.Header.Set("Origin", h.AdminURL)
 	resp, err := h.browser.Do(req)
 	require.NoError(h.t, err)
 	defer resp.Body.Close()
@@ -184,7 +152,7 @@ func TestConsoleOnAWholeHub(t *testing.T) {
 	h := newHubSystem(t)
 
 	// Only on the admin listener.
-	resp, err := http.Get(h.hook + "/console/login")
+	resp, err := http.Get(h.URL + "/console/login")
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
@@ -227,7 +195,7 @@ func TestConsoleOnAWholeHub(t *testing.T) {
 	h.deliver("evt_missed")
 	require.Eventually(t, func() bool {
 		var n int
-		_ = h.pool.QueryRow(context.Background(), "SELECT count(*) FROM flaky.dead_letters WHERE event_id = 'evt_missed'").Scan(&n)
+		_ = h.Pool().QueryRow(context.Background(), "SELECT count(*) FROM flaky.dead_letters WHERE event_id = 'evt_missed'").Scan(&n)
 		return n == 1
 	}, 20*time.Second, 50*time.Millisecond)
 	h.broken.Store(false)
@@ -297,8 +265,8 @@ func TestEventPageSubscribersTakingTheSubject(t *testing.T) {
 	h := newHubSystem(t)
 	// A subscriber that only takes clerk events (its tables and consumer,
 	// not running).
-	require.NoError(t, subscriber.Migrate(t.Context(), h.pool, "clerkonly", nil))
-	_, err := h.js.CreateOrUpdateConsumer(t.Context(), schema.DefaultStream, jetstream.ConsumerConfig{Durable: "clerkonly",
+	require.NoError(t, subscriber.Migrate(t.Context(), h.Pool(), "clerkonly", nil))
+	_, err := h.JetStream().CreateOrUpdateConsumer(t.Context(), schema.DefaultStream, jetstream.ConsumerConfig{Durable: "clerkonly",
 		AckPolicy: jetstream.AckExplicitPolicy, FilterSubjects: []string{"clerk.>", schema.ReplaySubject("clerkonly", "clerk.>")}})
 	require.NoError(t, err)
 	h.signIn(adminToken)
@@ -310,7 +278,7 @@ func TestEventPageSubscribersTakingTheSubject(t *testing.T) {
 	require.NotContains(t, ev, `data-subscriber="clerkonly"`, "clerkonly does not take paddle events")
 
 	// FAILED: its type cannot form a subject; never published.
-	h.deliverType("evt_never", "subscription created")
+	h.Deliver("paddle", "evt_never", "subscription created")
 	code, ev := h.page("/console/event?ref=paddle:evt_never")
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, ev, `<dd id="stream-seq">not published (it never will be)</dd>`)

@@ -1,13 +1,10 @@
 package ops_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"io/fs"
-	"net/http"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -15,16 +12,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/ops"
-	"github.com/hookhub/hookhub/hub/provider"
-	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
-	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/internal/hubtest/testhub"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/credits"
@@ -35,12 +28,9 @@ import (
 // and a "flaky" subscriber whose handler can be broken and fixed, against
 // real Postgres and JetStream.
 type system struct {
+	*testhub.Hub
 	t      *testing.T
-	base   string
-	pool   *pgxpool.Pool
-	js     jetstream.JetStream
 	ops    *ops.Ops
-	paddle provider.Signer
 	broken atomic.Bool
 	subs   map[string]*subscriber.Subscriber
 }
@@ -49,24 +39,14 @@ const paddleSecret = "pdl_ntfset_01opstest00000000000000000000_OpsTestSecret0000
 
 func newSystem(t *testing.T) *system {
 	t.Helper()
-	pool, url := hubtest.Pool(t)
-	n := hubtest.JetStream(t)
-	_, js := n.Connect(t)
-	cfg := testhub.Config(t, url, n.URL())
-	cfg.SetSecrets("paddle", paddleSecret)
-	hub := testhub.Start(t, cfg, service.Deps{})
-	p, err := provider.New("paddle", []string{paddleSecret}, provider.Options{})
-	require.NoError(t, err)
-	s := &system{t: t, base: hub.URL, pool: pool, js: js, ops: newOps(t, pool, js),
-		paddle: p.(provider.Signer), subs: map[string]*subscriber.Subscriber{}}
-	hub.WaitStream(js, schema.DefaultStream)
-	return s
+	hub := testhub.New(t, service.Deps{}, func(c *service.Config) { c.SetSecrets("paddle", paddleSecret) })
+	return &system{Hub: hub, t: t, ops: newOps(t, hub.Pool(), hub.JetStream()), subs: map[string]*subscriber.Subscriber{}}
 }
 
 // startSubscriber runs a subscriber until the test ends.
 func (s *system) startSubscriber(name string, register func(*subscriber.Subscriber), migrations fs.FS) *subscriber.Subscriber {
 	s.t.Helper()
-	cfg := subscriber.Config{Name: name, Pool: s.pool, JetStream: s.js, MaxDeliver: 2,
+	cfg := subscriber.Config{Name: name, Pool: s.Pool(), JetStream: s.JetStream(), MaxDeliver: 2,
 		Backoff: []time.Duration{50 * time.Millisecond}, AckWait: 2 * time.Second, RedriveInterval: 100 * time.Millisecond}
 	if migrations != nil {
 		cfg.Migrations = migrations
@@ -110,42 +90,11 @@ func (s *system) startCredits() {
 	}, credits.Migrations)
 }
 
-// deliver signs and POSTs a Paddle subscription.created event, as Paddle would.
+// deliver signs and POSTs a Paddle subscription.created event, as Paddle
+// would, and returns whether the hub called it a duplicate.
 func (s *system) deliver(eventID string) bool {
 	s.t.Helper()
-	return s.deliverType(eventID, "subscription.created")
-}
-
-// deliverType is deliver for an event of another type.
-func (s *system) deliverType(eventID, eventType string) bool {
-	s.t.Helper()
-	body, err := samples.Body(s.paddle.Name(), eventID, eventType, nil, time.Now())
-	require.NoError(s.t, err)
-	h, _, err := s.paddle.Sign(eventID, "", body, time.Now())
-	require.NoError(s.t, err)
-	req, err := http.NewRequest(http.MethodPost, s.base+"/webhooks/paddle", bytes.NewReader(body))
-	require.NoError(s.t, err)
-	req.Header = h
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(s.t, err)
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	require.Equal(s.t, http.StatusOK, resp.StatusCode, "%s", raw)
-	var a struct{ Idempotent bool }
-	require.NoError(s.t, json.Unmarshal(raw, &a))
-	return a.Idempotent
-}
-
-func (s *system) count(sql string, args ...any) int {
-	s.t.Helper()
-	var n int
-	require.NoError(s.t, s.pool.QueryRow(context.Background(), sql, args...).Scan(&n))
-	return n
-}
-
-func (s *system) eventually(cond func() bool, msg string) {
-	s.t.Helper()
-	require.Eventually(s.t, cond, 30*time.Second, 20*time.Millisecond, msg)
+	return s.Deliver("paddle", eventID, "subscription.created").Idempotent()
 }
 
 // A subscriber whose handler failed for some events (dead-lettered), then
@@ -162,10 +111,10 @@ func TestReplayAfterFix(t *testing.T) {
 	for i := range events {
 		require.False(t, s.deliver(fmt.Sprintf("evt_ops_%d", i)))
 	}
-	s.eventually(func() bool {
-		return s.count(`SELECT count(*) FROM flaky.effects`) == events/2 && s.count(`SELECT count(*) FROM flaky.dead_letters`) == events/2
+	s.Eventually(func() bool {
+		return s.Count(`SELECT count(*) FROM flaky.effects`) == events/2 && s.Count(`SELECT count(*) FROM flaky.dead_letters`) == events/2
 	}, "half the events dead-lettered")
-	s.eventually(func() bool { return s.count(`SELECT count(*) FROM credits.ledger`) == events }, "credits processed everything")
+	s.Eventually(func() bool { return s.Count(`SELECT count(*) FROM credits.ledger`) == events }, "credits processed everything")
 	creditsBefore := s.subs["credits"].Stats()
 
 	ctx := context.Background()
@@ -182,9 +131,9 @@ func TestReplayAfterFix(t *testing.T) {
 		ToProcess: events / 2, FirstSeq: res.FirstSeq, LastSeq: res.LastSeq}, res)
 
 	for i := range events {
-		require.Equal(t, 1, s.count(`SELECT count(*) FROM flaky.effects WHERE event_id = $1`, fmt.Sprintf("evt_ops_%d", i)), "event %d", i)
+		require.Equal(t, 1, s.Count(`SELECT count(*) FROM flaky.effects WHERE event_id = $1`, fmt.Sprintf("evt_ops_%d", i)), "event %d", i)
 	}
-	require.Equal(t, events, s.count(`SELECT count(*) FROM credits.ledger`))
+	require.Equal(t, events, s.Count(`SELECT count(*) FROM credits.ledger`))
 	require.Equal(t, creditsBefore, s.subs["credits"].Stats(), "the other subscriber saw nothing of the replay")
 
 	// Operator mistakes get clear errors.
@@ -215,13 +164,13 @@ func TestRepublishAfterStreamLossAndArchivePurge(t *testing.T) {
 	for i := range events {
 		s.deliver(fmt.Sprintf("evt_ops_%d", i))
 	}
-	s.eventually(func() bool { return s.count(`SELECT count(*) FROM credits.ledger`) == events }, "credits processed everything")
-	s.eventually(func() bool {
-		return s.count(`SELECT count(*) FROM webhook_event_status WHERE processing_status = 'PROCESSED'`) == events
+	s.Eventually(func() bool { return s.Count(`SELECT count(*) FROM credits.ledger`) == events }, "credits processed everything")
+	s.Eventually(func() bool {
+		return s.Count(`SELECT count(*) FROM webhook_event_status WHERE processing_status = 'PROCESSED'`) == events
 	}, "all published")
 
 	ctx := context.Background()
-	st, err := s.js.Stream(ctx, schema.DefaultStream)
+	st, err := s.JetStream().Stream(ctx, schema.DefaultStream)
 	require.NoError(t, err)
 	require.NoError(t, st.Purge(ctx)) // the stream lost its messages
 
@@ -238,25 +187,25 @@ func TestRepublishAfterStreamLossAndArchivePurge(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, events, res.Matched)
 	require.Equal(t, events, res.Published)
-	s.eventually(func() bool { return s.count(`SELECT count(*) FROM late.effects`) == events }, "the late subscriber got every event")
-	s.eventually(func() bool { return s.subs["credits"].Stats().SkippedDuplicate == events }, "credits skipped the copies")
-	require.Equal(t, events, s.count(`SELECT count(*) FROM credits.ledger`), "no second side effect")
+	s.Eventually(func() bool { return s.Count(`SELECT count(*) FROM late.effects`) == events }, "the late subscriber got every event")
+	s.Eventually(func() bool { return s.subs["credits"].Stats().SkippedDuplicate == events }, "credits skipped the copies")
+	require.Equal(t, events, s.Count(`SELECT count(*) FROM credits.ledger`), "no second side effect")
 	rec, err = s.ops.Reconcile(ctx, time.Now().Add(-time.Hour), time.Time{})
 	require.NoError(t, err)
 	require.Empty(t, rec.Missing, "the republished copies count as held")
 	for i := range events {
-		require.Equal(t, 1, s.count(`SELECT count(*) FROM late.effects WHERE event_id = $1`, fmt.Sprintf("evt_ops_%d", i)))
+		require.Equal(t, 1, s.Count(`SELECT count(*) FROM late.effects WHERE event_id = $1`, fmt.Sprintf("evt_ops_%d", i)))
 	}
 
 	// Purge the whole archive (received two days ago, as far as the purge
 	// can tell); a provider retries a purged event.
-	_, err = s.pool.Exec(ctx, `UPDATE webhook_events SET created_at = created_at - interval '2 days'`)
+	_, err = s.Pool().Exec(ctx, `UPDATE webhook_events SET created_at = created_at - interval '2 days'`)
 	require.NoError(t, err)
 	purged, err := s.ops.Purge(ctx, ops.PurgeRequest{OlderThan: ops.MinPurgeAge, BatchSize: 3})
 	require.NoError(t, err)
 	require.EqualValues(t, events, purged.Rows)
 	require.True(t, s.deliver("evt_ops_3"), "a retry after the purge is still a duplicate")
-	require.Equal(t, events, s.count(`SELECT count(*) FROM processed_webhook_events`))
+	require.Equal(t, events, s.Count(`SELECT count(*) FROM processed_webhook_events`))
 }
 
 // An event delivered 10 times: show lists the 10 deliveries and what each
@@ -270,8 +219,8 @@ func TestShowEventDeliveredTenTimes(t *testing.T) {
 	for i := range 10 {
 		require.Equal(t, i > 0, s.deliver("evt_ops_1")) // odd: flaky fails on it
 	}
-	s.eventually(func() bool {
-		return s.count(`SELECT count(*) FROM credits.processed_messages`) == 1 && s.count(`SELECT count(*) FROM flaky.dead_letters`) == 1
+	s.Eventually(func() bool {
+		return s.Count(`SELECT count(*) FROM credits.processed_messages`) == 1 && s.Count(`SELECT count(*) FROM flaky.dead_letters`) == 1
 	}, "both subscribers settled")
 	d, err := s.ops.ShowEvent(context.Background(), "paddle:evt_ops_1")
 	require.NoError(t, err)
@@ -295,7 +244,7 @@ func TestShowEventDeliveredTenTimes(t *testing.T) {
 	rd, err := s.ops.Redrive(context.Background(), ops.RedriveRequest{Subscriber: "flaky", All: true})
 	require.NoError(t, err)
 	require.EqualValues(t, 1, rd.Requested)
-	s.eventually(func() bool { return s.count(`SELECT count(*) FROM flaky.effects`) == 1 }, "redriven")
+	s.Eventually(func() bool { return s.Count(`SELECT count(*) FROM flaky.effects`) == 1 }, "redriven")
 	d, err = s.ops.ShowEvent(context.Background(), "paddle:evt_ops_1")
 	require.NoError(t, err)
 	for _, so := range d.Subscribers {
@@ -314,7 +263,7 @@ func TestShowEventDeliveredTenTimes(t *testing.T) {
 func (s *system) idleSubscriber(name string, filters ...string) {
 	s.t.Helper()
 	ctx := context.Background()
-	require.NoError(s.t, subscriber.Migrate(ctx, s.pool, name, nil))
+	require.NoError(s.t, subscriber.Migrate(ctx, s.Pool(), name, nil))
 	if len(filters) == 0 {
 		return
 	}
@@ -322,7 +271,7 @@ func (s *system) idleSubscriber(name string, filters ...string) {
 	for _, f := range filters {
 		all = append(all, schema.ReplaySubject(name, f))
 	}
-	_, err := s.js.CreateOrUpdateConsumer(ctx, schema.DefaultStream, jetstream.ConsumerConfig{Durable: name,
+	_, err := s.JetStream().CreateOrUpdateConsumer(ctx, schema.DefaultStream, jetstream.ConsumerConfig{Durable: name,
 		DeliverPolicy: jetstream.DeliverAllPolicy, AckPolicy: jetstream.AckExplicitPolicy, FilterSubjects: all})
 	require.NoError(s.t, err)
 }
@@ -344,8 +293,8 @@ func TestShowEventOutcomesFollowConsumerFilters(t *testing.T) {
 	s.idleSubscriber("updates", "paddle.*.updated") // nor a created one
 	s.idleSubscriber("ghost")                       // tables, no consumer
 	// A consumer without a filter takes every subject of the stream.
-	require.NoError(t, subscriber.Migrate(ctx, s.pool, "everything", nil))
-	_, err := s.js.CreateOrUpdateConsumer(ctx, schema.DefaultStream, jetstream.ConsumerConfig{Durable: "everything",
+	require.NoError(t, subscriber.Migrate(ctx, s.Pool(), "everything", nil))
+	_, err := s.JetStream().CreateOrUpdateConsumer(ctx, schema.DefaultStream, jetstream.ConsumerConfig{Durable: "everything",
 		DeliverPolicy: jetstream.DeliverAllPolicy, AckPolicy: jetstream.AckExplicitPolicy})
 	require.NoError(t, err)
 	outcomes := func(o *ops.Ops, ref string) (ops.EventDetail, map[string]string) {
@@ -361,13 +310,13 @@ func TestShowEventOutcomesFollowConsumerFilters(t *testing.T) {
 
 	// Published and processed by the running subscribers.
 	s.deliver("evt_ops_2")
-	s.eventually(func() bool {
-		return s.count(`SELECT count(*) FROM credits.processed_messages`) == 1 && s.count(`SELECT count(*) FROM flaky.effects`) == 1
+	s.Eventually(func() bool {
+		return s.Count(`SELECT count(*) FROM credits.processed_messages`) == 1 && s.Count(`SELECT count(*) FROM flaky.effects`) == 1
 	}, "both running subscribers processed evt_ops_2")
 	// (A subscriber may process a message before the hub has recorded its
 	// PubAck: until then the archive says PENDING.)
-	s.eventually(func() bool {
-		return s.count(`SELECT count(*) FROM webhook_event_status WHERE event_id = 'evt_ops_2' AND processing_status = 'PROCESSED'`) == 1
+	s.Eventually(func() bool {
+		return s.Count(`SELECT count(*) FROM webhook_event_status WHERE event_id = 'evt_ops_2' AND processing_status = 'PROCESSED'`) == 1
 	}, "the hub recorded evt_ops_2 published")
 	d, got := outcomes(s.ops, "paddle:evt_ops_2")
 	require.True(t, d.Published)
@@ -376,7 +325,7 @@ func TestShowEventOutcomesFollowConsumerFilters(t *testing.T) {
 
 	// FAILED (its type cannot form a subject): never published, and no
 	// subscriber can take it.
-	s.deliverType("evt_ops_failed", "subscription created")
+	s.Deliver("paddle", "evt_ops_failed", "subscription created")
 	d, got = outcomes(s.ops, "paddle:evt_ops_failed")
 	require.Equal(t, "FAILED", d.Status)
 	require.False(t, d.Published)
@@ -388,7 +337,7 @@ func TestShowEventOutcomesFollowConsumerFilters(t *testing.T) {
 
 	// PENDING, waiting in the outbox (its next attempt in an hour): not
 	// published for those that take its subject.
-	archiveState(t, s.pool, time.Now(), hub.Pending, "evt_ops_waiting")
+	archiveState(t, s.Pool(), time.Now(), hub.Pending, "evt_ops_waiting")
 	d, got = outcomes(s.ops, "paddle:evt_ops_waiting")
 	require.Equal(t, "PENDING", d.Status)
 	require.False(t, d.Published)
@@ -397,7 +346,7 @@ func TestShowEventOutcomesFollowConsumerFilters(t *testing.T) {
 		"everything": ops.OutcomeNotPublished}, got)
 
 	// Without JetStream the filters are unknown: said so, not "pending".
-	_, got = outcomes(newOps(t, s.pool, nil), "paddle:evt_ops_2")
+	_, got = outcomes(newOps(t, s.Pool(), nil), "paddle:evt_ops_2")
 	require.Equal(t, map[string]string{"credits": ops.OutcomeProcessed, "flaky": ops.OutcomeProcessed,
 		"wild": ops.OutcomeUnknown, "deep": ops.OutcomeUnknown, "clerkonly": ops.OutcomeUnknown,
 		"updates": ops.OutcomeUnknown, "ghost": ops.OutcomeUnknown, "everything": ops.OutcomeUnknown}, got)

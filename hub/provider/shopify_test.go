@@ -66,12 +66,9 @@ func TestShopifyVerify(t *testing.T) {
 		{"valid", []string{shopifySecret}, shopifyHeaders(false, good, id, "orders/create"), shopifyTestBody, nil, id, "orders.create", time.Time{}},
 		{"unprefixed events-webhook headers", []string{shopifySecret}, shopifyHeaders(true, good, id, "orders/create"), shopifyTestBody, nil, id, "orders.create", time.Time{}},
 		{"classic headers win over unprefixed ones", []string{shopifySecret}, mixed, shopifyTestBody, nil, "classic-wins", "orders.create", time.Time{}},
-		{"rotation: old secret still signing", []string{shopifySecret, shopifyOldSecret}, shopifyHeaders(false, shopifySig(shopifyOldSecret, shopifyTestBody), id, "orders/create"), shopifyTestBody, nil, id, "orders.create", time.Time{}},
 		{"topic with underscores", []string{shopifySecret}, shopifyHeaders(false, good, id, "orders/partially_fulfilled"), shopifyTestBody, nil, id, "orders.partially_fulfilled", time.Time{}},
 		{"unsigned triggered-at never sets OccurredAt", []string{shopifySecret}, triggered, shopifyTestBody, nil, id, "orders.create", time.Time{}},
-		{"tampered body", []string{shopifySecret}, shopifyHeaders(false, good, id, "orders/create"), append(shopifyTestBody, ' '), ErrInvalidSignature, "", "", time.Time{}},
 		{"re-serialised body", []string{shopifySecret}, shopifyHeaders(false, good, id, "orders/create"), []byte(strings.ReplaceAll(string(shopifyTestBody), ",", ", ")), ErrInvalidSignature, "", "", time.Time{}},
-		{"wrong secret", []string{shopifyOldSecret}, shopifyHeaders(false, good, id, "orders/create"), shopifyTestBody, ErrInvalidSignature, "", "", time.Time{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

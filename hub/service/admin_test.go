@@ -399,7 +399,7 @@ func startFuzzHub(f *testing.F) (string, *pgxpool.Pool) {
 	pool, dbURL := hubtest.Pool(f)
 	n := hubtest.JetStream(f)
 	_, js := n.Connect(f)
-	cfg := newTestConfig(dbURL, n.URL())
+	cfg := newTestConfig(f, dbURL, n.URL())
 	cfg.AdminToken = adminToken
 	cfg.LogLevel = "error"
 	base := testhub.Start(f, cfg, service.Deps{}).URL

@@ -80,7 +80,7 @@ func TestClusterFailover(t *testing.T) {
 	logs.mark("database ready", "")
 	_, js := cluster.Connect(t, nats.ErrorHandler(logs.natsErrors("test-client")))
 
-	cfg := newTestConfig(dbURL, cluster.URL())
+	cfg := newTestConfig(t, dbURL, cluster.URL())
 	cfg.StreamReplicas = 3
 	h := &testHub{t: t, cfg: cfg, pool: pool, js: js,
 		paddle: mustSender(t, "paddle", paddleSecret), clerk: mustSender(t, "clerk", clerkSecret)}

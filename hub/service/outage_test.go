@@ -97,7 +97,7 @@ func TestHubStartsWhileNATSIsDown(t *testing.T) {
 	natsURL := n.URL()
 	n.Stop()
 	h := &testHub{t: t, pool: pool, nats: n, paddle: mustSender(t, "paddle", paddleSecret), clerk: mustSender(t, "clerk", clerkSecret)}
-	h.cfg = newTestConfig(url, natsURL)
+	h.cfg = newTestConfig(t, url, natsURL)
 	h.start()
 	for i := range 5 {
 		require.Equal(t, http.StatusOK, h.deliver("paddle", fmt.Sprintf("evt_nonats_%d", i), "subscription.created").status)

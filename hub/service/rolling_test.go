@@ -64,7 +64,7 @@ func TestRollingDeployAcrossNextMigration(t *testing.T) {
 
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
-	h := &testHub{t: t, cfg: newTestConfig(dbURL, n.URL()), pool: pool, nats: n, js: js,
+	h := &testHub{t: t, cfg: newTestConfig(t, dbURL, n.URL()), pool: pool, nats: n, js: js,
 		paddle: mustSender(t, "paddle", paddleSecret), clerk: mustSender(t, "clerk", clerkSecret)}
 	h.start()
 	defer h.stop()

@@ -50,7 +50,7 @@ func newTestHub(t *testing.T, mod ...func(*service.Config)) *testHub {
 	pool, url := hubtest.Pool(t)
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
-	cfg := newTestConfig(url, n.URL())
+	cfg := newTestConfig(t, url, n.URL())
 	for _, m := range mod {
 		m(&cfg)
 	}
@@ -61,19 +61,17 @@ func newTestHub(t *testing.T, mod ...func(*service.Config)) *testHub {
 	return h
 }
 
-func newTestConfig(dbURL, natsURL string) service.Config {
-	var c service.Config
-	c.DatabaseURL, c.DatabaseMaxConns = dbURL, 8
-	c.NATSURL, c.Stream, c.StreamReplicas, c.DuplicateWindow = natsURL, schema.DefaultStream, 1, 2*time.Minute
-	c.Secrets = map[string][]string{"paddle": {paddleSecret}, "clerk": {clerkSecret}}
-	c.SignatureTolerance = 5 * time.Minute
-	c.HTTPAddr, c.MaxBodyBytes, c.MaxInflight, c.MaxConns = "127.0.0.1:0", 1<<20, 128, 4096
-	c.ShutdownTimeout, c.CommitTimeout = 10*time.Second, 5*time.Second
-	c.AdminMaxConns = 256
-	c.BatchMax, c.BatchCommitters = 64, 2
-	c.RelayBatchSize, c.RelayWorkers = 256, 2
-	c.LogLevel, c.LogFormat = "info", "text"
-	return c
+// newTestConfig is the hub's default configuration (testhub.Config,
+// never the environment) with the test secrets and timings.
+func newTestConfig(t testing.TB, dbURL, natsURL string) service.Config {
+	t.Helper()
+	cfg := testhub.Config(t, dbURL, natsURL)
+	cfg.SetSecrets("paddle", paddleSecret)
+	cfg.SetSecrets("clerk", clerkSecret)
+	cfg.ShutdownTimeout, cfg.CommitTimeout = 10*time.Second, 5*time.Second
+	cfg.BatchCommitters, cfg.RelayWorkers = 2, 2
+	cfg.LogFormat = "text"
+	return cfg
 }
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
@@ -181,29 +179,7 @@ func (h *testHub) count(sql string, args ...any) int {
 // Nats-Msg-Id. It fails the test if the stream does not exist.
 func (h *testHub) streamMsgIDs() map[string]int {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	st, err := h.js.Stream(ctx, h.cfg.Stream)
-	require.NoError(h.t, err)
-	info, err := st.Info(ctx)
-	require.NoError(h.t, err)
-	out := map[string]int{}
-	total := info.State.Msgs
-	if total == 0 {
-		return out
-	}
-	c, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{HeadersOnly: true})
-	require.NoError(h.t, err)
-	for seen := uint64(0); seen < total; {
-		batch, err := c.Fetch(500, jetstream.FetchMaxWait(2*time.Second))
-		require.NoError(h.t, err)
-		for m := range batch.Messages() {
-			out[m.Headers().Get(schema.HeaderMsgID)]++
-			seen++
-		}
-		require.NoError(h.t, batch.Error())
-	}
-	return out
+	return testhub.StreamMsgIDs(h.t, h.js, h.cfg.Stream)
 }
 
 // waitPublished waits until no archive row is PENDING.

@@ -52,7 +52,7 @@ func TestStreamDeletedUnderLoad(t *testing.T) {
 	pool, dbURL := hubtest.Pool(t)
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
-	cfg := newTestConfig(dbURL, n.URL())
+	cfg := newTestConfig(t, dbURL, n.URL())
 	h := &testHub{t: t, cfg: cfg, pool: pool, nats: n, js: js,
 		paddle: mustSender(t, "paddle", paddleSecret), clerk: mustSender(t, "clerk", clerkSecret)}
 	reg := prometheus.NewRegistry()
@@ -174,7 +174,7 @@ func TestStreamLossSubscriberResumes(t *testing.T) {
 	pool, dbURL := hubtest.Pool(t)
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
-	h := &testHub{t: t, cfg: newTestConfig(dbURL, n.URL()), pool: pool, nats: n, js: js,
+	h := &testHub{t: t, cfg: newTestConfig(t, dbURL, n.URL()), pool: pool, nats: n, js: js,
 		paddle: mustSender(t, "paddle", paddleSecret), clerk: mustSender(t, "clerk", clerkSecret)}
 	h.startWithDeps(service.Deps{Logger: slog.New(logs.handler("hub"))})
 	h.waitStream()
@@ -237,7 +237,7 @@ func TestEnsureStreamMergesSubjects(t *testing.T) {
 		}
 	}
 
-	h := &testHub{t: t, cfg: newTestConfig(dbURL, n.URL()), pool: pool, nats: n, js: js,
+	h := &testHub{t: t, cfg: newTestConfig(t, dbURL, n.URL()), pool: pool, nats: n, js: js,
 		paddle: mustSender(t, "paddle", paddleSecret), clerk: mustSender(t, "clerk", clerkSecret)}
 	h.start()
 	require.Eventually(t, hasAll(all), 10*time.Second, 10*time.Millisecond)
@@ -277,7 +277,7 @@ func TestReadyzHidesDatabaseErrors(t *testing.T) {
 	pool, dbURL := hubtest.Pool(t)
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
-	h := &testHub{t: t, cfg: newTestConfig(dbURL, n.URL()), pool: pool, nats: n, js: js,
+	h := &testHub{t: t, cfg: newTestConfig(t, dbURL, n.URL()), pool: pool, nats: n, js: js,
 		paddle: mustSender(t, "paddle", paddleSecret), clerk: mustSender(t, "clerk", clerkSecret)}
 	h.startWithDeps(service.Deps{Logger: slog.New(logs.handler("hub"))})
 	h.waitStream()

@@ -18,6 +18,9 @@ import (
 
 func TestMain(m *testing.M) {
 	hubtest.RunMainIfChild(main)
+	// The developer's CREDITS_* variables must not configure the processes the
+	// tests start: each test passes its own.
+	hubtest.ClearEnv("CREDITS_")
 	os.Exit(m.Run())
 }
 

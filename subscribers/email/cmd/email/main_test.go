@@ -14,6 +14,9 @@ import (
 
 func TestMain(m *testing.M) {
 	hubtest.RunMainIfChild(main)
+	// The developer's EMAIL_* variables must not configure the processes the
+	// tests start: each test passes its own.
+	hubtest.ClearEnv("EMAIL_")
 	os.Exit(m.Run())
 }
 
