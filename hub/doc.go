@@ -36,6 +36,7 @@
 //   - hub/console: the operator web console under /console/ (server-rendered pages, sessions, CSRF).
 //   - hub/bench: `hub bench`: the whole path measured end to end against batching disabled and the raw ceiling.
 //   - hub/service: wiring, configuration (HUB_*), startup in order and graceful shutdown.
+//   - hub/service/testhub: a whole hub in-process for a test: the one way a test runs a hub.
 //   - hub/cmd/hub: the hub command: serve, dev, migrate, send, the operator commands, bench, version.
 //
 // The contract, the schema, and the subscriber side:
@@ -59,7 +60,6 @@
 //   - internal/buildinfo: the version `hub version` prints and the HTTP clients' User-Agent.
 //   - internal/hubhttp: what both HTTP listeners share: the one table of error codes to statuses, connection and body limits, panic recovery.
 //   - internal/hubtest: a fresh Postgres database and an embedded JetStream server per test.
-//   - internal/hubtest/testhub: a whole hub in-process for a test: the one way a test runs a hub.
 //   - internal/jsontext: reads the shape of JSON text without decoding it.
 //   - internal/logging: the slog logger of every hookhub program, from LOG_LEVEL and LOG_FORMAT.
 //   - internal/loopback: whether a host names this machine (plain http:// allowed, `hub dev` record trusted).

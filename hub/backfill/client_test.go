@@ -20,10 +20,10 @@ import (
 	"github.com/hookhub/hookhub/hub/backfill/fakeapi"
 	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
+	"github.com/hookhub/hookhub/hub/service/testhub"
 	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/internal/buildinfo"
 	"github.com/hookhub/hookhub/internal/hubtest"
-	"github.com/hookhub/hookhub/internal/hubtest/testhub"
 )
 
 // loggedEngine is h.engine() logging to the returned buffer.

@@ -24,9 +24,9 @@ import (
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
+	"github.com/hookhub/hookhub/hub/service/testhub"
 	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/internal/hubtest"
-	"github.com/hookhub/hookhub/internal/hubtest/testhub"
 	"github.com/hookhub/hookhub/schema"
 )
 

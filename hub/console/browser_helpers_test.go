@@ -32,8 +32,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/service"
+	"github.com/hookhub/hookhub/hub/service/testhub"
 	"github.com/hookhub/hookhub/internal/hubtest"
-	"github.com/hookhub/hookhub/internal/hubtest/testhub"
 	"github.com/hookhub/hookhub/migrations"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )

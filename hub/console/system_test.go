@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/service"
-	"github.com/hookhub/hookhub/internal/hubtest/testhub"
+	"github.com/hookhub/hookhub/hub/service/testhub"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )

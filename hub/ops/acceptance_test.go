@@ -18,7 +18,7 @@ import (
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/service"
-	"github.com/hookhub/hookhub/internal/hubtest/testhub"
+	"github.com/hookhub/hookhub/hub/service/testhub"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/credits"
 	"github.com/hookhub/hookhub/subscribers/subscriber"

@@ -24,7 +24,8 @@ func TestIngestHandsPublishableToTheRelay(t *testing.T) {
 	relay := hub.EnqueueFunc(func(d hub.Delivery) { enqueued = append(enqueued, d.EventID) })
 
 	g := s.GroupCommitter(4, 1, 10*time.Second)
-	t.Cleanup(g.Close)
+	require.NoError(t, g.Start(ctx))
+	t.Cleanup(func() { _ = g.Stop(context.Background()) })
 	for name, c := range map[string]hub.Committer{"store": s, "group committer": g} {
 		enqueued = nil
 		failed := delivery(name+"_failed", `{}`)

@@ -7,9 +7,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub/backfill"
 	"github.com/hookhub/hookhub/hub/service"
+	"github.com/hookhub/hookhub/hub/service/testhub"
 	"github.com/hookhub/hookhub/internal/hubtest"
-	"github.com/hookhub/hookhub/internal/hubtest/testhub"
 )
 
 // productionEnv is a shell set up to run the hub in production.
@@ -52,7 +53,7 @@ func TestConfigIgnoresTheEnvironment(t *testing.T) {
 	require.Equal(t, "json", cfg.LogFormat)
 	require.False(t, cfg.OTelEnabled)
 	require.Empty(t, cfg.ProviderSecrets())
-	require.Empty(t, cfg.StripeAPIKey)
+	require.Empty(t, cfg.BackfillSetting("stripe", backfill.SettingAPIKey))
 	require.Zero(t, cfg.BackfillInterval)
 	require.Equal(t, "WEBHOOKS", cfg.Stream)
 	require.Equal(t, 1, cfg.StreamReplicas)
