@@ -462,12 +462,16 @@ func medianOf(rounds []Round, f func(Round) float64) float64 {
 
 // hubEnv is a measured hub's environment: the bench's own (base), what
 // the bench sets, then extra. When a variable is listed twice the last
-// value wins (os/exec), so an operator's HUB_ADMIN_ADDR, HUB_HTTP_ADDR or
-// HUB_STREAM never reaches the hub, while HUB_* tuning variables do.
+// value wins (os/exec), so what must match the bench's own setup never
+// reaches the hub from an operator's shell (its addresses, its database,
+// its single-node JetStream server and stream: HUB_STREAM_REPLICAS 1; no
+// periodic backfill calling providers' APIs), while HUB_* tuning
+// variables do.
 func hubEnv(base []string, dbURL, natsURL, addr, adminAddr string, batchMax int, extra []string) []string {
 	env := append(slices.Clip(base),
 		"HUB_DATABASE_URL="+dbURL, "HUB_NATS_URL="+natsURL, "HUB_HTTP_ADDR="+addr, "HUB_ADMIN_ADDR="+adminAddr,
-		"HUB_STREAM="+schema.DefaultStream, "HUB_PADDLE_SECRETS="+benchSecret, "HUB_CLERK_SECRETS=", "HUB_LOG_LEVEL=warn",
+		"HUB_STREAM="+schema.DefaultStream, "HUB_STREAM_REPLICAS=1", "HUB_BACKFILL_INTERVAL=0",
+		"HUB_PADDLE_SECRETS="+benchSecret, "HUB_CLERK_SECRETS=", "HUB_LOG_LEVEL=warn",
 		"HUB_BATCH_MAX="+strconv.Itoa(batchMax))
 	return append(env, extra...)
 }

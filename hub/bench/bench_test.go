@@ -226,10 +226,12 @@ func FuzzParsePreload(f *testing.F) {
 func TestHubEnv(t *testing.T) {
 	t.Parallel()
 	operator := []string{"PATH=/bin", "HUB_ADMIN_ADDR=:6060", "HUB_HTTP_ADDR=:8080", "HUB_STREAM=PROD",
-		"HUB_DATABASE_URL=postgres://prod/hub", "HUB_PADDLE_SECRETS=pdl_prod", "HUB_RELAY_WORKERS=2"}
+		"HUB_DATABASE_URL=postgres://prod/hub", "HUB_PADDLE_SECRETS=pdl_prod", "HUB_RELAY_WORKERS=2",
+		"HUB_STREAM_REPLICAS=3", "HUB_BACKFILL_INTERVAL=1h"}
 	env := hubEnv(operator, "postgres://bench/db", "nats://bench", "127.0.0.1:1001", "127.0.0.1:1002", 64, []string{"HUB_RELAY_WORKERS=3"})
 	require.Equal(t, operator, []string{"PATH=/bin", "HUB_ADMIN_ADDR=:6060", "HUB_HTTP_ADDR=:8080", "HUB_STREAM=PROD",
-		"HUB_DATABASE_URL=postgres://prod/hub", "HUB_PADDLE_SECRETS=pdl_prod", "HUB_RELAY_WORKERS=2"}, "the bench's environment is not changed")
+		"HUB_DATABASE_URL=postgres://prod/hub", "HUB_PADDLE_SECRETS=pdl_prod", "HUB_RELAY_WORKERS=2",
+		"HUB_STREAM_REPLICAS=3", "HUB_BACKFILL_INTERVAL=1h"}, "the bench's environment is not changed")
 	// What the child sees: the last value of each variable.
 	cmd := exec.Command("true")
 	cmd.Env = env
@@ -241,7 +243,7 @@ func TestHubEnv(t *testing.T) {
 	for k, want := range map[string]string{
 		"PATH": "/bin", "HUB_ADMIN_ADDR": "127.0.0.1:1002", "HUB_HTTP_ADDR": "127.0.0.1:1001", "HUB_STREAM": schema.DefaultStream,
 		"HUB_DATABASE_URL": "postgres://bench/db", "HUB_NATS_URL": "nats://bench", "HUB_PADDLE_SECRETS": benchSecret,
-		"HUB_BATCH_MAX": "64", "HUB_RELAY_WORKERS": "3",
+		"HUB_BATCH_MAX": "64", "HUB_RELAY_WORKERS": "3", "HUB_STREAM_REPLICAS": "1", "HUB_BACKFILL_INTERVAL": "0",
 	} {
 		require.Equal(t, want, seen[k], k)
 	}

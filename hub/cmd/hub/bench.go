@@ -48,8 +48,9 @@ file copy of it: about 4 KB of disk a row, twice (on a 2-vCPU development
 machine, 2,000,000 rows took 4 minutes to write and 32 s to copy).
 
 Extra HUB_* variables in the environment (pool size, relay settings) apply
-to the measured hubs; their addresses, stream, secrets and database are
-the bench's own. Each hub serves /metrics, where the bench reads the commit
+to the measured hubs; their addresses, stream (one replica: the bench's
+JetStream server is a single node), secrets and database are the bench's
+own, and they run no periodic backfill. Each hub serves /metrics, where the bench reads the commit
 batches, and /debug/pprof/ on its own admin listener: --hub-admin-addr, or
 a free port printed for each run.
 `, stdout)
