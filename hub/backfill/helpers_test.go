@@ -1,11 +1,9 @@
 package backfill_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -156,22 +154,9 @@ func (h *hubEnv) githubWebhook(guid, typ string, body []byte) answer {
 // post sends a webhook to the hub and decodes its JSON answer.
 func (h *hubEnv) post(target string, hdr http.Header, body []byte) answer {
 	h.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, h.base+target, bytes.NewReader(body))
-	require.NoError(h.t, err)
-	for k, v := range hdr {
-		req.Header[k] = v
-	}
-	if req.Header.Get("Content-Type") == "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(h.t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(h.t, err)
-	a := answer{status: resp.StatusCode}
-	require.NoError(h.t, json.Unmarshal(raw, &a.body), "body %q", raw)
-	return a
+	a := testhub.PostWebhook(h.t, h.base+target, hdr, body)
+	require.NotNil(h.t, a.Body, "body %q", a.Raw)
+	return answer{status: a.Status, body: a.Body}
 }
 
 func (h *hubEnv) count(sql string, args ...any) int {
@@ -193,38 +178,13 @@ func (h *hubEnv) waitPublished() {
 // Nats-Msg-Id.
 func (h *hubEnv) streamMsgIDs() map[string]int {
 	h.t.Helper()
-	out := map[string]int{}
-	for _, hdr := range h.streamHeaders() {
-		out[hdr.Get(schema.HeaderMsgID)]++
-	}
-	return out
+	return testhub.StreamMsgIDs(h.t, h.js, h.cfg.Stream)
 }
 
 // streamHeaders reads the headers of every message of the stream.
 func (h *hubEnv) streamHeaders() []nats.Header {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	st, err := h.js.Stream(ctx, h.cfg.Stream)
-	require.NoError(h.t, err)
-	info, err := st.Info(ctx)
-	require.NoError(h.t, err)
-	var out []nats.Header
-	if info.State.Msgs == 0 {
-		return out
-	}
-	c, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{HeadersOnly: true})
-	require.NoError(h.t, err)
-	for seen := uint64(0); seen < info.State.Msgs; {
-		batch, err := c.Fetch(500, jetstream.FetchMaxWait(2*time.Second))
-		require.NoError(h.t, err)
-		for m := range batch.Messages() {
-			out = append(out, m.Headers())
-			seen++
-		}
-		require.NoError(h.t, batch.Error())
-	}
-	return out
+	return testhub.StreamHeaders(h.t, h.js, h.cfg.Stream)
 }
 
 // requireEachOnce checks that the stream holds exactly the events of ids,

@@ -56,26 +56,12 @@ func (b *bundle) ingestN(t *testing.T, prefix string, n int) []string {
 // streamIDs counts the stream's messages by message id.
 func (b *bundle) streamIDs(t *testing.T) map[string]int {
 	t.Helper()
-	ctx := context.Background()
-	st, err := b.js.Stream(ctx, keptStream.Name)
-	require.NoError(t, err)
-	info, err := st.Info(ctx)
-	require.NoError(t, err)
 	out := map[string]int{}
-	if info.State.Msgs == 0 {
-		return out
-	}
-	c, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{HeadersOnly: true})
+	_, err := relay.Scan{Stream: keptStream.Name, HeadersOnly: true}.Run(context.Background(), b.js, func(m relay.ScanMsg) error {
+		out[m.Msg.Headers().Get(schema.HeaderMsgID)]++
+		return nil
+	})
 	require.NoError(t, err)
-	for seen := uint64(0); seen < info.State.Msgs; {
-		batch, err := c.Fetch(500, jetstream.FetchMaxWait(2*time.Second))
-		require.NoError(t, err)
-		for m := range batch.Messages() {
-			out[m.Headers().Get(schema.HeaderMsgID)]++
-			seen++
-		}
-		require.NoError(t, batch.Error())
-	}
 	return out
 }
 

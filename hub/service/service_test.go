@@ -3,7 +3,6 @@ package service_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -138,20 +137,14 @@ func (h *testHub) sender(name string) provider.Signer {
 
 func (h *testHub) post(name string, hdr http.Header, body []byte) answer {
 	h.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, h.base+"/webhooks/"+name, bytes.NewReader(body))
-	require.NoError(h.t, err)
-	for k, v := range hdr {
-		req.Header[k] = v
+	hdr = hdr.Clone()
+	if hdr == nil {
+		hdr = http.Header{}
 	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(h.t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(h.t, err)
-	a := answer{status: resp.StatusCode}
-	require.NoError(h.t, json.Unmarshal(raw, &a.body), "body %q", raw)
-	return a
+	hdr.Set("Content-Type", "application/json")
+	a := testhub.PostWebhook(h.t, h.base+"/webhooks/"+name, hdr, body)
+	require.NotNil(h.t, a.Body, "body %q", a.Raw)
+	return answer{status: a.Status, body: a.Body}
 }
 
 // statusCounts counts archive rows of one event by status.

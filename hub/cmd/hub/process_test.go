@@ -18,6 +18,7 @@ import (
 	"github.com/hookhub/hookhub/hub/bench"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/provider/samples"
+	"github.com/hookhub/hookhub/hub/service/testhub"
 	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/schema"
 )
@@ -213,24 +214,7 @@ func TestServeRefusesPendingMigrations(t *testing.T) {
 }
 
 func streamMsgIDs(t *testing.T, js jetstream.JetStream) map[string]int {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	st, err := js.Stream(ctx, schema.DefaultStream)
-	require.NoError(t, err)
-	info, err := st.Info(ctx)
-	require.NoError(t, err)
-	out := map[string]int{}
-	c, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{HeadersOnly: true})
-	require.NoError(t, err)
-	for seen := uint64(0); seen < info.State.Msgs; {
-		batch, err := c.Fetch(500, jetstream.FetchMaxWait(2*time.Second))
-		require.NoError(t, err)
-		for m := range batch.Messages() {
-			out[m.Headers().Get(schema.HeaderMsgID)]++
-			seen++
-		}
-	}
-	return out
+	return testhub.StreamMsgIDs(t, js, schema.DefaultStream)
 }
 
 // TestBenchSmall runs `hub bench`'s machinery on a small workload: the

@@ -28,6 +28,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/provider/samples"
+	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/schema"
@@ -269,19 +270,27 @@ func (h *Hub) Post(w Webhook) Answer {
 	if target == "" {
 		target = "/webhooks/" + w.Provider
 	}
-	req, err := http.NewRequest(http.MethodPost, h.URL+target, bytes.NewReader(w.Body))
-	require.NoError(h.t, err)
-	for k, v := range w.Header {
+	return PostWebhook(h.t, h.URL+target, w.Header, w.Body)
+}
+
+// PostWebhook POSTs body with header to url (Content-Type
+// application/json unless header sets one) and returns the answer, for a
+// test that runs its hub without Hub.
+func PostWebhook(t testing.TB, url string, header http.Header, body []byte) Answer {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	require.NoError(t, err)
+	for k, v := range header {
 		req.Header[k] = v
 	}
 	if req.Header.Get("Content-Type") == "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := http.DefaultClient.Do(req)
-	require.NoError(h.t, err)
+	require.NoError(t, err)
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
-	require.NoError(h.t, err)
+	require.NoError(t, err)
 	a := Answer{Status: resp.StatusCode, Raw: raw}
 	_ = json.Unmarshal(raw, &a.Body)
 	return a
@@ -343,27 +352,27 @@ func (h *Hub) StreamMsgIDs() map[string]int {
 // test if the stream does not exist.
 func StreamMsgIDs(t testing.TB, js jetstream.JetStream, stream string) map[string]int {
 	t.Helper()
+	out := map[string]int{}
+	for _, h := range StreamHeaders(t, js, stream) {
+		out[h.Get(schema.HeaderMsgID)]++
+	}
+	return out
+}
+
+// StreamHeaders reads the headers of every message of stream through js,
+// in stream order, with the hub's one stream scanner (relay.Scan: up to
+// the stream's last sequence when the read starts, failing rather than
+// stopping early on a stall). It fails the test if the stream does not
+// exist.
+func StreamHeaders(t testing.TB, js jetstream.JetStream, stream string) []nats.Header {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), StreamTimeout)
 	defer cancel()
-	st, err := js.Stream(ctx, stream)
+	var out []nats.Header
+	_, err := relay.Scan{Stream: stream, HeadersOnly: true}.Run(ctx, js, func(m relay.ScanMsg) error {
+		out = append(out, m.Msg.Headers())
+		return nil
+	})
 	require.NoError(t, err)
-	info, err := st.Info(ctx)
-	require.NoError(t, err)
-	out := map[string]int{}
-	total := info.State.Msgs
-	if total == 0 {
-		return out
-	}
-	c, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{HeadersOnly: true})
-	require.NoError(t, err)
-	for seen := uint64(0); seen < total; {
-		batch, err := c.Fetch(500, jetstream.FetchMaxWait(2*time.Second))
-		require.NoError(t, err)
-		for m := range batch.Messages() {
-			out[m.Headers().Get(schema.HeaderMsgID)]++
-			seen++
-		}
-		require.NoError(t, batch.Error())
-	}
 	return out
 }
