@@ -106,7 +106,10 @@ func TestRelayNATSUp(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, r.Stop(ctx)) })
 	require.Eventually(t, func() bool { return b.pending(t) == 0 }, 10*time.Second, 20*time.Millisecond)
 	require.Equal(t, msgIDs(held), b.streamIDs(t))
-	require.Equal(t, relay.StreamOK, k.State())
+	// The keeper reports the recreated stream restoring until its restore
+	// pass ends: wait for that, not for a moment.
+	require.Eventually(t, func() bool { return k.State() == relay.StreamOK }, 10*time.Second, 20*time.Millisecond,
+		"the keeper ends its restore: %s", k.State())
 }
 
 // Keeper.Stop is safe before Start and idempotent; Start returns nil when

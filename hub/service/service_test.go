@@ -179,7 +179,11 @@ func (h *testHub) streamMsgIDs() map[string]int {
 func (h *testHub) waitPublished() {
 	h.t.Helper()
 	require.Eventually(h.t, func() bool {
-		return h.count(`SELECT count(*) FROM webhook_event_status WHERE processing_status = 'PENDING'`) == 0
+		// A query failing is "not yet": outage tests terminate the
+		// pool's connections, and the next query opens a new one.
+		var n int
+		err := h.pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook_event_status WHERE processing_status = 'PENDING'`).Scan(&n)
+		return err == nil && n == 0
 	}, 30*time.Second, 20*time.Millisecond, "outbox did not drain")
 }
 

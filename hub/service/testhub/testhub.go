@@ -324,7 +324,11 @@ func (h *Hub) Eventually(cond func() bool, msg string, args ...any) {
 func (h *Hub) WaitPublished() {
 	h.t.Helper()
 	h.Eventually(func() bool {
-		return h.Count(`SELECT count(*) FROM webhook_event_status WHERE processing_status = 'PENDING'`) == 0
+		// A query failing is "not yet" (a test that stops Postgres or
+		// terminates connections): the next one opens a new connection.
+		var n int
+		err := h.Pool().QueryRow(context.Background(), `SELECT count(*) FROM webhook_event_status WHERE processing_status = 'PENDING'`).Scan(&n)
+		return err == nil && n == 0
 	}, "the outbox did not drain")
 }
 
