@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -93,6 +96,21 @@ Environment:
 	if a := svc.AdminAddr(); a != nil {
 		consoleAddr = a
 	}
+	// The record and the banner come once the hub is ready (its stream
+	// exists): a command run as soon as they appear finds what they say.
+	hubCtx, stopHub := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopHub()
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(hubCtx) }()
+	if err := waitReady(ctx, "http://"+service.DisplayAddr(svc.Addr().String())+"/readyz", done, log); err != nil {
+		stopSubs()
+		waitSubs()
+		if ctx.Err() != nil { // interrupted while starting: stop the hub
+			stopHub()
+			return <-done
+		}
+		return err
+	}
 	// The other commands (hub status, replay, ...) find this run's NATS
 	// server through this record while it runs.
 	removeRecord, err := writeDevRecord(cfg.DataDir, devRecord{
@@ -122,10 +140,6 @@ Send a first signed event from another shell:
 
 `, service.DisplayAddr(svc.Addr().String()), withoutUserinfo(svc.NATSURL()), strings.Join(svc.Providers(), ","),
 		service.DisplayAddr(consoleAddr.String()), token, devRecordPath(cfg.DataDir))
-	hubCtx, stopHub := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopHub()
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(hubCtx) }()
 	select {
 	case err := <-done:
 		stopSubs()
@@ -137,6 +151,42 @@ Send a first signed event from another shell:
 	waitSubs()
 	stopHub()
 	return <-done
+}
+
+// devReadyTimeout bounds how long `hub dev` waits for its hub's /readyz
+// before it prints the banner anyway (with a warning).
+const devReadyTimeout = 15 * time.Second
+
+// waitReady polls readyz until it answers 200, the hub's Run ends (its
+// error is returned), ctx ends, or devReadyTimeout passes (then it warns
+// and returns nil: the hub keeps trying in the background).
+func waitReady(ctx context.Context, readyz string, done <-chan error, log *slog.Logger) error {
+	client := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(devReadyTimeout)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if resp, err := client.Get(readyz); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			log.Warn("the hub is not ready yet; it keeps trying in the background", "readyz", readyz)
+			return nil
+		}
+		select {
+		case err := <-done:
+			if err == nil {
+				err = errors.New("the hub stopped before it was ready")
+			}
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
 }
 
 func migrateUp(ctx context.Context, url string, stdout io.Writer) error {
