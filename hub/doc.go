@@ -50,6 +50,7 @@
 //   - subscribers/credits/cmd/credits: the credits command.
 //   - subscribers/downgrade: the downgrade subscriber (a Paddle subscription's plan, "free" on cancel).
 //   - subscribers/downgrade/cmd/downgrade: the downgrade command.
+//   - subscribers/destination: destinations: events POSTed to HTTP endpoints, signed with Standard Webhooks.
 //   - subscribers/email: the email subscriber (welcome and cancellation emails through an SMTP outbox).
 //   - subscribers/email/cmd/email: the email command.
 //   - subscribers/internal/subtest: the subscriber tests' real Postgres and JetStream, and hub-shaped messages.
