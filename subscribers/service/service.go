@@ -26,6 +26,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookhub/hookhub/internal/backoff"
 	"github.com/hookhub/hookhub/internal/logging"
@@ -33,24 +34,32 @@ import (
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
-// Common is the configuration every subscriber service has. A service
-// embeds it in its own configuration struct, next to its HTTP address and
-// its own variables. Variable names come from the field names
-// (split_words), never from an unprefixed fallback: envconfig would read a
-// bare DATABASE_URL for a field tagged envconfig:"DATABASE_URL".
-type Common struct {
+// Process is the configuration every hookhub subscriber process has: its
+// connections, shutdown and logs. Common embeds it; the destinations
+// process, which runs many subscribers, embeds it alone. Variable names
+// come from the field names (split_words), never from an unprefixed
+// fallback: envconfig would read a bare DATABASE_URL for a field tagged
+// envconfig:"DATABASE_URL".
+type Process struct {
 	DatabaseURL      string        `split_words:"true" default:"postgres://postgres@127.0.0.1:5432/hub?sslmode=disable" desc:"Postgres URL; the service's tables live in its own schema of this database (the hub's, by default)"`
 	DatabaseMaxConns int32         `split_words:"true" default:"8" desc:"Postgres connection pool size (at least CONCURRENCY + 2)"`
 	NatsURL          string        `split_words:"true" default:"nats://127.0.0.1:4222" desc:"NATS server URL(s), comma-separated"`
 	Stream           string        `default:"WEBHOOKS" desc:"JetStream stream the hub publishes to"`
-	Concurrency      int           `default:"4" desc:"Messages handled at once"`
-	MaxDeliver       int           `split_words:"true" default:"5" desc:"Attempts before a failing message is dead-lettered"`
-	AckWait          time.Duration `split_words:"true" default:"30s" desc:"JetStream redelivers a message not acked within this time (InProgress is sent every third of it while a handler runs)"`
-	MaxAckPending    int           `split_words:"true" default:"256" desc:"Messages delivered and not yet acked, across all replicas"`
 	ShutdownTimeout  time.Duration `split_words:"true" default:"25s" desc:"On SIGTERM, time allowed for in-flight messages to finish and be acked"`
 	LogLevel         string        `split_words:"true" default:"info" desc:"debug, info, warn or error"`
 	LogFormat        string        `split_words:"true" default:"json" desc:"json or text"`
 	OtelEnabled      bool          `split_words:"true" default:"false" desc:"OpenTelemetry tracing: a span per message continuing the hub's trace, exported with OTLP over HTTP as the standard OTEL_* variables say (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_TRACES_SAMPLER, ...); the service name defaults to the subscriber's"`
+}
+
+// Common is the configuration every subscriber service has: the process's
+// and the subscriber library's. A service embeds it in its own
+// configuration struct, next to its HTTP address and its own variables.
+type Common struct {
+	Process
+	Concurrency   int           `default:"4" desc:"Messages handled at once"`
+	MaxDeliver    int           `split_words:"true" default:"5" desc:"Attempts before a failing message is dead-lettered"`
+	AckWait       time.Duration `split_words:"true" default:"30s" desc:"JetStream redelivers a message not acked within this time (InProgress is sent every third of it while a handler runs)"`
+	MaxAckPending int           `split_words:"true" default:"256" desc:"Messages delivered and not yet acked, across all replicas"`
 }
 
 // Program describes one subscriber service.
@@ -102,13 +111,8 @@ func (p Program) Load() error {
 		errs = append(errs, fmt.Errorf("%s_%s %s", p.Prefix(), name, fmt.Sprintf(format, args...)))
 	}
 	c := p.Common
-	if c.DatabaseURL == "" {
-		bad("DATABASE_URL", "must not be empty")
-	} else if _, err := pgxpool.ParseConfig(c.DatabaseURL); err != nil {
-		bad("DATABASE_URL", "is not a Postgres URL: %v", err)
-	}
-	if c.NatsURL == "" {
-		bad("NATS_URL", "must not be empty")
+	if err := c.Process.Validate(p.Prefix()); err != nil {
+		errs = append(errs, err)
 	}
 	// The subscriber library's settings follow its rules (Config.Validate),
 	// each error naming the variable. Its other fields (Name, Pool,
@@ -123,13 +127,6 @@ func (p Program) Load() error {
 	if c.DatabaseMaxConns < int32(min(c.Concurrency, subscriber.MaxConcurrency))+2 {
 		bad("DATABASE_MAX_CONNS", "must be at least CONCURRENCY + 2 (%d), got %d", c.Concurrency+2, c.DatabaseMaxConns)
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(c.LogLevel)); err != nil {
-		bad("LOG_LEVEL", "must be debug, info, warn or error, got %q", c.LogLevel)
-	}
-	if !strings.EqualFold(c.LogFormat, "json") && !strings.EqualFold(c.LogFormat, "text") {
-		bad("LOG_FORMAT", "must be json or text, got %q", c.LogFormat)
-	}
 	if *p.HTTPAddr == "" {
 		bad("HTTP_ADDR", "must not be empty")
 	}
@@ -137,6 +134,31 @@ func (p Program) Load() error {
 		if err := p.Validate(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	return errors.Join(errs...)
+}
+
+// Validate checks the process variables, each error naming its variable
+// (<prefix>_DATABASE_URL ...).
+func (c Process) Validate(prefix string) error {
+	var errs []error
+	bad := func(name, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s_%s %s", prefix, name, fmt.Sprintf(format, args...)))
+	}
+	if c.DatabaseURL == "" {
+		bad("DATABASE_URL", "must not be empty")
+	} else if _, err := pgxpool.ParseConfig(c.DatabaseURL); err != nil {
+		bad("DATABASE_URL", "is not a Postgres URL: %v", err)
+	}
+	if c.NatsURL == "" {
+		bad("NATS_URL", "must not be empty")
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		bad("LOG_LEVEL", "must be debug, info, warn or error, got %q", c.LogLevel)
+	}
+	if !strings.EqualFold(c.LogFormat, "json") && !strings.EqualFold(c.LogFormat, "text") {
+		bad("LOG_FORMAT", "must be json or text, got %q", c.LogFormat)
 	}
 	return errors.Join(errs...)
 }
@@ -173,7 +195,7 @@ func (p Program) libraryVars() map[string]string {
 }
 
 // Logger returns the logger the configuration asks for.
-func (c Common) Logger(w io.Writer) *slog.Logger {
+func (c Process) Logger(w io.Writer) *slog.Logger {
 	return logging.New(w, c.LogLevel, c.LogFormat)
 }
 
@@ -213,23 +235,63 @@ func Main(p Program, args []string, stdout, stderr io.Writer) int {
 }
 
 func run(ctx context.Context, p Program, log *slog.Logger) error {
-	c := p.Common
-	pcfg, err := pgxpool.ParseConfig(c.DatabaseURL)
+	conns, err := Open(ctx, p.Name, p.Common.Process, log)
+	if err != nil || conns == nil {
+		return err
+	}
+	defer conns.Close()
+
+	scfg := p.subscriberConfig()
+	scfg.Pool, scfg.JetStream = conns.Pool, conns.JetStream
+	scfg.Logger, scfg.Registerer, scfg.TracerProvider = log, conns.Registry, conns.TracerProvider
+	sub, err := subscriber.New(scfg)
 	if err != nil {
 		return err
+	}
+	mux := subscriber.NewServeMux(conns.Registry, sub)
+	if err := p.Setup(ctx, Deps{Pool: conns.Pool, Subscriber: sub, Mux: mux, Registry: conns.Registry, Logger: log}); err != nil {
+		return err
+	}
+	stopHTTP, err := Serve(*p.HTTPAddr, mux, log)
+	if err != nil {
+		return fmt.Errorf("%s_HTTP_ADDR: %w", p.Prefix(), err)
+	}
+	defer stopHTTP()
+	return sub.Run(ctx)
+}
+
+// Conns are a subscriber process's connections, as Open makes them from
+// its Process variables.
+type Conns struct {
+	Pool           *pgxpool.Pool
+	NATS           *nats.Conn
+	JetStream      jetstream.JetStream
+	Registry       *prometheus.Registry // with the Go and process collectors
+	TracerProvider trace.TracerProvider // a no-op provider unless OTEL_ENABLED
+	log            *slog.Logger
+	stopTracing    func(context.Context) error
+}
+
+// Open connects to Postgres (waiting, and logging, until it answers: a
+// service may start before its database) and NATS (reconnecting for
+// ever), and sets up tracing and the metrics registry. It returns nil and
+// no error when ctx is cancelled while it waits for Postgres.
+func Open(ctx context.Context, name string, c Process, log *slog.Logger) (*Conns, error) {
+	pcfg, err := pgxpool.ParseConfig(c.DatabaseURL)
+	if err != nil {
+		return nil, err
 	}
 	pcfg.MaxConns = c.DatabaseMaxConns
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
-		return fmt.Errorf("postgres: %w", err)
+		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	defer pool.Close()
 	if err := waitForPostgres(ctx, pool, log); err != nil {
-		return nil // cancelled while waiting: nothing to shut down
+		pool.Close()
+		return nil, nil // cancelled while waiting: nothing to shut down
 	}
-
 	nc, err := nats.Connect(c.NatsURL,
-		nats.Name("hookhub-"+p.Name),
+		nats.Name("hookhub-"+name),
 		nats.MaxReconnects(-1),
 		nats.RetryOnFailedConnect(true),
 		nats.ReconnectWait(time.Second),
@@ -237,62 +299,61 @@ func run(ctx context.Context, p Program, log *slog.Logger) error {
 		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("NATS connected", "url", nc.ConnectedUrlRedacted()) }),
 	)
 	if err != nil {
-		return fmt.Errorf("nats %s: %w", c.NatsURL, err)
+		pool.Close()
+		return nil, fmt.Errorf("nats %s: %w", c.NatsURL, err)
 	}
-	defer nc.Close()
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return err
+		nc.Close()
+		pool.Close()
+		return nil, err
 	}
-
-	tp, stopTracing, err := tracing.Setup(ctx, tracing.Config{Enabled: c.OtelEnabled, ServiceName: p.Name, Logger: log.With("component", "tracing")})
+	tp, stopTracing, err := tracing.Setup(ctx, tracing.Config{Enabled: c.OtelEnabled, ServiceName: name, Logger: log.With("component", "tracing")})
 	if err != nil {
-		return fmt.Errorf("tracing: %w", err)
+		nc.Close()
+		pool.Close()
+		return nil, fmt.Errorf("tracing: %w", err)
 	}
-	defer func() {
-		// After Run: the spans of the last messages are flushed too.
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := stopTracing(sctx); err != nil {
-			log.Warn("tracing: spans not flushed", "error", err)
-		}
-	}()
-
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	scfg := p.subscriberConfig()
-	scfg.Pool, scfg.JetStream = pool, js
-	scfg.Logger, scfg.Registerer, scfg.TracerProvider = log, reg, tp
-	sub, err := subscriber.New(scfg)
-	if err != nil {
-		return err
-	}
-	mux := subscriber.NewServeMux(reg, sub)
-	if err := p.Setup(ctx, Deps{Pool: pool, Subscriber: sub, Mux: mux, Registry: reg, Logger: log}); err != nil {
-		return err
-	}
+	return &Conns{Pool: pool, NATS: nc, JetStream: js, Registry: reg, TracerProvider: tp, log: log, stopTracing: stopTracing}, nil
+}
 
-	ln, err := net.Listen("tcp", *p.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("%s_HTTP_ADDR: %w", p.Prefix(), err)
+// Close flushes the spans of the last messages and NATS, then closes the
+// connections. Call it after the subscribers stopped.
+func (c *Conns) Close() {
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.stopTracing(sctx); err != nil {
+		c.log.Warn("tracing: spans not flushed", "error", err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	if err := c.NATS.FlushTimeout(2 * time.Second); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+		c.log.Warn("nats flush", "error", err)
+	}
+	c.NATS.Close()
+	c.Pool.Close()
+}
+
+// Serve serves h (metrics, health, a service's routes) on addr until the
+// returned function is called; that function shuts the server down
+// within 5 s.
+func Serve(addr string, h http.Handler, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http server", "error", err)
 		}
 	}()
 	log.Info("serving metrics and health", "addr", ln.Addr().String())
-
-	runErr := sub.Run(ctx)
-
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(sctx)
-	if err := nc.FlushTimeout(2 * time.Second); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
-		log.Warn("nats flush", "error", err)
-	}
-	return runErr
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}, nil
 }
 
 // waitForPostgres pings until Postgres answers, logging while it does not,
