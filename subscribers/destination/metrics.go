@@ -120,12 +120,12 @@ func (m *Metrics) SetCircuitOpen(dest string, open bool) {
 	m.circuitOpen.WithLabelValues(dest).Set(v)
 }
 
-// SetState sets dest's current state: 1 for s, 0 for the other States.
+// SetState sets dest's current state: 1 for s, 0 for the other states.
 func (m *Metrics) SetState(dest string, s State) {
 	if m == nil {
 		return
 	}
-	for _, each := range States {
+	for _, each := range states() {
 		v := 0.0
 		if each == s {
 			v = 1

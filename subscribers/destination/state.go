@@ -95,10 +95,10 @@ const (
 	StateDisabled State = "disabled"
 )
 
-// States lists every State, in the order metrics and docs show them.
-var States = []State{StateActive, StatePaused, StateDisabled}
+// states lists every State, in the order metrics show them.
+func states() [3]State { return [3]State{StateActive, StatePaused, StateDisabled} }
 
-// Valid reports whether s is one of States.
+// Valid reports whether s is StateActive, StatePaused or StateDisabled.
 func (s State) Valid() bool {
 	return s == StateActive || s == StatePaused || s == StateDisabled
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/internal/hubtest"
+	"github.com/hookhub/hookhub/internal/migrate"
 	"github.com/hookhub/hookhub/subscribers/destination"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
@@ -61,6 +62,17 @@ func TestStoreMigrations(t *testing.T) {
 	var v int64
 	require.NoError(t, pool.QueryRow(ctx, `SELECT max(version_id) FROM billing.schema_version`).Scan(&v))
 	require.Equal(t, int64(1), v)
+	// Down and up again.
+	m, err := migrate.ForSchema(ctx, pool, destination.Migrations("crm"), "crm")
+	require.NoError(t, err)
+	defer m.Close()
+	_, err = m.Down(ctx)
+	require.NoError(t, err)
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM information_schema.tables
+		WHERE table_name IN ('attempts', 'destination_state') AND table_schema = 'crm'`).Scan(&n))
+	require.Zero(t, n)
+	_, err = m.Up(ctx)
+	require.NoError(t, err)
 	// A new destination starts active.
 	s, reason, err := destination.GetState(ctx, pool, "crm")
 	require.NoError(t, err)
@@ -182,6 +194,9 @@ func TestStoreRegister(t *testing.T) {
 	s, _, err := destination.GetState(ctx, pool, "billing")
 	require.NoError(t, err)
 	require.Equal(t, destination.StateActive, s)
+	st, err = destination.GetStatus(ctx, pool, "billing")
+	require.NoError(t, err)
+	require.Equal(t, destination.Status{Name: "billing", State: destination.StateActive}, st)
 	require.NoError(t, destination.Register(ctx, pool, "billing", "https://c.test/", nil))
 	st, err = destination.GetStatus(ctx, pool, "billing")
 	require.NoError(t, err)
