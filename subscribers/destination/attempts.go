@@ -1,0 +1,203 @@
+package destination
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookhub/hookhub/subscribers/subscriber"
+)
+
+// Outcomes of an attempt (Attempt.Outcome).
+const (
+	// OutcomeDelivered: the endpoint answered 2xx.
+	OutcomeDelivered = "delivered"
+	// OutcomeFailed: no answer or a failing one; the event is retried.
+	OutcomeFailed = "failed"
+	// OutcomeGone: the endpoint answered 410; the destination is disabled.
+	OutcomeGone = "gone"
+	// OutcomeDeadLettered: a failure past the retry horizon (or a
+	// permanent one); the event was dead-lettered.
+	OutcomeDeadLettered = "dead_lettered"
+)
+
+// Caps on the text an attempt stores.
+const (
+	MaxErrorBytes    = 2 << 10
+	MaxResponseBytes = 1 << 10
+	// maxKeyBytes bounds the provider and event id stored (the hub's are
+	// far shorter).
+	maxKeyBytes = 1 << 10
+)
+
+// Attempt is one HTTP attempt to deliver an event.
+type Attempt struct {
+	Destination string
+	Provider    string
+	EventID     string
+	StreamSeq   uint64    // 0 if unknown
+	At          time.Time // when the attempt started; zero: now
+	Status      int       // HTTP status; 0 when there was no answer
+	Latency     time.Duration
+	Outcome     string // OutcomeDelivered, OutcomeFailed, OutcomeGone, OutcomeDeadLettered
+	Error       string // the transport error or why the answer failed
+	Response    string // the start of the response body
+}
+
+func validOutcome(o string) bool {
+	switch o {
+	case OutcomeDelivered, OutcomeFailed, OutcomeGone, OutcomeDeadLettered:
+		return true
+	}
+	return false
+}
+
+// eventKey is the provider and event id as stored: sanitized the same way
+// when written and when looked up, so a lookup finds what was written.
+func eventKey(provider, eventID string) (string, string) {
+	return subscriber.SanitizeText(provider, maxKeyBytes), subscriber.SanitizeText(eventID, maxKeyBytes)
+}
+
+// RecordAttempt logs a in the destination's attempts table. Its texts are
+// sanitized (subscriber.SanitizeText): Error cut at 2 KiB, Response at
+// 1 KiB. db is the handler's transaction for a success, so the record
+// commits with the event's; a pool otherwise.
+func RecordAttempt(ctx context.Context, db DB, a Attempt) error {
+	t, err := table(a.Destination, "attempts")
+	if err != nil {
+		return err
+	}
+	if !validOutcome(a.Outcome) {
+		return fmt.Errorf("record attempt of %s: invalid outcome %q", a.Destination, a.Outcome)
+	}
+	at := a.At
+	if at.IsZero() {
+		at = time.Now()
+	}
+	var status *int
+	if a.Status > 0 {
+		status = &a.Status
+	}
+	var seq *int64
+	if a.StreamSeq > 0 {
+		s := int64(min(a.StreamSeq, math.MaxInt64))
+		seq = &s
+	}
+	provider, eventID := eventKey(a.Provider, a.EventID)
+	latency := max(a.Latency, 0).Seconds() * 1000
+	_, err = db.Exec(ctx, `INSERT INTO `+t+` (provider, event_id, stream_seq, attempted_at, status, latency_ms, outcome, error, response)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		provider, eventID, seq, at, status, latency, a.Outcome,
+		subscriber.SanitizeText(a.Error, MaxErrorBytes), subscriber.SanitizeText(a.Response, MaxResponseBytes))
+	if err != nil {
+		return dbError("record attempt", a.Destination, err)
+	}
+	return nil
+}
+
+// FirstAttempt returns when the destination first attempted the event, and
+// false if it never did (or the record was purged): the start of the
+// event's retry horizon. One index lookup.
+func FirstAttempt(ctx context.Context, db DB, dest, provider, eventID string) (time.Time, bool, error) {
+	t, err := table(dest, "attempts")
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	p, id := eventKey(provider, eventID)
+	var first *time.Time
+	if err := db.QueryRow(ctx, `SELECT min(attempted_at) FROM `+t+` WHERE provider = $1 AND event_id = $2`, p, id).Scan(&first); err != nil {
+		return time.Time{}, false, dbError("first attempt", dest, err)
+	}
+	if first == nil {
+		return time.Time{}, false, nil
+	}
+	return *first, true, nil
+}
+
+// DefaultAttemptsLimit and MaxAttemptsLimit bound AttemptsFor.
+const (
+	DefaultAttemptsLimit = 100
+	MaxAttemptsLimit     = 1000
+)
+
+// AttemptsFor returns the destination's last limit attempts of the event
+// (limit <= 0: DefaultAttemptsLimit; at most MaxAttemptsLimit), oldest
+// first. FirstAttempt gives the first one when there were more.
+func AttemptsFor(ctx context.Context, db DB, dest, provider, eventID string, limit int) ([]Attempt, error) {
+	t, err := table(dest, "attempts")
+	if err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = DefaultAttemptsLimit
+	}
+	limit = min(limit, MaxAttemptsLimit)
+	p, id := eventKey(provider, eventID)
+	rows, err := db.Query(ctx, `SELECT * FROM (
+			SELECT id, provider, event_id, COALESCE(stream_seq, 0), attempted_at, COALESCE(status, 0), latency_ms, outcome, error, response
+			FROM `+t+` WHERE provider = $1 AND event_id = $2
+			ORDER BY attempted_at DESC, id DESC LIMIT $3) last
+		ORDER BY attempted_at, id`, p, id, limit)
+	if err != nil {
+		return nil, dbError("attempts", dest, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Attempt, error) {
+		a := Attempt{Destination: dest}
+		var rowID, seq int64
+		var ms float64
+		err := r.Scan(&rowID, &a.Provider, &a.EventID, &seq, &a.At, &a.Status, &ms, &a.Outcome, &a.Error, &a.Response)
+		a.StreamSeq = uint64(max(seq, 0))
+		a.Latency = msDuration(ms)
+		return a, err
+	})
+	if err != nil {
+		return nil, dbError("attempts", dest, err)
+	}
+	return out, nil
+}
+
+// msDuration converts milliseconds to a Duration.
+func msDuration(ms float64) time.Duration {
+	return time.Duration(ms * float64(time.Millisecond))
+}
+
+// DefaultPurgeBatch and MaxPurgeBatch bound PurgeAttempts' batches.
+const (
+	DefaultPurgeBatch = 1000
+	MaxPurgeBatch     = 100_000
+)
+
+// PurgeAttempts deletes the destination's attempts older than olderThan, in
+// batches of batch rows (<= 0: DefaultPurgeBatch; at most MaxPurgeBatch),
+// each its own statement, so no statement holds many locks or runs long.
+// It returns how many it deleted, also when ctx ends it early.
+func PurgeAttempts(ctx context.Context, db DB, dest string, olderThan time.Time, batch int) (int64, error) {
+	t, err := table(dest, "attempts")
+	if err != nil {
+		return 0, err
+	}
+	if batch <= 0 {
+		batch = DefaultPurgeBatch
+	}
+	batch = min(batch, MaxPurgeBatch)
+	var total int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, fmt.Errorf("purge attempts of %s: %w", dest, err)
+		}
+		tag, err := db.Exec(ctx, `DELETE FROM `+t+` WHERE id IN (
+			SELECT id FROM `+t+` WHERE attempted_at < $1 ORDER BY attempted_at LIMIT $2)`, olderThan, batch)
+		if err != nil {
+			return total, dbError("purge attempts", dest, err)
+		}
+		total += tag.RowsAffected()
+		// Rows older than olderThan are not written any more: the loop
+		// ends once a batch comes back short.
+		if tag.RowsAffected() < int64(batch) {
+			return total, nil
+		}
+	}
+}
