@@ -321,8 +321,10 @@ func TestResendReplays(t *testing.T) {
 			record := effectHandler(name, &c)
 			sub := newSub(t, env, name, func(cfg *subscriber.Config) { cfg.ResendReplays = resend })
 			sub.Handle("paddle.subscription.created", func(ctx context.Context, tx pgx.Tx, ev subscriber.Event) error {
-				if ev.Replayed {
-					replayed.Add(1)
+				if ev.Replayed && replayed.Add(1) == 1 {
+					// The first call for the copy fails: retried as usual
+					// (the redelivery's call is counted in handler_attempts).
+					return errors.New("receiver down")
 				}
 				return record(ctx, tx, ev)
 			})
@@ -335,11 +337,14 @@ func TestResendReplays(t *testing.T) {
 			if resend {
 				eventually(t, func() bool { return sub.Stats().Resent == 1 })
 				require.Equal(t, 2, c.get(m.EventID))
-				require.EqualValues(t, 1, replayed.Load())
+				require.EqualValues(t, 2, replayed.Load(), "the copy's failed call, then its retry")
+				require.EqualValues(t, 1, sub.Stats().Failed)
 				require.Equal(t, 2, effects(t, env, name, m.EventID))
+				require.Zero(t, env.Count(t, "SELECT count(*) FROM "+name+".handler_attempts WHERE unfinished > 0"), "the retry's call count was cleared")
 			} else {
 				eventually(t, func() bool { return sub.Stats().SkippedDuplicate == 1 })
 				require.Equal(t, 1, c.get(m.EventID))
+				require.Zero(t, replayed.Load())
 				require.Zero(t, sub.Stats().Resent)
 				require.Equal(t, 1, effects(t, env, name, m.EventID))
 			}
