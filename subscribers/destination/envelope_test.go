@@ -169,7 +169,7 @@ func TestEnvelopeJSONValues(t *testing.T) {
 }
 
 // loadSchema reads one of schema.JSONSchemas.
-func loadSchema(t *testing.T, path string) map[string]any {
+func loadSchema(t testing.TB, path string) map[string]any {
 	t.Helper()
 	b, err := schema.JSONSchemas.ReadFile(path)
 	if err != nil {

@@ -1,11 +1,14 @@
 package destination_test
 
 import (
+	"bytes"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hookhub/hookhub/subscribers/destination"
+	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
 // FuzzParse: Parse never panics, and an error never shows the value of
@@ -56,5 +59,32 @@ func FuzzParse(f *testing.F) {
 			}
 			_ = d.Fingerprint()
 		}
+	})
+}
+
+// FuzzBody: an event body is untrusted. Body never panics; an envelope is
+// valid JSON matching its schema, and a refusal is a permanent decode
+// error; a raw payload is the body itself.
+func FuzzBody(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, "a=b&a=c", "x", "", "\xff", "a=%C3%A9", `"s"`, " null ", "a=b&&c"} {
+		f.Add([]byte(s))
+	}
+	sch := loadSchema(f, "jsonschema/destination-envelope.json")
+	at := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ev := event("p", "t.x", data, at, time.Time{})
+		env, err := destination.Body(destination.PayloadEnvelope, ev)
+		if err != nil {
+			if !errors.Is(err, subscriber.ErrDecode) || !subscriber.IsPermanent(err) {
+				t.Fatalf("err = %v", err)
+			}
+		} else if err := validate(sch, env); err != nil {
+			t.Fatalf("%v: %q", err, env)
+		}
+		raw, err := destination.Body(destination.PayloadRaw, ev)
+		if err != nil || !bytes.Equal(raw, data) {
+			t.Fatalf("raw = %q, %v", raw, err)
+		}
+		_ = destination.ContentType(destination.PayloadRaw, ev)
 	})
 }
