@@ -335,7 +335,7 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // refusedHeaders are set by the sender itself, or by HTTP.
 var refusedHeaders = map[string]bool{
 	"content-type": true, "content-length": true, "host": true, "transfer-encoding": true,
-	"connection": true, "traceparent": true, "tracestate": true,
+	"connection": true, "traceparent": true, "tracestate": true, "user-agent": true,
 }
 
 func validate(s Spec, label string, getenv func(string) (string, bool), dir string) (Destination, []error) {

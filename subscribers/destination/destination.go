@@ -196,6 +196,9 @@ func (r *Runner) Healthy() error { return r.sub.Healthy() }
 // Run registers the destination, then delivers until ctx is cancelled
 // (subscriber.Subscriber.Run).
 func (r *Runner) Run(ctx context.Context) error {
+	if err := CheckName(ctx, r.o.Pool, r.d.Name); err != nil {
+		return err
+	}
 	m := r.o.Metrics
 	m.SetState(r.d.Name, StateActive)
 	m.SetCircuitOpen(r.d.Name, false)
