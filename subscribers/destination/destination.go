@@ -295,7 +295,7 @@ func (r *Runner) handle(ctx context.Context, tx pgx.Tx, ev subscriber.Event) err
 		}
 		r.setState(StateDisabled)
 		r.o.Metrics.CountDisabled(name)
-		log.Error("the endpoint answered 410 Gone: destination disabled until `hub destinations resume`", "url", r.d.URL)
+		log.Error("the endpoint answered 410 Gone: destination disabled until `hub destinations resume`", "url", RedactURL(r.d.URL))
 		// Not a failure of this event: it waits for the destination to
 		// be resumed.
 		return subscriber.RetryAfter(r.policy.Delay(1, 0), errors.New("410 Gone: destination disabled"))
@@ -384,7 +384,7 @@ func (r *Runner) header(ctx context.Context, ev subscriber.Event, body []byte, n
 func (r *Runner) watchState(ctx context.Context) error {
 	name := r.d.Name
 	for {
-		if err := Register(ctx, r.o.Pool, name, r.d.URL, r.d.Subjects); err == nil {
+		if err := Register(ctx, r.o.Pool, name, RedactURL(r.d.URL), r.d.Subjects); err == nil {
 			break
 		} else if ctx.Err() == nil {
 			r.log.Warn("cannot register the destination yet", "error", err)
