@@ -47,6 +47,11 @@ const (
 	purgeBatch    = 1000
 )
 
+// MaxWaitingRetries is how many failed events of an unordered destination
+// may wait for their retry while the others are delivered (the consumer's
+// MaxAckPending); past it, new events wait for a retry to settle.
+const MaxWaitingRetries = 1000
+
 // DefaultAttemptRetention is how long attempts are kept by default.
 const DefaultAttemptRetention = 7 * 24 * time.Hour
 
@@ -146,7 +151,11 @@ func New(d Destination, o Options) (*Runner, error) {
 	if d.RateLimit > 0 {
 		r.limiter = rate.NewLimiter(rate.Limit(d.RateLimit), max(1, int(d.RateLimit)))
 	}
-	maxAckPending := 2 * d.Concurrency
+	// Events waiting for their retry stay unacknowledged (a nak with a
+	// delay), so the consumer's MaxAckPending must leave room for many of
+	// them besides the ones in flight: a few events the receiver keeps
+	// refusing must not hold back the others.
+	maxAckPending := max(MaxWaitingRetries, 2*d.Concurrency)
 	if d.Ordered {
 		// One message outstanding: a failed one is redelivered before any
 		// later one, so the line holds.
