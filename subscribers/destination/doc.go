@@ -11,4 +11,52 @@
 // subject filters, the environment variables holding the signing secrets
 // and optional limits (Spec). Unknown fields are errors, and every
 // problem is reported at once, naming the destination and the field.
+//
+// # Files
+//
+//   - config.go: the destinations file (Spec, Destination, Parse, Load).
+//   - sign.go: Standard Webhooks secrets and signatures.
+//   - envelope.go: the body sent (the envelope, or the provider's bytes).
+//   - send.go: one bounded HTTP attempt (Client, Result).
+//   - policy.go, circuit.go: the retry delays and horizon; the circuit
+//     breaker.
+//   - destination.go: the Runner, one destination's subscriber.
+//   - service.go: the Service, a file's destinations in one process, with
+//     reload.
+//   - state.go, attempts.go, inspect.go: the destination's own tables
+//     (state, attempt log) and what operators read from them.
+//   - metrics.go: the hookhub_destination_* metrics.
+//
+// # One event
+//
+// A Runner is a subscriber whose workers pass a gate (Config.Admit)
+// before they take a message: the destination must be active (not paused
+// or disabled, as its state row in Postgres says, read every
+// StatePollInterval), its circuit must let the worker through (one probe
+// at a time while open) and its rate limit must allow a request. The
+// handler then builds the body and headers, POSTs once, and:
+//
+//   - on 2xx records the attempt as delivered in the transaction that
+//     records the event as processed, and returns nil (acked);
+//   - on 410 disables the destination (until `hub destinations resume`)
+//     and asks for the message again later (subscriber.RetryAfter), so
+//     nothing is dead-lettered for it;
+//   - otherwise records the failed attempt (on the pool: the transaction
+//     rolls back) and, within the horizon (retry_for, counted from the
+//     first attempt since the event's last delivery or dead letter), asks
+//     for a retry after Policy.Delay (Retry-After honoured), at most the
+//     circuit's longest cooldown while the circuit is open; past the
+//     horizon it returns a permanent error and the library dead-letters
+//     the event.
+//
+// Failed events wait unacknowledged for their retry; the consumer's
+// MaxAckPending (MaxWaitingRetries) leaves room for many of them, so a
+// few refused events do not hold back the others. An ordered destination
+// has one worker and a MaxAckPending of one: a failed event is retried
+// before any later one is sent.
+//
+// The HTTP call cannot join the transaction: a crash between the
+// receiver's answer and the commit sends the event again, with the same
+// webhook-id. `hub replay` copies are sent again even when the event was
+// delivered (subscriber.Config.ResendReplays).
 package destination
