@@ -86,6 +86,11 @@ type DestinationsReport struct {
 	// drain and the latency run (VmHWM).
 	PeakRSSMB   float64 `json:"destinations_peak_rss_mb"`
 	NothingLost bool    `json:"nothing_lost"`
+	// LoadBefore and LoadAfter are the machine's 1-minute load average
+	// (/proc/loadavg) when the bench started and ended: above the number
+	// of CPUs, something else competed with the measured processes.
+	LoadBefore float64 `json:"load_average_before"`
+	LoadAfter  float64 `json:"load_average_after"`
 }
 
 // DestinationRun is the destinations process delivering events published
@@ -158,14 +163,15 @@ const maxLatencyEvents = 1_000_000
 // Destinations runs the destinations benchmark: a drain of cfg.Preload
 // events, a fixed-rate run for the latency, and the hub at a fixed ingest
 // rate without and with destinations.
-func Destinations(ctx context.Context, cfg DestinationsConfig) (DestinationsReport, error) {
+func Destinations(ctx context.Context, cfg DestinationsConfig) (rep DestinationsReport, err error) {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
 	if cfg.Concurrency <= 0 || cfg.Preload < 2 || len(cfg.DestinationsCommand) == 0 {
 		return DestinationsReport{}, errors.New("destinations bench: concurrency, a preload of at least 2 events and the destinations command are required")
 	}
-	rep := DestinationsReport{Concurrency: cfg.Concurrency, NothingLost: true}
+	rep = DestinationsReport{Concurrency: cfg.Concurrency, NothingLost: true, LoadBefore: loadAverage()}
+	defer func() { rep.LoadAfter = loadAverage() }()
 	srv, err := connectServer(ctx, cfg.AdminURL)
 	if err != nil {
 		return rep, err
@@ -842,4 +848,18 @@ func startNATS(dir string) (ns *natsembed.Server, err error) {
 		ns, err = natsembed.Start(natsembed.Options{Port: -1, StoreDir: dir, MaxStore: 4 << 30})
 	})
 	return ns, err
+}
+
+// loadAverage is the machine's 1-minute load average, or 0 when unknown.
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
 }

@@ -143,8 +143,8 @@ tool from the hookhub module the working directory is in.
 }
 
 func printDestinationsReport(w io.Writer, rep bench.DestinationsReport) {
-	fmt.Fprintf(w, "\nmachine: %d CPUs, %s/%s; body ~%d B; destination concurrency %d\n\n",
-		runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, rep.BodyBytes, rep.Concurrency)
+	fmt.Fprintf(w, "\nmachine: %d CPUs, %s/%s, load average %.1f at the start and %.1f at the end; body ~%d B; destination concurrency %d\n\n",
+		runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, rep.LoadBefore, rep.LoadAfter, rep.BodyBytes, rep.Concurrency)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "destinations process\tevents\tdeliveries/s\tp50 ms\tp99 ms\tmax ms\tCPU µs/dlv destinations\tpostgres\tbench\tduplicates\tlost\t")
 	d, l := rep.Drain, rep.Latency
