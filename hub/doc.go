@@ -34,7 +34,7 @@
 //   - hub/ops: the operator's tools behind the CLI, /admin/ and the console: events, replay, republish, dlq, purge, status, reconcile.
 //   - hub/admin: operator HTTP: the admin API under /admin/, the console it mounts, /metrics, pprof, the admin listener and its limits.
 //   - hub/console: the operator web console under /console/ (server-rendered pages, sessions, CSRF).
-//   - hub/bench: `hub bench`: the whole path measured end to end against batching disabled and the raw ceiling.
+//   - hub/bench: `hub bench`: the whole path measured end to end against batching disabled and the raw ceiling; `hub bench destinations`: the destinations process.
 //   - hub/service: wiring, configuration (HUB_*), startup in order and graceful shutdown.
 //   - hub/service/testhub: a whole hub in-process for a test: the one way a test runs a hub.
 //   - hub/cmd/hub: the hub command: serve, dev, migrate, send, the operator commands, bench, version.

@@ -11,6 +11,12 @@
 // the end of every run it checks the stream and the tables, through the
 // hub's store: nothing lost, nothing duplicated, nothing left in the
 // outbox.
+//
+// Destinations (`hub bench destinations`) measures the destinations
+// process instead: the rate at which it drains a backlog to a trivial
+// receiver, its latency from stream to receiver at a fixed rate, its RSS,
+// and the hub's ingest latency at a fixed open-loop rate with and without
+// it forwarding every event; CPU per delivery for every process.
 package bench
 
 import (
@@ -513,34 +519,12 @@ func runHub(ctx context.Context, cfg Config, srv *server, w *workload, natsURL s
 		return Result{}, err
 	}
 
-	addr, err := freeAddr()
+	hp, err := startHub(ctx, cfg, db.url, natsURL, batchMax)
 	if err != nil {
 		return Result{}, err
 	}
-	adminAddr := cfg.HubAdminAddr
-	if adminAddr == "" {
-		if adminAddr, err = freeAddr(); err != nil {
-			return Result{}, err
-		}
-	}
-	cmd := exec.CommandContext(ctx, cfg.HubCommand[0], append(cfg.HubCommand[1:], "serve")...)
-	cmd.Env = hubEnv(os.Environ(), db.url, natsURL, addr, adminAddr, batchMax, cfg.ExtraEnv)
-	cmd.Stdout, cmd.Stderr = cfg.Log, cfg.Log
-	if err := cmd.Start(); err != nil {
-		return Result{}, fmt.Errorf("start hub: %w", err)
-	}
-	defer func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		_ = cmd.Wait()
-	}()
-	base, adminBase := "http://"+addr, "http://"+adminAddr
-	if err := waitReady(ctx, base, 30*time.Second); err != nil {
-		return Result{}, err
-	}
-	if err := waitReady(ctx, adminBase, 5*time.Second); err != nil {
-		return Result{}, fmt.Errorf("admin listener: %w", err)
-	}
-	fmt.Fprintf(cfg.Log, "hub pid %d: webhooks on %s, admin (/metrics, /debug/pprof/) on %s\n", cmd.Process.Pid, base, adminBase)
+	defer hp.stop()
+	cmd, base, adminBase := hp.cmd, hp.base, hp.adminBase
 	stream, err := waitStream(ctx, js, 30*time.Second)
 	if err != nil {
 		return Result{}, err
@@ -616,6 +600,50 @@ func runHub(ctx context.Context, cfg Config, srv *server, w *workload, natsURL s
 	slices.Sort(e2e)
 	res.E2EP50ms, res.E2EP99ms = ms(pct(e2e, 0.50)), ms(pct(e2e, 0.99))
 	return res, nil
+}
+
+// hubProcess is a running hub started by startHub.
+type hubProcess struct {
+	cmd             *exec.Cmd
+	base, adminBase string // http://host:port of its webhook and admin listeners
+}
+
+// startHub starts the hub (cfg.HubCommand serve) on the database dbURL and
+// the NATS server natsURL, and waits until its webhook and admin listeners
+// are ready. stop interrupts it and waits for it to exit.
+func startHub(ctx context.Context, cfg Config, dbURL, natsURL string, batchMax int) (*hubProcess, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	adminAddr := cfg.HubAdminAddr
+	if adminAddr == "" {
+		if adminAddr, err = freeAddr(); err != nil {
+			return nil, err
+		}
+	}
+	cmd := exec.CommandContext(ctx, cfg.HubCommand[0], append(cfg.HubCommand[1:], "serve")...)
+	cmd.Env = hubEnv(os.Environ(), dbURL, natsURL, addr, adminAddr, batchMax, cfg.ExtraEnv)
+	cmd.Stdout, cmd.Stderr = cfg.Log, cfg.Log
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start hub: %w", err)
+	}
+	hp := &hubProcess{cmd: cmd, base: "http://" + addr, adminBase: "http://" + adminAddr}
+	if err := waitReady(ctx, hp.base, 30*time.Second); err != nil {
+		hp.stop()
+		return nil, err
+	}
+	if err := waitReady(ctx, hp.adminBase, 5*time.Second); err != nil {
+		hp.stop()
+		return nil, fmt.Errorf("admin listener: %w", err)
+	}
+	fmt.Fprintf(cfg.Log, "hub pid %d: webhooks on %s, admin (/metrics, /debug/pprof/) on %s\n", cmd.Process.Pid, hp.base, hp.adminBase)
+	return hp, nil
+}
+
+func (h *hubProcess) stop() {
+	_ = h.cmd.Process.Signal(os.Interrupt)
+	_ = h.cmd.Wait()
 }
 
 // load sends deliveries [from, to) of w with concurrency clients over

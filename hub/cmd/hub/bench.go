@@ -17,7 +17,11 @@ import (
 )
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "destinations" {
+		return runBenchDestinations(ctx, args[1:], stdout, stderr)
+	}
 	fs := newFlags("bench", `Usage: hub bench [flags]
+       hub bench destinations [flags]   (the destinations process; see its --help)
 
 Measures the hub end to end on this machine. It starts this binary's
 `+"`hub serve`"+` against a fresh database (created next to HUB_DATABASE_URL,
