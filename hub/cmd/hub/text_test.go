@@ -24,3 +24,20 @@ func TestOneLine(t *testing.T) {
 		require.True(t, utf8.ValidString(got), "%q", got)
 	}
 }
+
+func TestCleanLine(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"", 10, "-"},
+		{"ok\x1b[2J\x1b]0;pwned\x07", 30, "ok [2J ]0;pwned"},
+		{"a\r\nb\x00c\xff", 10, "a b c\uFFFD"},
+		{"\u202eevil", 10, "evil"},
+	} {
+		got := cleanLine(tc.in, tc.n)
+		require.Equal(t, tc.want, got, "%q", tc.in)
+		require.NotContains(t, got, "\x1b")
+	}
+}
