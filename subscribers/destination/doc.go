@@ -5,4 +5,10 @@
 // in a destinations file. Delivery is at least once with a stable
 // webhook-id, the hub's "<provider>:<event_id>": the receiver deduplicates
 // on it. See docs/destinations.md.
+//
+// Destinations are declared in a destinations file (Parse, Load): YAML,
+// or JSON, with a list under "destinations:" of entries naming a URL,
+// subject filters, the environment variables holding the signing secrets
+// and optional limits (Spec). Unknown fields are errors, and every
+// problem is reported at once, naming the destination and the field.
 package destination

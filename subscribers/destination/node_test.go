@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,9 +33,9 @@ var receivers = []struct {
 	{"go", func(t testing.TB, s ...string) receivertest.Receiver { return receivertest.Go(t, s...) }},
 }
 
-// sampleTypes are the event types signed for each provider; a provider not
+// signedTypes are the event types signed for each provider; a provider not
 // listed (a Standard Webhooks name) gets the fallback.
-var sampleTypes = map[string][]string{
+var signedTypes = map[string][]string{
 	"paddle":  {"subscription.created", "transaction.completed"},
 	"stripe":  {"invoice.paid", "customer.subscription.updated"},
 	"github":  {"push", "pull_request.opened"},
@@ -47,31 +45,13 @@ var sampleTypes = map[string][]string{
 	"":        {"email.delivered"},
 }
 
-// sampleEnvelope is a minimal Standard Webhooks envelope around a provider
-// sample body: the body itself when JSON, else its form fields.
-func sampleEnvelope(t testing.TB, typ string, body []byte, at time.Time) []byte {
+// sampleEnvelope is what a destination POSTs for a provider's sample body:
+// the envelope destination.Body builds.
+func sampleEnvelope(t testing.TB, prov, typ string, body []byte, at time.Time) []byte {
 	t.Helper()
-	data := json.RawMessage(body)
-	if !json.Valid(body) {
-		form, err := url.ParseQuery(string(body))
-		if err != nil {
-			t.Fatalf("%s sample is neither JSON nor a form: %v", typ, err)
-		}
-		fields := map[string]any{}
-		for k, v := range form {
-			if len(v) == 1 {
-				fields[k] = v[0]
-			} else {
-				fields[k] = v
-			}
-		}
-		if data, err = json.Marshal(fields); err != nil {
-			t.Fatal(err)
-		}
-	}
-	out, err := json.Marshal(map[string]any{"type": typ, "timestamp": at.UTC().Format(time.RFC3339), "data": data})
+	out, err := destination.Body(destination.PayloadEnvelope, event(prov, typ, body, at, at))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s.%s envelope: %v", prov, typ, err)
 	}
 	return out
 }
@@ -136,9 +116,9 @@ func TestNodeReceiverVerifiesSignedSamples(t *testing.T) {
 			now := time.Now()
 			n := 0
 			for _, name := range provider.Names() {
-				types, ok := sampleTypes[name]
+				types, ok := signedTypes[name]
 				if !ok {
-					types = sampleTypes[""]
+					types = signedTypes[""]
 				}
 				for _, typ := range types {
 					eventID := fmt.Sprintf("evt_%s_%d", name, n)
@@ -147,7 +127,7 @@ func TestNodeReceiverVerifiesSignedSamples(t *testing.T) {
 					if err != nil {
 						t.Fatalf("%s %s sample: %v", name, typ, err)
 					}
-					body := sampleEnvelope(t, name+"."+typ, raw, now)
+					body := sampleEnvelope(t, name, typ, raw, now)
 					d := signed(name+":"+eventID, now, body, testSecret)
 					if got := post(t, r, d); got != http.StatusOK {
 						t.Errorf("%s %s: status %d, want 200", name, typ, got)
@@ -170,8 +150,8 @@ func TestNodeReceiverVerifiesSignedSamples(t *testing.T) {
 
 func TestNodeReceiverRefusesForgeries(t *testing.T) {
 	now := time.Now()
-	body := sampleEnvelope(t, "paddle.subscription.created", []byte(`{"id":"sub_1"}`), now)
-	other := sampleEnvelope(t, "paddle.subscription.updated", []byte(`{"id":"sub_2"}`), now)
+	body := sampleEnvelope(t, "paddle", "subscription.created", []byte(`{"id":"sub_1"}`), now)
+	other := sampleEnvelope(t, "paddle", "subscription.updated", []byte(`{"id":"sub_2"}`), now)
 	tamper := func(d delivery, f func(*delivery)) delivery { f(&d); return d }
 	flip := func(sig string) string { // change one base64 character of the signature
 		b := []byte(sig)
@@ -232,7 +212,7 @@ func TestNodeReceiverControl(t *testing.T) {
 	for _, rc := range receivers {
 		t.Run(rc.name, func(t *testing.T) {
 			r := rc.start(t, testSecret)
-			body := sampleEnvelope(t, "stripe.invoice.paid", []byte(`{"id":"in_1"}`), now)
+			body := sampleEnvelope(t, "stripe", "invoice.paid", []byte(`{"id":"in_1"}`), now)
 			a := signed("stripe:evt_a", now, body, testSecret)
 			b := signed("stripe:evt_b", now, body, testSecret)
 			r.Control(t, receivertest.Control{FailFirst: 2, FailStatus: http.StatusServiceUnavailable})

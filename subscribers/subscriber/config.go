@@ -1,6 +1,7 @@
 package subscriber
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -93,6 +94,27 @@ type Config struct {
 	// Now is the clock used for the rows the library writes. Default
 	// time.Now.
 	Now func() time.Time
+	// Admit, when set, is called by each worker before it takes its next
+	// message, with a context cancelled when Run stops: nil lets the
+	// worker take one message, an error means "not now" (the worker
+	// waits 100ms, doubling up to 5s, and calls it again). While every
+	// worker waits in Admit the subscriber takes no new message, which is
+	// how a service pauses, rate-limits or lets one message through at a
+	// time (a circuit breaker's probe). A message already pulled waits
+	// meanwhile: past AckWait JetStream delivers it again, and the later
+	// copy is skipped as a duplicate (its delivery count grows, see
+	// MaxDeliver). Admit runs recovered: a panic is logged with its stack
+	// and counts as an error. An Admit still running when Run stops is
+	// not waited for.
+	Admit func(ctx context.Context) error
+	// ResendReplays, when true, calls the handler for a copy `hub replay`
+	// made for this subscriber (Event.Replayed) even when the event was
+	// processed already, instead of skipping it as a duplicate: the
+	// processed row is kept (inserted if missing) and the call is counted
+	// as resent (hookhub_subscriber_resent_total). A service whose
+	// handler sends the event elsewhere (a destination) uses it to send
+	// again on an operator's request.
+	ResendReplays bool
 	// TracerProvider, when set, traces each message: a consumer span
 	// "process <subject>" that continues the trace the hub's W3C headers
 	// carry, whose context the handler gets (so its own work can be traced

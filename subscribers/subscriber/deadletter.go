@@ -319,7 +319,7 @@ func (s *Subscriber) redriveIn(ctx context.Context, tx pgx.Tx, ev *Event, header
 	if handler == nil {
 		return 0, fmt.Errorf("no handler for subject %s", ev.Subject)
 	}
-	unfinished, tracked, err := s.startAttempt(ctx, *ev)
+	unfinished, tracked, err := s.startAttempt(ctx, *ev, false)
 	if err != nil {
 		return 0, err
 	}

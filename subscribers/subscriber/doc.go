@@ -60,8 +60,13 @@
 //  1. BEGIN; INSERT INTO <name>.processed_messages ... ON CONFLICT
 //     (subscriber, provider, event_id) DO NOTHING.
 //  2. If the row existed, the event was processed before (a redelivery, a
-//     re-publication under a new Nats-Msg-Id, a consumer reset): COMMIT,
-//     ack, count skipped_duplicate. The handler is not called.
+//     re-publication under a new Nats-Msg-Id, a consumer reset, a replay
+//     copy): COMMIT, ack, count skipped_duplicate. The handler is not
+//     called. Except with Config.ResendReplays, for a copy `hub replay`
+//     made for this subscriber (on its private replay subject; every such
+//     copy has Event.Replayed set, whatever the setting): the handler is
+//     called again, as in 3 (the row is kept as it is, a failure retried
+//     as in 4), and the message counted as resent.
 //  3. Otherwise call the handler with the transaction (inside a savepoint)
 //     and the Event; COMMIT; then ack.
 //  4. Handler error, panic or runtime.Goexit (the handler runs on a
@@ -73,14 +78,31 @@
 //     does not return within 5 s is not called again for that error, and
 //     past 100 such calls still running none is started): ROLLBACK and
 //     NakWithDelay(Backoff[attempt-1]), never a
-//     bare Nak. At attempt MaxDeliver, or at once for a Permanent error
-//     (an undecodable payload, missing hub headers, a provider or event id
-//     holding NUL bytes or invalid UTF-8), the message goes to
+//     bare Nak. A handler error wrapping a *RetryError (RetryAfter) is
+//     naked with its own delay instead (at most MaxRetryAfter, read once
+//     with the rest of the error) and is never dead-lettered for
+//     MaxDeliver: the handler decides when to give up, with Permanent; the
+//     crash-loop count below still applies, and on a redrive it is a
+//     failed redrive like any error. At attempt MaxDeliver, or at once for
+//     a Permanent error (an undecodable payload, missing hub headers, a
+//     provider or event id holding NUL bytes or invalid UTF-8; Permanent
+//     wins over a RetryError it wraps or is wrapped by), the message goes to
 //     <name>.dead_letters with its headers, exact body, error and attempt
 //     count, and is terminated (TermWithReason); other messages keep
 //     flowing.
 //  5. While the handler runs, InProgress is sent every AckWait/3, so a slow
 //     handler does not get its message redelivered to another worker.
+//
+// Before taking each message a worker calls Config.Admit, when set (with
+// a context cancelled when Run stops; recovered: a panic is logged with
+// its stack and counts as an error). An error means "not now": the worker
+// waits (100ms, doubling up to 5s) and asks again; it never takes a
+// message without a nil Admit. While every worker waits in Admit no
+// message is handled, which is how a service pauses, rate-limits, or lets
+// one message through at a time. Messages already pulled wait meanwhile;
+// past AckWait JetStream delivers them again (their delivery count grows,
+// which MaxDeliver counts: handlers of such services retry with
+// RetryAfter), and the copy handled second is skipped as a duplicate.
 //
 // # Poison messages
 //
@@ -159,7 +181,8 @@
 //
 // When Run's context is cancelled it stops fetching, hands back the
 // messages it pulled but did not start (Nak: they did not fail, another
-// replica may take them now), lets the in-flight ones finish, commit and
+// replica may take them now), stops the workers waiting in Admit (a call
+// still running is not waited for), lets the in-flight ones finish, commit and
 // be acked within ShutdownTimeout, stops the redrive loop and the
 // Background tasks, and returns nil. Past the timeout it cancels the
 // handlers' contexts and returns ErrShutdownTimeout; their transactions
@@ -171,10 +194,12 @@
 //
 // Counters hookhub_subscriber_{processed,skipped_duplicate,skipped_stale,
 // skipped_server_markers,failed,dead_lettered,redriven,handler_panics,
-// crash_loops,dead_letter_errors}_total, the histogram
+// crash_loops,dead_letter_errors,resent}_total, the histogram
 // hookhub_subscriber_handler_duration_seconds and the gauges
-// hookhub_subscriber_{in_flight,stuck_messages,consumer_up}, all labelled
-// subscriber, go to Config.Registerer. NewServeMux serves them on /metrics
+// hookhub_subscriber_{in_flight,stuck_messages,consumer_up,workers_waiting}
+// (workers_waiting: workers inside Config.Admit), all labelled
+// subscriber, go to Config.Registerer. A handler error, RetryAfter
+// included, counts in failed. NewServeMux serves them on /metrics
 // with /healthz, which fails (503) while a subscriber is not consuming,
 // NATS is disconnected, the consumer is being recreated or a message is
 // stuck.

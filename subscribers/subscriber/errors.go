@@ -3,6 +3,7 @@ package subscriber
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 var (
@@ -65,6 +66,59 @@ func Permanentf(format string, args ...any) error {
 func IsPermanent(err error) bool {
 	var p *PermanentError
 	return ErrorsAs(err, &p)
+}
+
+// MaxRetryAfter bounds the delay a RetryError asks for: a longer one (or
+// a negative one, which becomes 0) is clamped, so that a handler's
+// mistake cannot park a message for years.
+const MaxRetryAfter = 24 * time.Hour
+
+// RetryError asks for the message to be redelivered after After instead of
+// Config.Backoff, and is never dead-lettered for MaxDeliver: the handler
+// decides when to give up (by returning Permanent). A Permanent error
+// wrapping a RetryError (or wrapped by one) is permanent. On a redrive it
+// is a failed redrive like any other error.
+type RetryError struct {
+	Err   error
+	After time.Duration
+}
+
+func (e *RetryError) Error() string {
+	msg := "retry after " + e.After.String()
+	if e.Err == nil {
+		return msg
+	}
+	return msg + ": " + e.Err.Error()
+}
+
+func (e *RetryError) Unwrap() error { return e.Err }
+
+// errRetryRequested is the reason of RetryAfter(d, nil).
+var errRetryRequested = errors.New("the handler asked for a retry")
+
+// RetryAfter wraps err so that the message is redelivered after after
+// (clamped to [0, MaxRetryAfter]) whatever its delivery count: see
+// RetryError. RetryAfter(d, nil) retries with a fixed reason text.
+func RetryAfter(after time.Duration, err error) error {
+	if err == nil {
+		err = errRetryRequested
+	}
+	return &RetryError{Err: err, After: clampRetryAfter(after)}
+}
+
+func clampRetryAfter(d time.Duration) time.Duration {
+	return min(max(d, 0), MaxRetryAfter)
+}
+
+// retryAfter reports the delay a handler's failure asked for with a
+// RetryError (see inspectHandlerError), for the errors handleMessage
+// settles.
+func retryAfter(err error) (time.Duration, bool) {
+	var he *handlerError
+	if errors.As(err, &he) && he.retry {
+		return he.retryAfter, true
+	}
+	return 0, false
 }
 
 // isPermanent is IsPermanent for the errors handleMessage settles, which

@@ -37,6 +37,11 @@ type Event struct {
 	// DeadLetterID is the dead letter being redriven, or 0 for a message
 	// delivered by the stream.
 	DeadLetterID int64
+	// Replayed says the message is a copy `hub replay` made for this
+	// subscriber (on its private replay subject; Subject is the
+	// original's). Such a copy of an event processed before reaches the
+	// handler only with Config.ResendReplays.
+	Replayed bool
 }
 
 // Decode unmarshals the body into v. A body that does not decode is a

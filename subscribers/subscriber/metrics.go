@@ -25,6 +25,8 @@ const (
 	MetricDeadLetterErrors = "hookhub_subscriber_dead_letter_errors_total"
 	MetricStuckMessages    = "hookhub_subscriber_stuck_messages"
 	MetricConsumerUp       = "hookhub_subscriber_consumer_up"
+	MetricWorkersWaiting   = "hookhub_subscriber_workers_waiting"
+	MetricResent           = "hookhub_subscriber_resent_total"
 )
 
 // Stats are the subscriber's counters since New, the same as its metrics.
@@ -39,17 +41,19 @@ type Stats struct {
 	Panics           uint64 // handler calls that panicked (also counted in Failed)
 	CrashLoops       uint64 // messages dead-lettered because earlier handler calls never returned
 	DeadLetterErrors uint64 // dead letters that could not be stored (the message is retried)
+	Resent           uint64 // replay copies of processed events handled again (Config.ResendReplays)
 }
 
 type metrics struct {
-	processed, duplicate, stale, failed, dead, redriven prometheus.Counter
-	panics, crashLoops, deadLetterErrors, markers       prometheus.Counter
-	duration                                            prometheus.Observer
-	inFlight, stuck, consumerUp                         prometheus.Gauge
+	processed, duplicate, stale, failed, dead, redriven   prometheus.Counter
+	panics, crashLoops, deadLetterErrors, markers, resent prometheus.Counter
+	duration                                              prometheus.Observer
+	inFlight, stuck, consumerUp, waiting                  prometheus.Gauge
 
 	stats struct {
 		processed, duplicate, stale, failed, dead, redriven atomic.Uint64
 		panics, crashLoops, deadLetterErrors, markers       atomic.Uint64
+		resent                                              atomic.Uint64
 	}
 }
 
@@ -78,6 +82,7 @@ func newMetrics(reg prometheus.Registerer, name string) (*metrics, error) {
 		{&m.panics, MetricHandlerPanics, "Handler calls that panicked (each is a failed attempt)."},
 		{&m.crashLoops, MetricCrashLoops, "Messages dead-lettered without calling the handler because earlier calls for the event never returned (the handler may crash the process)."},
 		{&m.deadLetterErrors, MetricDeadLetterErrors, "Dead letters Postgres did not store; the message is retried later."},
+		{&m.resent, MetricResent, "Replay copies of events already processed whose handler was called again (ResendReplays)."},
 	} {
 		var err error
 		if *c.dst, err = counter(c.name, c.help); err != nil {
@@ -101,6 +106,7 @@ func newMetrics(reg prometheus.Registerer, name string) (*metrics, error) {
 		{&m.inFlight, MetricInFlight, "Messages being handled now."},
 		{&m.stuck, MetricStuckMessages, "Messages due to be dead-lettered whose dead letter cannot be stored; they are retried (see /healthz)."},
 		{&m.consumerUp, MetricConsumerUp, "1 while the durable consumer exists and is pulled, 0 while it is being (re)created or the subscriber is not running."},
+		{&m.waiting, MetricWorkersWaiting, "Workers waiting in Config.Admit before taking their next message."},
 	} {
 		v, err := register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: g.name, Help: g.help}, labels))
 		if err != nil {
@@ -145,6 +151,9 @@ func (m *metrics) count(o outcome) {
 	case outcomeStale:
 		m.stale.Inc()
 		m.stats.stale.Add(1)
+	case outcomeResent:
+		m.resent.Inc()
+		m.stats.resent.Add(1)
 	}
 }
 
@@ -195,5 +204,6 @@ func (m *metrics) snapshot() Stats {
 		Panics:           m.stats.panics.Load(),
 		CrashLoops:       m.stats.crashLoops.Load(),
 		DeadLetterErrors: m.stats.deadLetterErrors.Load(),
+		Resent:           m.stats.resent.Load(),
 	}
 }

@@ -19,6 +19,9 @@ const (
 	outcomeProcessed outcome = iota
 	outcomeDuplicate
 	outcomeStale
+	// outcomeResent: a replay copy of an event processed before, handled
+	// again because of Config.ResendReplays.
+	outcomeResent
 )
 
 func (o outcome) String() string {
@@ -27,6 +30,8 @@ func (o outcome) String() string {
 		return "skipped_duplicate"
 	case outcomeStale:
 		return "skipped_stale"
+	case outcomeResent:
+		return "resent"
 	default:
 		return "processed"
 	}
@@ -60,10 +65,12 @@ func (s *Subscriber) handleMessage(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	subject := msg.Subject()
+	replayed := false
 	if sub, original, ok := schema.SplitReplaySubject(subject); ok && sub == s.cfg.Name {
 		// A copy `hub replay` made for this subscriber: handled exactly as
-		// the original (and skipped if that was processed).
-		subject = original
+		// the original (and skipped if that was processed, unless
+		// ResendReplays).
+		subject, replayed = original, true
 	}
 	ctx, span := s.startProcess(ctx, msg, subject, meta)
 	ev := Event{
@@ -72,6 +79,7 @@ func (s *Subscriber) handleMessage(ctx context.Context, msg jetstream.Msg) {
 		Header:       msg.Headers(),
 		StreamSeq:    meta.Sequence.Stream,
 		NumDelivered: meta.NumDelivered,
+		Replayed:     replayed,
 	}
 	md, err := schema.ParseMetadata(msg.Headers())
 	if err == nil {
@@ -122,6 +130,7 @@ func (s *Subscriber) handleMessage(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	s.m.countFailed()
+	delay, isRetry := retryAfter(err)
 	switch {
 	case isInfra(err) || ctx.Err() != nil:
 		// Postgres (or the library) failed, not the handler, or the
@@ -131,7 +140,16 @@ func (s *Subscriber) handleMessage(ctx context.Context, msg jetstream.Msg) {
 		log.Warn("attempt failed outside the handler; will retry", "error", errText(err), "retry_in", delay)
 		s.nak(msg, delay, log)
 		span.end(spanOutcomeRetry, err)
-	case isPermanent(err) || ev.NumDelivered >= uint64(s.cfg.MaxDeliver):
+	case isPermanent(err):
+		s.deadLetter(msg, ev, err)
+		span.end(spanOutcomeDeadLetter, err)
+	case isRetry:
+		// The handler chose the delay (RetryAfter), and when to give up:
+		// MaxDeliver does not apply.
+		log.Warn("handler asked for a retry", "error", errText(err), "retry_in", delay)
+		s.nak(msg, delay, log)
+		span.end(spanOutcomeRetry, err)
+	case ev.NumDelivered >= uint64(s.cfg.MaxDeliver):
 		s.deadLetter(msg, ev, err)
 		span.end(spanOutcomeDeadLetter, err)
 	default:
@@ -226,7 +244,7 @@ func (s *Subscriber) crashLimit() int { return max(s.cfg.MaxDeliver-1, 1) }
 func (s *Subscriber) processMessage(ctx context.Context, ev Event, h HandlerFunc) (outcome, error) {
 	tracked := false
 	if ev.NumDelivered > 1 {
-		unfinished, ok, err := s.startAttempt(ctx, ev)
+		unfinished, ok, err := s.startAttempt(ctx, ev, s.resend(ev))
 		if err != nil {
 			return 0, err
 		}
@@ -245,9 +263,13 @@ func (s *Subscriber) processMessage(ctx context.Context, ev Event, h HandlerFunc
 // startAttempt counts a handler call about to start for ev and returns the
 // number of earlier calls that never finished. ok is false when the event
 // was processed already (nothing is counted; the transaction will skip
-// it).
-func (s *Subscriber) startAttempt(ctx context.Context, ev Event) (unfinished int, ok bool, err error) {
-	err = s.cfg.Pool.QueryRow(ctx, s.q.startAttempt, ev.Provider, ev.EventID, s.cfg.Now().UTC(), s.cfg.Name).Scan(&unfinished)
+// it), unless resend says the handler is called for it anyway.
+func (s *Subscriber) startAttempt(ctx context.Context, ev Event, resend bool) (unfinished int, ok bool, err error) {
+	q := s.q.startAttempt
+	if resend {
+		q = s.q.startAttemptAny
+	}
+	err = s.cfg.Pool.QueryRow(ctx, q, ev.Provider, ev.EventID, s.cfg.Now().UTC(), s.cfg.Name).Scan(&unfinished)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return 0, false, nil
@@ -318,7 +340,10 @@ func (s *Subscriber) processIn(ctx context.Context, tx pgx.Tx, ev Event, h Handl
 		}
 		return 0, infra("record processed message: %w", err)
 	}
-	if tag.RowsAffected() == 0 {
+	resent := false
+	if tag.RowsAffected() == 0 && s.resend(ev) {
+		resent = true // processed before: the handler is called again
+	} else if tag.RowsAffected() == 0 {
 		if tracked { // processed by another copy since startAttempt
 			if _, err := tx.Exec(ctx, s.q.clearAttempts, ev.Provider, ev.EventID); err != nil {
 				return 0, infra("clear handler call count: %w", err)
@@ -378,14 +403,24 @@ func (s *Subscriber) processIn(ctx context.Context, tx pgx.Tx, ev Event, h Handl
 			return 0, infra("clear handler call count: %w", err)
 		}
 	}
+	if stale && resent {
+		return outcomeStale, nil // the row keeps the first processing's outcome
+	}
 	if stale {
 		if _, err := tx.Exec(ctx, s.q.markStale, s.cfg.Name, ev.Provider, ev.EventID); err != nil {
 			return 0, infra("record stale event: %w", err)
 		}
 		return outcomeStale, nil
 	}
+	if resent {
+		return outcomeResent, nil
+	}
 	return outcomeProcessed, nil
 }
+
+// resend reports whether ev's handler is called even if the event was
+// processed before: a replay copy, with Config.ResendReplays.
+func (s *Subscriber) resend(ev Event) bool { return ev.Replayed && s.cfg.ResendReplays }
 
 // callHandler calls h through run (see usercode.go): a panic becomes a
 // *PanicError (with the handler goroutine's stack), a runtime.Goexit an

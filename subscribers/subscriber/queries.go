@@ -19,6 +19,7 @@ type queries struct {
 	markRedriveFailed    string
 	applyIfNewer         string
 	startAttempt         string
+	startAttemptAny      string
 	finishAttempt        string
 	clearAttempts        string
 }
@@ -80,6 +81,16 @@ SELECT $1::text, $2::text, 1, $3::timestamptz
 WHERE NOT EXISTS (
     SELECT 1 FROM __SCHEMA__.processed_messages p
     WHERE p.subscriber = $4::text AND p.provider = $1::text AND p.event_id = $2::text)
+ON CONFLICT (provider, event_id) DO UPDATE
+SET unfinished = a.unfinished + 1, last_started_at = excluded.last_started_at
+RETURNING unfinished - 1`),
+		// startAttemptAny is startAttempt for an event whose handler is
+		// called even if it was processed (a resent replay copy); $4 (the
+		// subscriber) only keeps startAttempt's arguments.
+		startAttemptAny: r.Replace(`
+INSERT INTO __SCHEMA__.handler_attempts AS a (provider, event_id, unfinished, last_started_at)
+SELECT $1::text, $2::text, 1, $3::timestamptz
+WHERE $4::text IS NOT NULL
 ON CONFLICT (provider, event_id) DO UPDATE
 SET unfinished = a.unfinished + 1, last_started_at = excluded.last_started_at
 RETURNING unfinished - 1`),

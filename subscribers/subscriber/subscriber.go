@@ -265,7 +265,14 @@ func (s *Subscriber) Run(ctx context.Context) error {
 	var workers, others sync.WaitGroup
 	for range s.cfg.Concurrency {
 		workers.Go(func() {
-			for msg := range work {
+			for {
+				if !s.admit(runCtx) {
+					return // stopping: messages not taken are released by pump
+				}
+				msg, ok := <-work
+				if !ok {
+					return
+				}
 				s.handleMessage(workCtx, msg)
 			}
 		})
@@ -344,6 +351,52 @@ func (s *Subscriber) runTask(ctx context.Context, t task) error {
 		return &textError{text: ErrorText(err, maxErrorLen), err: err}
 	}
 	return nil
+}
+
+// admit waits until Config.Admit lets this worker take a message (at once
+// without one) and reports whether it did; false means ctx is done. Admit
+// is user code: it runs through run on a goroutine of its own, a panic is
+// logged with its stack and treated as an error, and a call still running
+// when ctx is done is abandoned (its result dropped).
+func (s *Subscriber) admit(ctx context.Context) bool {
+	if s.cfg.Admit == nil {
+		return true // the worker takes messages until pump closes work
+	}
+	s.m.waiting.Inc()
+	defer s.m.waiting.Dec()
+	delays := backoff.New(100*time.Millisecond, 5*time.Second)
+	for ctx.Err() == nil {
+		done := make(chan error, 1)
+		go func() {
+			err, f := run(0, func() error { return s.cfg.Admit(ctx) })
+			if f != nil {
+				err = f.err("admit")
+			}
+			done <- err
+		}()
+		var err error
+		select {
+		case err = <-done:
+		case <-ctx.Done():
+			return false
+		}
+		if err == nil {
+			return ctx.Err() == nil
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		delay := delays.Next()
+		if pe, ok := err.(*PanicError); ok {
+			s.log.Error("admit panicked", "panic", pe.Value(), "stack", pe.Stack(), "retry_in", delay)
+		} else {
+			s.log.Debug("not admitted", "error", ErrorText(err, maxErrorLen), "retry_in", delay)
+		}
+		if !sleep(ctx, delay) {
+			return false
+		}
+	}
+	return false
 }
 
 // ensureConsumer creates or updates the durable consumer, waiting (and
@@ -508,11 +561,36 @@ func (s *Subscriber) pump(ctx context.Context, cons jetstream.Consumer, it jetst
 			s.release(msg)
 			return nil
 		}
-		select {
-		case work <- msg:
-		case <-ctx.Done():
+		if !s.handOver(ctx, msg, work) {
 			s.release(msg)
 			return nil
+		}
+	}
+}
+
+// handOver gives msg to a worker; false when ctx is done first. While
+// every worker waits in Config.Admit, msg waits here: past AckWait
+// JetStream delivers it again (as it does the messages still in the
+// iterator's buffer), the copy handled later is skipped as a duplicate,
+// and this is logged (at debug: a paused subscriber does it all the time).
+func (s *Subscriber) handOver(ctx context.Context, msg jetstream.Msg, work chan<- jetstream.Msg) bool {
+	select {
+	case work <- msg:
+		return true
+	case <-ctx.Done():
+		return false
+	default:
+	}
+	t := time.NewTimer(s.cfg.AckWait)
+	defer t.Stop()
+	for {
+		select {
+		case work <- msg:
+			return true
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			s.log.Debug("no worker took the message within AckWait; JetStream delivers it again", "subject", SanitizeText(msg.Subject(), 0))
 		}
 	}
 }

@@ -337,6 +337,10 @@ func isTypedNil(err error) bool {
 type handlerError struct {
 	text      string
 	permanent bool
+	// retry says the error wraps a *RetryError, whose After (clamped) is
+	// retryAfter.
+	retry      bool
+	retryAfter time.Duration
 }
 
 func (e *handlerError) Error() string { return e.text }
@@ -344,7 +348,9 @@ func (e *handlerError) Error() string { return e.text }
 // inspectHandlerError reads what the library needs from a handler's
 // non-nil error, calling its methods only through run: whether it says
 // the event is stale (errors.Is ErrStale), and otherwise the failure as a
-// *handlerError (permanent when it wraps a *PermanentError). A
+// *handlerError (permanent when it wraps a *PermanentError, retried
+// after its own delay when it wraps a *RetryError, whose After is read
+// then, once). A
 // *PanicError, and every other error the library made itself (callHandler)
 // are returned as they are. A typed nil, or an error whose
 // methods panic, is a failed attempt with a fixed text ("handler error:
@@ -368,7 +374,33 @@ func inspectHandlerError(herr error) (stale bool, err error) {
 	if fp.stuck() {
 		return false, &handlerError{text: fmt.Sprintf("handler error: a %T whose errors.As %s", herr, fp.plain())}
 	}
+	// The RetryError's delay is read on the goroutine that found it: a
+	// target shared with a call that may be abandoned could change later.
+	type retryInfo struct {
+		ok    bool
+		after time.Duration
+	}
+	var ri retryInfo
+	var fr *fault
+	if !isTypedNil(herr) {
+		ri, fr = run(methodTimeout, func() retryInfo {
+			var re *RetryError
+			if chainAs(herr, &re) && re != nil {
+				return retryInfo{ok: true, after: clampRetryAfter(re.After)}
+			}
+			return retryInfo{}
+		})
+		if fr.stuck() {
+			return false, &handlerError{text: fmt.Sprintf("handler error: a %T whose errors.As %s", herr, fr.plain())}
+		}
+		if fr != nil {
+			ri = retryInfo{}
+		}
+	}
 	text, own := errorText(herr, maxErrorLen)
+	if fp == nil {
+		fp = fr
+	}
 	switch {
 	case !own: // a typed nil, or its Error method failed
 		text = "handler error: " + text
@@ -379,7 +411,7 @@ func inspectHandlerError(herr error) (stale bool, err error) {
 		}
 		text = fmt.Sprintf("handler error: %s (examining the %T with errors.Is/As %s)", text, herr, f.describe())
 	}
-	return false, &handlerError{text: SanitizeText(text, maxErrorLen), permanent: permanent}
+	return false, &handlerError{text: SanitizeText(text, maxErrorLen), permanent: permanent, retry: ri.ok, retryAfter: ri.after}
 }
 
 // libraryError is an error from callHandler itself (the handler did not

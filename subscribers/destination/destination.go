@@ -1,0 +1,458 @@
+package destination
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/time/rate"
+
+	"github.com/hookhub/hookhub/internal/buildinfo"
+	"github.com/hookhub/hookhub/schema"
+	"github.com/hookhub/hookhub/subscribers/subscriber"
+)
+
+// Headers every delivery carries besides the Standard Webhooks ones: what
+// the hub's message headers say, under names a receiver's framework does
+// not rewrite.
+const (
+	HeaderProvider   = "hookhub-provider"
+	HeaderEventType  = "hookhub-event-type"
+	HeaderOccurredAt = "hookhub-occurred-at" // RFC 3339; absent when the provider gave no plausible time
+	HeaderArchiveID  = "hookhub-archive-id"
+)
+
+// Intervals of a runner's background work.
+const (
+	// StatePollInterval is how often a runner reads its state (paused,
+	// disabled) from Postgres, so `hub destinations pause` takes effect
+	// within it on every replica.
+	StatePollInterval = 2 * time.Second
+	// BacklogPollInterval is how often the backlog gauge is refreshed.
+	BacklogPollInterval = 5 * time.Second
+	// PurgeInterval is how often attempts past the retention are deleted.
+	PurgeInterval = 10 * time.Minute
+	purgeBatch    = 1000
+)
+
+// DefaultAttemptRetention is how long attempts are kept by default.
+const DefaultAttemptRetention = 7 * 24 * time.Hour
+
+// Options are what New needs besides the destination.
+type Options struct {
+	Pool      *pgxpool.Pool
+	JetStream jetstream.JetStream
+	// Stream is the hub's stream. Default subscriber.DefaultStream.
+	Stream string
+	// Metrics are the process's destination metrics (one NewMetrics for
+	// every destination). Required.
+	Metrics *Metrics
+	// Registerer receives the subscriber library's metrics. Nil registers
+	// them on a private registry.
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
+	// TracerProvider traces each message (see subscriber.Config); the
+	// delivery carries the trace as traceparent either way.
+	TracerProvider trace.TracerProvider
+	// AttemptRetention is how long attempts are kept. Default
+	// DefaultAttemptRetention; it must be at least the destination's
+	// RetryFor (the horizon reads the first attempt).
+	AttemptRetention time.Duration
+	// ShutdownTimeout bounds the in-flight deliveries' finish on stop.
+	// Default subscriber.DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+	// RetryBase and RetryMax bound the delay between a failed event's
+	// attempts (Policy). Zero means DefaultBackoffBase, DefaultBackoffMax.
+	RetryBase, RetryMax time.Duration
+	// Circuit tunes the circuit breaker (Threshold, Cooldown,
+	// MaxCooldown); zero fields get the defaults. Its ProbeTimeout and
+	// clock are the runner's.
+	Circuit CircuitConfig
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// Runner delivers one destination's events. It is a subscriber whose
+// handler POSTs; see the package documentation.
+type Runner struct {
+	d       Destination
+	o       Options
+	log     *slog.Logger
+	sub     *subscriber.Subscriber
+	client  *Client
+	circuit *Circuit
+	policy  Policy
+	limiter *rate.Limiter
+	ua      string
+	// maxCooldown caps an event's retry delay while the circuit is open:
+	// the failure is the endpoint's, and the event must follow soon after
+	// a probe finds the endpoint back.
+	maxCooldown time.Duration
+
+	mu      sync.Mutex
+	state   State
+	changed chan struct{} // closed when state changes
+}
+
+// New builds the runner of d. It does no I/O: Run creates the consumer and
+// the destination's tables.
+func New(d Destination, o Options) (*Runner, error) {
+	if o.Metrics == nil {
+		return nil, errors.New("destination: Options.Metrics is required")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.AttemptRetention == 0 {
+		o.AttemptRetention = DefaultAttemptRetention
+	}
+	if o.AttemptRetention < time.Duration(d.RetryFor) {
+		return nil, fmt.Errorf("destination %s: the attempt retention (%s) is shorter than retry_for (%s): the first attempt would be forgotten before the horizon", d.Name, o.AttemptRetention, time.Duration(d.RetryFor))
+	}
+	r := &Runner{
+		d:   d,
+		o:   o,
+		log: o.Logger.With("destination", d.Name),
+		client: NewClient(ClientConfig{
+			Timeout:        time.Duration(d.Timeout),
+			ConnectTimeout: time.Duration(d.ConnectTimeout),
+			RootCAs:        d.RootCAs,
+			MaxConns:       d.Concurrency,
+		}),
+		policy:  Policy{RetryFor: time.Duration(d.RetryFor), Base: o.RetryBase, Max: o.RetryMax},
+		ua:      buildinfo.UserAgent("destination"),
+		state:   StateActive,
+		changed: make(chan struct{}),
+	}
+	cc := o.Circuit
+	cc.ProbeTimeout, cc.Now, cc.After = time.Duration(d.Timeout)+5*time.Second, o.Now, nil
+	r.circuit = NewCircuit(cc)
+	r.maxCooldown = cmp.Or(cc.MaxCooldown, DefaultCircuitMaxCooldown)
+	if d.RateLimit > 0 {
+		r.limiter = rate.NewLimiter(rate.Limit(d.RateLimit), max(1, int(d.RateLimit)))
+	}
+	maxAckPending := 2 * d.Concurrency
+	if d.Ordered {
+		// One message outstanding: a failed one is redelivered before any
+		// later one, so the line holds.
+		maxAckPending = 1
+	}
+	sub, err := subscriber.New(subscriber.Config{
+		Name:            d.Name,
+		Pool:            o.Pool,
+		JetStream:       o.JetStream,
+		Stream:          o.Stream,
+		Migrations:      Migrations(d.Name),
+		Concurrency:     d.Concurrency,
+		MaxAckPending:   maxAckPending,
+		AckWait:         time.Duration(d.Timeout) + 20*time.Second,
+		ShutdownTimeout: o.ShutdownTimeout,
+		Logger:          o.Logger,
+		Registerer:      o.Registerer,
+		Now:             o.Now,
+		TracerProvider:  o.TracerProvider,
+		Admit:           r.admit,
+		ResendReplays:   true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("destination %s: %w", d.Name, err)
+	}
+	for _, s := range d.Subjects {
+		sub.Handle(s, r.handle)
+	}
+	sub.Background("state", r.watchState)
+	sub.Background("backlog", r.watchBacklog)
+	sub.Background("purge", r.purge)
+	r.sub = sub
+	return r, nil
+}
+
+// Name is the destination's name.
+func (r *Runner) Name() string { return r.d.Name }
+
+// Destination is the configuration the runner was built with.
+func (r *Runner) Destination() Destination { return r.d }
+
+// Healthy reports why the runner is not delivering, or nil (see
+// subscriber.Subscriber.Healthy). A paused, disabled or open-circuit
+// destination is healthy: it shows in its state, metrics and alerts.
+func (r *Runner) Healthy() error { return r.sub.Healthy() }
+
+// Run registers the destination, then delivers until ctx is cancelled
+// (subscriber.Subscriber.Run).
+func (r *Runner) Run(ctx context.Context) error {
+	m := r.o.Metrics
+	m.SetState(r.d.Name, StateActive)
+	m.SetCircuitOpen(r.d.Name, false)
+	if err := r.sub.Run(ctx); err != nil {
+		return fmt.Errorf("destination %s: %w", r.d.Name, err)
+	}
+	return nil
+}
+
+// currentState returns the state and a channel closed when it changes.
+func (r *Runner) currentState() (State, <-chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.state, r.changed
+}
+
+func (r *Runner) setState(s State) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s == r.state {
+		return
+	}
+	r.state = s
+	close(r.changed)
+	r.changed = make(chan struct{})
+	r.o.Metrics.SetState(r.d.Name, s)
+}
+
+// admit is the subscriber's worker gate: a worker takes its next message
+// only once the destination is active, its circuit lets it (one probe at
+// a time while open) and the rate limit allows a request.
+func (r *Runner) admit(ctx context.Context) error {
+	for {
+		s, changed := r.currentState()
+		if s == StateActive {
+			break
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if err := r.circuit.Admit(ctx); err != nil {
+		return err
+	}
+	r.o.Metrics.SetCircuitOpen(r.d.Name, r.circuit.State() != CircuitClosed)
+	if r.limiter != nil {
+		return r.limiter.Wait(ctx)
+	}
+	return nil
+}
+
+// handle delivers one event: it POSTs, records the attempt and tells the
+// library what to do with the message.
+func (r *Runner) handle(ctx context.Context, tx pgx.Tx, ev subscriber.Event) error {
+	body, err := Body(r.d.Payload, ev)
+	if err != nil {
+		return err
+	}
+	now := r.o.Now()
+	res := r.client.Do(ctx, r.d.URL, r.header(ctx, ev, body, now), body)
+	name := r.d.Name
+	r.o.Metrics.ObserveAttempt(name, res.Class(), res.Latency)
+	a := Attempt{
+		Destination: name,
+		Provider:    ev.Provider,
+		EventID:     ev.EventID,
+		StreamSeq:   ev.StreamSeq,
+		At:          now,
+		Status:      res.Status,
+		Latency:     res.Latency,
+		Response:    res.Response,
+	}
+	if res.Err != nil {
+		a.Error = res.Err.Error()
+	}
+	log := r.log.With("provider", ev.Provider, "event_id", ev.EventID, "attempt", ev.NumDelivered)
+	switch {
+	case res.OK():
+		r.circuit.Report(true)
+		r.o.Metrics.SetCircuitOpen(name, false)
+		r.o.Metrics.SetLastSuccess(name, now)
+		a.Outcome = OutcomeDelivered
+		// In the transaction that records the event as processed: the log
+		// says delivered exactly when the library will not send it again.
+		return RecordAttempt(ctx, tx, a)
+	case res.Gone():
+		a.Outcome = OutcomeGone
+		r.record(ctx, a, log)
+		reason := fmt.Sprintf("410 Gone from the endpoint at %s", now.UTC().Format(time.RFC3339))
+		if _, err := SetState(context.WithoutCancel(ctx), r.o.Pool, name, StateDisabled, reason); err != nil {
+			log.Error("cannot record that the destination is disabled", "error", err)
+		}
+		r.setState(StateDisabled)
+		r.o.Metrics.CountDisabled(name)
+		log.Error("the endpoint answered 410 Gone: destination disabled until `hub destinations resume`", "url", r.d.URL)
+		// Not a failure of this event: it waits for the destination to
+		// be resumed.
+		return subscriber.RetryAfter(r.policy.Delay(1, 0), errors.New("410 Gone: destination disabled"))
+	}
+	r.circuit.Report(false)
+	r.o.Metrics.SetCircuitOpen(name, r.circuit.State() != CircuitClosed)
+	failure := describe(res)
+	first, seen, err := FirstAttempt(ctx, r.o.Pool, name, ev.Provider, ev.EventID)
+	if err != nil {
+		log.Warn("cannot read the event's first attempt", "error", err)
+	}
+	if seen && r.policy.Expired(first, now) {
+		a.Outcome = OutcomeDeadLettered
+		r.record(ctx, a, log)
+		return subscriber.Permanentf("retried for %s since %s: %s", time.Duration(r.d.RetryFor), first.UTC().Format(time.RFC3339), failure)
+	}
+	a.Outcome = OutcomeFailed
+	r.record(ctx, a, log)
+	attempt := int(min(ev.NumDelivered, 64))
+	delay := r.policy.Delay(attempt, res.RetryAfter)
+	if r.circuit.State() != CircuitClosed && res.RetryAfter == 0 {
+		delay = min(delay, r.maxCooldown)
+	}
+	log.Info("delivery failed; will retry", "status", res.Status, "error", failure, "retry_in", delay)
+	return subscriber.RetryAfter(delay, errors.New(failure))
+}
+
+// record writes a failed attempt on the pool: the handler's transaction
+// rolls back. A lost record is logged, never a reason to retry.
+func (r *Runner) record(ctx context.Context, a Attempt, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := RecordAttempt(ctx, r.o.Pool, a); err != nil {
+		log.Warn("cannot record the attempt", "error", err)
+	}
+}
+
+// describe is the one-line reason of a failed attempt.
+func describe(res Result) string {
+	switch {
+	case res.Err != nil && res.Status != 0:
+		return fmt.Sprintf("HTTP %d: %s", res.Status, res.Err)
+	case res.Err != nil:
+		return res.Err.Error()
+	default:
+		return "HTTP " + strconv.Itoa(res.Status)
+	}
+}
+
+// header builds the request's headers: Standard Webhooks, the hub's,
+// the trace and the destination's static ones.
+func (r *Runner) header(ctx context.Context, ev subscriber.Event, body []byte, now time.Time) http.Header {
+	h := make(http.Header, 12+len(r.d.Headers))
+	for k, v := range r.d.Headers {
+		h.Set(k, v)
+	}
+	h.Set("User-Agent", r.ua)
+	h.Set("Content-Type", ContentType(r.d.Payload, ev))
+	// The event's own id, not the message's: a re-publication carries a
+	// new Nats-Msg-Id, and the receiver must still see the same event.
+	id := schema.MsgID(ev.Provider, ev.EventID)
+	h.Set(HeaderWebhookID, id)
+	h.Set(HeaderWebhookTimestamp, strconv.FormatInt(now.Unix(), 10))
+	h.Set(HeaderWebhookSignature, Sign(id, now, body, r.d.Secrets))
+	h.Set(HeaderProvider, ev.Provider)
+	h.Set(HeaderEventType, ev.EventType)
+	if !ev.OccurredAt.IsZero() {
+		h.Set(HeaderOccurredAt, ev.OccurredAt.UTC().Format(time.RFC3339Nano))
+	}
+	if ev.ArchiveID != "" {
+		h.Set(HeaderArchiveID, ev.ArchiveID)
+	}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(h))
+	} else if tp := ev.Header.Get(schema.HeaderTraceParent); tp != "" {
+		h.Set(schema.HeaderTraceParent, tp)
+		if ts := ev.Header.Get(schema.HeaderTraceState); ts != "" {
+			h.Set(schema.HeaderTraceState, ts)
+		}
+	}
+	return h
+}
+
+// watchState follows the destination's state in Postgres (pause, resume,
+// disable from any process), registering the destination first.
+func (r *Runner) watchState(ctx context.Context) error {
+	name := r.d.Name
+	for {
+		if err := Register(ctx, r.o.Pool, name, r.d.URL, r.d.Subjects); err == nil {
+			break
+		} else if ctx.Err() == nil {
+			r.log.Warn("cannot register the destination yet", "error", err)
+		}
+		if !sleep(ctx, StatePollInterval) {
+			return nil
+		}
+	}
+	for {
+		s, _, err := GetState(ctx, r.o.Pool, name)
+		switch {
+		case err == nil:
+			r.setState(s)
+		case ctx.Err() == nil:
+			r.log.Warn("cannot read the destination's state", "error", err)
+		}
+		if !sleep(ctx, StatePollInterval) {
+			return nil
+		}
+	}
+}
+
+// watchBacklog keeps the backlog gauge and the circuit gauge current.
+func (r *Runner) watchBacklog(ctx context.Context) error {
+	stream := r.o.Stream
+	if stream == "" {
+		stream = subscriber.DefaultStream
+	}
+	for {
+		r.o.Metrics.SetCircuitOpen(r.d.Name, r.circuit.State() != CircuitClosed)
+		ictx, cancel := context.WithTimeout(ctx, BacklogPollInterval)
+		if c, err := r.o.JetStream.Consumer(ictx, stream, r.d.Name); err == nil {
+			info := c.CachedInfo()
+			r.o.Metrics.SetBacklog(r.d.Name, info.NumPending+uint64(max(info.NumAckPending, 0)))
+		}
+		cancel()
+		if !sleep(ctx, BacklogPollInterval) {
+			return nil
+		}
+	}
+}
+
+// purge deletes attempts past the retention, in bounded batches.
+func (r *Runner) purge(ctx context.Context) error {
+	for {
+		for range 100 { // at most 100 batches a round
+			n, err := PurgeAttempts(ctx, r.o.Pool, r.d.Name, r.o.Now().Add(-r.o.AttemptRetention), purgeBatch)
+			if err != nil {
+				if ctx.Err() == nil {
+					r.log.Warn("cannot purge old attempts", "error", err)
+				}
+				break
+			}
+			if n < purgeBatch {
+				break
+			}
+		}
+		if !sleep(ctx, PurgeInterval) {
+			return nil
+		}
+	}
+}
+
+// sleep waits d or until ctx is done; it reports whether d elapsed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

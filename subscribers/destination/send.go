@@ -1,0 +1,232 @@
+package destination
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hookhub/hookhub/subscribers/subscriber"
+)
+
+// Limits of one attempt.
+const (
+	DefaultMaxBody         = 64 << 10 // bytes of a response body read
+	MaxResponseSnippet     = 1 << 10  // bytes of it kept in Result.Response
+	MaxResponseHeaderBytes = 64 << 10
+	MaxRetryAfter          = 24 * time.Hour
+	idleConnTimeout        = 90 * time.Second
+)
+
+// ErrTimeout is wrapped by Result.Err when the attempt's Timeout ended it.
+var ErrTimeout = errors.New("attempt timed out")
+
+// ClientConfig configures a Client. Zero fields take defaults.
+type ClientConfig struct {
+	// Timeout bounds a whole attempt: connecting, TLS, sending, the
+	// response headers and reading the body. Default DefaultTimeout.
+	Timeout time.Duration
+	// ConnectTimeout bounds the TCP connect, and the TLS handshake on its
+	// own. Default DefaultConnectTimeout, at most Timeout.
+	ConnectTimeout time.Duration
+	// RootCAs verifies servers; nil means the system roots.
+	RootCAs *x509.CertPool
+	// MaxBody is how much of a response body is read (default
+	// DefaultMaxBody); a longer body is cut and its connection closed.
+	MaxBody int64
+	// MaxConns is how many idle keep-alive connections are kept: the
+	// destination's concurrency. Default DefaultConcurrency.
+	MaxConns int
+}
+
+// Client POSTs to one destination. It is safe for concurrent use.
+type Client struct {
+	hc      *http.Client
+	tr      *http.Transport
+	timeout time.Duration
+	maxBody int64
+}
+
+// NewClient returns a Client with its own connection pool. It connects
+// directly: HTTP_PROXY, HTTPS_PROXY and NO_PROXY are ignored, so that a
+// proxy meant for the process's other traffic never sees signed events.
+// TLS is verified (TLS 1.2 at least) against c.RootCAs. Redirects are not
+// followed: a 3xx is the answer (Result.Status), and not a delivery.
+// Responses are not decompressed (no Accept-Encoding is sent).
+func NewClient(c ClientConfig) *Client {
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.ConnectTimeout <= 0 {
+		c.ConnectTimeout = DefaultConnectTimeout
+	}
+	c.ConnectTimeout = min(c.ConnectTimeout, c.Timeout)
+	if c.MaxBody <= 0 {
+		c.MaxBody = DefaultMaxBody
+	}
+	if c.MaxConns <= 0 {
+		c.MaxConns = DefaultConcurrency
+	}
+	dialer := &net.Dialer{Timeout: c.ConnectTimeout, KeepAlive: 30 * time.Second}
+	tr := &http.Transport{
+		Proxy:                  nil, // never from the environment: see above
+		DialContext:            dialer.DialContext,
+		TLSClientConfig:        &tls.Config{RootCAs: c.RootCAs, MinVersion: tls.VersionTLS12},
+		TLSHandshakeTimeout:    c.ConnectTimeout,
+		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
+		MaxIdleConns:           c.MaxConns,
+		MaxIdleConnsPerHost:    c.MaxConns,
+		IdleConnTimeout:        idleConnTimeout,
+		DisableCompression:     true,
+		ForceAttemptHTTP2:      true,
+	}
+	return &Client{
+		hc: &http.Client{
+			Transport: tr,
+			CheckRedirect: func(*http.Request, []*http.Request) error {
+				return http.ErrUseLastResponse
+			},
+		},
+		tr:      tr,
+		timeout: c.Timeout,
+		maxBody: c.MaxBody,
+	}
+}
+
+// Close closes the idle connections.
+func (c *Client) Close() { c.tr.CloseIdleConnections() }
+
+// Result is the outcome of one attempt.
+type Result struct {
+	// Status is the HTTP status, or 0 when no answer came.
+	Status int
+	// Latency runs from the start of the attempt to the end of the
+	// response body (or of the read MaxBody bytes, or the error).
+	Latency time.Duration
+	// Response is the start of the response body, sanitized
+	// (subscriber.SanitizeText: valid UTF-8, no NUL), at most
+	// MaxResponseSnippet bytes.
+	Response string
+	// RetryAfter is the server's Retry-After (delta-seconds or HTTP-date)
+	// on a 429 or 503, within [0, MaxRetryAfter]; 0 when absent or
+	// invalid.
+	RetryAfter time.Duration
+	// Err is why no answer came (Status 0): the connection, TLS, or the
+	// Timeout (wrapping ErrTimeout). With a Status it says that the body
+	// could not be read to its end; the status stands. It never contains
+	// the URL (its query may hold a credential).
+	Err error
+}
+
+// OK reports a 2xx answer.
+func (r Result) OK() bool { return r.Status >= 200 && r.Status <= 299 }
+
+// Gone reports a 410 answer: the receiver asks not to be sent anything.
+func (r Result) Gone() bool { return r.Status == http.StatusGone }
+
+// Class is the metric label of the result: "2xx", "3xx", "4xx", "5xx", or
+// "error" when there was no answer (or a status outside 200-599).
+func (r Result) Class() string {
+	switch {
+	case r.Status >= 200 && r.Status <= 599:
+		return strconv.Itoa(r.Status/100) + "xx"
+	}
+	return "error"
+}
+
+// Do POSTs body with the headers h to url, within the Client's Timeout
+// (and ctx). It never returns before the response body has been read (up
+// to MaxBody bytes) or abandoned.
+func (c *Client) Do(ctx context.Context, url string, h http.Header, body []byte) Result {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return Result{Latency: time.Since(start), Err: fmt.Errorf("build request: %w", stripURL(err))}
+	}
+	if h != nil {
+		req.Header = h.Clone()
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return Result{Latency: time.Since(start), Err: attemptError(ctx, "post", err)}
+	}
+	defer resp.Body.Close() // unread bytes left: the connection is closed, not reused
+	r := Result{Status: resp.StatusCode}
+	buf, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBody))
+	r.Latency = time.Since(start)
+	if err != nil {
+		r.Err = attemptError(ctx, "read response body", err)
+	}
+	r.Response = subscriber.SanitizeText(string(buf[:min(len(buf), 4*MaxResponseSnippet)]), MaxResponseSnippet)
+	if r.Status == http.StatusTooManyRequests || r.Status == http.StatusServiceUnavailable {
+		if d, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+			r.RetryAfter = d
+		}
+	}
+	return r
+}
+
+// attemptError words err without the URL, wrapping ErrTimeout when the
+// attempt's deadline ended it.
+func attemptError(ctx context.Context, what string, err error) error {
+	err = stripURL(err)
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%s: %w: %w", what, ErrTimeout, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// stripURL unwraps a *url.Error, whose text holds the URL.
+func stripURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.Err != nil {
+		return ue.Err
+	}
+	return err
+}
+
+// ParseRetryAfter reads a Retry-After header value (RFC 9110, 10.2.3):
+// delta-seconds or an HTTP-date, as a delay from now within [0,
+// MaxRetryAfter] (longer ones are cut, past dates are 0). ok is false for
+// an empty or invalid value.
+func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" || len(v) > 64 {
+		return 0, false
+	}
+	if v[0] >= '0' && v[0] <= '9' {
+		for i := 0; i < len(v); i++ {
+			if v[i] < '0' || v[i] > '9' {
+				return 0, false
+			}
+		}
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || n > uint64(MaxRetryAfter/time.Second) { // out of range: many digits
+			return MaxRetryAfter, true
+		}
+		return time.Duration(n) * time.Second, true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	d := t.Sub(now)
+	switch {
+	case d < 0:
+		return 0, true
+	case d > MaxRetryAfter:
+		return MaxRetryAfter, true
+	}
+	return d, true
+}

@@ -1,0 +1,24 @@
+package destination
+
+import (
+	"net/http"
+	"net/url"
+	"testing"
+)
+
+// The client connects directly whatever the environment says: a proxy
+// (HTTP_PROXY, HTTPS_PROXY) never sees signed events. (A test through a
+// local server could not tell: Go never proxies requests to localhost.)
+func TestClientIgnoresProxyEnvironment(t *testing.T) {
+	t.Setenv("HTTP_PROXY", "http://proxy.invalid:3128")
+	t.Setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
+	c := NewClient(ClientConfig{})
+	if c.tr.Proxy != nil {
+		u, _ := url.Parse("https://billing.example/hooks")
+		p, err := c.tr.Proxy(&http.Request{URL: u})
+		t.Fatalf("the transport has a proxy function: %v, %v", p, err)
+	}
+	if c.tr.TLSClientConfig.MinVersion < 0x0303 || c.tr.MaxResponseHeaderBytes != MaxResponseHeaderBytes {
+		t.Fatalf("transport %+v", c.tr)
+	}
+}
