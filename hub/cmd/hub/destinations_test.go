@@ -21,9 +21,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/destination"
@@ -380,4 +383,38 @@ func TestDestinationsSignaturePrefixes(t *testing.T) {
 	sig := "v1,AbCdEfGhIjKl="
 	got := redactSecrets("echo "+base64.StdEncoding.EncodeToString(key)+" "+sig, []destination.Secret{key}, sig)
 	require.Equal(t, "echo [redacted] v1,AbCdEf…", got)
+}
+
+// TestDestinationsEventsShow: `hub events show` prints each destination's
+// attempts of the event as a timeline.
+func TestDestinationsEventsShow(t *testing.T) {
+	pool, url := hubtest.Pool(t)
+	t.Setenv("HUB_DATABASE_URL", url)
+	t.Setenv("HUB_NATS_URL", "nats://"+closedAddr(t))
+	ctx := context.Background()
+	_, err := store.New(pool).Ingest(ctx, []hub.Delivery{{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle", EventID: "evt_tl",
+		EventType: "subscription.created", Body: []byte(`{"a":1}`), ReceivedAt: time.Now()}})
+	require.NoError(t, err)
+	for _, name := range []string{"billing", "crm"} {
+		require.NoError(t, subscriber.Migrate(ctx, pool, name, destination.Migrations(name)))
+	}
+	at := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+	for i, a := range []destination.Attempt{
+		{Latency: 10 * time.Second, Outcome: destination.OutcomeFailed, Error: "attempt timed out"},
+		{Status: 502, Latency: 31 * time.Millisecond, Outcome: destination.OutcomeFailed, Response: "bad gateway\x1b[0m"},
+		{Status: 204, Latency: 4 * time.Millisecond, Outcome: destination.OutcomeDelivered},
+	} {
+		a.Destination, a.Provider, a.EventID, a.At = "billing", "paddle", "evt_tl", at.Add(time.Duration(i)*time.Minute)
+		require.NoError(t, destination.RecordAttempt(ctx, pool, a))
+	}
+	runCases(t, []cliCase{
+		{args: []string{"events", "show", "paddle:evt_tl"}, out: []string{
+			"destination billing: 3 attempt(s)\n  AT  ",
+			"2026-12-03T09:00:00Z  no answer: attempt timed out  10s", "failed",
+			"2026-12-03T09:01:00Z  502", "31ms", "bad gateway [0m",
+			"2026-12-03T09:02:00Z  204", "4ms", "delivered",
+			"destination crm: 0 attempt(s)\n  none yet"}, not: []string{"\x1b"}},
+		{args: []string{"events", "show", "--json", "paddle:evt_tl"}, out: []string{
+			`"subscriber":"billing","outcome":"none","destination":true,"http_attempts":[{"destination":"billing","provider":"paddle","event_id":"evt_tl","at":"2026-12-03T09:00:00Z","latency_ns":10000000000,"outcome":"failed","error":"attempt timed out"}`}},
+	})
 }
