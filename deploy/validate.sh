@@ -2,6 +2,9 @@
 # Validates hookhub's deployment files offline (CI calls it from .ci/run):
 #
 #   docker-compose.yml           docker-compose config (schema) + deploy/check compose
+#   destinations files           deploy/compose/destinations.yaml and the
+#                                ConfigMap's deploy/k8s/base/destinations-file.yaml,
+#                                validated by the destinations binary itself
 #   deploy/compose/nats.conf     nats-server -t (the nats-server version hookhub's go.mod pins)
 #   deploy/compose/haproxy.cfg   haproxy -c (Debian's haproxy binary; skipped if it cannot run)
 #   deploy/docker/Dockerfile     its go build package paths and targets exist
@@ -99,21 +102,27 @@ fi
 # --- the binaries' variables -------------------------------------------------
 step "build the binaries (package paths from deploy/docker/Dockerfile) and nats-server"
 mapfile -t pkgs < <(grep -oE '\./(hub|subscribers)/[a-z/]*cmd/[a-z]+' deploy/docker/Dockerfile | sort -u)
-[ "${#pkgs[@]}" -eq 4 ] || fail "deploy/docker/Dockerfile: expected 4 go build packages, found: ${pkgs[*]}"
-for target in hub credits email downgrade; do
+[ "${#pkgs[@]}" -eq 5 ] || fail "deploy/docker/Dockerfile: expected 5 go build packages, found: ${pkgs[*]}"
+for target in hub credits email downgrade destinations; do
   grep -qE "^FROM runtime AS $target\$" deploy/docker/Dockerfile || fail "Dockerfile: no target $target"
   grep -qE "target: $target\$" docker-compose.yml || fail "docker-compose.yml builds no target $target"
 done
 # As the Dockerfile builds them (static, no cgo).
 CGO_ENABLED=0 go build -o "$tmp/bin/" "${pkgs[@]}" github.com/nats-io/nats-server/v2
 mkdir -p "$tmp/env"
-for b in hub:HUB credits:CREDITS email:EMAIL downgrade:DOWNGRADE; do
+for b in hub:HUB credits:CREDITS email:EMAIL downgrade:DOWNGRADE destinations:DESTINATIONS; do
   bin=${b%%:*} prefix=${b##*:}
   "$tmp/bin/$bin" --help 2>&1 | grep -oE "^ +${prefix}_[A-Z0-9_]+" | tr -d ' ' | sort -u >"$tmp/env/$bin.env" || true
   [ -s "$tmp/env/$bin.env" ] || fail "$bin --help lists no ${prefix}_ variables"
 done
-# Metric names the code registers (for the dashboard and alert checks).
+# Metric names the code registers (for the dashboard and alert checks): every
+# string literal of that shape outside tests (metric names are constants or
+# literals in the code, never assembled).
 grep -rhoE '"(hub|hookhub)_[a-z0-9_]+"' hub subscribers --include='*.go' --exclude='*_test.go' | tr -d '"' | sort -u >"$tmp/metrics"
+for m in hookhub_destination_attempts_total hookhub_destination_attempt_duration_seconds hookhub_destination_backlog \
+  hookhub_destination_circuit_open hookhub_destination_state; do
+  grep -qx "$m" "$tmp/metrics" || fail "metric $m not found in the code: how are metric names written now? (adapt the grep)"
+done
 
 # The checker is its own module (deploy/check); build it once.
 (cd deploy/check && go vet ./... && go build -o "$tmp/bin/check" .)
@@ -127,6 +136,30 @@ docker-compose -f docker-compose.yml config >"$tmp/compose.yaml"
 "$check" compose -env-dir "$tmp/env" "$tmp/compose.yaml"
 sed 's/HUB_STREAM_REPLICAS:/HUB_STREAM_REPLICA:/' "$tmp/compose.yaml" >"$tmp/compose-bad.yaml"
 expect_fail "a misspelt hub variable in compose" "$check" compose -env-dir "$tmp/env" "$tmp/compose-bad.yaml"
+
+# The destinations binary validates each example file as it does at start
+# (every field, the secrets' format), then waits for Postgres, which is not
+# there: exit 2 is a refused file; a timeout means the file was accepted.
+dest_file_ok() {
+  local file=$1 vars=() rc=0
+  while read -r v; do vars+=("$v=whsec_aG9va2h1Yi1kZXN0aW5hdGlvbnMtZGV2LW9ubHkta2V5IQ=="); done < <("$check" dest-env "$file")
+  env -i PATH="$PATH" "${vars[@]}" DESTINATIONS_FILE="$file" DESTINATIONS_LOG_LEVEL=error \
+    DESTINATIONS_DATABASE_URL=postgres://postgres@127.0.0.1:1/hub DESTINATIONS_NATS_URL=nats://127.0.0.1:1 \
+    timeout 3 "$tmp/bin/destinations" >"$tmp/dest.out" 2>&1 || rc=$?
+  if [ "$rc" -ne 124 ]; then
+    cat "$tmp/dest.out" >&2
+    return 1
+  fi
+}
+step "destinations files (the destinations binary)"
+for f in deploy/compose/destinations.yaml deploy/k8s/base/destinations-file.yaml; do
+  dest_file_ok "$f" || fail "$f: refused by the destinations binary"
+  echo "$f: ok"
+done
+sed 's/url: http:/url: ftp:/' deploy/compose/destinations.yaml >"$tmp/bad-destinations.yaml"
+if dest_file_ok "$tmp/bad-destinations.yaml" 2>/dev/null; then fail "self-test: the destinations binary accepted an ftp URL"; fi
+sed 's/ECHO_RECEIVER_SECRET: .*//' "$tmp/compose.yaml" >"$tmp/compose-bad.yaml"
+expect_fail "a destination whose secret variable is not set in compose" "$check" compose -env-dir "$tmp/env" "$tmp/compose-bad.yaml"
 
 step "nats-server -t deploy/compose/nats.conf"
 for n in 1 2 3; do
@@ -173,6 +206,18 @@ expect_fail "a NetworkPolicy that admits everyone to the admin port" \
   "$check" k8s -production -env-dir "$tmp/env" -nats-values deploy/nats/values.yaml -extra "$extra" "$tmp/bad.yaml"
 sed 's/readOnlyRootFilesystem:/readOnlyRootFilesytem:/' "$tmp/production.yaml" >"$tmp/bad.yaml"
 expect_fail "an unknown field" \
+  "$check" k8s -production -env-dir "$tmp/env" -nats-values deploy/nats/values.yaml -extra "$extra" "$tmp/bad.yaml"
+sed 's/name: hookhub-destination-secrets$/name: hookhub-provider-secrets/' "$tmp/production.yaml" >"$tmp/bad.yaml"
+expect_fail "a destination whose secret_env is not a variable of the pod" \
+  "$check" k8s -production -env-dir "$tmp/env" -nats-values deploy/nats/values.yaml -extra "$extra" "$tmp/bad.yaml"
+sed 's|DESTINATIONS_FILE: /etc/hookhub/|DESTINATIONS_FILE: /etc/other/|' "$tmp/production.yaml" >"$tmp/bad.yaml"
+expect_fail "DESTINATIONS_FILE outside the mounted ConfigMap" \
+  "$check" k8s -production -env-dir "$tmp/env" -nats-values deploy/nats/values.yaml -extra "$extra" "$tmp/bad.yaml"
+sed 's/port: 53$/port: 54/' "$tmp/production.yaml" >"$tmp/bad.yaml"
+expect_fail "an egress NetworkPolicy without DNS" \
+  "$check" k8s -production -env-dir "$tmp/env" -nats-values deploy/nats/values.yaml -extra "$extra" "$tmp/bad.yaml"
+awk 'BEGIN { RS = "---\n"; ORS = "---\n" } !(/\nkind: NetworkPolicy\n/ && /\n  name: destinations\n/)' "$tmp/production.yaml" >"$tmp/bad.yaml"
+expect_fail "destinations without an egress NetworkPolicy" \
   "$check" k8s -production -env-dir "$tmp/env" -nats-values deploy/nats/values.yaml -extra "$extra" "$tmp/bad.yaml"
 
 # --- Prometheus and Grafana ---------------------------------------------------

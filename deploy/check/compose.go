@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -29,6 +30,29 @@ type composeService struct {
 	Ports           []any                        `json:"ports"`
 	PullPolicy      string                       `json:"pull_policy"`
 	Build           any                          `json:"build"`
+	Volumes         []any                        `json:"volumes"`
+}
+
+// bindMounts returns a service's bind mounts, target -> source, from the
+// short ("SRC:DST[:ro]") or long ({type: bind, source, target}) syntax.
+func (s composeService) bindMounts() map[string]string {
+	out := map[string]string{}
+	for _, v := range s.Volumes {
+		switch v := v.(type) {
+		case string:
+			parts := strings.Split(v, ":")
+			if len(parts) >= 2 && strings.HasPrefix(parts[0], "/") {
+				out[parts[1]] = parts[0]
+			}
+		case map[string]any:
+			src, _ := v["source"].(string)
+			dst, _ := v["target"].(string)
+			if typ, _ := v["type"].(string); typ == "bind" && src != "" && dst != "" {
+				out[dst] = src
+			}
+		}
+	}
+	return out
 }
 
 func runCompose(args []string) ([]string, error) {
@@ -146,6 +170,9 @@ func checkCompose(p *problems, f *composeFile, sets envSets) {
 				p.add(where, "%sNATS_URL names %q, which is not a NATS service of this file", prefix, u)
 			}
 		}
+		if bin == "destinations" {
+			checkComposeDestinations(p, where, s, env)
+		}
 		if bin == "hub" {
 			if env("HUB_STREAM_REPLICAS") != "3" {
 				p.add(where, "HUB_STREAM_REPLICAS=%q: the compose cluster has 3 nodes", env("HUB_STREAM_REPLICAS"))
@@ -176,12 +203,45 @@ func checkCompose(p *problems, f *composeFile, sets envSets) {
 	if count["hub"] < 3 { // migrate + 2 replicas
 		p.add("services", "want the migrate one-shot and two hub replicas, got %d hub services", count["hub"])
 	}
-	for _, b := range []string{"credits", "email", "downgrade"} {
+	for _, b := range []string{"credits", "email", "downgrade", "destinations"} {
 		if count[b] != 1 {
 			p.add("services", "want one %s service, got %d", b, count[b])
 		}
 	}
 	if natsNodes != 3 {
 		p.add("services", "want 3 NATS nodes, got %d", natsNodes)
+	}
+}
+
+// checkComposeDestinations checks that DESTINATIONS_FILE is a file mounted
+// into the service and that the variables its secret_env fields name are
+// set on the service.
+func checkComposeDestinations(p *problems, where string, s composeService, env func(string) string) {
+	file := env("DESTINATIONS_FILE")
+	if !strings.HasPrefix(file, "/") {
+		p.add(where, "DESTINATIONS_FILE=%q: set it to the absolute path where the destinations file is mounted", file)
+		return
+	}
+	src, ok := s.bindMounts()[file]
+	if !ok {
+		p.add(where, "DESTINATIONS_FILE=%s is not a bind-mounted file", file)
+		return
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		p.add(where, "DESTINATIONS_FILE: %v", err)
+		return
+	}
+	envs, err := secretEnvs(data)
+	if err != nil {
+		p.add(where, "%s: %v", src, err)
+		return
+	}
+	for _, d := range slices.Sorted(maps.Keys(envs)) {
+		for _, n := range envs[d] {
+			if env(n) == "" {
+				p.add(where, "destination %s: its secret_env %s is not set on the service", d, n)
+			}
+		}
 	}
 }

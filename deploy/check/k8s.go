@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
+	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -217,6 +219,7 @@ func (c *k8sChecker) run() {
 	for _, d := range c.m.deployments {
 		c.deployment(d)
 		c.hubIngress(d)
+		c.egress(d)
 	}
 	for _, j := range c.m.jobs {
 		c.job(j)
@@ -599,7 +602,7 @@ func (c *k8sChecker) binaryRules(where string, spec *corev1.PodSpec, ctr *corev1
 		return
 	}
 	// Subscribers.
-	httpPort(map[string]int32{"credits": 9101, "email": 9102, "downgrade": 9103}[bin])
+	httpPort(map[string]int32{"credits": 9101, "email": 9102, "downgrade": 9103, "destinations": 8085}[bin])
 	probePath(c.p, where, "readiness", ctr.ReadinessProbe, "/healthz")
 	if ctr.LivenessProbe == nil {
 		c.p.add(where, "no liveness probe")
@@ -607,6 +610,9 @@ func (c *k8sChecker) binaryRules(where string, spec *corev1.PodSpec, ctr *corev1
 	shutdown := duration(prefix+"SHUTDOWN_TIMEOUT", 25*time.Second)
 	if need := int64(shutdown/time.Second) + 5; grace <= need {
 		c.p.add(where, "terminationGracePeriodSeconds %d must exceed %sSHUTDOWN_TIMEOUT %s + 5s of HTTP shutdown", grace, prefix, shutdown)
+	}
+	if bin == "destinations" {
+		c.destinationsFile(where, spec, ctr, env)
 	}
 	if bin == "email" && c.production {
 		if v := env["EMAIL_SMTP_ADDR"]; v.known && (v.literal == "log" || v.literal == "") {
@@ -725,6 +731,155 @@ func (c *k8sChecker) hubIngress(d *appsv1.Deployment) {
 		c.p.add(where, "no NetworkPolicy selects its pods for ingress: every pod in the cluster reaches its admin port %d", ports["admin"])
 	case !webhookOpen:
 		c.p.add(where, "its NetworkPolicies admit no one from everywhere to the webhook port %d", ports["http"])
+	}
+}
+
+// egress checks the NetworkPolicies that restrict a Deployment's egress:
+// together they must let its pods resolve names (DNS, 53/UDP) and reach
+// Postgres (5432) and NATS (4222). The destinations' pods must be so
+// restricted (a destination may name any address, private ones included:
+// the policy bounds where events can go) and reach https endpoints (443).
+// Only numeric ports are recognised in egress rules.
+func (c *k8sChecker) egress(d *appsv1.Deployment) {
+	where := "Deployment " + d.Name
+	isDest := false
+	for _, ctr := range d.Spec.Template.Spec.Containers {
+		isDest = isDest || binaryOf(ctr.Image) == "destinations"
+	}
+	var pols []*networkingv1.NetworkPolicy
+	for _, np := range c.m.netpols {
+		sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+		if err == nil && sel.Matches(labels.Set(d.Spec.Template.Labels)) && egressPolicy(np) {
+			pols = append(pols, np)
+		}
+	}
+	if len(pols) == 0 {
+		if isDest {
+			c.p.add(where, "no NetworkPolicy restricts its egress: a destination may name any address (deploy/k8s/base/destinations.yaml)")
+		}
+		return
+	}
+	allows := func(port int32, proto corev1.Protocol) bool {
+		for _, np := range pols {
+			for _, r := range np.Spec.Egress {
+				if len(r.Ports) == 0 {
+					return true
+				}
+				for _, p := range r.Ports {
+					pp := corev1.ProtocolTCP
+					if p.Protocol != nil {
+						pp = *p.Protocol
+					}
+					if pp != proto {
+						continue
+					}
+					switch {
+					case p.Port == nil:
+						return true
+					case p.Port.Type == intstr.Int && p.Port.IntVal == port:
+						return true
+					case p.Port.Type == intstr.Int && p.EndPort != nil && p.Port.IntVal <= port && port <= *p.EndPort:
+						return true
+					}
+				}
+			}
+		}
+		return false
+	}
+	need := []struct {
+		port  int32
+		proto corev1.Protocol
+		what  string
+	}{{53, corev1.ProtocolUDP, "DNS"}, {5432, corev1.ProtocolTCP, "Postgres"}, {4222, corev1.ProtocolTCP, "NATS"}}
+	if isDest {
+		need = append(need, struct {
+			port  int32
+			proto corev1.Protocol
+			what  string
+		}{443, corev1.ProtocolTCP, "https endpoints"})
+	}
+	for _, n := range need {
+		if !allows(n.port, n.proto) {
+			c.p.add(where, "its egress NetworkPolicies do not allow port %d/%s (%s)", n.port, n.proto, n.what)
+		}
+	}
+}
+
+// egressPolicy reports whether np restricts egress.
+func egressPolicy(np *networkingv1.NetworkPolicy) bool {
+	if len(np.Spec.PolicyTypes) == 0 {
+		return len(np.Spec.Egress) > 0
+	}
+	return slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress)
+}
+
+// destinationsFile checks that DESTINATIONS_FILE is a key of a ConfigMap
+// mounted in the container, and that every variable the file's secret_env
+// fields name is one the container has.
+func (c *k8sChecker) destinationsFile(where string, spec *corev1.PodSpec, ctr *corev1.Container, env map[string]envValue) {
+	v, ok := env["DESTINATIONS_FILE"]
+	if !ok || !v.known || !path.IsAbs(v.literal) {
+		c.p.add(where, "DESTINATIONS_FILE must be the absolute path of the destinations file in a mounted ConfigMap (the default is relative to the working directory)")
+		return
+	}
+	file := path.Clean(v.literal)
+	var cmName, key string
+	for _, vm := range ctr.VolumeMounts {
+		var vol *corev1.Volume
+		for i := range spec.Volumes {
+			if spec.Volumes[i].Name == vm.Name {
+				vol = &spec.Volumes[i]
+			}
+		}
+		if vol == nil {
+			c.p.add(where, "volumeMount %q: no such volume", vm.Name)
+			continue
+		}
+		if vol.ConfigMap == nil {
+			continue
+		}
+		mount := path.Clean(vm.MountPath)
+		var rel string
+		switch {
+		case vm.SubPath != "" && mount == file:
+			rel = vm.SubPath
+		case vm.SubPath == "" && path.Dir(file) == mount:
+			rel = path.Base(file)
+		default:
+			continue
+		}
+		cmName, key = vol.ConfigMap.Name, rel
+		for _, it := range vol.ConfigMap.Items {
+			if it.Path == rel {
+				key = it.Key
+			}
+		}
+	}
+	if cmName == "" {
+		c.p.add(where, "DESTINATIONS_FILE=%s is not in a mounted ConfigMap volume", file)
+		return
+	}
+	cm, ok := c.m.configMaps[cmName]
+	if !ok {
+		c.p.add(where, "ConfigMap %q (DESTINATIONS_FILE) is not in the manifests", cmName)
+		return
+	}
+	data, ok := cm.Data[key]
+	if !ok {
+		c.p.add(where, "ConfigMap %q has no key %q (DESTINATIONS_FILE=%s)", cmName, key, file)
+		return
+	}
+	envs, err := secretEnvs([]byte(data))
+	if err != nil {
+		c.p.add(where, "ConfigMap %s key %s: %v", cmName, key, err)
+		return
+	}
+	for _, d := range slices.Sorted(maps.Keys(envs)) {
+		for _, n := range envs[d] {
+			if _, ok := env[n]; !ok {
+				c.p.add(where, "destination %s: its secret_env %s is not a variable of the container (a key of the Secret it reads with envFrom)", d, n)
+			}
+		}
 	}
 }
 

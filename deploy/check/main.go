@@ -7,11 +7,12 @@
 //	check compose -env-dir DIR FILE
 //	check promql -known FILE [-rules-out FILE] DASHBOARD.json RULES.yml ...
 //	check yaml FILE...   (parses, rejecting duplicate keys)
+//	check dest-env FILE  (prints the variables a destinations file's secret_env names)
 //
-// -env-dir holds hub.env, credits.env, email.env and downgrade.env: the
-// variable names each binary reads, one per line (validate.sh takes them from
-// the binaries' --help), so a misspelt variable in a manifest is an error
-// rather than a silently ignored setting.
+// -env-dir holds hub.env, credits.env, email.env, downgrade.env and
+// destinations.env: the variable names each binary reads, one per line
+// (validate.sh takes them from the binaries' --help), so a misspelt variable
+// in a manifest is an error rather than a silently ignored setting.
 //
 // This is a separate module so that its Kubernetes dependencies stay out of
 // hookhub's go.mod; `go test ./...` at the repository root does not see it.
@@ -41,6 +42,11 @@ func main() {
 		problems, err = runPromQL(os.Args[2:])
 	case "yaml":
 		problems, err = runYAML(os.Args[2:])
+	case "dest-env":
+		_, err = runDestEnv(os.Args[2:])
+		if err == nil {
+			return // the names are the output
+		}
 	default:
 		usage()
 	}
@@ -59,7 +65,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: check k8s|compose|promql|yaml [flags] FILE...")
+	fmt.Fprintln(os.Stderr, "usage: check k8s|compose|promql|yaml|dest-env [flags] FILE...")
 	os.Exit(2)
 }
 
@@ -75,10 +81,11 @@ type envSets map[string]map[string]bool
 
 // Binaries and their environment prefixes.
 var binaries = map[string]string{
-	"hub":       "HUB_",
-	"credits":   "CREDITS_",
-	"email":     "EMAIL_",
-	"downgrade": "DOWNGRADE_",
+	"hub":          "HUB_",
+	"credits":      "CREDITS_",
+	"email":        "EMAIL_",
+	"downgrade":    "DOWNGRADE_",
+	"destinations": "DESTINATIONS_",
 }
 
 func loadEnvSets(dir string) (envSets, error) {

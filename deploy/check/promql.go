@@ -162,7 +162,7 @@ func checkDashboard(p *problems, file string, data []byte) []string {
 				}
 			}
 			e := strings.NewReplacer("$__rate_interval", "1m", "$__interval", "1m", "$__range", "1h",
-				"$provider", ".*", "$stream", "WEBHOOKS").Replace(t.Expr)
+				"$provider", ".*", "$destination", ".*", "$stream", "WEBHOOKS").Replace(t.Expr)
 			exprs = append(exprs, e)
 		}
 	}

@@ -109,7 +109,12 @@ func FirstAttempt(ctx context.Context, db DB, dest, provider, eventID string) (t
 	}
 	p, id := eventKey(provider, eventID)
 	var first *time.Time
-	if err := db.QueryRow(ctx, `SELECT min(attempted_at) FROM `+t+` WHERE provider = $1 AND event_id = $2`, p, id).Scan(&first); err != nil {
+	// The current round of attempts starts after the event's last
+	// delivery or dead letter: a replay of a delivered event, or a
+	// redrive of a dead letter, gets a whole horizon of its own.
+	if err := db.QueryRow(ctx, `SELECT min(attempted_at) FROM `+t+` WHERE provider = $1 AND event_id = $2
+		AND attempted_at > coalesce((SELECT max(attempted_at) FROM `+t+` WHERE provider = $1 AND event_id = $2
+			AND outcome IN ('`+OutcomeDelivered+`', '`+OutcomeDeadLettered+`')), '-infinity')`, p, id).Scan(&first); err != nil {
 		return time.Time{}, false, dbError("first attempt", dest, err)
 	}
 	if first == nil {

@@ -335,7 +335,7 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // refusedHeaders are set by the sender itself, or by HTTP.
 var refusedHeaders = map[string]bool{
 	"content-type": true, "content-length": true, "host": true, "transfer-encoding": true,
-	"connection": true, "traceparent": true, "tracestate": true,
+	"connection": true, "traceparent": true, "tracestate": true, "user-agent": true,
 }
 
 func validate(s Spec, label string, getenv func(string) (string, bool), dir string) (Destination, []error) {
@@ -501,15 +501,41 @@ func validateURL(raw string, bad func(field, format string, args ...any)) {
 		bad("url", "must be http or https, got %s", quote(u.Scheme))
 		return
 	}
+	// Quoted without its query's values, which may hold a token.
+	shown := quote(RedactURL(raw))
 	if u.Host == "" || u.Hostname() == "" {
-		bad("url", "%s has no host", quote(raw))
+		bad("url", "%s has no host", shown)
 	}
 	if u.Fragment != "" || strings.Contains(raw, "#") {
-		bad("url", "%s must not have a fragment (#...)", quote(raw))
+		bad("url", "%s must not have a fragment (#...)", shown)
 	}
 	if u.Opaque != "" {
-		bad("url", "%s must be of the form http(s)://host/path", quote(raw))
+		bad("url", "%s must be of the form http(s)://host/path", shown)
 	}
+}
+
+// RedactURL is a destination URL as logs, the database and `hub
+// destinations` show it: the query's values, which may hold a token,
+// become "REDACTED" (the names stay). A URL that does not parse becomes
+// "(invalid URL)".
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(invalid URL)"
+	}
+	u.User = nil
+	if u.RawQuery != "" {
+		q, err := url.ParseQuery(u.RawQuery)
+		if err != nil {
+			u.RawQuery = "REDACTED"
+		} else {
+			for k := range q {
+				q[k] = []string{"REDACTED"}
+			}
+			u.RawQuery = q.Encode()
+		}
+	}
+	return u.String()
 }
 
 // validFilter checks a subject filter over "<provider>.<event_type>".

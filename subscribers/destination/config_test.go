@@ -445,3 +445,22 @@ func writeCA(t *testing.T) string {
 	}
 	return path
 }
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://hooks.example.com/x":                      "https://hooks.example.com/x",
+		"https://hooks.example.com/x?token=s3cr3t&team=ab": "https://hooks.example.com/x?team=REDACTED&token=REDACTED",
+		"http://u:p@h/x?t=1":                               "http://h/x?t=REDACTED",
+		"https://h/x?%zz=1;a":                              "https://h/x?REDACTED",
+		"::nope":                                           "(invalid URL)",
+	} {
+		if got := destination.RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+	_, err := destination.Parse([]byte("destinations:\n  - name: a\n    url: \"https://h/x?token=s3cr3t#frag\"\n    subjects: [\"paddle.>\"]\n    secret_env: S\n"),
+		func(string) (string, bool) { return testSecret, true })
+	if err == nil || strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), "fragment") {
+		t.Fatalf("err = %v: want the fragment refused without the token", err)
+	}
+}

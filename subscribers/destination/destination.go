@@ -47,6 +47,11 @@ const (
 	purgeBatch    = 1000
 )
 
+// MaxWaitingRetries is how many failed events of an unordered destination
+// may wait for their retry while the others are delivered (the consumer's
+// MaxAckPending); past it, new events wait for a retry to settle.
+const MaxWaitingRetries = 1000
+
 // DefaultAttemptRetention is how long attempts are kept by default.
 const DefaultAttemptRetention = 7 * 24 * time.Hour
 
@@ -146,7 +151,11 @@ func New(d Destination, o Options) (*Runner, error) {
 	if d.RateLimit > 0 {
 		r.limiter = rate.NewLimiter(rate.Limit(d.RateLimit), max(1, int(d.RateLimit)))
 	}
-	maxAckPending := 2 * d.Concurrency
+	// Events waiting for their retry stay unacknowledged (a nak with a
+	// delay), so the consumer's MaxAckPending must leave room for many of
+	// them besides the ones in flight: a few events the receiver keeps
+	// refusing must not hold back the others.
+	maxAckPending := max(MaxWaitingRetries, 2*d.Concurrency)
 	if d.Ordered {
 		// One message outstanding: a failed one is redelivered before any
 		// later one, so the line holds.
@@ -196,6 +205,9 @@ func (r *Runner) Healthy() error { return r.sub.Healthy() }
 // Run registers the destination, then delivers until ctx is cancelled
 // (subscriber.Subscriber.Run).
 func (r *Runner) Run(ctx context.Context) error {
+	if err := CheckName(ctx, r.o.Pool, r.d.Name); err != nil {
+		return err
+	}
 	m := r.o.Metrics
 	m.SetState(r.d.Name, StateActive)
 	m.SetCircuitOpen(r.d.Name, false)
@@ -292,7 +304,7 @@ func (r *Runner) handle(ctx context.Context, tx pgx.Tx, ev subscriber.Event) err
 		}
 		r.setState(StateDisabled)
 		r.o.Metrics.CountDisabled(name)
-		log.Error("the endpoint answered 410 Gone: destination disabled until `hub destinations resume`", "url", r.d.URL)
+		log.Error("the endpoint answered 410 Gone: destination disabled until `hub destinations resume`", "url", RedactURL(r.d.URL))
 		// Not a failure of this event: it waits for the destination to
 		// be resumed.
 		return subscriber.RetryAfter(r.policy.Delay(1, 0), errors.New("410 Gone: destination disabled"))
@@ -381,7 +393,7 @@ func (r *Runner) header(ctx context.Context, ev subscriber.Event, body []byte, n
 func (r *Runner) watchState(ctx context.Context) error {
 	name := r.d.Name
 	for {
-		if err := Register(ctx, r.o.Pool, name, r.d.URL, r.d.Subjects); err == nil {
+		if err := Register(ctx, r.o.Pool, name, RedactURL(r.d.URL), r.d.Subjects); err == nil {
 			break
 		} else if ctx.Err() == nil {
 			r.log.Warn("cannot register the destination yet", "error", err)

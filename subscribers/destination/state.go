@@ -165,3 +165,25 @@ func Register(ctx context.Context, db DB, name, url string, subjects []string) e
 	}
 	return nil
 }
+
+// ErrNotDestination says a destination's name is taken by a subscriber
+// that is not a destination (say, credits): its consumer and schema would
+// be shared.
+var ErrNotDestination = errors.New("the name belongs to a subscriber that is not a destination")
+
+// CheckName refuses a destination name that a subscriber of another kind
+// already uses: a schema holding the subscriber library's tables but no
+// destination_state.
+func CheckName(ctx context.Context, db DB, name string) error {
+	var other bool
+	err := db.QueryRow(ctx, `
+		SELECT EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'processed_messages')
+		   AND NOT EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'destination_state')`, name).Scan(&other)
+	if err != nil {
+		return fmt.Errorf("destination %s: check the name: %w", name, err)
+	}
+	if other {
+		return fmt.Errorf("destination %s: %w", name, ErrNotDestination)
+	}
+	return nil
+}

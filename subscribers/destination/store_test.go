@@ -227,6 +227,10 @@ func TestStoreAttempts(t *testing.T) {
 	for _, a := range in {
 		require.NoError(t, destination.RecordAttempt(ctx, pool, a))
 	}
+	first, found, err := destination.FirstAttempt(ctx, pool, "billing", "paddle", "evt_1")
+	require.NoError(t, err)
+	require.True(t, found)
+	require.True(t, first.Equal(t0), "%v != %v", first, t0)
 	// The success is recorded inside the handler's transaction: it commits
 	// with it, or not at all.
 	tx, err := pool.Begin(ctx)
@@ -240,10 +244,18 @@ func TestStoreAttempts(t *testing.T) {
 		StreamSeq: 9, At: t0.Add(3 * time.Minute), Status: 204, Latency: 40 * time.Millisecond, Outcome: destination.OutcomeDelivered}))
 	require.NoError(t, tx.Commit(ctx))
 
-	first, found, err := destination.FirstAttempt(ctx, pool, "billing", "paddle", "evt_1")
+	// Delivered: a new round (a replay) starts its horizon afresh.
+	_, found, err = destination.FirstAttempt(ctx, pool, "billing", "paddle", "evt_1")
+	require.NoError(t, err)
+	require.False(t, found, "the round ended with the delivery")
+	require.NoError(t, destination.RecordAttempt(ctx, pool, destination.Attempt{Destination: "billing", Provider: "paddle", EventID: "evt_1",
+		StreamSeq: 12, At: t0.Add(4 * time.Minute), Status: 500, Outcome: destination.OutcomeFailed}))
+	first, found, err = destination.FirstAttempt(ctx, pool, "billing", "paddle", "evt_1")
 	require.NoError(t, err)
 	require.True(t, found)
-	require.True(t, first.Equal(t0), "%v != %v", first, t0)
+	require.True(t, first.Equal(t0.Add(4*time.Minute)), "%v: the replay's round starts at its first attempt", first)
+	_, err = pool.Exec(ctx, `DELETE FROM billing.attempts WHERE stream_seq = 12`)
+	require.NoError(t, err)
 	_, found, err = destination.FirstAttempt(ctx, pool, "crm", "paddle", "evt_1")
 	require.NoError(t, err)
 	require.False(t, found, "each destination has its own log")

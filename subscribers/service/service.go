@@ -41,14 +41,13 @@ import (
 // fallback: envconfig would read a bare DATABASE_URL for a field tagged
 // envconfig:"DATABASE_URL".
 type Process struct {
-	DatabaseURL      string        `split_words:"true" default:"postgres://postgres@127.0.0.1:5432/hub?sslmode=disable" desc:"Postgres URL; the service's tables live in its own schema of this database (the hub's, by default)"`
-	DatabaseMaxConns int32         `split_words:"true" default:"8" desc:"Postgres connection pool size (at least CONCURRENCY + 2)"`
-	NatsURL          string        `split_words:"true" default:"nats://127.0.0.1:4222" desc:"NATS server URL(s), comma-separated"`
-	Stream           string        `default:"WEBHOOKS" desc:"JetStream stream the hub publishes to"`
-	ShutdownTimeout  time.Duration `split_words:"true" default:"25s" desc:"On SIGTERM, time allowed for in-flight messages to finish and be acked"`
-	LogLevel         string        `split_words:"true" default:"info" desc:"debug, info, warn or error"`
-	LogFormat        string        `split_words:"true" default:"json" desc:"json or text"`
-	OtelEnabled      bool          `split_words:"true" default:"false" desc:"OpenTelemetry tracing: a span per message continuing the hub's trace, exported with OTLP over HTTP as the standard OTEL_* variables say (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_TRACES_SAMPLER, ...); the service name defaults to the subscriber's"`
+	DatabaseURL     string        `split_words:"true" default:"postgres://postgres@127.0.0.1:5432/hub?sslmode=disable" desc:"Postgres URL; the service's tables live in its own schema of this database (the hub's, by default)"`
+	NatsURL         string        `split_words:"true" default:"nats://127.0.0.1:4222" desc:"NATS server URL(s), comma-separated"`
+	Stream          string        `default:"WEBHOOKS" desc:"JetStream stream the hub publishes to"`
+	ShutdownTimeout time.Duration `split_words:"true" default:"25s" desc:"On SIGTERM, time allowed for in-flight messages to finish and be acked"`
+	LogLevel        string        `split_words:"true" default:"info" desc:"debug, info, warn or error"`
+	LogFormat       string        `split_words:"true" default:"json" desc:"json or text"`
+	OtelEnabled     bool          `split_words:"true" default:"false" desc:"OpenTelemetry tracing: a span per message continuing the hub's trace, exported with OTLP over HTTP as the standard OTEL_* variables say (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_TRACES_SAMPLER, ...); the service name defaults to the subscriber's"`
 }
 
 // Common is the configuration every subscriber service has: the process's
@@ -56,10 +55,11 @@ type Process struct {
 // configuration struct, next to its HTTP address and its own variables.
 type Common struct {
 	Process
-	Concurrency   int           `default:"4" desc:"Messages handled at once"`
-	MaxDeliver    int           `split_words:"true" default:"5" desc:"Attempts before a failing message is dead-lettered"`
-	AckWait       time.Duration `split_words:"true" default:"30s" desc:"JetStream redelivers a message not acked within this time (InProgress is sent every third of it while a handler runs)"`
-	MaxAckPending int           `split_words:"true" default:"256" desc:"Messages delivered and not yet acked, across all replicas"`
+	DatabaseMaxConns int32         `split_words:"true" default:"8" desc:"Postgres connection pool size (at least CONCURRENCY + 2)"`
+	Concurrency      int           `default:"4" desc:"Messages handled at once"`
+	MaxDeliver       int           `split_words:"true" default:"5" desc:"Attempts before a failing message is dead-lettered"`
+	AckWait          time.Duration `split_words:"true" default:"30s" desc:"JetStream redelivers a message not acked within this time (InProgress is sent every third of it while a handler runs)"`
+	MaxAckPending    int           `split_words:"true" default:"256" desc:"Messages delivered and not yet acked, across all replicas"`
 }
 
 // Program describes one subscriber service.
@@ -235,7 +235,7 @@ func Main(p Program, args []string, stdout, stderr io.Writer) int {
 }
 
 func run(ctx context.Context, p Program, log *slog.Logger) error {
-	conns, err := Open(ctx, p.Name, p.Common.Process, log)
+	conns, err := Open(ctx, p.Name, p.Common.Process, p.Common.DatabaseMaxConns, log)
 	if err != nil || conns == nil {
 		return err
 	}
@@ -275,13 +275,14 @@ type Conns struct {
 // Open connects to Postgres (waiting, and logging, until it answers: a
 // service may start before its database) and NATS (reconnecting for
 // ever), and sets up tracing and the metrics registry. It returns nil and
-// no error when ctx is cancelled while it waits for Postgres.
-func Open(ctx context.Context, name string, c Process, log *slog.Logger) (*Conns, error) {
+// no error when ctx is cancelled while it waits for Postgres. maxConns
+// sizes the Postgres pool.
+func Open(ctx context.Context, name string, c Process, maxConns int32, log *slog.Logger) (*Conns, error) {
 	pcfg, err := pgxpool.ParseConfig(c.DatabaseURL)
 	if err != nil {
 		return nil, err
 	}
-	pcfg.MaxConns = c.DatabaseMaxConns
+	pcfg.MaxConns = maxConns
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)

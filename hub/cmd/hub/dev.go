@@ -10,7 +10,9 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hookhub/hookhub/hub/service"
@@ -18,7 +20,7 @@ import (
 )
 
 func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newEnvFlags("dev", `Usage: hub dev [--no-subscribers]
+	fs := newEnvFlags("dev", `Usage: hub dev [--no-subscribers] [--destinations FILE]
 
 The quick start: runs the whole hub on embedded defaults.
   - creates the database named in HUB_DATABASE_URL if it is missing, and migrates it;
@@ -32,6 +34,9 @@ The quick start: runs the whole hub on embedded defaults.
   - runs the credits, email and downgrade subscribers in-process (emails go to the
     log unless EMAIL_SMTP_ADDR names an SMTP server), so an event flows from the
     POST to its side effects;
+  - runs the destinations of a destinations file (--destinations, default
+    HUB_DESTINATIONS_FILE or ./destinations.yaml) when it exists: each event of their
+    subjects is POSTed to their URL, signed (docs/destinations.md); SIGHUP re-reads it;
   - opens the web console at /console/ (a fresh admin token is made for the run
     when HUB_ADMIN_TOKEN is not set; the URL and the token are printed);
   - prints a command that sends a first signed event.
@@ -39,7 +44,8 @@ Stop it with Ctrl-C.
 
 Environment:
 `, stdout)
-	noSubscribers := fs.Bool("no-subscribers", false, "do not run the credits, email and downgrade subscribers in-process")
+	noSubscribers := fs.Bool("no-subscribers", false, "do not run the credits, email and downgrade subscribers (nor the destinations) in-process")
+	destFile := fs.String("destinations", defaultDestinationsFile(), "the destinations file to run when it exists (default: HUB_DESTINATIONS_FILE, else destinations.yaml)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -49,6 +55,12 @@ Environment:
 	cfg, err := loadConfig()
 	if err != nil {
 		return err
+	}
+	var dests *devDestinations
+	if !*noSubscribers {
+		if dests, err = loadDevDestinations(*destFile); err != nil {
+			return err
+		}
 	}
 	if !envSet("LOG_FORMAT") {
 		cfg.LogFormat = "text"
@@ -88,8 +100,21 @@ Environment:
 	defer stopSubs()
 	waitSubs := func() {}
 	if !*noSubscribers {
-		if waitSubs, err = runDevSubscribers(subsCtx, cfg.DatabaseURL, svc.NATSURL(), cfg.Stream, log); err != nil {
+		if waitSubs, err = runDevSubscribers(subsCtx, cfg.DatabaseURL, svc.NATSURL(), cfg.Stream, dests, log); err != nil {
 			return err
+		}
+		if dests != nil {
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
+			go func() {
+				for range hup {
+					select {
+					case dests.reload <- struct{}{}:
+					default:
+					}
+				}
+			}()
 		}
 	}
 	consoleAddr := svc.Addr()
@@ -140,6 +165,12 @@ Send a first signed event from another shell:
 
 `, service.DisplayAddr(svc.Addr().String()), withoutUserinfo(svc.NATSURL()), strings.Join(svc.Providers(), ","),
 		service.DisplayAddr(consoleAddr.String()), token, devRecordPath(cfg.DataDir))
+	switch {
+	case dests != nil:
+		fmt.Fprintf(stdout, "Destinations from %s: %s (SIGHUP re-reads the file).\n\n", dests.file, strings.Join(dests.names, ", "))
+	case !*noSubscribers:
+		fmt.Fprintf(stdout, "No destinations file (%s): see docs/destinations.md to POST events to your own endpoint.\n\n", *destFile)
+	}
 	select {
 	case err := <-done:
 		stopSubs()

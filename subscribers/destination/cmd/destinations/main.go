@@ -1,7 +1,8 @@
 // Command destinations delivers the hub's events to the HTTP endpoints
 // declared in a destinations file, signed with Standard Webhooks: one
 // durable subscriber per destination, all in this process. It takes no
-// arguments; `destinations --help` lists its DESTINATIONS_* variables.
+// arguments but `check` (validate the file and exit); `destinations --help`
+// lists its DESTINATIONS_* variables.
 // SIGHUP re-reads the file (see docs/destinations.md); SIGTERM and SIGINT
 // stop it gracefully.
 package main
@@ -32,6 +33,7 @@ const prefix = "DESTINATIONS"
 // Config is the process's configuration: DESTINATIONS_* variables.
 type Config struct {
 	service.Process
+	DatabaseMaxConns int32         `split_words:"true" default:"32" desc:"Postgres connection pool size: at least the destinations' total concurrency + 2 (a delivery holds a connection while it POSTs)"`
 	File             string        `default:"destinations.yaml" desc:"The destinations file (YAML or JSON); SIGHUP re-reads it"`
 	HTTPAddr         string        `split_words:"true" default:":8085" desc:"Address of /metrics and /healthz"`
 	AttemptRetention time.Duration `split_words:"true" default:"168h" desc:"How long delivery attempts are kept (hub events show, the console); at least every destination's retry_for"`
@@ -43,15 +45,19 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	var cfg Config
+	check := false
 	for _, a := range args {
 		switch a {
+		case "check":
+			check = true
 		case "-h", "-help", "--help", "help":
-			fmt.Fprintf(stdout, "Usage: destinations\n\nDelivers the hub's events to the HTTP endpoints of a destinations file. It takes no arguments and is configured by these environment variables:\n\n")
+			fmt.Fprintf(stdout, "Usage: destinations [check]\n\nDelivers the hub's events to the HTTP endpoints of a destinations file. It is configured by these environment variables:\n\n")
 			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "  VARIABLE\tDEFAULT\tDESCRIPTION")
 			_ = envconfig.Usagef(prefix, &cfg, tw, "{{range .}}  {{usage_key .}}\t{{usage_default .}}\t{{usage_description .}}\n{{end}}")
 			_ = tw.Flush()
 			fmt.Fprintf(stdout, "\nThe secrets are read from the variables the file names (secret_env). See docs/destinations.md.\n")
+			fmt.Fprintf(stdout, "\n`destinations check` validates the variables and the file (with its secrets) and exits: 0 when valid, 2 otherwise.\n")
 			return 0
 		default:
 			fmt.Fprintf(stderr, "destinations: unexpected argument %q (it is configured by the environment; see --help)\n", a)
@@ -68,9 +74,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "destinations: %v\n", err)
 		return 2
 	}
-	if err := checkRetention(cfg.AttemptRetention, set); err != nil {
+	if err := checkSet(cfg, set); err != nil {
 		fmt.Fprintf(stderr, "destinations: configuration: %v\n", err)
 		return 2
+	}
+	if check {
+		fmt.Fprintf(stdout, "%s: %d destinations, valid\n", cfg.File, len(set))
+		return 0
 	}
 	log := cfg.Logger(stderr).With("service", "destinations")
 
@@ -119,21 +129,28 @@ func load(cfg *Config) error {
 	return errors.Join(errs...)
 }
 
-// checkRetention refuses a retention shorter than a destination's
-// horizon: the horizon is counted from the first attempt, which must
-// still be on record.
-func checkRetention(retention time.Duration, set []destination.Destination) error {
+// checkSet checks the set against the variables: the attempt retention
+// must cover every horizon (counted from a first attempt, which must
+// still be on record), and the pool must hold a connection for every
+// worker (a delivery holds one while it POSTs, in the transaction that
+// records the event as processed).
+func checkSet(cfg Config, set []destination.Destination) error {
 	var errs []error
+	workers := 0
 	for _, d := range set {
-		if time.Duration(d.RetryFor) > retention {
-			errs = append(errs, fmt.Errorf("%s_ATTEMPT_RETENTION (%s) is shorter than destination %q's retry_for (%s)", prefix, retention, d.Name, time.Duration(d.RetryFor)))
+		if time.Duration(d.RetryFor) > cfg.AttemptRetention {
+			errs = append(errs, fmt.Errorf("%s_ATTEMPT_RETENTION (%s) is shorter than destination %q's retry_for (%s)", prefix, cfg.AttemptRetention, d.Name, time.Duration(d.RetryFor)))
 		}
+		workers += d.Concurrency
+	}
+	if int(cfg.DatabaseMaxConns) < workers+2 {
+		errs = append(errs, fmt.Errorf("%s_DATABASE_MAX_CONNS (%d) must be at least the destinations' total concurrency + 2 (%d): a delivery holds a connection while it POSTs", prefix, cfg.DatabaseMaxConns, workers+2))
 	}
 	return errors.Join(errs...)
 }
 
 func serve(ctx context.Context, cfg Config, loadFile func() ([]destination.Destination, error), reload <-chan struct{}, log *slog.Logger) error {
-	conns, err := service.Open(ctx, "destinations", cfg.Process, log)
+	conns, err := service.Open(ctx, "destinations", cfg.Process, cfg.DatabaseMaxConns, log)
 	if err != nil || conns == nil {
 		return err
 	}
@@ -151,7 +168,7 @@ func serve(ctx context.Context, cfg Config, loadFile func() ([]destination.Desti
 	}, func() ([]destination.Destination, error) {
 		set, err := loadFile()
 		if err == nil {
-			err = checkRetention(cfg.AttemptRetention, set)
+			err = checkSet(cfg, set)
 		}
 		return set, err
 	})

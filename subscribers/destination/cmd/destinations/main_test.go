@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookhub/hookhub/internal/hubtest"
+	"github.com/hookhub/hookhub/schema"
+	"github.com/hookhub/hookhub/subscribers/internal/subtest"
+)
+
+func TestMain(m *testing.M) {
+	hubtest.RunMainIfChild(main)
+	// The developer's DESTINATIONS_* variables must not configure the
+	// processes the tests start: each test passes its own.
+	hubtest.ClearEnv("DESTINATIONS_")
+	os.Exit(m.Run())
+}
+
+const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+// file writes a destinations file with one destination per URL (named
+// d0, d1, ...) on paddle.> and returns its path.
+func file(t *testing.T, path string, urls ...string) string {
+	t.Helper()
+	s := "destinations:\n"
+	for i, u := range urls {
+		s += fmt.Sprintf("  - name: d%d\n    url: %s\n    subjects: [\"paddle.>\"]\n    secret_env: DEST_SECRET\n", i, u)
+	}
+	require.NoError(t, os.WriteFile(path, []byte(s), 0o600))
+	return path
+}
+
+func TestUsage(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	require.NoError(t, os.WriteFile(bad, []byte("destinations:\n  - name: billing\n    url: ftp://x\n    subjects: [\"paddle.>\"]\n    secret_env: NOT_SET_ANYWHERE\n"), 0o600))
+	for _, c := range []struct {
+		name     string
+		args     []string
+		env      []string
+		wantCode int
+		want     []string
+	}{
+		{"help", []string{"--help"}, nil, 0, []string{"DESTINATIONS_FILE", "DESTINATIONS_DATABASE_URL", "DESTINATIONS_NATS_URL", "DESTINATIONS_HTTP_ADDR", ":8085", "DESTINATIONS_ATTEMPT_RETENTION", "secret_env"}},
+		{"unexpected argument", []string{"serve"}, nil, 2, []string{`unexpected argument "serve"`}},
+		{"bad variables", nil, []string{"DESTINATIONS_LOG_LEVEL=loud", "DESTINATIONS_ATTEMPT_RETENTION=1m"}, 2, []string{"DESTINATIONS_LOG_LEVEL must be", "DESTINATIONS_ATTEMPT_RETENTION must be at least 1h"}},
+		{"missing file", nil, []string{"DESTINATIONS_FILE=" + filepath.Join(dir, "none.yaml")}, 2, []string{"none.yaml"}},
+		{"invalid file", nil, []string{"DESTINATIONS_FILE=" + bad}, 2, []string{`destination "billing": url:`, `destination "billing": secret_env`, "NOT_SET_ANYWHERE"}},
+		{"check a valid file", []string{"check"}, []string{"DESTINATIONS_FILE=" + file(t, filepath.Join(dir, "valid.yaml"), "http://127.0.0.1:1/", "http://127.0.0.1:2/"), "DEST_SECRET=" + secret}, 0, []string{"valid.yaml: 2 destinations, valid"}},
+		{"check an invalid file", []string{"check"}, []string{"DESTINATIONS_FILE=" + bad}, 2, []string{`destination "billing": url:`}},
+		{"pool smaller than the workers", []string{"check"}, []string{"DESTINATIONS_FILE=" + file(t, filepath.Join(dir, "three.yaml"), "http://127.0.0.1:1/", "http://127.0.0.1:2/", "http://127.0.0.1:3/"), "DEST_SECRET=" + secret, "DESTINATIONS_DATABASE_MAX_CONNS=8"},
+			2, []string{"DESTINATIONS_DATABASE_MAX_CONNS (8) must be at least the destinations' total concurrency + 2 (14)"}},
+		{"retention below a horizon", nil, []string{"DESTINATIONS_FILE=" + file(t, filepath.Join(dir, "ok.yaml"), "http://127.0.0.1:1/"), "DEST_SECRET=" + secret, "DESTINATIONS_ATTEMPT_RETENTION=2h"}, 2,
+			[]string{`DESTINATIONS_ATTEMPT_RETENTION (2h0m0s) is shorter than destination "d0"'s retry_for (72h0m0s)`}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			p := hubtest.StartMain(t, c.env, c.args...)
+			require.Equal(t, c.wantCode, p.ExitCode(t), p.Output())
+			for _, w := range c.want {
+				require.Contains(t, p.Output(), w)
+			}
+		})
+	}
+}
+
+// TestSIGHUPReloads: SIGHUP applies an edited file (a destination added
+// starts delivering), refuses a broken one and keeps delivering with the
+// running set; SIGTERM then exits 0.
+func TestSIGHUPReloads(t *testing.T) {
+	t.Parallel()
+	env := subtest.New(t)
+	var got [2]atomic.Int64
+	recv := func(i int) *httptest.Server {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("webhook-signature") != "" {
+				got[i].Add(1)
+			}
+			w.WriteHeader(http.StatusNoContent)
+		}))
+		t.Cleanup(s.Close)
+		return s
+	}
+	r0, r1 := recv(0), recv(1)
+	path := file(t, filepath.Join(t.TempDir(), "destinations.yaml"), r0.URL)
+	p := hubtest.StartMain(t, append(env.ServiceEnv("DESTINATIONS"), "DESTINATIONS_FILE="+path, "DEST_SECRET="+secret))
+	publish := func(id string) {
+		env.Publish(t, subtest.PaddleSubscription(t, id, schema.PaddleSubscriptionCreated, time.Now(), "sub_"+id, "ctm_"+id, nil))
+	}
+	publish("evt_1")
+	require.Eventually(t, func() bool { return got[0].Load() == 1 }, subtest.Timeout, subtest.Tick, p.Output())
+
+	file(t, path, r0.URL, r1.URL)
+	p.Signal(t, syscall.SIGHUP)
+	p.WaitOutput(t, `msg="destination started" service=destinations destination=d1`)
+	require.Eventually(t, func() bool { return got[1].Load() == 1 }, subtest.Timeout, subtest.Tick, "d1 delivers the stream from its start: %s", p.Output())
+
+	require.NoError(t, os.WriteFile(path, []byte("destinations:\n  - name: d0\n    url: nope\n"), 0o600))
+	p.Signal(t, syscall.SIGHUP)
+	p.WaitOutput(t, "destinations file refused")
+	publish("evt_2")
+	require.Eventually(t, func() bool { return got[0].Load() == 2 && got[1].Load() == 2 }, subtest.Timeout, subtest.Tick, "the running set keeps delivering: %s", p.Output())
+
+	p.Terminate(t)
+	require.Equal(t, 0, p.ExitCode(t), p.Output())
+	require.Contains(t, p.Output(), "exited cleanly")
+}
