@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -93,7 +94,7 @@ type destinationView struct {
 }
 
 func viewOf(st destination.Status) destinationView {
-	return destinationView{Name: st.Name, URL: st.URL, Subjects: st.Subjects, State: string(st.State), Reason: st.Reason,
+	return destinationView{Name: st.Name, URL: destination.RedactURL(st.URL), Subjects: st.Subjects, State: string(st.State), Reason: st.Reason,
 		StateSince: st.ChangedAt, LastSuccess: st.LastSuccess, LastAttempt: st.LastAttempt,
 		Attempts1h: st.Attempts1h, Failures1h: st.Failures1h, P99ms1h: float64(st.P99.Microseconds()) / 1000}
 }
@@ -469,8 +470,6 @@ func connectDatabase(ctx context.Context) (*pgxpool.Pool, error) {
 
 // Environment of `hub destinations test`.
 const (
-	envDestinationsFile     = "HUB_DESTINATIONS_FILE"
-	defaultDestinationsFile = "destinations.yaml"
 	// testIDPrefix starts a test delivery's webhook-id: a real one is
 	// "<provider>:<event_id>", and no provider is named "test".
 	testIDPrefix = "test:"
@@ -515,7 +514,7 @@ processes it as a new event, so make sure its handler can tell a test from a rea
 The secret and the signatures are never printed: only "v1," and the first 6 characters
 of each signature.
 `, stdout)
-	file := fs.String("file", "", "the destinations file (default: $"+envDestinationsFile+", else "+defaultDestinationsFile+")")
+	file := fs.String("file", "", "the destinations file (default: HUB_DESTINATIONS_FILE, else destinations.yaml)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -527,10 +526,7 @@ of each signature.
 	}
 	path := *file
 	if path == "" {
-		path = os.Getenv(envDestinationsFile)
-	}
-	if path == "" {
-		path = defaultDestinationsFile
+		path = defaultDestinationsFile()
 	}
 	d, warning, err := loadDestination(path, name)
 	if err != nil {
@@ -558,19 +554,19 @@ of each signature.
 	if payload == "" {
 		payload = string(destination.PayloadEnvelope)
 	}
-	out := testResult{Destination: name, File: path, URL: d.URL, WebhookID: ev.MsgID, Type: ev.Provider + "." + ev.EventType,
+	out := testResult{Destination: name, File: path, URL: destination.RedactURL(d.URL), WebhookID: ev.MsgID, Type: ev.Provider + "." + ev.EventType,
 		Payload: payload, BodyBytes: len(body), Signatures: signaturePrefixes(h.Get(destination.HeaderWebhookSignature)),
 		OK: res.OK(), Status: res.Status, LatencyMS: float64(res.Latency.Microseconds()) / 1000,
-		Response: redactSecrets(res.Response, d.Secrets, h.Get(destination.HeaderWebhookSignature))}
+		Response: redactSecrets(res.Response, d, h.Get(destination.HeaderWebhookSignature))}
 	if res.Err != nil {
-		out.Error = redactSecrets(res.Err.Error(), d.Secrets, "")
+		out.Error = redactSecrets(res.Err.Error(), d, "")
 	}
 	if *asJSON {
 		if err := printJSON(stdout, out); err != nil {
 			return err
 		}
 	} else {
-		fmt.Fprintf(stdout, "POST %s\n", cleanLine(d.URL, 300))
+		fmt.Fprintf(stdout, "POST %s\n", cleanLine(out.URL, 300))
 		fmt.Fprintf(stdout, "destination        %s (from %s)\n", name, path)
 		fmt.Fprintf(stdout, "event              %s, %s payload, %d bytes\n", out.Type, payload, out.BodyBytes)
 		fmt.Fprintf(stdout, "webhook-id         %s (a test id: no real event has it)\n", out.WebhookID)
@@ -753,6 +749,10 @@ func testHeader(d destination.Destination, ev subscriber.Event, body []byte, now
 	return h
 }
 
+// minRedactedLen is the shortest query value redactSecrets hides in an
+// answer: shorter ones ("1", "json") are no secret and would garble it.
+const minRedactedLen = 8
+
 // signaturePrefixes shortens each signature of a webhook-signature value
 // to "v1," and its first 6 characters.
 func signaturePrefixes(v string) []string {
@@ -768,11 +768,21 @@ func signaturePrefixes(v string) []string {
 }
 
 // redactSecrets hides what must not be printed in text an endpoint sent
-// back (an echo server answers with the request): the secrets, in their
-// whsec_ form and their base64, and the signatures of the webhook-signature
-// value sig, each shortened as signaturePrefixes does.
-func redactSecrets(s string, secrets []destination.Secret, sig string) string {
-	for _, sec := range secrets {
+// back (an echo server answers with the request): d's secrets, in their
+// whsec_ form and their base64, the values of its URL's query (a token,
+// often: destination.RedactURL), and the signatures of the
+// webhook-signature value sig, each shortened as signaturePrefixes does.
+func redactSecrets(s string, d destination.Destination, sig string) string {
+	if u, err := url.Parse(d.URL); err == nil {
+		for _, vs := range u.Query() {
+			for _, v := range vs {
+				if len(v) >= minRedactedLen {
+					s = strings.ReplaceAll(s, v, "REDACTED")
+				}
+			}
+		}
+	}
+	for _, sec := range d.Secrets {
 		b64 := base64.StdEncoding.EncodeToString(sec)
 		s = strings.ReplaceAll(s, "whsec_"+b64, "whsec_[redacted]")
 		s = strings.ReplaceAll(s, b64, "[redacted]")

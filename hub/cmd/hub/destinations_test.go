@@ -235,7 +235,9 @@ func TestDestinationsTest(t *testing.T) {
 	ok, okGot := receiver(t, 200, func(*http.Request, []byte) string { return `{"received":true}` })
 	// An echo server answers with the request: the secret's signatures
 	// must not reach the terminal through it.
-	echo, _ := receiver(t, 202, func(r *http.Request, _ []byte) string { return "sig=" + r.Header.Get("webhook-signature") })
+	echo, _ := receiver(t, 202, func(r *http.Request, _ []byte) string {
+		return "sig=" + r.Header.Get("webhook-signature") + " url=" + r.URL.String()
+	})
 	failing, _ := receiver(t, 500, func(*http.Request, []byte) string { return "<h1>oops</h1>\x1b]0;title\x07" })
 	gone, _ := receiver(t, 410, func(*http.Request, []byte) string { return "" })
 	dir := t.TempDir()
@@ -256,7 +258,7 @@ func TestDestinationsTest(t *testing.T) {
     subjects: ["*.subscription.created"]
     secret_env: TEST_BILLING_SECRET
   - name: echo
-    url: %s/echo
+    url: %s/echo?token=tok-abcdef-123456
     subjects: ["paddle.>"]
     secret_env: TEST_BILLING_SECRET
   - name: failing
@@ -299,14 +301,15 @@ func TestDestinationsTest(t *testing.T) {
 		{args: []string{"destinations", "test", "--json", "--file", file, "raw_github"}, out: []string{
 			`"destination":"raw_github"`, `"type":"github.push"`, `"payload":"raw"`, `"ok":true`, `"status":200`, `"webhook_id":"test:`}, not: never},
 		{args: []string{"destinations", "test", "any_provider", "--file", file}, out: []string{"event              paddle.subscription.created, envelope payload"}},
-		{args: []string{"destinations", "test", "echo", "--file", file}, out: []string{"answer             202 Accepted", "response           sig=v1,"}, not: never},
+		{args: []string{"destinations", "test", "echo", "--file", file}, out: []string{"POST " + echo.URL + "/echo?token=REDACTED",
+			"answer             202 Accepted", "response           sig=v1,", "url=/echo?token=REDACTED"}, not: append(slices.Clone(never), "tok-abcdef-123456")},
 		{args: []string{"destinations", "test", "failing", "--file", file}, code: 1, out: []string{"answer             500 Internal Server Error", "response           <h1>oops</h1> ]0;title"},
 			err: "failing answered 500: not delivered", not: []string{"\x1b", "\x07"}},
 		{args: []string{"destinations", "test", "gone", "--file", file, "--json"}, code: 1, out: []string{`"ok":false,"status":410`}, err: "gone answered 410"},
 		{args: []string{"destinations", "test", "down", "--file", file}, code: 1, out: []string{"answer             no answer: "}, err: "down did not answer: "},
 		{args: []string{"destinations", "test", "nobody", "--file", file}, code: 1, err: `unknown destination "nobody" in ` + file + " (its destinations: billing, raw_github, any_provider, echo, failing, gone, down)"},
 		{args: []string{"destinations", "test", "billing", "--file", filepath.Join(dir, "missing.yaml")}, code: 1, err: "missing.yaml"},
-		{args: []string{"destinations", "test", "billing"}, code: 1, err: defaultDestinationsFile}, // run from the package's directory: no such file
+		{args: []string{"destinations", "test", "billing"}, code: 1, err: "destinations.yaml"}, // run from the package's directory: no such file
 		{args: []string{"destinations", "test", "--file", file}, code: 2, err: "destinations test needs exactly one destination NAME"},
 		// Other destinations' secrets are not set here: the test still runs, and warns.
 		{args: []string{"destinations", "test", "billing", "--file", other}, out: []string{"answer             200 OK"},
@@ -381,8 +384,9 @@ func TestDestinationsSignaturePrefixes(t *testing.T) {
 	require.Empty(t, signaturePrefixes(""))
 	_, key := testSecret(3)
 	sig := "v1,AbCdEfGhIjKl="
-	got := redactSecrets("echo "+base64.StdEncoding.EncodeToString(key)+" "+sig, []destination.Secret{key}, sig)
-	require.Equal(t, "echo [redacted] v1,AbCdEf…", got)
+	d := destination.Destination{Spec: destination.Spec{URL: "https://x.example/in?token=s3cr3t-t0ken&v=1"}, Secrets: []destination.Secret{key}}
+	got := redactSecrets("echo "+base64.StdEncoding.EncodeToString(key)+" "+sig+" GET /in?token=s3cr3t-t0ken&v=1", d, sig)
+	require.Equal(t, "echo [redacted] v1,AbCdEf… GET /in?token=REDACTED&v=1", got)
 }
 
 // TestDestinationsEventsShow: `hub events show` prints each destination's
