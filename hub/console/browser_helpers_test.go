@@ -499,7 +499,7 @@ func (h *testHub) reset() {
 	h.t.Helper()
 	ctx := h.t.Context()
 	pool := h.Pool()
-	_, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+flaky+" CASCADE")
+	_, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+flaky+" CASCADE; DROP SCHEMA IF EXISTS "+timelineDestination+" CASCADE")
 	require.NoError(h.t, err)
 	st, err := h.JetStream().Stream(ctx, h.Config.Stream)
 	require.NoError(h.t, err)

@@ -43,6 +43,7 @@ func TestBrowser(t *testing.T) {
 		{"ReadOnly", testBrowserReadOnly},
 		{"EventsLayout", testBrowserEventsLayout},
 		{"ConfirmActions", testBrowserConfirmActions},
+		{"DestinationTimeline", testBrowserDestinationTimeline},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, s) })
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hookhub/hookhub/hub/ops"
+	"github.com/hookhub/hookhub/subscribers/destination"
 )
 
 // funcs are the templates' helpers.
@@ -20,6 +21,45 @@ var funcs = template.FuncMap{
 			return ""
 		}
 		return t.UTC().Format("2006-01-02 15:04:05Z")
+	},
+	// whenms is when with milliseconds: a destination's retries can be
+	// milliseconds apart.
+	"whenms": func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format("2006-01-02 15:04:05.000Z")
+	},
+	"inc": func(i int) int { return i + 1 },
+	// latency rounds an attempt's latency: 3.2ms, 120ms, 1.5s.
+	"latency": func(d time.Duration) string {
+		switch {
+		case d <= 0:
+			return ""
+		case d < 10*time.Millisecond:
+			return d.Round(100 * time.Microsecond).String()
+		case d < 10*time.Second:
+			return d.Round(time.Millisecond).String()
+		}
+		return d.Round(100 * time.Millisecond).String()
+	},
+	// snippet is text an endpoint sent (a response, an error quoting it)
+	// as safeText, cut to at most n bytes: html/template escapes it.
+	"snippet": func(s string, n int) string {
+		return snippet(s, n)
+	},
+	// attemptOutcome is an HTTP attempt's outcome as the event page
+	// words it.
+	"attemptOutcome": func(o string) string {
+		switch o {
+		case destination.OutcomeDeadLettered:
+			return "dead-lettered"
+		case destination.OutcomeGone:
+			return "gone (410): destination disabled"
+		case destination.OutcomeFailed:
+			return "failed: retried"
+		}
+		return o
 	},
 	"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	// outcome is a subscriber's outcome as the event page words it.

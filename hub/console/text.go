@@ -42,6 +42,20 @@ func safeText(b []byte) string {
 	return sb.String()
 }
 
+// snippet is s as safeText, cut to at most n bytes on a rune boundary
+// (with "…" when it was cut): an endpoint's answer on the event page.
+func snippet(s string, n int) string {
+	t := safeText([]byte(s))
+	if len(t) <= n {
+		return t
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(t[i]) {
+		i--
+	}
+	return t[:i] + "…"
+}
+
 // prettyBody indents a JSON body; anything else is shown as safeText.
 func prettyBody(b []byte) string {
 	if json.Valid(b) {

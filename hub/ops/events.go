@@ -14,6 +14,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/schema"
+	"github.com/hookhub/hookhub/subscribers/destination"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -153,9 +154,23 @@ type SubscriberOutcome struct {
 	At         time.Time `json:"at,omitzero"`
 	StreamSeq  uint64    `json:"stream_seq,omitempty"`
 	Error      string    `json:"error,omitempty"`
-	Attempts   int       `json:"attempts,omitempty"`
+	Attempts   int       `json:"attempts,omitempty"` // of its dead letter
 	DeadLetter int64     `json:"dead_letter_id,omitempty"`
+	// Destination: the subscriber is a destination (subscribers/
+	// destination), which POSTs events to an HTTP endpoint and logs each
+	// attempt.
+	Destination bool `json:"destination,omitempty"`
+	// HTTPAttempts are a destination's attempts to deliver the event, the
+	// last MaxShownAttempts, oldest first: its delivery timeline.
+	HTTPAttempts []destination.Attempt `json:"http_attempts,omitempty"`
+	// HTTPAttemptsTruncated: there were more; the newest are listed.
+	HTTPAttemptsTruncated bool `json:"http_attempts_truncated,omitempty"`
 }
+
+// MaxShownAttempts bounds the attempts of one destination an event's
+// detail lists (SubscriberOutcome.HTTPAttempts): an endpoint down for days
+// is retried hundreds of times.
+const MaxShownAttempts = 50
 
 // EventDetail is everything known about one event.
 type EventDetail struct {
@@ -281,7 +296,9 @@ func (o *Ops) resolve(ctx context.Context, ref string) (string, string, error) {
 // A subscriber without a record of it is listed only if it could receive
 // it: its consumer's filter matches the event's subject. Such a
 // subscriber is pending (OutcomeNone) when the event is on the stream,
-// OutcomeNotPublished when it is not.
+// OutcomeNotPublished when it is not. A destination (a subscriber with an
+// attempt log, subscribers/destination) also gets its HTTP attempts of the
+// event; one that attempted it without settling it is pending.
 func (o *Ops) subscriberOutcomes(ctx context.Context, d EventDetail) ([]SubscriberOutcome, error) {
 	subs, err := o.Subscribers(ctx)
 	if err != nil {
@@ -292,6 +309,18 @@ func (o *Ops) subscriberOutcomes(ctx context.Context, d EventDetail) ([]Subscrib
 	streamDown := o.js == nil // once a look-up fails, the others are not tried
 	for _, sub := range subs {
 		so := SubscriberOutcome{Subscriber: sub}
+		attempts, err := destination.AttemptsFor(ctx, o.subs, sub, d.Provider, d.EventID, MaxShownAttempts+1)
+		switch {
+		case errors.Is(err, destination.ErrUnknownDestination): // not a destination
+		case err != nil:
+			return nil, err
+		default:
+			so.Destination = true
+			if len(attempts) > MaxShownAttempts {
+				attempts, so.HTTPAttemptsTruncated = attempts[len(attempts)-MaxShownAttempts:], true
+			}
+			so.HTTPAttempts = attempts
+		}
 		processed, err := subscriber.ProcessedMessages(ctx, o.subs, sub, key)
 		if err != nil {
 			return nil, subscriberErr(err)
@@ -316,7 +345,11 @@ func (o *Ops) subscriberOutcomes(ctx context.Context, d EventDetail) ([]Subscrib
 				so.Outcome = OutcomeProcessed // dead-lettered once, processed by a later replay
 			}
 		}
-		if so.Outcome == "" {
+		switch {
+		case so.Outcome == "" && len(so.HTTPAttempts) > 0:
+			// A destination retrying the event: not settled yet.
+			so.Outcome = OutcomeNone
+		case so.Outcome == "":
 			// No record: does the subscriber take the subject at all?
 			if d.Subject == "" {
 				continue // no subject: no consumer can ever receive it

@@ -33,18 +33,19 @@ const (
 	maxKeyBytes = 1 << 10
 )
 
-// Attempt is one HTTP attempt to deliver an event.
+// Attempt is one HTTP attempt to deliver an event. Its JSON is what the
+// admin API and `hub events show --json` print (Latency in nanoseconds).
 type Attempt struct {
-	Destination string
-	Provider    string
-	EventID     string
-	StreamSeq   uint64    // 0 if unknown
-	At          time.Time // when the attempt started; zero: now
-	Status      int       // HTTP status; 0 when there was no answer
-	Latency     time.Duration
-	Outcome     string // OutcomeDelivered, OutcomeFailed, OutcomeGone, OutcomeDeadLettered
-	Error       string // the transport error or why the answer failed
-	Response    string // the start of the response body
+	Destination string        `json:"destination"`
+	Provider    string        `json:"provider"`
+	EventID     string        `json:"event_id"`
+	StreamSeq   uint64        `json:"stream_seq,omitempty"` // 0 if unknown
+	At          time.Time     `json:"at"`                   // when the attempt started; zero: now
+	Status      int           `json:"status,omitempty"`     // HTTP status; 0 when there was no answer
+	Latency     time.Duration `json:"latency_ns"`
+	Outcome     string        `json:"outcome"`            // OutcomeDelivered, OutcomeFailed, OutcomeGone, OutcomeDeadLettered
+	Error       string        `json:"error,omitempty"`    // the transport error or why the answer failed
+	Response    string        `json:"response,omitempty"` // the start of the response body
 }
 
 func validOutcome(o string) bool {
@@ -142,13 +143,44 @@ func AttemptsFor(ctx context.Context, db DB, dest, provider, eventID string, lim
 	limit = min(limit, MaxAttemptsLimit)
 	p, id := eventKey(provider, eventID)
 	rows, err := db.Query(ctx, `SELECT * FROM (
-			SELECT id, provider, event_id, COALESCE(stream_seq, 0), attempted_at, COALESCE(status, 0), latency_ms, outcome, error, response
+			SELECT `+attemptColumns+`
 			FROM `+t+` WHERE provider = $1 AND event_id = $2
 			ORDER BY attempted_at DESC, id DESC LIMIT $3) last
 		ORDER BY attempted_at, id`, p, id, limit)
 	if err != nil {
 		return nil, dbError("attempts", dest, err)
 	}
+	return collectAttempts(dest, rows)
+}
+
+// RecentAttempts returns the destination's last limit attempts, whatever
+// their event (limit <= 0: DefaultAttemptsLimit; at most
+// MaxAttemptsLimit), oldest first: what `hub destinations status` shows.
+// It reads them newest first through the attempted_at index.
+func RecentAttempts(ctx context.Context, db DB, dest string, limit int) ([]Attempt, error) {
+	t, err := table(dest, "attempts")
+	if err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = DefaultAttemptsLimit
+	}
+	limit = min(limit, MaxAttemptsLimit)
+	rows, err := db.Query(ctx, `SELECT * FROM (
+			SELECT `+attemptColumns+`
+			FROM `+t+` ORDER BY attempted_at DESC, id DESC LIMIT $1) last
+		ORDER BY attempted_at, id`, limit)
+	if err != nil {
+		return nil, dbError("recent attempts", dest, err)
+	}
+	return collectAttempts(dest, rows)
+}
+
+// attemptColumns are the columns collectAttempts scans, in its order.
+const attemptColumns = `id, provider, event_id, COALESCE(stream_seq, 0), attempted_at, COALESCE(status, 0), latency_ms, outcome, error, response`
+
+// collectAttempts reads the rows of a query selecting attemptColumns.
+func collectAttempts(dest string, rows pgx.Rows) ([]Attempt, error) {
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Attempt, error) {
 		a := Attempt{Destination: dest}
 		var rowID, seq int64

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hookhub/hookhub/hub/ops"
+	"github.com/hookhub/hookhub/subscribers/destination"
 )
 
 func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -154,6 +155,7 @@ func runEventsShow(ctx context.Context, args []string, stdout io.Writer) error {
 	default:
 		fmt.Fprintln(stdout, "  none: the event is not published, no subscriber has received it")
 	}
+	printAttemptTimelines(stdout, d.Subscribers)
 	switch {
 	case d.Payload != nil:
 		fmt.Fprintf(stdout, "\nbody (exact bytes of the first delivery):\n%s\n", d.Payload)
@@ -161,6 +163,67 @@ func runEventsShow(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "\nbody (exact bytes of the first delivery):\n%s\n", d.Body)
 	}
 	return nil
+}
+
+// printAttemptTimelines prints each destination's HTTP attempts of the
+// event, oldest first: when, the answer (status or error), latency,
+// outcome and the start of the response.
+func printAttemptTimelines(w io.Writer, subs []ops.SubscriberOutcome) {
+	for _, s := range subs {
+		if !s.Destination {
+			continue
+		}
+		fmt.Fprintf(w, "\ndestination %s: %d attempt(s)", s.Subscriber, len(s.HTTPAttempts))
+		if s.HTTPAttemptsTruncated {
+			fmt.Fprintf(w, " (the last %d; older ones are not shown)", len(s.HTTPAttempts))
+		}
+		fmt.Fprintln(w)
+		if len(s.HTTPAttempts) == 0 {
+			fmt.Fprintln(w, "  none yet")
+			continue
+		}
+		printAttempts(w, s.HTTPAttempts, false)
+	}
+}
+
+// printAttempts prints attempts as a table, with the event of each when
+// withEvent (a destination's recent attempts, whatever their event).
+func printAttempts(w io.Writer, attempts []destination.Attempt, withEvent bool) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	head := "  AT\tANSWER\tLATENCY\tOUTCOME\tRESPONSE"
+	if withEvent {
+		head = "  AT\tEVENT\tANSWER\tLATENCY\tOUTCOME\tRESPONSE"
+	}
+	fmt.Fprintln(tw, head)
+	for _, a := range attempts {
+		answer := fmt.Sprint(a.Status)
+		if a.Status == 0 {
+			answer = "no answer"
+		}
+		if a.Error != "" {
+			answer += ": " + a.Error
+		}
+		event := ""
+		if withEvent {
+			event = cleanLine(a.Provider+":"+a.EventID, 60) + "\t"
+		}
+		fmt.Fprintf(tw, "  %s\t%s%s\t%s\t%s\t%s\n", a.At.UTC().Format(time.RFC3339Nano), event, cleanLine(answer, 60),
+			formatLatency(a.Latency), a.Outcome, cleanLine(a.Response, 60))
+	}
+	_ = tw.Flush()
+}
+
+// formatLatency rounds d for a table: 3.2ms, 120ms, 1.5s.
+func formatLatency(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "-"
+	case d < 10*time.Millisecond:
+		return d.Round(100 * time.Microsecond).String()
+	case d < 10*time.Second:
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(100 * time.Millisecond).String()
 }
 
 // originText explains an event's origin.

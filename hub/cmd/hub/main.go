@@ -61,6 +61,7 @@ func commands() []command {
 		{"republish", "publish archived events back into the stream (after retention or a lost stream)", runRepublish},
 		{"reconcile", "list PROCESSED events the stream no longer holds (and republish them)", runReconcile},
 		{"dlq", "list a subscriber's dead letters, or redrive them after a fix", runDLQ},
+		{"destinations", "HTTP destinations: list, status, pause, resume, or test one with a signed sample", runDestinations},
 		{"purge", "delete old archive rows in batches (the dedup table is kept)", runPurge},
 		{"status", "stream, consumers, outbox backlog and dead letters at a glance", runStatus},
 		{"backfill", "ingest the events a provider's API lists but whose webhooks never arrived", runBackfill},
@@ -122,8 +123,12 @@ Usage:
   hub <command> [flags]
 
 Commands:`)
+	width := 0
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		width = max(width, len(c.name))
+	}
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-*s %s\n", width, c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun `hub <command> --help` for a command's flags.\n\nEnvironment (every command reads the same variables):")
 	printEnv(w)

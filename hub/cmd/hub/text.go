@@ -26,3 +26,11 @@ func orDash(s string) string {
 	}
 	return s
 }
+
+// cleanLine is oneLine for text from outside (an endpoint's answer, a
+// transport error quoting it): control characters, escape sequences
+// included, become spaces first, so nothing printed can drive the
+// terminal.
+func cleanLine(s string, n int) string {
+	return oneLine(redact.Clean([]byte(s)), n)
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
@@ -23,4 +24,40 @@ func TestOneLine(t *testing.T) {
 		require.Equal(t, tc.want, got, "%q", tc.in)
 		require.True(t, utf8.ValidString(got), "%q", got)
 	}
+}
+
+func TestCleanLine(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"", 10, "-"},
+		{"ok\x1b[2J\x1b]0;pwned\x07", 30, "ok [2J ]0;pwned"},
+		{"a\r\nb\x00c\xff", 10, "a b c\uFFFD"},
+		{"\u202eevil", 10, "evil"},
+	} {
+		got := cleanLine(tc.in, tc.n)
+		require.Equal(t, tc.want, got, "%q", tc.in)
+		require.NotContains(t, got, "\x1b")
+	}
+}
+
+// FuzzCleanLine: text from an endpoint printed in a table is one line of
+// at most n bytes without a control character.
+func FuzzCleanLine(f *testing.F) {
+	for _, s := range []string{"", "ok", "a\x1b[2Jb", "\r\n\x00\xff", "\u202e\u2028x"} {
+		f.Add(s, uint8(60))
+	}
+	f.Fuzz(func(t *testing.T, s string, n uint8) {
+		if n < 2 {
+			n = 2
+		}
+		got := cleanLine(s, int(n))
+		require.True(t, utf8.ValidString(got), "%q", got)
+		require.LessOrEqual(t, len(got), int(n)+len("…")-1, "%q", got)
+		for _, r := range got {
+			require.False(t, unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r), "%U in %q", r, got)
+		}
+	})
 }

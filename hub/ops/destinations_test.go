@@ -1,0 +1,91 @@
+package ops_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookhub/hookhub/hub/ops"
+	"github.com/hookhub/hookhub/internal/hubtest"
+	"github.com/hookhub/hookhub/subscribers/destination"
+	"github.com/hookhub/hookhub/subscribers/subscriber"
+)
+
+// An event's detail carries each destination's HTTP attempts of it, oldest
+// first and bounded to the newest MaxShownAttempts; a subscriber that is
+// not a destination has none, and a destination that attempted the event
+// without settling it is pending.
+func TestShowEventDestinationAttempts(t *testing.T) {
+	t.Parallel()
+	pool, _ := hubtest.Pool(t)
+	o := newOps(t, pool, nil)
+	ctx := context.Background()
+	now := time.Now().Truncate(time.Microsecond)
+	archive(t, pool, now.Add(-time.Hour), "evt_dest", "evt_many")
+	publish(t, pool)
+	require.NoError(t, subscriber.Migrate(ctx, pool, "plain", nil))
+	for _, name := range []string{"billing", "crm"} {
+		require.NoError(t, subscriber.Migrate(ctx, pool, name, destination.Migrations(name)))
+	}
+	record := func(dest, eventID string, at time.Time, status int, outcome, errText, response string) {
+		t.Helper()
+		require.NoError(t, destination.RecordAttempt(ctx, pool, destination.Attempt{Destination: dest, Provider: "paddle", EventID: eventID,
+			StreamSeq: 1, At: at, Status: status, Latency: 25 * time.Millisecond, Outcome: outcome, Error: errText, Response: response}))
+	}
+	record("billing", "evt_dest", now.Add(-3*time.Minute), 0, destination.OutcomeFailed, "dial tcp 10.0.0.1:443: connection refused", "")
+	record("billing", "evt_dest", now.Add(-2*time.Minute), 503, destination.OutcomeFailed, "503 Service Unavailable", "<h1>down</h1>")
+	record("billing", "evt_other", now.Add(-time.Minute), 200, destination.OutcomeDelivered, "", "ok") // another event
+	for i := range ops.MaxShownAttempts + 5 {
+		record("crm", "evt_many", now.Add(time.Duration(i-100)*time.Second), 500, destination.OutcomeFailed, fmt.Sprint("try ", i), "")
+	}
+
+	d, err := o.ShowEvent(ctx, "paddle:evt_dest")
+	require.NoError(t, err)
+	byName := map[string]ops.SubscriberOutcome{}
+	for _, so := range d.Subscribers {
+		byName[so.Subscriber] = so
+	}
+	require.Len(t, byName, 3, "%+v", d.Subscribers)
+	billing := byName["billing"]
+	require.True(t, billing.Destination)
+	require.Equal(t, ops.OutcomeNone, billing.Outcome, "attempted, not settled: pending")
+	require.Len(t, billing.HTTPAttempts, 2, "only this event's attempts")
+	require.Equal(t, 0, billing.HTTPAttempts[0].Status)
+	require.Contains(t, billing.HTTPAttempts[0].Error, "connection refused")
+	require.Equal(t, 503, billing.HTTPAttempts[1].Status)
+	require.Equal(t, "<h1>down</h1>", billing.HTTPAttempts[1].Response)
+	require.Equal(t, 25*time.Millisecond, billing.HTTPAttempts[1].Latency)
+	require.True(t, billing.HTTPAttempts[1].At.Equal(now.Add(-2*time.Minute)))
+	require.False(t, billing.HTTPAttemptsTruncated)
+
+	crm := byName["crm"]
+	require.True(t, crm.Destination, "a destination without attempts of the event is still one")
+	require.Empty(t, crm.HTTPAttempts)
+	require.Equal(t, ops.OutcomeUnknown, crm.Outcome, "no record and no stream: unknown")
+	plain := byName["plain"]
+	require.False(t, plain.Destination)
+	require.Empty(t, plain.HTTPAttempts)
+
+	raw, err := json.Marshal(d)
+	require.NoError(t, err)
+	require.Contains(t, string(raw), `"http_attempts":[{"destination":"billing","provider":"paddle","event_id":"evt_dest","stream_seq":1,"at":`)
+	require.Contains(t, string(raw), `"status":503,"latency_ns":25000000,"outcome":"failed","error":"503 Service Unavailable","response":"\u003ch1\u003edown\u003c/h1\u003e"`)
+
+	// An endpoint retried more than MaxShownAttempts times: the newest.
+	d, err = o.ShowEvent(ctx, "paddle:evt_many")
+	require.NoError(t, err)
+	for _, so := range d.Subscribers {
+		if so.Subscriber != "crm" {
+			require.Empty(t, so.HTTPAttempts, so.Subscriber)
+			continue
+		}
+		require.Len(t, so.HTTPAttempts, ops.MaxShownAttempts)
+		require.True(t, so.HTTPAttemptsTruncated)
+		require.Equal(t, "try 5", so.HTTPAttempts[0].Error, "the oldest listed")
+		require.Equal(t, fmt.Sprint("try ", ops.MaxShownAttempts+4), so.HTTPAttempts[len(so.HTTPAttempts)-1].Error, "the newest")
+	}
+}
