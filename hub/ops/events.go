@@ -307,19 +307,25 @@ func (o *Ops) subscriberOutcomes(ctx context.Context, d EventDetail) ([]Subscrib
 	key := []subscriber.EventKey{{Provider: d.Provider, EventID: d.EventID}}
 	out := make([]SubscriberOutcome, 0, len(subs))
 	streamDown := o.js == nil // once a look-up fails, the others are not tried
+	dests, err := destination.Names(ctx, o.subs)
+	if err != nil {
+		return nil, err
+	}
 	for _, sub := range subs {
 		so := SubscriberOutcome{Subscriber: sub}
-		attempts, err := destination.AttemptsFor(ctx, o.subs, sub, d.Provider, d.EventID, MaxShownAttempts+1)
-		switch {
-		case errors.Is(err, destination.ErrUnknownDestination): // not a destination
-		case err != nil:
-			return nil, err
-		default:
-			so.Destination = true
-			if len(attempts) > MaxShownAttempts {
-				attempts, so.HTTPAttemptsTruncated = attempts[len(attempts)-MaxShownAttempts:], true
+		if slices.Contains(dests, sub) {
+			attempts, err := destination.AttemptsFor(ctx, o.subs, sub, d.Provider, d.EventID, MaxShownAttempts+1)
+			switch {
+			case errors.Is(err, destination.ErrUnknownDestination): // dropped meanwhile
+			case err != nil:
+				return nil, err
+			default:
+				so.Destination = true
+				if len(attempts) > MaxShownAttempts {
+					attempts, so.HTTPAttemptsTruncated = attempts[len(attempts)-MaxShownAttempts:], true
+				}
+				so.HTTPAttempts = attempts
 			}
-			so.HTTPAttempts = attempts
 		}
 		processed, err := subscriber.ProcessedMessages(ctx, o.subs, sub, key)
 		if err != nil {

@@ -100,7 +100,6 @@ type Runner struct {
 	circuit *Circuit
 	policy  Policy
 	limiter *rate.Limiter
-	ua      string
 	// maxCooldown caps an event's retry delay while the circuit is open:
 	// the failure is the endpoint's, and the event must follow soon after
 	// a probe finds the endpoint back.
@@ -140,7 +139,6 @@ func New(d Destination, o Options) (*Runner, error) {
 			MaxConns:       d.Concurrency,
 		}),
 		policy:  Policy{RetryFor: time.Duration(d.RetryFor), Base: o.RetryBase, Max: o.RetryMax},
-		ua:      buildinfo.UserAgent("destination"),
 		state:   StateActive,
 		changed: make(chan struct{}),
 	}
@@ -269,7 +267,7 @@ func (r *Runner) handle(ctx context.Context, tx pgx.Tx, ev subscriber.Event) err
 		return err
 	}
 	now := r.o.Now()
-	res := r.client.Do(ctx, r.d.URL, r.header(ctx, ev, body, now), body)
+	res := r.client.Do(ctx, r.d.URL, RequestHeader(ctx, r.d, ev, WebhookID(ev), body, now), body)
 	name := r.d.Name
 	r.o.Metrics.ObserveAttempt(name, res.Class(), res.Latency)
 	a := Attempt{
@@ -354,21 +352,25 @@ func describe(res Result) string {
 	}
 }
 
-// header builds the request's headers: Standard Webhooks, the hub's,
-// the trace and the destination's static ones.
-func (r *Runner) header(ctx context.Context, ev subscriber.Event, body []byte, now time.Time) http.Header {
-	h := make(http.Header, 12+len(r.d.Headers))
-	for k, v := range r.d.Headers {
+// WebhookID is the webhook-id of ev's deliveries: the event's own
+// "<provider>:<event_id>", not its message's Nats-Msg-Id (a re-publication
+// carries a new one, and the receiver must still see the same event).
+func WebhookID(ev subscriber.Event) string { return schema.MsgID(ev.Provider, ev.EventID) }
+
+// RequestHeader builds the headers of a delivery of ev to d signed at now
+// under webhook-id id (WebhookID for an event): Standard Webhooks', the
+// hub's, the trace (ctx's span, else the message's traceparent) and d's
+// static ones. `hub destinations test` sends its sample with them too.
+func RequestHeader(ctx context.Context, d Destination, ev subscriber.Event, id string, body []byte, now time.Time) http.Header {
+	h := make(http.Header, 12+len(d.Headers))
+	for k, v := range d.Headers {
 		h.Set(k, v)
 	}
-	h.Set("User-Agent", r.ua)
-	h.Set("Content-Type", ContentType(r.d.Payload, ev))
-	// The event's own id, not the message's: a re-publication carries a
-	// new Nats-Msg-Id, and the receiver must still see the same event.
-	id := schema.MsgID(ev.Provider, ev.EventID)
+	h.Set("User-Agent", userAgent())
+	h.Set("Content-Type", ContentType(d.Payload, ev))
 	h.Set(HeaderWebhookID, id)
 	h.Set(HeaderWebhookTimestamp, strconv.FormatInt(now.Unix(), 10))
-	h.Set(HeaderWebhookSignature, Sign(id, now, body, r.d.Secrets))
+	h.Set(HeaderWebhookSignature, Sign(id, now, body, d.Secrets))
 	h.Set(HeaderProvider, ev.Provider)
 	h.Set(HeaderEventType, ev.EventType)
 	if !ev.OccurredAt.IsZero() {
@@ -387,6 +389,10 @@ func (r *Runner) header(ctx context.Context, ev subscriber.Event, body []byte, n
 	}
 	return h
 }
+
+// userAgent is every delivery's User-Agent: hookhub/<version>, read
+// once (the build information does not change).
+var userAgent = sync.OnceValue(func() string { return buildinfo.UserAgent("destination") })
 
 // watchState follows the destination's state in Postgres (pause, resume,
 // disable from any process), registering the destination first.

@@ -36,7 +36,7 @@ func TestRefusedEventsDoNotHoldBackOthers(t *testing.T) {
 	h := newHarness(t)
 	o := h.options(t)
 	o.RetryBase, o.RetryMax = time.Hour, time.Hour // a refused event is not tried again during the test
-	o.Circuit.Threshold = 1000                      // and the circuit stays closed
+	o.Circuit.Threshold = 1000                     // and the circuit stays closed
 	d := spec(t, "poison_dest", rcv.URL(), "concurrency: 2\n")
 	h.start(t, d, o)
 	// 18 refused events: more than the consumer would hold with a

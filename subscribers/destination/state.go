@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"testing/fstest"
 
@@ -186,4 +187,19 @@ func CheckName(ctx context.Context, db DB, name string) error {
 		return fmt.Errorf("destination %s: %w", name, ErrNotDestination)
 	}
 	return nil
+}
+
+// Names lists the destinations the database holds (schemas with a
+// destination_state table and a valid name), sorted: one catalog query,
+// no error for the schemas of other subscribers.
+func Names(ctx context.Context, db DB) ([]string, error) {
+	rows, err := db.Query(ctx, `SELECT table_schema::text FROM information_schema.tables WHERE table_name = 'destination_state' ORDER BY 1`)
+	if err != nil {
+		return nil, fmt.Errorf("list destinations: %w", err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("list destinations: %w", err)
+	}
+	return slices.DeleteFunc(names, func(n string) bool { return !subscriber.ValidName(n) }), nil
 }

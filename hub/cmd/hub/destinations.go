@@ -20,7 +20,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookhub/hookhub/hub/provider/samples"
-	"github.com/hookhub/hookhub/internal/buildinfo"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/destination"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
@@ -544,7 +543,7 @@ of each signature.
 	if err != nil {
 		return fmt.Errorf("build the sample's body: %w", err)
 	}
-	h := testHeader(d, ev, body, now)
+	h := destination.RequestHeader(ctx, d, ev, ev.MsgID, body, now)
 	client := destination.NewClient(destination.ClientConfig{Timeout: time.Duration(d.Timeout),
 		ConnectTimeout: time.Duration(d.ConnectTimeout), RootCAs: d.RootCAs, MaxConns: 1})
 	defer client.Close()
@@ -729,24 +728,6 @@ func sampleEvent(d destination.Destination, now time.Time) (subscriber.Event, er
 		Subject: subject,
 		Data:    body,
 	}, nil
-}
-
-// testHeader builds the headers of a test delivery as the runner builds a
-// delivery's (destination.Runner), but for the webhook-id, the test's.
-func testHeader(d destination.Destination, ev subscriber.Event, body []byte, now time.Time) http.Header {
-	h := make(http.Header, 10+len(d.Headers))
-	for k, v := range d.Headers {
-		h.Set(k, v)
-	}
-	h.Set("User-Agent", buildinfo.UserAgent("destination"))
-	h.Set("Content-Type", destination.ContentType(d.Payload, ev))
-	h.Set(destination.HeaderWebhookID, ev.MsgID)
-	h.Set(destination.HeaderWebhookTimestamp, strconv.FormatInt(now.Unix(), 10))
-	h.Set(destination.HeaderWebhookSignature, destination.Sign(ev.MsgID, now, body, d.Secrets))
-	h.Set(destination.HeaderProvider, ev.Provider)
-	h.Set(destination.HeaderEventType, ev.EventType)
-	h.Set(destination.HeaderOccurredAt, ev.OccurredAt.UTC().Format(time.RFC3339Nano))
-	return h
 }
 
 // minRedactedLen is the shortest query value redactSecrets hides in an
