@@ -51,6 +51,8 @@
 //   - subscribers/downgrade: the downgrade subscriber (a Paddle subscription's plan, "free" on cancel).
 //   - subscribers/downgrade/cmd/downgrade: the downgrade command.
 //   - subscribers/destination: destinations: events POSTed to HTTP endpoints, signed with Standard Webhooks.
+//   - subscribers/destination/cmd/destinations: the destinations command (a file's destinations in one process).
+//   - subscribers/destination/internal/receivertest: HTTP receivers for the destination tests (Node with the official libraries, and Go).
 //   - subscribers/email: the email subscriber (welcome and cancellation emails through an SMTP outbox).
 //   - subscribers/email/cmd/email: the email command.
 //   - subscribers/internal/subtest: the subscriber tests' real Postgres and JetStream, and hub-shaped messages.
