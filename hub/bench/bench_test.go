@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -282,7 +281,6 @@ func TestRunPreloadedWhateverTheEnvironment(t *testing.T) {
 		t.Skip("reads /proc")
 	}
 	bin := buildHub(t)
-	t.Cleanup(func() { os.RemoveAll(filepath.Dir(bin)) })
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer taken.Close()
@@ -352,4 +350,10 @@ func TestWorkloadSignaturesAreRenewed(t *testing.T) {
 	require.ErrorIs(t, verify(later), provider.ErrTimestamp)
 	require.NoError(t, w.sign(later))
 	require.NoError(t, verify(later))
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	hubtest.RemoveBuilds()
+	os.Exit(code)
 }

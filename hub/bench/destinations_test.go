@@ -4,8 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -30,7 +28,6 @@ func TestDestinationsBench(t *testing.T) {
 	}
 	hubBin := buildHub(t)
 	destBin := hubtest.Build(t, "../../subscribers/destination/cmd/destinations")
-	t.Cleanup(func() { os.RemoveAll(filepath.Dir(hubBin)); os.RemoveAll(filepath.Dir(destBin)) })
 
 	rep, err := Destinations(context.Background(), DestinationsConfig{
 		AdminURL: hubtest.AdminURL(), HubCommand: []string{hubBin}, DestinationsCommand: []string{destBin},

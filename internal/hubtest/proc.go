@@ -77,8 +77,19 @@ func StartBinary(t testing.TB, bin string, env []string, args ...string) *Proc {
 	return p
 }
 
-// builds holds one go build per package and test binary.
-var builds sync.Map // package path → func() (string, error)
+// builds holds one go build per package and test binary; buildDirs the
+// directories they were built in.
+var builds, buildDirs sync.Map // package path → func() (string, error); dir → true
+
+// RemoveBuilds removes every binary Build made. Call it from TestMain once
+// the tests ran: a binary is shared by every test of the test binary, so
+// no test may remove it.
+func RemoveBuilds() {
+	buildDirs.Range(func(dir, _ any) bool {
+		_ = os.RemoveAll(dir.(string))
+		return true
+	})
+}
 
 // Build compiles the main package pkg (a path as `go build` takes it,
 // relative to the test's directory) once per test binary run, and returns
@@ -92,6 +103,7 @@ func Build(t testing.TB, pkg string) string {
 		if err != nil {
 			return "", err
 		}
+		buildDirs.Store(dir, true)
 		abs, err := filepath.Abs(pkg)
 		if err != nil {
 			return "", err
