@@ -19,6 +19,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hookhub/hookhub/hub/ops"
@@ -182,6 +183,22 @@ func attempts(t *testing.T, h *harness, dest, webhookID string) []destination.At
 	return as
 }
 
+// smallPool is a pool of n connections to h's database.
+func smallPool(t *testing.T, h *harness, n int32) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(h.env.DBURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = n
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
 func deadLetters(t *testing.T, h *harness, dest string) int64 {
 	t.Helper()
 	n, err := subscriber.CountWaitingDeadLetters(context.Background(), h.env.Pool, dest)
@@ -201,6 +218,9 @@ func TestRetriesUntilAccepted(t *testing.T) {
 	h := newHarness(t)
 	const name = "retry_dest"
 	o := h.options(t)
+	// A pool no larger than the concurrency: the handlers, each holding
+	// its transaction's connection, must never wait for another one.
+	o.Pool = smallPool(t, h, 4)
 	// Every event fails 3 times: to the circuit that is an outage, whose
 	// probes would space the retries (TestOutageOpensCircuitWithoutDeadLetters).
 	o.Circuit.Threshold = 1000
@@ -333,7 +353,9 @@ func TestOutageOpensCircuitWithoutDeadLetters(t *testing.T) {
 // destinations resume` does) with the endpoint back → everything delivered.
 func TestGoneDisables(t *testing.T) {
 	rcv := receivertest.Go(t, testSecret)
-	rcv.Control(t, receivertest.Control{Gone: true})
+	// Slow enough that every worker has a request in flight when the
+	// first 410 arrives.
+	rcv.Control(t, receivertest.Control{Gone: true, Delay: 300 * time.Millisecond})
 	h := newHarness(t)
 	const name = "gone_dest"
 	h.start(t, spec(t, name, rcv.URL()+"/hooks", "concurrency: 4\n"), h.options(t))
@@ -768,5 +790,36 @@ func TestReloadAppliesTheFile(t *testing.T) {
 	eventually(t, "one goes on delivering", func() bool { return rcvOne.Accepted(t) == 12 })
 	if v := metric(t, h.reg, destination.MetricReloads, map[string]string{"result": "error"}); v != 1 {
 		t.Errorf("%s{result=error} = %v, want 1", destination.MetricReloads, v)
+	}
+}
+
+// TestPausedSendsNothing: a destination paused (`hub destinations pause`)
+// while its workers wait idle for messages sends nothing more, even with
+// those workers admitted before the pause; resumed, it delivers.
+func TestPausedSendsNothing(t *testing.T) {
+	rcv := receivertest.Go(t, testSecret)
+	h := newHarness(t)
+	const name = "paused_dest"
+	h.start(t, spec(t, name, rcv.URL()+"/hooks", "concurrency: 4\n"), h.options(t))
+	ctx := context.Background()
+	h.publish(t, "before", 1)
+	eventually(t, "the first event accepted", func() bool { return rcv.Accepted(t) == 1 })
+	if _, err := destination.SetState(ctx, h.env.Pool, name, destination.StatePaused, "paused by the test"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the runner sees the pause", func() bool {
+		return metric(t, h.reg, destination.MetricState, map[string]string{"destination": name, "state": "paused"}) == 1
+	})
+	h.publish(t, "paused", 4)
+	time.Sleep(time.Second) // nothing is sent while paused
+	if n := len(rcv.Received(t)); n != 1 {
+		t.Errorf("%d requests while paused", n-1)
+	}
+	if _, err := destination.SetState(ctx, h.env.Pool, name, destination.StateActive, "resumed by the test"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "every event delivered after resume", func() bool { return rcv.Accepted(t) == 5 })
+	if n := deadLetters(t, h, name); n != 0 {
+		t.Errorf("%d dead letters", n)
 	}
 }
