@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -108,6 +109,14 @@ type Runner struct {
 	mu      sync.Mutex
 	state   State
 	changed chan struct{} // closed when state changes
+
+	// writes are the pool writes a handler leaves behind (a failed
+	// attempt, a 410's state): they run once the handler returned its
+	// transaction's connection to the pool, see later.
+	writes sync.WaitGroup
+	// disabling is set while a 410's state is being written: the state
+	// read from Postgres meanwhile is older, and must not re-activate.
+	disabling atomic.Bool
 }
 
 // New builds the runner of d. It does no I/O: Run creates the consumer and
@@ -209,7 +218,9 @@ func (r *Runner) Run(ctx context.Context) error {
 	m := r.o.Metrics
 	m.SetState(r.d.Name, StateActive)
 	m.SetCircuitOpen(r.d.Name, false)
-	if err := r.sub.Run(ctx); err != nil {
+	err := r.sub.Run(ctx)
+	r.writes.Wait()
+	if err != nil {
 		return fmt.Errorf("destination %s: %w", r.d.Name, err)
 	}
 	return nil
@@ -222,16 +233,18 @@ func (r *Runner) currentState() (State, <-chan struct{}) {
 	return r.state, r.changed
 }
 
-func (r *Runner) setState(s State) {
+// setState sets the state and reports whether it changed.
+func (r *Runner) setState(s State) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if s == r.state {
-		return
+		return false
 	}
 	r.state = s
 	close(r.changed)
 	r.changed = make(chan struct{})
 	r.o.Metrics.SetState(r.d.Name, s)
+	return true
 }
 
 // admit is the subscriber's worker gate: a worker takes its next message
@@ -261,7 +274,19 @@ func (r *Runner) admit(ctx context.Context) error {
 
 // handle delivers one event: it POSTs, records the attempt and tells the
 // library what to do with the message.
+//
+// The handler holds its transaction's pool connection while it runs, and
+// every worker of every destination may be in one: it never waits for a
+// second connection (that deadlocks once the handlers hold the whole
+// pool). It reads on its transaction, and what must outlive the
+// transaction's rollback (a failed attempt, a 410's state) is written on
+// the pool after it returned (later).
 func (r *Runner) handle(ctx context.Context, tx pgx.Tx, ev subscriber.Event) error {
+	if s, _ := r.currentState(); s != StateActive {
+		// A worker admitted before the destination was paused or
+		// disabled: the message waits, unsent, for it to be active.
+		return subscriber.RetryAfter(r.policy.Delay(1, 0), fmt.Errorf("destination %s", s))
+	}
 	body, err := Body(r.d.Payload, ev)
 	if err != nil {
 		return err
@@ -295,14 +320,21 @@ func (r *Runner) handle(ctx context.Context, tx pgx.Tx, ev subscriber.Event) err
 		return RecordAttempt(ctx, tx, a)
 	case res.Gone():
 		a.Outcome = OutcomeGone
-		r.record(ctx, a, log)
 		reason := fmt.Sprintf("410 Gone from the endpoint at %s", now.UTC().Format(time.RFC3339))
-		if _, err := SetState(context.WithoutCancel(ctx), r.o.Pool, name, StateDisabled, reason); err != nil {
-			log.Error("cannot record that the destination is disabled", "error", err)
+		// Counted and logged once per disabling, not once per request in
+		// flight that got the 410 too.
+		if r.setState(StateDisabled) {
+			r.o.Metrics.CountDisabled(name)
+			log.Error("the endpoint answered 410 Gone: destination disabled until `hub destinations resume`", "url", RedactURL(r.d.URL))
 		}
-		r.setState(StateDisabled)
-		r.o.Metrics.CountDisabled(name)
-		log.Error("the endpoint answered 410 Gone: destination disabled until `hub destinations resume`", "url", RedactURL(r.d.URL))
+		r.disabling.Store(true)
+		r.later(ctx, log, func(ctx context.Context) {
+			defer r.disabling.Store(false)
+			r.recordOn(ctx, a, log)
+			if _, err := SetState(ctx, r.o.Pool, name, StateDisabled, reason); err != nil {
+				log.Error("cannot record that the destination is disabled", "error", err)
+			}
+		})
 		// Not a failure of this event: it waits for the destination to
 		// be resumed.
 		return subscriber.RetryAfter(r.policy.Delay(1, 0), errors.New("410 Gone: destination disabled"))
@@ -310,7 +342,7 @@ func (r *Runner) handle(ctx context.Context, tx pgx.Tx, ev subscriber.Event) err
 	r.circuit.Report(false)
 	r.o.Metrics.SetCircuitOpen(name, r.circuit.State() != CircuitClosed)
 	failure := describe(res)
-	first, seen, err := FirstAttempt(ctx, r.o.Pool, name, ev.Provider, ev.EventID)
+	first, seen, err := FirstAttempt(ctx, tx, name, ev.Provider, ev.EventID)
 	if err != nil {
 		log.Warn("cannot read the event's first attempt", "error", err)
 	}
@@ -330,14 +362,39 @@ func (r *Runner) handle(ctx context.Context, tx pgx.Tx, ev subscriber.Event) err
 	return subscriber.RetryAfter(delay, errors.New(failure))
 }
 
-// record writes a failed attempt on the pool: the handler's transaction
-// rolls back. A lost record is logged, never a reason to retry.
+// record writes a failed attempt on the pool (the handler's transaction
+// rolls back), once the handler returned. A lost record is logged, never
+// a reason to retry.
 func (r *Runner) record(ctx context.Context, a Attempt, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
+	r.later(ctx, log, func(ctx context.Context) { r.recordOn(ctx, a, log) })
+}
+
+func (r *Runner) recordOn(ctx context.Context, a Attempt, log *slog.Logger) {
 	if err := RecordAttempt(ctx, r.o.Pool, a); err != nil {
 		log.Warn("cannot record the attempt", "error", err)
 	}
+}
+
+// laterTimeout bounds a write left behind by a handler, which may wait
+// for a pool connection while the other handlers hold them all (each
+// for at most an attempt).
+const laterTimeout = 30 * time.Second
+
+// later runs write on its own goroutine, bounded by laterTimeout: the
+// handler returns at once, giving its connection back to the pool. Run
+// waits for these writes before it returns.
+func (r *Runner) later(ctx context.Context, log *slog.Logger, write func(context.Context)) {
+	ctx = context.WithoutCancel(ctx)
+	r.writes.Go(func() {
+		ctx, cancel := context.WithTimeout(ctx, laterTimeout)
+		defer cancel()
+		defer func() {
+			if p := recover(); p != nil {
+				log.Error("a write after an attempt panicked", "panic", p)
+			}
+		}()
+		write(ctx)
+	})
 }
 
 // describe is the one-line reason of a failed attempt.
@@ -411,6 +468,7 @@ func (r *Runner) watchState(ctx context.Context) error {
 	for {
 		s, _, err := GetState(ctx, r.o.Pool, name)
 		switch {
+		case err == nil && r.disabling.Load():
 		case err == nil:
 			r.setState(s)
 		case ctx.Err() == nil:

@@ -18,14 +18,17 @@ import (
 const testSecretEnv = "TEST_DESTINATION_SECRET"
 
 // spec is a destinations file entry for a test; extra is YAML appended
-// to it ("ordered: true\n").
+// to it ("ordered: true\n"). The timeout is 2s unless extra sets one.
 func spec(t testing.TB, name, url, extra string, subjects ...string) destination.Destination {
 	t.Helper()
 	if len(subjects) == 0 {
 		subjects = []string{"paddle.>"}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "destinations:\n  - name: %s\n    url: %s\n    secret_env: %s\n    timeout: 2s\n    subjects: [%s]\n", name, url, testSecretEnv, strings.Join(subjects, ", "))
+	fmt.Fprintf(&b, "destinations:\n  - name: %s\n    url: %s\n    secret_env: %s\n    subjects: [%s]\n", name, url, testSecretEnv, strings.Join(subjects, ", "))
+	if !strings.HasPrefix(extra, "timeout:") && !strings.Contains(extra, "\ntimeout:") {
+		b.WriteString("    timeout: 2s\n")
+	}
 	for line := range strings.Lines(extra) {
 		b.WriteString("    " + line)
 	}
