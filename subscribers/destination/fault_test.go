@@ -742,7 +742,7 @@ func TestReloadAppliesTheFile(t *testing.T) {
 
 	// Added.
 	write(entry("one", rcvOne.URL()), entry("two", rcvTwo.URL()))
-	if err := svc.Reload(ctx); err != nil {
+	if err := svc.Reload(); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "two runs", func() bool { return names() == "one,two" })
@@ -751,7 +751,7 @@ func TestReloadAppliesTheFile(t *testing.T) {
 
 	// Changed: two now posts to the new receiver.
 	write(entry("one", rcvOne.URL()), entry("two", rcvNew.URL()))
-	if err := svc.Reload(ctx); err != nil {
+	if err := svc.Reload(); err != nil {
 		t.Fatal(err)
 	}
 	h.publish(t, "c", 2)
@@ -762,7 +762,7 @@ func TestReloadAppliesTheFile(t *testing.T) {
 
 	// Removed.
 	write(entry("one", rcvOne.URL()))
-	if err := svc.Reload(ctx); err != nil {
+	if err := svc.Reload(); err != nil {
 		t.Fatal(err)
 	}
 	if got := names(); got != "one" {
@@ -779,7 +779,7 @@ func TestReloadAppliesTheFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte("destinations:\n"+strings.Replace(entry("one", rcvOne.URL()), "url: http", "url: ftp", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	err := svc.Reload(ctx)
+	err := svc.Reload()
 	if err == nil || !errors.Is(err, destination.ErrInvalidFile) || !strings.Contains(err.Error(), `destination "one"`) || !strings.Contains(err.Error(), "url") {
 		t.Fatalf("Reload of a broken file: %v, want an error naming destination \"one\" and url", err)
 	}

@@ -25,7 +25,8 @@ type Service struct {
 
 	reloads  *prometheus.CounterVec
 	applying sync.Mutex // one apply at a time
-	mu       sync.Mutex // guards running
+	mu       sync.Mutex // guards running and runCtx
+	runCtx   context.Context
 	running  map[string]*running
 	wg       sync.WaitGroup
 }
@@ -72,6 +73,9 @@ func (s *Service) Run(ctx context.Context, reload <-chan struct{}) error {
 		return err
 	}
 	s.reloads.WithLabelValues("ok").Inc()
+	s.mu.Lock()
+	s.runCtx = ctx
+	s.mu.Unlock()
 	s.apply(ctx, set)
 	for {
 		select {
@@ -79,7 +83,7 @@ func (s *Service) Run(ctx context.Context, reload <-chan struct{}) error {
 			s.wg.Wait()
 			return nil
 		case <-reload:
-			if err := s.Reload(ctx); err != nil {
+			if err := s.Reload(); err != nil {
 				s.o.Logger.Error("destinations file refused; the running destinations stay as they are", "error", err)
 			}
 		}
@@ -87,8 +91,16 @@ func (s *Service) Run(ctx context.Context, reload <-chan struct{}) error {
 }
 
 // Reload loads the destinations again and applies them, or returns why
-// it could not (the running set stays).
-func (s *Service) Reload(ctx context.Context) error {
+// it could not (the running set stays). The destinations it starts run
+// until Run's context ends; Reload before Run, or after it returned, is
+// an error.
+func (s *Service) Reload() error {
+	s.mu.Lock()
+	ctx := s.runCtx
+	s.mu.Unlock()
+	if ctx == nil || ctx.Err() != nil {
+		return errors.New("destinations: Reload needs a running Service")
+	}
 	set, err := s.load()
 	if err != nil {
 		s.reloads.WithLabelValues("error").Inc()
