@@ -117,6 +117,8 @@ type Runner struct {
 	// disabling is set while a 410's state is being written: the state
 	// read from Postgres meanwhile is older, and must not re-activate.
 	disabling atomic.Bool
+	// pending counts the writes later started and not finished.
+	pending atomic.Int64
 }
 
 // New builds the runner of d. It does no I/O: Run creates the consumer and
@@ -380,12 +382,24 @@ func (r *Runner) recordOn(ctx context.Context, a Attempt, log *slog.Logger) {
 // for at most an attempt).
 const laterTimeout = 30 * time.Second
 
+// maxPendingWrites bounds the writes left behind by handlers and not yet
+// done.
+const maxPendingWrites = 1000
+
 // later runs write on its own goroutine, bounded by laterTimeout: the
 // handler returns at once, giving its connection back to the pool. Run
 // waits for these writes before it returns.
 func (r *Runner) later(ctx context.Context, log *slog.Logger, write func(context.Context)) {
+	if r.pending.Add(1) > maxPendingWrites {
+		// Postgres is far behind: the attempt log loses this record
+		// rather than the process piling up goroutines.
+		r.pending.Add(-1)
+		log.Warn("attempt not recorded: too many writes pending", "pending", maxPendingWrites)
+		return
+	}
 	ctx = context.WithoutCancel(ctx)
 	r.writes.Go(func() {
+		defer r.pending.Add(-1)
 		ctx, cancel := context.WithTimeout(ctx, laterTimeout)
 		defer cancel()
 		defer func() {
