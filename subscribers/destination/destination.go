@@ -330,13 +330,15 @@ func (r *Runner) handle(ctx context.Context, tx pgx.Tx, ev subscriber.Event) err
 			log.Error("the endpoint answered 410 Gone: destination disabled until `hub destinations resume`", "url", RedactURL(r.d.URL))
 		}
 		r.disabling.Store(true)
-		r.later(ctx, log, func(ctx context.Context) {
+		if !r.later(ctx, log, func(ctx context.Context) {
 			defer r.disabling.Store(false)
 			r.recordOn(ctx, a, log)
 			if _, err := SetState(ctx, r.o.Pool, name, StateDisabled, reason); err != nil {
 				log.Error("cannot record that the destination is disabled", "error", err)
 			}
-		})
+		}) {
+			r.disabling.Store(false)
+		}
 		// Not a failure of this event: it waits for the destination to
 		// be resumed.
 		return subscriber.RetryAfter(r.policy.Delay(1, 0), errors.New("410 Gone: destination disabled"))
@@ -388,14 +390,15 @@ const maxPendingWrites = 1000
 
 // later runs write on its own goroutine, bounded by laterTimeout: the
 // handler returns at once, giving its connection back to the pool. Run
-// waits for these writes before it returns.
-func (r *Runner) later(ctx context.Context, log *slog.Logger, write func(context.Context)) {
+// waits for these writes before it returns. It reports whether write
+// was started (not past maxPendingWrites).
+func (r *Runner) later(ctx context.Context, log *slog.Logger, write func(context.Context)) bool {
 	if r.pending.Add(1) > maxPendingWrites {
 		// Postgres is far behind: the attempt log loses this record
 		// rather than the process piling up goroutines.
 		r.pending.Add(-1)
 		log.Warn("attempt not recorded: too many writes pending", "pending", maxPendingWrites)
-		return
+		return false
 	}
 	ctx = context.WithoutCancel(ctx)
 	r.writes.Go(func() {
@@ -409,6 +412,7 @@ func (r *Runner) later(ctx context.Context, log *slog.Logger, write func(context
 		}()
 		write(ctx)
 	})
+	return true
 }
 
 // describe is the one-line reason of a failed attempt.
