@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
@@ -92,16 +91,9 @@ func deref[T any](p *T) T {
 // (every schema with a destination_state and an attempts table, whose name
 // can name a subscriber), sorted by name.
 func List(ctx context.Context, db DB) ([]Status, error) {
-	rows, err := db.Query(ctx, `
-		SELECT s.table_schema::text FROM information_schema.tables s
-		JOIN information_schema.tables a ON a.table_schema = s.table_schema AND a.table_name = 'attempts'
-		WHERE s.table_name = 'destination_state' ORDER BY 1`)
+	names, err := Names(ctx, db)
 	if err != nil {
-		return nil, fmt.Errorf("list destinations: %w", err)
-	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("list destinations: %w", err)
+		return nil, err
 	}
 	out := make([]Status, 0, len(names))
 	for _, n := range names {

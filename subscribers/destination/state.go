@@ -190,10 +190,14 @@ func CheckName(ctx context.Context, db DB, name string) error {
 }
 
 // Names lists the destinations the database holds (schemas with a
-// destination_state table and a valid name), sorted: one catalog query,
-// no error for the schemas of other subscribers.
+// destination_state and an attempts table, whose name can name a
+// subscriber), sorted: one catalog query, no error for the schemas of
+// other subscribers.
 func Names(ctx context.Context, db DB) ([]string, error) {
-	rows, err := db.Query(ctx, `SELECT table_schema::text FROM information_schema.tables WHERE table_name = 'destination_state' ORDER BY 1`)
+	rows, err := db.Query(ctx, `
+		SELECT s.table_schema::text FROM information_schema.tables s
+		JOIN information_schema.tables a ON a.table_schema = s.table_schema AND a.table_name = 'attempts'
+		WHERE s.table_name = 'destination_state' ORDER BY 1`)
 	if err != nil {
 		return nil, fmt.Errorf("list destinations: %w", err)
 	}
