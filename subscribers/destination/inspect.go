@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
