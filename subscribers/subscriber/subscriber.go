@@ -32,10 +32,16 @@ type Subscriber struct {
 	// tracer traces messages; nil when tracing is off.
 	tracer trace.Tracer
 
-	mu         sync.Mutex
-	started    bool
-	exact      map[string]HandlerFunc
-	patterns   []route // wildcard patterns, in registration order
+	mu       sync.Mutex
+	started  bool
+	exact    map[string]HandlerFunc
+	patterns []route // wildcard patterns, in registration order
+	// effExact and effPatterns are the effects (HandleEffect).
+	effExact    map[string]EffectFunc
+	effPatterns []effectRoute
+	// effQ carries the events whose effect succeeded to the group
+	// committer (commitEffects); nil without effects.
+	effQ       chan effectItem
 	subjects   []string
 	background []task
 
@@ -263,6 +269,18 @@ func (s *Subscriber) Run(ctx context.Context) error {
 
 	work := make(chan jetstream.Msg)
 	var workers, others sync.WaitGroup
+	// The group committer of effects outlives the workers: it writes
+	// what they queued, then stops (see done below).
+	committed := make(chan struct{})
+	if s.hasEffects() {
+		s.effQ = make(chan effectItem, effectQueue)
+		go func() {
+			defer close(committed)
+			s.commitEffects(workCtx, s.effQ)
+		}()
+	} else {
+		close(committed)
+	}
 	for range s.cfg.Concurrency {
 		workers.Go(func() {
 			for {
@@ -308,6 +326,10 @@ func (s *Subscriber) Run(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		workers.Wait()
+		if s.effQ != nil {
+			close(s.effQ)
+		}
+		<-committed
 		others.Wait()
 		close(done)
 	}()
