@@ -107,6 +107,13 @@ func (s *Subscriber) hasEffects() bool {
 // for the group committer, which acks it once its batch is committed.
 func (s *Subscriber) handleEffect(ctx context.Context, msg jetstream.Msg, ev Event, fn EffectFunc, span *processSpan) {
 	log := s.log.With("subject", ev.Subject, "provider", ev.Provider, "event_id", ev.EventID, "stream_seq", ev.StreamSeq, "attempt", ev.NumDelivered)
+	s.effBusy.Add(1)
+	queued := false
+	defer func() {
+		if !queued {
+			s.effBusy.Add(-1)
+		}
+	}()
 	stopKeepAlive := s.keepAlive(msg)
 	out, record, tracked, err := s.callEffect(ctx, ev, fn)
 	stopKeepAlive()
@@ -123,7 +130,8 @@ func (s *Subscriber) handleEffect(ctx context.Context, msg jetstream.Msg, ev Eve
 		return
 	}
 	it := effectItem{msg: msg, ev: ev, out: out, record: record, tracked: tracked, span: span, log: log, ctx: ctx}
-	s.effQ <- it // closed only once every worker returned
+	queued = true // the committer takes it off effBusy
+	s.effQ <- it  // closed only once every worker returned
 }
 
 // callEffect checks whether ev was processed (on a redelivery, counting
@@ -238,15 +246,20 @@ func (s *Subscriber) commitEffects(ctx context.Context, q <-chan effectItem) {
 		if !ok {
 			return
 		}
+		busy := s.effBusy.Add(-1)
 		batch = append(batch[:0], it)
 		timer.Reset(effectBatchWait)
 	collect:
-		for len(batch) < effectBatchMax {
+		// With no effect running and none queued (busy 0: an ordered
+		// subscriber, a quiet one), nothing can join the batch: it is
+		// written at once.
+		for len(batch) < effectBatchMax && busy > 0 {
 			select {
 			case it, ok := <-q:
 				if !ok {
 					break collect
 				}
+				busy = s.effBusy.Add(-1)
 				batch = append(batch, it)
 			case <-timer.C:
 				break collect

@@ -46,12 +46,26 @@ func TestEffectOnceInBatches(t *testing.T) {
 	t.Parallel()
 	env := subtest.New(t)
 	const name, events = "effect_once", 40
+	const together = 16 // the first calls wait for one another, so they finish together
 	var c calls
+	var started atomic.Int32
+	all := make(chan struct{})
 	sub := newSub(t, env, name, func(cfg *subscriber.Config) {
-		cfg.Concurrency = 16
+		cfg.Concurrency = together
 		cfg.RecordBatch = recordEffects(name)
 	})
-	sub.HandleEffect("paddle.subscription.created", countingEffect(&c))
+	count := countingEffect(&c)
+	sub.HandleEffect("paddle.subscription.created", func(ctx context.Context, ev subscriber.Event) (any, error) {
+		if n := started.Add(1); n == together {
+			close(all)
+		} else if n < together {
+			select {
+			case <-all:
+			case <-time.After(subtest.Timeout):
+			}
+		}
+		return count(ctx, ev)
+	})
 	subtest.Start(t, sub)
 
 	msgs := make([]subtest.Message, events)

@@ -32,18 +32,23 @@ type Subscriber struct {
 	// tracer traces messages; nil when tracing is off.
 	tracer trace.Tracer
 
-	mu       sync.Mutex
-	started  bool
-	exact    map[string]HandlerFunc
-	patterns []route // wildcard patterns, in registration order
+	mu         sync.Mutex
+	started    bool
+	exact      map[string]HandlerFunc
+	patterns   []route // wildcard patterns, in registration order
+	subjects   []string
+	background []task
+
 	// effExact and effPatterns are the effects (HandleEffect).
 	effExact    map[string]EffectFunc
 	effPatterns []effectRoute
 	// effQ carries the events whose effect succeeded to the group
 	// committer (commitEffects); nil without effects.
-	effQ       chan effectItem
-	subjects   []string
-	background []task
+	effQ chan effectItem
+	// effBusy counts the effects running and the events queued for the
+	// committer: at 0 nothing more can join a batch, which is written at
+	// once.
+	effBusy atomic.Int64
 
 	state  atomic.Int32
 	health health
