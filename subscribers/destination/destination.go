@@ -175,12 +175,13 @@ func New(d Destination, o Options) (*Runner, error) {
 		TracerProvider:  o.TracerProvider,
 		Admit:           r.admit,
 		ResendReplays:   true,
+		RecordBatch:     r.recordDelivered,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("destination %s: %w", d.Name, err)
 	}
 	for _, s := range d.Subjects {
-		sub.Handle(s, r.handle)
+		sub.HandleEffect(s, r.handle)
 	}
 	sub.Background("state", r.watchState)
 	sub.Background("backlog", r.watchBacklog)
@@ -259,12 +260,15 @@ func (r *Runner) admit(ctx context.Context) error {
 	return nil
 }
 
-// handle delivers one event: it POSTs, records the attempt and tells the
-// library what to do with the message.
-func (r *Runner) handle(ctx context.Context, tx pgx.Tx, ev subscriber.Event) error {
+// handle delivers one event: it POSTs, records a failed attempt and tells
+// the library what to do with the message. A delivered attempt is returned
+// as the event's record: the library writes it (recordDelivered) in the
+// transaction that records the event as processed, with a batch of
+// others.
+func (r *Runner) handle(ctx context.Context, ev subscriber.Event) (any, error) {
 	body, err := Body(r.d.Payload, ev)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	now := r.o.Now()
 	res := r.client.Do(ctx, r.d.URL, RequestHeader(ctx, r.d, ev, WebhookID(ev), body, now), body)
@@ -290,9 +294,10 @@ func (r *Runner) handle(ctx context.Context, tx pgx.Tx, ev subscriber.Event) err
 		r.o.Metrics.SetCircuitOpen(name, false)
 		r.o.Metrics.SetLastSuccess(name, now)
 		a.Outcome = OutcomeDelivered
-		// In the transaction that records the event as processed: the log
-		// says delivered exactly when the library will not send it again.
-		return RecordAttempt(ctx, tx, a)
+		// Written in the transaction that records the event as processed:
+		// the log says delivered exactly when the library will not send it
+		// again.
+		return a, nil
 	case res.Gone():
 		a.Outcome = OutcomeGone
 		r.record(ctx, a, log)
@@ -305,7 +310,7 @@ func (r *Runner) handle(ctx context.Context, tx pgx.Tx, ev subscriber.Event) err
 		log.Error("the endpoint answered 410 Gone: destination disabled until `hub destinations resume`", "url", RedactURL(r.d.URL))
 		// Not a failure of this event: it waits for the destination to
 		// be resumed.
-		return subscriber.RetryAfter(r.policy.Delay(1, 0), errors.New("410 Gone: destination disabled"))
+		return nil, subscriber.RetryAfter(r.policy.Delay(1, 0), errors.New("410 Gone: destination disabled"))
 	}
 	r.circuit.Report(false)
 	r.o.Metrics.SetCircuitOpen(name, r.circuit.State() != CircuitClosed)
@@ -317,7 +322,7 @@ func (r *Runner) handle(ctx context.Context, tx pgx.Tx, ev subscriber.Event) err
 	if seen && r.policy.Expired(first, now) {
 		a.Outcome = OutcomeDeadLettered
 		r.record(ctx, a, log)
-		return subscriber.Permanentf("retried for %s since %s: %s", time.Duration(r.d.RetryFor), first.UTC().Format(time.RFC3339), failure)
+		return nil, subscriber.Permanentf("retried for %s since %s: %s", time.Duration(r.d.RetryFor), first.UTC().Format(time.RFC3339), failure)
 	}
 	a.Outcome = OutcomeFailed
 	r.record(ctx, a, log)
@@ -327,7 +332,21 @@ func (r *Runner) handle(ctx context.Context, tx pgx.Tx, ev subscriber.Event) err
 		delay = min(delay, r.maxCooldown)
 	}
 	log.Info("delivery failed; will retry", "status", res.Status, "error", failure, "retry_in", delay)
-	return subscriber.RetryAfter(delay, errors.New(failure))
+	return nil, subscriber.RetryAfter(delay, errors.New(failure))
+}
+
+// recordDelivered writes the delivered attempts handle returned for a
+// batch of events (subscriber.Config.RecordBatch), with one INSERT.
+func (r *Runner) recordDelivered(ctx context.Context, tx pgx.Tx, records []any) error {
+	as := make([]Attempt, 0, len(records))
+	for _, rec := range records {
+		a, ok := rec.(Attempt)
+		if !ok {
+			return fmt.Errorf("destination %s: record of type %T, want Attempt", r.d.Name, rec)
+		}
+		as = append(as, a)
+	}
+	return RecordAttempts(ctx, tx, r.d.Name, as)
 }
 
 // record writes a failed attempt on the pool: the handler's transaction
