@@ -99,6 +99,63 @@ func RecordAttempt(ctx context.Context, db DB, a Attempt) error {
 	return nil
 }
 
+// RecordAttempts logs the attempts of as, all of destination dest, with
+// one INSERT: the batch form of RecordAttempt (the same checks and
+// sanitizing), which the runner's group commit uses for delivered
+// attempts. Nothing is written when one of them is invalid.
+func RecordAttempts(ctx context.Context, db DB, dest string, as []Attempt) error {
+	if len(as) == 0 {
+		return nil
+	}
+	t, err := table(dest, "attempts")
+	if err != nil {
+		return err
+	}
+	n := len(as)
+	var (
+		providers, ids, outcomes, errs, responses = make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+		seqs, statuses                            = make([]*int64, 0, n), make([]*int32, 0, n)
+		ats                                       = make([]time.Time, 0, n)
+		latencies                                 = make([]float64, 0, n)
+	)
+	for _, a := range as {
+		if a.Destination != dest {
+			return fmt.Errorf("record attempts of %s: an attempt of %q", dest, a.Destination)
+		}
+		if !validOutcome(a.Outcome) {
+			return fmt.Errorf("record attempts of %s: invalid outcome %q", dest, a.Outcome)
+		}
+		at := a.At
+		if at.IsZero() {
+			at = time.Now()
+		}
+		var status *int32
+		if a.Status > 0 {
+			st := int32(min(a.Status, math.MaxInt32))
+			status = &st
+		}
+		var seq *int64
+		if a.StreamSeq > 0 {
+			sq := int64(min(a.StreamSeq, math.MaxInt64))
+			seq = &sq
+		}
+		provider, eventID := eventKey(a.Provider, a.EventID)
+		providers, ids = append(providers, provider), append(ids, eventID)
+		seqs, ats, statuses = append(seqs, seq), append(ats, at), append(statuses, status)
+		latencies = append(latencies, max(a.Latency, 0).Seconds()*1000)
+		outcomes = append(outcomes, a.Outcome)
+		errs = append(errs, subscriber.SanitizeText(a.Error, MaxErrorBytes))
+		responses = append(responses, subscriber.SanitizeText(a.Response, MaxResponseBytes))
+	}
+	_, err = db.Exec(ctx, `INSERT INTO `+t+` (provider, event_id, stream_seq, attempted_at, status, latency_ms, outcome, error, response)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::timestamptz[], $5::int[], $6::double precision[], $7::text[], $8::text[], $9::text[])`,
+		providers, ids, seqs, ats, statuses, latencies, outcomes, errs, responses)
+	if err != nil {
+		return dbError("record attempts", dest, err)
+	}
+	return nil
+}
+
 // FirstAttempt returns when the destination first attempted the event, and
 // false if it never did (or the record was purged): the start of the
 // event's retry horizon. One index lookup.

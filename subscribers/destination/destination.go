@@ -186,12 +186,13 @@ func New(d Destination, o Options) (*Runner, error) {
 		TracerProvider:  o.TracerProvider,
 		Admit:           r.admit,
 		ResendReplays:   true,
+		RecordBatch:     r.recordDelivered,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("destination %s: %w", d.Name, err)
 	}
 	for _, s := range d.Subjects {
-		sub.Handle(s, r.handle)
+		sub.HandleEffect(s, r.handle)
 	}
 	sub.Background("state", r.watchState)
 	sub.Background("backlog", r.watchBacklog)
@@ -274,24 +275,22 @@ func (r *Runner) admit(ctx context.Context) error {
 	return nil
 }
 
-// handle delivers one event: it POSTs, records the attempt and tells the
-// library what to do with the message.
-//
-// The handler holds its transaction's pool connection while it runs, and
-// every worker of every destination may be in one: it never waits for a
-// second connection (that deadlocks once the handlers hold the whole
-// pool). It reads on its transaction, and what must outlive the
-// transaction's rollback (a failed attempt, a 410's state) is written on
-// the pool after it returned (later).
-func (r *Runner) handle(ctx context.Context, tx pgx.Tx, ev subscriber.Event) error {
+// handle delivers one event: it POSTs, records a failed attempt and tells
+// the library what to do with the message. A delivered attempt is returned
+// as the event's record: the library writes it (recordDelivered) in the
+// transaction that records the event as processed, with a batch of
+// others. It holds no Postgres connection while it POSTs; what it writes
+// itself (a failed attempt, a 410's state) is written after it returned
+// (later), so a slow database does not hold up the worker.
+func (r *Runner) handle(ctx context.Context, ev subscriber.Event) (any, error) {
 	if s, _ := r.currentState(); s != StateActive {
 		// A worker admitted before the destination was paused or
 		// disabled: the message waits, unsent, for it to be active.
-		return subscriber.RetryAfter(r.policy.Delay(1, 0), fmt.Errorf("destination %s", s))
+		return nil, subscriber.RetryAfter(r.policy.Delay(1, 0), fmt.Errorf("destination %s", s))
 	}
 	body, err := Body(r.d.Payload, ev)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	now := r.o.Now()
 	res := r.client.Do(ctx, r.d.URL, RequestHeader(ctx, r.d, ev, WebhookID(ev), body, now), body)
@@ -317,9 +316,10 @@ func (r *Runner) handle(ctx context.Context, tx pgx.Tx, ev subscriber.Event) err
 		r.o.Metrics.SetCircuitOpen(name, false)
 		r.o.Metrics.SetLastSuccess(name, now)
 		a.Outcome = OutcomeDelivered
-		// In the transaction that records the event as processed: the log
-		// says delivered exactly when the library will not send it again.
-		return RecordAttempt(ctx, tx, a)
+		// Written in the transaction that records the event as processed:
+		// the log says delivered exactly when the library will not send it
+		// again.
+		return a, nil
 	case res.Gone():
 		a.Outcome = OutcomeGone
 		reason := fmt.Sprintf("410 Gone from the endpoint at %s", now.UTC().Format(time.RFC3339))
@@ -341,19 +341,19 @@ func (r *Runner) handle(ctx context.Context, tx pgx.Tx, ev subscriber.Event) err
 		}
 		// Not a failure of this event: it waits for the destination to
 		// be resumed.
-		return subscriber.RetryAfter(r.policy.Delay(1, 0), errors.New("410 Gone: destination disabled"))
+		return nil, subscriber.RetryAfter(r.policy.Delay(1, 0), errors.New("410 Gone: destination disabled"))
 	}
 	r.circuit.Report(false)
 	r.o.Metrics.SetCircuitOpen(name, r.circuit.State() != CircuitClosed)
 	failure := describe(res)
-	first, seen, err := FirstAttempt(ctx, tx, name, ev.Provider, ev.EventID)
+	first, seen, err := FirstAttempt(ctx, r.o.Pool, name, ev.Provider, ev.EventID)
 	if err != nil {
 		log.Warn("cannot read the event's first attempt", "error", err)
 	}
 	if seen && r.policy.Expired(first, now) {
 		a.Outcome = OutcomeDeadLettered
 		r.record(ctx, a, log)
-		return subscriber.Permanentf("retried for %s since %s: %s", time.Duration(r.d.RetryFor), first.UTC().Format(time.RFC3339), failure)
+		return nil, subscriber.Permanentf("retried for %s since %s: %s", time.Duration(r.d.RetryFor), first.UTC().Format(time.RFC3339), failure)
 	}
 	a.Outcome = OutcomeFailed
 	r.record(ctx, a, log)
@@ -363,7 +363,21 @@ func (r *Runner) handle(ctx context.Context, tx pgx.Tx, ev subscriber.Event) err
 		delay = min(delay, r.maxCooldown)
 	}
 	log.Info("delivery failed; will retry", "status", res.Status, "error", failure, "retry_in", delay)
-	return subscriber.RetryAfter(delay, errors.New(failure))
+	return nil, subscriber.RetryAfter(delay, errors.New(failure))
+}
+
+// recordDelivered writes the delivered attempts handle returned for a
+// batch of events (subscriber.Config.RecordBatch), with one INSERT.
+func (r *Runner) recordDelivered(ctx context.Context, tx pgx.Tx, records []any) error {
+	as := make([]Attempt, 0, len(records))
+	for _, rec := range records {
+		a, ok := rec.(Attempt)
+		if !ok {
+			return fmt.Errorf("destination %s: record of type %T, want Attempt", r.d.Name, rec)
+		}
+		as = append(as, a)
+	}
+	return RecordAttempts(ctx, tx, r.d.Name, as)
 }
 
 // record writes a failed attempt on the pool (the handler's transaction

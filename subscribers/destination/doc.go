@@ -34,15 +34,17 @@
 // or disabled, as its state row in Postgres says, read every
 // StatePollInterval), its circuit must let the worker through (one probe
 // at a time while open) and its rate limit must allow a request. The
-// handler then builds the body and headers, POSTs once, and:
+// handler (an effect: subscriber.Subscriber.HandleEffect, outside any
+// transaction) then builds the body and headers, POSTs once, and:
 //
-//   - on 2xx records the attempt as delivered in the transaction that
-//     records the event as processed, and returns nil (acked);
+//   - on 2xx returns the attempt as delivered: the library writes it in
+//     the transaction that records the event as processed, one
+//     transaction and one INSERT (RecordAttempts) for a batch of events,
+//     then acks them;
 //   - on 410 disables the destination (until `hub destinations resume`)
 //     and asks for the message again later (subscriber.RetryAfter), so
 //     nothing is dead-lettered for it;
-//   - otherwise records the failed attempt (on the pool: the transaction
-//     rolls back) and, within the horizon (retry_for, counted from the
+//   - otherwise records the failed attempt (on the pool) and, within the horizon (retry_for, counted from the
 //     first attempt since the event's last delivery or dead letter), asks
 //     for a retry after Policy.Delay (Retry-After honoured), at most the
 //     circuit's longest cooldown while the circuit is open; past the
@@ -57,6 +59,7 @@
 //
 // The HTTP call cannot join the transaction: a crash between the
 // receiver's answer and the commit sends the event again, with the same
-// webhook-id. `hub replay` copies are sent again even when the event was
+// webhook-id, as does a batch whose commit fails, or two copies of an
+// event (a re-publication) handled at the same time. `hub replay` copies are sent again even when the event was
 // delivered (subscriber.Config.ResendReplays).
 package destination

@@ -404,3 +404,47 @@ func TestStorePurge(t *testing.T) {
 	_, err = destination.PurgeAttempts(cctx, pool, "billing", now, 1)
 	require.ErrorIs(t, err, context.Canceled)
 }
+
+// RecordAttempts writes a batch exactly as RecordAttempt writes each of
+// its attempts, and nothing when one of them is invalid.
+func TestStoreRecordAttempts(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	pool := storeDB(t, "one_by_one", "batched")
+	t0 := time.Now().Add(-10 * time.Minute).Truncate(time.Microsecond)
+	long := strings.Repeat("x", 5000)
+	batch := func(dest string) []destination.Attempt {
+		return []destination.Attempt{
+			{Destination: dest, Provider: "paddle", EventID: "evt_1", StreamSeq: 7, At: t0, Latency: 5 * time.Second,
+				Outcome: destination.OutcomeFailed, Error: "dial tcp: connection refused\x00" + long},
+			{Destination: dest, Provider: "paddle", EventID: "evt_1", StreamSeq: 7, At: t0.Add(time.Minute), Status: 200, Latency: 12 * time.Millisecond,
+				Outcome: destination.OutcomeDelivered, Response: "ok \xff" + long},
+			{Destination: dest, Provider: "paddle", EventID: "evt_1", At: t0.Add(2 * time.Minute), Status: 204,
+				Outcome: destination.OutcomeDelivered},
+		}
+	}
+	for _, a := range batch("one_by_one") {
+		require.NoError(t, destination.RecordAttempt(ctx, pool, a))
+	}
+	require.NoError(t, destination.RecordAttempts(ctx, pool, "batched", batch("batched")))
+	require.NoError(t, destination.RecordAttempts(ctx, pool, "batched", nil))
+	want, err := destination.AttemptsFor(ctx, pool, "one_by_one", "paddle", "evt_1", 10)
+	require.NoError(t, err)
+	got, err := destination.AttemptsFor(ctx, pool, "batched", "paddle", "evt_1", 10)
+	require.NoError(t, err)
+	require.Len(t, got, 3)
+	for i := range want {
+		want[i].Destination = "batched"
+		require.Equal(t, want[i], got[i], "attempt %d", i)
+	}
+
+	bad := batch("batched")
+	bad[1].Outcome = "maybe"
+	require.Error(t, destination.RecordAttempts(ctx, pool, "batched", bad))
+	other := batch("batched")
+	other[2].Destination = "one_by_one"
+	require.Error(t, destination.RecordAttempts(ctx, pool, "batched", other))
+	got, err = destination.AttemptsFor(ctx, pool, "batched", "paddle", "evt_1", 10)
+	require.NoError(t, err)
+	require.Len(t, got, 3, "nothing written for a batch with an invalid attempt")
+}

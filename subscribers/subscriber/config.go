@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -115,6 +116,13 @@ type Config struct {
 	// handler sends the event elsewhere (a destination) uses it to send
 	// again on an operator's request.
 	ResendReplays bool
+	// RecordBatch writes the records effects returned (HandleEffect) for a
+	// batch of events, in the transaction that records them as processed:
+	// one multi-row INSERT (or COPY) for the batch is where group commit
+	// saves. It runs recovered; an error fails the whole batch, whose
+	// events are retried (their effects happen again). Required when an
+	// effect returns a non-nil record.
+	RecordBatch func(ctx context.Context, tx pgx.Tx, records []any) error
 	// TracerProvider, when set, traces each message: a consumer span
 	// "process <subject>" that continues the trace the hub's W3C headers
 	// carry, whose context the handler gets (so its own work can be traced

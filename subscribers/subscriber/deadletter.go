@@ -316,7 +316,8 @@ func (s *Subscriber) redriveIn(ctx context.Context, tx pgx.Tx, ev *Event, header
 	}
 	ev.Metadata = md
 	handler := s.handler(ev.Subject)
-	if handler == nil {
+	effect := s.effect(ev.Subject)
+	if handler == nil && effect == nil {
 		return 0, fmt.Errorf("no handler for subject %s", ev.Subject)
 	}
 	unfinished, tracked, err := s.startAttempt(ctx, *ev, false)
@@ -326,7 +327,12 @@ func (s *Subscriber) redriveIn(ctx context.Context, tx pgx.Tx, ev *Event, header
 	if tracked && unfinished >= s.crashLimit() {
 		return 0, &unsettledError{delivered: ev.NumDelivered, unfinished: unfinished}
 	}
-	out, err := s.processIn(ctx, tx, *ev, handler, tracked)
+	var out outcome
+	if effect != nil {
+		out, err = s.redriveEffect(ctx, tx, *ev, effect, tracked)
+	} else {
+		out, err = s.processIn(ctx, tx, *ev, handler, tracked)
+	}
 	if err != nil && tracked {
 		s.finishAttempt(ctx, *ev)
 	}

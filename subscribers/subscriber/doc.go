@@ -104,6 +104,45 @@
 // which MaxDeliver counts: handlers of such services retry with
 // RetryAfter), and the copy handled second is skipped as a duplicate.
 //
+// # Effects outside the database
+//
+// A service whose work is a side effect outside the database (an HTTP
+// call: a destination) registers an EffectFunc with HandleEffect instead
+// of a handler. Its events are not handled in a transaction, and the
+// library records many of them as processed in one (group commit), which
+// costs Postgres far less per event than a transaction each:
+//
+//  1. Skip if processed: one SELECT on processed_messages (on a
+//     redelivery, the crash-loop count's statement below answers it),
+//     ack, count skipped_duplicate. A replay copy with
+//     Config.ResendReplays is not skipped (counted as resent).
+//  2. Call the effect (recovered, with HandlerTimeout, its error read as
+//     a handler's). An error follows step 4 of One message exactly
+//     (RetryAfter, Permanent, MaxDeliver, crash loops); ErrStale records
+//     the event as skipped_stale.
+//  3. On success the event and the record the effect returned go to the
+//     subscriber's committer, and the worker takes its next message. The
+//     committer collects up to 64 events, waiting at most 2 ms after the
+//     first (not at all when no effect is running and none is queued:
+//     an ordered or quiet subscriber), then in one transaction inserts
+//     their processed rows (ON CONFLICT DO NOTHING), clears their
+//     crash-loop counts and hands the records to Config.RecordBatch
+//     (one multi-row INSERT for the batch); COMMIT; then each message is
+//     acked (DoubleAck) and counted processed. A failed batch (Postgres,
+//     or RecordBatch's error or panic) naks each of its messages with the
+//     backoff, counted as failed but never dead-lettered for it: their
+//     effects run again.
+//
+// Effects are at least once: an effect may run again for an event when
+// its batch failed, when the process died between the effect and the
+// commit, and when two copies of an event (a re-publication) are handled
+// at the same time, since neither is recorded yet; the receiver
+// deduplicates (a destination's webhook-id). A redrive of a dead letter
+// whose subject has an effect calls it and records the event as
+// processed and redriven in one transaction, with its record. On
+// shutdown the committer writes and acks what is queued before Run
+// returns.
+//
 // # Poison messages
 //
 // Whatever a message or a handler's error holds, its dead letter can be

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -94,6 +95,10 @@ func (s *Subscriber) handleMessage(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	ev.Metadata = md
+	if fn := s.effect(ev.Subject); fn != nil {
+		s.handleEffect(ctx, msg, ev, fn, span)
+		return
+	}
 	h := s.handler(ev.Subject)
 	if h == nil {
 		s.m.countFailed()
@@ -120,6 +125,13 @@ func (s *Subscriber) handleMessage(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 
+	s.settleFailure(ctx, msg, ev, err, span, log)
+}
+
+// settleFailure settles a message whose processing failed: a crash-loop
+// or permanent failure is dead-lettered, a retry naks with the handler's
+// delay or the backoff, past MaxDeliver it is dead-lettered.
+func (s *Subscriber) settleFailure(ctx context.Context, msg jetstream.Msg, ev Event, err error, span *processSpan, log *slog.Logger) {
 	var unsettled *unsettledError
 	if errors.As(err, &unsettled) {
 		// The handler was not called: not a failed attempt.

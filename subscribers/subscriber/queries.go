@@ -9,9 +9,14 @@ import (
 // queries are the library's SQL statements, with the subscriber's schema
 // filled in.
 type queries struct {
-	insertProcessed  string
-	markStale        string
-	insertDeadLetter string
+	insertProcessed string
+	// insertProcessedBatch, isProcessed and clearAttemptsBatch serve
+	// effects (HandleEffect).
+	insertProcessedBatch string
+	isProcessed          string
+	clearAttemptsBatch   string
+	markStale            string
+	insertDeadLetter     string
 	// insertBareDeadLetter is insertDeadLetter's fallback.
 	insertBareDeadLetter string
 	claimRedrive         string
@@ -32,6 +37,18 @@ INSERT INTO __SCHEMA__.processed_messages
     (subscriber, provider, event_id, subject, stream_seq, processed_at, outcome, dead_letter_id)
 VALUES ($1, $2, $3, $4, NULLIF($5::bigint, 0), $6, 'processed', $7)
 ON CONFLICT (subscriber, provider, event_id) DO NOTHING`),
+		insertProcessedBatch: r.Replace(`
+INSERT INTO __SCHEMA__.processed_messages
+    (subscriber, provider, event_id, subject, stream_seq, processed_at, outcome)
+SELECT $1::text, p, e, s, NULLIF(q, 0), $2::timestamptz, o
+FROM unnest($3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[]) AS t(p, e, s, q, o)
+ON CONFLICT (subscriber, provider, event_id) DO NOTHING`),
+		isProcessed: r.Replace(`
+SELECT 1 FROM __SCHEMA__.processed_messages
+WHERE subscriber = $1 AND provider = $2 AND event_id = $3`),
+		clearAttemptsBatch: r.Replace(`
+DELETE FROM __SCHEMA__.handler_attempts
+WHERE (provider, event_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`),
 		markStale: r.Replace(`
 UPDATE __SCHEMA__.processed_messages SET outcome = 'skipped_stale'
 WHERE subscriber = $1 AND provider = $2 AND event_id = $3`),

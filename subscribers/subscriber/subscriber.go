@@ -39,6 +39,17 @@ type Subscriber struct {
 	subjects   []string
 	background []task
 
+	// effExact and effPatterns are the effects (HandleEffect).
+	effExact    map[string]EffectFunc
+	effPatterns []effectRoute
+	// effQ carries the events whose effect succeeded to the group
+	// committer (commitEffects); nil without effects.
+	effQ chan effectItem
+	// effBusy counts the effects running and the events queued for the
+	// committer: at 0 nothing more can join a batch, which is written at
+	// once.
+	effBusy atomic.Int64
+
 	state  atomic.Int32
 	health health
 	hooks  hooks // test hooks, set by export_test.go only
@@ -263,6 +274,18 @@ func (s *Subscriber) Run(ctx context.Context) error {
 
 	work := make(chan jetstream.Msg)
 	var workers, others sync.WaitGroup
+	// The group committer of effects outlives the workers: it writes
+	// what they queued, then stops (see done below).
+	committed := make(chan struct{})
+	if s.hasEffects() {
+		s.effQ = make(chan effectItem, effectQueue)
+		go func() {
+			defer close(committed)
+			s.commitEffects(workCtx, s.effQ)
+		}()
+	} else {
+		close(committed)
+	}
 	for range s.cfg.Concurrency {
 		workers.Go(func() {
 			for {
@@ -308,6 +331,10 @@ func (s *Subscriber) Run(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		workers.Wait()
+		if s.effQ != nil {
+			close(s.effQ)
+		}
+		<-committed
 		others.Wait()
 		close(done)
 	}()

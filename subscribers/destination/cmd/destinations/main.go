@@ -33,7 +33,7 @@ const prefix = "DESTINATIONS"
 // Config is the process's configuration: DESTINATIONS_* variables.
 type Config struct {
 	service.Process
-	DatabaseMaxConns int32         `split_words:"true" default:"32" desc:"Postgres connection pool size: at least the destinations' total concurrency + 2 (a delivery holds a connection while it POSTs)"`
+	DatabaseMaxConns int32         `split_words:"true" default:"32" desc:"Postgres connection pool size: at least the number of destinations + 2 (a delivery holds none while it POSTs; each destination records its deliveries in batches)"`
 	File             string        `default:"destinations.yaml" desc:"The destinations file (YAML or JSON); SIGHUP re-reads it"`
 	HTTPAddr         string        `split_words:"true" default:":8085" desc:"Address of /metrics and /healthz"`
 	AttemptRetention time.Duration `split_words:"true" default:"168h" desc:"How long delivery attempts are kept (hub events show, the console); at least every destination's retry_for"`
@@ -131,20 +131,18 @@ func load(cfg *Config) error {
 
 // checkSet checks the set against the variables: the attempt retention
 // must cover every horizon (counted from a first attempt, which must
-// still be on record), and the pool must hold a connection for every
-// worker (a delivery holds one while it POSTs, in the transaction that
-// records the event as processed).
+// still be on record), and the pool must leave each destination a
+// connection for its batch of deliveries being recorded, and a few for
+// the workers' short reads.
 func checkSet(cfg Config, set []destination.Destination) error {
 	var errs []error
-	workers := 0
 	for _, d := range set {
 		if time.Duration(d.RetryFor) > cfg.AttemptRetention {
 			errs = append(errs, fmt.Errorf("%s_ATTEMPT_RETENTION (%s) is shorter than destination %q's retry_for (%s)", prefix, cfg.AttemptRetention, d.Name, time.Duration(d.RetryFor)))
 		}
-		workers += d.Concurrency
 	}
-	if int(cfg.DatabaseMaxConns) < workers+2 {
-		errs = append(errs, fmt.Errorf("%s_DATABASE_MAX_CONNS (%d) must be at least the destinations' total concurrency + 2 (%d): a delivery holds a connection while it POSTs", prefix, cfg.DatabaseMaxConns, workers+2))
+	if need := len(set) + 2; int(cfg.DatabaseMaxConns) < need {
+		errs = append(errs, fmt.Errorf("%s_DATABASE_MAX_CONNS (%d) must be at least the number of destinations + 2 (%d): each records its deliveries in batches on a connection of its own", prefix, cfg.DatabaseMaxConns, need))
 	}
 	return errors.Join(errs...)
 }

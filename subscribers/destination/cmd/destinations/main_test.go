@@ -59,8 +59,8 @@ func TestUsage(t *testing.T) {
 		{"invalid file", nil, []string{"DESTINATIONS_FILE=" + bad}, 2, []string{`destination "billing": url:`, `destination "billing": secret_env`, "NOT_SET_ANYWHERE"}},
 		{"check a valid file", []string{"check"}, []string{"DESTINATIONS_FILE=" + file(t, filepath.Join(dir, "valid.yaml"), "http://127.0.0.1:1/", "http://127.0.0.1:2/"), "DEST_SECRET=" + secret}, 0, []string{"valid.yaml: 2 destinations, valid"}},
 		{"check an invalid file", []string{"check"}, []string{"DESTINATIONS_FILE=" + bad}, 2, []string{`destination "billing": url:`}},
-		{"pool smaller than the workers", []string{"check"}, []string{"DESTINATIONS_FILE=" + file(t, filepath.Join(dir, "three.yaml"), "http://127.0.0.1:1/", "http://127.0.0.1:2/", "http://127.0.0.1:3/"), "DEST_SECRET=" + secret, "DESTINATIONS_DATABASE_MAX_CONNS=8"},
-			2, []string{"DESTINATIONS_DATABASE_MAX_CONNS (8) must be at least the destinations' total concurrency + 2 (14)"}},
+		{"pool smaller than the workers", []string{"check"}, []string{"DESTINATIONS_FILE=" + file(t, filepath.Join(dir, "three.yaml"), "http://127.0.0.1:1/", "http://127.0.0.1:2/", "http://127.0.0.1:3/"), "DEST_SECRET=" + secret, "DESTINATIONS_DATABASE_MAX_CONNS=4"},
+			2, []string{"DESTINATIONS_DATABASE_MAX_CONNS (4) must be at least the number of destinations + 2 (5)"}},
 		{"retention below a horizon", nil, []string{"DESTINATIONS_FILE=" + file(t, filepath.Join(dir, "ok.yaml"), "http://127.0.0.1:1/"), "DEST_SECRET=" + secret, "DESTINATIONS_ATTEMPT_RETENTION=2h"}, 2,
 			[]string{`DESTINATIONS_ATTEMPT_RETENTION (2h0m0s) is shorter than destination "d0"'s retry_for (72h0m0s)`}},
 	} {
