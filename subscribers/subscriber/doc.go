@@ -122,9 +122,9 @@
 //     the event as skipped_stale.
 //  3. On success the event and the record the effect returned go to the
 //     subscriber's committer, and the worker takes its next message. The
-//     committer collects up to 64 events, waiting at most 2 ms after the
-//     first (not at all when no effect is running and none is queued:
-//     an ordered or quiet subscriber), then in one transaction inserts
+//     committer collects up to 64 events, waiting at most 5 ms after the
+//     first (not at all with one worker and none queued: an ordered
+//     subscriber), then in one transaction inserts
 //     their processed rows (ON CONFLICT DO NOTHING), clears their
 //     crash-loop counts and hands the records to Config.RecordBatch
 //     (one multi-row INSERT for the batch); COMMIT; then each message is

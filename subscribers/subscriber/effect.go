@@ -26,7 +26,7 @@ type EffectFunc func(ctx context.Context, ev Event) (record any, err error)
 // effectBatchMax events, or effectBatchWait after its first one.
 const (
 	effectBatchMax  = 64
-	effectBatchWait = 2 * time.Millisecond
+	effectBatchWait = 5 * time.Millisecond
 	// effectQueue bounds the events waiting for their batch: a worker
 	// whose effect succeeded waits when it is full.
 	effectQueue = 2 * effectBatchMax
@@ -250,10 +250,12 @@ func (s *Subscriber) commitEffects(ctx context.Context, q <-chan effectItem) {
 		batch = append(batch[:0], it)
 		timer.Reset(effectBatchWait)
 	collect:
-		// With no effect running and none queued (busy 0: an ordered
-		// subscriber, a quiet one), nothing can join the batch: it is
-		// written at once.
-		for len(batch) < effectBatchMax && busy > 0 {
+		// With one worker and nothing queued (an ordered subscriber),
+		// nothing can join the batch: it is written at once. With more, a
+		// message may arrive within effectBatchWait even when none runs
+		// now: waiting for it is what makes a moderate rate cost a
+		// fraction of a commit per event.
+		for len(batch) < effectBatchMax && (busy > 0 || s.cfg.Concurrency > 1) {
 			select {
 			case it, ok := <-q:
 				if !ok {
