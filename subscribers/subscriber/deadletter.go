@@ -315,9 +315,9 @@ func (s *Subscriber) redriveIn(ctx context.Context, tx pgx.Tx, ev *Event, header
 		return 0, fmt.Errorf("invalid hub headers: %w", err)
 	}
 	ev.Metadata = md
-	handler := s.handler(ev.Subject)
-	effect := s.effect(ev.Subject)
-	if handler == nil && effect == nil {
+	r, ok := s.route(ev.Subject)
+	handler, effect := r.h, r.fx
+	if !ok {
 		return 0, fmt.Errorf("no handler for subject %s", ev.Subject)
 	}
 	unfinished, tracked, err := s.startAttempt(ctx, *ev, false)

@@ -32,11 +32,6 @@ const (
 	effectQueue = 2 * effectBatchMax
 )
 
-type effectRoute struct {
-	pattern string
-	fn      EffectFunc
-}
-
 // effectItem is an event whose effect succeeded, waiting for its batch.
 type effectItem struct {
 	msg     jetstream.Msg
@@ -55,51 +50,10 @@ type effectItem struct {
 // the library records them as processed afterwards, many events in one
 // transaction.
 func (s *Subscriber) HandleEffect(subject string, fn EffectFunc) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.started {
-		panic("subscriber: HandleEffect called after Run")
-	}
 	if fn == nil {
 		panic("subscriber: nil effect for " + subject)
 	}
-	if err := validPattern(subject); err != nil {
-		panic("subscriber: " + err.Error())
-	}
-	for _, other := range s.subjects {
-		if overlaps(subject, other) {
-			panic(fmt.Sprintf("subscriber: subject %q overlaps %q (consumer filter subjects must not overlap)", subject, other))
-		}
-	}
-	s.subjects = append(s.subjects, subject)
-	if s.effExact == nil {
-		s.effExact = map[string]EffectFunc{}
-	}
-	if isPattern(subject) {
-		s.effPatterns = append(s.effPatterns, effectRoute{subject, fn})
-	} else {
-		s.effExact[subject] = fn
-	}
-}
-
-// effect returns the effect registered for a message subject, or nil.
-func (s *Subscriber) effect(subject string) EffectFunc {
-	if fn, ok := s.effExact[subject]; ok {
-		return fn
-	}
-	for _, r := range s.effPatterns {
-		if matches(r.pattern, subject) {
-			return r.fn
-		}
-	}
-	return nil
-}
-
-// hasEffects reports whether an effect is registered.
-func (s *Subscriber) hasEffects() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.effExact) > 0 || len(s.effPatterns) > 0
+	s.add("HandleEffect", route{pattern: subject, fx: fn})
 }
 
 // handleEffect processes one delivery of an event whose subject has an

@@ -95,11 +95,12 @@ func (s *Subscriber) handleMessage(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	ev.Metadata = md
-	if fn := s.effect(ev.Subject); fn != nil {
-		s.handleEffect(ctx, msg, ev, fn, span)
+	r, _ := s.route(ev.Subject)
+	if r.fx != nil {
+		s.handleEffect(ctx, msg, ev, r.fx, span)
 		return
 	}
-	h := s.handler(ev.Subject)
+	h := r.h
 	if h == nil {
 		s.m.countFailed()
 		err := Permanent(fmt.Errorf("no handler for subject %s", SanitizeText(ev.Subject, 0)))

@@ -34,14 +34,12 @@ type Subscriber struct {
 
 	mu         sync.Mutex
 	started    bool
-	exact      map[string]HandlerFunc
+	exact      map[string]route
 	patterns   []route // wildcard patterns, in registration order
 	subjects   []string
 	background []task
+	effects    bool // an effect is registered (HandleEffect)
 
-	// effExact and effPatterns are the effects (HandleEffect).
-	effExact    map[string]EffectFunc
-	effPatterns []effectRoute
 	// effQ carries the events whose effect succeeded to the group
 	// committer (commitEffects); nil without effects.
 	effQ chan effectItem
@@ -55,9 +53,12 @@ type Subscriber struct {
 	hooks  hooks // test hooks, set by export_test.go only
 }
 
+// route is what a subject is handled with: a handler (Handle) or an
+// effect (HandleEffect).
 type route struct {
 	pattern string
 	h       HandlerFunc
+	fx      EffectFunc
 }
 
 type task struct {
@@ -102,7 +103,7 @@ func New(cfg Config) (*Subscriber, error) {
 		log:    cfg.Logger.With("subscriber", cfg.Name),
 		m:      m,
 		q:      newQueries(cfg.Name),
-		exact:  map[string]HandlerFunc{},
+		exact:  map[string]route{},
 		tracer: tracerFrom(cfg.TracerProvider),
 	}, nil
 }
@@ -120,14 +121,20 @@ func (s *Subscriber) Stats() Stats { return s.m.snapshot() }
 // panics on an invalid or overlapping subject, a nil handler, or a call
 // after Run started, as http.ServeMux does: these are programming errors.
 func (s *Subscriber) Handle(subject string, h HandlerFunc) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.started {
-		panic("subscriber: Handle called after Run")
-	}
 	if h == nil {
 		panic("subscriber: nil handler for " + subject)
 	}
+	s.add("Handle", route{pattern: subject, h: h})
+}
+
+// add registers r under the rules Handle states.
+func (s *Subscriber) add(caller string, r route) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		panic("subscriber: " + caller + " called after Run")
+	}
+	subject := r.pattern
 	if err := validPattern(subject); err != nil {
 		panic("subscriber: " + err.Error())
 	}
@@ -137,10 +144,11 @@ func (s *Subscriber) Handle(subject string, h HandlerFunc) {
 		}
 	}
 	s.subjects = append(s.subjects, subject)
+	s.effects = s.effects || r.fx != nil
 	if isPattern(subject) {
-		s.patterns = append(s.patterns, route{subject, h})
+		s.patterns = append(s.patterns, r)
 	} else {
-		s.exact[subject] = h
+		s.exact[subject] = r
 	}
 }
 
@@ -187,17 +195,18 @@ func isPattern(subject string) bool {
 	return false
 }
 
-// handler returns the handler for a message subject, or nil.
-func (s *Subscriber) handler(subject string) HandlerFunc {
-	if h, ok := s.exact[subject]; ok {
-		return h
+// route returns what a message subject is handled with; false when
+// nothing is registered for it.
+func (s *Subscriber) route(subject string) (route, bool) {
+	if r, ok := s.exact[subject]; ok {
+		return r, true
 	}
 	for _, r := range s.patterns {
 		if matches(r.pattern, subject) {
-			return r.h
+			return r, true
 		}
 	}
-	return nil
+	return route{}, false
 }
 
 // Healthy returns nil while Run is consuming, the NATS connection is up,
@@ -277,7 +286,7 @@ func (s *Subscriber) Run(ctx context.Context) error {
 	// The group committer of effects outlives the workers: it writes
 	// what they queued, then stops (see done below).
 	committed := make(chan struct{})
-	if s.hasEffects() {
+	if s.effects {
 		s.effQ = make(chan effectItem, effectQueue)
 		go func() {
 			defer close(committed)
