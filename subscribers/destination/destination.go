@@ -110,15 +110,9 @@ type Runner struct {
 	state   State
 	changed chan struct{} // closed when state changes
 
-	// writes are the pool writes a handler leaves behind (a failed
-	// attempt, a 410's state): they run once the handler returned its
-	// transaction's connection to the pool, see later.
-	writes sync.WaitGroup
 	// disabling is set while a 410's state is being written: the state
 	// read from Postgres meanwhile is older, and must not re-activate.
 	disabling atomic.Bool
-	// pending counts the writes later started and not finished.
-	pending atomic.Int64
 }
 
 // New builds the runner of d. It does no I/O: Run creates the consumer and
@@ -222,7 +216,6 @@ func (r *Runner) Run(ctx context.Context) error {
 	m.SetState(r.d.Name, StateActive)
 	m.SetCircuitOpen(r.d.Name, false)
 	err := r.sub.Run(ctx)
-	r.writes.Wait()
 	if err != nil {
 		return fmt.Errorf("destination %s: %w", r.d.Name, err)
 	}
@@ -279,9 +272,8 @@ func (r *Runner) admit(ctx context.Context) error {
 // the library what to do with the message. A delivered attempt is returned
 // as the event's record: the library writes it (recordDelivered) in the
 // transaction that records the event as processed, with a batch of
-// others. It holds no Postgres connection while it POSTs; what it writes
-// itself (a failed attempt, a 410's state) is written after it returned
-// (later), so a slow database does not hold up the worker.
+// others. It holds no Postgres connection while it POSTs; a failed
+// attempt, and a 410's state, it writes on the pool itself (record).
 func (r *Runner) handle(ctx context.Context, ev subscriber.Event) (any, error) {
 	if s, _ := r.currentState(); s != StateActive {
 		// A worker admitted before the destination was paused or
@@ -309,7 +301,6 @@ func (r *Runner) handle(ctx context.Context, ev subscriber.Event) (any, error) {
 	if res.Err != nil {
 		a.Error = res.Err.Error()
 	}
-	log := r.log.With("provider", ev.Provider, "event_id", ev.EventID, "attempt", ev.NumDelivered)
 	switch {
 	case res.OK():
 		r.circuit.Report(true)
@@ -321,6 +312,7 @@ func (r *Runner) handle(ctx context.Context, ev subscriber.Event) (any, error) {
 		// again.
 		return a, nil
 	case res.Gone():
+		log := r.eventLog(ev)
 		a.Outcome = OutcomeGone
 		reason := fmt.Sprintf("410 Gone from the endpoint at %s", now.UTC().Format(time.RFC3339))
 		// Counted and logged once per disabling, not once per request in
@@ -330,19 +322,18 @@ func (r *Runner) handle(ctx context.Context, ev subscriber.Event) (any, error) {
 			log.Error("the endpoint answered 410 Gone: destination disabled until `hub destinations resume`", "url", RedactURL(r.d.URL))
 		}
 		r.disabling.Store(true)
-		if !r.later(ctx, log, func(ctx context.Context) {
-			defer r.disabling.Store(false)
-			r.recordOn(ctx, a, log)
-			if _, err := SetState(ctx, r.o.Pool, name, StateDisabled, reason); err != nil {
-				log.Error("cannot record that the destination is disabled", "error", err)
-			}
-		}) {
-			r.disabling.Store(false)
+		r.record(ctx, a, log)
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+		if _, err := SetState(wctx, r.o.Pool, name, StateDisabled, reason); err != nil {
+			log.Error("cannot record that the destination is disabled", "error", err)
 		}
+		cancel()
+		r.disabling.Store(false)
 		// Not a failure of this event: it waits for the destination to
 		// be resumed.
 		return nil, subscriber.RetryAfter(r.policy.Delay(1, 0), errors.New("410 Gone: destination disabled"))
 	}
+	log := r.eventLog(ev)
 	r.circuit.Report(false)
 	r.o.Metrics.SetCircuitOpen(name, r.circuit.State() != CircuitClosed)
 	failure := describe(res)
@@ -380,54 +371,25 @@ func (r *Runner) recordDelivered(ctx context.Context, tx pgx.Tx, records []any) 
 	return RecordAttempts(ctx, tx, r.d.Name, as)
 }
 
-// record writes a failed attempt on the pool (the handler's transaction
-// rolls back), once the handler returned. A lost record is logged, never
-// a reason to retry.
-func (r *Runner) record(ctx context.Context, a Attempt, log *slog.Logger) {
-	r.later(ctx, log, func(ctx context.Context) { r.recordOn(ctx, a, log) })
+// eventLog is the logger of a failed attempt (a delivered one logs
+// nothing: no logger is made for it).
+func (r *Runner) eventLog(ev subscriber.Event) *slog.Logger {
+	return r.log.With("provider", ev.Provider, "event_id", ev.EventID, "attempt", ev.NumDelivered)
 }
 
-func (r *Runner) recordOn(ctx context.Context, a Attempt, log *slog.Logger) {
+// record writes a failed attempt on the pool (the event is not recorded
+// as processed, so nothing else writes it), even when a shutdown cancels
+// ctx. A lost record is logged, never a reason to retry.
+func (r *Runner) record(ctx context.Context, a Attempt, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
 	if err := RecordAttempt(ctx, r.o.Pool, a); err != nil {
 		log.Warn("cannot record the attempt", "error", err)
 	}
 }
 
-// laterTimeout bounds a write left behind by a handler, which may wait
-// for a pool connection while the other handlers hold them all (each
-// for at most an attempt).
-const laterTimeout = 30 * time.Second
-
-// maxPendingWrites bounds the writes left behind by handlers and not yet
-// done.
-const maxPendingWrites = 1000
-
-// later runs write on its own goroutine, bounded by laterTimeout: the
-// handler returns at once, giving its connection back to the pool. Run
-// waits for these writes before it returns. It reports whether write
-// was started (not past maxPendingWrites).
-func (r *Runner) later(ctx context.Context, log *slog.Logger, write func(context.Context)) bool {
-	if r.pending.Add(1) > maxPendingWrites {
-		// Postgres is far behind: the attempt log loses this record
-		// rather than the process piling up goroutines.
-		r.pending.Add(-1)
-		log.Warn("attempt not recorded: too many writes pending", "pending", maxPendingWrites)
-		return false
-	}
-	ctx = context.WithoutCancel(ctx)
-	r.writes.Go(func() {
-		defer r.pending.Add(-1)
-		ctx, cancel := context.WithTimeout(ctx, laterTimeout)
-		defer cancel()
-		defer func() {
-			if p := recover(); p != nil {
-				log.Error("a write after an attempt panicked", "panic", p)
-			}
-		}()
-		write(ctx)
-	})
-	return true
-}
+// writeTimeout bounds a write of the handler's own.
+const writeTimeout = 10 * time.Second
 
 // describe is the one-line reason of a failed attempt.
 func describe(res Result) string {

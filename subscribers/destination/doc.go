@@ -44,8 +44,9 @@
 //   - on 410 disables the destination (until `hub destinations resume`)
 //     and asks for the message again later (subscriber.RetryAfter), so
 //     nothing is dead-lettered for it;
-//   - otherwise records the failed attempt (on the pool) and, within the horizon (retry_for, counted from the
-//     first attempt since the event's last delivery or dead letter), asks
+//   - otherwise records the failed attempt (on the pool) and, within
+//     the horizon (retry_for, counted from the first attempt since the
+//     event's last delivery or dead letter), asks
 //     for a retry after Policy.Delay (Retry-After honoured), at most the
 //     circuit's longest cooldown while the circuit is open; past the
 //     horizon it returns a permanent error and the library dead-letters
@@ -60,6 +61,7 @@
 // The HTTP call cannot join the transaction: a crash between the
 // receiver's answer and the commit sends the event again, with the same
 // webhook-id, as does a batch whose commit fails, or two copies of an
-// event (a re-publication) handled at the same time. `hub replay` copies are sent again even when the event was
-// delivered (subscriber.Config.ResendReplays).
+// event (a re-publication) handled at the same time. `hub replay` copies
+// are sent again even when the event was delivered
+// (subscriber.Config.ResendReplays).
 package destination
