@@ -65,6 +65,9 @@ type Delivery struct {
 	// a request to the hub, OriginAPI for an event a backfill read from
 	// the provider's API. Archived with the row, never changed.
 	Origin Origin
+	// Entities are the event's business objects (Event.Entities),
+	// archived with the row and indexed for look-up by id.
+	Entities []Entity
 }
 
 // Origin is where an archived delivery came from.

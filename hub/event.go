@@ -17,6 +17,10 @@ type Event struct {
 	Signature  string    // the signature header value, archived for forensics
 	SignedAt   time.Time // the signed timestamp; zero for schemes without one
 	OccurredAt time.Time // when the provider says it happened, from signed data only; zero if unknown
+	// Entities are the business objects the event is about (at most
+	// MaxEntities), extracted from the verified body; none when the
+	// provider defines none for this event.
+	Entities []Entity
 }
 
 // Limits on an event's id and type, wherever the event comes from: the

@@ -1,0 +1,27 @@
+package hub
+
+// Entity is a business object an event is about, as its provider names
+// it: a Stripe customer (Kind "customer", ID "cus_123"), a Paddle
+// subscription, a Clerk user, a GitHub repository ("octo/hello") or pull
+// request ("octo/hello#12"). Each provider extracts its events' entities
+// beside its verifier (hub/provider); the hub archives them and indexes
+// them so that every event about one ID, newest first, is an index lookup,
+// and publishes them with the message (schema.HeaderEntity).
+//
+// An entity is found by its ID alone: ids are chosen to be unique across
+// providers (prefixed ids as the provider issues them, Shopify's GIDs,
+// GitHub's owner/name), so one search follows a customer across
+// providers when their payloads carry the same id (a Clerk user id in a
+// Stripe customer's metadata.user_id).
+type Entity struct {
+	Kind string // what the id names: "customer", "subscription", "user", ...; [a-z_]{1,32}
+	ID   string // the id, as the provider writes it; CheckText, at most MaxEntityIDLen bytes
+}
+
+// Bounds on an event's entities. An entity that does not fit is left out;
+// it never fails a delivery.
+const (
+	MaxEntities      = 8
+	MaxEntityIDLen   = 255
+	MaxEntityKindLen = 32
+)
