@@ -90,7 +90,9 @@ func (o *Ops) audited(ctx context.Context, action, target string, params any, ru
 		outcome, errText = hub.AuditError, runErr.Error()
 	}
 	var res json.RawMessage
-	if result != nil {
+	// A refused input did nothing: no result to record. Otherwise the
+	// counts so far are, error or not (how far a failed replay got).
+	if result != nil && !errors.Is(runErr, ErrInvalid) {
 		res = auditJSON(result)
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditFinishTimeout)
