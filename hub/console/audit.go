@@ -25,7 +25,7 @@ const MaxAuditExport = 100_000
 
 // auditActions are the actions the filter offers.
 var auditActions = []string{ops.ActionReplay, ops.ActionRepublish, ops.ActionRedrive, ops.ActionPurge,
-	ops.ActionDestinationPause, ops.ActionDestinationResume, "bulk.replay", "bulk.republish"}
+	ops.ActionDestinationPause, ops.ActionDestinationResume, ops.ActionBulkReplay, ops.ActionBulkRepublish}
 
 // auditQuery is the audit page's filter form, as typed.
 type auditQuery struct {

@@ -30,6 +30,9 @@ const (
 	ActionPurge             = "purge"
 	ActionDestinationPause  = "destination.pause"
 	ActionDestinationResume = "destination.resume"
+	// The bulk actions (bulk*.go) record themselves under these names.
+	ActionBulkReplay    = "bulk.replay"
+	ActionBulkRepublish = "bulk.republish"
 )
 
 // ErrAuditUnavailable: the audit trail could not record an action as it
@@ -108,6 +111,13 @@ func (o *Ops) audited(ctx context.Context, action, target string, params any, ru
 // counts) for the audit trail: a JSON object of at most hub.MaxAuditJSON
 // bytes, without NUL (which Postgres JSONB refuses).
 func auditJSON(v any) json.RawMessage {
+	if m, ok := v.(map[string]any); ok {
+		for k, x := range m { // an empty text is an input not given
+			if x == "" {
+				delete(m, k)
+			}
+		}
+	}
 	b, err := json.Marshal(v)
 	switch {
 	case err != nil:
