@@ -1,8 +1,11 @@
 package ops_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -10,6 +13,8 @@ import (
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/ops"
+	"github.com/hookhub/hookhub/hub/store"
+	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/subscribers/destination"
 )
 
@@ -143,4 +148,33 @@ func TestActionsAreAudited(t *testing.T) {
 	_, err = s.ops.Redrive(cctx, ops.RedriveRequest{Subscriber: "flaky", All: true})
 	require.ErrorIs(t, err, ops.ErrAuditUnavailable)
 	require.Len(t, auditEntries(t, s.ops), 6)
+}
+
+// finishFails is the hub's store whose FinishAudit fails, as when the
+// database goes away while an action runs.
+type finishFails struct{ *store.Store }
+
+func (finishFails) FinishAudit(context.Context, int64, string, json.RawMessage, string, time.Duration) error {
+	return errors.New("connection refused")
+}
+
+// An entry that cannot be finished stays running, the failure is logged,
+// and the action's own answer is returned: the trail still says who
+// started what.
+func TestAuditFinishFailureIsLogged(t *testing.T) {
+	t.Parallel()
+	pool, _ := hubtest.Pool(t)
+	var logs bytes.Buffer
+	st := store.New(pool)
+	o := ops.New(ops.Config{Archive: st, Subscribers: pool, Audit: finishFails{st}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	ctx := hub.WithActor(context.Background(), hub.Actor{Kind: hub.ActorCLI, Name: "alice@ops-1", Role: "admin", Via: "cli"})
+	res, err := o.Purge(ctx, ops.PurgeRequest{OlderThan: 30 * 24 * time.Hour, BatchSize: 10})
+	require.NoError(t, err)
+	require.False(t, res.DryRun)
+	es := auditEntries(t, o)
+	require.Len(t, es, 1)
+	require.Equal(t, hub.AuditRunning, es[0].Outcome)
+	require.Equal(t, "alice@ops-1", es[0].Actor.Name)
+	require.Contains(t, logs.String(), "audit: cannot record how an action ended")
+	require.Contains(t, logs.String(), "connection refused")
 }
