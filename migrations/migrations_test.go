@@ -2,6 +2,7 @@ package migrations_test
 
 import (
 	"context"
+	"io/fs"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -20,7 +21,8 @@ func emptyPool(t *testing.T) *pgxpool.Pool {
 	return pool
 }
 
-// v0.1.0's schema is one migration: applied, checked, rolled back and
+// The hub's migrations (v0.1.0's squashed schema and those after it):
+// applied, checked, rolled back and
 // applied again on an empty database.
 func TestHubSchema(t *testing.T) {
 	t.Parallel()
@@ -30,22 +32,28 @@ func TestHubSchema(t *testing.T) {
 	require.NoError(t, err)
 	defer m.Close()
 	require.ErrorIs(t, m.Check(ctx), migrate.ErrPending)
+	files, err := fs.Glob(migrations.Files(), "*.sql")
+	require.NoError(t, err)
 	rs, err := m.Up(ctx)
 	require.NoError(t, err)
-	require.Len(t, rs, 1)
+	require.Len(t, rs, len(files))
 	require.Equal(t, "00001_schema.sql", rs[0].Name)
 	require.NoError(t, m.Check(ctx))
 	ss, err := m.Status(ctx)
 	require.NoError(t, err)
-	require.Len(t, ss, 1)
-	require.True(t, ss[0].Applied)
+	require.Len(t, ss, len(files))
+	for _, st := range ss {
+		require.True(t, st.Applied)
+	}
 
 	var n int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_event_status`).Scan(&n))
-	_, err = m.Down(ctx)
-	require.NoError(t, err)
+	for range files {
+		_, err = m.Down(ctx)
+		require.NoError(t, err)
+	}
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()
-		AND tablename IN ('webhook_events', 'processed_webhook_events', 'backfill_checkpoints')`).Scan(&n))
+		AND tablename IN ('webhook_events', 'processed_webhook_events', 'backfill_checkpoints', 'audit_log')`).Scan(&n))
 	require.Zero(t, n)
 	_, err = m.Up(ctx)
 	require.NoError(t, err)

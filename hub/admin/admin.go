@@ -16,6 +16,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/internal/hubhttp"
 )
@@ -66,6 +67,8 @@ func (s *Server) mountAPI(r fiber.Router) {
 			unauthorized(c.Response())
 			return nil
 		}
+		// The actions this request runs are recorded as the token's.
+		c.SetUserContext(hub.WithActor(c.UserContext(), s.actor))
 		return c.Next()
 	})
 	admin.Get("/status", func(c *fiber.Ctx) error {
@@ -168,6 +171,7 @@ func (s *Server) mountAPI(r fiber.Router) {
 		res, err := op.Redrive(c.UserContext(), ops.RedriveRequest{Subscriber: sub, ID: in.ID, All: in.All})
 		return s.answer(c, res, err)
 	})
+	s.mountAudit(admin)
 	admin.Post("/purge", func(c *fiber.Ctx) error {
 		var in struct {
 			OlderThan     string `json:"older_than"`

@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/console"
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/internal/hubhttp"
@@ -111,6 +113,9 @@ type Server struct {
 	app *fiber.App // nil unless cfg.OwnListener
 	// tokenSum is the SHA-256 of cfg.Token (authorized).
 	tokenSum [sha256.Size]byte
+	// actor is who the API's actions are recorded as: the token, by
+	// its fingerprint.
+	actor hub.Actor
 }
 
 // New builds a Server. With Config.OwnListener it builds the admin
@@ -122,6 +127,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, tokenSum: sha256.Sum256([]byte(cfg.Token))}
+	s.actor = hub.Actor{Kind: hub.ActorToken, Name: "token " + hex.EncodeToString(s.tokenSum[:4]), Role: "admin", Via: "admin-api"}
 	if !cfg.OwnListener {
 		return s, nil
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/server"
 	"github.com/hookhub/hookhub/internal/hubhttp"
@@ -32,6 +33,10 @@ type Operator interface {
 	Purge(ctx context.Context, req ops.PurgeRequest) (ops.PurgeResult, error)
 	Status(ctx context.Context) (ops.Status, error)
 	Subscribers(ctx context.Context) ([]string, error)
+
+	// Audit trail (audit.go): read only. The trail is written by the
+	// actions themselves (hub/ops), never through this interface.
+	ListAudit(ctx context.Context, f ops.AuditFilter) ([]hub.AuditEntry, error)
 }
 
 // Config configures a Console.
@@ -107,7 +112,8 @@ var cssFile []byte
 
 // pageNames are the templates, each rendered inside layout.html.
 var pageNames = []string{"login", "error", "overview", "events", "event", "deadletters", "replay", "plan", "job",
-	"republishplan", "redriveplan"}
+	"republishplan", "redriveplan",
+	"audit"}
 
 // New returns a Console on cfg.
 func New(cfg Config) (*Console, error) {
@@ -164,6 +170,9 @@ func (cn *Console) Mount(r fiber.Router) {
 	g.Post("/replay/plan", cn.authed(cn.replayPlan))
 	g.Post("/replay/run", cn.authed(cn.replayRun))
 	g.Get("/replay/jobs/:id", cn.authed(cn.replayJob))
+	// The audit trail: read only (GET); nothing here writes to it.
+	g.Get("/audit", cn.authed(cn.auditPage))
+	g.Get("/audit.jsonl", cn.authed(cn.auditExport))
 	g.All("/*", cn.authed(func(c *fiber.Ctx, s *session) error {
 		return cn.fail(c, s, fiber.StatusNotFound, "No such page.")
 	}))
@@ -183,7 +192,7 @@ func (cn *Console) headers(c *fiber.Ctx) error {
 // view is what layout.html renders; Page is the page's own data.
 type view struct {
 	Title   string
-	Nav     string // overview, events, dead-letters, replay
+	Nav     string // overview, events, dead-letters, replay, audit
 	Session *session
 	CSRF    string // the form token: the session's, or the login one
 	Admin   bool

@@ -275,7 +275,7 @@ func (cn *Console) event(c *fiber.Ctx, s *session) error {
 
 func (cn *Console) republish(c *fiber.Ctx, s *session) error {
 	ref := formOf(c).Get("ref")
-	res, err := cn.cfg.Operator.Republish(c.UserContext(), ops.RepublishFilter{Event: ref})
+	res, err := cn.cfg.Operator.Republish(actx(c, s), ops.RepublishFilter{Event: ref})
 	if err != nil {
 		cn.audit(c, s, "republish", "event", ref, "err", err)
 		return cn.failErr(c, s, err)
@@ -332,7 +332,7 @@ func (cn *Console) redrive(c *fiber.Ctx, s *session) error {
 	var requested int64
 	var passed int
 	for _, id := range f.IDs {
-		res, err := cn.cfg.Operator.Redrive(c.UserContext(), ops.RedriveRequest{Subscriber: f.Subscriber, ID: id})
+		res, err := cn.cfg.Operator.Redrive(actx(c, s), ops.RedriveRequest{Subscriber: f.Subscriber, ID: id})
 		if len(f.IDs) > 1 && errors.Is(err, ops.ErrNotFound) {
 			passed++
 			continue

@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/utils"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/ops"
 )
 
@@ -145,7 +146,7 @@ func (cn *Console) replayPlan(c *fiber.Ctx, s *session) error {
 		cn.audit(c, s, "replay dry run", "err", err)
 		return cn.failErr(c, s, err)
 	}
-	res, err := cn.cfg.Operator.Replay(c.UserContext(), req)
+	res, err := cn.cfg.Operator.Replay(actx(c, s), req)
 	attrs := []any{"subscriber", req.Subscriber, "since", timeField(req.Since), "until", timeField(req.Until), "subject", req.Subject}
 	if err != nil {
 		cn.audit(c, s, "replay dry run", append(attrs, "err", err)...)
@@ -166,7 +167,11 @@ func (cn *Console) replayRun(c *fiber.Ctx, s *session) error {
 	req.Subscriber, req.Subject = utils.CopyString(req.Subscriber), utils.CopyString(req.Subject)
 	attrs := []any{"subscriber", req.Subscriber, "since", timeField(req.Since), "until", timeField(req.Until), "subject", req.Subject}
 	who := s.role + " " + s.tokenFP
-	j, started := cn.jobs.start(who, req, cn.cfg.Now(), cn.cfg.Operator.Replay, func(j *job) {
+	actor := s.actor()
+	run := func(ctx context.Context, req ops.ReplayRequest) (ops.ReplayResult, error) {
+		return cn.cfg.Operator.Replay(hub.WithActor(ctx, actor), req)
+	}
+	j, started := cn.jobs.start(who, req, cn.cfg.Now(), run, func(j *job) {
 		cn.log.Info("console action", "who", s.role, "token", s.tokenFP, "action", "replay finished", "job", j.ID,
 			"state", j.State, "matched", j.Res.Matched, "delivered", j.Res.Delivered, "processed", j.Res.Processed,
 			"skipped", j.Res.Skipped, "dead_lettered", j.Res.DeadLettered, "unsettled", j.Res.Unsettled, "err", j.Err)

@@ -61,7 +61,20 @@ type RedriveResult struct {
 // same transaction as its processed-row insert, so an event it already
 // processed is skipped. It reports how many were requested; none at all is
 // ErrNotFound (no such dead letter, or it was redriven already).
+//
+// It is recorded in the audit trail (action "redrive").
 func (o *Ops) Redrive(ctx context.Context, req RedriveRequest) (RedriveResult, error) {
+	params := map[string]any{"subscriber": clip(req.Subscriber, maxAuditParam), "id": req.ID, "all": req.All}
+	var res RedriveResult
+	err := o.audited(ctx, ActionRedrive, "subscriber "+req.Subscriber, params, func() (any, error) {
+		var err error
+		res, err = o.redrive(ctx, req)
+		return res, err
+	})
+	return res, err
+}
+
+func (o *Ops) redrive(ctx context.Context, req RedriveRequest) (RedriveResult, error) {
 	res := RedriveResult{Subscriber: req.Subscriber}
 	if req.ID < 0 {
 		return res, inputErr("id", "must be a dead letter's id (a positive number), got %d", req.ID)

@@ -10,6 +10,13 @@
 // copies through the hub's publisher (Republisher: hub/relay), so that a
 // copy is built by the same code as the original message.
 //
+// Every action (replay, republish, redrive, purge, destination pause and
+// resume, bulk actions; not dry runs) is recorded in the audit trail with
+// the actor its context carries (hub.WithActor): written through the
+// store (Config.Audit) before the action changes anything, and finished
+// with its outcome and result (audit.go). Ops is the trail's only writer;
+// ListAudit reads it.
+//
 // Every operation is safe to repeat: replays and republishes reach
 // subscribers whose idempotency skips what they already processed, and a
 // purge never touches the dedup table.

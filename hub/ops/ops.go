@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -101,6 +102,13 @@ type Config struct {
 	// ScanStall is how long a read of the stream waits for progress
 	// before it fails (ErrIncompleteRead); 0 is relay.DefaultScanStall.
 	ScanStall time.Duration
+	// Audit records every action Ops runs (the audit trail). Default: the
+	// Archive, when it is one (hub/store's *Store is). Without either,
+	// nothing is recorded and ListAudit finds nothing: Go code driving Ops
+	// without the hub's database (tests of the subscriber library).
+	Audit AuditLog
+	// Logger logs what the audit trail could not record; default: discard.
+	Logger *slog.Logger
 }
 
 // Ops runs operator operations against one hub's database and stream.
@@ -117,12 +125,22 @@ type Ops struct {
 	replayHeld    atomic.Int64
 	maxReplayHeld int64
 	scanStall     time.Duration
+	audit         AuditLog // nil: nothing recorded
+	log           *slog.Logger
 }
 
 // New returns Ops on cfg.
 func New(cfg Config) *Ops {
 	o := &Ops{archive: cfg.Archive, subs: cfg.Subscribers, js: cfg.JetStream, stream: cfg.Stream,
-		republisher: cfg.Republisher, now: cfg.Now, scanStall: cfg.ScanStall}
+		republisher: cfg.Republisher, now: cfg.Now, scanStall: cfg.ScanStall, audit: cfg.Audit, log: cfg.Logger}
+	if o.audit == nil {
+		if a, ok := cfg.Archive.(AuditLog); ok {
+			o.audit = a
+		}
+	}
+	if o.log == nil {
+		o.log = slog.New(slog.DiscardHandler)
+	}
 	if o.now == nil {
 		o.now = time.Now
 	}

@@ -62,7 +62,24 @@ type PurgeResult struct {
 // time for each period; at webhook volumes (millions of rows a month) a
 // batched delete on the created_at index takes seconds to minutes, which
 // does not justify that. Revisit if the archive reaches billions of rows.
+//
+// A purge is recorded in the audit trail (action "purge"); a dry run,
+// which deletes nothing, is not.
 func (o *Ops) Purge(ctx context.Context, req PurgeRequest) (PurgeResult, error) {
+	if req.DryRun {
+		return o.purge(ctx, req)
+	}
+	params := map[string]any{"older_than": fmtAge(req.OlderThan), "batch": req.BatchSize, "include_failed": req.IncludeFailed}
+	var res PurgeResult
+	err := o.audited(ctx, ActionPurge, "archive", params, func() (any, error) {
+		var err error
+		res, err = o.purge(ctx, req)
+		return res, err
+	})
+	return res, err
+}
+
+func (o *Ops) purge(ctx context.Context, req PurgeRequest) (PurgeResult, error) {
 	res := PurgeResult{DryRun: req.DryRun, OlderThan: fmtAge(req.OlderThan)}
 	if req.BatchSize < 1 || req.BatchSize > MaxPurgeBatch {
 		return res, inputErr("batch", "must be within 1..%d rows, got %d", MaxPurgeBatch, req.BatchSize)

@@ -104,7 +104,25 @@ type replayMsg struct {
 //
 // Replay then waits for the subscriber to settle every copy (up to Wait)
 // and reports how many were processed, skipped and dead-lettered.
+//
+// A run is recorded in the audit trail (action "replay"); a dry run,
+// which changes nothing, is not.
 func (o *Ops) Replay(ctx context.Context, req ReplayRequest) (ReplayResult, error) {
+	if req.DryRun {
+		return o.replay(ctx, req)
+	}
+	params := map[string]any{"subscriber": clip(req.Subscriber, maxAuditParam), "since": auditTime(req.Since),
+		"until": auditTime(req.Until), "subject": clip(req.Subject, maxAuditParam), "rate": req.Rate, "wait": req.Wait.String()}
+	var res ReplayResult
+	err := o.audited(ctx, ActionReplay, "subscriber "+req.Subscriber, params, func() (any, error) {
+		var err error
+		res, err = o.replay(ctx, req)
+		return res, err
+	})
+	return res, err
+}
+
+func (o *Ops) replay(ctx context.Context, req ReplayRequest) (ReplayResult, error) {
 	res := ReplayResult{DryRun: req.DryRun, RunID: strconv.FormatInt(o.now().UnixNano(), 36)}
 	if err := req.check(); err != nil {
 		return res, err

@@ -56,7 +56,37 @@ const (
 // cannot confuse with the original's, and Hub-Republish-Of names the
 // original id. Every subscriber receives the copy; its idempotency skips
 // what it processed already, so the side effects stay single.
+//
+// A run is recorded in the audit trail (action "republish"); a dry run,
+// which changes nothing, is not.
 func (o *Ops) Republish(ctx context.Context, f RepublishFilter) (RepublishResult, error) {
+	if f.DryRun {
+		return o.republish(ctx, f)
+	}
+	params := map[string]any{"provider": clip(f.Provider, maxAuditParam), "status": clip(string(f.Status), maxAuditParam),
+		"since": auditTime(f.Since), "until": auditTime(f.Until), "event": clip(f.Event, maxAuditParam), "limit": f.Limit}
+	if f.ArchiveIDs != nil {
+		params["archive_ids"] = len(f.ArchiveIDs)
+	}
+	target := "all providers"
+	switch {
+	case f.Event != "":
+		target = "event " + f.Event
+	case f.ArchiveIDs != nil:
+		target = fmt.Sprintf("%d archived events", len(f.ArchiveIDs))
+	case f.Provider != "":
+		target = "provider " + f.Provider
+	}
+	var res RepublishResult
+	err := o.audited(ctx, ActionRepublish, target, params, func() (any, error) {
+		var err error
+		res, err = o.republish(ctx, f)
+		return res, err
+	})
+	return res, err
+}
+
+func (o *Ops) republish(ctx context.Context, f RepublishFilter) (RepublishResult, error) {
 	res := RepublishResult{DryRun: f.DryRun, RunID: strconv.FormatInt(o.now().UnixNano(), 36)}
 	q, err := f.check()
 	if err != nil {

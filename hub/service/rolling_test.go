@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"testing/fstest"
@@ -19,24 +20,28 @@ import (
 )
 
 // nextMigrations is the hub's migrations and, after them, the fixture
-// testdata/rolling/00002_next.sql: a schema one migration ahead of this
-// release.
-func nextMigrations(t *testing.T) fs.FS {
+// testdata/rolling/00002_next.sql, numbered after the last of them: a
+// schema one migration ahead of this release. It returns the fixture's
+// name too.
+func nextMigrations(t *testing.T) (fs.FS, string) {
 	t.Helper()
 	out := fstest.MapFS{}
 	names, err := fs.Glob(migrations.Files(), "*.sql")
 	require.NoError(t, err)
+	top := 0
 	for _, name := range names {
 		b, err := fs.ReadFile(migrations.Files(), name)
 		require.NoError(t, err)
 		out[name] = &fstest.MapFile{Data: b, Mode: 0o444}
+		v, err := strconv.Atoi(name[:5])
+		require.NoError(t, err, name)
+		top = max(top, v)
 	}
 	next, err := os.ReadFile("testdata/rolling/00002_next.sql")
 	require.NoError(t, err)
-	_, clash := out["00002_next.sql"]
-	require.False(t, clash)
-	out["00002_next.sql"] = &fstest.MapFile{Data: next, Mode: 0o444}
-	return out
+	nextName := fmt.Sprintf("%05d_next.sql", top+1)
+	out[nextName] = &fstest.MapFile{Data: next, Mode: 0o444}
+	return out, nextName
 }
 
 // TestRollingDeployAcrossNextMigration is the rolling-deploy harness for
@@ -58,7 +63,8 @@ func TestRollingDeployAcrossNextMigration(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool, dbURL := hubtest.Pool(t) // this release's schema
-	m, err := migrate.New(pool, nextMigrations(t), migrations.HubVersionTable, "hub")
+	nextFS, nextName := nextMigrations(t)
+	m, err := migrate.New(pool, nextFS, migrations.HubVersionTable, "hub")
 	require.NoError(t, err)
 	defer m.Close()
 
@@ -88,7 +94,7 @@ func TestRollingDeployAcrossNextMigration(t *testing.T) {
 	rs, err := m.Up(ctx)
 	require.NoError(t, err)
 	require.Len(t, rs, 1)
-	require.Equal(t, "00002_next.sql", rs[0].Name)
+	require.Equal(t, nextName, rs[0].Name)
 	wg.Wait()
 	for i, st := range statuses {
 		require.Equal(t, http.StatusOK, st, i)

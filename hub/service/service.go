@@ -253,7 +253,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 	traffic := server.NewTraffic()
 	if cfg.AdminToken != "" {
 		o := ops.New(ops.Config{Archive: s.store, Subscribers: s.pool, JetStream: s.js, Stream: cfg.Stream,
-			Republisher: s.relay, Now: deps.Now})
+			Republisher: s.relay, Now: deps.Now, Logger: s.log.With("component", "ops")})
 		operator = o
 		s.console, err = console.New(console.Config{
 			AdminToken:    cfg.AdminToken,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -150,7 +151,9 @@ func connectOps(ctx context.Context, mode natsMode, stderr io.Writer) (*opsEnv, 
 		checkStream(ctx, js, &env.nats, devRecordPath(cfg.DataDir))
 	}
 	st := store.New(pool)
-	oc := ops.Config{Archive: st, Subscribers: pool, JetStream: js, Stream: env.nats.Stream}
+	// What the audit trail could not record is said on stderr.
+	oc := ops.Config{Archive: st, Subscribers: pool, JetStream: js, Stream: env.nats.Stream,
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if js != nil {
 		// Republished copies are built by the hub's own publisher, as the
 		// originals were. This relay only republishes: it never claims.

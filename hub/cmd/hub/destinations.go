@@ -19,7 +19,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/provider/samples"
+	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/destination"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
@@ -412,10 +414,13 @@ process delivers the waiting events within seconds (it reads its state every ` +
 	if err != nil {
 		return err
 	}
-	changed, err := destination.SetState(ctx, pool, name, want, *reason)
+	// Through hub/ops, which records the change in the audit trail.
+	o := ops.New(ops.Config{Archive: store.New(pool), Subscribers: pool})
+	set, err := o.SetDestinationState(ctx, name, want, *reason)
 	if err != nil {
 		return err
 	}
+	changed := set.Changed
 	res := stateChange{Name: name, State: string(want), Changed: changed, PreviousState: string(st.State),
 		PreviousReason: st.Reason, PreviousSince: st.ChangedAt}
 	if !changed {

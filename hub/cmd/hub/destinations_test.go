@@ -147,6 +147,25 @@ func TestDestinationsCommands(t *testing.T) {
 	require.Equal(t, destination.StateActive, st, "resume clears disabled")
 	require.Contains(t, reason, "resumed with `hub destinations resume`")
 
+	// Each pause and resume is in the audit trail, as the OS user's: four
+	// changes and the two that found the state already set (changed:
+	// false); the unknown destination was refused before any action.
+	code, out, stderr := runCmd(t, "audit", "list", "--json")
+	require.Zero(t, code, stderr)
+	var actions []string
+	for line := range strings.Lines(out) {
+		var e struct {
+			Action string    `json:"action"`
+			Actor  hub.Actor `json:"actor"`
+			Target string    `json:"target"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &e))
+		require.Equal(t, cliActor(), e.Actor)
+		actions = append(actions, e.Action+" "+e.Target)
+	}
+	require.Equal(t, []string{"destination.resume destination crm", "destination.resume destination crm",
+		"destination.resume destination billing", "destination.pause destination billing", "destination.pause destination billing"}, actions)
+
 	// NATS unreachable: list still works, and says the backlog is unknown.
 	t.Setenv("HUB_NATS_URL", "nats://"+closedAddr(t))
 	runCases(t, []cliCase{

@@ -15,6 +15,7 @@ import (
 	"runtime/debug"
 	"syscall"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/ops"
 )
 
@@ -63,6 +64,7 @@ func commands() []command {
 		{"dlq", "list a subscriber's dead letters, or redrive them after a fix", runDLQ},
 		{"destinations", "HTTP destinations: list, status, pause, resume, or test one with a signed sample", runDestinations},
 		{"purge", "delete old archive rows in batches (the dedup table is kept)", runPurge},
+		{"audit", "the audit trail: who replayed, republished, redrove, purged, paused what, and when", runAudit},
 		{"status", "stream, consumers, outbox backlog and dead letters at a glance", runStatus},
 		{"backfill", "ingest the events a provider's API lists but whose webhooks never arrived", runBackfill},
 		{"bench", "measure throughput and latency end to end, against batching disabled and the raw ceiling", runBench},
@@ -78,6 +80,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
+	// The operator actions this command runs are recorded with who ran it.
+	ctx = hub.WithActor(ctx, cliActor())
 	for _, c := range commands() {
 		if c.name == args[0] {
 			return exitCode(c.name, c.run(ctx, args[1:], stdout, stderr), stderr)

@@ -1,0 +1,105 @@
+package admin
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/ops"
+)
+
+// maxAuditExport bounds the entries one `GET /admin/audit?format=jsonl`
+// answer streams; past it the last line is {"truncated":true,"before":
+// cursor} to continue from.
+const maxAuditExport = 100_000
+
+// mountAudit serves the audit trail, read-only: GET /admin/audit lists
+// entries (JSON, newest first, with the cursor of the next page), and
+// ?format=jsonl exports them as JSON lines. No route writes to it: only
+// the actions themselves do (hub/ops).
+func (s *Server) mountAudit(admin fiber.Router) {
+	op := s.cfg.Operator
+	admin.Get("/audit", func(c *fiber.Ctx) error {
+		f := ops.AuditFilter{Actor: c.Query("actor"), Action: c.Query("action"), Before: c.Query("before"), Limit: ops.DefaultAuditLimit}
+		var err error
+		if l := c.Query("limit"); l != "" {
+			if f.Limit, err = strconv.Atoi(l); err != nil {
+				return s.answer(c, nil, &ops.InputError{Field: "limit", Reason: fmt.Sprintf("not a whole number (1..%d)", ops.MaxAuditLimit)})
+			}
+		}
+		if f.Since, f.Until, err = ops.ParseWindow(c.Query("since"), c.Query("until"), op.Now()); err != nil {
+			return s.answer(c, nil, err)
+		}
+		switch c.Query("format") {
+		case "", "json":
+		case "jsonl":
+			return s.exportAudit(c, f)
+		default:
+			return s.answer(c, nil, &ops.InputError{Field: "format", Reason: "json (the default) or jsonl"})
+		}
+		entries, err := op.ListAudit(c.UserContext(), f)
+		if err != nil {
+			return s.answer(c, nil, err)
+		}
+		page := auditPage{Entries: entries}
+		if len(entries) == f.Limit {
+			page.Next = ops.AuditCursor(entries[len(entries)-1])
+		}
+		return s.answer(c, page, nil)
+	})
+}
+
+// auditPage is one page of the audit trail.
+type auditPage struct {
+	Entries []hub.AuditEntry `json:"entries"`
+	// Next is the before cursor of the next page, when more may follow.
+	Next string `json:"next,omitempty"`
+}
+
+// exportAudit streams the entries f selects as JSON lines, newest first,
+// a page at a time, at most maxAuditExport. The first page is read before
+// the answer starts, so a bad filter is still a 400.
+func (s *Server) exportAudit(c *fiber.Ctx, f ops.AuditFilter) error {
+	op := s.cfg.Operator
+	ctx := c.UserContext()
+	f.Limit = ops.MaxAuditLimit
+	first, err := op.ListAudit(ctx, f)
+	if err != nil {
+		return s.answer(c, nil, err)
+	}
+	c.Set(fiber.HeaderContentType, "application/x-ndjson")
+	c.Set(fiber.HeaderContentDisposition, `attachment; filename="hookhub-audit.jsonl"`)
+	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+		enc := json.NewEncoder(w)
+		entries, n := first, 0
+		var last hub.AuditEntry
+		for {
+			for _, e := range entries {
+				if n == maxAuditExport {
+					_ = enc.Encode(map[string]any{"truncated": true, "before": ops.AuditCursor(last)})
+					_ = w.Flush()
+					return
+				}
+				if enc.Encode(e) != nil {
+					return
+				}
+				last = e
+				n++
+			}
+			if w.Flush() != nil || len(entries) < f.Limit {
+				return
+			}
+			f.Before = ops.AuditCursor(entries[len(entries)-1])
+			if entries, err = op.ListAudit(ctx, f); err != nil {
+				_ = enc.Encode(map[string]any{"error": "the export stopped: " + err.Error(), "before": f.Before})
+				_ = w.Flush()
+				return
+			}
+		}
+	})
+	return nil
+}

@@ -1,0 +1,25 @@
+package console_test
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookhub/hookhub/hub/console"
+)
+
+// The console and the admin API reach the operator's tools through
+// console.Operator: its only audit method reads. The trail is written by
+// the actions themselves (hub/ops), never by a caller of this interface.
+func TestOperatorCannotWriteTheAuditTrail(t *testing.T) {
+	typ := reflect.TypeFor[console.Operator]()
+	var audit []string
+	for i := range typ.NumMethod() {
+		if name := typ.Method(i).Name; strings.Contains(strings.ToLower(name), "audit") {
+			audit = append(audit, name)
+		}
+	}
+	require.Equal(t, []string{"ListAudit"}, audit)
+}

@@ -1,0 +1,41 @@
+package ops
+
+import (
+	"context"
+
+	"github.com/hookhub/hookhub/subscribers/destination"
+)
+
+// DestinationStateResult reports a change of a destination's state.
+type DestinationStateResult struct {
+	Destination string `json:"destination"`
+	State       string `json:"state"`
+	// Changed is false when the destination was in that state already.
+	Changed bool `json:"changed"`
+}
+
+// SetDestinationState pauses (destination.StatePaused) or resumes
+// (destination.StateActive) a destination, with reason saying why
+// (destination.SetState), and records it in the audit trail (actions
+// "destination.pause" and "destination.resume").
+func (o *Ops) SetDestinationState(ctx context.Context, name string, state destination.State, reason string) (DestinationStateResult, error) {
+	res := DestinationStateResult{Destination: name, State: string(state)}
+	action := ActionDestinationResume
+	if state == destination.StatePaused {
+		action = ActionDestinationPause
+	}
+	params := map[string]any{"destination": clip(name, maxAuditParam), "state": clip(string(state), maxAuditParam),
+		"reason": clip(reason, maxAuditParam)}
+	err := o.audited(ctx, action, "destination "+name, params, func() (any, error) {
+		if state != destination.StatePaused && state != destination.StateActive {
+			return nil, inputErr("state", "must be %s or %s, got %s", destination.StatePaused, destination.StateActive, quote(string(state)))
+		}
+		changed, err := destination.SetState(ctx, o.subs, name, state, reason)
+		if err != nil {
+			return nil, err
+		}
+		res.Changed = changed
+		return res, nil
+	})
+	return res, err
+}
