@@ -92,7 +92,7 @@ func newSiteWith(t testing.TB, pool *pgxpool.Pool, fc fiber.Config) *site {
 	logger := newLogger(lockedWriter{&s.logMu, s.log})
 	o := ops.New(ops.Config{Archive: store.New(pool), Subscribers: pool, Now: s.clock.Now})
 	cn, err := console.New(console.Config{AdminToken: adminToken, ReadOnlyToken: readOnlyToken, Operator: o,
-		StreamState: func() string { return "ok" }, Traffic: s.traffic.Minutes, Logger: logger, Now: s.clock.Now})
+		Sessions: store.New(pool), StreamState: func() string { return "ok" }, Traffic: s.traffic.Minutes, Logger: logger, Now: s.clock.Now})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cn.Stop(context.Background()) })
 	fc.DisableStartupMessage = true

@@ -259,6 +259,8 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 			AdminToken:    cfg.AdminToken,
 			ReadOnlyToken: cfg.ConsoleReadOnlyToken,
 			Operator:      o,
+			Sessions:      s.store,
+			OIDC:          cfg.OIDC(),
 			StreamState:   func() string { st, _ := s.keeper.Status(); return st },
 			Traffic:       traffic.Minutes,
 			Logger:        s.log.With("component", "console"),
