@@ -82,6 +82,14 @@ const (
 	sessionOIDC  = "oidc"
 )
 
+// tokenFP is the fingerprint of a token session's token, or "".
+func (s *session) tokenFP() string {
+	if s.kind != sessionToken {
+		return ""
+	}
+	return strings.TrimPrefix(s.name, "token ")
+}
+
 // Role is "admin" or "read-only".
 func (s *session) Role() string { return s.role }
 
@@ -275,13 +283,18 @@ func crossSite(c *fiber.Ctx) bool {
 // remote is the address sign-ins are limited by.
 func remote(c *fiber.Ctx) string { return utils.CopyString(c.IP()) }
 
-// audit logs an action: who did it (role and name) and what.
+// audit logs an action: who did it (role, the token's fingerprint for a
+// token session, the name) and what.
 func (cn *Console) audit(c *fiber.Ctx, s *session, action string, attrs ...any) {
-	who, name := "none", ""
+	who, fp := "none", ""
 	if s != nil {
-		who, name = s.role, s.name
+		who, fp = s.role, s.tokenFP()
 	}
-	cn.log.Info("console action", append([]any{"who", who, "name", name, "action", action, "remote", remote(c)}, attrs...)...)
+	args := append([]any{"who", who, "token", fp, "action", action, "remote", remote(c)}, attrs...)
+	if s != nil {
+		args = append(args, "name", s.name)
+	}
+	cn.log.Info("console action", args...)
 }
 
 // handler is a page or action of a signed-in operator.

@@ -74,7 +74,7 @@ func TestSignInAndOut(t *testing.T) {
 	require.Contains(t, log, "action=\"login failed\"")
 	require.NotContains(t, log, adminToken)
 	require.NotContains(t, log, "not-the-token")
-	require.Regexp(t, `who=admin name="token [0-9a-f]{8}" action=login`, log)
+	require.Regexp(t, `who=admin token=[0-9a-f]{8} action=login`, log)
 }
 
 func TestSecureCookieBehindHTTPS(t *testing.T) {
@@ -260,7 +260,7 @@ func TestCSRFRefused(t *testing.T) {
 	require.NoError(t, err)
 	page := s.do("GET", loc.String(), "", []*http.Cookie{sc})
 	require.Contains(t, page.body, `<div id="flash" role="status">Done: redrive requested for 1 dead letter(s)`)
-	require.Regexp(t, `who=admin name="token [0-9a-f]{8}" action=redrive .*subscriber=credits`, s.logText())
+	require.Regexp(t, `who=admin token=[0-9a-f]{8} action=redrive .*subscriber=credits`, s.logText())
 }
 
 // The session and sign-in cookies are browser-session cookies: no Expires,

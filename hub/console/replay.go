@@ -167,7 +167,7 @@ func (cn *Console) replayRun(c *fiber.Ctx, s *session) error {
 	attrs := []any{"subscriber", req.Subscriber, "since", timeField(req.Since), "until", timeField(req.Until), "subject", req.Subject}
 	who := s.role + " " + s.name
 	j, started := cn.jobs.start(who, req, cn.cfg.Now(), cn.cfg.Operator.Replay, func(j *job) {
-		cn.log.Info("console action", "who", s.role, "name", s.name, "action", "replay finished", "job", j.ID,
+		cn.log.Info("console action", "who", s.role, "token", s.tokenFP(), "name", s.name, "action", "replay finished", "job", j.ID,
 			"state", j.State, "matched", j.Res.Matched, "delivered", j.Res.Delivered, "processed", j.Res.Processed,
 			"skipped", j.Res.Skipped, "dead_lettered", j.Res.DeadLettered, "unsettled", j.Res.Unsettled, "err", j.Err)
 	})
