@@ -55,6 +55,7 @@ func (c *clock) Add(d time.Duration) {
 type site struct {
 	t       testing.TB
 	app     *fiber.App
+	cn      *console.Console
 	pool    *pgxpool.Pool
 	clock   *clock
 	traffic *server.Traffic
@@ -106,6 +107,7 @@ func newSiteConfig(t testing.TB, pool *pgxpool.Pool, fc fiber.Config, mod func(*
 	cn, err := console.New(cfg)
 	require.NoError(t, err)
 	require.NoError(t, cn.Start(context.Background()))
+	s.cn = cn
 	t.Cleanup(func() { _ = cn.Stop(context.Background()) })
 	fc.DisableStartupMessage = true
 	s.app = fiber.New(fc)

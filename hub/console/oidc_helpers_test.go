@@ -194,6 +194,7 @@ type oidcSite struct {
 	URL       string // the console's origin
 	op        *testOP
 	transport *rewriter
+	redirect  string
 }
 
 // newOIDCSite starts a provider and a console (on pool) that signs in
@@ -203,15 +204,29 @@ func newOIDCSite(t testing.TB, pool *pgxpool.Pool) *oidcSite {
 	opLn, opURL := listen(t)
 	cnLn, cnURL := listen(t)
 	o := startOP(t, opLn, opURL, cnURL+"/console/oidc/callback")
+	return serveOIDCSite(t, pool, o, cnLn, cnURL, cnURL+"/console/oidc/callback")
+}
+
+func serveOIDCSite(t testing.TB, pool *pgxpool.Pool, o *testOP, ln net.Listener, origin, redirect string) *oidcSite {
+	t.Helper()
 	tr := &rewriter{}
 	s := newSiteConfig(t, pool, fiber.Config{}, func(c *console.Config) {
 		c.OIDC = console.OIDCConfig{Issuer: o.URL, ClientID: consoleClientID, ClientSecret: consoleClientSecret,
-			RedirectURL: cnURL + "/console/oidc/callback", Admins: oidcAdmins, Readers: oidcReaders,
+			RedirectURL: redirect, Admins: oidcAdmins, Readers: oidcReaders,
 			HTTPClient: &http.Client{Transport: tr, Timeout: 10 * time.Second}}
 	})
-	go func() { _ = s.app.Listener(cnLn) }()
+	go func() { _ = s.app.Listener(ln) }()
 	t.Cleanup(func() { _ = s.app.Shutdown() })
-	return &oidcSite{site: s, URL: cnURL, op: o, transport: tr}
+	return &oidcSite{site: s, URL: origin, op: o, transport: tr, redirect: redirect}
+}
+
+// replica starts another console on the same database and provider, as
+// a second replica of the hub behind the same load balancer (the same
+// redirect URL).
+func (s *oidcSite) replica(t testing.TB) *oidcSite {
+	t.Helper()
+	ln, origin := listen(t)
+	return serveOIDCSite(t, s.pool, s.op, ln, origin, s.redirect)
 }
 
 // agent is a browser as an HTTP client: a cookie jar, redirects followed
