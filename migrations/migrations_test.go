@@ -2,6 +2,7 @@ package migrations_test
 
 import (
 	"context"
+	"io/fs"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -32,20 +33,27 @@ func TestHubSchema(t *testing.T) {
 	require.ErrorIs(t, m.Check(ctx), migrate.ErrPending)
 	rs, err := m.Up(ctx)
 	require.NoError(t, err)
-	require.Len(t, rs, 1)
+	files, err := fs.Glob(migrations.Files(), "*.sql")
+	require.NoError(t, err)
+	require.Len(t, rs, len(files))
 	require.Equal(t, "00001_schema.sql", rs[0].Name)
 	require.NoError(t, m.Check(ctx))
 	ss, err := m.Status(ctx)
 	require.NoError(t, err)
-	require.Len(t, ss, 1)
-	require.True(t, ss[0].Applied)
+	require.Len(t, ss, len(files))
+	for _, st := range ss {
+		require.True(t, st.Applied)
+	}
 
 	var n int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_event_status`).Scan(&n))
-	_, err = m.Down(ctx)
-	require.NoError(t, err)
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM console_sessions`).Scan(&n))
+	for range files { // every migration down, newest first
+		_, err = m.Down(ctx)
+		require.NoError(t, err)
+	}
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()
-		AND tablename IN ('webhook_events', 'processed_webhook_events', 'backfill_checkpoints')`).Scan(&n))
+		AND tablename IN ('webhook_events', 'processed_webhook_events', 'backfill_checkpoints', 'console_sessions', 'console_oidc_logins')`).Scan(&n))
 	require.Zero(t, n)
 	_, err = m.Up(ctx)
 	require.NoError(t, err)
