@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"testing/fstest"
@@ -19,10 +20,11 @@ import (
 )
 
 // nextMigrations is the hub's migrations and, after them, the fixture
-// testdata/rolling/00002_next.sql: a schema one migration ahead of this
-// release.
+// testdata/rolling/00002_next.sql, numbered after the last of them
+// (nextName): a schema one migration ahead of this release.
 func nextMigrations(t *testing.T) fs.FS {
 	t.Helper()
+	name := nextName(t)
 	out := fstest.MapFS{}
 	names, err := fs.Glob(migrations.Files(), "*.sql")
 	require.NoError(t, err)
@@ -33,10 +35,25 @@ func nextMigrations(t *testing.T) fs.FS {
 	}
 	next, err := os.ReadFile("testdata/rolling/00002_next.sql")
 	require.NoError(t, err)
-	_, clash := out["00002_next.sql"]
+	_, clash := out[name]
 	require.False(t, clash)
-	out["00002_next.sql"] = &fstest.MapFile{Data: next, Mode: 0o444}
+	out[name] = &fstest.MapFile{Data: next, Mode: 0o444}
 	return out
+}
+
+// nextName is the fixture's file name: the version after the hub's last
+// migration.
+func nextName(t *testing.T) string {
+	t.Helper()
+	names, err := fs.Glob(migrations.Files(), "*.sql")
+	require.NoError(t, err)
+	last := 0
+	for _, n := range names {
+		v, err := strconv.Atoi(n[:5])
+		require.NoError(t, err, n)
+		last = max(last, v)
+	}
+	return fmt.Sprintf("%05d_next.sql", last+1)
 }
 
 // TestRollingDeployAcrossNextMigration is the rolling-deploy harness for
@@ -88,7 +105,7 @@ func TestRollingDeployAcrossNextMigration(t *testing.T) {
 	rs, err := m.Up(ctx)
 	require.NoError(t, err)
 	require.Len(t, rs, 1)
-	require.Equal(t, "00002_next.sql", rs[0].Name)
+	require.Equal(t, nextName(t), rs[0].Name)
 	wg.Wait()
 	for i, st := range statuses {
 		require.Equal(t, http.StatusOK, st, i)
