@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub/console"
 	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
@@ -246,4 +247,20 @@ func TestOIDCProviderDown(t *testing.T) {
 	a := s.do("GET", "/console/oidc/login", "", nil)
 	require.Equal(t, http.StatusServiceUnavailable, a.status)
 	require.Contains(t, a.body, "Single sign-on is unavailable")
+}
+
+// Sign-ins started are limited per address: each stores a row.
+func TestOIDCStartsLimited(t *testing.T) {
+	t.Parallel()
+	pool, _ := hubtest.Pool(t)
+	s := newOIDCSite(t, pool)
+	for i := range console.MaxSignInsPerAddress {
+		require.Equal(t, http.StatusSeeOther, s.do("GET", "/console/oidc/login", "", nil).status, "start %d", i+1)
+	}
+	a := s.do("GET", "/console/oidc/login", "", nil)
+	require.Equal(t, http.StatusTooManyRequests, a.status)
+	require.Equal(t, "60", a.header.Get("Retry-After"))
+	require.Equal(t, console.MaxSignInsPerAddress, countRows(t, s, `SELECT count(*) FROM console_oidc_logins`))
+	s.clock.Add(time.Minute + time.Second)
+	require.Equal(t, http.StatusSeeOther, s.do("GET", "/console/oidc/login", "", nil).status, "a minute later")
 }
