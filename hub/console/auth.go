@@ -292,7 +292,7 @@ func (cn *Console) audit(c *fiber.Ctx, s *session, action string, attrs ...any) 
 	}
 	args := append([]any{"who", who, "token", fp, "action", action, "remote", remote(c)}, attrs...)
 	if s != nil {
-		args = append(args, "name", s.name)
+		args = append(args, "name", s.actor().Name)
 	}
 	cn.log.Info("console action", args...)
 }
