@@ -44,6 +44,8 @@ type OIDCConfig struct {
 	GroupsClaim string
 	// HTTPClient talks to the provider; default one with a 10 s timeout.
 	HTTPClient *http.Client
+	// OnDiscovery, when set, is told each discovery's outcome (a metric).
+	OnDiscovery func(ok bool)
 }
 
 // OIDC bounds.
@@ -179,6 +181,9 @@ func (o *oidcClient) discover(ctx context.Context) (*oidc.Provider, *oidc.IDToke
 	ctx, cancel := context.WithTimeout(ctx, oidcDiscoveryTimeout)
 	defer cancel()
 	p, err := oidc.NewProvider(o.ctx(ctx), o.cfg.Issuer)
+	if o.cfg.OnDiscovery != nil {
+		o.cfg.OnDiscovery(err == nil)
+	}
 	if err != nil {
 		o.lastErr = err
 		o.log.Warn("console: OIDC discovery failed; token sign-in still works, OIDC sign-in is retried", "issuer", o.cfg.Issuer, "err", err)

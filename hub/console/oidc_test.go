@@ -237,10 +237,13 @@ func TestOIDCProviderDown(t *testing.T) {
 	pool, _ := hubtest.Pool(t)
 	ln, deadURL := listen(t)
 	require.NoError(t, ln.Close())
+	discovered := make(chan bool, 10)
 	start := time.Now()
 	s := newSiteConfig(t, pool, fiberConfig(), func(c *consoleConfig) {
 		c.OIDC.Issuer, c.OIDC.ClientID, c.OIDC.RedirectURL, c.OIDC.Admins = deadURL, consoleClientID, "http://127.0.0.1:1/console/oidc/callback", oidcAdmins
+		c.OIDC.OnDiscovery = func(ok bool) { discovered <- ok }
 	})
+	require.False(t, <-discovered, "the metric hears of the failure")
 	require.Less(t, time.Since(start), 10*time.Second, "the console started without its provider")
 	require.Contains(t, s.logText(), "OIDC discovery failed")
 	s.login(adminToken)
