@@ -81,6 +81,23 @@ type opStorage struct {
 	groups   map[string][]string
 	mu       sync.Mutex
 	lifetime time.Duration
+	// keysOf, when set, is the storage whose keys sign this provider's
+	// tokens (a provider that holds another's signing key).
+	keysOf *storage.Storage
+}
+
+func (s *opStorage) SigningKey(ctx context.Context) (op.SigningKey, error) {
+	if s.keysOf != nil {
+		return s.keysOf.SigningKey(ctx)
+	}
+	return s.Storage.SigningKey(ctx)
+}
+
+func (s *opStorage) KeySet(ctx context.Context) ([]op.Key, error) {
+	if s.keysOf != nil {
+		return s.keysOf.KeySet(ctx)
+	}
+	return s.Storage.KeySet(ctx)
 }
 
 func (s *opStorage) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
@@ -143,6 +160,12 @@ func listen(t testing.TB) (net.Listener, string) {
 // another) redirect to redirect.
 func startOP(t testing.TB, ln net.Listener, issuer, redirect string) *testOP {
 	t.Helper()
+	return startOPKeys(t, ln, issuer, redirect, nil)
+}
+
+// startOPKeys is startOP with keysOf's signing key, when not nil.
+func startOPKeys(t testing.TB, ln net.Listener, issuer, redirect string, keysOf *testOP) *testOP {
+	t.Helper()
 	users := map[string]*storage.User{}
 	groups := map[string][]string{}
 	for _, u := range opUsers {
@@ -156,6 +179,9 @@ func startOP(t testing.TB, ln net.Listener, issuer, redirect string) *testOP {
 		otherClientID:   storage.WebClient(otherClientID, "other-secret", redirect),
 	}
 	st := &opStorage{Storage: storage.NewStorageWithClients(opUserStore{users}, clients), groups: groups}
+	if keysOf != nil {
+		st.keysOf = keysOf.storage.Storage
+	}
 	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: exampleop.SetupServer(issuer, st, nil, false), ReadHeaderTimeout: 10 * time.Second}}
 	srv.Start()
 	t.Cleanup(srv.Close)
