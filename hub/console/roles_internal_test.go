@@ -1,6 +1,8 @@
 package console
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -90,4 +92,28 @@ func FuzzSafeReturn(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The claims roles are read from: email_verified as a boolean (or the
+// string "true"), groups as a list of strings, the name shown sanitised.
+func TestClaims(t *testing.T) {
+	t.Parallel()
+	for raw, want := range map[string]bool{`true`: true, `"true"`: true, `false`: false, `"false"`: false, `1`: false, ``: false, `null`: false} {
+		require.Equal(t, want, verified(json.RawMessage(raw)), raw)
+	}
+	for raw, want := range map[string][]string{
+		`{"groups":["a","b"]}`:       {"a", "b"},
+		`{"groups":["a",1,null,{}]}`: {"a"},
+		`{"groups":"a"}`:             nil,
+		`{}`:                         nil,
+		`{"roles":["a"]}`:            nil,
+	} {
+		var all map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal([]byte(raw), &all))
+		require.Equal(t, want, groupsOf(all, "groups"), raw)
+	}
+	require.Equal(t, "alice@example.com", operatorName("alice@example.com", true, "sub-1"))
+	require.Equal(t, "sub-1", operatorName("alice@example.com", false, "sub-1"), "an unverified e-mail names no one")
+	require.Equal(t, "ab", operatorName("a\nb\x00", true, "s"))
+	require.Len(t, operatorName(strings.Repeat("é", 300), true, "s"), 254)
 }
