@@ -48,12 +48,14 @@ func TestHubSchema(t *testing.T) {
 
 	var n int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_event_status`).Scan(&n))
-	for range files {
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM console_sessions`).Scan(&n))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM audit_log`).Scan(&n))
+	for range files { // every migration down, newest first
 		_, err = m.Down(ctx)
 		require.NoError(t, err)
 	}
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()
-		AND tablename IN ('webhook_events', 'processed_webhook_events', 'backfill_checkpoints', 'audit_log')`).Scan(&n))
+		AND tablename IN ('webhook_events', 'processed_webhook_events', 'backfill_checkpoints', 'console_sessions', 'console_oidc_logins', 'audit_log')`).Scan(&n))
 	require.Zero(t, n)
 	_, err = m.Up(ctx)
 	require.NoError(t, err)

@@ -8,11 +8,15 @@ import (
 	"github.com/hookhub/hookhub/hub"
 )
 
-// actor is who the session's actions are recorded as in the audit trail:
-// a token session by the token's fingerprint and its role. (Helper O's
-// OIDC sessions extend this with the operator's e-mail or subject.)
+// actor is who acts through s, for the audit trail: the operator an OIDC
+// session signed in (their e-mail, or subject), or the token a token
+// session signed in with ("token 1a2b3c4d", its fingerprint).
 func (s *session) actor() hub.Actor {
-	return hub.Actor{Kind: hub.ActorToken, Name: "token " + s.tokenFP, Role: s.role, Via: "console"}
+	kind := hub.ActorToken
+	if s.kind == sessionOIDC {
+		kind = hub.ActorOperator
+	}
+	return hub.Actor{Kind: kind, Name: s.name, Role: s.role, Via: "console"}
 }
 
 // actx is the request's context carrying the session's actor, for the

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/utils"
+
+	"github.com/hookhub/hookhub/hub/store"
 )
 
 // Session bounds: a session ends SessionLifetime after sign-in, or after
@@ -60,27 +63,47 @@ const (
 // bound, so the two cannot disagree.
 const MaxFormBytes = 16 << 10
 
+// session is a signed-in browser, as its row in Postgres (hub/store's
+// console_sessions) holds it: every replica of the hub sees the same
+// sessions, and they survive a restart.
 type session struct {
-	id, csrf string
-	role     string
-	tokenFP  string // first 8 hex digits of the token's SHA-256
-	created  time.Time
-	lastSeen time.Time
+	id   string // the cookie's value; only its SHA-256 is stored
+	csrf string
+	role string
+	// kind is sessionToken or sessionOIDC; name who signed in: "token
+	// 1a2b3c4d" (the token's fingerprint), or the operator's e-mail (or
+	// subject).
+	kind, name string
+}
+
+// Session kinds.
+const (
+	sessionToken = "token"
+	sessionOIDC  = "oidc"
+)
+
+// tokenFP is the fingerprint of a token session's token, or "".
+func (s *session) tokenFP() string {
+	if s.kind != sessionToken {
+		return ""
+	}
+	return strings.TrimPrefix(s.name, "token ")
 }
 
 // Role is "admin" or "read-only".
 func (s *session) Role() string { return s.role }
 
-type sessions struct {
-	mu     sync.Mutex
-	now    func() time.Time
-	m      map[string]*session
-	byRole map[string]int // live sessions of each role
-}
+// Name is who signed in: the operator's e-mail (or subject), or "token
+// 1a2b3c4d" for a token sign-in.
+func (s *session) Name() string { return s.name }
 
-func newSessions(now func() time.Time) *sessions {
-	return &sessions{now: now, m: map[string]*session{}, byRole: map[string]int{}}
-}
+// MaxOperatorSessions bounds the sessions of one OIDC operator (one
+// issuer and subject); past it that operator's oldest session is ended.
+const MaxOperatorSessions = 100
+
+// sessionTouch is how often a session in use writes its last use (and so
+// its idle expiry) to Postgres: the idle bound is kept to within it.
+const sessionTouch = 30 * time.Second
 
 func randomHex(n int) string {
 	b := make([]byte, n)
@@ -88,80 +111,45 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// open starts a session of role. Past MaxSessions sessions of that role,
-// ended sessions are dropped and, if that is not enough, the oldest of
-// that role is ended: a role only ever evicts its own sessions.
-func (ss *sessions) open(role, fp string) *session {
-	now := ss.now()
-	s := &session{id: randomHex(32), csrf: randomHex(32), role: role, tokenFP: fp, created: now, lastSeen: now}
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if ss.byRole[role] >= MaxSessions {
-		var oldest *session
-		for _, o := range ss.m {
-			if !ss.alive(o, now) {
-				ss.drop(o)
-			} else if o.role == role && (oldest == nil || o.created.Before(oldest.created)) {
-				oldest = o
-			}
-		}
-		if ss.byRole[role] >= MaxSessions && oldest != nil {
-			ss.drop(oldest)
-		}
-	}
-	ss.m[s.id] = s
-	ss.byRole[role]++
-	return s
+func hashID(id string) []byte {
+	sum := sha256.Sum256([]byte(id))
+	return sum[:]
 }
 
-// drop removes s; ss.mu is held.
-func (ss *sessions) drop(s *session) {
-	if _, ok := ss.m[s.id]; !ok {
-		return
+// openSession starts a session of role for name and stores it. capKey
+// names the pool a cap bounds: past max sessions in it, its oldest are
+// ended, never another pool's (a token's role only evicts its own
+// sessions; an operator only their own).
+func (cn *Console) openSession(ctx context.Context, kind, name, role, capKey string, max int) (*session, error) {
+	now := cn.cfg.Now()
+	s := &session{id: randomHex(32), csrf: randomHex(32), role: role, kind: kind, name: name}
+	exp := now.Add(SessionIdle)
+	if l := now.Add(SessionLifetime); l.Before(exp) {
+		exp = l
 	}
-	delete(ss.m, s.id)
-	if ss.byRole[s.role]--; ss.byRole[s.role] <= 0 {
-		delete(ss.byRole, s.role)
+	err := cn.cfg.Sessions.OpenConsoleSession(ctx, store.ConsoleSession{IDHash: hashID(s.id), CSRF: s.csrf, Role: role,
+		Kind: kind, Name: name, CapKey: capKey, Created: now, LastSeen: now, ExpiresAt: exp}, max, now)
+	if err != nil {
+		return nil, err
 	}
+	return s, nil
 }
 
-func (ss *sessions) alive(s *session, now time.Time) bool {
-	return now.Sub(s.created) < SessionLifetime && now.Sub(s.lastSeen) < SessionIdle
-}
-
-// get returns the live session id names and marks it used.
-func (ss *sessions) get(id string) *session {
+// sessionOf returns the live session c's cookie names, or nil, and marks
+// it used.
+func (cn *Console) sessionOf(c *fiber.Ctx) (*session, error) {
+	id := c.Cookies(sessionCookie)
 	if len(id) != 64 {
-		return nil
+		return nil, nil
 	}
-	now := ss.now()
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	s := ss.m[id]
-	if s == nil {
-		return nil
+	cs, ok, err := cn.cfg.Sessions.ConsoleSession(c.Context(), hashID(id), cn.cfg.Now(), sessionTouch, SessionLifetime, SessionIdle)
+	if err != nil || !ok {
+		return nil, err
 	}
-	if !ss.alive(s, now) {
-		ss.drop(s)
-		return nil
+	if cs.Role != RoleAdmin && cs.Role != RoleReadOnly {
+		return nil, nil
 	}
-	s.lastSeen = now
-	return s
-}
-
-// count is the number of sessions kept of role (live or not yet dropped).
-func (ss *sessions) count(role string) int {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	return ss.byRole[role]
-}
-
-func (ss *sessions) end(id string) {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if s := ss.m[id]; s != nil {
-		ss.drop(s)
-	}
+	return &session{id: utils.CopyString(id), csrf: cs.CSRF, role: cs.Role, kind: cs.Kind, name: cs.Name}, nil
 }
 
 // limiter counts events (failed sign-ins, sign-ins) per key (a remote
@@ -295,13 +283,18 @@ func crossSite(c *fiber.Ctx) bool {
 // remote is the address sign-ins are limited by.
 func remote(c *fiber.Ctx) string { return utils.CopyString(c.IP()) }
 
-// audit logs an action: who did it (role and token fingerprint) and what.
+// audit logs an action: who did it (role, the token's fingerprint for a
+// token session, the name) and what.
 func (cn *Console) audit(c *fiber.Ctx, s *session, action string, attrs ...any) {
 	who, fp := "none", ""
 	if s != nil {
-		who, fp = s.role, s.tokenFP
+		who, fp = s.role, s.tokenFP()
 	}
-	cn.log.Info("console action", append([]any{"who", who, "token", fp, "action", action, "remote", remote(c)}, attrs...)...)
+	args := append([]any{"who", who, "token", fp, "action", action, "remote", remote(c)}, attrs...)
+	if s != nil {
+		args = append(args, "name", s.actor().Name)
+	}
+	cn.log.Info("console action", args...)
 }
 
 // handler is a page or action of a signed-in operator.
@@ -312,7 +305,10 @@ type handler func(c *fiber.Ctx, s *session) error
 // but sign-out), from this site, with the session's CSRF token.
 func (cn *Console) authed(h handler) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		s := cn.sessions.get(c.Cookies(sessionCookie))
+		s, err := cn.sessionOf(c)
+		if err != nil {
+			return cn.failErr(c, nil, err)
+		}
 		if s == nil {
 			if c.Cookies(sessionCookie) != "" {
 				cn.clearCookie(c, sessionCookie)
@@ -347,10 +343,14 @@ func formOf(c *fiber.Ctx) url.Values {
 }
 
 // loginView is the sign-in page's data.
-type loginView struct{}
+type loginView struct {
+	OIDC bool // OIDC sign-in is configured
+}
 
 func (cn *Console) loginPage(c *fiber.Ctx) error {
-	if s := cn.sessions.get(c.Cookies(sessionCookie)); s != nil {
+	if s, err := cn.sessionOf(c); err != nil {
+		return cn.failErr(c, nil, err)
+	} else if s != nil {
 		return c.Redirect("/console/", fiber.StatusSeeOther)
 	}
 	return cn.renderLogin(c, fiber.StatusOK, "")
@@ -361,7 +361,7 @@ func (cn *Console) loginPage(c *fiber.Ctx) error {
 func (cn *Console) renderLogin(c *fiber.Ctx, code int, msg string) error {
 	tok := randomHex(16)
 	cn.setCookie(c, loginCookie, tok)
-	return cn.render(c, code, "login", view{Title: "Sign in", CSRF: tok, Error: msg, Page: loginView{}})
+	return cn.render(c, code, "login", view{Title: "Sign in", CSRF: tok, Error: msg, Page: loginView{OIDC: cn.oidc != nil}})
 }
 
 func (cn *Console) login(c *fiber.Ctx) error {
@@ -398,7 +398,10 @@ func (cn *Console) login(c *fiber.Ctx) error {
 	}
 	cn.signIns.add(addr)
 	cn.roleSignIns.add(role)
-	s := cn.sessions.open(role, fingerprint(form.Get("token")))
+	s, err := cn.openSession(c.Context(), sessionToken, "token "+fingerprint(form.Get("token")), role, sessionToken+":"+role, MaxSessions)
+	if err != nil {
+		return cn.failErr(c, nil, err)
+	}
 	cn.clearCookie(c, loginCookie)
 	cn.setCookie(c, sessionCookie, s.id)
 	cn.audit(c, s, "login")
@@ -408,11 +411,13 @@ func (cn *Console) login(c *fiber.Ctx) error {
 // tooMany answers a refused sign-in 429 with the sign-in page's error.
 func (cn *Console) tooMany(c *fiber.Ctx, msg string) error {
 	c.Set(fiber.HeaderRetryAfter, "60")
-	return cn.render(c, fiber.StatusTooManyRequests, "login", view{Title: "Sign in", Error: msg})
+	return cn.render(c, fiber.StatusTooManyRequests, "login", view{Title: "Sign in", Error: msg, Page: loginView{}})
 }
 
 func (cn *Console) logout(c *fiber.Ctx, s *session) error {
-	cn.sessions.end(s.id)
+	if err := cn.cfg.Sessions.EndConsoleSession(c.Context(), hashID(s.id)); err != nil {
+		return cn.failErr(c, s, err)
+	}
 	cn.clearCookie(c, sessionCookie)
 	cn.audit(c, s, "logout")
 	return c.Redirect("/console/login", fiber.StatusSeeOther)

@@ -10,9 +10,9 @@ import (
 
 func TestConfigValidateNamesTheField(t *testing.T) {
 	_, err := console.New(console.Config{})
-	require.EqualError(t, err, "console: AdminToken is required\nconsole: Operator is required\nconsole: ReadOnlyToken must differ from the admin token")
+	require.EqualError(t, err, "console: AdminToken is required\nconsole: Operator is required\nconsole: Sessions is required\nconsole: ReadOnlyToken must differ from the admin token")
 	c := console.Config{AdminToken: "a", ReadOnlyToken: "b"}.WithDefaults()
 	require.NotNil(t, c.Logger)
 	require.NotNil(t, c.Now)
-	require.EqualError(t, c.Validate(), "console: Operator is required")
+	require.EqualError(t, c.Validate(), "console: Operator is required\nconsole: Sessions is required")
 }

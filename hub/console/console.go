@@ -15,6 +15,7 @@ import (
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/server"
+	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/internal/hubhttp"
 )
 
@@ -39,6 +40,18 @@ type Operator interface {
 	ListAudit(ctx context.Context, f ops.AuditFilter) ([]hub.AuditEntry, error)
 }
 
+// SessionStore keeps the console's sessions and OpenID Connect sign-ins in
+// progress in Postgres (hub/store's *Store), so that they survive a
+// restart and every replica sees them.
+type SessionStore interface {
+	OpenConsoleSession(ctx context.Context, s store.ConsoleSession, max int, now time.Time) error
+	ConsoleSession(ctx context.Context, idHash []byte, now time.Time, touch, lifetime, idle time.Duration) (store.ConsoleSession, bool, error)
+	EndConsoleSession(ctx context.Context, idHash []byte) error
+	PurgeConsoleSessions(ctx context.Context, now time.Time) error
+	StartConsoleLogin(ctx context.Context, l store.ConsoleLogin, now time.Time) error
+	TakeConsoleLogin(ctx context.Context, stateHash []byte, now time.Time) (store.ConsoleLogin, bool, error)
+}
+
 // Config configures a Console.
 type Config struct {
 	// AdminToken signs in as "admin" (required, the admin API's token).
@@ -46,6 +59,11 @@ type Config struct {
 	// ReadOnlyToken, when set, signs in as "read-only".
 	ReadOnlyToken string
 	Operator      Operator // required
+	// Sessions stores the sessions (hub/store's *Store); required.
+	Sessions SessionStore
+	// OIDC, when its Issuer is set, adds OpenID Connect sign-in beside the
+	// tokens.
+	OIDC OIDCConfig
 	// StreamState is the stream's state as /readyz reports it ("ok",
 	// "missing", ...); optional.
 	StreamState func() string
@@ -79,6 +97,10 @@ func (c Config) Validate() error {
 	if c.Operator == nil {
 		bad("Operator", "is required")
 	}
+	if c.Sessions == nil {
+		bad("Sessions", "is required")
+	}
+	errs = append(errs, c.OIDC.validate()...)
 	if c.ReadOnlyToken == c.AdminToken {
 		bad("ReadOnlyToken", "must differ from the admin token")
 	}
@@ -93,15 +115,17 @@ func (c Config) Validate() error {
 
 // Console serves the operator's web console.
 type Console struct {
-	cfg      Config
-	log      *slog.Logger
-	pages    map[string]*template.Template
-	css      []byte
-	sessions *sessions
+	cfg   Config
+	log   *slog.Logger
+	pages map[string]*template.Template
+	css   []byte
+	oidc  *oidcClient // nil: no OIDC sign-in
 	// failed counts failed sign-ins per address; signIns successful ones
 	// per address, roleSignIns per role.
 	failed, signIns, roleSignIns *limiter
-	jobs                         *jobs
+	// oidcStarts counts OIDC sign-ins started per address.
+	oidcStarts *limiter
+	jobs       *jobs
 }
 
 //go:embed templates/*.html
@@ -112,7 +136,7 @@ var cssFile []byte
 
 // pageNames are the templates, each rendered inside layout.html.
 var pageNames = []string{"login", "error", "overview", "events", "event", "deadletters", "replay", "plan", "job",
-	"republishplan", "redriveplan",
+	"republishplan", "redriveplan", "signedin",
 	"audit"}
 
 // New returns a Console on cfg.
@@ -122,8 +146,9 @@ func New(cfg Config) (*Console, error) {
 		return nil, err
 	}
 	cn := &Console{cfg: cfg, log: cfg.Logger, css: cssFile, pages: map[string]*template.Template{},
-		sessions: newSessions(cfg.Now), failed: newLimiter(cfg.Now, MaxFailedSignIns),
-		signIns: newLimiter(cfg.Now, MaxSignInsPerAddress), roleSignIns: newLimiter(cfg.Now, MaxSignInsPerRole), jobs: newJobs()}
+		failed:  newLimiter(cfg.Now, MaxFailedSignIns),
+		signIns: newLimiter(cfg.Now, MaxSignInsPerAddress), roleSignIns: newLimiter(cfg.Now, MaxSignInsPerRole),
+		oidcStarts: newLimiter(cfg.Now, MaxSignInsPerAddress), jobs: newJobs()}
 	for _, name := range pageNames {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
@@ -131,12 +156,22 @@ func New(cfg Config) (*Console, error) {
 		}
 		cn.pages[name] = t
 	}
+	if cfg.OIDC.Issuer != "" {
+		cn.oidc = newOIDCClient(cfg.OIDC, cfg.Now, cn.log)
+	}
 	return cn, nil
 }
 
-// Start implements startstop.Service: the console has nothing to start
-// (a replay job starts from a request).
-func (cn *Console) Start(context.Context) error { return nil }
+// Start implements startstop.Service (a replay job starts from a request).
+// With OIDC configured it reads the provider's discovery document, within
+// a few seconds; a provider that cannot be reached is logged and tried
+// again at the next OIDC sign-in, and token sign-in works meanwhile.
+func (cn *Console) Start(ctx context.Context) error {
+	if cn.oidc != nil {
+		_, _, _ = cn.oidc.discover(ctx)
+	}
+	return nil
+}
 
 // Stop stops a replay job that is running (the hub is shutting down) and
 // waits for it. Idempotent; safe when never started.
@@ -155,6 +190,8 @@ func (cn *Console) Mount(r fiber.Router) {
 	})
 	g.Get("/login", cn.loginPage)
 	g.Post("/login", cn.login)
+	g.Get("/oidc/login", cn.oidcLogin)
+	g.Get("/oidc/callback", cn.oidcCallback)
 	g.Post("/logout", cn.authed(cn.logout))
 	g.Get("/", cn.authed(cn.overview))
 	g.Get("/events", cn.authed(cn.events))
@@ -199,7 +236,10 @@ type view struct {
 	Flash   string
 	Error   string
 	Refresh int // seconds; 0: none
-	Page    any
+	// RefreshTo, when set, sends the browser there at once (a console
+	// path).
+	RefreshTo string
+	Page      any
 }
 
 // render writes page with v, status code.

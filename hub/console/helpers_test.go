@@ -55,6 +55,7 @@ func (c *clock) Add(d time.Duration) {
 type site struct {
 	t       testing.TB
 	app     *fiber.App
+	cn      *console.Console
 	pool    *pgxpool.Pool
 	clock   *clock
 	traffic *server.Traffic
@@ -88,12 +89,25 @@ func newSiteOn(t testing.TB, pool *pgxpool.Pool) *site {
 // ProxyHeader, so that a test can sign in from many addresses).
 func newSiteWith(t testing.TB, pool *pgxpool.Pool, fc fiber.Config) *site {
 	t.Helper()
+	return newSiteConfig(t, pool, fc, nil)
+}
+
+// newSiteConfig is newSiteWith with the console's configuration changed by
+// mod (when not nil) before it starts.
+func newSiteConfig(t testing.TB, pool *pgxpool.Pool, fc fiber.Config, mod func(*console.Config)) *site {
+	t.Helper()
 	s := &site{t: t, pool: pool, clock: &clock{t: time.Now()}, traffic: server.NewTraffic(), log: &strings.Builder{}}
 	logger := newLogger(lockedWriter{&s.logMu, s.log})
 	o := ops.New(ops.Config{Archive: store.New(pool), Subscribers: pool, Now: s.clock.Now})
-	cn, err := console.New(console.Config{AdminToken: adminToken, ReadOnlyToken: readOnlyToken, Operator: o,
-		StreamState: func() string { return "ok" }, Traffic: s.traffic.Minutes, Logger: logger, Now: s.clock.Now})
+	cfg := console.Config{AdminToken: adminToken, ReadOnlyToken: readOnlyToken, Operator: o,
+		Sessions: store.New(pool), StreamState: func() string { return "ok" }, Traffic: s.traffic.Minutes, Logger: logger, Now: s.clock.Now}
+	if mod != nil {
+		mod(&cfg)
+	}
+	cn, err := console.New(cfg)
 	require.NoError(t, err)
+	require.NoError(t, cn.Start(context.Background()))
+	s.cn = cn
 	t.Cleanup(func() { _ = cn.Stop(context.Background()) })
 	fc.DisableStartupMessage = true
 	s.app = fiber.New(fc)

@@ -166,13 +166,13 @@ func (cn *Console) replayRun(c *fiber.Ctx, s *session) error {
 	// Strings of the request outlive it: copy them out of fiber's buffers.
 	req.Subscriber, req.Subject = utils.CopyString(req.Subscriber), utils.CopyString(req.Subject)
 	attrs := []any{"subscriber", req.Subscriber, "since", timeField(req.Since), "until", timeField(req.Until), "subject", req.Subject}
-	who := s.role + " " + s.tokenFP
+	who := s.role + " " + s.name
 	actor := s.actor()
 	run := func(ctx context.Context, req ops.ReplayRequest) (ops.ReplayResult, error) {
 		return cn.cfg.Operator.Replay(hub.WithActor(ctx, actor), req)
 	}
 	j, started := cn.jobs.start(who, req, cn.cfg.Now(), run, func(j *job) {
-		cn.log.Info("console action", "who", s.role, "token", s.tokenFP, "action", "replay finished", "job", j.ID,
+		cn.log.Info("console action", "who", s.role, "token", s.tokenFP(), "name", s.name, "action", "replay finished", "job", j.ID,
 			"state", j.State, "matched", j.Res.Matched, "delivered", j.Res.Delivered, "processed", j.Res.Processed,
 			"skipped", j.Res.Skipped, "dead_lettered", j.Res.DeadLettered, "unsettled", j.Res.Unsettled, "err", j.Err)
 	})

@@ -72,6 +72,10 @@ type Metrics struct {
 	// BackfillInterval is HUB_BACKFILL_INTERVAL for each provider `hub
 	// serve` backfills: the alerts' measure of a stale last success.
 	BackfillInterval *prometheus.GaugeVec
+	// ConsoleOIDCDiscovered is 1 once the console has read its OpenID
+	// Connect provider's discovery document, 0 while it cannot (token
+	// sign-in works meanwhile); absent without OIDC.
+	ConsoleOIDCDiscovered *prometheus.GaugeVec
 }
 
 // Backfill run outcomes, the "outcome" label of hub_backfill_runs_total.
@@ -178,6 +182,11 @@ func New(reg prometheus.Registerer) *Metrics {
 		Name: "hub_backfill_interval_seconds",
 		Help: "How often hub serve backfills the provider (HUB_BACKFILL_INTERVAL); absent when it does not.",
 	}, []string{"provider"})
+	m.ConsoleOIDCDiscovered = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "hub_console_oidc_discovered",
+		Help: "1 once the console has read its OpenID Connect provider's discovery document, 0 while the provider cannot be reached (OIDC sign-in answers 503; token sign-in works), by issuer; absent without HUB_CONSOLE_OIDC_ISSUER.",
+	}, []string{"issuer"})
+	reg.MustRegister(m.ConsoleOIDCDiscovered)
 	reg.MustRegister(m.BackfillMissing, m.BackfillIngested, m.BackfillRuns, m.BackfillLastSuccess, m.BackfillFailed, m.BackfillAbandoned,
 		m.BackfillInterval)
 	reg.MustRegister(m.Deliveries, m.IngestSeconds, m.CommitBatch, m.Published, m.PublishLagSecond, m.OutboxPending, m.OutboxOldest, m.NATSConnected,

@@ -14,6 +14,7 @@ import (
 	"github.com/kelseyhightower/envconfig"
 
 	"github.com/hookhub/hookhub/hub/backfill"
+	"github.com/hookhub/hookhub/hub/console"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/schema"
 )
@@ -122,6 +123,14 @@ type AdminConfig struct {
 	AdminMaxConns        int    `envconfig:"HUB_ADMIN_MAX_CONNS" default:"256" desc:"Open connections on HUB_ADMIN_ADDR (probes, Prometheus, operators), and a quarter of that from one remote address; past either a new connection is answered 503 with Retry-After and closed"`
 	AdminToken           string `envconfig:"HUB_ADMIN_TOKEN" desc:"Bearer token of the admin API under /admin/ and the admin sign-in of the web console under /console/ (at least 32 characters); empty leaves both off"`
 	ConsoleReadOnlyToken string `envconfig:"HUB_CONSOLE_READONLY_TOKEN" desc:"Token of the web console's read-only sign-in under /console/ (at least 32 characters, not HUB_ADMIN_TOKEN; needs HUB_ADMIN_TOKEN, which signs in as admin); empty: admin sign-in only"`
+	// OpenID Connect sign-in to the console (docs/console.md).
+	ConsoleOIDCIssuer       string   `envconfig:"HUB_CONSOLE_OIDC_ISSUER" desc:"Issuer URL of the OpenID Connect provider the web console signs operators in with (https; discovery at Issuer/.well-known/openid-configuration); empty: token sign-in only. Needs HUB_ADMIN_TOKEN"`
+	ConsoleOIDCClientID     string   `envconfig:"HUB_CONSOLE_OIDC_CLIENT_ID" desc:"The console's client id at the provider (the ID token's audience)"`
+	ConsoleOIDCClientSecret string   `envconfig:"HUB_CONSOLE_OIDC_CLIENT_SECRET" desc:"The console's client secret at the provider (empty for a public client: PKCE only)"`
+	ConsoleOIDCRedirectURL  string   `envconfig:"HUB_CONSOLE_OIDC_REDIRECT_URL" desc:"The console's callback as registered at the provider: https://HOST/console/oidc/callback"`
+	ConsoleOIDCAdmins       []string `envconfig:"HUB_CONSOLE_OIDC_ADMINS" desc:"Comma list of who signs in as admin: e-mail addresses (alice@example.com), domains (@example.com), groups (group:NAME); e-mail and domain need email_verified"`
+	ConsoleOIDCReaders      []string `envconfig:"HUB_CONSOLE_OIDC_READERS" desc:"Comma list of who signs in as read-only, as HUB_CONSOLE_OIDC_ADMINS (admin wins when both match; someone matching neither is refused)"`
+	ConsoleOIDCGroupsClaim  string   `envconfig:"HUB_CONSOLE_OIDC_GROUPS_CLAIM" default:"groups" desc:"ID token claim listing the operator's groups, for group:NAME entries"`
 }
 
 // TelemetryConfig is the hub's logs and traces.
@@ -335,9 +344,54 @@ func (c *AdminConfig) validate(p *problems) {
 			p.add("CONSOLE_READONLY_TOKEN", "needs HUB_ADMIN_TOKEN: the console is off without it")
 		}
 	}
+	c.validateOIDC(p)
 	if c.AdminMaxConns < 16 || c.AdminMaxConns > 100000 {
 		p.add("ADMIN_MAX_CONNS", "must be between 16 and 100000, got %d", c.AdminMaxConns)
 	}
+}
+
+func (c *AdminConfig) validateOIDC(p *problems) {
+	if c.ConsoleOIDCIssuer == "" {
+		if c.ConsoleOIDCClientID != "" || c.ConsoleOIDCRedirectURL != "" || len(c.ConsoleOIDCAdmins)+len(c.ConsoleOIDCReaders) > 0 {
+			p.add("CONSOLE_OIDC_ISSUER", "is required with the other HUB_CONSOLE_OIDC_* settings")
+		}
+		return
+	}
+	if c.AdminToken == "" {
+		p.add("CONSOLE_OIDC_ISSUER", "needs HUB_ADMIN_TOKEN: the console is off without it")
+	}
+	if err := console.CheckOIDCURL(c.ConsoleOIDCIssuer); err != nil {
+		p.add("CONSOLE_OIDC_ISSUER", "%v", err)
+	}
+	if c.ConsoleOIDCClientID == "" {
+		p.add("CONSOLE_OIDC_CLIENT_ID", "is required with HUB_CONSOLE_OIDC_ISSUER")
+	}
+	if err := console.CheckOIDCRedirectURL(c.ConsoleOIDCRedirectURL); err != nil {
+		p.add("CONSOLE_OIDC_REDIRECT_URL", "%v", err)
+	}
+	n := 0
+	for _, r := range []struct {
+		name string
+		list []string
+	}{{"CONSOLE_OIDC_ADMINS", c.ConsoleOIDCAdmins}, {"CONSOLE_OIDC_READERS", c.ConsoleOIDCReaders}} {
+		k, err := console.CheckRoleRules(r.list)
+		if err != nil {
+			p.add(r.name, "%v", err)
+		}
+		n += k
+	}
+	if n == 0 {
+		p.add("CONSOLE_OIDC_ADMINS", "or HUB_CONSOLE_OIDC_READERS must give someone a role")
+	}
+	if c.ConsoleOIDCGroupsClaim == "" {
+		p.add("CONSOLE_OIDC_GROUPS_CLAIM", "must not be empty")
+	}
+}
+
+// OIDC returns the console's OpenID Connect settings.
+func (c *AdminConfig) OIDC() console.OIDCConfig {
+	return console.OIDCConfig{Issuer: c.ConsoleOIDCIssuer, ClientID: c.ConsoleOIDCClientID, ClientSecret: c.ConsoleOIDCClientSecret,
+		RedirectURL: c.ConsoleOIDCRedirectURL, Admins: c.ConsoleOIDCAdmins, Readers: c.ConsoleOIDCReaders, GroupsClaim: c.ConsoleOIDCGroupsClaim}
 }
 
 func (c *TelemetryConfig) validate(p *problems) {

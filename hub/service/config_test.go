@@ -62,6 +62,16 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 			c.AdminToken, c.ConsoleReadOnlyToken = strings.Repeat("a", 32), strings.Repeat("a", 32)
 		}},
 		{"HUB_CONSOLE_READONLY_TOKEN", func(c *service.Config) { c.ConsoleReadOnlyToken = strings.Repeat("r", 32) }},
+		{"HUB_CONSOLE_OIDC_ISSUER", func(c *service.Config) { c.ConsoleOIDCClientID = "hub" }},
+		{"HUB_CONSOLE_OIDC_ISSUER", func(c *service.Config) { oidc(c); c.AdminToken = "" }},
+		{"HUB_CONSOLE_OIDC_ISSUER", func(c *service.Config) { oidc(c); c.ConsoleOIDCIssuer = "http://idp.example.com" }},
+		{"HUB_CONSOLE_OIDC_CLIENT_ID", func(c *service.Config) { oidc(c); c.ConsoleOIDCClientID = "" }},
+		{"HUB_CONSOLE_OIDC_REDIRECT_URL", func(c *service.Config) { oidc(c); c.ConsoleOIDCRedirectURL = "" }},
+		{"HUB_CONSOLE_OIDC_REDIRECT_URL", func(c *service.Config) { oidc(c); c.ConsoleOIDCRedirectURL = "https://hub.example.com/elsewhere" }},
+		{"HUB_CONSOLE_OIDC_ADMINS", func(c *service.Config) { oidc(c); c.ConsoleOIDCAdmins = []string{"alice"} }},
+		{"HUB_CONSOLE_OIDC_READERS", func(c *service.Config) { oidc(c); c.ConsoleOIDCReaders = []string{"group:"} }},
+		{"HUB_CONSOLE_OIDC_ADMINS", func(c *service.Config) { oidc(c); c.ConsoleOIDCAdmins, c.ConsoleOIDCReaders = nil, nil }},
+		{"HUB_CONSOLE_OIDC_GROUPS_CLAIM", func(c *service.Config) { oidc(c); c.ConsoleOIDCGroupsClaim = "" }},
 		{"HUB_BACKFILL_INTERVAL", func(c *service.Config) { c.BackfillInterval = time.Second }},
 		{"HUB_BACKFILL_WINDOW", func(c *service.Config) { c.BackfillInterval, c.BackfillWindow = time.Hour, 0 }},
 		{"HUB_BACKFILL_WINDOW", func(c *service.Config) { c.BackfillInterval, c.BackfillWindow = 2*time.Hour, time.Hour }},
@@ -78,6 +88,32 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 			require.Contains(t, err.Error(), c.variable)
 		})
 	}
+}
+
+// oidc sets a valid OpenID Connect configuration of the console.
+func oidc(c *service.Config) {
+	c.AdminToken = strings.Repeat("a", 32)
+	c.ConsoleOIDCIssuer, c.ConsoleOIDCClientID = "https://idp.example.com", "hub"
+	c.ConsoleOIDCRedirectURL = "https://hub.example.com/console/oidc/callback"
+	c.ConsoleOIDCAdmins, c.ConsoleOIDCReaders = []string{"alice@example.com", "group:ops"}, []string{"@example.com"}
+}
+
+// A valid OpenID Connect configuration passes, and the list variables are
+// comma lists.
+func TestOIDCConfig(t *testing.T) {
+	t.Setenv("HUB_ADMIN_TOKEN", strings.Repeat("a", 32))
+	t.Setenv("HUB_CONSOLE_OIDC_ISSUER", "https://idp.example.com")
+	t.Setenv("HUB_CONSOLE_OIDC_CLIENT_ID", "hub")
+	t.Setenv("HUB_CONSOLE_OIDC_REDIRECT_URL", "https://hub.example.com/console/oidc/callback")
+	t.Setenv("HUB_CONSOLE_OIDC_ADMINS", "alice@example.com,group:ops")
+	t.Setenv("HUB_CONSOLE_OIDC_READERS", "@example.com")
+	cfg, err := service.LoadConfig()
+	require.NoError(t, err)
+	require.NoError(t, cfg.Validate())
+	o := cfg.OIDC()
+	require.Equal(t, []string{"alice@example.com", "group:ops"}, o.Admins)
+	require.Equal(t, []string{"@example.com"}, o.Readers)
+	require.Equal(t, "groups", o.GroupsClaim)
 }
 
 // A bare variable meant for another program never configures the hub.

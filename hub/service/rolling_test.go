@@ -20,28 +20,40 @@ import (
 )
 
 // nextMigrations is the hub's migrations and, after them, the fixture
-// testdata/rolling/00002_next.sql, numbered after the last of them: a
-// schema one migration ahead of this release. It returns the fixture's
-// name too.
-func nextMigrations(t *testing.T) (fs.FS, string) {
+// testdata/rolling/00002_next.sql, numbered after the last of them
+// (nextName): a schema one migration ahead of this release.
+func nextMigrations(t *testing.T) fs.FS {
 	t.Helper()
+	name := nextName(t)
 	out := fstest.MapFS{}
 	names, err := fs.Glob(migrations.Files(), "*.sql")
 	require.NoError(t, err)
-	top := 0
-	for _, name := range names {
-		b, err := fs.ReadFile(migrations.Files(), name)
+	for _, n := range names {
+		b, err := fs.ReadFile(migrations.Files(), n)
 		require.NoError(t, err)
-		out[name] = &fstest.MapFile{Data: b, Mode: 0o444}
-		v, err := strconv.Atoi(name[:5])
-		require.NoError(t, err, name)
-		top = max(top, v)
+		out[n] = &fstest.MapFile{Data: b, Mode: 0o444}
 	}
 	next, err := os.ReadFile("testdata/rolling/00002_next.sql")
 	require.NoError(t, err)
-	nextName := fmt.Sprintf("%05d_next.sql", top+1)
-	out[nextName] = &fstest.MapFile{Data: next, Mode: 0o444}
-	return out, nextName
+	_, clash := out[name]
+	require.False(t, clash)
+	out[name] = &fstest.MapFile{Data: next, Mode: 0o444}
+	return out
+}
+
+// nextName is the fixture's file name: the version after the hub's last
+// migration.
+func nextName(t *testing.T) string {
+	t.Helper()
+	names, err := fs.Glob(migrations.Files(), "*.sql")
+	require.NoError(t, err)
+	last := 0
+	for _, n := range names {
+		v, err := strconv.Atoi(n[:5])
+		require.NoError(t, err, n)
+		last = max(last, v)
+	}
+	return fmt.Sprintf("%05d_next.sql", last+1)
 }
 
 // TestRollingDeployAcrossNextMigration is the rolling-deploy harness for
@@ -63,7 +75,7 @@ func TestRollingDeployAcrossNextMigration(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool, dbURL := hubtest.Pool(t) // this release's schema
-	nextFS, nextName := nextMigrations(t)
+	nextFS := nextMigrations(t)
 	m, err := migrate.New(pool, nextFS, migrations.HubVersionTable, "hub")
 	require.NoError(t, err)
 	defer m.Close()
@@ -94,7 +106,7 @@ func TestRollingDeployAcrossNextMigration(t *testing.T) {
 	rs, err := m.Up(ctx)
 	require.NoError(t, err)
 	require.Len(t, rs, 1)
-	require.Equal(t, nextName, rs[0].Name)
+	require.Equal(t, nextName(t), rs[0].Name)
 	wg.Wait()
 	for i, st := range statuses {
 		require.Equal(t, http.StatusOK, st, i)

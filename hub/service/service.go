@@ -255,10 +255,23 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 		o := ops.New(ops.Config{Archive: s.store, Subscribers: s.pool, JetStream: s.js, Stream: cfg.Stream,
 			Republisher: s.relay, Now: deps.Now, Logger: s.log.With("component", "ops")})
 		operator = o
+		oidc := cfg.OIDC()
+		if oidc.Issuer != "" {
+			g := s.metrics.ConsoleOIDCDiscovered.WithLabelValues(oidc.Issuer)
+			oidc.OnDiscovery = func(ok bool) {
+				if ok {
+					g.Set(1)
+				} else {
+					g.Set(0)
+				}
+			}
+		}
 		s.console, err = console.New(console.Config{
 			AdminToken:    cfg.AdminToken,
 			ReadOnlyToken: cfg.ConsoleReadOnlyToken,
 			Operator:      o,
+			Sessions:      s.store,
+			OIDC:          oidc,
 			StreamState:   func() string { st, _ := s.keeper.Status(); return st },
 			Traffic:       traffic.Minutes,
 			Logger:        s.log.With("component", "console"),

@@ -1,0 +1,149 @@
+package console_test
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookhub/hookhub/hub/service"
+	"github.com/hookhub/hookhub/hub/service/testhub"
+	"github.com/hookhub/hookhub/internal/hubtest"
+)
+
+// signInOIDC signs in through the local provider's login page in the
+// browser and requires the console to greet the operator with role.
+func (b *browser) signInOIDC(user, name, role string) {
+	b.t.Helper()
+	b.openOK("/console/login")
+	b.clickOK("#sign-in-oidc")
+	require.Contains(b.t, b.location(), "/login/username", "the provider's login page")
+	b.setValue("#username", user)
+	b.setValue("#password", opPassword)
+	b.clickOK("button[type=submit]")
+	b.waitUntil(`location.pathname === "/console/" && document.querySelector("#who")`, "back on the console's overview")
+	require.Equal(b.t, role, b.text("#who"), "%s signed in at %s", user, b.location())
+	require.Equal(b.t, name, b.text("#who-name"))
+	c := b.cookie("hookhub_session")
+	require.NotNil(b.t, c)
+	require.True(b.t, c.HTTPOnly)
+	require.Equal(b.t, "Strict", c.SameSite.String())
+}
+
+// Two operators sign in through a real OpenID Connect provider on a whole
+// hub: the admin (by e-mail) acts; the read-only one (by domain) sees
+// every page, no action, and is refused every action it posts.
+func TestBrowserOIDC(t *testing.T) {
+	chrome := startChromium(t)
+	// The admin listener's address is fixed first: the provider must know
+	// the console's callback before the hub starts.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	adminAddr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	callback := "http://" + adminAddr + "/console/oidc/callback"
+	opLn, opURL := listen(t)
+	startOP(t, opLn, opURL, callback)
+
+	_, dbURL := hubtest.Pool(t)
+	n := hubtest.JetStream(t)
+	cfg := testhub.Config(t, dbURL, n.URL())
+	cfg.AdminAddr, cfg.AdminToken = adminAddr, consoleAdminToken
+	cfg.SetSecrets("paddle", browserPaddleSecret)
+	cfg.BatchCommitters, cfg.RelayWorkers = 2, 2
+	cfg.ConsoleOIDCIssuer, cfg.ConsoleOIDCClientID, cfg.ConsoleOIDCClientSecret = opURL, consoleClientID, consoleClientSecret
+	cfg.ConsoleOIDCRedirectURL, cfg.ConsoleOIDCAdmins, cfg.ConsoleOIDCReaders = callback, oidcAdmins, oidcReaders
+	logs := &hubtest.SyncBuffer{}
+	th := testhub.Start(t, cfg, service.Deps{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	th.WaitStream(th.JetStream(), cfg.Stream)
+	h := &testHub{Hub: th, t: t, logs: logs, failing: map[string]bool{}}
+	require.Equal(t, "http://"+adminAddr, h.AdminURL)
+
+	h.startFlaky()
+	h.failOn("evt_oidc_dead", true)
+	h.Deliver("paddle", "evt_oidc", "subscription.created")
+	h.Deliver("paddle", "evt_oidc_dead", "subscription.created")
+	h.Eventually(func() bool { return h.Count(`SELECT count(*) FROM flaky.dead_letters`) == 1 }, "evt_oidc_dead dead-lettered")
+	h.Eventually(func() bool { return h.effects("evt_oidc") == 1 }, "evt_oidc processed")
+	var id int64
+	require.NoError(t, h.Pool().QueryRow(t.Context(), `SELECT id FROM flaky.dead_letters`).Scan(&id))
+	h.failOn("evt_oidc_dead", false)
+	msgs := h.StreamInfo().State.Msgs
+
+	ro := &browser{t: t, ctx: chrome, base: h.AdminURL}
+	ro.signInOIDC("bob", "bob@example.org", "read-only")
+	admin := &browser{t: t, ctx: startChromium(t), base: h.AdminURL}
+	admin.signInOIDC("alice", "alice@example.com", "admin")
+
+	for _, p := range []struct {
+		path        string
+		adminAction bool
+	}{
+		{"/console/", false},
+		{"/console/events", false},
+		{"/console/event?ref=" + url.QueryEscape("paddle:evt_oidc"), true},
+		{"/console/dead-letters?subscriber=flaky", true},
+		{"/console/replay", true},
+		{"/console/event/republish?ref=" + url.QueryEscape("paddle:evt_oidc"), true},
+		{"/console/dead-letters/redrive?subscriber=flaky", true},
+	} {
+		admin.openOK(p.path)
+		if p.adminAction {
+			require.Positive(t, admin.count(".action"), "%s: the admin's page has actions", p.path)
+		}
+		ro.openOK(p.path)
+		require.Equal(t, "bob@example.org", ro.text("#who-name"), p.path)
+		require.Zero(t, ro.count(".action"), "%s: no action for the read-only operator", p.path)
+		require.Zero(t, ro.count(`form[method=post i]:not([action="/console/logout"])`), "%s: no form but sign-out posts", p.path)
+	}
+
+	// Every action the read-only operator posts, with its own session's
+	// CSRF token, is refused.
+	ro.openOK("/console/")
+	csrf := ro.csrf()
+	for _, c := range []struct {
+		path string
+		form map[string]string
+	}{
+		{"/console/event/republish", map[string]string{"ref": "paddle:evt_oidc"}},
+		{"/console/dead-letters/redrive", map[string]string{"subscriber": flaky, "id": fmt.Sprint(id)}},
+		{"/console/dead-letters/redrive", map[string]string{"subscriber": flaky, "all": "1"}},
+		{"/console/replay/plan", map[string]string{"subscriber": flaky, "since": "1h"}},
+		{"/console/replay/run", map[string]string{"subscriber": flaky, "since": "1h"}},
+	} {
+		c.form["csrf"] = csrf
+		p := ro.post(c.path, c.form)
+		require.Equal(t, http.StatusForbidden, p.Status, "POST %s %v: %s", c.path, c.form, p.Error)
+		require.Contains(t, p.Error, "read-only", c.path)
+		ro.openOK("/console/")
+	}
+	time.Sleep(time.Second)
+	require.Equal(t, msgs, h.StreamInfo().State.Msgs, "nothing republished or replayed")
+	require.Zero(t, h.effects("evt_oidc_dead"), "nothing redriven")
+
+	// The admin acts: a redrive of the dead letter, processed.
+	admin.openOK("/console/")
+	p := admin.post("/console/dead-letters/redrive", map[string]string{"csrf": admin.csrf(), "subscriber": flaky, "id": fmt.Sprint(id)})
+	require.Equal(t, http.StatusOK, p.Status, p.Error)
+	h.Eventually(func() bool { return h.effects("evt_oidc_dead") == 1 }, "the admin's redrive processed")
+
+	// The log names each operator with each action.
+	var refused, redriven bool
+	for _, a := range h.consoleActions() {
+		refused = refused || (a["action"] == "refused" && a["name"] == "bob@example.org" && a["who"] == "read-only")
+		redriven = redriven || (strings.Contains(fmt.Sprint(a["action"]), "redrive") && a["name"] == "alice@example.com" && a["who"] == "admin")
+	}
+	require.True(t, refused, "the read-only operator's refusals are logged with their name")
+	require.True(t, redriven, "the admin's redrive is logged with their name")
+
+	// Signing out ends the session.
+	out := ro.post("/console/logout", map[string]string{"csrf": csrf})
+	require.Equal(t, ro.base+"/console/login", out.URL)
+	require.Equal(t, ro.base+"/console/login", ro.open("/console/").URL)
+}
