@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/internal/jsontext"
 )
 
@@ -643,7 +644,19 @@ func twilioEvent(h Header, typ string, form url.Values) (Event, error) {
 			ev.OccurredAt = at
 		}
 	}
+	ev.Entities = twilioEntities(form)
 	return ev, nil
+}
+
+// twilioEntities returns the entities of a Twilio form: the message
+// (MessageSid, or SmsSid, "message") or the call (CallSid, "call") the
+// request is about. The AccountSid is not one: it would name every
+// request of the account. A JSON body (the bodySHA256 variant) names
+// none.
+func twilioEntities(form url.Values) []hub.Entity {
+	var out []hub.Entity
+	out = addEntity(out, "message", firstNonEmpty(form.Get("MessageSid"), form.Get("SmsSid")))
+	return addEntity(out, "call", form.Get("CallSid"))
 }
 
 // firstNonEmpty returns the first of a and b that is not empty.
