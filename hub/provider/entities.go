@@ -18,8 +18,9 @@ import (
 //
 // The JSON helpers read only what they need, in one pass over the bytes
 // up to the last member wanted, without allocating: a payload is walked
-// member by member (jsonMembers, jsonMember), and a member's string is
-// copied out only when it is one of the entities.
+// member by member (jsonMembers, jsonMember), values are skipped by
+// finding their end rather than validating them (skipFast), and a
+// member's string is copied out only when it is one of the entities.
 
 // CleanEntities returns the entities of list that keep the domain's
 // rules, in order: Kind is [a-z_]{1,32} (hub.MaxEntityKindLen), ID passes
@@ -128,8 +129,10 @@ const maxEntityRaw = 6*hub.MaxEntityIDLen + 2
 // matched exactly, as providers write them; an escaped member name never
 // matches. It stops as soon as every name is found, so data may go on
 // past the object (a slice from the object's start to the end of the
-// enclosing body). It answers false when data does not start with an
-// object or what it scanned is not JSON; raw then holds what was found.
+// enclosing body). Member values are delimited, not validated
+// (skipFast). It answers false when data does not start with an object
+// or what it scanned is not an object's syntax; raw then holds what was
+// found.
 func jsonMembers(data []byte, names []string, raw [][]byte) bool {
 	clear(raw)
 	i := skipSpace(data, 0)
@@ -163,7 +166,7 @@ func jsonMembers(data []byte, names []string, raw [][]byte) bool {
 		}
 		i = skipSpace(data, i+1)
 		valueStart := i
-		if i, ok = skipValue(data, i, 2); !ok {
+		if i, ok = skipFast(data, i); !ok {
 			return false
 		}
 		if field >= 0 {
@@ -216,7 +219,7 @@ func jsonMember(data []byte, name string) []byte {
 		if match {
 			return data[i:]
 		}
-		if i, ok = skipValue(data, i, 2); !ok {
+		if i, ok = skipFast(data, i); !ok {
 			return nil
 		}
 		i = skipSpace(data, i)
@@ -291,9 +294,82 @@ func jsonValue(data []byte) []byte {
 	if data == nil {
 		return nil
 	}
-	end, ok := skipValue(data, 0, 2)
+	end, ok := skipFast(data, 0)
 	if !ok {
 		return nil
 	}
 	return data[:end]
+}
+
+// skipFast returns the index just past the JSON value starting at
+// data[i]. Unlike skipValue it does not validate the value (the body is
+// authentic, and was validated when the event was read from it, except
+// for Shopify's, whose body the hub reads only here): it finds the end of
+// strings with bytes.IndexByte and of containers by counting brackets
+// outside strings, which is several times faster. On bytes that are not
+// JSON it still ends, with some index or false; whatever is read from a
+// value it delimits is then checked where it is used (jsonString,
+// jsonDigits).
+func skipFast(data []byte, i int) (int, bool) {
+	if i >= len(data) {
+		return 0, false
+	}
+	switch data[i] {
+	case '"':
+		return skipStringFast(data, i)
+	case '{', '[':
+	default:
+		// A number or a literal: up to the next delimiter.
+		start := i
+		for i < len(data) {
+			switch data[i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r', ':', '"', '{', '[':
+				return i, i > start
+			}
+			i++
+		}
+		return i, i > start
+	}
+	depth := 0
+	for i < len(data) {
+		switch data[i] {
+		case '"':
+			end, ok := skipStringFast(data, i)
+			if !ok {
+				return 0, false
+			}
+			i = end
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth == 0 {
+				return i + 1, true
+			}
+		}
+		i++
+	}
+	return 0, false
+}
+
+// skipStringFast returns the index just past the JSON string starting at
+// data[i] (a '"'): the next '"' not escaped by an odd number of
+// backslashes.
+func skipStringFast(data []byte, i int) (int, bool) {
+	for j := i + 1; j < len(data); {
+		k := bytes.IndexByte(data[j:], '"')
+		if k < 0 {
+			return 0, false
+		}
+		q := j + k
+		n := 0
+		for p := q - 1; p > i && data[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q + 1, true
+		}
+		j = q + 1
+	}
+	return 0, false
 }

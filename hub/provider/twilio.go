@@ -652,7 +652,11 @@ func twilioEvent(h Header, typ string, form url.Values) (Event, error) {
 // (MessageSid, or SmsSid, "message") or the call (CallSid, "call") the
 // request is about. The AccountSid is not one: it would name every
 // request of the account. A JSON body (the bodySHA256 variant) names
-// none.
+// none. Like a type inferred from the form, they inherit the form's
+// weakness (see Verify): Twilio does not sign where one parameter ends,
+// so a sender whose text Twilio forwards (an SMS body) can make a
+// delivery name another SID. They are a search aid, never an
+// authenticated claim.
 func twilioEntities(form url.Values) []hub.Entity {
 	var out []hub.Entity
 	out = addEntity(out, "message", firstNonEmpty(form.Get("MessageSid"), form.Get("SmsSid")))
