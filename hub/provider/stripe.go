@@ -214,8 +214,8 @@ func stripeEntities(body []byte) []hub.Entity {
 	jsonMembers(obj, stripeObjectMembers, raw[:])
 	var out []hub.Entity
 	if id, ok := jsonString(raw[0]); ok {
-		if kind, ok := jsonString(raw[1]); ok {
-			out = addEntity(out, entityKind(kind), id)
+		if kind, ok := stripeKind(raw[1]); ok {
+			out = addEntity(out, kind, id)
 		}
 	}
 	out = addEntity(out, "customer", expandableID(raw[2]))
@@ -224,6 +224,28 @@ func stripeEntities(body []byte) []hub.Entity {
 		out = addEntity(out, "user", user)
 	}
 	return out
+}
+
+// stripeKind returns the entity kind of a Stripe object's "object" member
+// (raw JSON): the common ones without allocating, any other through
+// entityKind ("checkout.session" is "checkout_session").
+func stripeKind(raw []byte) (string, bool) {
+	switch string(raw) {
+	case `"customer"`:
+		return "customer", true
+	case `"subscription"`:
+		return "subscription", true
+	case `"invoice"`:
+		return "invoice", true
+	case `"payment_intent"`:
+		return "payment_intent", true
+	case `"charge"`:
+		return "charge", true
+	case `"checkout.session"`:
+		return "checkout_session", true
+	}
+	kind, ok := jsonString(raw)
+	return entityKind(kind), ok
 }
 
 // expandableID returns the id of a Stripe expandable field: the string
