@@ -305,11 +305,11 @@ func jsonValue(data []byte) []byte {
 // data[i]. Unlike skipValue it does not validate the value (the body is
 // authentic, and was validated when the event was read from it, except
 // for Shopify's, whose body the hub reads only here): it finds the end of
-// strings with bytes.IndexByte and of containers by counting brackets
-// outside strings, which is several times faster. On bytes that are not
-// JSON it still ends, with some index or false; whatever is read from a
-// value it delimits is then checked where it is used (jsonString,
-// jsonDigits).
+// a container by counting brackets outside strings, and the end of a
+// string by its next unescaped quote, which is about twice as fast. On
+// bytes that are not JSON it still ends, with some index or false;
+// whatever is read from a value it delimits is then checked where it is
+// used (jsonString, jsonDigits).
 func skipFast(data []byte, i int) (int, bool) {
 	if i >= len(data) {
 		return 0, false
@@ -331,45 +331,60 @@ func skipFast(data []byte, i int) (int, bool) {
 		return i, i > start
 	}
 	depth := 0
-	for i < len(data) {
+	for n := len(data); i < n; i++ {
+		for i < n && !jsonStructural[data[i]] {
+			i++
+		}
+		if i == n {
+			break
+		}
 		switch data[i] {
 		case '"':
 			end, ok := skipStringFast(data, i)
 			if !ok {
 				return 0, false
 			}
-			i = end
-			continue
+			i = end - 1
 		case '{', '[':
 			depth++
-		case '}', ']':
+		default: // '}', ']'
 			if depth--; depth == 0 {
 				return i + 1, true
 			}
 		}
-		i++
 	}
 	return 0, false
 }
 
+// jsonStructural marks the bytes skipFast stops at inside a container.
+var jsonStructural = [256]bool{'"': true, '{': true, '}': true, '[': true, ']': true}
+
 // skipStringFast returns the index just past the JSON string starting at
-// data[i] (a '"'): the next '"' not escaped by an odd number of
-// backslashes.
+// data[i] (a '"'): its next '"' not escaped by an odd number of
+// backslashes. Short strings (most member names) are scanned in a plain
+// loop; past 16 bytes, bytes.IndexByte takes over.
 func skipStringFast(data []byte, i int) (int, bool) {
-	for j := i + 1; j < len(data); {
-		k := bytes.IndexByte(data[j:], '"')
-		if k < 0 {
-			return 0, false
+	for j := i + 1; ; j++ {
+		end := min(j+16, len(data))
+		for j < end && data[j] != '"' {
+			j++
 		}
-		q := j + k
+		if j == end {
+			k := -1
+			if j < len(data) {
+				k = bytes.IndexByte(data[j:], '"')
+			}
+			if k < 0 {
+				return 0, false
+			}
+			j += k
+		}
 		n := 0
-		for p := q - 1; p > i && data[p] == '\\'; p-- {
+		for p := j - 1; p > i && data[p] == '\\'; p-- {
 			n++
 		}
 		if n%2 == 0 {
-			return q + 1, true
+			return j + 1, true
 		}
-		j = q + 1
 	}
-	return 0, false
 }

@@ -336,3 +336,30 @@ func FuzzEntities(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSkipFast: on valid JSON, skipFast ends where the validating
+// skipValue does; on anything else it never panics and stays in bounds.
+func FuzzSkipFast(f *testing.F) {
+	for _, s := range []string{`{"a":"b\\"c","d":[1,{"e":null}]}`, `"x\\\\"`, `[]`, `12.5e3,`, `{"a":"\u00e9"}`, `"unterminated`, `{"a":[}`, `true}`} {
+		f.Add([]byte(s))
+	}
+	body, err := samples.Body("stripe", "evt_1", "invoice.paid", nil, time.Unix(1750000000, 0))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(body)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		end, ok := skipFast(data, 0)
+		if ok && (end <= 0 || end > len(data)) {
+			t.Fatalf("end %d of %d bytes", end, len(data))
+		}
+		if !json.Valid(data) {
+			return
+		}
+		i := skipSpace(data, 0)
+		want, _ := skipValue(data, i, 1)
+		if end, ok := skipFast(data, i); !ok || end != want {
+			t.Fatalf("skipFast = %d, %v; skipValue = %d on %q", end, ok, want, data)
+		}
+	})
+}
