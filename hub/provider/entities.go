@@ -74,7 +74,22 @@ func containsEntity(list []hub.Entity, e hub.Entity) bool {
 // validEntity reports whether kind is [a-z_]{1,32} and id passes the
 // domain's check of an entity id.
 func validEntity(kind, id string) bool {
-	return validEntityKind(kind) && hub.CheckText("entity", id, hub.MaxEntityIDLen) == nil
+	return validEntityKind(kind) && (printableASCII(id) || hub.CheckText("entity", id, hub.MaxEntityIDLen) == nil)
+}
+
+// printableASCII reports whether s is 1 to hub.MaxEntityIDLen bytes of
+// printable ASCII (0x20 to 0x7e): the ids providers issue, which
+// hub.CheckText accepts, checked without its per-rune pass.
+func printableASCII(s string) bool {
+	if len(s) == 0 || len(s) > hub.MaxEntityIDLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // validEntityKind reports whether kind is 1 to hub.MaxEntityKindLen bytes
@@ -145,19 +160,22 @@ func jsonMembers(data []byte, names []string, raw [][]byte) bool {
 	}
 	found := 0
 	for {
+		if i == len(data) || data[i] != '"' {
+			return false
+		}
 		keyStart := i
-		end, plain, ok := scanString(data, i)
+		end, ok := skipStringFast(data, i)
 		if !ok {
 			return false
 		}
+		// Compared as bytes: an escaped name never equals a wanted one,
+		// which has no backslash.
 		key := data[keyStart+1 : end-1]
 		field := -1
-		if plain {
-			for n, name := range names {
-				if raw[n] == nil && string(key) == name {
-					field = n
-					break
-				}
+		for n, name := range names {
+			if raw[n] == nil && string(key) == name {
+				field = n
+				break
 			}
 		}
 		i = skipSpace(data, end)
@@ -205,12 +223,15 @@ func jsonMember(data []byte, name string) []byte {
 		return nil
 	}
 	for {
+		if i == len(data) || data[i] != '"' {
+			return nil
+		}
 		keyStart := i
-		end, plain, ok := scanString(data, i)
+		end, ok := skipStringFast(data, i)
 		if !ok {
 			return nil
 		}
-		match := plain && string(data[keyStart+1:end-1]) == name
+		match := string(data[keyStart+1:end-1]) == name
 		i = skipSpace(data, end)
 		if i == len(data) || data[i] != ':' {
 			return nil
