@@ -84,6 +84,8 @@ type Message struct {
 	ReceivedAt time.Time
 	// MsgID overrides the Nats-Msg-Id, for re-publications under a new id.
 	MsgID string
+	// Entities are published as Hookhub-Entity values.
+	Entities []schema.Entity
 }
 
 // Publish publishes m like the hub does and returns its stream sequence.
@@ -99,6 +101,7 @@ func (e *Env) Publish(t testing.TB, m Message) uint64 {
 		ArchiveID:  uuid.NewString(),
 		ReceivedAt: m.ReceivedAt,
 		OccurredAt: m.OccurredAt,
+		Entities:   m.Entities,
 	}
 	if md.ReceivedAt.IsZero() {
 		md.ReceivedAt = time.Now()
