@@ -32,6 +32,9 @@ type Operator interface {
 	Purge(ctx context.Context, req ops.PurgeRequest) (ops.PurgeResult, error)
 	Status(ctx context.Context) (ops.Status, error)
 	Subscribers(ctx context.Context) ([]string, error)
+
+	// Charts (issue 21, C).
+	ProcessingCharts(ctx context.Context, hours int) (ops.ProcessingCharts, error)
 }
 
 // Config configures a Console.
@@ -47,8 +50,12 @@ type Config struct {
 	// Traffic returns the last hour of webhook answers per minute, oldest
 	// first (server.Traffic.Minutes); optional.
 	Traffic func(now time.Time) []server.TrafficMinute
-	Logger  *slog.Logger
-	Now     func() time.Time // default time.Now
+	// ProviderTraffic returns each provider's answers and latency over
+	// span up to now in steps of step, for the charts page
+	// (server.ProviderTraffic.Series); optional.
+	ProviderTraffic func(now time.Time, span, step time.Duration) []server.ProviderSeries
+	Logger          *slog.Logger
+	Now             func() time.Time // default time.Now
 }
 
 // WithDefaults returns a copy of c with every zero field that has a
@@ -107,7 +114,8 @@ var cssFile []byte
 
 // pageNames are the templates, each rendered inside layout.html.
 var pageNames = []string{"login", "error", "overview", "events", "event", "deadletters", "replay", "plan", "job",
-	"republishplan", "redriveplan"}
+	"republishplan", "redriveplan",
+	"charts"}
 
 // New returns a Console on cfg.
 func New(cfg Config) (*Console, error) {
@@ -164,6 +172,7 @@ func (cn *Console) Mount(r fiber.Router) {
 	g.Post("/replay/plan", cn.authed(cn.replayPlan))
 	g.Post("/replay/run", cn.authed(cn.replayRun))
 	g.Get("/replay/jobs/:id", cn.authed(cn.replayJob))
+	g.Get("/charts", cn.authed(cn.charts))
 	g.All("/*", cn.authed(func(c *fiber.Ctx, s *session) error {
 		return cn.fail(c, s, fiber.StatusNotFound, "No such page.")
 	}))
