@@ -138,3 +138,24 @@ func TestChartHours(t *testing.T) {
 	require.Equal(t, 6*time.Hour, until.Sub(from))
 	require.Equal(t, 5*time.Minute, step)
 }
+
+// Any text as the hours of a chart: a span within the bounds, or an
+// InputError on "hours" with a bounded message; never a panic.
+func FuzzChartHours(f *testing.F) {
+	for _, s := range []string{"", "1", "6h", "24", "0", "25", "-1", "1e3", "٣", "9999999999999999999999", "1h1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		h, err := ops.ChartHours(s)
+		if err != nil {
+			var input *ops.InputError
+			require.ErrorAs(t, err, &input)
+			require.Equal(t, "hours", input.Field)
+			require.Less(t, len(err.Error()), 200)
+			return
+		}
+		require.True(t, h >= 1 && h <= ops.MaxChartHours, "%q: %d", s, h)
+		from, until, step := ops.ChartWindow(time.Now(), h)
+		require.LessOrEqual(t, int(until.Sub(from)/step), ops.MaxChartSteps)
+	})
+}
