@@ -3,6 +3,7 @@ package ops
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -145,6 +146,9 @@ func (o *Ops) ProcessingCharts(ctx context.Context, hours int) (ProcessingCharts
 	}
 	for _, name := range subs {
 		c, err := o.subscriberChart(ctx, name, slices.Contains(dests, name), from, until, step)
+		if errors.Is(err, subscriber.ErrUnknownSubscriber) || errors.Is(err, destination.ErrUnknownDestination) {
+			continue // its tables were dropped since the list was read
+		}
 		if err != nil {
 			return pc, err
 		}
