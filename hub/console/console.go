@@ -38,6 +38,9 @@ type Operator interface {
 	// Audit trail (audit.go): read only. The trail is written by the
 	// actions themselves (hub/ops), never through this interface.
 	ListAudit(ctx context.Context, f ops.AuditFilter) ([]hub.AuditEntry, error)
+
+	// Charts (charts.go).
+	ProcessingCharts(ctx context.Context, hours int) (ops.ProcessingCharts, error)
 }
 
 // SessionStore keeps the console's sessions and OpenID Connect sign-ins in
@@ -70,8 +73,12 @@ type Config struct {
 	// Traffic returns the last hour of webhook answers per minute, oldest
 	// first (server.Traffic.Minutes); optional.
 	Traffic func(now time.Time) []server.TrafficMinute
-	Logger  *slog.Logger
-	Now     func() time.Time // default time.Now
+	// ProviderTraffic returns each provider's answers and latency over
+	// span up to now in steps of step, for the charts page
+	// (server.ProviderTraffic.Series); optional.
+	ProviderTraffic func(now time.Time, span, step time.Duration) []server.ProviderSeries
+	Logger          *slog.Logger
+	Now             func() time.Time // default time.Now
 }
 
 // WithDefaults returns a copy of c with every zero field that has a
@@ -137,7 +144,7 @@ var cssFile []byte
 // pageNames are the templates, each rendered inside layout.html.
 var pageNames = []string{"login", "error", "overview", "events", "event", "deadletters", "replay", "plan", "job",
 	"republishplan", "redriveplan", "signedin",
-	"audit"}
+	"audit", "charts"}
 
 // New returns a Console on cfg.
 func New(cfg Config) (*Console, error) {
@@ -210,6 +217,7 @@ func (cn *Console) Mount(r fiber.Router) {
 	// The audit trail: read only (GET); nothing here writes to it.
 	g.Get("/audit", cn.authed(cn.auditPage))
 	g.Get("/audit.jsonl", cn.authed(cn.auditExport))
+	g.Get("/charts", cn.authed(cn.charts))
 	g.All("/*", cn.authed(func(c *fiber.Ctx, s *session) error {
 		return cn.fail(c, s, fiber.StatusNotFound, "No such page.")
 	}))

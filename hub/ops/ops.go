@@ -64,6 +64,8 @@ type Archive interface {
 	PublishedRows(ctx context.Context, f hub.PublishedFilter) ([]hub.OutboxRow, error)
 	PurgeCounts(ctx context.Context, cutoff time.Time) (hub.PurgeCounts, error)
 	PurgeArchive(ctx context.Context, cutoff time.Time, limit int, includeFailed bool) (examined, deleted int64, err error)
+	// Charts: when the hub first accepted each event (store.FirstSeen).
+	FirstSeen(ctx context.Context, providers, eventIDs []string) ([]hub.EventRecord, error)
 }
 
 // Republisher publishes copies of archived events: hub/relay's *Relay, so

@@ -80,3 +80,36 @@ func BenchmarkRequestPath(b *testing.B) {
 		benchmarkWebhook(b, "clerk", "whsec_dGVzdC1zZWNyZXQtZm9yLWhvb2todWItdGVzdHMh", "user.created")
 	})
 }
+
+// BenchmarkRecorders compares the cost per answer of the overview's
+// Traffic with the charts' ProviderTraffic (and both, as the webhook
+// handler records them), under parallel load.
+func BenchmarkRecorders(b *testing.B) {
+	tr := server.NewTraffic()
+	pt := server.NewProviderTraffic([]string{"clerk", "github", "paddle", "shopify", "stripe", "twilio"})
+	now := time.Now()
+	b.Run("traffic", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				tr.Record(now, 200)
+			}
+		})
+	})
+	b.Run("provider-traffic", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				pt.Record(now, "paddle", 200, 3*time.Millisecond)
+			}
+		})
+	})
+	b.Run("both+clock", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				start := time.Now()
+				t := time.Now()
+				tr.Record(t, 200)
+				pt.Record(t, "paddle", 200, time.Since(start))
+			}
+		})
+	})
+}

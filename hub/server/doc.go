@@ -4,7 +4,8 @@
 // Operator HTTP (/admin/, /console/, /metrics, /debug/pprof/) is
 // hub/admin's: on its own listener, or mounted on this one's app when
 // there is none (admin.Server.Mount). Traffic counts the webhook answers
-// per minute for the console's chart.
+// per minute for the console's chart; ProviderTraffic counts them per
+// provider and minute over a day, with their latency, for its charts page.
 //
 // The contract providers and tests rely on:
 //

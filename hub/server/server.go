@@ -74,6 +74,10 @@ type Config struct {
 	// Traffic counts the webhook answers per minute for the console's
 	// chart; nil: the server keeps its own (Server.Traffic).
 	Traffic *Traffic
+	// ProviderTraffic counts the webhook answers per provider and minute,
+	// with their latency, for the console's charts; nil: the server keeps
+	// its own for its Providers (Server.ProviderTraffic).
+	ProviderTraffic *ProviderTraffic
 	// Tracer, when set, traces each delivery (a server span, the parent
 	// of the publish's) and archives the span's traceparent with the event;
 	// nil leaves tracing off at no cost.
@@ -110,6 +114,15 @@ func (c Config) WithDefaults() Config {
 	if c.Traffic == nil {
 		c.Traffic = NewTraffic()
 	}
+	if c.ProviderTraffic == nil {
+		names := make([]string, 0, len(c.Providers))
+		for _, p := range c.Providers {
+			if p != nil {
+				names = append(names, p.Name())
+			}
+		}
+		c.ProviderTraffic = NewProviderTraffic(names)
+	}
 	return c
 }
 
@@ -130,6 +143,7 @@ func (c Config) Validate() error {
 		{"Ingester", c.Ingester == nil}, {"Ready", c.Ready == nil}, {"Metrics", c.Metrics == nil},
 		{"Now", c.Now == nil}, {"Logger", c.Logger == nil},
 		{"NATSStatus", c.NATSStatus == nil}, {"Traffic", c.Traffic == nil},
+		{"ProviderTraffic", c.ProviderTraffic == nil},
 	} {
 		if f.missing {
 			bad(f.name, "is required")
@@ -157,6 +171,7 @@ type Server struct {
 	inflight  *inflight
 	bodies    budget
 	traffic   *Traffic
+	byProv    *ProviderTraffic
 	// notReadyLogged is when /readyz last logged why the hub is not ready
 	// (unix nanoseconds).
 	notReadyLogged atomic.Int64
@@ -168,7 +183,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, ingest: hub.NewIngest(cfg.Ingester, cfg.Relay), providers: make(map[string]provider.Provider, len(cfg.Providers)), inflight: newInflight(cfg.MaxInflight), traffic: cfg.Traffic,
+	s := &Server{cfg: cfg, ingest: hub.NewIngest(cfg.Ingester, cfg.Relay), providers: make(map[string]provider.Provider, len(cfg.Providers)), inflight: newInflight(cfg.MaxInflight), traffic: cfg.Traffic, byProv: cfg.ProviderTraffic,
 		bodies: budget{hubhttp.NewBudget(int64(cfg.MaxInflight)*int64(cfg.MaxBodyBytes), cfg.Metrics.BodyBytes)}}
 	for _, p := range cfg.Providers {
 		s.providers[p.Name()] = p
@@ -231,6 +246,10 @@ func (s *Server) Bodies() *hubhttp.Budget { return s.bodies.Budget }
 
 // Traffic is the per-minute count of webhook answers.
 func (s *Server) Traffic() *Traffic { return s.traffic }
+
+// ProviderTraffic is the per-provider count of webhook answers, with
+// their latency.
+func (s *Server) ProviderTraffic() *ProviderTraffic { return s.byProv }
 
 // App is the webhook listener's fiber app: for tests (app.Test), and for
 // hub/admin to mount its routes on when it has no listener of its own.

@@ -80,9 +80,10 @@ func (t *Traffic) Minutes(now time.Time) []TrafficMinute {
 }
 
 // counted records the status of each answer of h in the server's Traffic
-// (a panic counts as 5xx).
+// and, with its latency, in its ProviderTraffic (a panic counts as 5xx).
 func (s *Server) counted(h fiber.Handler) fiber.Handler {
 	return func(c *fiber.Ctx) (err error) {
+		start := time.Now()
 		returned := false
 		defer func() {
 			status := fiber.StatusInternalServerError
@@ -93,7 +94,9 @@ func (s *Server) counted(h fiber.Handler) fiber.Handler {
 					status = c.Response().StatusCode()
 				}
 			}
-			s.traffic.Record(s.cfg.Now(), status)
+			now := s.cfg.Now()
+			s.traffic.Record(now, status)
+			s.byProv.Record(now, c.Params("provider"), status, time.Since(start))
 		}()
 		err = h(c)
 		returned = true

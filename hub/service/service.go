@@ -251,6 +251,11 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 	}
 	var operator console.Operator
 	traffic := server.NewTraffic()
+	names := make([]string, 0, len(providers))
+	for _, p := range providers {
+		names = append(names, p.Name())
+	}
+	byProvider := server.NewProviderTraffic(names)
 	if cfg.AdminToken != "" {
 		o := ops.New(ops.Config{Archive: s.store, Subscribers: s.pool, JetStream: s.js, Stream: cfg.Stream,
 			Republisher: s.relay, Now: deps.Now, Logger: s.log.With("component", "ops")})
@@ -267,15 +272,16 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 			}
 		}
 		s.console, err = console.New(console.Config{
-			AdminToken:    cfg.AdminToken,
-			ReadOnlyToken: cfg.ConsoleReadOnlyToken,
-			Operator:      o,
-			Sessions:      s.store,
-			OIDC:          oidc,
-			StreamState:   func() string { st, _ := s.keeper.Status(); return st },
-			Traffic:       traffic.Minutes,
-			Logger:        s.log.With("component", "console"),
-			Now:           deps.Now,
+			AdminToken:      cfg.AdminToken,
+			ReadOnlyToken:   cfg.ConsoleReadOnlyToken,
+			Operator:        o,
+			Sessions:        s.store,
+			OIDC:            oidc,
+			StreamState:     func() string { st, _ := s.keeper.Status(); return st },
+			Traffic:         traffic.Minutes,
+			ProviderTraffic: byProvider.Series,
+			Logger:          s.log.With("component", "console"),
+			Now:             deps.Now,
 		})
 		if err != nil {
 			return nil, err
@@ -283,12 +289,13 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 		s.add("console", s.console)
 	}
 	s.server, err = server.New(server.Config{
-		Traffic:       traffic,
-		Providers:     providers,
-		Ingester:      ingester,
-		MaxBodyBytes:  cfg.MaxBodyBytes,
-		CommitTimeout: cfg.CommitTimeout,
-		Ready:         s.ready,
+		Traffic:         traffic,
+		ProviderTraffic: byProvider,
+		Providers:       providers,
+		Ingester:        ingester,
+		MaxBodyBytes:    cfg.MaxBodyBytes,
+		CommitTimeout:   cfg.CommitTimeout,
+		Ready:           s.ready,
 		StreamStatus: func() (string, bool) {
 			return s.keeper.Status()
 		},
