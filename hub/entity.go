@@ -1,5 +1,7 @@
 package hub
 
+import "strings"
+
 // Entity is a business object an event is about, as its provider names
 // it: a Stripe customer (Kind "customer", ID "cus_123"), a Paddle
 // subscription, a Clerk user, a GitHub repository ("octo/hello") or pull
@@ -25,3 +27,21 @@ const (
 	MaxEntityIDLen   = 255
 	MaxEntityKindLen = 32
 )
+
+// String returns the entity as the archive and the stream write it,
+// "<kind>:<id>".
+func (e Entity) String() string { return e.Kind + ":" + e.ID }
+
+// ParseEntity reads an entity written by Entity.String: the kind is what
+// comes before the first ':'. ok is false when s has no ':'.
+func ParseEntity(s string) (e Entity, ok bool) {
+	kind, id, ok := strings.Cut(s, ":")
+	if !ok {
+		return Entity{}, false
+	}
+	return Entity{Kind: kind, ID: id}, true
+}
+
+// CheckEntityID checks an entity id as given to a search (CheckText, at
+// most MaxEntityIDLen bytes).
+func CheckEntityID(id string) error { return CheckText("entity", id, MaxEntityIDLen) }

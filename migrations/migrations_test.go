@@ -32,15 +32,26 @@ func TestHubSchema(t *testing.T) {
 	require.ErrorIs(t, m.Check(ctx), migrate.ErrPending)
 	rs, err := m.Up(ctx)
 	require.NoError(t, err)
-	require.Len(t, rs, 1)
+	require.Len(t, rs, 2)
 	require.Equal(t, "00001_schema.sql", rs[0].Name)
+	require.Equal(t, "00002_entities.sql", rs[1].Name)
 	require.NoError(t, m.Check(ctx))
 	ss, err := m.Status(ctx)
 	require.NoError(t, err)
-	require.Len(t, ss, 1)
-	require.True(t, ss[0].Applied)
+	require.Len(t, ss, 2)
+	for _, s := range ss {
+		require.True(t, s.Applied, s.Name)
+	}
 
 	var n int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_event_status WHERE entities IS NOT NULL`).Scan(&n))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_event_entities`).Scan(&n))
+	// 00002 down: the view as 00001 made it.
+	_, err = m.Down(ctx)
+	require.NoError(t, err)
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM information_schema.columns
+		WHERE table_schema = current_schema() AND column_name = 'entities'`).Scan(&n))
+	require.Zero(t, n)
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_event_status`).Scan(&n))
 	_, err = m.Down(ctx)
 	require.NoError(t, err)

@@ -19,7 +19,7 @@ import (
 )
 
 // nextMigrations is the hub's migrations and, after them, the fixture
-// testdata/rolling/00002_next.sql: a schema one migration ahead of this
+// testdata/rolling/00099_next.sql: a schema one migration ahead of this
 // release.
 func nextMigrations(t *testing.T) fs.FS {
 	t.Helper()
@@ -31,11 +31,11 @@ func nextMigrations(t *testing.T) fs.FS {
 		require.NoError(t, err)
 		out[name] = &fstest.MapFile{Data: b, Mode: 0o444}
 	}
-	next, err := os.ReadFile("testdata/rolling/00002_next.sql")
+	next, err := os.ReadFile("testdata/rolling/00099_next.sql")
 	require.NoError(t, err)
-	_, clash := out["00002_next.sql"]
+	_, clash := out["00099_next.sql"]
 	require.False(t, clash)
-	out["00002_next.sql"] = &fstest.MapFile{Data: next, Mode: 0o444}
+	out["00099_next.sql"] = &fstest.MapFile{Data: next, Mode: 0o444}
 	return out
 }
 
@@ -88,7 +88,7 @@ func TestRollingDeployAcrossNextMigration(t *testing.T) {
 	rs, err := m.Up(ctx)
 	require.NoError(t, err)
 	require.Len(t, rs, 1)
-	require.Equal(t, "00002_next.sql", rs[0].Name)
+	require.Equal(t, "00099_next.sql", rs[0].Name)
 	wg.Wait()
 	for i, st := range statuses {
 		require.Equal(t, http.StatusOK, st, i)
