@@ -19,6 +19,9 @@ const (
 	HeaderReceivedAt = "Hub-Received-At"  // RFC 3339, when the hub received the first delivery
 	HeaderOccurredAt = "Hub-Occurred-At"  // RFC 3339, when the provider says the event happened; absent if unknown or implausible
 	HeaderRepublish  = "Hub-Republish-Of" // set by operator re-publishes: the original Nats-Msg-Id
+	// HeaderEntity is set once per entity the event is about (hub.Entity),
+	// "<kind>:<id>"; absent when it has none.
+	HeaderEntity = "Hookhub-Entity"
 )
 
 // ErrMissingHeader reports a message without a header the hub always sets.

@@ -69,6 +69,9 @@ func message(row hub.OutboxRow, subject, copyRun string) *nats.Msg {
 	if copyRun != "" {
 		h.Set(schema.HeaderRepublish, original)
 	}
+	for _, e := range row.Entities {
+		h.Add(schema.HeaderEntity, e.String())
+	}
 	return &nats.Msg{Subject: subject, Data: row.Body, Header: h}
 }
 
