@@ -16,8 +16,8 @@ import "strings"
 // providers when their payloads carry the same id (a Clerk user id in a
 // Stripe customer's metadata.user_id).
 type Entity struct {
-	Kind string // what the id names: "customer", "subscription", "user", ...; [a-z_]{1,32}
-	ID   string // the id, as the provider writes it; CheckText, at most MaxEntityIDLen bytes
+	Kind string `json:"kind"` // what the id names: "customer", "subscription", "user", ...; [a-z_]{1,32}
+	ID   string `json:"id"`   // the id, as the provider writes it; CheckText, at most MaxEntityIDLen bytes
 }
 
 // Bounds on an event's entities. An entity that does not fit is left out;
