@@ -32,6 +32,8 @@ type Operator interface {
 	Purge(ctx context.Context, req ops.PurgeRequest) (ops.PurgeResult, error)
 	Status(ctx context.Context) (ops.Status, error)
 	Subscribers(ctx context.Context) ([]string, error)
+	// Entities (issue 21): the entity page.
+	EntityTimeline(ctx context.Context, q ops.TimelineQuery) (ops.Timeline, error)
 }
 
 // Config configures a Console.
@@ -107,7 +109,7 @@ var cssFile []byte
 
 // pageNames are the templates, each rendered inside layout.html.
 var pageNames = []string{"login", "error", "overview", "events", "event", "deadletters", "replay", "plan", "job",
-	"republishplan", "redriveplan"}
+	"republishplan", "redriveplan", "entity"}
 
 // New returns a Console on cfg.
 func New(cfg Config) (*Console, error) {
@@ -153,6 +155,7 @@ func (cn *Console) Mount(r fiber.Router) {
 	g.Get("/", cn.authed(cn.overview))
 	g.Get("/events", cn.authed(cn.events))
 	g.Get("/event", cn.authed(cn.event))
+	g.Get("/entity", cn.authed(cn.entity))
 	// Republish and redrive-all are planned first (GET: what would happen,
 	// and a confirmation form), then done (POST), like a replay.
 	g.Get("/event/republish", cn.authed(cn.republishPlan))
