@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -158,4 +159,23 @@ func TestPurgeDeletesEntityRows(t *testing.T) {
 	rows, err := s.ListArchive(ctx, hub.ArchiveFilter{Entity: "cus_purge", Limit: 10})
 	require.NoError(t, err)
 	require.Len(t, rows, 2)
+}
+
+// ImportPublished archives and indexes entities as Ingest does.
+func TestImportPublishedEntities(t *testing.T) {
+	t.Parallel()
+	pool, _ := hubtest.Pool(t)
+	s := store.New(pool)
+	ctx := context.Background()
+	cus := hub.Entity{Kind: "customer", ID: "cus_imp"}
+	first := withEntities(delivery("evt_imp", `{}`), cus, hub.Entity{Kind: "user", ID: "cus_imp"})
+	dup := withEntities(delivery("evt_imp", `{}`), cus)
+	_, _, err := s.ImportPublished(ctx, slices.Values([]store.ImportedEvent{{First: first, Duplicates: []hub.Delivery{dup}, StreamSeq: 9}}))
+	require.NoError(t, err)
+	require.Equal(t, 1, entityIndex(t, s, "cus_imp"))
+	rows, err := s.ListArchive(ctx, hub.ArchiveFilter{Entity: "cus_imp", Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	require.Equal(t, hub.Processed, rows[0].Status)
+	require.Equal(t, []hub.Entity{cus, {Kind: "user", ID: "cus_imp"}}, rows[0].Entities)
 }
