@@ -23,7 +23,8 @@ import (
 // (schema.PlausibleOccurredAt), zero otherwise; and, when its type cannot
 // form a subject (schema.Subject), the Error mark that archives it FAILED
 // instead of publishing it. ev's id and type have passed CheckEventID and
-// CheckEventType. The caller sets Payload and TraceParent when it has
+// CheckEventType, and its entities the rules on entities
+// (provider.CleanEntities); they are the delivery's. The caller sets Payload and TraceParent when it has
 // them.
 func NewDelivery(origin Origin, provider string, ev Event, body []byte, receivedAt time.Time) (Delivery, error) {
 	id, err := uuid.NewV7()
@@ -40,6 +41,7 @@ func NewDelivery(origin Origin, provider string, ev Event, body []byte, received
 		SignedAt:   ev.SignedAt,
 		OccurredAt: ev.OccurredAt,
 		ReceivedAt: receivedAt,
+		Entities:   ev.Entities,
 		Origin:     origin,
 	}
 	if !d.OccurredAt.IsZero() && !schema.PlausibleOccurredAt(d.OccurredAt, receivedAt) {

@@ -14,14 +14,16 @@ import (
 func TestNewDelivery(t *testing.T) {
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	signed := now.Add(-time.Second)
-	ev := hub.Event{ID: "evt_1", Type: "subscription.created", Signature: "ts=1;h1=00", SignedAt: signed, OccurredAt: now.Add(-time.Minute)}
+	entities := []hub.Entity{{Kind: "subscription", ID: "sub_1"}, {Kind: "customer", ID: "ctm_1"}}
+	ev := hub.Event{ID: "evt_1", Type: "subscription.created", Signature: "ts=1;h1=00", SignedAt: signed, OccurredAt: now.Add(-time.Minute), Entities: entities}
 	body := []byte(`{"event_id":"evt_1"}`)
 
 	d, err := hub.NewDelivery(hub.OriginWebhook, "paddle", ev, body, now)
 	require.NoError(t, err)
 	require.EqualValues(t, 7, d.ArchiveID.Version(), "a UUIDv7")
 	want := hub.Delivery{ArchiveID: d.ArchiveID, Provider: "paddle", EventID: "evt_1", EventType: "subscription.created",
-		Body: body, Signature: "ts=1;h1=00", SignedAt: signed, OccurredAt: now.Add(-time.Minute), ReceivedAt: now, Origin: hub.OriginWebhook}
+		Body: body, Signature: "ts=1;h1=00", SignedAt: signed, OccurredAt: now.Add(-time.Minute), ReceivedAt: now, Origin: hub.OriginWebhook,
+		Entities: entities}
 	require.Equal(t, want, d)
 
 	again, err := hub.NewDelivery(hub.OriginWebhook, "paddle", ev, body, now)

@@ -19,9 +19,8 @@ const (
 	HeaderReceivedAt = "Hub-Received-At"  // RFC 3339, when the hub received the first delivery
 	HeaderOccurredAt = "Hub-Occurred-At"  // RFC 3339, when the provider says the event happened; absent if unknown or implausible
 	HeaderRepublish  = "Hub-Republish-Of" // set by operator re-publishes: the original Nats-Msg-Id
-	// HeaderEntity is set once per entity the event is about (hub.Entity),
-	// "<kind>:<id>"; absent when it has none.
-	HeaderEntity = "Hookhub-Entity"
+	// HeaderEntity ("Hookhub-Entity", entity.go) carries the event's
+	// entities, one "<kind>:<id>" value each.
 )
 
 // ErrMissingHeader reports a message without a header the hub always sets.
@@ -80,13 +79,19 @@ type Metadata struct {
 	ArchiveID  string
 	ReceivedAt time.Time // zero when the header is absent
 	OccurredAt time.Time // zero when the provider gives no time, or an implausible or unreadable one
+	// Entities are the business objects the event is about (Hookhub-Entity:
+	// a Stripe customer, a GitHub pull request), at most MaxEntities; nil
+	// when it names none.
+	Entities []Entity
 }
 
 // Header renders m as NATS message headers. It never writes a time
 // ParseMetadata could not read back: Hub-Received-At is left out when
 // ReceivedAt's year is outside 0000-9999, and Hub-Occurred-At when
 // OccurredAt is zero or not plausible (PlausibleOccurredAt) for
-// ReceivedAt.
+// ReceivedAt. Entities are written one Hookhub-Entity value each
+// (AddEntities: only those that keep the rules, each once, at most
+// MaxEntities).
 func (m Metadata) Header() nats.Header {
 	h := nats.Header{}
 	h.Set(HeaderMsgID, m.MsgID)
@@ -102,6 +107,7 @@ func (m Metadata) Header() nats.Header {
 			h.Set(HeaderOccurredAt, v)
 		}
 	}
+	AddEntities(h, m.Entities)
 	return h
 }
 
@@ -126,7 +132,9 @@ func formatTime(t time.Time) (string, bool) {
 // means; failing would turn a genuine event into a poison message for
 // every handler, including those that never look at the time, while a
 // handler that needs one still fails visibly on the zero
-// (subscriber.ApplyIfNewer reports ErrNoOccurredAt).
+// (subscriber.ApplyIfNewer reports ErrNoOccurredAt). Hookhub-Entity is
+// advisory in the same way: values that do not parse are skipped
+// (Entities).
 func ParseMetadata(h nats.Header) (Metadata, error) {
 	m := Metadata{
 		MsgID:     h.Get(HeaderMsgID),
@@ -147,6 +155,7 @@ func ParseMetadata(h nats.Header) (Metadata, error) {
 	if occurred, err := parseTime(h, HeaderOccurredAt); err == nil && PlausibleOccurredAt(occurred, m.ReceivedAt) {
 		m.OccurredAt = occurred
 	}
+	m.Entities = Entities(h)
 	return m, nil
 }
 

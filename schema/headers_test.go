@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -9,9 +10,10 @@ import (
 
 func TestMetadataRoundTrip(t *testing.T) {
 	m := Metadata{MsgID: "paddle:evt_1", EventID: "evt_1", Provider: "paddle", EventType: "subscription.created",
-		ArchiveID: "0193", ReceivedAt: time.Date(2026, 11, 30, 8, 0, 0, 123, time.UTC), OccurredAt: time.Date(2026, 11, 30, 7, 59, 0, 0, time.UTC)}
+		ArchiveID: "0193", ReceivedAt: time.Date(2026, 11, 30, 8, 0, 0, 123, time.UTC), OccurredAt: time.Date(2026, 11, 30, 7, 59, 0, 0, time.UTC),
+		Entities: []Entity{{"subscription", "sub_01h"}, {"customer", "ctm_01h"}, {"user", "user:with:colons"}}}
 	got, err := ParseMetadata(m.Header())
-	if err != nil || got != m {
+	if err != nil || !reflect.DeepEqual(got, m) {
 		t.Fatalf("ParseMetadata(Header()) = %+v, %v; want %+v", got, err, m)
 	}
 	for _, missing := range []string{HeaderEventID, HeaderProvider, HeaderEventType} {

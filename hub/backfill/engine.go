@@ -792,5 +792,5 @@ func (e *Engine) delivery(name string, ev Event, now time.Time) (hub.Delivery, e
 	if ev.OccurredAtAPIOnly {
 		occurred = time.Time{} // its webhook's copy has none either
 	}
-	return hub.NewDelivery(hub.OriginAPI, name, hub.Event{ID: ev.ID, Type: ev.Type, OccurredAt: occurred}, ev.Body, now)
+	return hub.NewDelivery(hub.OriginAPI, name, hub.Event{ID: ev.ID, Type: ev.Type, OccurredAt: occurred, Entities: ev.Entities}, ev.Body, now)
 }

@@ -261,6 +261,7 @@ func (g *GitHub) fetch(ctx context.Context, ev Event) (Event, error) {
 	}
 	out := ev
 	out.Type = pe.Type
+	out.Entities = pe.Entities
 	out.Body = d.Request.Payload
 	if out.OccurredAt.IsZero() {
 		out.OccurredAt = d.DeliveredAt

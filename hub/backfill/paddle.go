@@ -128,7 +128,7 @@ func parsePaddleList(data []byte, since, until, now time.Time) (Page, error) {
 	for _, raw := range l.Data {
 		ev := Event{Body: []byte(raw)}
 		if pe, err := provider.PaddleEvent(raw); err == nil {
-			ev.ID, ev.Type, ev.OccurredAt = pe.ID, pe.Type, plausible(pe.OccurredAt, now)
+			ev.ID, ev.Type, ev.OccurredAt, ev.Entities = pe.ID, pe.Type, plausible(pe.OccurredAt, now), pe.Entities
 		} else {
 			ev.ID, ev.Invalid = itemID(raw, "event_id"), err
 		}

@@ -6,11 +6,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/backfill"
 )
 
 func TestParseStripeList(t *testing.T) {
-	ev := `{"id":"evt_1","object":"event","created":1700000000,"type":"invoice.paid","data":{"object":{}}}`
+	ev := `{"id":"evt_1","object":"event","created":1700000000,"type":"invoice.paid","data":{"object":{"id":"in_1","object":"invoice","customer":"cus_1"}}}`
 	cases := []struct {
 		name, in string
 		err      string
@@ -46,6 +47,7 @@ func TestParseStripeList(t *testing.T) {
 	require.Equal(t, ev, string(p.Events[0].Body), "the event object's exact bytes")
 	require.Equal(t, time.Unix(1700000000, 0), p.Events[0].OccurredAt)
 	require.Equal(t, "invoice.paid", p.Events[0].Type)
+	require.Equal(t, []hub.Entity{{Kind: "invoice", ID: "in_1"}, {Kind: "customer", ID: "cus_1"}}, p.Events[0].Entities, "the webhook's entities")
 }
 
 func TestParsePaddleList(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/provider"
 )
 
@@ -27,6 +28,11 @@ type Event struct {
 	// archived (no Hub-Occurred-At), as the webhook's copy would have
 	// none either.
 	OccurredAtAPIOnly bool
+	// Entities are the business objects the event is about, as the
+	// hub's verifier names them from the same event's webhook
+	// (hub/provider), so that a backfilled copy is found by the same
+	// entity search as its webhook would be.
+	Entities []hub.Entity
 	// Body is the event object's bytes as the API returned them (archived
 	// as the body). Empty when the listing does not carry it: then the
 	// source implements Fetcher.

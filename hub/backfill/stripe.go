@@ -127,7 +127,7 @@ func parseStripeList(data []byte, now time.Time) (Page, error) {
 	for _, raw := range l.Data {
 		ev := Event{Body: []byte(raw)}
 		if pe, err := provider.StripeEvent(raw); err == nil {
-			ev.ID, ev.Type, ev.OccurredAt = pe.ID, pe.Type, plausible(pe.OccurredAt, now)
+			ev.ID, ev.Type, ev.OccurredAt, ev.Entities = pe.ID, pe.Type, plausible(pe.OccurredAt, now), pe.Entities
 		} else {
 			ev.ID, ev.Invalid = itemID(raw, "id"), err
 		}

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hookhub/hookhub/hub"
 )
 
 // The parsers of events read from a provider's API (StripeEvent,
@@ -44,7 +47,7 @@ func runAPIParserCases(t *testing.T, parse func([]byte) (Event, error), tests []
 func TestStripeEvent(t *testing.T) {
 	runAPIParserCases(t, StripeEvent, []apiParserCase{
 		{name: "an events list element", body: string(stripeTestBody),
-			want: Event{ID: "evt_1NG8Du2eZvKYlo2CUI79vXWy", Type: "customer.created", OccurredAt: time.Unix(1686089970, 0)}},
+			want: Event{ID: "evt_1NG8Du2eZvKYlo2CUI79vXWy", Type: "customer.created", OccurredAt: time.Unix(1686089970, 0), Entities: []hub.Entity{{Kind: "customer", ID: "cus_O2Dnbgvaj1YZJv"}}}},
 		{name: "members in another order, spaced", body: "{ \"type\" : \"invoice.paid\", \"created\": 1700000000 , \"id\":\"evt_2\" }",
 			want: Event{ID: "evt_2", Type: "invoice.paid", OccurredAt: time.Unix(1700000000, 0)}},
 		{name: "created not a number", body: `{"id":"evt_3","type":"a.b","created":"yesterday"}`, want: Event{ID: "evt_3", Type: "a.b"}},
@@ -63,7 +66,7 @@ func TestPaddleEvent(t *testing.T) {
 	occurred := time.Date(2024, 4, 12, 10, 18, 49, 621022000, time.UTC)
 	runAPIParserCases(t, PaddleEvent, []apiParserCase{
 		{name: "an events list element", body: `{"event_id":"evt_01hv8x2acma2gz3he3hs3nq0sy","event_type":"subscription.created","occurred_at":"2024-04-12T10:18:49.621022Z","notification_id":null,"data":{"id":"sub_1"}}`,
-			want: Event{ID: "evt_01hv8x2acma2gz3he3hs3nq0sy", Type: "subscription.created", OccurredAt: occurred}},
+			want: Event{ID: "evt_01hv8x2acma2gz3he3hs3nq0sy", Type: "subscription.created", OccurredAt: occurred, Entities: []hub.Entity{{Kind: "subscription", ID: "sub_1"}}}},
 		{name: "occurred_at not a time", body: `{"event_id":"evt_1","event_type":"a.b","occurred_at":"soon"}`, want: Event{ID: "evt_1", Type: "a.b"}},
 		{name: "no occurred_at", body: `{"event_id":"evt_2","event_type":"a.b"}`, want: Event{ID: "evt_2", Type: "a.b"}},
 		{name: "no event_id", body: `{"event_type":"a.b"}`, wantErr: "invalid payload: body has no event_id"},
@@ -88,7 +91,7 @@ func TestGitHubEvent(t *testing.T) {
 		wantErr string
 		want    Event
 	}{
-		{"an action", headers("pull_request", githubDelivery), string(githubTestBody), "", Event{ID: githubDelivery, Type: "pull_request.opened"}},
+		{"an action", headers("pull_request", githubDelivery), string(githubTestBody), "", Event{ID: githubDelivery, Type: "pull_request.opened", Entities: []hub.Entity{{Kind: "repository", ID: "octocat/Hello-World"}}}},
 		{"no action", headers("push", githubDelivery), `{"ref":"refs/heads/main"}`, "", Event{ID: githubDelivery, Type: "push"}},
 		{"action not a string", headers("workflow_job", githubDelivery), `{"action":{"x":1}}`, "", Event{ID: githubDelivery, Type: "workflow_job"}},
 		{"leading space", headers("issues", githubDelivery), " \n{\"action\":\"closed\"}", "", Event{ID: githubDelivery, Type: "issues.closed"}},
@@ -129,12 +132,13 @@ func agreeWithVerify(t *testing.T, p Provider, h http.Header, target string, bod
 		t.Fatalf("Verify refused the signed copy: %v", err)
 	}
 	ev.Signature, ev.SignedAt = "", time.Time{}
-	if (err == nil) != (parseErr == nil) || ev != parsed {
+	if (err == nil) != (parseErr == nil) || !reflect.DeepEqual(ev, parsed) {
 		t.Fatalf("parser: %+v, %v; Verify: %+v, %v; body %q", parsed, parseErr, ev, err, body)
 	}
 	if parseErr == nil && (CheckEventID(parsed.ID) != nil || CheckEventType(parsed.Type) != nil) {
 		t.Fatalf("parsed an event VerifyDelivery refuses: %+v", parsed)
 	}
+	checkEntities(t, parsed.Entities)
 }
 
 func FuzzStripeEvent(f *testing.F) {

@@ -1,8 +1,11 @@
 package provider
 
 import (
+	"net/url"
 	"testing"
 	"time"
+
+	"github.com/hookhub/hookhub/hub"
 )
 
 // BenchmarkVerify measures verification of a realistic signed delivery
@@ -126,4 +129,58 @@ func BenchmarkParse(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkEntities compares, side by side, a realistic delivery's
+// VerifyDelivery (which names its entities) with the extraction alone on
+// the same verified body: VerifyDelivery without extraction costs the
+// difference.
+func BenchmarkEntities(b *testing.B) {
+	now := time.Unix(1750000000, 0)
+	var twilioForm url.Values
+	setups := []struct {
+		name, eventType string
+		extract         func(d delivery) []hub.Entity
+	}{
+		{"stripe", "customer.subscription.created", func(d delivery) []hub.Entity { return stripeEntities(d.body) }},
+		{"paddle", "subscription.created", func(d delivery) []hub.Entity { return paddleEntities("subscription.created", d.body) }},
+		{"clerk", "session.created", func(d delivery) []hub.Entity { return clerkEntities("session.created", d.body) }},
+		{"github", "pull_request.opened", func(d delivery) []hub.Entity { return githubEntities("pull_request", d.body) }},
+		{"shopify", "orders.create", func(d delivery) []hub.Entity { return shopifyEntities("orders/create", d.body) }},
+		{"twilio", "message.delivered", func(d delivery) []hub.Entity {
+			// Verify parses the form anyway; only the look-ups are
+			// extraction's.
+			return twilioEntities(twilioForm)
+		}},
+	}
+	for _, s := range setups {
+		p := newTestProvider(b, s.name, testSecrets[s.name][0])
+		d, err := sampleDelivery(p, "evt_bench_1", s.eventType, now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if s.name == "twilio" {
+			if twilioForm, err = url.ParseQuery(string(d.body)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		ev, err := verifyDelivery(p, d, now)
+		if err != nil || len(ev.Entities) == 0 {
+			b.Fatalf("VerifyDelivery: %v, %v", ev.Entities, err)
+		}
+		b.Run(s.name+"/verify-with-entities", func(b *testing.B) {
+			b.SetBytes(int64(len(d.body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				_, _ = verifyDelivery(p, d, now)
+			}
+		})
+		b.Run(s.name+"/entities-alone", func(b *testing.B) {
+			b.SetBytes(int64(len(d.body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = s.extract(d)
+			}
+		})
+	}
 }

@@ -2,7 +2,10 @@ package provider
 
 import (
 	"net/http"
+	"strings"
 	"time"
+
+	"github.com/hookhub/hookhub/hub"
 )
 
 // Header names Clerk (through Svix) signs deliveries with, in canonical
@@ -65,10 +68,49 @@ func (c *Clerk) Tolerance() time.Duration { return c.svix.tolerance }
 // milliseconds.
 func (c *Clerk) Verify(r Request) (Event, error) {
 	h, body, now := r.Header, r.Body, r.Now
-	return c.svix.verify(h, body, now, clerkOccurredAt)
+	return c.svix.verify(h, body, now, clerkOccurredAt, clerkEntities)
 }
 
 func clerkOccurredAt(t svixTime) time.Time { return t.millis }
+
+// clerkDataMembers are the members of an event's data that name entities.
+var clerkDataMembers = []string{"id", "user_id", "organization_id", "organization", "public_user_data"}
+
+// clerkEntities returns the entities of a Clerk event of type typ: for
+// user.* the user (data.id, "user"); for session.* the session (data.id,
+// "session") and its user (data.user_id); for organization.* the
+// organization (data.id, "organization"); for organizationMembership.*
+// the organization (data.organization.id) and the member
+// (data.public_user_data.user_id, "user"); and for any event,
+// data.user_id as "user" and data.organization_id as "organization"
+// (email.created, organizationInvitation.*, …).
+func clerkEntities(typ string, body []byte) []hub.Entity {
+	family, _, _ := strings.Cut(typ, ".")
+	var raw [5][]byte
+	jsonMembers(jsonMember(body, "data"), clerkDataMembers, raw[:])
+	var out []hub.Entity
+	if id, ok := jsonString(raw[0]); ok {
+		switch family {
+		case "user", "session", "organization":
+			out = addEntity(out, family, id)
+		}
+	}
+	if family == "organizationMembership" {
+		if org, ok := jsonString(jsonValue(jsonMember(raw[3], "id"))); ok {
+			out = addEntity(out, "organization", org)
+		}
+		if user, ok := jsonString(jsonValue(jsonMember(raw[4], "user_id"))); ok {
+			out = addEntity(out, "user", user)
+		}
+	}
+	if user, ok := jsonString(raw[1]); ok {
+		out = addEntity(out, "user", user)
+	}
+	if org, ok := jsonString(raw[2]); ok {
+		out = addEntity(out, "organization", org)
+	}
+	return out
+}
 
 // Sign returns svix-id (eventID), svix-timestamp (now) and svix-signature
 // headers for body, signed with the first secret. eventID must be a valid

@@ -133,6 +133,18 @@ func TestConformance(t *testing.T) {
 				require.Equal(t, timed, ev.SignedAt.Equal(now))
 				require.Equal(t, !timed, ev.SignedAt.IsZero())
 			})
+			t.Run("entities", func(t *testing.T) {
+				// The sample names the entities its own fields say
+				// (sampleEntities, the table of docs/providers.md);
+				// TestEntitiesOfSamples covers more types.
+				p := build(t, current)
+				d := deliver(t, p, now)
+				ev, err := verify(p, d, now)
+				require.NoError(t, err)
+				require.Equal(t, sampleEntities(t, name, spec.eventType, d), ev.Entities)
+				require.Equal(t, name != StandardWebhooksName, len(ev.Entities) > 0, "every provider but Standard Webhooks names entities")
+				checkEntities(t, ev.Entities)
+			})
 			t.Run("rotation", func(t *testing.T) {
 				// Old and new secrets configured: deliveries signed with
 				// either verify, whatever the order.

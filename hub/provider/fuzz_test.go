@@ -9,6 +9,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
@@ -139,6 +140,7 @@ func checkEvent(t *testing.T, ev Event, tol time.Duration) {
 	if d := fuzzNow.Sub(ev.SignedAt); d > tol || d < -tol {
 		t.Fatalf("signed at %v, %v from now", ev.SignedAt, d)
 	}
+	checkEntities(t, ev.Entities)
 }
 
 func FuzzPaddleVerify(f *testing.F) {
@@ -179,7 +181,7 @@ func FuzzPaddleVerify(f *testing.F) {
 		ev, err := p.Verify(Request{Header: h, Body: body, Now: fuzzNow})
 		if err != nil {
 			checkVerifyError(t, err)
-			if ev != (Event{}) {
+			if !reflect.DeepEqual(ev, Event{}) {
 				t.Fatalf("failed Verify returned %+v", ev)
 			}
 			return
@@ -251,7 +253,7 @@ func FuzzClerkVerify(f *testing.F) {
 		ev, err := c.Verify(Request{Header: h, Body: body, Now: fuzzNow})
 		if err != nil {
 			checkVerifyError(t, err)
-			if ev != (Event{}) {
+			if !reflect.DeepEqual(ev, Event{}) {
 				t.Fatalf("failed Verify returned %+v", ev)
 			}
 			return
@@ -534,7 +536,7 @@ func FuzzStripeVerify(f *testing.F) {
 		ev, err := s.Verify(Request{Header: http.Header{"Stripe-Signature": {header}}, Body: body, Now: fuzzNow})
 		if err != nil {
 			checkVerifyError(t, err)
-			if ev != (Event{}) {
+			if !reflect.DeepEqual(ev, Event{}) {
 				t.Fatalf("failed Verify returned %+v", ev)
 			}
 			return
@@ -584,7 +586,7 @@ func FuzzStandardWebhooksVerify(f *testing.F) {
 		ev, err := s.Verify(Request{Header: h, Body: body, Now: fuzzNow})
 		if err != nil {
 			checkVerifyError(t, err)
-			if ev != (Event{}) {
+			if !reflect.DeepEqual(ev, Event{}) {
 				t.Fatalf("failed Verify returned %+v", ev)
 			}
 			return
@@ -630,7 +632,7 @@ func FuzzGitHubVerify(f *testing.F) {
 		ev, err := g.Verify(Request{Header: h, Body: body, Now: time.Time{}})
 		if err != nil {
 			checkVerifyError(t, err)
-			if errors.Is(err, ErrTimestamp) || ev != (Event{}) {
+			if errors.Is(err, ErrTimestamp) || !reflect.DeepEqual(ev, Event{}) {
 				t.Fatalf("failed Verify: %v, %+v", err, ev)
 			}
 			return
@@ -641,6 +643,7 @@ func FuzzGitHubVerify(f *testing.F) {
 		if len(ev.Type) > maxEventTypeLen || hasControl(ev.Type) {
 			t.Fatalf("bad type %q", ev.Type)
 		}
+		checkEntities(t, ev.Entities)
 		for _, secret := range []string{githubOldSecret, githubSecret} {
 			// The hex may be in either case; the prefix may not.
 			if want := githubSig(secret, body); strings.HasPrefix(sig, "sha256=") && strings.EqualFold(sig, want) {
@@ -677,7 +680,7 @@ func FuzzShopifyVerify(f *testing.F) {
 		ev, err := s.Verify(Request{Header: h, Body: body, Now: time.Time{}})
 		if err != nil {
 			checkVerifyError(t, err)
-			if errors.Is(err, ErrTimestamp) || ev != (Event{}) {
+			if errors.Is(err, ErrTimestamp) || !reflect.DeepEqual(ev, Event{}) {
 				t.Fatalf("failed Verify: %v, %+v", err, ev)
 			}
 			return
@@ -685,6 +688,7 @@ func FuzzShopifyVerify(f *testing.F) {
 		if ev.ID != "1" || ev.Type != strings.ReplaceAll(topic, "/", ".") || hasControl(ev.Type) || len(ev.Type) > maxEventTypeLen {
 			t.Fatalf("event %+v from topic %q", ev, topic)
 		}
+		checkEntities(t, ev.Entities)
 		for _, secret := range []string{shopifyOldSecret, shopifySecret} {
 			if sig == shopifySig(secret, body) {
 				return
@@ -757,7 +761,7 @@ func FuzzTwilioVerify(f *testing.F) {
 		ev, err := tw.Verify(Request{Header: h, Body: body, URI: target, Now: fuzzNow})
 		if err != nil {
 			checkVerifyError(t, err)
-			if errors.Is(err, ErrTimestamp) || ev != (Event{}) {
+			if errors.Is(err, ErrTimestamp) || !reflect.DeepEqual(ev, Event{}) {
 				t.Fatalf("failed Verify: %v, %+v", err, ev)
 			}
 			return
@@ -765,6 +769,7 @@ func FuzzTwilioVerify(f *testing.F) {
 		if ev.ID == "" || ev.Type == "" || hasControl(ev.ID) || hasControl(ev.Type) || len(ev.ID) > maxEventIDLen || len(ev.Type) > maxEventTypeLen {
 			t.Fatalf("bad event %+v", ev)
 		}
+		checkEntities(t, ev.Entities)
 		payload, err := tw.PayloadJSON(body)
 		if err != nil || !json.Valid(payload) {
 			t.Fatalf("PayloadJSON of an accepted body: %q, %v", payload, err)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/internal/jsontext"
 )
 
@@ -135,7 +136,43 @@ func githubEvent(h Header, body []byte) (Event, error) {
 	if err := checkText("", "type", typ, maxEventTypeLen); err != nil {
 		return Event{}, err
 	}
-	return Event{ID: id, Type: typ}, nil
+	return Event{ID: id, Type: typ, Entities: githubEntities(event, payload)}, nil
+}
+
+// githubEntities returns the entities of a GitHub delivery of the event
+// named event (X-GitHub-Event): the repository (repository.full_name,
+// "octo/hello", kind "repository"), and the pull request ("octo/hello#12",
+// "pull_request") of pull_request* events or the issue (kind "issue") of
+// issues and issue_comment events, numbered as GitHub numbers them within
+// the repository (an issue_comment on a pull request names it as an
+// issue: GitHub numbers both alike, so the id is the same). The sender,
+// organization and installation are not entities: they would name nearly
+// every event of a hook.
+func githubEntities(event string, payload []byte) []hub.Entity {
+	var object string // the member numbered within the repository
+	kind := "issue"
+	switch event {
+	case "pull_request", "pull_request_review", "pull_request_review_comment", "pull_request_review_thread":
+		object, kind = "pull_request", "pull_request"
+	case "issues", "issue_comment":
+		object = "issue"
+	}
+	var raw [2][]byte
+	names := [2]string{"repository", object}
+	n := 1
+	if object != "" {
+		n = 2
+	}
+	jsonMembers(payload, names[:n], raw[:n])
+	repo, ok := jsonString(jsonValue(jsonMember(raw[0], "full_name")))
+	if !ok {
+		return nil
+	}
+	out := addEntity(nil, "repository", repo)
+	if number, ok := jsonDigits(jsonValue(jsonMember(raw[1], "number"))); ok && len(out) == 1 {
+		out = addEntity(out, kind, repo+"#"+number)
+	}
+	return out
 }
 
 // githubActionMember is the one member of a GitHub payload the hub reads.

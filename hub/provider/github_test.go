@@ -92,6 +92,9 @@ func TestGitHubVerify(t *testing.T) {
 					continue
 				}
 				require.NoError(t, err)
+				// Entities: TestEntityExtractors, TestEntitiesOfSamples.
+				checkEntities(t, ev.Entities)
+				ev.Entities = nil
 				require.Equal(t, Event{ID: githubDelivery, Type: tt.wantType, Signature: tt.header.Get("X-Hub-Signature-256")}, ev)
 			}
 		})
@@ -238,6 +241,8 @@ func TestGitHubSampleSign(t *testing.T) {
 			require.Equal(t, "application/json", h.Get("Content-Type"))
 			ev, err := g.Verify(Request{Header: h, Body: body, Now: now})
 			require.NoError(t, err)
+			checkEntities(t, ev.Entities) // their values: TestEntitiesOfSamples
+			ev.Entities = nil
 			require.Equal(t, Event{ID: githubDelivery, Type: tt.eventType, Signature: h.Get("X-Hub-Signature-256")}, ev)
 
 			other, err := NewGitHub([]string{githubOldSecret}, Options{})

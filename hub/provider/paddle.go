@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/hookhub/hookhub/hub"
 )
 
 // PaddleSignatureHeader is the header Paddle Billing signs notifications in.
@@ -174,7 +176,40 @@ func parsePaddleBody(body []byte) (Event, error) {
 	if err := checkText("body has no event_type", "event_type", b.EventType, maxEventTypeLen); err != nil {
 		return Event{}, err
 	}
-	return Event{ID: b.EventID, Type: b.EventType, OccurredAt: b.OccurredAt.t}, nil
+	return Event{ID: b.EventID, Type: b.EventType, OccurredAt: b.OccurredAt.t, Entities: paddleEntities(b.EventType, body)}, nil
+}
+
+// paddleDataMembers are the members of a notification's data that name
+// entities.
+var paddleDataMembers = []string{"id", "customer_id", "subscription_id", "transaction_id", "custom_data"}
+
+// paddleEntities returns the entities of a Paddle Billing notification of
+// type typ: data.id, of the kind the type's first token names
+// (subscription.* is a "subscription", transaction.* a "transaction",
+// customer.* a "customer", adjustment.*, address.*, payment_method.*, …
+// alike); data.customer_id as "customer", data.subscription_id as
+// "subscription" and data.transaction_id as "transaction" (a
+// subscription.created names the transaction that created it, an
+// adjustment its transaction and subscription); and custom_data.user_id as
+// "user", the application's own id of the user, which lets one search
+// follow a customer across providers.
+func paddleEntities(typ string, body []byte) []hub.Entity {
+	family, _, _ := strings.Cut(typ, ".")
+	var raw [5][]byte
+	jsonMembers(jsonMember(body, "data"), paddleDataMembers, raw[:])
+	var out []hub.Entity
+	if id, ok := jsonString(raw[0]); ok {
+		out = addEntity(out, entityKind(family), id)
+	}
+	for i, kind := range [...]string{"customer", "subscription", "transaction"} {
+		if id, ok := jsonString(raw[1+i]); ok {
+			out = addEntity(out, kind, id)
+		}
+	}
+	if user, ok := jsonString(jsonValue(jsonMember(raw[4], "user_id"))); ok {
+		out = addEntity(out, "user", user)
+	}
+	return out
 }
 
 // Sign returns a Paddle-Signature header for body, signed with the first

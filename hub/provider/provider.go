@@ -12,6 +12,12 @@
 // provider reads them). Schemes whose bodies are not JSON implement the
 // optional interface of request.go (Payloader).
 //
+// Each provider also names the entities an event is about (hub.Entity: a
+// Stripe customer, a GitHub pull request), in its file, from the body its
+// verifier has authenticated and never before; entities.go has the rules
+// and the JSON helpers they share, and docs/providers.md the table of what
+// each provider names.
+//
 // Events read from a provider's API rather than received as webhooks (a
 // backfill, hub/backfill) have one parser per provider, beside its
 // verifier and sharing its code (StripeEvent, PaddleEvent, GitHubEvent):
@@ -91,7 +97,11 @@ type Signer interface {
 // characters; ErrPayload otherwise), and OccurredAt is
 // kept only when it is plausible for r.Now, the time of receipt
 // (schema.PlausibleOccurredAt: from 2000-01-01 to a day ahead), and is
-// zero otherwise. An implausible time never fails the delivery.
+// zero otherwise. An implausible time never fails the delivery. The
+// event's entities, which the provider read from the body it
+// authenticated, are kept only as far as they keep the domain's rules
+// (CleanEntities: a valid kind and id, each once, at most hub.MaxEntities);
+// an entity that does not never fails the delivery either.
 func VerifyDelivery(p Provider, r Request) (Event, error) {
 	ev, err := p.Verify(r)
 	if err != nil {
@@ -106,5 +116,6 @@ func VerifyDelivery(p Provider, r Request) (Event, error) {
 	if !ev.OccurredAt.IsZero() && !schema.PlausibleOccurredAt(ev.OccurredAt, r.Now) {
 		ev.OccurredAt = time.Time{}
 	}
+	ev.Entities = CleanEntities(ev.Entities)
 	return ev, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/provider/internal/derive"
 )
 
@@ -96,7 +97,67 @@ func (s *Shopify) Verify(r Request) (Event, error) {
 	if err := checkText("missing X-Shopify-Topic header", "X-Shopify-Topic", topic, maxEventTypeLen); err != nil {
 		return Event{}, err
 	}
-	return Event{ID: id, Type: strings.ReplaceAll(topic, "/", "."), Signature: header}, nil
+	return Event{ID: id, Type: strings.ReplaceAll(topic, "/", "."), Signature: header, Entities: shopifyEntities(topic, body)}, nil
+}
+
+// shopifyMembers are the members of a Shopify resource that name entities.
+var shopifyMembers = []string{"admin_graphql_api_id", "id", "customer"}
+
+// shopifyEntities returns the entities of a Shopify delivery of topic
+// ("orders/create"), whose body is the resource itself: the resource, of
+// the kind the topic's resource names in the singular (orders/* an
+// "order", customers/* a "customer", products/* a "product",
+// draft_orders/* a "draft_order", …), and for a resource that has one
+// (an order, a draft order, a checkout) its customer, as "customer". Ids
+// are the GraphQL Admin API's global ids (admin_graphql_api_id,
+// "gid://shopify/Order/450789469"), unique across a shop's resource
+// types; a resource without one gets "gid://shopify/<Type>/<id>" from its
+// numeric id.
+func shopifyEntities(topic string, body []byte) []hub.Entity {
+	resource, _, _ := strings.Cut(topic, "/")
+	kind := entityKind(strings.TrimSuffix(resource, "s"))
+	if !validEntityKind(kind) {
+		return nil
+	}
+	var raw [3][]byte
+	jsonMembers(body, shopifyMembers, raw[:])
+	out := addEntity(nil, kind, shopifyGID(kind, raw[0], raw[1]))
+	if c := raw[2]; len(c) > 0 && c[0] == '{' {
+		var craw [2][]byte
+		jsonMembers(c, shopifyMembers[:2], craw[:])
+		out = addEntity(out, "customer", shopifyGID("customer", craw[0], craw[1]))
+	}
+	return out
+}
+
+// shopifyGID returns a resource's global id: gid when it is a string,
+// else "gid://shopify/<Type>/<id>" when id is a plain integer (Type is
+// kind in CamelCase: draft_order is DraftOrder), else "".
+func shopifyGID(kind string, gid, id []byte) string {
+	if s, ok := jsonString(gid); ok {
+		return s
+	}
+	n, ok := jsonDigits(id)
+	if !ok {
+		return ""
+	}
+	b := make([]byte, 0, len("gid://shopify//")+len(kind)+len(n))
+	b = append(b, "gid://shopify/"...)
+	upper := true
+	for i := 0; i < len(kind); i++ {
+		switch c := kind[i]; {
+		case c == '_':
+			upper = true
+		case upper:
+			b = append(b, c-'a'+'A')
+			upper = false
+		default:
+			b = append(b, c)
+		}
+	}
+	b = append(b, '/')
+	b = append(b, n...)
+	return string(b)
 }
 
 // parseShopifyHmac decodes an X-Shopify-Hmac-Sha256 value, the canonical

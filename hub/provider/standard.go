@@ -36,7 +36,9 @@ const StandardWebhooksDefaultTolerance = 5 * time.Minute
 // "v1a," (ed25519) entries, other versions and malformed entries are
 // skipped, never compared; every v1 entry and every secret is tried. The
 // event id is the webhook-id header, the type the body's "type", and
-// OccurredAt the body's "timestamp" (RFC 3339) when present.
+// OccurredAt the body's "timestamp" (RFC 3339) when present. It names no
+// entities: the specification leaves the payload's shape to each sender,
+// and no convention names the objects an event is about.
 //
 // A StandardWebhooks is safe for concurrent use. It implements Provider
 // and Signer.
@@ -91,7 +93,7 @@ func (s *StandardWebhooks) Tolerance() time.Duration { return s.svix.tolerance }
 // ErrTimestamp.
 func (s *StandardWebhooks) Verify(r Request) (Event, error) {
 	h, body, now := r.Header, r.Body, r.Now
-	return s.svix.verify(h, body, now, standardOccurredAt)
+	return s.svix.verify(h, body, now, standardOccurredAt, nil)
 }
 
 func standardOccurredAt(t svixTime) time.Time { return t.rfc3339 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hookhub/hookhub/hub"
 )
 
 // StripeSignatureHeader is the header Stripe signs events in.
@@ -191,7 +193,69 @@ func parseStripeBody(body []byte) (Event, error) {
 	if err := checkText("body has no type", "type", b.Type, maxEventTypeLen); err != nil {
 		return Event{}, err
 	}
-	return Event{ID: b.ID, Type: b.Type, OccurredAt: b.Created.t}, nil
+	return Event{ID: b.ID, Type: b.Type, OccurredAt: b.Created.t, Entities: stripeEntities(body)}, nil
+}
+
+// stripeObjectMembers are the members of an event's data.object that
+// name entities.
+var stripeObjectMembers = []string{"id", "object", "customer", "subscription", "metadata"}
+
+// stripeEntities returns the entities of a Stripe event: data.object's id,
+// of the kind its "object" names ("customer", "subscription", "invoice",
+// "payment_intent", "charge", "checkout.session" as "checkout_session",
+// …); its customer as "customer" (an id, or an expanded customer's id);
+// its subscription as "subscription" (an invoice's, a checkout session's:
+// an id or an expanded object's); and metadata.user_id as "user", the
+// application's own id of the user (a Clerk user id, say), which lets one
+// search follow a customer across providers.
+func stripeEntities(body []byte) []hub.Entity {
+	obj := jsonPath(body, "data", "object")
+	var raw [5][]byte
+	jsonMembers(obj, stripeObjectMembers, raw[:])
+	var out []hub.Entity
+	if id, ok := jsonString(raw[0]); ok {
+		if kind, ok := stripeKind(raw[1]); ok {
+			out = addEntity(out, kind, id)
+		}
+	}
+	out = addEntity(out, "customer", expandableID(raw[2]))
+	out = addEntity(out, "subscription", expandableID(raw[3]))
+	if user, ok := jsonString(jsonValue(jsonMember(raw[4], "user_id"))); ok {
+		out = addEntity(out, "user", user)
+	}
+	return out
+}
+
+// stripeKind returns the entity kind of a Stripe object's "object" member
+// (raw JSON): the common ones without allocating, any other through
+// entityKind ("checkout.session" is "checkout_session").
+func stripeKind(raw []byte) (string, bool) {
+	switch string(raw) {
+	case `"customer"`:
+		return "customer", true
+	case `"subscription"`:
+		return "subscription", true
+	case `"invoice"`:
+		return "invoice", true
+	case `"payment_intent"`:
+		return "payment_intent", true
+	case `"charge"`:
+		return "charge", true
+	case `"checkout.session"`:
+		return "checkout_session", true
+	}
+	kind, ok := jsonString(raw)
+	return entityKind(kind), ok
+}
+
+// expandableID returns the id of a Stripe expandable field: the string
+// itself, or the "id" of the expanded object; "" otherwise.
+func expandableID(raw []byte) string {
+	if len(raw) > 0 && raw[0] == '{' {
+		raw = jsonValue(jsonMember(raw, "id"))
+	}
+	id, _ := jsonString(raw)
+	return id
 }
 
 // lenientSecond decodes an optional integer count of seconds since the

@@ -11,6 +11,8 @@ import (
 
 	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hookhub/hookhub/hub"
 )
 
 const stripeTS = int64(1700000000)
@@ -103,6 +105,7 @@ func TestStripeVerify(t *testing.T) {
 				Signature:  tt.header,
 				SignedAt:   signedAt,
 				OccurredAt: time.Unix(1686089970, 0),
+				Entities:   []hub.Entity{{Kind: "customer", ID: "cus_O2Dnbgvaj1YZJv"}},
 			}, ev)
 		})
 	}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hookhub/hookhub/hub"
 )
 
 // svixSecretPrefix prefixes Svix and Standard Webhooks secrets. It is
@@ -115,7 +117,10 @@ func newSvixScheme(name, label string, secrets []string, tolerance time.Duration
 // from the body's "timestamp" read by occurred. The signature is checked
 // before the timestamp, so a forged delivery reports ErrInvalidSignature
 // and an authentic but stale (or future) one ErrTimestamp.
-func (s *svixScheme) verify(h Header, body []byte, now time.Time, occurred func(svixTime) time.Time) (Event, error) {
+//
+// entities, when not nil, reads the event's entities from the
+// authenticated body, given its type.
+func (s *svixScheme) verify(h Header, body []byte, now time.Time, occurred func(svixTime) time.Time, entities func(typ string, body []byte) []hub.Entity) (Event, error) {
 	id := firstSvixHeader(h, svixIDHeaders)
 	ts := firstSvixHeader(h, svixTSHeaders)
 	header := firstSvixHeader(h, svixSigHeaders)
@@ -157,7 +162,11 @@ func (s *svixScheme) verify(h Header, body []byte, now time.Time, occurred func(
 	if err := checkText("body has no type", "type", b.Type, maxEventTypeLen); err != nil {
 		return Event{}, err
 	}
-	return Event{ID: id, Type: b.Type, Signature: header, SignedAt: signedAt, OccurredAt: occurred(b.Timestamp)}, nil
+	ev := Event{ID: id, Type: b.Type, Signature: header, SignedAt: signedAt, OccurredAt: occurred(b.Timestamp)}
+	if entities != nil {
+		ev.Entities = entities(b.Type, body)
+	}
+	return ev, nil
 }
 
 // sign returns the id, timestamp and signature headers for body, signed

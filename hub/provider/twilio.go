@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/internal/jsontext"
 )
 
@@ -643,7 +644,23 @@ func twilioEvent(h Header, typ string, form url.Values) (Event, error) {
 			ev.OccurredAt = at
 		}
 	}
+	ev.Entities = twilioEntities(form)
 	return ev, nil
+}
+
+// twilioEntities returns the entities of a Twilio form: the message
+// (MessageSid, or SmsSid, "message") or the call (CallSid, "call") the
+// request is about. The AccountSid is not one: it would name every
+// request of the account. A JSON body (the bodySHA256 variant) names
+// none. Like a type inferred from the form, they inherit the form's
+// weakness (see Verify): Twilio does not sign where one parameter ends,
+// so a sender whose text Twilio forwards (an SMS body) can make a
+// delivery name another SID. They are a search aid, never an
+// authenticated claim.
+func twilioEntities(form url.Values) []hub.Entity {
+	var out []hub.Entity
+	out = addEntity(out, "message", firstNonEmpty(form.Get("MessageSid"), form.Get("SmsSid")))
+	return addEntity(out, "call", form.Get("CallSid"))
 }
 
 // firstNonEmpty returns the first of a and b that is not empty.

@@ -374,7 +374,8 @@ func TestTwilioSampleSign(t *testing.T) {
 			require.Equal(t, testPublicURL+target, tw.WebhookURL(tt.eventType))
 			ev, err = tw.Verify(Request{Header: h, Body: body, URI: target})
 			require.NoError(t, err)
-			require.Equal(t, Event{ID: id, Type: tt.eventType, Signature: h.Get("X-Twilio-Signature"), OccurredAt: ev.OccurredAt}, ev)
+			checkEntities(t, ev.Entities) // their values: TestEntitiesOfSamples
+			require.Equal(t, Event{ID: id, Type: tt.eventType, Signature: h.Get("X-Twilio-Signature"), OccurredAt: ev.OccurredAt, Entities: ev.Entities}, ev)
 
 			other, err := NewTwilio([]string{twilioOldSecret}, Options{PublicURL: testPublicURL})
 			require.NoError(t, err)
