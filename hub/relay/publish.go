@@ -62,15 +62,18 @@ func message(row hub.OutboxRow, subject, copyRun string) *nats.Msg {
 		ReceivedAt: row.ReceivedAt,
 		OccurredAt: row.OccurredAt,
 	}
+	if len(row.Entities) > 0 {
+		md.Entities = make([]schema.Entity, len(row.Entities))
+		for i, e := range row.Entities {
+			md.Entities[i] = schema.Entity{Kind: e.Kind, ID: e.ID}
+		}
+	}
 	if copyRun != "" {
 		md.MsgID = original + ":republish:" + copyRun
 	}
 	h := md.Header()
 	if copyRun != "" {
 		h.Set(schema.HeaderRepublish, original)
-	}
-	for _, e := range row.Entities {
-		h.Add(schema.HeaderEntity, e.String())
 	}
 	return &nats.Msg{Subject: subject, Data: row.Body, Header: h}
 }

@@ -48,18 +48,13 @@ func selfCPU() time.Duration {
 //	go test -run '^$' -bench IngestEntityCost -benchtime 300x ./hub/store/
 func BenchmarkIngestEntityCost(b *testing.B) {
 	_, url := hubtest.Pool(b)
-	pool, err := pgxpool.New(context.Background(), url+"&pool_max_conns=1")
-	if strings.Contains(url, "?") == false {
-		pool, err = pgxpool.New(context.Background(), url+"?pool_max_conns=1")
-	}
+	cfg, err := pgxpool.ParseConfig(url)
+	require.NoError(b, err)
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	require.NoError(b, err)
 	b.Cleanup(pool.Close)
 	ctx := context.Background()
-	if os.Getenv("E_EXP") == "nonunique" {
-		_, err := pool.Exec(ctx, `ALTER TABLE webhook_event_entities DROP CONSTRAINT webhook_event_entities_pkey;
-			CREATE INDEX ON webhook_event_entities (entity_id, created_at, archive_id)`)
-		require.NoError(b, err)
-	}
 	var pid int
 	require.NoError(b, pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid))
 	s := store.New(pool)
