@@ -130,3 +130,30 @@ func TestEntityInput(t *testing.T) {
 	_, err = o.EntityTimeline(ctx, ops.TimelineQuery{Entity: "cus_1", Before: "nonsense"})
 	require.ErrorIs(t, err, ops.ErrInvalid)
 }
+
+// End to end: a Paddle webhook POSTed to the hub is found by the ids its
+// provider extraction names, with the subscriber's outcome.
+func TestEntityTimelineFromWebhook(t *testing.T) {
+	t.Parallel()
+	s := newSystem(t)
+	ctx := context.Background()
+	s.startCredits()
+	require.False(t, s.deliver("evt_ent_http"), "a first delivery")
+	s.Eventually(func() bool {
+		return s.Count(`SELECT count(*) FROM credits.processed_messages WHERE event_id = 'evt_ent_http'`) == 1
+	}, "credits processed evt_ent_http")
+	d, err := s.ops.ShowEvent(ctx, "paddle:evt_ent_http")
+	require.NoError(t, err)
+	require.NotEmpty(t, d.Entities, "the paddle extraction names the subscription and its customer")
+	for _, e := range d.Entities {
+		tl, err := s.ops.EntityTimeline(ctx, ops.TimelineQuery{Entity: e.ID})
+		require.NoError(t, err)
+		require.Len(t, tl.Events, 1, e.ID)
+		require.Equal(t, "evt_ent_http", tl.Events[0].EventID)
+		outcomes := map[string]string{}
+		for _, so := range tl.Events[0].Subscribers {
+			outcomes[so.Subscriber] = so.Outcome
+		}
+		require.Equal(t, ops.OutcomeProcessed, outcomes["credits"], e.ID)
+	}
+}
