@@ -28,6 +28,9 @@ type ArchivedDelivery struct {
 	StreamSeq   uint64
 	PublishedAt time.Time
 	Attempts    int // publish attempts so far
+	// Entities are the event's business objects as archived with the
+	// delivery (none for rows written before entities existed).
+	Entities []Entity
 	// Body is the exact request body: nil for a duplicate (SKIPPED), and
 	// for listings, which do not read it.
 	Body []byte
@@ -60,6 +63,9 @@ type ArchiveFilter struct {
 	// EventID, when set, selects the deliveries of that event id (exact
 	// match; of any provider unless Provider is set).
 	EventID string
+	// Entity, when set, selects the first deliveries of the events about
+	// that entity id (exact match, any kind), through the entity index.
+	Entity string
 	// Status selects the rows of that status; empty selects every status
 	// but SKIPPED (the first delivery of every event).
 	Status Status

@@ -1,5 +1,7 @@
 package hub
 
+import "strings"
+
 // Entity is a business object an event is about, as its provider names
 // it: a Stripe customer (Kind "customer", ID "cus_123"), a Paddle
 // subscription, a Clerk user, a GitHub repository ("octo/hello") or pull
@@ -14,8 +16,8 @@ package hub
 // providers when their payloads carry the same id (a Clerk user id in a
 // Stripe customer's metadata.user_id).
 type Entity struct {
-	Kind string // what the id names: "customer", "subscription", "user", ...; [a-z_]{1,32}
-	ID   string // the id, as the provider writes it; CheckText, at most MaxEntityIDLen bytes
+	Kind string `json:"kind"` // what the id names: "customer", "subscription", "user", ...; [a-z_]{1,32}
+	ID   string `json:"id"`   // the id, as the provider writes it; CheckText, at most MaxEntityIDLen bytes
 }
 
 // Bounds on an event's entities. An entity that does not fit is left out;
@@ -25,3 +27,21 @@ const (
 	MaxEntityIDLen   = 255
 	MaxEntityKindLen = 32
 )
+
+// String returns the entity as the archive and the stream write it,
+// "<kind>:<id>".
+func (e Entity) String() string { return e.Kind + ":" + e.ID }
+
+// ParseEntity reads an entity written by Entity.String: the kind is what
+// comes before the first ':'. ok is false when s has no ':'.
+func ParseEntity(s string) (e Entity, ok bool) {
+	kind, id, ok := strings.Cut(s, ":")
+	if !ok {
+		return Entity{}, false
+	}
+	return Entity{Kind: kind, ID: id}, true
+}
+
+// CheckEntityID checks an entity id as given to a search (CheckText, at
+// most MaxEntityIDLen bytes).
+func CheckEntityID(id string) error { return CheckText("entity", id, MaxEntityIDLen) }

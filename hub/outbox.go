@@ -24,6 +24,9 @@ type OutboxRow struct {
 	FirstAttemptAt time.Time
 	// TraceParent is the W3C traceparent of the delivery's span, or "".
 	TraceParent string
+	// Entities are the event's business objects, published one
+	// schema.HeaderEntity value each.
+	Entities []Entity
 }
 
 // PublishResult is the relay's verdict on one claimed row.

@@ -38,6 +38,7 @@ func TestHubSchema(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rs, len(files))
 	require.Equal(t, "00001_schema.sql", rs[0].Name)
+	require.Equal(t, "00002_entities.sql", rs[1].Name)
 	require.NoError(t, m.Check(ctx))
 	ss, err := m.Status(ctx)
 	require.NoError(t, err)
@@ -47,12 +48,21 @@ func TestHubSchema(t *testing.T) {
 	}
 
 	var n int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_event_status WHERE entities IS NOT NULL`).Scan(&n))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_event_entities`).Scan(&n))
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_event_status`).Scan(&n))
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM console_sessions`).Scan(&n))
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM audit_log`).Scan(&n))
-	for range files { // every migration down, newest first
+	for applied := len(files) - 1; applied >= 0; applied-- { // every migration down, newest first
 		_, err = m.Down(ctx)
 		require.NoError(t, err)
+		if applied == 1 {
+			// 00002 down: the view as 00001 made it, without entities.
+			require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM information_schema.columns
+				WHERE table_schema = current_schema() AND column_name = 'entities'`).Scan(&n))
+			require.Zero(t, n)
+			require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_event_status`).Scan(&n))
+		}
 	}
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()
 		AND tablename IN ('webhook_events', 'processed_webhook_events', 'backfill_checkpoints', 'console_sessions', 'console_oidc_logins', 'audit_log')`).Scan(&n))

@@ -76,7 +76,13 @@ func (s *Server) mountAPI(r fiber.Router) {
 		return s.answer(c, st, err)
 	})
 	admin.Get("/events", func(c *fiber.Ctx) error {
-		f := ops.EventFilter{Provider: c.Query("provider"), Type: c.Query("type"), Before: c.Query("before"), Limit: ops.DefaultListLimit}
+		f := ops.EventFilter{Provider: c.Query("provider"), Type: c.Query("type"), Entity: c.Query("entity"),
+			Before: c.Query("before"), Limit: ops.DefaultListLimit}
+		if c.Context().QueryArgs().Has("entity") {
+			if err := ops.CheckEntity(f.Entity); err != nil {
+				return s.answer(c, nil, err)
+			}
+		}
 		var err error
 		if l := c.Query("limit"); l != "" {
 			if f.Limit, err = strconv.Atoi(l); err != nil {

@@ -45,6 +45,7 @@ type recordingOperator struct {
 	mu     sync.Mutex
 	purges []ops.PurgeRequest
 	shown  []string
+	listed []ops.EventFilter
 }
 
 func (o *recordingOperator) Now() time.Time { return time.Now() }
@@ -56,6 +57,13 @@ func (o *recordingOperator) ShowEvent(_ context.Context, ref string) (ops.EventD
 	defer o.mu.Unlock()
 	o.shown = append(o.shown, ref)
 	return ops.EventDetail{}, nil
+}
+
+func (o *recordingOperator) ListEvents(_ context.Context, f ops.EventFilter) ([]ops.EventRow, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.listed = append(o.listed, f)
+	return []ops.EventRow{}, nil
 }
 
 func (o *recordingOperator) Purge(_ context.Context, req ops.PurgeRequest) (ops.PurgeResult, error) {
@@ -265,4 +273,26 @@ func TestAdminPathParametersAreDecoded(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", raw)
 	require.Contains(t, string(raw), "ref: bad percent-encoding")
+}
+
+// GET /admin/events?entity= filters by entity; a given entity is checked
+// with the message the command line and the console give.
+func TestAdminEventsByEntity(t *testing.T) {
+	a := newAdminServer(t)
+	auth := "Bearer " + testAdminToken
+	code, body := a.do(t, http.MethodGet, "/admin/events?entity=cus_123&provider=stripe", auth, "", "")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Len(t, a.op.listed, 1)
+	require.Equal(t, "cus_123", a.op.listed[0].Entity)
+	require.Equal(t, "stripe", a.op.listed[0].Provider)
+	for q, want := range map[string]string{
+		"entity=":                            "entity: required: an entity id, e.g. cus_123",
+		"entity=cus%0A1":                     `entity: \"cus\\n1\" contains control characters`,
+		"entity=" + strings.Repeat("x", 256): "entity: longer than 255 bytes (256)",
+	} {
+		code, body := a.do(t, http.MethodGet, "/admin/events?"+q, auth, "", "")
+		require.Equal(t, http.StatusBadRequest, code, q)
+		require.Contains(t, body, want, q)
+	}
+	require.Len(t, a.op.listed, 1, "a refused entity reaches no operation")
 }

@@ -41,6 +41,9 @@ type Operator interface {
 
 	// Charts (charts.go).
 	ProcessingCharts(ctx context.Context, hours int) (ops.ProcessingCharts, error)
+
+	// Entities (entity.go): the entity page.
+	EntityTimeline(ctx context.Context, q ops.TimelineQuery) (ops.Timeline, error)
 }
 
 // SessionStore keeps the console's sessions and OpenID Connect sign-ins in
@@ -144,7 +147,7 @@ var cssFile []byte
 // pageNames are the templates, each rendered inside layout.html.
 var pageNames = []string{"login", "error", "overview", "events", "event", "deadletters", "replay", "plan", "job",
 	"republishplan", "redriveplan", "signedin",
-	"audit", "charts"}
+	"audit", "charts", "entity"}
 
 // New returns a Console on cfg.
 func New(cfg Config) (*Console, error) {
@@ -203,6 +206,7 @@ func (cn *Console) Mount(r fiber.Router) {
 	g.Get("/", cn.authed(cn.overview))
 	g.Get("/events", cn.authed(cn.events))
 	g.Get("/event", cn.authed(cn.event))
+	g.Get("/entity", cn.authed(cn.entity))
 	// Republish and redrive-all are planned first (GET: what would happen,
 	// and a confirmation form), then done (POST), like a replay.
 	g.Get("/event/republish", cn.authed(cn.republishPlan))

@@ -97,7 +97,7 @@ func displayable(s string) string {
 
 // eventsQuery is the events page's filter as typed, for the form.
 type eventsQuery struct {
-	Provider, Type, Status, Since, Until, EventID, Before, Limit string
+	Provider, Type, Status, Since, Until, EventID, Entity, Before, Limit string
 }
 
 const defaultPageSize = 50
@@ -107,7 +107,7 @@ const defaultPageSize = 50
 // the bytes, for ops to judge).
 func parseEvents(q url.Values, now time.Time) (eventsQuery, ops.EventFilter, error) {
 	in, f, err := parseEventsQuery(q, now)
-	for _, p := range []*string{&in.Provider, &in.Type, &in.Status, &in.Since, &in.Until, &in.EventID, &in.Before, &in.Limit} {
+	for _, p := range []*string{&in.Provider, &in.Type, &in.Status, &in.Since, &in.Until, &in.EventID, &in.Entity, &in.Before, &in.Limit} {
 		*p = displayable(*p)
 	}
 	return in, f, err
@@ -115,8 +115,8 @@ func parseEvents(q url.Values, now time.Time) (eventsQuery, ops.EventFilter, err
 
 func parseEventsQuery(q url.Values, now time.Time) (eventsQuery, ops.EventFilter, error) {
 	in := eventsQuery{Provider: q.Get("provider"), Type: q.Get("type"), Status: q.Get("status"), Since: q.Get("since"),
-		Until: q.Get("until"), EventID: q.Get("event_id"), Before: q.Get("before"), Limit: q.Get("limit")}
-	f := ops.EventFilter{Provider: in.Provider, Type: in.Type, EventID: in.EventID, Before: in.Before, Limit: defaultPageSize}
+		Until: q.Get("until"), EventID: q.Get("event_id"), Entity: q.Get("entity"), Before: q.Get("before"), Limit: q.Get("limit")}
+	f := ops.EventFilter{Provider: in.Provider, Type: in.Type, EventID: in.EventID, Entity: in.Entity, Before: in.Before, Limit: defaultPageSize}
 
 	var err error
 	if in.Limit != "" {

@@ -205,7 +205,7 @@ func (cn *Console) events(c *fiber.Ctx, s *session) error {
 	if more && len(rows) > 0 {
 		next := url.Values{}
 		for k, val := range map[string]string{"provider": in.Provider, "type": in.Type, "status": in.Status, "since": in.Since,
-			"until": in.Until, "event_id": in.EventID, "limit": in.Limit} {
+			"until": in.Until, "event_id": in.EventID, "entity": in.Entity, "limit": in.Limit} {
 			if val != "" {
 				next.Set(k, val)
 			}

@@ -25,9 +25,12 @@ type EventFilter struct {
 	// EventID selects the deliveries of one event id (exact match); with
 	// Status SKIPPED its duplicates, by default its first delivery.
 	EventID string
-	Status  hub.Status // empty: every status but SKIPPED (first deliveries)
-	Since   time.Time
-	Until   time.Time
+	// Entity selects the events about one entity id (exact,
+	// case-sensitive, any kind), through the entity index.
+	Entity string
+	Status hub.Status // empty: every status but SKIPPED (first deliveries)
+	Since  time.Time
+	Until  time.Time
 	// Before continues a listing: the cursor of the last row of the
 	// previous page (EventRow.Cursor); empty for the first page.
 	Before string
@@ -44,6 +47,9 @@ func (f EventFilter) check() (hub.ArchiveCursor, error) {
 		return hub.ArchiveCursor{}, err
 	}
 	if err := checkText("event_id", f.EventID, maxEventIDLen); err != nil {
+		return hub.ArchiveCursor{}, err
+	}
+	if err := checkText("entity", f.Entity, hub.MaxEntityIDLen); err != nil {
 		return hub.ArchiveCursor{}, err
 	}
 	if !f.Until.IsZero() && !f.Since.IsZero() && !f.Until.After(f.Since) {
@@ -69,6 +75,8 @@ type EventRow struct {
 	ReceivedAt time.Time `json:"received_at"`
 	StreamSeq  uint64    `json:"stream_seq,omitempty"`
 	Deliveries int       `json:"deliveries"` // archive rows of this event: 1 + duplicates
+	// Entities are the business objects the event is about.
+	Entities []hub.Entity `json:"entities,omitempty"`
 	// Cursor is this row's position: pass the last row's as before for
 	// the next page.
 	Cursor string `json:"cursor"`
@@ -83,7 +91,7 @@ func (o *Ops) ListEvents(ctx context.Context, f EventFilter) ([]EventRow, error)
 		return nil, err
 	}
 	ds, err := o.archive.ListArchive(ctx, hub.ArchiveFilter{
-		Provider: f.Provider, EventType: f.Type, EventID: f.EventID, Status: f.Status, Since: f.Since, Until: f.Until,
+		Provider: f.Provider, EventType: f.Type, EventID: f.EventID, Entity: f.Entity, Status: f.Status, Since: f.Since, Until: f.Until,
 		Before: before, Limit: f.Limit, CountDeliveries: true,
 	})
 	if err != nil {
@@ -93,7 +101,7 @@ func (o *Ops) ListEvents(ctx context.Context, f EventFilter) ([]EventRow, error)
 	for i, d := range ds {
 		out[i] = EventRow{ArchiveID: d.ArchiveID.String(), Provider: d.Provider, EventID: d.EventID, EventType: d.EventType,
 			Status: string(d.Status), Error: d.Error, ReceivedAt: d.ReceivedAt, StreamSeq: d.StreamSeq,
-			Deliveries: d.Deliveries, Cursor: FormatCursor(d.Cursor())}
+			Deliveries: d.Deliveries, Entities: d.Entities, Cursor: FormatCursor(d.Cursor())}
 	}
 	return out, nil
 }
@@ -184,8 +192,11 @@ type EventDetail struct {
 	// ingested the event from the provider's API (its webhook never
 	// arrived, or arrived later as a duplicate); "" once the archive is
 	// purged.
-	Origin     string     `json:"origin,omitempty"`
-	Deliveries []Delivery `json:"deliveries"`
+	Origin string `json:"origin,omitempty"`
+	// Entities are the business objects the event is about (the first
+	// delivery's); none once the archive is purged.
+	Entities   []hub.Entity `json:"entities,omitempty"`
+	Deliveries []Delivery   `json:"deliveries"`
 	// DeliveriesTruncated: the event has more than MaxShownDeliveries
 	// archived deliveries; the first ones are listed.
 	DeliveriesTruncated bool            `json:"deliveries_truncated,omitempty"`
@@ -244,9 +255,9 @@ func (o *Ops) ShowEvent(ctx context.Context, ref string) (EventDetail, error) {
 		d.Purged = true
 	} else {
 		d.Status, d.Origin = d.Deliveries[0].Status, d.Deliveries[0].Origin
-		for _, dl := range d.Deliveries {
+		for i, dl := range d.Deliveries {
 			if dl.Status != string(hub.Skipped) {
-				d.Status, d.Origin = dl.Status, dl.Origin
+				d.Status, d.Origin, d.Entities = dl.Status, dl.Origin, ds[i].Entities
 				break
 			}
 		}
@@ -300,50 +311,83 @@ func (o *Ops) resolve(ctx context.Context, ref string) (string, string, error) {
 // attempt log, subscribers/destination) also gets its HTTP attempts of the
 // event; one that attempted it without settling it is pending.
 func (o *Ops) subscriberOutcomes(ctx context.Context, d EventDetail) ([]SubscriberOutcome, error) {
+	outs, err := o.outcomes(ctx, []outcomeEvent{{Provider: d.Provider, EventID: d.EventID, Subject: d.Subject, Published: d.Published}}, false)
+	if err != nil {
+		return nil, err
+	}
+	return outs[0], nil
+}
+
+// outcomeEvent is an event whose subscriber outcomes are read.
+type outcomeEvent struct {
+	Provider, EventID, Subject string
+	Published                  bool
+}
+
+// outcomes reads what each subscriber did with each of events (as
+// subscriberOutcomes does for one) in a bounded number of queries: per
+// subscriber one for its processed records, one for its dead letters and,
+// for a destination, one for its attempts, whatever the number of events;
+// and one consumer look-up per subscriber on the stream. With lastOnly, a
+// destination's HTTPAttempts hold only its last attempt of each event (one
+// index descent per event); otherwise its last MaxShownAttempts of the one
+// event per query.
+func (o *Ops) outcomes(ctx context.Context, events []outcomeEvent, lastOnly bool) ([][]SubscriberOutcome, error) {
 	subs, err := o.Subscribers(ctx)
 	if err != nil {
 		return nil, err
 	}
-	key := []subscriber.EventKey{{Provider: d.Provider, EventID: d.EventID}}
-	out := make([]SubscriberOutcome, 0, len(subs))
-	streamDown := o.js == nil // once a look-up fails, the others are not tried
 	dests, err := destination.Names(ctx, o.subs)
 	if err != nil {
 		return nil, err
 	}
+	keys := make([]subscriber.EventKey, len(events))
+	index := make(map[subscriber.EventKey]int, len(events))
+	for i, e := range events {
+		keys[i] = subscriber.EventKey{Provider: e.Provider, EventID: e.EventID}
+		index[keys[i]] = i
+	}
+	out := make([][]SubscriberOutcome, len(events))
+	for i := range out {
+		out[i] = make([]SubscriberOutcome, 0, len(subs))
+	}
+	streamDown := o.js == nil // once a look-up fails, the others are not tried
 	for _, sub := range subs {
-		so := SubscriberOutcome{Subscriber: sub}
+		sos := make([]SubscriberOutcome, len(events))
+		for i := range sos {
+			sos[i].Subscriber = sub
+		}
 		if slices.Contains(dests, sub) {
-			attempts, err := destination.AttemptsFor(ctx, o.subs, sub, d.Provider, d.EventID, MaxShownAttempts+1)
-			switch {
-			case errors.Is(err, destination.ErrUnknownDestination): // dropped meanwhile
-			case err != nil:
+			if err := o.httpAttempts(ctx, sub, events, keys, index, sos, lastOnly); err != nil {
 				return nil, err
-			default:
-				so.Destination = true
-				if len(attempts) > MaxShownAttempts {
-					attempts, so.HTTPAttemptsTruncated = attempts[len(attempts)-MaxShownAttempts:], true
-				}
-				so.HTTPAttempts = attempts
 			}
 		}
-		processed, err := subscriber.ProcessedMessages(ctx, o.subs, sub, key)
+		processed, err := subscriber.ProcessedMessages(ctx, o.subs, sub, keys)
 		if err != nil {
 			return nil, subscriberErr(err)
 		}
-		if len(processed) > 0 {
-			p := processed[0]
-			so.Outcome, so.At, so.StreamSeq = p.Outcome, p.ProcessedAt, p.StreamSeq
+		isProcessed := make([]bool, len(events))
+		for _, p := range processed {
+			if i, ok := index[p.EventKey]; ok {
+				isProcessed[i] = true
+				sos[i].Outcome, sos[i].At, sos[i].StreamSeq = p.Outcome, p.ProcessedAt, p.StreamSeq
+			}
 		}
-		dead, err := subscriber.DeadLettersOf(ctx, o.subs, sub, key, 0)
+		dead, err := subscriber.DeadLettersOf(ctx, o.subs, sub, keys, 0)
 		if err != nil {
 			return nil, subscriberErr(err)
 		}
-		if len(dead) > 0 {
-			last := dead[len(dead)-1]
+		lastDead := make(map[int]subscriber.DeadLetterState, len(dead))
+		for _, dl := range dead { // oldest first: the last one wins
+			if i, ok := index[dl.EventKey]; ok {
+				lastDead[i] = dl
+			}
+		}
+		for i, last := range lastDead {
+			so := &sos[i]
 			so.DeadLetter, so.Error, so.Attempts = last.ID, last.Error, last.Attempts
 			switch {
-			case len(processed) == 0:
+			case !isProcessed[i]:
 				so.Outcome, so.At = OutcomeDeadLettered, last.CreatedAt
 			case last.RedrivenAt != nil:
 				so.Outcome = OutcomeProcessedAfterRedrive
@@ -351,50 +395,100 @@ func (o *Ops) subscriberOutcomes(ctx context.Context, d EventDetail) ([]Subscrib
 				so.Outcome = OutcomeProcessed // dead-lettered once, processed by a later replay
 			}
 		}
-		switch {
-		case so.Outcome == "" && len(so.HTTPAttempts) > 0:
-			// A destination retrying the event: not settled yet.
-			so.Outcome = OutcomeNone
-		case so.Outcome == "":
-			// No record: does the subscriber take the subject at all?
-			if d.Subject == "" {
-				continue // no subject: no consumer can ever receive it
+		var filters []string
+		var known string
+		filtersRead := false
+		for i := range sos {
+			so := sos[i]
+			switch {
+			case so.Outcome == "" && len(so.HTTPAttempts) > 0:
+				// A destination retrying the event: not settled yet.
+				so.Outcome = OutcomeNone
+			case so.Outcome == "":
+				// No record: does the subscriber take the subject at all?
+				if events[i].Subject == "" {
+					continue // no subject: no consumer can ever receive it
+				}
+				if !filtersRead {
+					filters, known = o.consumerFilters(ctx, sub, &streamDown)
+					filtersRead = true
+				}
+				if filters != nil && !slices.ContainsFunc(filters, func(f string) bool {
+					return f == ">" || schema.MatchSubject(f, events[i].Subject)
+				}) {
+					continue
+				}
+				so.Outcome = known
+				if !events[i].Published {
+					so.Outcome = OutcomeNotPublished
+				}
 			}
-			takes, known := o.takesSubject(ctx, sub, d.Subject, &streamDown)
-			if !takes {
-				continue
-			}
-			so.Outcome = known
-			if !d.Published {
-				so.Outcome = OutcomeNotPublished
-			}
+			out[i] = append(out[i], so)
 		}
-		out = append(out, so)
 	}
 	return out, nil
 }
 
-// takesSubject reports whether subscriber sub's consumer filters subject
-// (its replay subjects aside). known is OutcomeNone when the consumer's
-// filters were read, else OutcomeNoConsumer or OutcomeUnknown, and then
-// takes is true (it might). A failed look-up sets *down, and a later call
-// with *down set answers OutcomeUnknown at once.
-func (o *Ops) takesSubject(ctx context.Context, sub, subject string, down *bool) (takes bool, known string) {
+// httpAttempts fills the HTTP attempts of destination dest on sos.
+func (o *Ops) httpAttempts(ctx context.Context, dest string, events []outcomeEvent, keys []subscriber.EventKey,
+	index map[subscriber.EventKey]int, sos []SubscriberOutcome, lastOnly bool) error {
+	if lastOnly {
+		last, err := destination.LastAttempts(ctx, o.subs, dest, keys)
+		if errors.Is(err, destination.ErrUnknownDestination) {
+			return nil // dropped meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		for i := range sos {
+			sos[i].Destination = true
+		}
+		for _, a := range last {
+			if i, ok := index[subscriber.EventKey{Provider: a.Provider, EventID: a.EventID}]; ok {
+				sos[i].HTTPAttempts = []destination.Attempt{a}
+			}
+		}
+		return nil
+	}
+	for i, e := range events {
+		attempts, err := destination.AttemptsFor(ctx, o.subs, dest, e.Provider, e.EventID, MaxShownAttempts+1)
+		switch {
+		case errors.Is(err, destination.ErrUnknownDestination): // dropped meanwhile
+			return nil
+		case err != nil:
+			return err
+		}
+		sos[i].Destination = true
+		if len(attempts) > MaxShownAttempts {
+			attempts, sos[i].HTTPAttemptsTruncated = attempts[len(attempts)-MaxShownAttempts:], true
+		}
+		sos[i].HTTPAttempts = attempts
+	}
+	return nil
+}
+
+// consumerFilters returns the subjects subscriber sub's consumer takes
+// (its replay subjects aside; []string{">"} when it has no filter), or nil
+// when that is unknown: no consumer (the second result OutcomeNoConsumer)
+// or the stream could not be read (OutcomeUnknown, and *down is set; a
+// later call with *down set answers so at once).
+func (o *Ops) consumerFilters(ctx context.Context, sub string, down *bool) ([]string, string) {
 	if *down {
-		return true, OutcomeUnknown
+		return nil, OutcomeUnknown
 	}
 	cons, err := o.js.Consumer(ctx, o.stream, sub)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return true, OutcomeNoConsumer
+		return nil, OutcomeNoConsumer
 	}
 	if err != nil {
 		*down = true
-		return true, OutcomeUnknown
+		return nil, OutcomeUnknown
 	}
 	cfg := cons.CachedInfo().Config
-	return unfiltered(cfg) || slices.ContainsFunc(ConsumerFilters(cfg), func(f string) bool {
-		return schema.MatchSubject(f, subject)
-	}), OutcomeNone
+	if unfiltered(cfg) {
+		return []string{">"}, OutcomeNone
+	}
+	return append([]string{}, ConsumerFilters(cfg)...), OutcomeNone
 }
 
 // unfiltered reports whether a consumer has no filter at all: it takes

@@ -17,6 +17,7 @@ func (r *Relay) Enqueue(d hub.Delivery) {
 	row := hub.OutboxRow{
 		ArchiveID: d.ArchiveID, Provider: d.Provider, EventID: d.EventID, EventType: d.EventType,
 		Body: d.Body, ReceivedAt: d.ReceivedAt, OccurredAt: d.OccurredAt, TraceParent: d.TraceParent,
+		Entities: d.Entities,
 	}
 	select {
 	case r.fresh <- row:

@@ -62,6 +62,12 @@ func message(row hub.OutboxRow, subject, copyRun string) *nats.Msg {
 		ReceivedAt: row.ReceivedAt,
 		OccurredAt: row.OccurredAt,
 	}
+	if len(row.Entities) > 0 {
+		md.Entities = make([]schema.Entity, len(row.Entities))
+		for i, e := range row.Entities {
+			md.Entities[i] = schema.Entity{Kind: e.Kind, ID: e.ID}
+		}
+	}
 	if copyRun != "" {
 		md.MsgID = original + ":republish:" + copyRun
 	}

@@ -20,7 +20,7 @@ import (
 )
 
 // nextMigrations is the hub's migrations and, after them, the fixture
-// testdata/rolling/00002_next.sql, numbered after the last of them
+// testdata/rolling/00099_next.sql, numbered after the last of them
 // (nextName): a schema one migration ahead of this release.
 func nextMigrations(t *testing.T) fs.FS {
 	t.Helper()
@@ -33,7 +33,7 @@ func nextMigrations(t *testing.T) fs.FS {
 		require.NoError(t, err)
 		out[n] = &fstest.MapFile{Data: b, Mode: 0o444}
 	}
-	next, err := os.ReadFile("testdata/rolling/00002_next.sql")
+	next, err := os.ReadFile("testdata/rolling/00099_next.sql")
 	require.NoError(t, err)
 	_, clash := out[name]
 	require.False(t, clash)

@@ -32,18 +32,20 @@ import (
 // from (scanDelivery), qualified by alias v.
 const deliveryColumns = `v.id, v.provider, v.event_id, v.event_type, v.processing_status, COALESCE(v.error_message, ''),
        v.created_at, COALESCE(v.signature, ''), v.signed_at, COALESCE(v.stream_seq, 0), v.published_at,
-       v.publish_attempts, v.origin`
+       v.publish_attempts, v.origin, v.entities`
 
 func scanDelivery(r pgx.Row, extra ...any) (hub.ArchivedDelivery, error) {
 	var d hub.ArchivedDelivery
 	var status, origin string
 	var signedAt, publishedAt *time.Time
 	var seq int64
+	var entities []string
 	dest := append([]any{&d.ArchiveID, &d.Provider, &d.EventID, &d.EventType, &status, &d.Error,
-		&d.ReceivedAt, &d.Signature, &signedAt, &seq, &publishedAt, &d.Attempts, &origin}, extra...)
+		&d.ReceivedAt, &d.Signature, &signedAt, &seq, &publishedAt, &d.Attempts, &origin, &entities}, extra...)
 	if err := r.Scan(dest...); err != nil {
 		return d, err
 	}
+	d.Entities = parseEntities(entities)
 	d.Status, d.Origin = hub.Status(status), hub.Origin(origin)
 	if signedAt != nil {
 		d.SignedAt = *signedAt
@@ -53,6 +55,20 @@ func scanDelivery(r pgx.Row, extra ...any) (hub.ArchivedDelivery, error) {
 	}
 	d.StreamSeq = uint64(max(seq, 0))
 	return d, nil
+}
+
+// parseEntities reads the archive's entities column.
+func parseEntities(ss []string) []hub.Entity {
+	if len(ss) == 0 {
+		return nil
+	}
+	out := make([]hub.Entity, 0, len(ss))
+	for _, s := range ss {
+		if e, ok := hub.ParseEntity(s); ok {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // processedSQL is the view's PROCESSED on the tables it reads, webhook_events
@@ -80,6 +96,13 @@ func (s *Store) ListArchive(ctx context.Context, f hub.ArchiveFilter) ([]hub.Arc
 	// as parameters; only column names are spliced.
 	var args queryArgs
 	var conds []string
+	// With an entity, the rows are walked on the entity index (alias x),
+	// whose key carries the archive's order: the time bounds and the
+	// cursor go on it, so that they bound its range scan.
+	at, aid := "a.created_at", "a.id"
+	if f.Entity != "" {
+		at, aid = "x.created_at", "x.archive_id"
+	}
 	if f.Provider != "" {
 		conds = append(conds, "a.provider = "+args.add(f.Provider))
 	}
@@ -103,14 +126,14 @@ func (s *Store) ListArchive(ctx context.Context, f hub.ArchiveFilter) ([]hub.Arc
 		}
 	}
 	if !f.Since.IsZero() {
-		conds = append(conds, "a.created_at >= "+args.add(f.Since))
+		conds = append(conds, at+" >= "+args.add(f.Since))
 	}
 	if !f.Until.IsZero() {
-		conds = append(conds, "a.created_at < "+args.add(f.Until))
+		conds = append(conds, at+" < "+args.add(f.Until))
 	}
 	if !f.Before.IsZero() {
 		// The keyset: after the cursor in newest-first order.
-		conds = append(conds, "(a.created_at, a.id) < ("+args.add(f.Before.ReceivedAt)+", "+args.add([16]byte(f.Before.ArchiveID))+"::uuid)")
+		conds = append(conds, "("+at+", "+aid+") < ("+args.add(f.Before.ReceivedAt)+", "+args.add([16]byte(f.Before.ArchiveID))+"::uuid)")
 	}
 	where := "true"
 	if len(conds) > 0 {
@@ -123,32 +146,55 @@ func (s *Store) ListArchive(ctx context.Context, f hub.ArchiveFilter) ([]hub.Arc
 	// it, and would read whole ranges to find a page), then read through
 	// the view, which has the last word on each row's status.
 	var candidates string
-	switch f.Status {
-	case "":
-		// Every first delivery: only a duplicate's archive row says SKIPPED.
-		candidates = `SELECT a.id FROM webhook_events a
+	switch {
+	case f.Entity != "":
+		// The entity index holds first deliveries only, newest first per
+		// id: walked backwards from the cursor, each entry joined to its
+		// archive row (and dedup row, for the status) by primary key,
+		// until a page matches. The status is the view's, on the tables.
+		entity := args.add(f.Entity)
+		statusExpr := `TRUE`
+		if f.Status != "" {
+			statusExpr = `COALESCE(a.processing_status,
+                CASE WHEN p.stream_seq IS NOT NULL THEN 'PROCESSED'
+                     WHEN p.next_attempt_at IS NULL AND p.publish_error IS NOT NULL THEN 'FAILED'
+                     ELSE 'PENDING' END) = ` + args.add(string(f.Status))
+		}
+		candidates = `SELECT a.id FROM webhook_event_entities x
+    JOIN webhook_events a ON a.id = x.archive_id
+    LEFT JOIN processed_webhook_events p ON p.id = a.id AND a.processing_status IS NULL
+    WHERE x.entity_id = ` + entity + ` AND ` + statusExpr + ` AND ` + where + `
+    ORDER BY x.created_at DESC, x.archive_id DESC LIMIT ` + limit
+	case !validStatus(f.Status):
+		return nil, fmt.Errorf("list archive: unknown status %q", f.Status)
+	}
+	if candidates == "" {
+		switch f.Status {
+		case "":
+			// Every first delivery: only a duplicate's archive row says SKIPPED.
+			candidates = `SELECT a.id FROM webhook_events a
     WHERE a.processing_status IS DISTINCT FROM 'SKIPPED' AND ` + where + `
     ORDER BY a.created_at DESC, a.id DESC LIMIT ` + limit
-	case hub.Skipped:
-		candidates = `SELECT a.id FROM webhook_events a
+		case hub.Skipped:
+			candidates = `SELECT a.id FROM webhook_events a
     WHERE a.processing_status = 'SKIPPED' AND ` + where + `
     ORDER BY a.created_at DESC, a.id DESC LIMIT ` + limit
-	case hub.Processed:
-		// Most rows: walking the archive newest first finds a page soon.
-		candidates = `SELECT a.id FROM webhook_events a
+		case hub.Processed:
+			// Most rows: walking the archive newest first finds a page soon.
+			candidates = `SELECT a.id FROM webhook_events a
     LEFT JOIN processed_webhook_events p ON p.id = a.id AND a.processing_status IS NULL
     WHERE ` + processedSQL + ` AND ` + where + `
     ORDER BY a.created_at DESC, a.id DESC LIMIT ` + limit
-	case hub.Pending:
-		// Few rows, found through the outbox's partial index.
-		candidates = `SELECT a.id FROM processed_webhook_events p JOIN webhook_events a ON a.id = p.id
+		case hub.Pending:
+			// Few rows, found through the outbox's partial index.
+			candidates = `SELECT a.id FROM processed_webhook_events p JOIN webhook_events a ON a.id = p.id
     WHERE p.next_attempt_at IS NOT NULL AND a.processing_status IS NULL AND ` + where + `
     ORDER BY a.created_at DESC, a.id DESC LIMIT ` + limit
-	case hub.Failed:
-		// Few rows, found through the partial indexes: first deliveries
-		// FAILED on their archive row at ingest, and those whose dedup row
-		// a relay gave up on.
-		candidates = `(SELECT a.id FROM webhook_events a
+		case hub.Failed:
+			// Few rows, found through the partial indexes: first deliveries
+			// FAILED on their archive row at ingest, and those whose dedup row
+			// a relay gave up on.
+			candidates = `(SELECT a.id FROM webhook_events a
      WHERE a.processing_status = 'FAILED' AND ` + where + `
      ORDER BY a.created_at DESC, a.id DESC LIMIT ` + limit + `)
     UNION ALL
@@ -156,8 +202,7 @@ func (s *Store) ListArchive(ctx context.Context, f hub.ArchiveFilter) ([]hub.Arc
      WHERE p.next_attempt_at IS NULL AND p.stream_seq IS NULL AND p.publish_error IS NOT NULL
        AND a.processing_status IS NULL AND ` + where + `
      ORDER BY a.created_at DESC, a.id DESC LIMIT ` + limit + `)`
-	default:
-		return nil, fmt.Errorf("list archive: unknown status %q", f.Status)
+		}
 	}
 	statusCond := `v.processing_status <> 'SKIPPED'`
 	if f.Status != "" {
@@ -191,6 +236,16 @@ FROM (` + sql + `) x ORDER BY x.created_at DESC, x.id DESC`
 		return nil, fmt.Errorf("list archive: %w", err)
 	}
 	return out, nil
+}
+
+// validStatus reports whether st is a status ListArchive filters by ("" for
+// every first delivery).
+func validStatus(st hub.Status) bool {
+	switch st {
+	case "", hub.Skipped, hub.Processed, hub.Pending, hub.Failed:
+		return true
+	}
+	return false
 }
 
 // FindEvent returns the event whose delivery (first or duplicate) has

@@ -40,7 +40,8 @@ SET next_attempt_at = now() + $2 * interval '1 millisecond'
 FROM due, webhook_events a
 WHERE p.id = due.id AND a.id = p.id
 RETURNING p.id, p.provider, p.event_id, p.event_type, a.body, a.created_at, a.occurred_at,
-          p.publish_attempts, COALESCE(p.first_attempt_at, p.processed_at), a.trace_parent`
+          p.publish_attempts, COALESCE(p.first_attempt_at, p.processed_at), a.trace_parent,
+          a.entities`
 
 // Claim leases up to limit due events (skipping those another relay is
 // claiming at the same moment) for lease, and returns them: they are not
@@ -55,7 +56,9 @@ func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration) ([]hu
 		var p hub.OutboxRow
 		var occurred *time.Time
 		var traceParent *string
-		err := r.Scan(&p.ArchiveID, &p.Provider, &p.EventID, &p.EventType, &p.Body, &p.ReceivedAt, &occurred, &p.Attempts, &p.FirstAttemptAt, &traceParent)
+		var entities []string
+		err := r.Scan(&p.ArchiveID, &p.Provider, &p.EventID, &p.EventType, &p.Body, &p.ReceivedAt, &occurred, &p.Attempts, &p.FirstAttemptAt, &traceParent, &entities)
+		p.Entities = parseEntities(entities)
 		if occurred != nil {
 			p.OccurredAt = *occurred
 		}

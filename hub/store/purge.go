@@ -42,7 +42,8 @@ func (s *Store) PurgeCounts(ctx context.Context, cutoff time.Time) (hub.PurgeCou
 
 // purgeSQL deletes one batch: up to $2 archive rows received before $1,
 // oldest first, that are SKIPPED or published (FAILED too when $3), and
-// returns how many rows it examined and how many it deleted.
+// returns how many rows it examined and how many it deleted. The entity
+// index's rows of the deleted rows go with them.
 //
 // A published first delivery has its state on the dedup row, which a
 // stream restore (Requeue) may put back into the outbox at any moment. Its dedup row is locked (FOR SHARE) and re-checked on its
@@ -76,7 +77,15 @@ WITH candidates AS (
     WHERE a.id = d.id
       AND CASE WHEN d.stored THEN a.processing_status = 'SKIPPED' OR ($3 AND a.processing_status = 'FAILED')
                ELSE a.processing_status IS NULL END
-    RETURNING 1
+    RETURNING a.id, a.created_at, a.entities, a.processing_status
+), unindexed AS (
+    -- The entity index's rows of the deleted first deliveries, by their
+    -- exact key (SKIPPED rows were never indexed).
+    DELETE FROM webhook_event_entities x
+    WHERE (x.entity_id, x.created_at, x.archive_id) IN (
+        SELECT substr(e, strpos(e, ':') + 1), d.created_at, d.id
+        FROM deleted d CROSS JOIN unnest(d.entities) AS e
+        WHERE d.entities IS NOT NULL AND d.processing_status IS DISTINCT FROM 'SKIPPED')
 )
 SELECT (SELECT count(*) FROM candidates), (SELECT count(*) FROM deleted)`
 

@@ -60,7 +60,7 @@ func (s *Store) PublishedRows(ctx context.Context, f hub.PublishedFilter) ([]hub
     WHERE ` + strings.Join(conds, " AND ") + `
     ORDER BY a.created_at, a.id LIMIT ` + limit + `
 )
-SELECT v.id, v.provider, v.event_id, v.event_type, v.body, v.created_at, v.occurred_at, v.trace_parent
+SELECT v.id, v.provider, v.event_id, v.event_type, v.body, v.created_at, v.occurred_at, v.trace_parent, v.entities
 FROM webhook_event_status v
 WHERE v.id IN (SELECT id FROM candidates) AND v.processing_status = 'PROCESSED'
 ORDER BY v.created_at, v.id`
@@ -72,7 +72,9 @@ ORDER BY v.created_at, v.id`
 		var row hub.OutboxRow
 		var occurred *time.Time
 		var traceParent *string
-		err := r.Scan(&row.ArchiveID, &row.Provider, &row.EventID, &row.EventType, &row.Body, &row.ReceivedAt, &occurred, &traceParent)
+		var entities []string
+		err := r.Scan(&row.ArchiveID, &row.Provider, &row.EventID, &row.EventType, &row.Body, &row.ReceivedAt, &occurred, &traceParent, &entities)
+		row.Entities = parseEntities(entities)
 		if occurred != nil {
 			row.OccurredAt = *occurred
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -101,7 +102,7 @@ const importChunk = 2048
 
 var (
 	importArchiveColumns = []string{"id", "provider", "event_id", "event_type", "payload", "signature",
-		"processing_status", "created_at", "body", "signed_at", "occurred_at", "trace_parent"}
+		"processing_status", "created_at", "body", "signed_at", "occurred_at", "trace_parent", "entities"}
 	importDedupColumns = []string{"id", "provider", "event_id", "event_type", "processed_at",
 		"publish_attempts", "stream_seq", "published_at"}
 )
@@ -165,7 +166,7 @@ func (s *Store) ImportPublished(ctx context.Context, events iter.Seq[ImportedEve
 	if err := tx.Commit(ctx); err != nil {
 		return 0, 0, fmt.Errorf("import: commit: %w", err)
 	}
-	if _, err := conn.Exec(ctx, `VACUUM (ANALYZE) webhook_events, processed_webhook_events`); err != nil {
+	if _, err := conn.Exec(ctx, `VACUUM (ANALYZE) webhook_events, processed_webhook_events, webhook_event_entities`); err != nil {
 		return archived, recorded, fmt.Errorf("import: vacuum: %w", err)
 	}
 	return archived, recorded, nil
@@ -200,10 +201,36 @@ func importChunkRows(ctx context.Context, tx pgx.Tx, events []ImportedEvent) (ar
 			values[0], values[1], values[2], values[3] = [16]byte(d.ArchiveID), cleanText(d.Provider), cleanText(d.EventID), cleanText(d.EventType)
 			values[4], values[5], values[6], values[7] = payload, nullText(d.Signature), status, d.ReceivedAt
 			values[8], values[9], values[10], values[11] = body, nullTime(d.SignedAt), nullTime(d.OccurredAt), nullText(d.TraceParent)
+			values[12] = nil
+			if len(d.Entities) > 0 {
+				if a, _ := entityTexts(d.Entities); a != "" {
+					values[12] = strings.Split(a, "\n")
+				}
+			}
 			return values, nil
 		}))
 	if err != nil {
 		return 0, 0, fmt.Errorf("import archive rows: %w", err)
+	}
+	// The entity index's rows of the first deliveries.
+	var index [][]any
+	for i := range events {
+		d := &events[i].First
+		if len(d.Entities) == 0 {
+			continue
+		}
+		_, ids := entityTexts(d.Entities)
+		for id := range strings.SplitSeq(ids, "\n") {
+			if id != "" {
+				index = append(index, []any{id, d.ReceivedAt, [16]byte(d.ArchiveID)})
+			}
+		}
+	}
+	if len(index) > 0 {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"webhook_event_entities"}, []string{"entity_id", "created_at", "archive_id"},
+			pgx.CopyFromRows(index)); err != nil {
+			return 0, 0, fmt.Errorf("import entity index rows: %w", err)
+		}
 	}
 	dvalues := make([]any, len(importDedupColumns))
 	recorded, err = tx.CopyFrom(ctx, pgx.Identifier{"processed_webhook_events"}, importDedupColumns,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -64,7 +65,10 @@ func (s *Store) Ping(ctx context.Context) error {
 // as an empty array when no delivery has one (tracing off): unnest pads a
 // shorter array with NULLs. Origins ($15) travel the same way: an empty
 // array when every delivery is a webhook (the column's default), one entry
-// per delivery when a backfill ingests events read from an API.
+// per delivery when a backfill ingests events read from an API. Entities
+// travel the same way, two texts per delivery joined by newlines (which
+// entity kinds and ids cannot contain): $16 the archive's "<kind>:<id>"
+// strings, $17 the distinct ids entitiesCTE indexes.
 //
 // The archive row is written once and never changed (DESIGN invariant 8):
 // a duplicate is SKIPPED, an event whose type cannot form a subject FAILED,
@@ -72,14 +76,19 @@ func (s *Store) Ping(ctx context.Context) error {
 // its outbox entry (next_attempt_at set, due once the relay's grace has
 // passed) and records its publication later. The statement returns the
 // status each delivery has now.
-const ingestSQL = `
+const ingestSQL = ingestHead + ingestTail
+
+// ingestEntitiesSQL is ingestSQL that also indexes entities (entitiesCTE).
+const ingestEntitiesSQL = ingestHead + entitiesCTE + ingestTail
+
+const ingestHead = `
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[],
                          $7::text[], $8::timestamptz[], $9::timestamptz[], $10::timestamptz[], $11::text[],
-                         $14::text[], $15::text[])
+                         $14::text[], $15::text[], $16::text[], $17::text[])
         WITH ORDINALITY AS t(id, provider, event_id, event_type, payload, body,
                              signature, signed_at, occurred_at, received_at, error_message, trace_parent,
-                             origin, ord)
+                             origin, entities, entity_ids, ord)
 ), dedup AS (
     INSERT INTO processed_webhook_events (id, provider, event_id, event_type, processed_at, next_attempt_at)
     -- Sorted by key, so concurrent batches take row locks in one order and
@@ -89,19 +98,36 @@ WITH input AS (
     FROM input ORDER BY provider, event_id, ord
     ON CONFLICT ON CONSTRAINT uq_processed_webhook_events_provider_event_id DO NOTHING
     RETURNING id
-)
+)`
+
+const ingestTail = `
 INSERT INTO webhook_events (id, provider, event_id, event_type, payload, signature, processing_status,
-                            error_message, created_at, body, signed_at, occurred_at, trace_parent, origin)
+                            error_message, created_at, body, signed_at, occurred_at, trace_parent, origin,
+                            entities)
 SELECT i.id, i.provider, i.event_id, i.event_type, i.payload::jsonb, NULLIF(i.signature, ''),
        CASE WHEN d.id IS NULL THEN 'SKIPPED' WHEN i.error_message <> '' THEN 'FAILED' END,
        CASE WHEN d.id IS NULL THEN NULL ELSE NULLIF(i.error_message, '') END,
        i.received_at,
        CASE WHEN d.id IS NULL THEN NULL ELSE COALESCE(i.body, convert_to(i.payload, 'UTF8')) END,
        NULLIF(i.signed_at, $13), NULLIF(i.occurred_at, $13),
-       NULLIF(i.trace_parent, ''), COALESCE(NULLIF(i.origin, ''), 'webhook')
+       NULLIF(i.trace_parent, ''), COALESCE(NULLIF(i.origin, ''), 'webhook'),
+       string_to_array(NULLIF(i.entities, ''), E'\n')
 FROM input i LEFT JOIN dedup d ON d.id = i.id
 ORDER BY i.ord
 RETURNING id, COALESCE(processing_status, 'PENDING')`
+
+// entitiesCTE indexes the entities of the batch's first deliveries (those
+// dedup inserted): one webhook_event_entities row per distinct entity id
+// ($17: each delivery's ids, deduplicated, joined by newlines, which
+// entity ids cannot contain). It is part of ingestEntitiesSQL only: a
+// batch without entities runs ingestSQL, which has no such insert to plan
+// or run.
+const entitiesCTE = `, entity_rows AS (
+    INSERT INTO webhook_event_entities (entity_id, created_at, archive_id)
+    SELECT e.entity_id, i.received_at, i.id
+    FROM input i JOIN dedup d ON d.id = i.id,
+         unnest(string_to_array(NULLIF(i.entity_ids, ''), E'\n')) AS e(entity_id)
+)`
 
 // Ingest archives deliveries and records their dedup rows in one
 // transaction, and commits it. It returns one hub.Outcome per delivery, in
@@ -160,6 +186,7 @@ func (s *Store) ingest(ctx context.Context, ds []hub.Delivery, payloads []string
 	errs := make([]string, n)
 	traceParents := []string{} // not nil: pgx would send NULL
 	origins := []string{}
+	entities, entityIDs := []string{}, []string{}
 	for i := range ds {
 		d := &ds[i]
 		ids[i], providers[i], eventIDs[i], types[i] = d.ArchiveID, d.Provider, d.EventID, d.EventType
@@ -177,10 +204,20 @@ func (s *Store) ingest(ctx context.Context, ds []hub.Delivery, payloads []string
 		if len(origins) > 0 {
 			origins[i] = string(d.Origin)
 		}
+		if len(d.Entities) > 0 {
+			if len(entities) == 0 {
+				entities, entityIDs = make([]string, n), make([]string, n)
+			}
+			entities[i], entityIDs[i] = entityTexts(d.Entities)
+		}
 	}
-	rows, err := s.pool.Query(ctx, ingestSQL, ids, providers, eventIDs, types, payloads,
+	sql := ingestSQL
+	if len(entities) > 0 {
+		sql = ingestEntitiesSQL
+	}
+	rows, err := s.pool.Query(ctx, sql, ids, providers, eventIDs, types, payloads,
 		pgtype.FlatArray[[]byte](bodies), sigs, signedAt, occurredAt, receivedAt, errs,
-		time.Duration(s.holdNew.Load()).Milliseconds(), time.Time{}, traceParents, origins)
+		time.Duration(s.holdNew.Load()).Milliseconds(), time.Time{}, traceParents, origins, entities, entityIDs)
 	if err != nil {
 		return nil, err
 	}
@@ -202,6 +239,53 @@ func (s *Store) ingest(ctx context.Context, ds []hub.Delivery, payloads []string
 		out[i] = hub.Outcome{Status: st, Duplicate: st == hub.Skipped}
 	}
 	return out, nil
+}
+
+// entityTexts returns an event's entities as ingestSQL takes them: the
+// archive's "<kind>:<id>" strings and the distinct ids, each joined by
+// newlines. An entity that breaks the rules (hub.Entity: a kind of
+// [a-z_]{1,32}, an id CheckEntityID accepts), repeats one already listed,
+// or comes past hub.MaxEntities is left out: providers extract only valid
+// ones, and a stray one must not fail the delivery.
+func entityTexts(es []hub.Entity) (archive, ids string) {
+	var a, x strings.Builder
+	kept := 0
+	for i, e := range es {
+		if kept == hub.MaxEntities {
+			break
+		}
+		if !validKind(e.Kind) || hub.CheckEntityID(e.ID) != nil || slices.Contains(es[:i], e) {
+			continue
+		}
+		if kept > 0 {
+			a.WriteByte('\n')
+		}
+		a.WriteString(e.Kind)
+		a.WriteByte(':')
+		a.WriteString(e.ID)
+		kept++
+		if slices.ContainsFunc(es[:i], func(o hub.Entity) bool { return o.ID == e.ID && validKind(o.Kind) }) {
+			continue // the id is indexed once
+		}
+		if x.Len() > 0 {
+			x.WriteByte('\n')
+		}
+		x.WriteString(e.ID)
+	}
+	return a.String(), x.String()
+}
+
+// validKind reports whether k is an entity kind: [a-z_]{1,hub.MaxEntityKindLen}.
+func validKind(k string) bool {
+	if k == "" || len(k) > hub.MaxEntityKindLen {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; (c < 'a' || c > 'z') && c != '_' {
+			return false
+		}
+	}
+	return true
 }
 
 // replaceUnstorable checks each payload on its own and replaces those

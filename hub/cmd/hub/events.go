@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/subscribers/destination"
 )
@@ -35,9 +38,10 @@ Run `+"`hub events list --help`"+` for the filters.
 }
 
 func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlags("events list", "Usage: hub events list [--provider P] [--type T] [--status S] [--since T] [--until T] [--limit N] [--before CURSOR] [--json]\n\nNewest first. Times are durations before now (90m, 36h, 7d) or times (2026-11-30, 2026-11-30T08:00:00Z).\nA full page ends with the --before cursor of the next one (with --json, every row has its \"cursor\").\n", stdout)
+	fs := newFlags("events list", "Usage: hub events list [--provider P] [--type T] [--entity ID] [--status S] [--since T] [--until T] [--limit N] [--before CURSOR] [--json]\n\nNewest first. Times are durations before now (90m, 36h, 7d) or times (2026-11-30, 2026-11-30T08:00:00Z).\nA full page ends with the --before cursor of the next one (with --json, every row has its \"cursor\").\n", stdout)
 	provider := fs.String("provider", "", "only this provider")
 	typ := fs.String("type", "", "only this event type, e.g. subscription.created")
+	entity := fs.String("entity", "", "only the events about this entity id (exact), e.g. cus_123, across providers")
 	status := fs.String("status", "", "PENDING, PROCESSED, SKIPPED or FAILED (default: all but SKIPPED)")
 	since := fs.String("since", "", "received at or after")
 	until := fs.String("until", "", "received before")
@@ -50,12 +54,17 @@ func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageErr("events list takes no arguments; filters are flags")
 	}
+	if flagGiven(fs, "entity") {
+		if err := ops.CheckEntity(*entity); err != nil {
+			return err
+		}
+	}
 	env, _, err := connectOps(ctx, natsOptional, io.Discard)
 	if err != nil {
 		return err
 	}
 	defer env.Close()
-	f := ops.EventFilter{Provider: *provider, Type: *typ, Limit: *limit, Before: *before}
+	f := ops.EventFilter{Provider: *provider, Type: *typ, Entity: *entity, Limit: *limit, Before: *before}
 	if *status != "" {
 		if f.Status, err = ops.ParseStatus("status", *status); err != nil {
 			return err
@@ -117,6 +126,9 @@ func runEventsShow(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "event      %s:%s\ntype       %s\nsubject    %s\nfirst seen %s\nstatus     %s\norigin     %s\n",
 		d.Provider, d.EventID, d.EventType, orDash(d.Subject), d.FirstSeen.UTC().Format(time.RFC3339Nano), orDash(d.Status), originText(d.Origin))
+	if len(d.Entities) > 0 {
+		fmt.Fprintf(stdout, "entities   %s\n", entitiesText(d.Entities))
+	}
 	if d.Purged {
 		fmt.Fprintln(stdout, "archive    purged (the dedup row remains: retries are still answered as duplicates)")
 	}
@@ -235,4 +247,21 @@ func originText(o string) string {
 		return "-"
 	}
 	return o
+}
+
+// flagGiven reports whether flag name was given on the command line (also
+// as an empty value).
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
+// entitiesText shows entities as "<kind>:<id>", comma-separated.
+func entitiesText(es []hub.Entity) string {
+	ss := make([]string, len(es))
+	for i, e := range es {
+		ss[i] = e.String()
+	}
+	return strings.Join(ss, ", ")
 }

@@ -26,7 +26,8 @@ func TestOperatorCommands(t *testing.T) {
 	t.Setenv("HUB_DATABASE_URL", url)
 	t.Setenv("HUB_NATS_URL", n.URL())
 	_, err := store.New(pool).Ingest(context.Background(), []hub.Delivery{
-		{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle", EventID: "evt_cli", EventType: "subscription.created", Body: []byte(`{"a":1}`), ReceivedAt: time.Now()},
+		{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle", EventID: "evt_cli", EventType: "subscription.created", Body: []byte(`{"a":1}`), ReceivedAt: time.Now(),
+			Entities: []hub.Entity{{Kind: "customer", ID: "cus_cli"}}},
 		{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle", EventID: "evt_cli", EventType: "subscription.created", Body: []byte(`{"a":1}`), ReceivedAt: time.Now()},
 	})
 	require.NoError(t, err)
@@ -46,6 +47,12 @@ func TestOperatorCommands(t *testing.T) {
 	}{
 		{[]string{"events", "list", "--json"}, 0, `"deliveries":2`, ""},
 		{[]string{"events", "list"}, 0, "evt_cli", ""},
+		{[]string{"events", "list", "--entity", "cus_cli", "--json"}, 0, `"entities":[{"kind":"customer","id":"cus_cli"}]`, ""},
+		{[]string{"events", "list", "--entity", "cus_nobody"}, 0, "no events match", ""},
+		{[]string{"events", "list", "--entity", ""}, 2, "", "--entity: required: an entity id"},
+		{[]string{"events", "list", "--entity", "cus\x01"}, 2, "", `--entity: "cus\x01" contains control characters`},
+		{[]string{"events", "list", "--entity", strings.Repeat("x", 256)}, 2, "", "--entity: longer than 255 bytes"},
+		{[]string{"events", "show", "paddle:evt_cli"}, 0, "entities   customer:cus_cli", ""},
 		{[]string{"events", "show", "paddle:evt_cli"}, 0, "deliveries (2)", ""},
 		{[]string{"events", "show", "--json", "paddle:evt_cli"}, 0, `"event_id":"evt_cli"`, ""},
 		{[]string{"events", "show", "paddle:nope"}, 1, "", "nothing matched"},

@@ -1,0 +1,39 @@
+package destination
+
+import (
+	"context"
+
+	"github.com/hookhub/hookhub/subscribers/subscriber"
+)
+
+// MaxLastAttemptsKeys bounds the events one LastAttempts call looks up.
+const MaxLastAttemptsKeys = 1000
+
+// LastAttempts returns the destination's last attempt of each event in
+// keys that it attempted (in no particular order; an event it never
+// attempted has none): one query, one descent of the attempts' event
+// index per key, whatever the number of keys (at most
+// MaxLastAttemptsKeys; more are not looked up).
+func LastAttempts(ctx context.Context, db DB, dest string, keys []subscriber.EventKey) ([]Attempt, error) {
+	t, err := table(dest, "attempts")
+	if err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	keys = keys[:min(len(keys), MaxLastAttemptsKeys)]
+	providers, ids := make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		providers[i], ids[i] = eventKey(k.Provider, k.EventID)
+	}
+	rows, err := db.Query(ctx, `SELECT l.* FROM unnest($1::text[], $2::text[]) AS k(provider, event_id)
+		CROSS JOIN LATERAL (
+			SELECT `+attemptColumns+` FROM `+t+`
+			WHERE provider = k.provider AND event_id = k.event_id
+			ORDER BY attempted_at DESC, id DESC LIMIT 1) l`, providers, ids)
+	if err != nil {
+		return nil, dbError("last attempts", dest, err)
+	}
+	return collectAttempts(dest, rows)
+}
