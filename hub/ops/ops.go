@@ -57,6 +57,8 @@ const DefaultMaxReplayBytesHeld = 2 * MaxReplayBytes
 type Archive interface {
 	OutboxBacklog(ctx context.Context) (hub.Backlog, error)
 	ListArchive(ctx context.Context, f hub.ArchiveFilter) ([]hub.ArchivedDelivery, error)
+	// ScanArchive lists with payload filters, a bounded scan (issue 21).
+	ScanArchive(ctx context.Context, f hub.ArchiveFilter) (hub.ArchiveScan, error)
 	FindEvent(ctx context.Context, archiveID uuid.UUID) (provider, eventID string, found bool, err error)
 	Event(ctx context.Context, provider, eventID string) (hub.EventRecord, bool, error)
 	Deliveries(ctx context.Context, provider, eventID string, limit int) ([]hub.ArchivedDelivery, error)
@@ -101,6 +103,9 @@ type Config struct {
 	// ScanStall is how long a read of the stream waits for progress
 	// before it fails (ErrIncompleteRead); 0 is relay.DefaultScanStall.
 	ScanStall time.Duration
+	// PayloadScanRows bounds the archive rows one page of a payload
+	// filter reads; 0 is DefaultPayloadScanRows.
+	PayloadScanRows int
 }
 
 // Ops runs operator operations against one hub's database and stream.
@@ -117,6 +122,8 @@ type Ops struct {
 	replayHeld    atomic.Int64
 	maxReplayHeld int64
 	scanStall     time.Duration
+	// payloadScanRows bounds one page of a payload filter (issue 21).
+	payloadScanRows int
 }
 
 // New returns Ops on cfg.
@@ -131,6 +138,10 @@ func New(cfg Config) *Ops {
 		n = DefaultMaxConcurrentReplays
 	}
 	o.replays = make(chan struct{}, n)
+	o.payloadScanRows = cfg.PayloadScanRows
+	if o.payloadScanRows <= 0 {
+		o.payloadScanRows = DefaultPayloadScanRows
+	}
 	o.maxReplayHeld = cfg.MaxReplayBytesHeld
 	if o.maxReplayHeld <= 0 {
 		o.maxReplayHeld = DefaultMaxReplayBytesHeld

@@ -76,46 +76,11 @@ func (s *Store) ListArchive(ctx context.Context, f hub.ArchiveFilter) ([]hub.Arc
 	if f.Limit < 1 {
 		return nil, errors.New("list archive: limit must be at least 1")
 	}
-	// The filter's conditions on the archive row (alias a). Values travel
-	// as parameters; only column names are spliced.
+	if f.Where != nil {
+		return nil, errors.New("list archive: a payload filter (Where) is read by ScanArchive")
+	}
 	var args queryArgs
-	var conds []string
-	if f.Provider != "" {
-		conds = append(conds, "a.provider = "+args.add(f.Provider))
-	}
-	if f.EventType != "" {
-		conds = append(conds, "a.event_type = "+args.add(f.EventType))
-	}
-	if f.EventID != "" {
-		if f.Provider != "" {
-			conds = append(conds, "a.event_id = "+args.add(f.EventID))
-		} else {
-			// ix_webhook_events_provider_event_id leads with the provider:
-			// the providers present are found by a loose index scan (a few
-			// descents of that index), then each (provider, event_id) is
-			// one more, instead of reading the whole archive.
-			conds = append(conds, "a.event_id = "+args.add(f.EventID)+` AND a.provider = ANY (ARRAY(
-        WITH RECURSIVE ps AS (
-            SELECT min(provider) AS provider FROM webhook_events
-            UNION ALL
-            SELECT (SELECT min(w.provider) FROM webhook_events w WHERE w.provider > ps.provider) FROM ps WHERE ps.provider IS NOT NULL)
-        SELECT provider FROM ps WHERE provider IS NOT NULL))`)
-		}
-	}
-	if !f.Since.IsZero() {
-		conds = append(conds, "a.created_at >= "+args.add(f.Since))
-	}
-	if !f.Until.IsZero() {
-		conds = append(conds, "a.created_at < "+args.add(f.Until))
-	}
-	if !f.Before.IsZero() {
-		// The keyset: after the cursor in newest-first order.
-		conds = append(conds, "(a.created_at, a.id) < ("+args.add(f.Before.ReceivedAt)+", "+args.add([16]byte(f.Before.ArchiveID))+"::uuid)")
-	}
-	where := "true"
-	if len(conds) > 0 {
-		where = strings.Join(conds, " AND ")
-	}
+	where := archiveConds(f, &args)
 	limit := args.add(f.Limit)
 
 	// The rows are chosen on the tables themselves (the view's status is
@@ -191,6 +156,49 @@ FROM (` + sql + `) x ORDER BY x.created_at DESC, x.id DESC`
 		return nil, fmt.Errorf("list archive: %w", err)
 	}
 	return out, nil
+}
+
+// archiveConds is f's conditions on the archive row (alias a), but the
+// status's and the payload's. Values travel as parameters (added to
+// args); only column names are spliced.
+func archiveConds(f hub.ArchiveFilter, args *queryArgs) string {
+	var conds []string
+	if f.Provider != "" {
+		conds = append(conds, "a.provider = "+args.add(f.Provider))
+	}
+	if f.EventType != "" {
+		conds = append(conds, "a.event_type = "+args.add(f.EventType))
+	}
+	if f.EventID != "" {
+		if f.Provider != "" {
+			conds = append(conds, "a.event_id = "+args.add(f.EventID))
+		} else {
+			// ix_webhook_events_provider_event_id leads with the provider:
+			// the providers present are found by a loose index scan (a few
+			// descents of that index), then each (provider, event_id) is
+			// one more, instead of reading the whole archive.
+			conds = append(conds, "a.event_id = "+args.add(f.EventID)+` AND a.provider = ANY (ARRAY(
+        WITH RECURSIVE ps AS (
+            SELECT min(provider) AS provider FROM webhook_events
+            UNION ALL
+            SELECT (SELECT min(w.provider) FROM webhook_events w WHERE w.provider > ps.provider) FROM ps WHERE ps.provider IS NOT NULL)
+        SELECT provider FROM ps WHERE provider IS NOT NULL))`)
+		}
+	}
+	if !f.Since.IsZero() {
+		conds = append(conds, "a.created_at >= "+args.add(f.Since))
+	}
+	if !f.Until.IsZero() {
+		conds = append(conds, "a.created_at < "+args.add(f.Until))
+	}
+	if !f.Before.IsZero() {
+		// The keyset: after the cursor in newest-first order.
+		conds = append(conds, "(a.created_at, a.id) < ("+args.add(f.Before.ReceivedAt)+", "+args.add([16]byte(f.Before.ArchiveID))+"::uuid)")
+	}
+	if len(conds) == 0 {
+		return "true"
+	}
+	return strings.Join(conds, " AND ")
 }
 
 // FindEvent returns the event whose delivery (first or duplicate) has
