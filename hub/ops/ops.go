@@ -124,6 +124,8 @@ type Ops struct {
 	scanStall     time.Duration
 	// payloadScanRows bounds one page of a payload filter (issue 21).
 	payloadScanRows int
+	// maxBulkEvents bounds one bulk action (MaxBulkEvents; tests lower it).
+	maxBulkEvents int
 }
 
 // New returns Ops on cfg.
@@ -138,6 +140,7 @@ func New(cfg Config) *Ops {
 		n = DefaultMaxConcurrentReplays
 	}
 	o.replays = make(chan struct{}, n)
+	o.maxBulkEvents = MaxBulkEvents
 	o.payloadScanRows = cfg.PayloadScanRows
 	if o.payloadScanRows <= 0 {
 		o.payloadScanRows = DefaultPayloadScanRows
