@@ -45,6 +45,8 @@ type recordingOperator struct {
 	mu     sync.Mutex
 	purges []ops.PurgeRequest
 	shown  []string
+	pages  []ops.EventFilter // bulk_test.go
+	bulks  []ops.BulkRequest // bulk_test.go
 }
 
 func (o *recordingOperator) Now() time.Time { return time.Now() }

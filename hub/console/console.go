@@ -32,6 +32,10 @@ type Operator interface {
 	Purge(ctx context.Context, req ops.PurgeRequest) (ops.PurgeResult, error)
 	Status(ctx context.Context) (ops.Status, error)
 	Subscribers(ctx context.Context) ([]string, error)
+
+	// Payload filters and bulk actions (issue 21).
+	ListEventPage(ctx context.Context, f ops.EventFilter) (ops.EventPage, error)
+	Bulk(ctx context.Context, req ops.BulkRequest) (ops.BulkResult, error)
 }
 
 // Config configures a Console.
