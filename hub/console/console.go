@@ -111,7 +111,9 @@ var cssFile []byte
 
 // pageNames are the templates, each rendered inside layout.html.
 var pageNames = []string{"login", "error", "overview", "events", "event", "deadletters", "replay", "plan", "job",
-	"republishplan", "redriveplan"}
+	"republishplan", "redriveplan",
+	// Bulk actions (issue 21, bulk.go).
+	"bulkplan", "bulkjob"}
 
 // New returns a Console on cfg.
 func New(cfg Config) (*Console, error) {
@@ -168,6 +170,12 @@ func (cn *Console) Mount(r fiber.Router) {
 	g.Post("/replay/plan", cn.authed(cn.replayPlan))
 	g.Post("/replay/run", cn.authed(cn.replayRun))
 	g.Get("/replay/jobs/:id", cn.authed(cn.replayJob))
+	// Bulk actions on the Events page's filter (issue 21): plan (GET, a
+	// dry run), run (POST), the job and its Cancel (POST).
+	g.Get("/bulk", cn.authed(cn.bulkPage))
+	g.Post("/bulk/run", cn.authed(cn.bulkRun))
+	g.Get("/bulk/jobs/:id", cn.authed(cn.bulkJob))
+	g.Post("/bulk/jobs/:id/cancel", cn.authed(cn.bulkCancel))
 	g.All("/*", cn.authed(func(c *fiber.Ctx, s *session) error {
 		return cn.fail(c, s, fiber.StatusNotFound, "No such page.")
 	}))
