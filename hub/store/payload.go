@@ -1,9 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -69,21 +71,25 @@ func (s *Store) ScanArchive(ctx context.Context, f hub.ArchiveFilter) (hub.Archi
 	// it tells how many were read, whether the bound stopped the scan, and
 	// where to resume. The window runs over the index scan as it streams
 	// (lead looks one row ahead), and the outer LIMIT stops the walk once
-	// the page is full.
+	// the page is full: there is no outer ORDER BY, which would make the
+	// planner sort every row read before the LIMIT (EXPLAINed on 200k
+	// rows: a page of 10 found in the first 9,007 rows read 9,007, not
+	// 20,000). The rows come in the subquery's order (n); they are sorted
+	// by n below all the same.
 	sql := `SELECT id, created_at, n, hit, last FROM (
     SELECT a.id, a.created_at, row_number() OVER w AS n, COALESCE(` + hit + `, false) AS hit, lead(a.id) OVER w IS NULL AS last
     FROM webhook_events a` + join + `
     WHERE ` + base + ` AND ` + where + `
     WINDOW w AS (ORDER BY a.created_at DESC, a.id DESC)
     ORDER BY a.created_at DESC, a.id DESC LIMIT ` + maxScan + `
-) s WHERE hit OR last OR n = ` + maxScan + ` ORDER BY n LIMIT ` + limit
+) s WHERE hit OR last OR n = ` + maxScan + ` LIMIT ` + limit
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return out, fmt.Errorf("scan archive: %w", err)
 	}
 	type picked struct {
-		id  uuid.UUID
-		at  time.Time
+		id        uuid.UUID
+		at        time.Time
 		n         int64
 		hit, last bool
 	}
@@ -95,6 +101,7 @@ func (s *Store) ScanArchive(ctx context.Context, f hub.ArchiveFilter) (hub.Archi
 	if err != nil {
 		return out, fmt.Errorf("scan archive: %w", err)
 	}
+	slices.SortFunc(ps, func(a, b picked) int { return cmp.Compare(a.n, b.n) })
 	var ids [][16]byte
 	for _, p := range ps {
 		out.Scanned = max(out.Scanned, int(p.n))
