@@ -157,4 +157,29 @@ func testBrowserPayloadFilterBulkReplay(t *testing.T, s *browserSuite) {
 	time.Sleep(1500 * time.Millisecond)
 	require.Equal(t, published, h.StreamInfo().State.Msgs, "nothing published after the cancel")
 	require.Equal(t, byStats, by.Stats(), "the bystander still saw nothing")
+
+	// A read-only session sees the plan but no button, and its POSTs are
+	// refused.
+	ro := s.secondBrowser(t)
+	ro.signIn(consoleReadOnlyToken, "read-only")
+	msgs = h.StreamInfo().State.Msgs
+	ro.openOK("/console/bulk?since=1h&where1=data.customer_id%3Dctm_bulk&action=replay&subscriber=flaky")
+	require.Equal(t, 3, ro.number("#plan-matched"))
+	require.Zero(t, ro.count("#confirm-bulk, #cancel-bulk"))
+	csrf := ro.csrf()
+	jobID := resp.URL[len(b.base+"/console/bulk/jobs/"):]
+	for _, c := range []struct {
+		path string
+		form map[string]string
+	}{
+		{"/console/bulk/run", map[string]string{"since": "1h", "where1": "data.customer_id=ctm_bulk", "action": "replay", "subscriber": flaky}},
+		{"/console/bulk/jobs/" + jobID + "/cancel", map[string]string{}},
+	} {
+		c.form["csrf"] = csrf
+		p := ro.post(c.path, c.form)
+		require.Equal(t, http.StatusForbidden, p.Status, "POST %s: %s", c.path, p.Error)
+		require.Contains(t, p.Error, "read-only", c.path)
+		ro.openOK("/console/")
+	}
+	require.Equal(t, msgs, h.StreamInfo().State.Msgs, "nothing published for the read-only session")
 }
