@@ -50,11 +50,11 @@ func TestPayloadFilterMatches(t *testing.T) {
 	now := time.Now()
 	archiveBodies(t, pool, now.Add(-time.Hour), "e",
 		`{"data":{"object":{"customer":"cus_1","amount":10,"paid":true,"items":[{"id":"it_a"},{"id":"it_b"}]}}}`, // e000
-		`{"data":{"object":{"customer":"cus_2","amount":10.0,"paid":false}}}`,                                 // e001
-		`{"data":{"object":{"customer":"CUS_1","amount":"10","paid":"true"}}}`,                                // e002
-		`{"data":{"object":{"customer":{"id":"cus_1"},"amount":1e1}}}`,                                        // e003
-		`{"data":{"object":{"note":null,"a.b":"dot"}}}`,                                                        // e004
-		`not json at all`,                                                                                     // e005
+		`{"data":{"object":{"customer":"cus_2","amount":10.0,"paid":false}}}`,                                    // e001
+		`{"data":{"object":{"customer":"CUS_1","amount":"10","paid":"true"}}}`,                                   // e002
+		`{"data":{"object":{"customer":{"id":"cus_1"},"amount":1e1}}}`,                                           // e003
+		`{"data":{"object":{"note":null,"a.b":"dot"}}}`,                                                          // e004
+		`not json at all`, // e005
 	)
 	since := now.Add(-2 * time.Hour)
 	for _, tc := range []struct {
