@@ -286,7 +286,13 @@ func (o *Ops) Bulk(ctx context.Context, req BulkRequest) (BulkResult, error) {
 		}
 	}
 	progress()
-	// audit: bulk run starts (req.Action, req.Filter, req.Subscriber, res.Eligible; the actor is hub.ActorFrom(ctx)).
+	// audit: the run starts here and ends at the return below. With
+	// i21-A's audit trail merged, wrap these lines in
+	//   o.audited(ctx, ActionBulkReplay (or ActionBulkRepublish), "subscriber "+req.Subscriber (or "stream"),
+	//     map[string]any{"provider", "type", "status", "since", "until", "where": wheresText, "rate", "eligible"},
+	//     func() (any, error) { ...; return res, err })
+	// (dry runs are not recorded), and have bulkRepublish call the
+	// unaudited republish, not Republish: one entry per bulk action.
 	if req.Action == BulkReplay {
 		err = o.bulkReplay(ctx, req, msgs, len(before), &res, progress)
 	} else {
@@ -296,7 +302,7 @@ func (o *Ops) Bulk(ctx context.Context, req BulkRequest) (BulkResult, error) {
 		res.Cancelled = true
 	}
 	progress()
-	// audit: bulk run ends (res: published, processed, skipped, dead-lettered, unsettled, cancelled; err).
+	// audit: the run ends (res: published, processed, skipped, dead-lettered, unsettled, cancelled; err).
 	return res, err
 }
 
@@ -355,6 +361,8 @@ func (o *Ops) bulkRepublish(ctx context.Context, req BulkRequest, ids []string, 
 				return ctx.Err()
 			}
 		}
+		// audit: with i21-A merged, the unaudited o.republish (the bulk
+		// action is recorded once, in Bulk).
 		r, err := o.Republish(ctx, RepublishFilter{ArchiveIDs: ids[i:min(i+chunk, len(ids))]})
 		if err != nil && !errors.Is(err, ErrNotFound) { // purged meanwhile: nothing to publish
 			return err
