@@ -78,6 +78,15 @@ type ArchiveFilter struct {
 	// CountDeliveries fills ArchivedDelivery.Deliveries (an index look-up
 	// per row).
 	CountDeliveries bool
+
+	// Payload filters (issue 21, hub/payload.go): only ScanArchive reads
+	// them; ListArchive refuses a filter with Where.
+	//
+	// Where are conditions on the payload, all of which a row meets.
+	Where []PayloadMatch
+	// MaxScan bounds the archive rows one ScanArchive call reads
+	// (required there, at least 1).
+	MaxScan int
 }
 
 // EventRecord is an event the hub accepted: its dedup row, which outlives

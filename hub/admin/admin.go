@@ -97,6 +97,20 @@ func (s *Server) mountAPI(r fiber.Router) {
 		if f.Since, f.Until, err = ops.ParseWindow(c.Query("since"), c.Query("until"), op.Now()); err != nil {
 			return s.answer(c, nil, err)
 		}
+		// Payload filters (?where=path=value, repeatable) answer a page
+		// object (events, next, scanned, truncated): the page may stop at
+		// its scan bound, which a bare list could not say.
+		if wheres := c.Context().QueryArgs().PeekMulti("where"); len(wheres) > 0 {
+			ws := make([]string, len(wheres))
+			for i, w := range wheres {
+				ws[i] = string(w)
+			}
+			if f.Where, err = ops.ParseWheres("where", ws); err != nil {
+				return s.answer(c, nil, err)
+			}
+			page, err := op.ListEventPage(c.UserContext(), f)
+			return s.answer(c, page, err)
+		}
 		rows, err := op.ListEvents(c.UserContext(), f)
 		return s.answer(c, rows, err)
 	})
@@ -152,6 +166,46 @@ func (s *Server) mountAPI(r fiber.Router) {
 			return s.answer(c, nil, err)
 		}
 		res, err := op.Republish(c.UserContext(), f)
+		return s.answer(c, res, err)
+	})
+	// A bulk action (issue 21): a plan (dry_run, the default) or a run,
+	// bounded in time as a replay is (it waits replayWait for the
+	// subscriber, and refuses a rate that would publish for longer than
+	// replayPublish: larger runs are the console's or the CLI's).
+	admin.Post("/bulk", func(c *fiber.Ctx) error {
+		var in struct {
+			Action     string   `json:"action"`
+			Subscriber string   `json:"subscriber"`
+			Provider   string   `json:"provider"`
+			Type       string   `json:"type"`
+			Entity     string   `json:"entity"`
+			Status     string   `json:"status"`
+			Since      string   `json:"since"`
+			Until      string   `json:"until"`
+			Where      []string `json:"where"`
+			DryRun     *bool    `json:"dry_run"` // missing: a dry run
+			Rate       float64  `json:"rate"`
+			Sample     int      `json:"sample"`
+		}
+		if err := s.decodeBody(c, &in); err != nil {
+			return s.answer(c, nil, err)
+		}
+		req := ops.BulkRequest{Action: in.Action, Subscriber: in.Subscriber, DryRun: in.DryRun == nil || *in.DryRun, Rate: in.Rate,
+			Sample: in.Sample, Wait: replayWait, PublishWithin: replayPublish, Filter: ops.EventFilter{Provider: in.Provider, Type: in.Type, Entity: in.Entity}}
+		var err error
+		if req.Filter.Where, err = ops.ParseWheres("where", in.Where); err != nil {
+			return s.answer(c, nil, err)
+		}
+		if in.Status != "" {
+			if req.Filter.Status, err = ops.ParseStatus("status", in.Status); err != nil {
+				return s.answer(c, nil, err)
+			}
+		}
+		if req.Filter.Since, req.Filter.Until, err = ops.ParseWindow(in.Since, in.Until, op.Now()); err != nil {
+			return s.answer(c, nil, err)
+		}
+		// audit: the admin API's bulk action (actor: the token) is recorded by ops.Bulk's markers.
+		res, err := op.Bulk(c.UserContext(), req)
 		return s.answer(c, res, err)
 	})
 	admin.Get("/dlq/:subscriber", func(c *fiber.Ctx) error {

@@ -46,6 +46,8 @@ type recordingOperator struct {
 	purges []ops.PurgeRequest
 	shown  []string
 	listed []ops.EventFilter
+	pages  []ops.EventFilter // bulk_test.go
+	bulks  []ops.BulkRequest // bulk_test.go
 }
 
 func (o *recordingOperator) Now() time.Time { return time.Now() }

@@ -44,6 +44,10 @@ type Operator interface {
 
 	// Entities (entity.go): the entity page.
 	EntityTimeline(ctx context.Context, q ops.TimelineQuery) (ops.Timeline, error)
+
+	// Payload filters and bulk actions (bulk.go).
+	ListEventPage(ctx context.Context, f ops.EventFilter) (ops.EventPage, error)
+	Bulk(ctx context.Context, req ops.BulkRequest) (ops.BulkResult, error)
 }
 
 // SessionStore keeps the console's sessions and OpenID Connect sign-ins in
@@ -147,7 +151,7 @@ var cssFile []byte
 // pageNames are the templates, each rendered inside layout.html.
 var pageNames = []string{"login", "error", "overview", "events", "event", "deadletters", "replay", "plan", "job",
 	"republishplan", "redriveplan", "signedin",
-	"audit", "charts", "entity"}
+	"audit", "charts", "entity", "bulkplan", "bulkjob"}
 
 // New returns a Console on cfg.
 func New(cfg Config) (*Console, error) {
@@ -222,6 +226,12 @@ func (cn *Console) Mount(r fiber.Router) {
 	g.Get("/audit", cn.authed(cn.auditPage))
 	g.Get("/audit.jsonl", cn.authed(cn.auditExport))
 	g.Get("/charts", cn.authed(cn.charts))
+	// Bulk actions on the Events page's filter (issue 21): plan (GET, a
+	// dry run), run (POST), the job and its Cancel (POST).
+	g.Get("/bulk", cn.authed(cn.bulkPage))
+	g.Post("/bulk/run", cn.authed(cn.bulkRun))
+	g.Get("/bulk/jobs/:id", cn.authed(cn.bulkJob))
+	g.Post("/bulk/jobs/:id/cancel", cn.authed(cn.bulkCancel))
 	g.All("/*", cn.authed(func(c *fiber.Ctx, s *session) error {
 		return cn.fail(c, s, fiber.StatusNotFound, "No such page.")
 	}))

@@ -98,6 +98,8 @@ func displayable(s string) string {
 // eventsQuery is the events page's filter as typed, for the form.
 type eventsQuery struct {
 	Provider, Type, Status, Since, Until, EventID, Entity, Before, Limit string
+	// Payload filters: each "path=value", as --where takes it.
+	Where1, Where2 string
 }
 
 const defaultPageSize = 50
@@ -107,7 +109,7 @@ const defaultPageSize = 50
 // the bytes, for ops to judge).
 func parseEvents(q url.Values, now time.Time) (eventsQuery, ops.EventFilter, error) {
 	in, f, err := parseEventsQuery(q, now)
-	for _, p := range []*string{&in.Provider, &in.Type, &in.Status, &in.Since, &in.Until, &in.EventID, &in.Entity, &in.Before, &in.Limit} {
+	for _, p := range []*string{&in.Provider, &in.Type, &in.Status, &in.Since, &in.Until, &in.EventID, &in.Entity, &in.Before, &in.Limit, &in.Where1, &in.Where2} {
 		*p = displayable(*p)
 	}
 	return in, f, err
@@ -115,10 +117,14 @@ func parseEvents(q url.Values, now time.Time) (eventsQuery, ops.EventFilter, err
 
 func parseEventsQuery(q url.Values, now time.Time) (eventsQuery, ops.EventFilter, error) {
 	in := eventsQuery{Provider: q.Get("provider"), Type: q.Get("type"), Status: q.Get("status"), Since: q.Get("since"),
-		Until: q.Get("until"), EventID: q.Get("event_id"), Entity: q.Get("entity"), Before: q.Get("before"), Limit: q.Get("limit")}
+		Until: q.Get("until"), EventID: q.Get("event_id"), Entity: q.Get("entity"), Before: q.Get("before"), Limit: q.Get("limit"),
+		Where1: q.Get("where1"), Where2: q.Get("where2")}
 	f := ops.EventFilter{Provider: in.Provider, Type: in.Type, EventID: in.EventID, Entity: in.Entity, Before: in.Before, Limit: defaultPageSize}
 
 	var err error
+	if f.Where, err = parseWheres(in.Where1, in.Where2); err != nil {
+		return in, f, err
+	}
 	if in.Limit != "" {
 		if f.Limit, err = strconv.Atoi(in.Limit); err != nil {
 			return in, f, &ops.InputError{Field: "limit", Reason: fmt.Sprintf("not a whole number (1..%d)", ops.MaxListLimit)}
@@ -202,4 +208,28 @@ func parseRedrive(v url.Values) (redriveForm, error) {
 		f.IDs = append(f.IDs, n)
 	}
 	return f, nil
+}
+
+// parseWheres reads the payload filter fields (empty ones are no
+// condition) as `hub events list --where` does.
+func parseWheres(ws ...string) ([]ops.PayloadMatch, error) {
+	var given []string
+	for _, w := range ws {
+		if w != "" {
+			given = append(given, w)
+		}
+	}
+	return ops.ParseWheres("where", given)
+}
+
+// Values is the filter as a query (the fields typed), for links.
+func (in eventsQuery) Values() url.Values {
+	v := url.Values{}
+	for k, val := range map[string]string{"provider": in.Provider, "type": in.Type, "status": in.Status, "since": in.Since,
+		"until": in.Until, "event_id": in.EventID, "entity": in.Entity, "limit": in.Limit, "where1": in.Where1, "where2": in.Where2} {
+		if val != "" {
+			v.Set(k, val)
+		}
+	}
+	return v
 }

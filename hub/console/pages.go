@@ -26,6 +26,10 @@ func flashOf(q url.Values) string {
 	switch q.Get("flash") {
 	case "republished":
 		return "Done: republished; every subscriber receives a copy and skips it if it processed the event already."
+	case "bulk-cancelled":
+		return "Cancelled: no more copies are published; what was published is counted below."
+	case "bulk-not-running":
+		return "The job had finished already."
 	case "redrive":
 		n, err := strconv.Atoi(q.Get("n"))
 		if err != nil || n < 0 {
@@ -174,6 +178,12 @@ type eventsView struct {
 	Rows     []ops.EventRow
 	Next     string // href of the next page; empty: none
 	Filtered bool
+	// Payload filters (issue 21): Truncated, the page stopped at its scan
+	// bound after reading Scanned rows; BulkHref starts a bulk action on
+	// the filter (it needs since).
+	Truncated bool
+	Scanned   int
+	BulkHref  string
 }
 
 var statuses = []string{"PENDING", "PROCESSED", "SKIPPED", "FAILED"}
@@ -189,6 +199,26 @@ func (cn *Console) events(c *fiber.Ctx, s *session) error {
 	if err != nil {
 		return cn.eventsError(c, s, v, err)
 	}
+	v.Filtered = in != (eventsQuery{})
+	if in.Since != "" {
+		bulk := in.Values()
+		bulk.Del("limit")
+		v.BulkHref = "/console/bulk?" + bulk.Encode()
+	}
+	if len(f.Where) > 0 {
+		// A payload filter's page says itself whether more may follow.
+		page, err := cn.cfg.Operator.ListEventPage(c.UserContext(), f)
+		if err != nil {
+			return cn.eventsError(c, s, v, err)
+		}
+		v.Rows, v.Truncated, v.Scanned = page.Events, page.Truncated, page.Scanned
+		if page.Next != "" {
+			next := in.Values()
+			next.Set("before", page.Next)
+			v.Next = "/console/events?" + next.Encode()
+		}
+		return cn.render(c, fiber.StatusOK, "events", view{Title: "Events", Nav: "events", Session: s, Page: v})
+	}
 	limit := f.Limit
 	if limit >= 1 && limit < ops.MaxListLimit {
 		f.Limit++ // one more tells whether there is a next page
@@ -203,17 +233,10 @@ func (cn *Console) events(c *fiber.Ctx, s *session) error {
 	}
 	v.Rows = rows
 	if more && len(rows) > 0 {
-		next := url.Values{}
-		for k, val := range map[string]string{"provider": in.Provider, "type": in.Type, "status": in.Status, "since": in.Since,
-			"until": in.Until, "event_id": in.EventID, "entity": in.Entity, "limit": in.Limit} {
-			if val != "" {
-				next.Set(k, val)
-			}
-		}
+		next := in.Values()
 		next.Set("before", rows[len(rows)-1].Cursor)
 		v.Next = "/console/events?" + next.Encode()
 	}
-	v.Filtered = in != (eventsQuery{})
 	return cn.render(c, fiber.StatusOK, "events", view{Title: "Events", Nav: "events", Session: s, Page: v})
 }
 

@@ -21,18 +21,31 @@ const (
 	jobRunning = "running"
 	jobDone    = "done"
 	jobFailed  = "failed"
+	// jobCancelled: an operator cancelled it (bulk.go).
+	jobCancelled = "cancelled"
+)
+
+// Job kinds.
+const (
+	jobReplay = "replay"
+	jobBulk   = "bulk"
 )
 
 // job is a replay running (or run) in the background.
 type job struct {
 	ID       string
 	Who      string
+	Kind     string // jobReplay or jobBulk
 	Req      ops.ReplayRequest
 	Started  time.Time
 	Finished time.Time
 	State    string
 	Res      ops.ReplayResult
 	Err      string
+	// A bulk action's (bulk.go).
+	Bulk    ops.BulkRequest
+	BulkRes ops.BulkResult
+	cancel  context.CancelFunc
 }
 
 // jobs runs one replay at a time and remembers the last keptJobs.
@@ -65,7 +78,7 @@ func (js *jobs) start(who string, req ops.ReplayRequest, now time.Time, run func
 			return j, false
 		}
 	}
-	j := &job{ID: randomHex(8), Who: who, Req: req, Started: now, State: jobRunning}
+	j := &job{ID: randomHex(8), Who: who, Kind: jobReplay, Req: req, Started: now, State: jobRunning}
 	js.list = append(js.list, j)
 	if len(js.list) > keptJobs {
 		js.list = js.list[len(js.list)-keptJobs:]
@@ -105,13 +118,15 @@ func (js *jobs) get(id string) (job, bool) {
 	return job{}, false
 }
 
-// recent returns copies of the jobs, newest first.
-func (js *jobs) recent() []job {
+// recent returns copies of the jobs of kind, newest first.
+func (js *jobs) recent(kind string) []job {
 	js.mu.Lock()
 	defer js.mu.Unlock()
 	out := make([]job, 0, len(js.list))
 	for i := len(js.list) - 1; i >= 0; i-- {
-		out = append(out, *js.list[i])
+		if js.list[i].Kind == kind {
+			out = append(out, *js.list[i])
+		}
 	}
 	return out
 }
@@ -128,7 +143,7 @@ func (cn *Console) replayPage(c *fiber.Ctx, s *session) error {
 		return cn.failErr(c, s, err)
 	}
 	q := queryOrEmpty(c)
-	v := replayView{Subscribers: subs, Form: replayForm{Subscriber: q.Get("subscriber"), Since: "24h"}, Jobs: cn.jobs.recent()}
+	v := replayView{Subscribers: subs, Form: replayForm{Subscriber: q.Get("subscriber"), Since: "24h"}, Jobs: cn.jobs.recent(jobReplay)}
 	return cn.render(c, fiber.StatusOK, "replay", view{Title: "Replay", Nav: "replay", Session: s, Page: v})
 }
 
@@ -200,7 +215,7 @@ func (cn *Console) replayJob(c *fiber.Ctx, s *session) error {
 		return cn.fail(c, s, fiber.StatusNotFound, "No such replay job.")
 	}
 	j, ok := cn.jobs.get(id)
-	if !ok {
+	if !ok || j.Kind != jobReplay {
 		return cn.fail(c, s, fiber.StatusNotFound, "No such replay job (the console keeps the last 20, until the hub restarts).")
 	}
 	v := jobView{J: j, Running: j.State == jobRunning, Max: max(2*j.Res.Matched, 1)}

@@ -35,6 +35,11 @@ type EventFilter struct {
 	// previous page (EventRow.Cursor); empty for the first page.
 	Before string
 	Limit  int // 1..MaxListLimit (DefaultListLimit is a good value)
+
+	// Where are payload conditions, all of which an event meets
+	// (payload.go); they need Since within MaxPayloadFilterRange of Until
+	// (or now), and are listed by ListEventPage.
+	Where []PayloadMatch
 }
 
 // check refuses filters no archive row can match and limits out of range,
@@ -86,24 +91,31 @@ type EventRow struct {
 // deliveries of its event. A full page (Limit rows) may have a next one:
 // list again with Before set to its last row's Cursor.
 func (o *Ops) ListEvents(ctx context.Context, f EventFilter) ([]EventRow, error) {
-	before, err := f.check()
-	if err != nil {
-		return nil, err
+	if len(f.Where) > 0 {
+		// A payload filter's page may end at its scan bound: only
+		// ListEventPage can say so.
+		return nil, inputErr("where", "payload filters are listed a page at a time (ListEventPage)")
 	}
-	ds, err := o.archive.ListArchive(ctx, hub.ArchiveFilter{
+	p, err := o.ListEventPage(ctx, f)
+	return p.Events, err
+}
+
+// archiveFilter is the store's filter for f (checked), before its cursor.
+func (f EventFilter) archiveFilter(before hub.ArchiveCursor) hub.ArchiveFilter {
+	return hub.ArchiveFilter{
 		Provider: f.Provider, EventType: f.Type, EventID: f.EventID, Entity: f.Entity, Status: f.Status, Since: f.Since, Until: f.Until,
 		Before: before, Limit: f.Limit, CountDeliveries: true,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list events: %w", err)
 	}
+}
+
+func eventRows(ds []hub.ArchivedDelivery) []EventRow {
 	out := make([]EventRow, len(ds))
 	for i, d := range ds {
 		out[i] = EventRow{ArchiveID: d.ArchiveID.String(), Provider: d.Provider, EventID: d.EventID, EventType: d.EventType,
 			Status: string(d.Status), Error: d.Error, ReceivedAt: d.ReceivedAt, StreamSeq: d.StreamSeq,
 			Deliveries: d.Deliveries, Entities: d.Entities, Cursor: FormatCursor(d.Cursor())}
 	}
-	return out, nil
+	return out
 }
 
 // MaxShownDeliveries bounds the deliveries `hub events show` lists: a

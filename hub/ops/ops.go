@@ -58,6 +58,8 @@ const DefaultMaxReplayBytesHeld = 2 * MaxReplayBytes
 type Archive interface {
 	OutboxBacklog(ctx context.Context) (hub.Backlog, error)
 	ListArchive(ctx context.Context, f hub.ArchiveFilter) ([]hub.ArchivedDelivery, error)
+	// ScanArchive lists with payload filters, a bounded scan (issue 21).
+	ScanArchive(ctx context.Context, f hub.ArchiveFilter) (hub.ArchiveScan, error)
 	FindEvent(ctx context.Context, archiveID uuid.UUID) (provider, eventID string, found bool, err error)
 	Event(ctx context.Context, provider, eventID string) (hub.EventRecord, bool, error)
 	Deliveries(ctx context.Context, provider, eventID string, limit int) ([]hub.ArchivedDelivery, error)
@@ -111,6 +113,9 @@ type Config struct {
 	Audit AuditLog
 	// Logger logs what the audit trail could not record; default: discard.
 	Logger *slog.Logger
+	// PayloadScanRows bounds the archive rows one page of a payload
+	// filter reads; 0 is DefaultPayloadScanRows.
+	PayloadScanRows int
 }
 
 // Ops runs operator operations against one hub's database and stream.
@@ -129,6 +134,10 @@ type Ops struct {
 	scanStall     time.Duration
 	audit         AuditLog // nil: nothing recorded
 	log           *slog.Logger
+	// payloadScanRows bounds one page of a payload filter (issue 21).
+	payloadScanRows int
+	// maxBulkEvents bounds one bulk action (MaxBulkEvents; tests lower it).
+	maxBulkEvents int
 }
 
 // New returns Ops on cfg.
@@ -151,6 +160,11 @@ func New(cfg Config) *Ops {
 		n = DefaultMaxConcurrentReplays
 	}
 	o.replays = make(chan struct{}, n)
+	o.maxBulkEvents = MaxBulkEvents
+	o.payloadScanRows = cfg.PayloadScanRows
+	if o.payloadScanRows <= 0 {
+		o.payloadScanRows = DefaultPayloadScanRows
+	}
 	o.maxReplayHeld = cfg.MaxReplayBytesHeld
 	if o.maxReplayHeld <= 0 {
 		o.maxReplayHeld = DefaultMaxReplayBytesHeld

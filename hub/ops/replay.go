@@ -187,31 +187,39 @@ func (o *Ops) replay(ctx context.Context, req ReplayRequest) (ReplayResult, erro
 		}
 	}
 	progress()
+	err = o.replayCopies(ctx, req, msgs, len(before), &res, progress)
+	return res, err
+}
 
+// replayCopies publishes a copy of each of msgs to req.Subscriber
+// (publishReplay) and waits up to req.Wait for the subscriber to settle
+// them, counting into res; before is how many of msgs it had processed
+// already. Replay and bulk replays (bulk.go) share it.
+func (o *Ops) replayCopies(ctx context.Context, req ReplayRequest, msgs []replayMsg, before int, res *ReplayResult, progress func()) error {
 	// Dead letters written from here on are the replay's.
 	lastDeadLetter, err := subscriber.LastDeadLetterID(ctx, o.subs, req.Subscriber)
 	if err != nil {
-		return res, subscriberErr(err)
+		return subscriberErr(err)
 	}
-	if err := o.publishReplay(ctx, req, msgs, &res, progress); err != nil {
-		return res, err
+	if err := o.publishReplay(ctx, req, msgs, res, progress); err != nil {
+		return err
 	}
 	deadline := time.Now().Add(req.Wait)
 	for {
 		done, dead, err := o.settled(ctx, req.Subscriber, msgs, lastDeadLetter)
 		if err != nil {
-			return res, err
+			return err
 		}
-		res.Processed = len(done) - len(before)
+		res.Processed = len(done) - before
 		res.DeadLettered = len(dead)
 		res.Unsettled = res.Matched - len(done) - len(dead)
 		progress()
 		if res.Unsettled <= 0 || time.Now().After(deadline) {
-			return res, nil
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return res, ctx.Err()
+			return ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -310,6 +318,13 @@ func (o *Ops) publishReplay(ctx context.Context, req ReplayRequest, msgs []repla
 			case <-tick:
 			case <-ctx.Done():
 				return ctx.Err()
+			}
+		}
+		if m.header == nil {
+			// A bulk replay's message, read now by its sequence.
+			var err error
+			if m, err = o.loadMsg(ctx, m); err != nil {
+				return err
 			}
 		}
 		h := nats.Header{}

@@ -92,10 +92,10 @@ func (s *Store) ListArchive(ctx context.Context, f hub.ArchiveFilter) ([]hub.Arc
 	if f.Limit < 1 {
 		return nil, errors.New("list archive: limit must be at least 1")
 	}
-	// The filter's conditions on the archive row (alias a). Values travel
-	// as parameters; only column names are spliced.
+	if f.Where != nil {
+		return nil, errors.New("list archive: a payload filter (Where) is read by ScanArchive")
+	}
 	var args queryArgs
-	var conds []string
 	// With an entity, the rows are walked on the entity index (alias x),
 	// whose key carries the archive's order: the time bounds and the
 	// cursor go on it, so that they bound its range scan.
@@ -103,42 +103,7 @@ func (s *Store) ListArchive(ctx context.Context, f hub.ArchiveFilter) ([]hub.Arc
 	if f.Entity != "" {
 		at, aid = "x.created_at", "x.archive_id"
 	}
-	if f.Provider != "" {
-		conds = append(conds, "a.provider = "+args.add(f.Provider))
-	}
-	if f.EventType != "" {
-		conds = append(conds, "a.event_type = "+args.add(f.EventType))
-	}
-	if f.EventID != "" {
-		if f.Provider != "" {
-			conds = append(conds, "a.event_id = "+args.add(f.EventID))
-		} else {
-			// ix_webhook_events_provider_event_id leads with the provider:
-			// the providers present are found by a loose index scan (a few
-			// descents of that index), then each (provider, event_id) is
-			// one more, instead of reading the whole archive.
-			conds = append(conds, "a.event_id = "+args.add(f.EventID)+` AND a.provider = ANY (ARRAY(
-        WITH RECURSIVE ps AS (
-            SELECT min(provider) AS provider FROM webhook_events
-            UNION ALL
-            SELECT (SELECT min(w.provider) FROM webhook_events w WHERE w.provider > ps.provider) FROM ps WHERE ps.provider IS NOT NULL)
-        SELECT provider FROM ps WHERE provider IS NOT NULL))`)
-		}
-	}
-	if !f.Since.IsZero() {
-		conds = append(conds, at+" >= "+args.add(f.Since))
-	}
-	if !f.Until.IsZero() {
-		conds = append(conds, at+" < "+args.add(f.Until))
-	}
-	if !f.Before.IsZero() {
-		// The keyset: after the cursor in newest-first order.
-		conds = append(conds, "("+at+", "+aid+") < ("+args.add(f.Before.ReceivedAt)+", "+args.add([16]byte(f.Before.ArchiveID))+"::uuid)")
-	}
-	where := "true"
-	if len(conds) > 0 {
-		where = strings.Join(conds, " AND ")
-	}
+	where := archiveConds(f, &args, at, aid)
 	limit := args.add(f.Limit)
 
 	// The rows are chosen on the tables themselves (the view's status is
@@ -246,6 +211,51 @@ func validStatus(st hub.Status) bool {
 		return true
 	}
 	return false
+}
+
+// archiveConds is f's conditions on the archive row (alias a), but the
+// status's, the payload's and the entity's. The time bounds and the cursor
+// are on the columns at and aid (the archive's created_at and id, or the
+// entity index's when a query walks it). Values travel as parameters
+// (added to args); only column names are spliced.
+func archiveConds(f hub.ArchiveFilter, args *queryArgs, at, aid string) string {
+	var conds []string
+	if f.Provider != "" {
+		conds = append(conds, "a.provider = "+args.add(f.Provider))
+	}
+	if f.EventType != "" {
+		conds = append(conds, "a.event_type = "+args.add(f.EventType))
+	}
+	if f.EventID != "" {
+		if f.Provider != "" {
+			conds = append(conds, "a.event_id = "+args.add(f.EventID))
+		} else {
+			// ix_webhook_events_provider_event_id leads with the provider:
+			// the providers present are found by a loose index scan (a few
+			// descents of that index), then each (provider, event_id) is
+			// one more, instead of reading the whole archive.
+			conds = append(conds, "a.event_id = "+args.add(f.EventID)+` AND a.provider = ANY (ARRAY(
+        WITH RECURSIVE ps AS (
+            SELECT min(provider) AS provider FROM webhook_events
+            UNION ALL
+            SELECT (SELECT min(w.provider) FROM webhook_events w WHERE w.provider > ps.provider) FROM ps WHERE ps.provider IS NOT NULL)
+        SELECT provider FROM ps WHERE provider IS NOT NULL))`)
+		}
+	}
+	if !f.Since.IsZero() {
+		conds = append(conds, at+" >= "+args.add(f.Since))
+	}
+	if !f.Until.IsZero() {
+		conds = append(conds, at+" < "+args.add(f.Until))
+	}
+	if !f.Before.IsZero() {
+		// The keyset: after the cursor in newest-first order.
+		conds = append(conds, "("+at+", "+aid+") < ("+args.add(f.Before.ReceivedAt)+", "+args.add([16]byte(f.Before.ArchiveID))+"::uuid)")
+	}
+	if len(conds) == 0 {
+		return "true"
+	}
+	return strings.Join(conds, " AND ")
 }
 
 // FindEvent returns the event whose delivery (first or duplicate) has

@@ -19,6 +19,9 @@ func TestCommandsFlagIdiom(t *testing.T) {
 			if c.name == "events" || c.name == "dlq" || c.name == "destinations" || c.name == "audit" {
 				pre = append(pre, "list") // the flags are the action's
 			}
+			if c.name == "bulk" {
+				pre = append(pre, "replay")
+			}
 			for _, help := range []string{"--help", "-h"} {
 				var stdout, stderr bytes.Buffer
 				code := run(context.Background(), append(pre, help), &stdout, &stderr)

@@ -38,7 +38,7 @@ Run `+"`hub events list --help`"+` for the filters.
 }
 
 func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlags("events list", "Usage: hub events list [--provider P] [--type T] [--entity ID] [--status S] [--since T] [--until T] [--limit N] [--before CURSOR] [--json]\n\nNewest first. Times are durations before now (90m, 36h, 7d) or times (2026-11-30, 2026-11-30T08:00:00Z).\nA full page ends with the --before cursor of the next one (with --json, every row has its \"cursor\").\n", stdout)
+	fs := newFlags("events list", "Usage: hub events list [--provider P] [--type T] [--entity ID] [--status S] [--since T] [--until T] [--where PATH=VALUE]... [--limit N] [--before CURSOR] [--json]\n\nNewest first. Times are durations before now (90m, 36h, 7d) or times (2026-11-30, 2026-11-30T08:00:00Z).\nA full page ends with the --before cursor of the next one (with --json, every row has its \"cursor\").\n--where filters on the payload (data.object.customer=cus_1, items[0].id=x): it needs --since within 7d\nof --until (or now), and reads at most 20,000 archive rows a page; a page that stopped there says so.\n", stdout)
 	provider := fs.String("provider", "", "only this provider")
 	typ := fs.String("type", "", "only this event type, e.g. subscription.created")
 	entity := fs.String("entity", "", "only the events about this entity id (exact), e.g. cus_123, across providers")
@@ -48,6 +48,8 @@ func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {
 	limit := fs.Int("limit", ops.DefaultListLimit, fmt.Sprintf("at most this many rows (1..%d)", ops.MaxListLimit))
 	before := fs.String("before", "", "the next page: rows listed after the row of this cursor (printed at the end of a full page)")
 	asJSON := fs.Bool("json", false, "one JSON object per line")
+	var where whereFlag
+	fs.Var(&where, "where", fmt.Sprintf("PATH=VALUE: the payload's JSON value at PATH equals VALUE (repeatable, at most %d)", ops.MaxPayloadMatches))
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -65,6 +67,9 @@ func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer env.Close()
 	f := ops.EventFilter{Provider: *provider, Type: *typ, Entity: *entity, Limit: *limit, Before: *before}
+	if f.Where, err = ops.ParseWheres("where", where); err != nil {
+		return err
+	}
 	if *status != "" {
 		if f.Status, err = ops.ParseStatus("status", *status); err != nil {
 			return err
@@ -73,14 +78,22 @@ func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {
 	if f.Since, f.Until, err = parseWindow(*since, *until, env.ops.Now()); err != nil {
 		return err
 	}
-	rows, err := env.ops.ListEvents(ctx, f)
+	page, err := env.ops.ListEventPage(ctx, f)
 	if err != nil {
 		return err
 	}
+	rows := page.Events
 	if *asJSON {
-		return printJSONLines(stdout, rows)
+		if err := printJSONLines(stdout, rows); err != nil {
+			return err
+		}
+		if page.Truncated {
+			// The last line says the page stopped at its scan bound.
+			return printJSONLines(stdout, []any{map[string]any{"truncated": true, "scanned": page.Scanned, "next": page.Next}})
+		}
+		return nil
 	}
-	if len(rows) == 0 {
+	if len(rows) == 0 && !page.Truncated {
 		fmt.Fprintln(stdout, "no events match")
 		return nil
 	}
@@ -96,9 +109,26 @@ func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if len(rows) == f.Limit {
-		fmt.Fprintf(stdout, "\nmore may follow: add --before %s\n", rows[len(rows)-1].Cursor)
+	switch {
+	case page.Truncated:
+		fmt.Fprintf(stdout, "\nthe payload filter read %d archive rows, its bound for a page, and found %d: older rows are not searched yet; continue with --before %s\n",
+			page.Scanned, len(rows), page.Next)
+	case page.Next != "":
+		fmt.Fprintf(stdout, "\nmore may follow: add --before %s\n", page.Next)
 	}
+	return nil
+}
+
+// whereFlag collects repeated --where flags.
+type whereFlag []string
+
+func (w *whereFlag) String() string { return strings.Join(*w, " ") }
+
+func (w *whereFlag) Set(s string) error {
+	if len(*w) >= ops.MaxPayloadMatches {
+		return fmt.Errorf("at most %d --where conditions", ops.MaxPayloadMatches)
+	}
+	*w = append(*w, s)
 	return nil
 }
 

@@ -60,6 +60,7 @@ func commands() []command {
 		{"events", "forensics: list the archive, or show one event's deliveries and subscriber outcomes", runEvents},
 		{"replay", "redeliver a range of the stream to one subscriber (already processed events are skipped)", runReplay},
 		{"republish", "publish archived events back into the stream (after retention or a lost stream)", runRepublish},
+		{"bulk", "replay the events a filter (payload included) matches to one subscriber, or republish them", runBulk},
 		{"reconcile", "list PROCESSED events the stream no longer holds (and republish them)", runReconcile},
 		{"dlq", "list a subscriber's dead letters, or redrive them after a fix", runDLQ},
 		{"destinations", "HTTP destinations: list, status, pause, resume, or test one with a signed sample", runDestinations},

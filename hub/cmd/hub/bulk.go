@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/hookhub/hookhub/hub/ops"
+)
+
+func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	usage := `Usage: hub bulk replay --subscriber NAME --since T [filters] [--dry-run] [--rate N] [--wait D] [--json]
+       hub bulk republish --since T [filters] [--dry-run] [--rate N] [--json]
+
+Acts on every event a filter matches (first deliveries, published):
+  replay     copies go to one subscriber's (or destination's) private replay subjects:
+             no other subscriber sees them, and events it already processed are skipped
+  republish  copies go back into the stream under new message ids: every subscriber
+             receives them, and each skips what it already processed
+
+Filters: --provider, --type, --status PROCESSED, --since (required), --until, and
+--where PATH=VALUE on the payload (repeatable; needs --since within 7d of --until).
+At most 10,000 events a bulk action; at --rate events a second (default 50, at most
+1000) so live traffic keeps its latency. Ctrl-C stops it; running it again is safe.
+--dry-run prints the plan: how many match, how many the subscriber processed, the
+first events.
+`
+	action, args, err := parseAction(args, usage, "bulk needs replay or republish", stdout, stderr)
+	if err != nil {
+		return err
+	}
+	if action != ops.BulkReplay && action != ops.BulkRepublish {
+		return usageErr(fmt.Sprintf("unknown bulk action %q: want replay or republish", action))
+	}
+	fs := newFlags("bulk "+action, usage, stdout)
+	sub := fs.String("subscriber", "", "replay: the subscriber or destination to replay to (required)")
+	provider := fs.String("provider", "", "only this provider")
+	typ := fs.String("type", "", "only this event type")
+	entity := fs.String("entity", "", "only the events about this entity id (exact), e.g. cus_123")
+	status := fs.String("status", "", "PROCESSED (default: every first delivery; unpublished ones are counted and left out)")
+	since := fs.String("since", "", "received at or after (required)")
+	until := fs.String("until", "", "received before (default: now)")
+	var where whereFlag
+	fs.Var(&where, "where", fmt.Sprintf("PATH=VALUE: the payload's JSON value at PATH equals VALUE (repeatable, at most %d)", ops.MaxPayloadMatches))
+	dryRun := fs.Bool("dry-run", false, "print the plan; publish nothing")
+	rate := fs.Float64("rate", ops.DefaultBulkRate, fmt.Sprintf("events a second, %g..%g", ops.MinReplayRate, ops.MaxBulkRate))
+	wait := fs.Duration("wait", ops.DefaultReplayWait, fmt.Sprintf("replay: how long to wait for the subscriber to settle the copies (%s..%s)", ops.MinReplayWait, ops.MaxReplayWait))
+	sample := fs.Int("sample", 10, fmt.Sprintf("the plan lists this many events (1..%d)", ops.MaxBulkSample))
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErr("bulk takes no arguments; the filter is flags")
+	}
+	env, _, err := connectOps(ctx, natsRequired, stderr)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	if !*asJSON {
+		env.announce(stderr)
+	}
+	req := ops.BulkRequest{Action: action, Subscriber: *sub, DryRun: *dryRun, Rate: *rate, Wait: *wait, Sample: *sample,
+		Filter: ops.EventFilter{Provider: *provider, Type: *typ, Entity: *entity}}
+	if req.Filter.Where, err = ops.ParseWheres("where", where); err != nil {
+		return err
+	}
+	if *status != "" {
+		if req.Filter.Status, err = ops.ParseStatus("status", *status); err != nil {
+			return err
+		}
+	}
+	if req.Filter.Since, req.Filter.Until, err = parseWindow(*since, *until, env.ops.Now()); err != nil {
+		return err
+	}
+	if !*asJSON && !*dryRun {
+		// A progress line every few seconds while it runs.
+		var mu sync.Mutex
+		last := time.Now()
+		req.Progress = func(r ops.BulkResult) {
+			mu.Lock()
+			defer mu.Unlock()
+			if time.Since(last) >= 2*time.Second {
+				last = time.Now()
+				fmt.Fprintf(stderr, "published %d of %d\n", r.Published, r.Eligible)
+			}
+		}
+	}
+	// audit: the CLI's bulk action (actor: the OS user) is recorded by ops.Bulk's markers.
+	res, err := env.ops.Bulk(ctx, req)
+	if *asJSON && (err == nil || res.Cancelled) {
+		if perr := printJSON(stdout, res); perr != nil {
+			return perr
+		}
+		return err
+	}
+	if err != nil && !res.Cancelled {
+		return env.explain(err)
+	}
+	printBulk(stdout, res, *wait)
+	if err != nil {
+		return fmt.Errorf("stopped: %w (running it again is safe)", err)
+	}
+	if res.Unsettled > 0 {
+		return fmt.Errorf("%d events not settled yet; check `hub status` and run it again if needed (it is safe)", res.Unsettled)
+	}
+	return nil
+}
+
+func printBulk(w io.Writer, r ops.BulkResult, wait time.Duration) {
+	to := "the stream (every subscriber)"
+	if r.Action == ops.BulkReplay {
+		to = r.Subscriber
+	}
+	fmt.Fprintf(w, "the filter matched %d events", r.Matched)
+	if r.Scanned > 0 {
+		fmt.Fprintf(w, " (%d archive rows read)", r.Scanned)
+	}
+	fmt.Fprintf(w, "; %d to %s to %s", r.Eligible, r.Action, to)
+	var left []string
+	if r.NotPublished > 0 {
+		left = append(left, fmt.Sprintf("%d never published", r.NotPublished))
+	}
+	if r.NotConsumed > 0 {
+		left = append(left, fmt.Sprintf("%d on subjects %s does not consume", r.NotConsumed, r.Subscriber))
+	}
+	if r.Gone > 0 {
+		left = append(left, fmt.Sprintf("%d no longer on the stream (republish them)", r.Gone))
+	}
+	for i, l := range left {
+		if i == 0 {
+			fmt.Fprint(w, "; left out: ")
+		} else {
+			fmt.Fprint(w, ", ")
+		}
+		fmt.Fprint(w, l)
+	}
+	fmt.Fprintln(w)
+	if r.Action == ops.BulkReplay {
+		fmt.Fprintf(w, "%s processed %d of them already (skipped), %d to process\n", r.Subscriber, r.AlreadyProcessed, r.ToProcess)
+	}
+	if r.DryRun {
+		for _, e := range r.Sample {
+			fmt.Fprintf(w, "  %s  %s:%s  %s  %s\n", e.ReceivedAt.UTC().Format(time.RFC3339), e.Provider, e.EventID, e.EventType, e.Status)
+		}
+		if len(r.Sample) < r.Matched {
+			fmt.Fprintf(w, "  … and %d more\n", r.Matched-len(r.Sample))
+		}
+		fmt.Fprintf(w, "at %g a second it takes about %s; run it without --dry-run\n", r.Rate, (time.Duration(float64(r.Eligible) / r.Rate * float64(time.Second))).Round(time.Second))
+		return
+	}
+	if r.Cancelled {
+		fmt.Fprint(w, "cancelled: ")
+	}
+	fmt.Fprintf(w, "published %d", r.Published)
+	if r.Action == ops.BulkReplay {
+		fmt.Fprintf(w, ", %d processed, %d skipped as already processed, %d dead-lettered", r.Processed, r.Skipped, r.DeadLettered)
+		if r.Unsettled > 0 {
+			fmt.Fprintf(w, ", %d not settled after %s", r.Unsettled, wait)
+		}
+	} else if r.Failed > 0 {
+		fmt.Fprintf(w, ", %d not acknowledged", r.Failed)
+	}
+	fmt.Fprintln(w)
+}

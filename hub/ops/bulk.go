@@ -1,0 +1,416 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/schema"
+	"github.com/hookhub/hookhub/subscribers/subscriber"
+)
+
+// Bulk actions (issue 21): replay the events an EventFilter matches to one
+// subscriber (or destination: destinations are subscribers), or republish
+// them. A bulk action is planned first (a dry run: what matches, what the
+// subscriber processed already, the first events), then run at a bounded
+// rate, cancellable through its context, and safe to repeat:
+//
+//   - a bulk replay publishes copies of the events' original messages
+//     (read by their stream sequence) on the subscriber's private replay
+//     subjects, as Replay does and through the same code (replayCopies),
+//     so no other subscriber sees them, and the subscriber's dedup skips
+//     the events it processed;
+//   - a bulk republish is Republish of the events' archive ids, a page at
+//     a time at the rate: every subscriber receives the copies, and each
+//     one's dedup skips what it processed.
+
+// Bulk actions (BulkRequest.Action).
+const (
+	BulkReplay    = "replay"
+	BulkRepublish = "republish"
+)
+
+// Bounds of bulk actions.
+const (
+	// MaxBulkEvents is the events one bulk action takes: past it the
+	// action is refused before anything is published.
+	MaxBulkEvents = 10_000
+	// DefaultBulkRate and MaxBulkRate bound a bulk action's pace in events
+	// a second (at least MinReplayRate): modest by default, so that live
+	// traffic keeps its latency, and never unlimited.
+	DefaultBulkRate = 50.0
+	MaxBulkRate     = 1000.0
+	// DefaultBulkSample and MaxBulkSample bound the events a plan lists.
+	DefaultBulkSample = 20
+	MaxBulkSample     = 100
+	// MaxBulkScanRows bounds the archive rows a bulk action's payload
+	// filter reads over all its pages.
+	MaxBulkScanRows = 1_000_000
+	// bulkPage is the rows the filter is read a page at a time.
+	bulkPage = 1000
+)
+
+// BulkRequest is a bulk action on the events Filter matches.
+type BulkRequest struct {
+	Action string // BulkReplay or BulkRepublish
+	// Filter selects the events: Since is required; Status is empty (first
+	// deliveries) or PROCESSED; Before and Limit are not used.
+	Filter EventFilter
+	// Subscriber receives a bulk replay (required for one; not used by a
+	// republish).
+	Subscriber string
+	DryRun     bool
+	// Rate is the events published a second: 0 (DefaultBulkRate) or
+	// MinReplayRate..MaxBulkRate.
+	Rate float64
+	// Wait is how long a bulk replay waits for the subscriber to settle
+	// the copies: 0 (DefaultReplayWait) or MinReplayWait..MaxReplayWait.
+	Wait time.Duration
+	// Sample is the events a plan lists: 0 (DefaultBulkSample) up to
+	// MaxBulkSample.
+	Sample int
+	// PublishWithin, when set, refuses (before publishing anything) a run
+	// whose Rate would make publishing take longer: the admin API answers
+	// within a bounded time.
+	PublishWithin time.Duration
+	// Progress, when set, is called with the counts so far as the run goes;
+	// it runs on the action's goroutine and must return quickly.
+	Progress func(BulkResult)
+}
+
+// BulkResult is what a bulk action matched and did.
+type BulkResult struct {
+	RunID      string  `json:"run_id"`
+	Action     string  `json:"action"`
+	Subscriber string  `json:"subscriber,omitempty"`
+	DryRun     bool    `json:"dry_run"`
+	Rate       float64 `json:"rate"`
+	// Matched is the events (first deliveries) the filter matched;
+	// Scanned the archive rows a payload filter read to find them.
+	Matched int `json:"matched"`
+	Scanned int `json:"scanned,omitempty"`
+	// Left out of Matched: NotPublished events were never published
+	// (PENDING, FAILED); NotConsumed are on subjects the subscriber does
+	// not consume (a replay sends it only its own); Gone are no longer on
+	// the stream (its retention): republish them instead.
+	NotPublished int `json:"not_published"`
+	NotConsumed  int `json:"not_consumed,omitempty"`
+	Gone         int `json:"gone,omitempty"`
+	// Eligible is what the action publishes: one copy each.
+	Eligible int `json:"eligible"`
+	// A replay's: AlreadyProcessed of Eligible the subscriber processed
+	// before (its dedup skips them), ToProcess the rest.
+	AlreadyProcessed int `json:"already_processed,omitempty"`
+	ToProcess        int `json:"to_process,omitempty"`
+	// Published is the copies published so far; Failed (republish) those
+	// JetStream did not acknowledge.
+	Published int `json:"published"`
+	Failed    int `json:"failed,omitempty"`
+	// A replay's, once the copies are settled (or the wait is over), as
+	// Replay counts them.
+	Processed    int `json:"processed,omitempty"`
+	Skipped      int `json:"skipped,omitempty"`
+	DeadLettered int `json:"dead_lettered,omitempty"`
+	Unsettled    int `json:"unsettled,omitempty"`
+	// Sample is the first matched events, newest first.
+	Sample []EventRow `json:"sample,omitempty"`
+	// Cancelled: the run's context was cancelled; what is counted was done.
+	Cancelled bool `json:"cancelled,omitempty"`
+}
+
+// check refuses a request out of bounds and fills in the defaults.
+func (req *BulkRequest) check(now time.Time) error {
+	switch req.Action {
+	case BulkReplay:
+		if err := checkSubscriberName(req.Subscriber); err != nil {
+			return err
+		}
+	case BulkRepublish:
+		if req.Subscriber != "" {
+			return inputErr("subscriber", "a republish goes to every subscriber; replay to send events to one")
+		}
+	default:
+		return inputErr("action", "%s is not a bulk action (replay or republish)", quote(req.Action))
+	}
+	f := &req.Filter
+	if f.Since.IsZero() {
+		return inputErr("since", "required: a bulk action works on a bounded time range (90m, 36h, 7d, 2026-11-30 or RFC 3339)")
+	}
+	switch f.Status {
+	case "", hub.Processed:
+	default:
+		return inputErr("status", "a bulk action takes published events (status PROCESSED, or any): %s events have no message on the stream", f.Status)
+	}
+	if f.Before != "" {
+		return inputErr("before", "a bulk action takes the whole filter, not a page of it")
+	}
+	f.Limit = bulkPage
+	if _, err := f.check(); err != nil {
+		return err
+	}
+	if _, err := f.checkWhere(now); err != nil {
+		return err
+	}
+	if req.Rate == 0 {
+		req.Rate = DefaultBulkRate
+	}
+	if req.Rate < MinReplayRate || req.Rate > MaxBulkRate || req.Rate != req.Rate {
+		return inputErr("rate", "must be within %g..%g events a second (0: %g), got %g", MinReplayRate, MaxBulkRate, DefaultBulkRate, req.Rate)
+	}
+	if req.Wait == 0 {
+		req.Wait = DefaultReplayWait
+	}
+	if req.Wait < MinReplayWait || req.Wait > MaxReplayWait {
+		return inputErr("wait", "must be within %s..%s, got %s", MinReplayWait, MaxReplayWait, req.Wait)
+	}
+	if req.Sample < 0 || req.Sample > MaxBulkSample {
+		return inputErr("sample", "must be within 0..%d, got %d", MaxBulkSample, req.Sample)
+	}
+	if req.Sample == 0 {
+		req.Sample = DefaultBulkSample
+	}
+	return nil
+}
+
+// Bulk plans (DryRun) or runs a bulk action. A run publishes at most
+// Rate copies a second and stops when ctx is cancelled (the result says
+// so, with what was done, and the error is ctx's); repeating it is safe.
+func (o *Ops) Bulk(ctx context.Context, req BulkRequest) (BulkResult, error) {
+	res := BulkResult{RunID: strconv.FormatInt(o.now().UnixNano(), 36), Action: req.Action, Subscriber: req.Subscriber, DryRun: req.DryRun}
+	if err := req.check(o.now()); err != nil {
+		return res, err
+	}
+	res.Rate = req.Rate
+	if req.Action == BulkReplay || !req.DryRun {
+		if err := o.needStream(); err != nil {
+			return res, err
+		}
+	}
+	if req.Action == BulkRepublish && !req.DryRun && o.republisher == nil {
+		return res, fmt.Errorf("%w: this hub has no publisher for republished copies", ErrNoStream)
+	}
+	// A bulk action is a replay as far as the hub's bound on them goes.
+	select {
+	case o.replays <- struct{}{}:
+		defer func() { <-o.replays }()
+	default:
+		return res, fmt.Errorf("%w: %d replays, bulk actions or dry runs are running, the most this hub runs at once; try again when one has finished", ErrBusy, cap(o.replays))
+	}
+	var filters []string
+	if req.Action == BulkReplay {
+		if err := o.checkSubscriber(ctx, req.Subscriber); err != nil {
+			return res, err
+		}
+		cons, err := o.js.Consumer(ctx, o.stream, req.Subscriber)
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return res, fmt.Errorf("%w %q: no consumer of that name on stream %s (has the subscriber ever run?)", ErrUnknownSubscriber, req.Subscriber, o.stream)
+		}
+		if err != nil {
+			return res, fmt.Errorf("consumer %s: %w", req.Subscriber, err)
+		}
+		filters = ConsumerFilters(cons.CachedInfo().Config)
+	}
+	if !req.DryRun {
+		if err := o.checkNotDiverted(ctx); err != nil {
+			return res, err
+		}
+	}
+	rows, err := o.bulkMatch(ctx, req, &res)
+	if err != nil {
+		return res, err
+	}
+	// Oldest first, as the events came.
+	slices.Reverse(rows)
+	var msgs []replayMsg
+	var ids []string
+	var st jetstream.Stream
+	if req.Action == BulkReplay {
+		if st, err = o.js.Stream(ctx, o.stream); err != nil {
+			return res, o.streamErr(err)
+		}
+	}
+	for _, r := range rows {
+		if r.StreamSeq == 0 {
+			res.NotPublished++
+			continue
+		}
+		if req.Action == BulkRepublish {
+			ids = append(ids, r.ArchiveID)
+			continue
+		}
+		subject, err := schema.Subject(r.Provider, r.EventType)
+		if err != nil || !slices.ContainsFunc(filters, func(f string) bool { return schema.MatchSubject(f, subject) }) {
+			res.NotConsumed++
+			continue
+		}
+		m := replayMsg{provider: r.Provider, eventID: r.EventID, subject: subject, seq: r.StreamSeq}
+		if _, err := o.getMsg(ctx, st, m); errors.Is(err, errGone) {
+			res.Gone++
+			continue
+		} else if err != nil {
+			return res, err
+		}
+		msgs = append(msgs, m)
+	}
+	res.Eligible = len(msgs) + len(ids)
+	var before map[subscriber.EventKey]bool
+	if req.Action == BulkReplay && len(msgs) > 0 {
+		if before, err = o.processedSet(ctx, req.Subscriber, msgs); err != nil {
+			return res, err
+		}
+		res.AlreadyProcessed = len(before)
+		res.ToProcess = res.Eligible - res.AlreadyProcessed
+	}
+	if req.DryRun {
+		return res, nil
+	}
+	if res.Eligible == 0 {
+		return res, fmt.Errorf("%w: of the %d events the filter matched, none can be %sed (%d never published, %d not consumed by the subscriber, %d no longer on the stream)",
+			ErrNotFound, res.Matched, req.Action, res.NotPublished, res.NotConsumed, res.Gone)
+	}
+	if req.PublishWithin > 0 {
+		if took := time.Duration(float64(res.Eligible) / req.Rate * float64(time.Second)); took > req.PublishWithin {
+			return res, inputErr("rate", "at %g a second the %d events take %s to publish, more than the %s this API waits: raise the rate, narrow the filter, or use `hub bulk`",
+				req.Rate, res.Eligible, took.Round(time.Second), req.PublishWithin)
+		}
+	}
+	progress := func() {
+		if req.Progress != nil {
+			req.Progress(res)
+		}
+	}
+	progress()
+	// The run is recorded in the audit trail once, as one action (a dry
+	// run, which changes nothing, is not).
+	f := req.Filter
+	params := map[string]any{"provider": clip(f.Provider, maxAuditParam), "type": clip(f.Type, maxAuditParam),
+		"entity": clip(f.Entity, maxAuditParam), "status": clip(string(f.Status), maxAuditParam),
+		"since": auditTime(f.Since), "until": auditTime(f.Until), "where": clip(FormatWheres(f.Where), maxAuditParam),
+		"rate": req.Rate, "eligible": res.Eligible}
+	action, target := ActionBulkRepublish, "stream"
+	if req.Action == BulkReplay {
+		action, target = ActionBulkReplay, "subscriber "+req.Subscriber
+	}
+	err = o.audited(ctx, action, target, params, func() (any, error) {
+		var err error
+		if req.Action == BulkReplay {
+			err = o.bulkReplay(ctx, req, msgs, len(before), &res, progress)
+		} else {
+			err = o.bulkRepublish(ctx, req, ids, &res, progress)
+		}
+		if ctx.Err() != nil {
+			res.Cancelled = true
+		}
+		return res, err
+	})
+	progress()
+	return res, err
+}
+
+// bulkMatch reads the events req.Filter matches, newest first, a page at a
+// time, at most MaxBulkEvents of them.
+func (o *Ops) bulkMatch(ctx context.Context, req BulkRequest, res *BulkResult) ([]EventRow, error) {
+	f := req.Filter
+	var out []EventRow
+	for {
+		p, err := o.ListEventPage(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		res.Scanned += p.Scanned
+		out = append(out, p.Events...)
+		if len(out) > o.maxBulkEvents {
+			return nil, inputErr("since", "the filter matches more than %d events, the most one bulk action takes: narrow it (a later since, an earlier until, more conditions) and run it in parts (each part is safe to repeat)", o.maxBulkEvents)
+		}
+		if res.Scanned > MaxBulkScanRows {
+			return nil, inputErr("since", "the payload filter read more than %d archive rows, the most one bulk action reads: narrow the time range", MaxBulkScanRows)
+		}
+		if p.Next == "" {
+			break
+		}
+		f.Before = p.Next
+	}
+	res.Matched = len(out)
+	res.Sample = slices.Clone(out[:min(len(out), req.Sample)]) // the caller reverses out
+	return out, nil
+}
+
+// bulkReplay replays msgs to the subscriber as Replay does.
+func (o *Ops) bulkReplay(ctx context.Context, req BulkRequest, msgs []replayMsg, before int, res *BulkResult, progress func()) error {
+	rr := ReplayResult{RunID: res.RunID, Matched: len(msgs), Skipped: before, ToProcess: len(msgs) - before}
+	sync := func() {
+		res.Published, res.Processed, res.Skipped = rr.Delivered, rr.Processed, rr.Skipped
+		res.DeadLettered, res.Unsettled = rr.DeadLettered, rr.Unsettled
+		progress()
+	}
+	err := o.replayCopies(ctx, ReplayRequest{Subscriber: req.Subscriber, Rate: req.Rate, Wait: req.Wait}, msgs, before, &rr, sync)
+	sync()
+	return err
+}
+
+// bulkRepublish republishes the events of ids (archive ids) through
+// Republish, in chunks of a fifth of a second's worth at the rate.
+func (o *Ops) bulkRepublish(ctx context.Context, req BulkRequest, ids []string, res *BulkResult, progress func()) error {
+	chunk := max(1, min(republishPage, int(req.Rate/5)))
+	t := time.NewTicker(time.Duration(float64(chunk) / req.Rate * float64(time.Second)))
+	defer t.Stop()
+	for i := 0; i < len(ids); i += chunk {
+		if i > 0 {
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		// The unaudited republish: the bulk action is recorded once, in Bulk.
+		r, err := o.republish(ctx, RepublishFilter{ArchiveIDs: ids[i:min(i+chunk, len(ids))]})
+		if err != nil && !errors.Is(err, ErrNotFound) { // purged meanwhile: nothing to publish
+			return err
+		}
+		res.Published += r.Published
+		res.Failed += r.Failed
+		progress()
+	}
+	return nil
+}
+
+// errGone: a message is no longer on the stream.
+var errGone = errors.New("no longer on the stream")
+
+// getMsg reads m's original message by its stream sequence; errGone when
+// the stream no longer holds it (or holds another event there).
+func (o *Ops) getMsg(ctx context.Context, st jetstream.Stream, m replayMsg) (replayMsg, error) {
+	raw, err := st.GetMsg(ctx, m.seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return m, errGone
+	}
+	if err != nil {
+		return m, fmt.Errorf("read stream %s seq %d: %w", o.stream, m.seq, err)
+	}
+	meta, err := schema.ParseMetadata(raw.Header)
+	if err != nil || meta.Provider != m.provider || meta.EventID != m.eventID {
+		return m, errGone
+	}
+	m.subject, m.header, m.data = raw.Subject, raw.Header, raw.Data
+	return m, nil
+}
+
+// loadMsg reads the message of a bulk replay's m (publishReplay calls it
+// for messages read without their body).
+func (o *Ops) loadMsg(ctx context.Context, m replayMsg) (replayMsg, error) {
+	st, err := o.js.Stream(ctx, o.stream)
+	if err != nil {
+		return m, o.streamErr(err)
+	}
+	out, err := o.getMsg(ctx, st, m)
+	if errors.Is(err, errGone) {
+		return m, fmt.Errorf("%w: %s (stream seq %d) left the stream during the replay; republish it", ErrNotFound, schema.MsgID(m.provider, m.eventID), m.seq)
+	}
+	return out, err
+}
