@@ -142,7 +142,7 @@ func (cn *Console) sessionOf(c *fiber.Ctx) (*session, error) {
 	if len(id) != 64 {
 		return nil, nil
 	}
-	cs, ok, err := cn.cfg.Sessions.ConsoleSession(c.Context(), hashID(id), cn.cfg.Now(), sessionTouch, SessionLifetime, SessionIdle)
+	cs, ok, err := cn.cfg.Sessions.ConsoleSession(c.UserContext(), hashID(id), cn.cfg.Now(), sessionTouch, SessionLifetime, SessionIdle)
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -398,7 +398,7 @@ func (cn *Console) login(c *fiber.Ctx) error {
 	}
 	cn.signIns.add(addr)
 	cn.roleSignIns.add(role)
-	s, err := cn.openSession(c.Context(), sessionToken, "token "+fingerprint(form.Get("token")), role, sessionToken+":"+role, MaxSessions)
+	s, err := cn.openSession(c.UserContext(), sessionToken, "token "+fingerprint(form.Get("token")), role, sessionToken+":"+role, MaxSessions)
 	if err != nil {
 		return cn.failErr(c, nil, err)
 	}
@@ -415,7 +415,7 @@ func (cn *Console) tooMany(c *fiber.Ctx, msg string) error {
 }
 
 func (cn *Console) logout(c *fiber.Ctx, s *session) error {
-	if err := cn.cfg.Sessions.EndConsoleSession(c.Context(), hashID(s.id)); err != nil {
+	if err := cn.cfg.Sessions.EndConsoleSession(c.UserContext(), hashID(s.id)); err != nil {
 		return cn.failErr(c, s, err)
 	}
 	cn.clearCookie(c, sessionCookie)

@@ -14,9 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/console"
-	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/server"
-	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
@@ -25,16 +23,8 @@ import (
 // page, counted for providers.
 func newChartsSite(t testing.TB, pool *pgxpool.Pool, providers ...string) (*site, *server.ProviderTraffic) {
 	t.Helper()
-	s := &site{t: t, pool: pool, clock: &clock{t: time.Now()}, traffic: server.NewTraffic(), log: &strings.Builder{}}
 	byProvider := server.NewProviderTraffic(providers)
-	o := ops.New(ops.Config{Archive: store.New(pool), Subscribers: pool, Now: s.clock.Now})
-	cn, err := console.New(console.Config{AdminToken: adminToken, ReadOnlyToken: readOnlyToken, Operator: o,
-		StreamState: func() string { return "ok" }, Traffic: s.traffic.Minutes, ProviderTraffic: byProvider.Series,
-		Logger: newLogger(lockedWriter{&s.logMu, s.log}), Now: s.clock.Now})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = cn.Stop(context.Background()) })
-	s.app = fiber.New(fiber.Config{DisableStartupMessage: true})
-	cn.Mount(s.app)
+	s := newSiteConfig(t, pool, fiber.Config{}, func(c *console.Config) { c.ProviderTraffic = byProvider.Series })
 	return s, byProvider
 }
 

@@ -245,7 +245,7 @@ func (cn *Console) oidcLogin(c *fiber.Ctx) error {
 		return cn.tooMany(c, "Too many sign-ins: wait a minute.")
 	}
 	cn.oidcStarts.add(addr)
-	p, _, err := cn.oidc.discover(c.Context())
+	p, _, err := cn.oidc.discover(c.UserContext())
 	if err != nil {
 		return cn.renderLogin(c, fiber.StatusServiceUnavailable, "Single sign-on is unavailable: the identity provider cannot be reached. Try again in a minute, or sign in with a token.")
 	}
@@ -253,7 +253,7 @@ func (cn *Console) oidcLogin(c *fiber.Ctx) error {
 	now := cn.cfg.Now()
 	l := store.ConsoleLogin{StateHash: hashID(state), Nonce: nonce, Verifier: verifier,
 		ReturnTo: safeReturn(c.Query("return_to")), ExpiresAt: now.Add(OIDCLoginTimeout)}
-	if err := cn.cfg.Sessions.StartConsoleLogin(c.Context(), l, now); err != nil {
+	if err := cn.cfg.Sessions.StartConsoleLogin(c.UserContext(), l, now); err != nil {
 		return cn.failErr(c, nil, err)
 	}
 	cn.setOIDCCookie(c, state, int(OIDCLoginTimeout/time.Second))
@@ -334,18 +334,18 @@ func (cn *Console) oidcCallback(c *fiber.Ctx) error {
 		return cn.refuseOIDC(c, fiber.StatusBadRequest, "Sign-in refused: its state is missing or does not match this browser's. Start again.", "state")
 	}
 	now := cn.cfg.Now()
-	l, ok, err := cn.cfg.Sessions.TakeConsoleLogin(c.Context(), hashID(state), now)
+	l, ok, err := cn.cfg.Sessions.TakeConsoleLogin(c.UserContext(), hashID(state), now)
 	if err != nil {
 		return cn.failErr(c, nil, err)
 	}
 	if !ok {
 		return cn.refuseOIDC(c, fiber.StatusBadRequest, "Sign-in refused: it expired or was already used. Start again.", "state expired or used")
 	}
-	p, verifier, err := cn.oidc.discover(c.Context())
+	p, verifier, err := cn.oidc.discover(c.UserContext())
 	if err != nil {
 		return cn.refuseOIDC(c, fiber.StatusServiceUnavailable, "Single sign-on is unavailable: the identity provider cannot be reached.", "discovery", "err", err)
 	}
-	ctx := cn.oidc.ctx(c.Context())
+	ctx := cn.oidc.ctx(c.UserContext())
 	tok, err := cn.oidc.oauth2(p).Exchange(ctx, c.Query("code"), oauth2.VerifierOption(l.Verifier))
 	if err != nil {
 		return cn.refuseOIDC(c, fiber.StatusUnauthorized, "Sign-in refused: the identity provider did not accept the sign-in's code.", "code exchange", "err", err)
@@ -383,7 +383,7 @@ func (cn *Console) oidcCallback(c *fiber.Ctx) error {
 	}
 	cn.signIns.add(addr)
 	cn.roleSignIns.add(role)
-	s, err := cn.openSession(c.Context(), sessionOIDC, name, role, sessionOIDC+":"+idt.Issuer+" "+idt.Subject, MaxOperatorSessions)
+	s, err := cn.openSession(c.UserContext(), sessionOIDC, name, role, sessionOIDC+":"+idt.Issuer+" "+idt.Subject, MaxOperatorSessions)
 	if err != nil {
 		return cn.failErr(c, nil, err)
 	}
