@@ -2,7 +2,6 @@ package admin
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -11,11 +10,6 @@ import (
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/ops"
 )
-
-// maxAuditExport bounds the entries one `GET /admin/audit?format=jsonl`
-// answer streams; past it the last line is {"truncated":true,"before":
-// cursor} to continue from.
-const maxAuditExport = 100_000
 
 // mountAudit serves the audit trail, read-only: GET /admin/audit lists
 // entries (JSON, newest first, with the cursor of the next page), and
@@ -61,7 +55,7 @@ type auditPage struct {
 }
 
 // exportAudit streams the entries f selects as JSON lines, newest first,
-// a page at a time, at most maxAuditExport. The first page is read before
+// a page at a time, at most ops.MaxAuditExport. The first page is read before
 // the answer starts, so a bad filter is still a 400.
 func (s *Server) exportAudit(c *fiber.Ctx, f ops.AuditFilter) error {
 	op := s.cfg.Operator
@@ -74,32 +68,7 @@ func (s *Server) exportAudit(c *fiber.Ctx, f ops.AuditFilter) error {
 	c.Set(fiber.HeaderContentType, "application/x-ndjson")
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="hookhub-audit.jsonl"`)
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
-		enc := json.NewEncoder(w)
-		entries, n := first, 0
-		var last hub.AuditEntry
-		for {
-			for _, e := range entries {
-				if n == maxAuditExport {
-					_ = enc.Encode(map[string]any{"truncated": true, "before": ops.AuditCursor(last)})
-					_ = w.Flush()
-					return
-				}
-				if enc.Encode(e) != nil {
-					return
-				}
-				last = e
-				n++
-			}
-			if w.Flush() != nil || len(entries) < f.Limit {
-				return
-			}
-			f.Before = ops.AuditCursor(entries[len(entries)-1])
-			if entries, err = op.ListAudit(ctx, f); err != nil {
-				_ = enc.Encode(map[string]any{"error": "the export stopped: " + err.Error(), "before": f.Before})
-				_ = w.Flush()
-				return
-			}
-		}
+		ops.WriteAuditJSONL(ctx, w, op.ListAudit, f, first, func(err error) string { return "the export stopped: " + err.Error() })
 	})
 	return nil
 }

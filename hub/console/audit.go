@@ -2,9 +2,7 @@ package console
 
 import (
 	"bufio"
-	"encoding/json"
 	"net/url"
-	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -18,10 +16,6 @@ import (
 
 // auditPageSize is the entries one audit page shows.
 const auditPageSize = 50
-
-// MaxAuditExport bounds the entries one export streams; past it the last
-// line is {"truncated":true,"before":cursor}.
-const MaxAuditExport = 100_000
 
 // auditActions are the actions the filter offers.
 var auditActions = []string{ops.ActionReplay, ops.ActionRepublish, ops.ActionRedrive, ops.ActionPurge,
@@ -101,7 +95,7 @@ func (cn *Console) auditError(c *fiber.Ctx, s *session, v auditView, err error) 
 
 // auditExport streams the entries of the page's filter as JSON lines,
 // newest first, a page of ops.MaxAuditLimit at a time and at most
-// MaxAuditExport, as a download. The first page is read before the
+// ops.MaxAuditExport, as a download. The first page is read before the
 // answer starts, so a bad filter is shown as the page's error.
 func (cn *Console) auditExport(c *fiber.Ctx, s *session) error {
 	q, err := queryValues(c)
@@ -123,32 +117,7 @@ func (cn *Console) auditExport(c *fiber.Ctx, s *session) error {
 	c.Set(fiber.HeaderContentType, "application/x-ndjson; charset=utf-8")
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="hookhub-audit.jsonl"`)
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
-		enc := json.NewEncoder(w)
-		entries, n := first, 0
-		var last hub.AuditEntry
-		for {
-			for _, e := range entries {
-				if n == MaxAuditExport {
-					_ = enc.Encode(map[string]any{"truncated": true, "before": ops.AuditCursor(last)})
-					_ = w.Flush()
-					return
-				}
-				if enc.Encode(e) != nil {
-					return
-				}
-				last = e
-				n++
-			}
-			if w.Flush() != nil || len(entries) < f.Limit {
-				return
-			}
-			f.Before = strconv.FormatInt(last.ID, 10)
-			if entries, err = op.ListAudit(ctx, f); err != nil {
-				_ = enc.Encode(map[string]any{"error": "the export stopped early; continue with before", "before": f.Before})
-				_ = w.Flush()
-				return
-			}
-		}
+		ops.WriteAuditJSONL(ctx, w, op.ListAudit, f, first, func(error) string { return "the export stopped early; continue with before" })
 	})
 	return nil
 }

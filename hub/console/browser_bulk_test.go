@@ -42,19 +42,7 @@ func startBystander(h *testHub) *subscriber.Subscriber {
 		_, err := tx.Exec(ctx, `INSERT INTO bystander.effects (event_id) VALUES ($1)`, ev.EventID)
 		return err
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sub.Run(ctx) }()
-	h.t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			require.NoError(h.t, err)
-		case <-time.After(40 * time.Second):
-			h.t.Error("the bystander subscriber did not stop within 40s")
-		}
-	})
-	h.Eventually(func() bool { return sub.Healthy() == nil }, "the bystander subscriber did not become healthy")
+	h.run(sub, bystander)
 	return sub
 }
 

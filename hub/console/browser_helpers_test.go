@@ -556,6 +556,13 @@ func (h *testHub) startFlaky() *subscriber.Subscriber {
 		_, err := tx.Exec(ctx, `INSERT INTO flaky.effects (event_id) VALUES ($1)`, ev.EventID)
 		return err
 	})
+	h.run(sub, flaky)
+	return sub
+}
+
+// run runs sub until the test ends, and waits until it is healthy.
+func (h *testHub) run(sub *subscriber.Subscriber, name string) {
+	h.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- sub.Run(ctx) }()
@@ -565,11 +572,10 @@ func (h *testHub) startFlaky() *subscriber.Subscriber {
 		case err := <-done:
 			require.NoError(h.t, err)
 		case <-time.After(40 * time.Second):
-			h.t.Error("the flaky subscriber did not stop within 40s")
+			h.t.Errorf("the %s subscriber did not stop within 40s", name)
 		}
 	})
-	h.Eventually(func() bool { return sub.Healthy() == nil }, "the flaky subscriber did not become healthy")
-	return sub
+	h.Eventually(func() bool { return sub.Healthy() == nil }, "the "+name+" subscriber did not become healthy")
 }
 
 // effects counts the flaky subscriber's side effects for an event.
@@ -678,4 +684,28 @@ func paletted(img image.Image) *image.Paletted {
 		}
 	}
 	return out
+}
+
+// refusesEveryAction checks that a read-only operator's browser, posting
+// with its own session's CSRF token, is refused each action: republishing
+// ref, redriving dead letter id (and all) of flaky, planning and running a
+// replay.
+func refusesEveryAction(t *testing.T, ro *browser, csrf, ref string, id int64) {
+	t.Helper()
+	for _, c := range []struct {
+		path string
+		form map[string]string
+	}{
+		{"/console/event/republish", map[string]string{"ref": ref}},
+		{"/console/dead-letters/redrive", map[string]string{"subscriber": flaky, "id": fmt.Sprint(id)}},
+		{"/console/dead-letters/redrive", map[string]string{"subscriber": flaky, "all": "1"}},
+		{"/console/replay/plan", map[string]string{"subscriber": flaky, "since": "1h"}},
+		{"/console/replay/run", map[string]string{"subscriber": flaky, "since": "1h"}},
+	} {
+		c.form["csrf"] = csrf
+		p := ro.post(c.path, c.form)
+		require.Equal(t, http.StatusForbidden, p.Status, "POST %s %v: %s", c.path, c.form, p.Error)
+		require.Contains(t, p.Error, "read-only", c.path)
+		ro.openOK("/console/")
+	}
 }

@@ -508,22 +508,7 @@ func testBrowserReadOnly(t *testing.T, s *browserSuite) {
 	// Its POSTs, with a valid CSRF token from its own session.
 	ro.openOK("/console/")
 	csrf := ro.csrf()
-	for _, c := range []struct {
-		path string
-		form map[string]string
-	}{
-		{"/console/event/republish", map[string]string{"ref": "paddle:evt_ro"}},
-		{"/console/dead-letters/redrive", map[string]string{"subscriber": flaky, "id": fmt.Sprint(id)}},
-		{"/console/dead-letters/redrive", map[string]string{"subscriber": flaky, "all": "1"}},
-		{"/console/replay/plan", map[string]string{"subscriber": flaky, "since": "1h"}},
-		{"/console/replay/run", map[string]string{"subscriber": flaky, "since": "1h"}},
-	} {
-		c.form["csrf"] = csrf
-		p := ro.post(c.path, c.form)
-		require.Equal(t, http.StatusForbidden, p.Status, "POST %s %v: %s", c.path, c.form, p.Error)
-		require.Contains(t, p.Error, "read-only", c.path)
-		ro.openOK("/console/")
-	}
+	refusesEveryAction(t, ro, csrf, "paddle:evt_ro", id)
 	time.Sleep(time.Second)
 	require.Equal(t, msgs, h.StreamInfo().State.Msgs, "nothing republished or replayed")
 	require.Equal(t, 1, h.Count(`SELECT count(*) FROM flaky.dead_letters WHERE redrive_requested_at IS NULL AND redriven_at IS NULL`),

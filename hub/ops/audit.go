@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -207,4 +208,43 @@ func (o *Ops) ListAudit(ctx context.Context, f AuditFilter) ([]hub.AuditEntry, e
 		return nil, fmt.Errorf("audit: %w", err)
 	}
 	return entries, nil
+}
+
+// MaxAuditExport bounds the entries one JSON-lines export writes; past it
+// the last line is {"truncated":true,"before":cursor} to continue from.
+const MaxAuditExport = 100_000
+
+// WriteAuditJSONL writes the audit entries f selects as JSON lines, newest
+// first, at most MaxAuditExport: first (the page read with f, at
+// f.Limit entries, before the answer started, so that a bad filter could
+// still be refused), then each next page from list. A page that cannot
+// be read ends the export with {"error":…,"before":cursor}; errText says
+// what that line tells its reader.
+func WriteAuditJSONL(ctx context.Context, w *bufio.Writer, list func(context.Context, AuditFilter) ([]hub.AuditEntry, error),
+	f AuditFilter, first []hub.AuditEntry, errText func(error) string) {
+	enc := json.NewEncoder(w)
+	entries, n := first, 0
+	for {
+		for _, e := range entries {
+			if n == MaxAuditExport {
+				_ = enc.Encode(map[string]any{"truncated": true, "before": f.Before})
+				_ = w.Flush()
+				return
+			}
+			if enc.Encode(e) != nil {
+				return
+			}
+			f.Before = AuditCursor(e)
+			n++
+		}
+		if w.Flush() != nil || len(entries) < f.Limit {
+			return
+		}
+		var err error
+		if entries, err = list(ctx, f); err != nil {
+			_ = enc.Encode(map[string]any{"error": errText(err), "before": f.Before})
+			_ = w.Flush()
+			return
+		}
+	}
 }
