@@ -229,6 +229,16 @@ func TestRetriesUntilAccepted(t *testing.T) {
 	ids := h.publish(t, "retry", 20)
 	eventually(t, "20 events accepted", func() bool { return rcv.Accepted(t) == 20 })
 	end := time.Now()
+	// The receiver's 200 is sent before the destination commits its
+	// delivered attempt: wait for every attempt log to be whole.
+	eventually(t, "every attempt recorded", func() bool {
+		for _, id := range ids {
+			if len(attempts(t, h, name, id)) < 4 {
+				return false
+			}
+		}
+		return true
+	})
 
 	byID := map[string][]receivertest.Received{}
 	for _, r := range rcv.Received(t) {
