@@ -224,13 +224,25 @@ type EventPage struct {
 // ListEventPage lists a page of archive rows, newest first, as
 // ListEvents does, and also takes payload filters (Where): then the page
 // says how many rows were read and whether the read stopped at its bound.
+// A payload filter without Since searches the MaxPayloadFilterRange
+// before Until (or now); a Since further back is refused.
 func (o *Ops) ListEventPage(ctx context.Context, f EventFilter) (EventPage, error) {
 	var p EventPage
 	before, err := f.check()
 	if err != nil {
 		return p, err
 	}
-	where, err := f.checkWhere(o.now())
+	now := o.now()
+	if len(f.Where) > 0 && f.Since.IsZero() {
+		// A search without a start searches the most it may: the last
+		// MaxPayloadFilterRange before its end.
+		end := f.Until
+		if end.IsZero() {
+			end = now
+		}
+		f.Since = end.Add(-MaxPayloadFilterRange)
+	}
+	where, err := f.checkWhere(now)
 	if err != nil {
 		return p, err
 	}

@@ -93,7 +93,6 @@ func TestPayloadFilterRangeBound(t *testing.T) {
 	now := o.Now()
 	w := []ops.PayloadMatch{{"data.id", "x"}}
 	for _, f := range []ops.EventFilter{
-		{Where: w, Limit: 10}, // no since
 		{Where: w, Since: now.Add(-8 * 24 * time.Hour), Limit: 10},
 		{Where: w, Since: now.Add(-30 * 24 * time.Hour), Until: now.Add(-22 * 24 * time.Hour), Limit: 10},
 	} {
@@ -105,6 +104,11 @@ func TestPayloadFilterRangeBound(t *testing.T) {
 	}
 	_, err := o.ListEventPage(ctx, ops.EventFilter{Where: w, Since: now.Add(-30 * 24 * time.Hour), Until: now.Add(-23 * 24 * time.Hour), Limit: 10})
 	require.NoError(t, err, "7 days in the past is fine")
+	// Without since: the 7 days before until (or now).
+	_, err = o.ListEventPage(ctx, ops.EventFilter{Where: w, Limit: 10})
+	require.NoError(t, err, "no since: the last 7 days")
+	_, err = o.ListEventPage(ctx, ops.EventFilter{Where: w, Until: now.Add(-30 * 24 * time.Hour), Limit: 10})
+	require.NoError(t, err, "no since: the 7 days before until")
 	_, err = o.ListEventPage(ctx, ops.EventFilter{Where: []ops.PayloadMatch{{"a", "1"}, {"a", "2"}, {"a", "3"}, {"a", "4"}, {"a", "5"}}, Since: now.Add(-time.Hour), Limit: 10})
 	require.ErrorContains(t, err, "at most 4 payload conditions")
 }
