@@ -127,6 +127,16 @@ func TestBrowserOIDC(t *testing.T) {
 	require.True(t, refused, "the read-only operator's refusals are logged with their name")
 	require.True(t, redriven, "the admin's redrive is logged with their name")
 
+	// The audit page lists the admin's redrive under their name, as an
+	// operator's; the reader's refused posts ran no action, so none of its
+	// entries is theirs.
+	for _, b := range []*browser{admin, ro} {
+		b.openOK("/console/audit")
+		require.Equal(t, []string{"redrive"}, b.attrs("#audit tr.audit-entry", "data-action"))
+		require.Equal(t, []string{"alice@example.com"}, b.attrs("#audit tr.audit-entry", "data-actor"))
+		require.Equal(t, []string{"ok"}, b.attrs("#audit tr.audit-entry", "data-outcome"))
+	}
+
 	// Signing out ends the session.
 	out := ro.post("/console/logout", map[string]string{"csrf": csrf})
 	require.Equal(t, ro.base+"/console/login", out.URL)
