@@ -72,6 +72,11 @@ func testBrowserPayloadFilterBulkReplay(t *testing.T, s *browserSuite) {
 	h.Eventually(func() bool {
 		return h.Count(`SELECT count(*) FROM flaky.effects`) == 6 && h.Count(`SELECT count(*) FROM bystander.effects`) == 6
 	}, "both subscribers process everything")
+	// A bulk action takes published events only, and a subscriber may
+	// process an event before the relay records its publication.
+	h.Eventually(func() bool {
+		return h.Count(`SELECT count(*) FROM processed_webhook_events WHERE stream_seq IS NOT NULL`) == 6
+	}, "every event published")
 	// flaky "never processed" evt_bulk2: its effect and processed row gone.
 	lost := "evt_bulk2"
 	_, err := h.Pool().Exec(t.Context(), `DELETE FROM flaky.effects WHERE event_id = $1`, lost)

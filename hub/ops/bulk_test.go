@@ -23,6 +23,17 @@ func (s *system) deliverData(eventID, data string) {
 	require.Equal(s.t, 200, a.Status, "%s", a.Raw)
 }
 
+// waitPublished waits until the archive counts n published events (their
+// dedup rows hold the PubAck's sequence): a subscriber may process an
+// event before the relay has recorded its publication, and a bulk action
+// takes only published events.
+func (s *system) waitPublished(n int) {
+	s.t.Helper()
+	s.Eventually(func() bool {
+		return s.Count(`SELECT count(*) FROM processed_webhook_events WHERE stream_seq IS NOT NULL`) == n
+	}, fmt.Sprintf("%d events published", n))
+}
+
 // A bulk replay of a payload-filtered set to subscriber bx: every event of
 // the set is processed exactly once by bx (the ones it had processed are
 // skipped), again when the bulk is repeated, and subscriber by sees none
@@ -46,6 +57,7 @@ func TestBulkReplayFilteredSetToOneSubscriber(t *testing.T) {
 			return s.Count(`SELECT count(*) FROM `+sub+`.effects`) == events/2 && s.Count(`SELECT count(*) FROM `+sub+`.dead_letters`) == events/2
 		}, "half the events dead-lettered")
 	}
+	s.waitPublished(events)
 	s.broken.Store(false)
 	byBefore := s.subs["by"].Stats()
 	ctx := context.Background()
@@ -139,6 +151,7 @@ func TestBulkRepublishRate(t *testing.T) {
 		s.deliverData(fmt.Sprintf("evt_ops_%d", i*2), `{"id":"sub_1","customer_id":"ctm_r"}`)
 	}
 	s.Eventually(func() bool { return s.Count(`SELECT count(*) FROM bx.effects`) == 6 }, "processed")
+	s.waitPublished(6)
 	before := len(s.StreamMsgIDs())
 	start := time.Now()
 	res, err := s.ops.Bulk(context.Background(), ops.BulkRequest{Action: ops.BulkRepublish, Rate: 4,
