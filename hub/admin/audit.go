@@ -68,7 +68,7 @@ func (s *Server) exportAudit(c *fiber.Ctx, f ops.AuditFilter) error {
 	c.Set(fiber.HeaderContentType, "application/x-ndjson")
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="hookhub-audit.jsonl"`)
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
-		ops.WriteAuditJSONL(ctx, w, op.ListAudit, f, first, func(err error) string { return "the export stopped: " + err.Error() })
+		ops.WriteAuditJSONL(ctx, w, op.ListAudit, f, first)
 	})
 	return nil
 }

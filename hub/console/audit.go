@@ -117,7 +117,7 @@ func (cn *Console) auditExport(c *fiber.Ctx, s *session) error {
 	c.Set(fiber.HeaderContentType, "application/x-ndjson; charset=utf-8")
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="hookhub-audit.jsonl"`)
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
-		ops.WriteAuditJSONL(ctx, w, op.ListAudit, f, first, func(error) string { return "the export stopped early; continue with before" })
+		ops.WriteAuditJSONL(ctx, w, op.ListAudit, f, first)
 	})
 	return nil
 }

@@ -218,10 +218,10 @@ const MaxAuditExport = 100_000
 // first, at most MaxAuditExport: first (the page read with f, at
 // f.Limit entries, before the answer started, so that a bad filter could
 // still be refused), then each next page from list. A page that cannot
-// be read ends the export with {"error":…,"before":cursor}; errText says
-// what that line tells its reader.
+// be read ends the export with {"error":…,"before":cursor}, the cursor to
+// continue from.
 func WriteAuditJSONL(ctx context.Context, w *bufio.Writer, list func(context.Context, AuditFilter) ([]hub.AuditEntry, error),
-	f AuditFilter, first []hub.AuditEntry, errText func(error) string) {
+	f AuditFilter, first []hub.AuditEntry) {
 	enc := json.NewEncoder(w)
 	entries, n := first, 0
 	for {
@@ -242,7 +242,7 @@ func WriteAuditJSONL(ctx context.Context, w *bufio.Writer, list func(context.Con
 		}
 		var err error
 		if entries, err = list(ctx, f); err != nil {
-			_ = enc.Encode(map[string]any{"error": errText(err), "before": f.Before})
+			_ = enc.Encode(map[string]any{"error": "the export stopped early: the audit trail could not be read; continue with before", "before": f.Before})
 			_ = w.Flush()
 			return
 		}
