@@ -39,6 +39,11 @@ type Operator interface {
 	// actions themselves (hub/ops), never through this interface.
 	ListAudit(ctx context.Context, f ops.AuditFilter) ([]hub.AuditEntry, error)
 
+	// Console sessions (sessions.go): list and revoke (recorded in the
+	// audit trail by hub/ops).
+	ListSessions(ctx context.Context, f ops.SessionFilter) ([]hub.SessionInfo, error)
+	RevokeSessions(ctx context.Context, sel hub.SessionSelector) (ops.RevokeResult, error)
+
 	// Charts (charts.go).
 	ProcessingCharts(ctx context.Context, hours int) (ops.ProcessingCharts, error)
 
@@ -57,6 +62,7 @@ type SessionStore interface {
 	OpenConsoleSession(ctx context.Context, s store.ConsoleSession, max int, now time.Time) error
 	ConsoleSession(ctx context.Context, idHash []byte, now time.Time, touch, lifetime, idle time.Duration) (store.ConsoleSession, bool, error)
 	EndConsoleSession(ctx context.Context, idHash []byte) error
+	SetConsoleSessionRole(ctx context.Context, idHash []byte, role string) error
 	PurgeConsoleSessions(ctx context.Context, now time.Time) error
 	StartConsoleLogin(ctx context.Context, l store.ConsoleLogin, now time.Time) error
 	TakeConsoleLogin(ctx context.Context, stateHash []byte, now time.Time) (store.ConsoleLogin, bool, error)
@@ -140,6 +146,9 @@ type Console struct {
 	// oidcStarts counts OIDC sign-ins started per address.
 	oidcStarts *limiter
 	jobs       *jobs
+	// tokens are the configured tokens a token session's credential is
+	// checked against at every request.
+	tokens []tokenGrant
 }
 
 //go:embed templates/*.html
@@ -162,7 +171,7 @@ func New(cfg Config) (*Console, error) {
 	cn := &Console{cfg: cfg, log: cfg.Logger, css: cssFile, pages: map[string]*template.Template{},
 		failed:  newLimiter(cfg.Now, MaxFailedSignIns),
 		signIns: newLimiter(cfg.Now, MaxSignInsPerAddress), roleSignIns: newLimiter(cfg.Now, MaxSignInsPerRole),
-		oidcStarts: newLimiter(cfg.Now, MaxSignInsPerAddress), jobs: newJobs()}
+		oidcStarts: newLimiter(cfg.Now, MaxSignInsPerAddress), jobs: newJobs(), tokens: tokenGrants(cfg)}
 	for _, name := range pageNames {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
