@@ -33,6 +33,7 @@ type SessionInfo struct {
 type SessionQuery struct {
 	Now  time.Time // sessions expired by then are not listed
 	Name string    // exact name; "": any
+	ID   string    // one session's id; "": any
 	// BeforeCreated and BeforeID continue a listing after the session
 	// created then with that id; zero: from the newest.
 	BeforeCreated time.Time

@@ -160,7 +160,7 @@ var cssFile []byte
 // pageNames are the templates, each rendered inside layout.html.
 var pageNames = []string{"login", "error", "overview", "events", "event", "deadletters", "replay", "plan", "job",
 	"republishplan", "redriveplan", "signedin",
-	"audit", "charts", "entity", "bulkplan", "bulkjob"}
+	"audit", "charts", "entity", "bulkplan", "bulkjob", "sessions", "sessionsplan"}
 
 // New returns a Console on cfg.
 func New(cfg Config) (*Console, error) {
@@ -235,6 +235,11 @@ func (cn *Console) Mount(r fiber.Router) {
 	g.Get("/audit", cn.authed(cn.auditPage))
 	g.Get("/audit.jsonl", cn.authed(cn.auditExport))
 	g.Get("/charts", cn.authed(cn.charts))
+	// The console's sessions (issue 27): listed by anyone signed in;
+	// a revocation is planned (GET) and done by an admin (POST).
+	g.Get("/sessions", cn.authed(cn.sessionsPage))
+	g.Get("/sessions/revoke", cn.authed(cn.revokePlan))
+	g.Post("/sessions/revoke", cn.authed(cn.revoke))
 	// Bulk actions on the Events page's filter (issue 21): plan (GET, a
 	// dry run), run (POST), the job and its Cancel (POST).
 	g.Get("/bulk", cn.authed(cn.bulkPage))
@@ -260,7 +265,7 @@ func (cn *Console) headers(c *fiber.Ctx) error {
 // view is what layout.html renders; Page is the page's own data.
 type view struct {
 	Title   string
-	Nav     string // overview, events, dead-letters, replay, audit
+	Nav     string // overview, events, dead-letters, replay, audit, sessions
 	Session *session
 	CSRF    string // the form token: the session's, or the login one
 	Admin   bool

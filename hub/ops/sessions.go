@@ -37,6 +37,8 @@ type SessionFilter struct {
 	// Name is who signed in, exactly as listed ("alice@example.com",
 	// "token 1a2b3c4d"); "" is anyone.
 	Name string
+	// ID is one session's id, as listed; "" is any.
+	ID string
 	// Before is the cursor of the last session listed (SessionCursor):
 	// the listing continues after it.
 	Before string
@@ -67,7 +69,10 @@ func (o *Ops) ListSessions(ctx context.Context, f SessionFilter) ([]hub.SessionI
 	if err := checkText("name", f.Name, maxSessionName); err != nil {
 		return nil, err
 	}
-	q := hub.SessionQuery{Now: o.now(), Name: f.Name, Limit: f.Limit}
+	if err := checkText("id", f.ID, maxSessionID); err != nil {
+		return nil, err
+	}
+	q := hub.SessionQuery{Now: o.now(), Name: f.Name, ID: f.ID, Limit: f.Limit}
 	if f.Before != "" {
 		us, id, ok := strings.Cut(f.Before, ".")
 		n, err := strconv.ParseInt(us, 10, 64)

@@ -154,9 +154,9 @@ func (s *Store) ListConsoleSessions(ctx context.Context, q hub.SessionQuery) ([]
 	rows, err := s.pool.Query(ctx, `SELECT coalesce(ref, ''), kind, name, role, coalesce(identity->>'iss', ''), created_at, last_seen, expires_at,
 			(token_sum IS NOT NULL OR identity IS NOT NULL) AND ref IS NOT NULL
 		FROM console_sessions
-		WHERE expires_at > $1 AND ($2 = '' OR name = $2)
+		WHERE expires_at > $1 AND ($2 = '' OR name = $2) AND ($6 = '' OR ref = $6)
 			AND ($3::timestamptz IS NULL OR (created_at, coalesce(ref, '')) < ($3, $4))
-		ORDER BY created_at DESC, coalesce(ref, '') DESC LIMIT $5`, q.Now, q.Name, before, q.BeforeID, q.Limit)
+		ORDER BY created_at DESC, coalesce(ref, '') DESC LIMIT $5`, q.Now, q.Name, before, q.BeforeID, q.Limit, q.ID)
 	if err != nil {
 		return nil, fmt.Errorf("list console sessions: %w", err)
 	}
