@@ -102,12 +102,14 @@ func (o *Ops) RevokeSessions(ctx context.Context, sel hub.SessionSelector) (Revo
 	if err := o.needSessions(); err != nil {
 		return res, err
 	}
-	target := "all sessions"
+	target := "sessions"
 	switch {
 	case sel.ID != "":
 		target = "session " + sel.ID
 	case sel.Name != "":
 		target = "sessions of " + sel.Name
+	case sel.All:
+		target = "all sessions"
 	}
 	err := o.audited(ctx, ActionSessionRevoke, target, sel, func() (any, error) {
 		if err := checkSelector(sel); err != nil {
@@ -119,7 +121,7 @@ func (o *Ops) RevokeSessions(ctx context.Context, sel hub.SessionSelector) (Revo
 			return res, err
 		}
 		if n == 0 {
-			return res, fmt.Errorf("%w: no console session is %s", ErrNotFound, strings.TrimPrefix(target, "sessions "))
+			return res, fmt.Errorf("%w: no live console session matches (%s)", ErrNotFound, target)
 		}
 		return res, nil
 	})
