@@ -4,46 +4,26 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/gofiber/fiber/v2"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
-	"github.com/hookhub/hookhub/hub/admin"
-	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 // The admin API lists the console's sessions and revokes them (one, a
 // name's, all); each revocation is in the audit trail as the token's.
 func TestAdminSessions(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, o, as := adminOnDB(t)
 	st := store.New(pool)
-	o := ops.New(ops.Config{Archive: st, Subscribers: pool})
-	reg := prometheus.NewRegistry()
-	adm, err := admin.New(admin.Config{Token: testAdminToken, Operator: o, Gatherer: reg, Metrics: metrics.New(reg),
-		OwnListener: true, Probes: func(fiber.Router) {}})
-	require.NoError(t, err)
 	do := func(method, path, body string, token string) (int, string) {
 		t.Helper()
-		req := httptest.NewRequest(method, path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := adm.App().Test(req, -1)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		raw, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp.StatusCode, string(raw)
+		return as(token, method, path, body)
 	}
 	now := time.Now()
 	for i, name := range []string{"alice@example.com", "alice@example.com", "token 1a2b3c4d"} {
