@@ -58,7 +58,7 @@ func (s *Store) OpenConsoleSession(ctx context.Context, cs ConsoleSession, max i
 		if _, err := tx.Exec(ctx, `INSERT INTO console_sessions (id_hash, csrf, role, kind, name, cap_key, created_at, last_seen, expires_at,
 			ref, token_sum, identity) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 			cs.IDHash, cs.CSRF, cs.Role, cs.Kind, cs.Name, cs.CapKey, cs.Created, cs.LastSeen, cs.ExpiresAt,
-			cs.Ref, cs.TokenSum, cs.Identity); err != nil {
+			refOrNull(cs.Ref), cs.TokenSum, cs.Identity); err != nil {
 			return err
 		}
 		// The OFFSET scan reads at most max+1 index entries of one key
@@ -72,6 +72,15 @@ func (s *Store) OpenConsoleSession(ctx context.Context, cs ConsoleSession, max i
 		return fmt.Errorf("open console session: %w", err)
 	}
 	return s.PurgeConsoleSessions(ctx, now)
+}
+
+// refOrNull is a session's ref as its column holds it: NULL for none (a
+// session without one, as an older hub writes it; the column is unique).
+func refOrNull(ref string) *string {
+	if ref == "" {
+		return nil
+	}
+	return &ref
 }
 
 // PurgeConsoleSessions deletes up to MaxPurgeSessions sessions and as many
