@@ -113,3 +113,41 @@ func TestPreReleaseDatabaseRefused(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM hub_schema_version`).Scan(&versions))
 	require.Equal(t, 9, versions)
 }
+
+// Migration 00006 binds console sessions to their credential: the
+// sessions that exist when it is applied have none and are ended (their
+// rows deleted), not kept with authority no one checks.
+func TestSessionCredentialsMigrationEndsExistingSessions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := emptyPool(t)
+	m, err := migrations.Hub(pool)
+	require.NoError(t, err)
+	defer m.Close()
+	_, err = m.Up(ctx)
+	require.NoError(t, err)
+	for {
+		ss, err := m.Status(ctx)
+		require.NoError(t, err)
+		var last int64
+		for _, st := range ss {
+			if st.Applied {
+				last = max(last, st.Version)
+			}
+		}
+		if last < 6 { // 00006 and any after it rolled back
+			break
+		}
+		_, err = m.Down(ctx)
+		require.NoError(t, err)
+	}
+	// A session as a hub before 00006 writes it.
+	_, err = pool.Exec(ctx, `INSERT INTO console_sessions (id_hash, csrf, role, kind, name, cap_key, created_at, last_seen, expires_at)
+		VALUES ('\x01', 'c', 'admin', 'token', 'token 1a2b3c4d', 'token:admin', now(), now(), now() + interval '1 hour')`)
+	require.NoError(t, err)
+	_, err = m.Up(ctx)
+	require.NoError(t, err)
+	var n int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM console_sessions`).Scan(&n))
+	require.Zero(t, n, "the unbound session was ended")
+}

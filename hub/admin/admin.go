@@ -232,6 +232,7 @@ func (s *Server) mountAPI(r fiber.Router) {
 		return s.answer(c, res, err)
 	})
 	s.mountAudit(admin)
+	s.mountSessions(admin)
 	admin.Post("/purge", func(c *fiber.Ctx) error {
 		var in struct {
 			OlderThan     string `json:"older_than"`

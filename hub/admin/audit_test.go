@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
@@ -26,24 +27,35 @@ import (
 // An action through the admin API is recorded in the audit trail as the
 // token's (by its fingerprint, never the token), and the API reads the
 // trail back (JSON and JSON lines) but offers no way to write it.
-func TestAdminActionsAreAudited(t *testing.T) {
-	t.Parallel()
+// adminOnDB is an admin API over ops on a fresh database, and a request
+// to it with a bearer token.
+func adminOnDB(t *testing.T) (*pgxpool.Pool, *ops.Ops, func(token, method, path, body string) (int, string)) {
+	t.Helper()
 	pool, _ := hubtest.Pool(t)
 	o := ops.New(ops.Config{Archive: store.New(pool), Subscribers: pool})
 	reg := prometheus.NewRegistry()
 	adm, err := admin.New(admin.Config{Token: testAdminToken, Operator: o, Gatherer: reg, Metrics: metrics.New(reg),
 		OwnListener: true, Probes: func(fiber.Router) {}})
 	require.NoError(t, err)
-	do := func(method, path, body string) (int, string) {
+	return pool, o, func(token, method, path, body string) (int, string) {
 		t.Helper()
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+testAdminToken)
+		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := adm.App().Test(req, -1)
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		raw, err := io.ReadAll(resp.Body)
 		require.NoError(t, err)
 		return resp.StatusCode, string(raw)
+	}
+}
+
+func TestAdminActionsAreAudited(t *testing.T) {
+	t.Parallel()
+	_, o, as := adminOnDB(t)
+	do := func(method, path, body string) (int, string) {
+		t.Helper()
+		return as(testAdminToken, method, path, body)
 	}
 	sum := sha256.Sum256([]byte(testAdminToken))
 	fp := "token " + hex.EncodeToString(sum[:4])

@@ -16,6 +16,8 @@
 //   - limits.go: the admin listener's bounds (connections per listener
 //     and per address, body limits chosen before a body is read, read
 //     timeouts);
+//   - audit.go, sessions.go: the audit trail (read only) and the
+//     console's sessions (list, revoke: recorded by hub/ops);
 //   - pprof.go: net/http/pprof, on the admin listener only.
 //
 // The API answers JSON: the operation's result, or {"error": "..."}; a

@@ -69,11 +69,14 @@ const MaxFormBytes = 16 << 10
 type session struct {
 	id   string // the cookie's value; only its SHA-256 is stored
 	csrf string
+	// role is the role the session's credential grants on this replica at
+	// this request (credentialRole), not the one it signed in with.
 	role string
 	// kind is sessionToken or sessionOIDC; name who signed in: "token
 	// 1a2b3c4d" (the token's fingerprint), or the operator's e-mail (or
 	// subject).
 	kind, name string
+	ref        string // its public name (the Sessions page, revocation)
 }
 
 // Session kinds.
@@ -116,19 +119,31 @@ func hashID(id string) []byte {
 	return sum[:]
 }
 
-// openSession starts a session of role for name and stores it. capKey
-// names the pool a cap bounds: past max sessions in it, its oldest are
-// ended, never another pool's (a token's role only evicts its own
-// sessions; an operator only their own).
-func (cn *Console) openSession(ctx context.Context, kind, name, role, capKey string, max int) (*session, error) {
+// grant is what a sign-in found: who signed in, the role, and the
+// credential the session is bound to (a token's SHA-256, or an OIDC
+// identity), which every request checks again (credentialRole).
+type grant struct {
+	kind, name, role string
+	tokenSum         []byte
+	identity         *store.ConsoleIdentity
+	// capKey names the pool a cap bounds: past max sessions in it, its
+	// oldest are ended, never another pool's (a token's role only evicts
+	// its own sessions; an operator only their own).
+	capKey string
+	max    int
+}
+
+// openSession starts a session of g and stores it.
+func (cn *Console) openSession(ctx context.Context, g grant) (*session, error) {
 	now := cn.cfg.Now()
-	s := &session{id: randomHex(32), csrf: randomHex(32), role: role, kind: kind, name: name}
+	s := &session{id: randomHex(32), csrf: randomHex(32), role: g.role, kind: g.kind, name: g.name, ref: randomHex(8)}
 	exp := now.Add(SessionIdle)
 	if l := now.Add(SessionLifetime); l.Before(exp) {
 		exp = l
 	}
-	err := cn.cfg.Sessions.OpenConsoleSession(ctx, store.ConsoleSession{IDHash: hashID(s.id), CSRF: s.csrf, Role: role,
-		Kind: kind, Name: name, CapKey: capKey, Created: now, LastSeen: now, ExpiresAt: exp}, max, now)
+	err := cn.cfg.Sessions.OpenConsoleSession(ctx, store.ConsoleSession{IDHash: hashID(s.id), CSRF: s.csrf, Role: g.role,
+		Kind: g.kind, Name: g.name, CapKey: g.capKey, Created: now, LastSeen: now, ExpiresAt: exp,
+		Ref: s.ref, TokenSum: g.tokenSum, Identity: g.identity}, g.max, now)
 	if err != nil {
 		return nil, err
 	}
@@ -136,20 +151,65 @@ func (cn *Console) openSession(ctx context.Context, kind, name, role, capKey str
 }
 
 // sessionOf returns the live session c's cookie names, or nil, and marks
-// it used.
-func (cn *Console) sessionOf(c *fiber.Ctx) (*session, error) {
+// it used. Its role is what its credential grants on this replica now
+// (credentialRole): a session whose credential grants nothing any more is
+// ended here, on whichever replica serves the request, and ended says why.
+// Nothing is cached between requests: a session revoked or ended on one
+// replica is refused by every other at its next request.
+func (cn *Console) sessionOf(c *fiber.Ctx) (s *session, ended string, err error) {
 	id := c.Cookies(sessionCookie)
 	if len(id) != 64 {
-		return nil, nil
+		return nil, "", nil
 	}
-	cs, ok, err := cn.cfg.Sessions.ConsoleSession(c.UserContext(), hashID(id), cn.cfg.Now(), sessionTouch, SessionLifetime, SessionIdle)
+	ctx := c.UserContext()
+	cs, ok, err := cn.cfg.Sessions.ConsoleSession(ctx, hashID(id), cn.cfg.Now(), sessionTouch, SessionLifetime, SessionIdle)
 	if err != nil || !ok {
-		return nil, err
+		return nil, "", err
 	}
-	if cs.Role != RoleAdmin && cs.Role != RoleReadOnly {
-		return nil, nil
+	s = &session{id: utils.CopyString(id), csrf: cs.CSRF, kind: cs.Kind, name: cs.Name, ref: cs.Ref}
+	role, reason := cn.credentialRole(cs)
+	if role == "" {
+		if err := cn.cfg.Sessions.EndConsoleSession(ctx, cs.IDHash); err != nil {
+			return nil, "", err
+		}
+		s.role = cs.Role
+		cn.audit(c, s, "session ended", "reason", reason, "session", cs.Ref)
+		return nil, reason, nil
 	}
-	return &session{id: utils.CopyString(id), csrf: cs.CSRF, role: cs.Role, kind: cs.Kind, name: cs.Name}, nil
+	s.role = role
+	if role != cs.Role {
+		if err := cn.cfg.Sessions.SetConsoleSessionRole(ctx, cs.IDHash, role); err != nil {
+			return nil, "", err
+		}
+		cn.audit(c, s, "session role changed", "from", cs.Role, "session", cs.Ref)
+	}
+	return s, "", nil
+}
+
+// credentialRole is the role cs's credential grants under this replica's
+// configuration now, or "" and why it grants none: a token session's
+// token must be one this replica is configured with (its role is that
+// token's role now); an OIDC session's identity, as of its sign-in, is
+// mapped again with the role rules in force. A session without a
+// credential binding (opened by an older hub) grants nothing.
+func (cn *Console) credentialRole(cs store.ConsoleSession) (role, reason string) {
+	switch {
+	case cs.Kind == sessionToken && len(cs.TokenSum) == sha256.Size:
+		if role = cn.sumRole(cs.TokenSum); role == "" {
+			return "", "its token is no longer configured"
+		}
+		return role, ""
+	case cs.Kind == sessionOIDC && cs.Identity != nil:
+		if cn.oidc == nil || cs.Identity.Issuer != cn.oidc.cfg.Issuer {
+			return "", "its identity provider is no longer configured"
+		}
+		id := identity{Email: cs.Identity.Email, EmailVerified: cs.Identity.EmailVerified, Groups: cs.Identity.Groups}
+		if role = mapRole(id, cn.oidc.admins, cn.oidc.readers); role == "" {
+			return "", "the role rules no longer give its operator a role"
+		}
+		return role, ""
+	}
+	return "", "it has no credential binding"
 }
 
 // limiter counts events (failed sign-ins, sign-ins) per key (a remote
@@ -221,28 +281,43 @@ func fingerprint(token string) string {
 	return hex.EncodeToString(sum[:4])
 }
 
-// tokenRole returns the role token signs in as, or "". Tokens are compared
-// through their SHA-256 in constant time, so neither content nor length
-// leaks.
-func (cn *Console) tokenRole(token string) string {
+// tokenGrant is a configured token, by its SHA-256, and the role it
+// signs in as.
+type tokenGrant struct {
+	sum  [sha256.Size]byte
+	role string
+}
+
+// tokenGrants are the tokens cfg configures.
+func tokenGrants(cfg Config) []tokenGrant {
+	gs := []tokenGrant{{sha256.Sum256([]byte(cfg.AdminToken)), RoleAdmin}}
+	if cfg.ReadOnlyToken != "" {
+		gs = append(gs, tokenGrant{sha256.Sum256([]byte(cfg.ReadOnlyToken)), RoleReadOnly})
+	}
+	return gs
+}
+
+// tokenRole returns the role token signs in as, or "", and the token's
+// SHA-256 (the credential its session is bound to).
+func (cn *Console) tokenRole(token string) (string, []byte) {
 	if token == "" {
-		return ""
+		return "", nil
 	}
-	got := sha256.Sum256([]byte(token))
-	admin := sha256.Sum256([]byte(cn.cfg.AdminToken))
-	isAdmin := subtle.ConstantTimeCompare(got[:], admin[:]) == 1
-	isRO := false
-	if cn.cfg.ReadOnlyToken != "" {
-		ro := sha256.Sum256([]byte(cn.cfg.ReadOnlyToken))
-		isRO = subtle.ConstantTimeCompare(got[:], ro[:]) == 1
+	sum := sha256.Sum256([]byte(token))
+	return cn.sumRole(sum[:]), sum[:]
+}
+
+// sumRole returns the role of the configured token whose SHA-256 is sum,
+// or "". Every configured token is compared, in constant time, so neither
+// content nor length leaks; the first role listed wins (admin).
+func (cn *Console) sumRole(sum []byte) string {
+	role := ""
+	for _, g := range cn.tokens {
+		if subtle.ConstantTimeCompare(sum, g.sum[:]) == 1 && role == "" {
+			role = g.role
+		}
 	}
-	switch {
-	case isAdmin:
-		return RoleAdmin
-	case isRO:
-		return RoleReadOnly
-	}
-	return ""
+	return role
 }
 
 func equalTokens(a, b string) bool {
@@ -305,13 +380,16 @@ type handler func(c *fiber.Ctx, s *session) error
 // but sign-out), from this site, with the session's CSRF token.
 func (cn *Console) authed(h handler) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		s, err := cn.sessionOf(c)
+		s, ended, err := cn.sessionOf(c)
 		if err != nil {
 			return cn.failErr(c, nil, err)
 		}
 		if s == nil {
 			if c.Cookies(sessionCookie) != "" {
 				cn.clearCookie(c, sessionCookie)
+			}
+			if ended != "" { // refused, and told why
+				return cn.renderLogin(c, fiber.StatusUnauthorized, "Your session was ended: "+ended+". Sign in again.")
 			}
 			return c.Redirect("/console/login", fiber.StatusSeeOther)
 		}
@@ -348,7 +426,7 @@ type loginView struct {
 }
 
 func (cn *Console) loginPage(c *fiber.Ctx) error {
-	if s, err := cn.sessionOf(c); err != nil {
+	if s, _, err := cn.sessionOf(c); err != nil {
 		return cn.failErr(c, nil, err)
 	} else if s != nil {
 		return c.Redirect("/console/", fiber.StatusSeeOther)
@@ -384,7 +462,7 @@ func (cn *Console) login(c *fiber.Ctx) error {
 		cn.audit(c, nil, "login failed", "reason", "csrf")
 		return cn.fail(c, nil, fiber.StatusForbidden, "Refused: the sign-in form's CSRF token is missing or wrong (are cookies enabled?). Reload the sign-in page and try again.")
 	}
-	role := cn.tokenRole(form.Get("token"))
+	role, sum := cn.tokenRole(form.Get("token"))
 	if role == "" {
 		cn.failed.add(addr)
 		cn.audit(c, nil, "login failed", "reason", "wrong token")
@@ -398,7 +476,8 @@ func (cn *Console) login(c *fiber.Ctx) error {
 	}
 	cn.signIns.add(addr)
 	cn.roleSignIns.add(role)
-	s, err := cn.openSession(c.UserContext(), sessionToken, "token "+fingerprint(form.Get("token")), role, sessionToken+":"+role, MaxSessions)
+	s, err := cn.openSession(c.UserContext(), grant{kind: sessionToken, name: "token " + fingerprint(form.Get("token")), role: role,
+		tokenSum: sum, capKey: sessionToken + ":" + role, max: MaxSessions})
 	if err != nil {
 		return cn.failErr(c, nil, err)
 	}

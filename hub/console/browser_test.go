@@ -44,6 +44,7 @@ func TestBrowser(t *testing.T) {
 		{"EventsLayout", testBrowserEventsLayout},
 		{"ConfirmActions", testBrowserConfirmActions},
 		{"DestinationTimeline", testBrowserDestinationTimeline},
+		{"Sessions", testBrowserSessions},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, s) })
 	}

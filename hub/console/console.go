@@ -39,6 +39,11 @@ type Operator interface {
 	// actions themselves (hub/ops), never through this interface.
 	ListAudit(ctx context.Context, f ops.AuditFilter) ([]hub.AuditEntry, error)
 
+	// Console sessions (sessions.go): list and revoke (recorded in the
+	// audit trail by hub/ops).
+	ListSessions(ctx context.Context, f ops.SessionFilter) ([]hub.SessionInfo, error)
+	RevokeSessions(ctx context.Context, sel hub.SessionSelector) (ops.RevokeResult, error)
+
 	// Charts (charts.go).
 	ProcessingCharts(ctx context.Context, hours int) (ops.ProcessingCharts, error)
 
@@ -57,6 +62,7 @@ type SessionStore interface {
 	OpenConsoleSession(ctx context.Context, s store.ConsoleSession, max int, now time.Time) error
 	ConsoleSession(ctx context.Context, idHash []byte, now time.Time, touch, lifetime, idle time.Duration) (store.ConsoleSession, bool, error)
 	EndConsoleSession(ctx context.Context, idHash []byte) error
+	SetConsoleSessionRole(ctx context.Context, idHash []byte, role string) error
 	PurgeConsoleSessions(ctx context.Context, now time.Time) error
 	StartConsoleLogin(ctx context.Context, l store.ConsoleLogin, now time.Time) error
 	TakeConsoleLogin(ctx context.Context, stateHash []byte, now time.Time) (store.ConsoleLogin, bool, error)
@@ -140,6 +146,9 @@ type Console struct {
 	// oidcStarts counts OIDC sign-ins started per address.
 	oidcStarts *limiter
 	jobs       *jobs
+	// tokens are the configured tokens a token session's credential is
+	// checked against at every request.
+	tokens []tokenGrant
 }
 
 //go:embed templates/*.html
@@ -151,7 +160,7 @@ var cssFile []byte
 // pageNames are the templates, each rendered inside layout.html.
 var pageNames = []string{"login", "error", "overview", "events", "event", "deadletters", "replay", "plan", "job",
 	"republishplan", "redriveplan", "signedin",
-	"audit", "charts", "entity", "bulkplan", "bulkjob"}
+	"audit", "charts", "entity", "bulkplan", "bulkjob", "sessions", "sessionsplan"}
 
 // New returns a Console on cfg.
 func New(cfg Config) (*Console, error) {
@@ -162,7 +171,7 @@ func New(cfg Config) (*Console, error) {
 	cn := &Console{cfg: cfg, log: cfg.Logger, css: cssFile, pages: map[string]*template.Template{},
 		failed:  newLimiter(cfg.Now, MaxFailedSignIns),
 		signIns: newLimiter(cfg.Now, MaxSignInsPerAddress), roleSignIns: newLimiter(cfg.Now, MaxSignInsPerRole),
-		oidcStarts: newLimiter(cfg.Now, MaxSignInsPerAddress), jobs: newJobs()}
+		oidcStarts: newLimiter(cfg.Now, MaxSignInsPerAddress), jobs: newJobs(), tokens: tokenGrants(cfg)}
 	for _, name := range pageNames {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
@@ -226,6 +235,11 @@ func (cn *Console) Mount(r fiber.Router) {
 	g.Get("/audit", cn.authed(cn.auditPage))
 	g.Get("/audit.jsonl", cn.authed(cn.auditExport))
 	g.Get("/charts", cn.authed(cn.charts))
+	// The console's sessions (issue 27): listed by anyone signed in;
+	// a revocation is planned (GET) and done by an admin (POST).
+	g.Get("/sessions", cn.authed(cn.sessionsPage))
+	g.Get("/sessions/revoke", cn.authed(cn.revokePlan))
+	g.Post("/sessions/revoke", cn.authed(cn.revoke))
 	// Bulk actions on the Events page's filter (issue 21): plan (GET, a
 	// dry run), run (POST), the job and its Cancel (POST).
 	g.Get("/bulk", cn.authed(cn.bulkPage))
@@ -251,7 +265,7 @@ func (cn *Console) headers(c *fiber.Ctx) error {
 // view is what layout.html renders; Page is the page's own data.
 type view struct {
 	Title   string
-	Nav     string // overview, events, dead-letters, replay, audit
+	Nav     string // overview, events, dead-letters, replay, audit, sessions
 	Session *session
 	CSRF    string // the form token: the session's, or the login one
 	Admin   bool

@@ -12,7 +12,15 @@
 // restart and every replica sees it; only the SHA-256 of its id is
 // stored), named by a random browser-session cookie (no Expires or
 // Max-Age; HttpOnly, SameSite=Strict, Secure behind HTTPS) and bounded by
-// SessionLifetime and SessionIdle. Each token's role keeps at most
+// SessionLifetime and SessionIdle. A session is bound to the credential
+// that opened it (the token's SHA-256, or the OIDC identity as of
+// sign-in), and every request works its role out again from that
+// credential under the serving replica's configuration (credentialRole):
+// a credential that grants no role any more ends the session there and
+// then; a changed role is the role the request acts with. Nothing of a
+// session is cached between requests, so a revocation (hub/ops'
+// RevokeSessions, the Sessions page) holds on every replica at the next
+// request. Each token's role keeps at most
 // MaxSessions sessions, each OIDC operator MaxOperatorSessions, and each
 // ends only its own oldest past that, so no one can sign another's
 // sessions out. Every POST carries the session's CSRF

@@ -318,6 +318,32 @@ func operatorName(email string, ok bool, subject string) string {
 	return n
 }
 
+// Bounds of the identity a session keeps: an e-mail longer than
+// maxEmailBytes is kept as none (no e-mail or domain rule matches it), and
+// groups past maxGroupBytes in all are not kept (no group rule matches
+// them). The role at sign-in is mapped from what is kept, so it never
+// differs from the role the next request maps.
+const (
+	maxEmailBytes = 320
+	maxGroupBytes = 32 << 10
+)
+
+// keptIdentity is the identity an OIDC session keeps, within bounds.
+func keptIdentity(issuer, subject, email string, emailVerified bool, groups []string) *store.ConsoleIdentity {
+	ci := &store.ConsoleIdentity{Issuer: issuer, Subject: subject, Email: email, EmailVerified: emailVerified}
+	if len(email) > maxEmailBytes || !utf8.ValidString(email) {
+		ci.Email, ci.EmailVerified = "", false
+	}
+	n := 0
+	for _, g := range groups {
+		if n += len(g); n > maxGroupBytes {
+			break
+		}
+		ci.Groups = append(ci.Groups, g)
+	}
+	return ci
+}
+
 // oidcCallback finishes a sign-in: the state checked against the cookie
 // and taken (once) from Postgres, the code exchanged with its PKCE
 // verifier, the ID token verified (signature, issuer, audience, expiry,
@@ -369,9 +395,11 @@ func (cn *Console) oidcCallback(c *fiber.Ctx) error {
 	if err := idt.Claims(&all); err != nil {
 		return cn.refuseOIDC(c, fiber.StatusUnauthorized, "Sign-in refused: the ID token's claims cannot be read.", "claims", "err", err)
 	}
-	id := identity{Email: cl.Email, EmailVerified: verified(cl.EmailVerified), Groups: groupsOf(all, cn.oidc.cfg.GroupsClaim)}
-	name := operatorName(cl.Email, id.EmailVerified, idt.Subject)
-	role := mapRole(id, cn.oidc.admins, cn.oidc.readers)
+	// The role is mapped from the identity as the session keeps it, which
+	// every request maps again with the rules then in force.
+	ci := keptIdentity(idt.Issuer, idt.Subject, cl.Email, verified(cl.EmailVerified), groupsOf(all, cn.oidc.cfg.GroupsClaim))
+	name := operatorName(cl.Email, ci.EmailVerified, idt.Subject)
+	role := mapRole(identity{Email: ci.Email, EmailVerified: ci.EmailVerified, Groups: ci.Groups}, cn.oidc.admins, cn.oidc.readers)
 	if role == "" {
 		return cn.refuseOIDC(c, fiber.StatusForbidden, "Signed in at the identity provider as "+name+", but no console role is given to you: you are not signed in. Ask an administrator to add you.", "no role", "name", name)
 	}
@@ -383,7 +411,8 @@ func (cn *Console) oidcCallback(c *fiber.Ctx) error {
 	}
 	cn.signIns.add(addr)
 	cn.roleSignIns.add(role)
-	s, err := cn.openSession(c.UserContext(), sessionOIDC, name, role, sessionOIDC+":"+idt.Issuer+" "+idt.Subject, MaxOperatorSessions)
+	s, err := cn.openSession(c.UserContext(), grant{kind: sessionOIDC, name: name, role: role, identity: ci,
+		capKey: sessionOIDC + ":" + idt.Issuer + " " + idt.Subject, max: MaxOperatorSessions})
 	if err != nil {
 		return cn.failErr(c, nil, err)
 	}

@@ -233,13 +233,18 @@ func newOIDCSite(t testing.TB, pool *pgxpool.Pool) *oidcSite {
 	return serveOIDCSite(t, pool, o, cnLn, cnURL, cnURL+"/console/oidc/callback")
 }
 
-func serveOIDCSite(t testing.TB, pool *pgxpool.Pool, o *testOP, ln net.Listener, origin, redirect string) *oidcSite {
+// serveOIDCSite serves a console on ln that signs in with o; mods change
+// its OIDC configuration (other role rules) before it starts.
+func serveOIDCSite(t testing.TB, pool *pgxpool.Pool, o *testOP, ln net.Listener, origin, redirect string, mods ...func(*console.OIDCConfig)) *oidcSite {
 	t.Helper()
 	tr := &rewriter{}
 	s := newSiteConfig(t, pool, fiber.Config{}, func(c *console.Config) {
 		c.OIDC = console.OIDCConfig{Issuer: o.URL, ClientID: consoleClientID, ClientSecret: consoleClientSecret,
 			RedirectURL: redirect, Admins: oidcAdmins, Readers: oidcReaders,
 			HTTPClient: &http.Client{Transport: tr, Timeout: 10 * time.Second}}
+		for _, m := range mods {
+			m(&c.OIDC)
+		}
 	})
 	go func() { _ = s.app.Listener(ln) }()
 	t.Cleanup(func() { _ = s.app.Shutdown() })
@@ -249,10 +254,10 @@ func serveOIDCSite(t testing.TB, pool *pgxpool.Pool, o *testOP, ln net.Listener,
 // replica starts another console on the same database and provider, as
 // a second replica of the hub behind the same load balancer (the same
 // redirect URL).
-func (s *oidcSite) replica(t testing.TB) *oidcSite {
+func (s *oidcSite) replica(t testing.TB, mods ...func(*console.OIDCConfig)) *oidcSite {
 	t.Helper()
 	ln, origin := listen(t)
-	return serveOIDCSite(t, s.pool, s.op, ln, origin, s.redirect)
+	return serveOIDCSite(t, s.pool, s.op, ln, origin, s.redirect, mods...)
 }
 
 // agent is a browser as an HTTP client: a cookie jar, redirects followed

@@ -30,6 +30,12 @@ func flashOf(q url.Values) string {
 		return "Cancelled: no more copies are published; what was published is counted below."
 	case "bulk-not-running":
 		return "The job had finished already."
+	case "revoked":
+		n, err := strconv.Atoi(q.Get("n"))
+		if err != nil || n < 0 {
+			return ""
+		}
+		return fmt.Sprintf("Done: revoked %d session(s); each is refused at its next request, on every replica.", n)
 	case "redrive":
 		n, err := strconv.Atoi(q.Get("n"))
 		if err != nil || n < 0 {

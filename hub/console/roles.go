@@ -62,10 +62,11 @@ type identity struct {
 	Groups        []string
 }
 
-// matches reports whether id matches r. E-mail and domain rules need a
-// verified e-mail (email_verified true): an address the provider did not
-// verify may belong to anyone who typed it.
-func (r roleRule) matches(id identity) bool {
+// matches reports whether id matches r; groups is id's groups as a set
+// (groupSet). E-mail and domain rules need a verified e-mail
+// (email_verified true): an address the provider did not verify may
+// belong to anyone who typed it.
+func (r roleRule) matches(id identity, groups map[string]struct{}) bool {
 	switch r.kind {
 	case "email":
 		return id.EmailVerified && strings.EqualFold(id.Email, r.value)
@@ -73,28 +74,37 @@ func (r roleRule) matches(id identity) bool {
 		at := strings.LastIndexByte(id.Email, '@')
 		return id.EmailVerified && at > 0 && strings.EqualFold(id.Email[at+1:], r.value)
 	case "group":
-		for i, g := range id.Groups {
-			if i >= MaxGroups {
-				break
-			}
-			if g == r.value {
-				return true
-			}
-		}
+		_, ok := groups[r.value]
+		return ok
 	}
 	return false
+}
+
+// groupSet is the first MaxGroups of groups, as a set: a role is mapped
+// at every request of a session, so its cost is one pass over the groups
+// and one over the rules, not their product.
+func groupSet(groups []string) map[string]struct{} {
+	set := make(map[string]struct{}, min(len(groups), MaxGroups))
+	for i, g := range groups {
+		if i >= MaxGroups {
+			break
+		}
+		set[g] = struct{}{}
+	}
+	return set
 }
 
 // mapRole returns the role id signs in as: admin if an admin rule matches,
 // else read-only if a reader rule matches, else "" (refused).
 func mapRole(id identity, admins, readers []roleRule) string {
+	groups := groupSet(id.Groups)
 	for _, r := range admins {
-		if r.matches(id) {
+		if r.matches(id, groups) {
 			return RoleAdmin
 		}
 	}
 	for _, r := range readers {
-		if r.matches(id) {
+		if r.matches(id, groups) {
 			return RoleReadOnly
 		}
 	}

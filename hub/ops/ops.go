@@ -111,6 +111,9 @@ type Config struct {
 	// nothing is recorded and ListAudit finds nothing: Go code driving Ops
 	// without the hub's database (tests of the subscriber library).
 	Audit AuditLog
+	// Sessions lists and revokes the console's sessions. Default: the
+	// Archive, when it is one (hub/store's *Store is).
+	Sessions Sessions
 	// Logger logs what the audit trail could not record; default: discard.
 	Logger *slog.Logger
 	// PayloadScanRows bounds the archive rows one page of a payload
@@ -133,6 +136,7 @@ type Ops struct {
 	maxReplayHeld int64
 	scanStall     time.Duration
 	audit         AuditLog // nil: nothing recorded
+	sessions      Sessions // nil: no console sessions to list
 	log           *slog.Logger
 	// payloadScanRows bounds one page of a payload filter (issue 21).
 	payloadScanRows int
@@ -143,10 +147,15 @@ type Ops struct {
 // New returns Ops on cfg.
 func New(cfg Config) *Ops {
 	o := &Ops{archive: cfg.Archive, subs: cfg.Subscribers, js: cfg.JetStream, stream: cfg.Stream,
-		republisher: cfg.Republisher, now: cfg.Now, scanStall: cfg.ScanStall, audit: cfg.Audit, log: cfg.Logger}
+		republisher: cfg.Republisher, now: cfg.Now, scanStall: cfg.ScanStall, audit: cfg.Audit, sessions: cfg.Sessions, log: cfg.Logger}
 	if o.audit == nil {
 		if a, ok := cfg.Archive.(AuditLog); ok {
 			o.audit = a
+		}
+	}
+	if o.sessions == nil {
+		if s, ok := cfg.Archive.(Sessions); ok {
+			o.sessions = s
 		}
 	}
 	if o.log == nil {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/hookhub/hookhub/hub"
 )
 
 // ConsoleSession is a row of console_sessions: a signed-in console
@@ -25,6 +27,23 @@ type ConsoleSession struct {
 	Created   time.Time
 	LastSeen  time.Time
 	ExpiresAt time.Time
+	// Ref is the session's public name, by which operators revoke it.
+	Ref string
+	// TokenSum is a token session's credential: the SHA-256 of its
+	// token. Identity is an OIDC session's, as of sign-in. A session with
+	// neither (opened by an older hub) has no binding.
+	TokenSum []byte
+	Identity *ConsoleIdentity
+}
+
+// ConsoleIdentity is an OIDC operator's identity as their ID token gave
+// it at sign-in: what their role is mapped from at every request.
+type ConsoleIdentity struct {
+	Issuer        string   `json:"iss"`
+	Subject       string   `json:"sub"`
+	Email         string   `json:"email,omitempty"`
+	EmailVerified bool     `json:"email_verified,omitempty"`
+	Groups        []string `json:"groups,omitempty"`
 }
 
 // MaxPurgeSessions bounds the expired console sessions (and OIDC
@@ -36,9 +55,10 @@ const MaxPurgeSessions = 1000
 // expired rows (sessions and sign-ins) as of now.
 func (s *Store) OpenConsoleSession(ctx context.Context, cs ConsoleSession, max int, now time.Time) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO console_sessions (id_hash, csrf, role, kind, name, cap_key, created_at, last_seen, expires_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			cs.IDHash, cs.CSRF, cs.Role, cs.Kind, cs.Name, cs.CapKey, cs.Created, cs.LastSeen, cs.ExpiresAt); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO console_sessions (id_hash, csrf, role, kind, name, cap_key, created_at, last_seen, expires_at,
+			ref, token_sum, identity) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			cs.IDHash, cs.CSRF, cs.Role, cs.Kind, cs.Name, cs.CapKey, cs.Created, cs.LastSeen, cs.ExpiresAt,
+			refOrNull(cs.Ref), cs.TokenSum, cs.Identity); err != nil {
 			return err
 		}
 		// The OFFSET scan reads at most max+1 index entries of one key
@@ -52,6 +72,15 @@ func (s *Store) OpenConsoleSession(ctx context.Context, cs ConsoleSession, max i
 		return fmt.Errorf("open console session: %w", err)
 	}
 	return s.PurgeConsoleSessions(ctx, now)
+}
+
+// refOrNull is a session's ref as its column holds it: NULL for none (a
+// session without one, as an older hub writes it; the column is unique).
+func refOrNull(ref string) *string {
+	if ref == "" {
+		return nil
+	}
+	return &ref
 }
 
 // PurgeConsoleSessions deletes up to MaxPurgeSessions sessions and as many
@@ -75,9 +104,13 @@ func (s *Store) PurgeConsoleSessions(ctx context.Context, now time.Time) error {
 // once per touch.
 func (s *Store) ConsoleSession(ctx context.Context, idHash []byte, now time.Time, touch, lifetime, idle time.Duration) (ConsoleSession, bool, error) {
 	cs := ConsoleSession{IDHash: idHash}
-	err := s.pool.QueryRow(ctx, `SELECT csrf, role, kind, name, cap_key, created_at, last_seen, expires_at
+	var ref *string
+	err := s.pool.QueryRow(ctx, `SELECT csrf, role, kind, name, cap_key, created_at, last_seen, expires_at, ref, token_sum, identity
 		FROM console_sessions WHERE id_hash = $1 AND expires_at > $2`, idHash, now).
-		Scan(&cs.CSRF, &cs.Role, &cs.Kind, &cs.Name, &cs.CapKey, &cs.Created, &cs.LastSeen, &cs.ExpiresAt)
+		Scan(&cs.CSRF, &cs.Role, &cs.Kind, &cs.Name, &cs.CapKey, &cs.Created, &cs.LastSeen, &cs.ExpiresAt, &ref, &cs.TokenSum, &cs.Identity)
+	if ref != nil {
+		cs.Ref = *ref
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ConsoleSession{}, false, nil
 	}
@@ -108,6 +141,66 @@ func (s *Store) EndConsoleSession(ctx context.Context, idHash []byte) error {
 		return fmt.Errorf("end console session: %w", err)
 	}
 	return nil
+}
+
+// SetConsoleSessionRole records the role the session whose id hashes to
+// idHash acts with now (its credential maps to another role than when it
+// was last recorded), for the sessions' listing.
+func (s *Store) SetConsoleSessionRole(ctx context.Context, idHash []byte, role string) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE console_sessions SET role = $2 WHERE id_hash = $1`, idHash, role); err != nil {
+		return fmt.Errorf("set console session role: %w", err)
+	}
+	return nil
+}
+
+// ListConsoleSessions lists the sessions q selects that have not expired,
+// newest first, at most q.Limit.
+func (s *Store) ListConsoleSessions(ctx context.Context, q hub.SessionQuery) ([]hub.SessionInfo, error) {
+	var before *time.Time
+	if !q.BeforeCreated.IsZero() {
+		before = &q.BeforeCreated
+	}
+	rows, err := s.pool.Query(ctx, `SELECT coalesce(ref, ''), kind, name, role, coalesce(identity->>'iss', ''), created_at, last_seen, expires_at,
+			(token_sum IS NOT NULL OR identity IS NOT NULL) AND ref IS NOT NULL
+		FROM console_sessions
+		WHERE expires_at > $1 AND ($2 = '' OR name = $2) AND ($6 = '' OR ref = $6)
+			AND ($3::timestamptz IS NULL OR (created_at, coalesce(ref, '')) < ($3, $4))
+		ORDER BY created_at DESC, coalesce(ref, '') DESC LIMIT $5`, q.Now, q.Name, before, q.BeforeID, q.Limit, q.ID)
+	if err != nil {
+		return nil, fmt.Errorf("list console sessions: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (hub.SessionInfo, error) {
+		var si hub.SessionInfo
+		err := r.Scan(&si.ID, &si.Kind, &si.Name, &si.Role, &si.Issuer, &si.CreatedAt, &si.LastSeen, &si.ExpiresAt, &si.Bound)
+		return si, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list console sessions: %w", err)
+	}
+	return out, nil
+}
+
+// RevokeConsoleSessions deletes the sessions sel names and returns how
+// many there were. Every replica reads a session's row at each of its
+// requests, so a deleted session is refused everywhere at its next one.
+func (s *Store) RevokeConsoleSessions(ctx context.Context, sel hub.SessionSelector) (int64, error) {
+	var q string
+	var args []any
+	switch {
+	case sel.All:
+		q = `DELETE FROM console_sessions`
+	case sel.ID != "":
+		q, args = `DELETE FROM console_sessions WHERE ref = $1`, []any{sel.ID}
+	case sel.Name != "":
+		q, args = `DELETE FROM console_sessions WHERE name = $1`, []any{sel.Name}
+	default:
+		return 0, errors.New("revoke console sessions: no session named")
+	}
+	tag, err := s.pool.Exec(ctx, q, args...)
+	if err != nil {
+		return 0, fmt.Errorf("revoke console sessions: %w", err)
+	}
+	return tag.RowsAffected(), nil
 }
 
 // CountConsoleSessions is the number of sessions of capKey kept (live or

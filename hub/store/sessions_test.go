@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/internal/hubtest"
 )
@@ -87,4 +88,75 @@ func TestConsoleSessions(t *testing.T) {
 	_, ok, err = st.TakeConsoleLogin(ctx, l.StateHash, now.Add(11*time.Minute))
 	require.NoError(t, err)
 	require.False(t, ok, "expired")
+}
+
+// Sessions keep their credential binding; the listing pages through
+// every live session exactly once (ties on the creation time broken by
+// id), leaves out expired ones, shows a session without a binding as
+// unbound, and a revocation deletes what it names.
+func TestListAndRevokeConsoleSessions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, _ := hubtest.Pool(t)
+	st := store.New(pool)
+	now := time.Now().Truncate(time.Microsecond)
+	var want []string
+	for i := range 5 {
+		cs := sessionRow("token:admin", i, now, time.Hour) // one creation time for all
+		cs.Ref = fmt.Sprintf("ref%d", i)
+		sum := sha256.Sum256([]byte("the token"))
+		cs.TokenSum = sum[:]
+		require.NoError(t, st.OpenConsoleSession(ctx, cs, 100, now))
+		want = append(want, cs.Ref)
+	}
+	op := sessionRow("oidc:alice", 0, now.Add(time.Second), time.Hour)
+	op.Ref, op.Kind, op.Name = "refalice", "oidc", "alice@example.com"
+	op.Identity = &store.ConsoleIdentity{Issuer: "https://id", Subject: "s", Email: "alice@example.com", EmailVerified: true, Groups: []string{"g"}}
+	require.NoError(t, st.OpenConsoleSession(ctx, op, 100, now))
+	got, ok, err := st.ConsoleSession(ctx, op.IDHash, now, time.Minute, time.Hour, time.Hour)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, op.Identity, got.Identity)
+	require.Equal(t, "refalice", got.Ref)
+	require.Nil(t, got.TokenSum)
+	require.NoError(t, st.OpenConsoleSession(ctx, sessionRow("old", 0, now, -time.Second), 100, now.Add(-time.Hour))) // expired
+	unbound := sessionRow("older-hub", 0, now.Add(-time.Second), time.Hour)
+	require.NoError(t, st.OpenConsoleSession(ctx, unbound, 100, now))
+	require.NoError(t, st.SetConsoleSessionRole(ctx, op.IDHash, "read-only"))
+
+	var seen []string
+	q := hub.SessionQuery{Now: now, Limit: 2}
+	for range 10 {
+		page, err := st.ListConsoleSessions(ctx, q)
+		require.NoError(t, err)
+		for _, s := range page {
+			seen = append(seen, s.ID)
+		}
+		if len(page) < q.Limit {
+			break
+		}
+		q.BeforeCreated, q.BeforeID = page[len(page)-1].CreatedAt, page[len(page)-1].ID
+	}
+	require.Equal(t, []string{"refalice", "ref4", "ref3", "ref2", "ref1", "ref0", ""}, seen, "newest first, each once, the expired one left out")
+	all, err := st.ListConsoleSessions(ctx, hub.SessionQuery{Now: now, Limit: 100})
+	require.NoError(t, err)
+	require.Equal(t, "read-only", all[0].Role)
+	require.Equal(t, "https://id", all[0].Issuer)
+	require.True(t, all[0].Bound)
+	require.False(t, all[len(all)-1].Bound)
+	one, err := st.ListConsoleSessions(ctx, hub.SessionQuery{Now: now, ID: "ref2", Limit: 100})
+	require.NoError(t, err)
+	require.Len(t, one, 1)
+
+	n, err := st.RevokeConsoleSessions(ctx, hub.SessionSelector{ID: "ref2"})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	n, err = st.RevokeConsoleSessions(ctx, hub.SessionSelector{Name: "token x"})
+	require.NoError(t, err)
+	require.EqualValues(t, 5, n, "four bound and the unbound one (the expired one was purged by the later sign-ins)")
+	n, err = st.RevokeConsoleSessions(ctx, hub.SessionSelector{All: true})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	_, err = st.RevokeConsoleSessions(ctx, hub.SessionSelector{})
+	require.Error(t, err)
 }

@@ -16,7 +16,7 @@ func TestCommandsFlagIdiom(t *testing.T) {
 	for _, c := range commands() {
 		t.Run(c.name, func(t *testing.T) {
 			pre := []string{c.name}
-			if c.name == "events" || c.name == "dlq" || c.name == "destinations" || c.name == "audit" {
+			if c.name == "events" || c.name == "dlq" || c.name == "destinations" || c.name == "audit" || c.name == "sessions" {
 				pre = append(pre, "list") // the flags are the action's
 			}
 			if c.name == "bulk" {

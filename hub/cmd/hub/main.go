@@ -65,6 +65,7 @@ func commands() []command {
 		{"dlq", "list a subscriber's dead letters, or redrive them after a fix", runDLQ},
 		{"destinations", "HTTP destinations: list, status, pause, resume, or test one with a signed sample", runDestinations},
 		{"purge", "delete old archive rows in batches (the dedup table is kept)", runPurge},
+		{"sessions", "the console's signed-in sessions: list them, revoke one, an operator's or all", runSessions},
 		{"audit", "the audit trail: who replayed, republished, redrove, purged, paused what, and when", runAudit},
 		{"status", "stream, consumers, outbox backlog and dead letters at a glance", runStatus},
 		{"backfill", "ingest the events a provider's API lists but whose webhooks never arrived", runBackfill},
