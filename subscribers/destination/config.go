@@ -55,6 +55,7 @@ const (
 	MinConnectTimeout  = 100 * time.Millisecond
 	MinRetryFor        = time.Minute
 	MaxRetryFor        = 30 * 24 * time.Hour
+	MinMaxRetryAfter   = time.Second
 	MaxSubjects        = 100 // subject filters of one destination
 	MaxSecrets         = 8   // secret_env names of one destination
 	MaxHeaderBytes     = 4 << 10
@@ -174,19 +175,22 @@ func ParseDuration(s string) (time.Duration, error) {
 
 // Spec is one entry of a destinations file, as written.
 type Spec struct {
-	Name           string            `yaml:"name" json:"name"`
-	URL            string            `yaml:"url" json:"url"`
-	Subjects       []string          `yaml:"subjects" json:"subjects"`
-	SecretEnv      StringList        `yaml:"secret_env" json:"secret_env"`
-	Payload        Payload           `yaml:"payload,omitempty" json:"payload,omitempty"`
-	Concurrency    int               `yaml:"concurrency,omitempty" json:"concurrency,omitempty"`
-	Ordered        bool              `yaml:"ordered,omitempty" json:"ordered,omitempty"`
-	RateLimit      float64           `yaml:"rate_limit,omitempty" json:"rate_limit,omitempty"`
-	Timeout        Duration          `yaml:"timeout,omitempty" json:"timeout,omitempty"`
-	ConnectTimeout Duration          `yaml:"connect_timeout,omitempty" json:"connect_timeout,omitempty"`
-	RetryFor       Duration          `yaml:"retry_for,omitempty" json:"retry_for,omitempty"`
-	Headers        map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
-	CAFile         string            `yaml:"ca_file,omitempty" json:"ca_file,omitempty"`
+	Name           string     `yaml:"name" json:"name"`
+	URL            string     `yaml:"url" json:"url"`
+	Subjects       []string   `yaml:"subjects" json:"subjects"`
+	SecretEnv      StringList `yaml:"secret_env" json:"secret_env"`
+	Payload        Payload    `yaml:"payload,omitempty" json:"payload,omitempty"`
+	Concurrency    int        `yaml:"concurrency,omitempty" json:"concurrency,omitempty"`
+	Ordered        bool       `yaml:"ordered,omitempty" json:"ordered,omitempty"`
+	RateLimit      float64    `yaml:"rate_limit,omitempty" json:"rate_limit,omitempty"`
+	Timeout        Duration   `yaml:"timeout,omitempty" json:"timeout,omitempty"`
+	ConnectTimeout Duration   `yaml:"connect_timeout,omitempty" json:"connect_timeout,omitempty"`
+	RetryFor       Duration   `yaml:"retry_for,omitempty" json:"retry_for,omitempty"`
+	// MaxRetryAfter caps the wait a receiver's Retry-After asks for
+	// (default DefaultMaxRetryAfter); a wait never passes retry_for.
+	MaxRetryAfter Duration          `yaml:"max_retry_after,omitempty" json:"max_retry_after,omitempty"`
+	Headers       map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
+	CAFile        string            `yaml:"ca_file,omitempty" json:"ca_file,omitempty"`
 }
 
 // Destination is a validated Spec with its defaults applied and its
@@ -460,6 +464,13 @@ func validate(s Spec, label string, getenv func(string) (string, bool), dir stri
 		d.RetryFor = Duration(DefaultRetryFor)
 	case t < MinRetryFor || t > MaxRetryFor:
 		bad("retry_for", "must be between %v and %v (30d), got %v", MinRetryFor, MaxRetryFor, t)
+	}
+
+	switch t := s.MaxRetryAfter.D(); {
+	case t == 0:
+		d.MaxRetryAfter = Duration(DefaultMaxRetryAfter)
+	case t < MinMaxRetryAfter || t > MaxRetryAfter:
+		bad("max_retry_after", "must be between %v and %v, got %v", MinMaxRetryAfter, MaxRetryAfter, t)
 	}
 
 	validateHeaders(s.Headers, bad)

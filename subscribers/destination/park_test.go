@@ -1,0 +1,280 @@
+package destination_test
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hookhub/hookhub/subscribers/destination"
+	"github.com/hookhub/hookhub/subscribers/destination/internal/receivertest"
+	"github.com/hookhub/hookhub/subscribers/internal/subtest"
+	"github.com/hookhub/hookhub/subscribers/subscriber"
+)
+
+// throttled is a receiver's handler answering 429 with a Retry-After while
+// throttling, else 200; it keeps every request's webhook-id and arrival
+// time, and the webhook-ids in the order of their first 2xx.
+type throttled struct {
+	throttle   atomic.Bool
+	retryAfter string
+
+	mu       sync.Mutex
+	arrivals []time.Time
+	accepted map[string]time.Time // webhook-id → first 2xx
+	order    []string
+	twice    []string // webhook-ids answered 2xx again
+}
+
+// throttledReceiver is a Go receiver answering with a throttled handler,
+// throttling from the start when throttle is set; and its URL.
+func throttledReceiver(t *testing.T, retryAfter string, throttle bool) (*throttled, string) {
+	th := &throttled{retryAfter: retryAfter, accepted: map[string]time.Time{}}
+	th.throttle.Store(throttle)
+	rcv := receivertest.Go(t, testSecret)
+	rcv.Control(t, receivertest.Control{Handler: th.serve})
+	return th, rcv.URL()
+}
+
+func (th *throttled) serve(w http.ResponseWriter, r *http.Request) {
+	now := time.Now()
+	id := r.Header.Get(destination.HeaderWebhookID)
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	th.arrivals = append(th.arrivals, now)
+	if th.throttle.Load() {
+		w.Header().Set("Retry-After", th.retryAfter)
+		w.WriteHeader(http.StatusTooManyRequests)
+		return
+	}
+	if _, ok := th.accepted[id]; ok {
+		th.twice = append(th.twice, id)
+	} else {
+		th.accepted[id] = now
+		th.order = append(th.order, id)
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// lastAccepted is when the last of ids was first answered 2xx, and
+// whether every one of them was.
+func (th *throttled) lastAccepted(ids []string) (time.Time, bool) {
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	var last time.Time
+	for _, id := range ids {
+		at, ok := th.accepted[id]
+		if !ok {
+			return time.Time{}, false
+		}
+		if at.After(last) {
+			last = at
+		}
+	}
+	return last, true
+}
+
+func (th *throttled) acceptedCount() int {
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	return len(th.accepted)
+}
+
+func waiting(t *testing.T, h *harness, dest string) destination.Waiting {
+	t.Helper()
+	w, err := destination.GetWaiting(context.Background(), h.env.Pool, dest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// ackPending is the destination's consumer's unacknowledged messages: its
+// part of the window (MaxAckPending) in use.
+func ackPending(t *testing.T, h *harness, dest string) int {
+	t.Helper()
+	c, err := h.env.JS.Consumer(context.Background(), subtest.Stream, dest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.NumAckPending + int(info.NumPending)
+}
+
+// TestLongRetryAfterDoesNotHoldTheWindow (issue 27): 1,000 events
+// answered 429 Retry-After: 86400 are parked out of the stream (their
+// messages acked: the window is free), waiting for max_retry_after (1h
+// by default), not 24h. The receiver back, new events are delivered
+// within seconds — on an ordered destination they wait, parked behind
+// the head in order, and follow it within seconds of `retry-now` —, and
+// the waiting ones on retry-now, once each, with their webhook-id.
+func TestLongRetryAfterDoesNotHoldTheWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		extra   string
+		ordered bool
+	}{
+		{"unordered", "concurrency: 8\n", false},
+		{"ordered", "ordered: true\n", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			th, url := throttledReceiver(t, "86400", true)
+			h := newHarness(t)
+			o := h.options(t)
+			// Every event is refused: to the circuit an outage, whose probes
+			// would space the first attempts (another test's subject).
+			o.Circuit.Threshold = 1 << 30
+			name := "wait_" + tc.name
+			h.start(t, spec(t, name, url, tc.extra), o)
+
+			const n = 1000
+			waitingIDs := h.publish(t, "wait", n)
+			eventually(t, "1000 events parked", func() bool { return waiting(t, h, name).Events == n })
+			eventually(t, "the consumer's window free", func() bool { return ackPending(t, h, name) == 0 })
+			w := waiting(t, h, name)
+			if d := time.Until(w.NextDue); d < 50*time.Minute || d > time.Hour+time.Minute {
+				t.Errorf("next due in %s, want about max_retry_after (1h), not Retry-After's 24h", d)
+			}
+			eventually(t, "the waiting gauge says 1000", func() bool {
+				return metric(t, h.reg, destination.MetricWaiting, map[string]string{"destination": name}) == n
+			})
+			st, err := destination.GetStatus(context.Background(), h.env.Pool, name)
+			if err != nil || st.Waiting.Events != n || st.State != destination.StateActive {
+				t.Errorf("status = %+v, %v; want active with 1000 waiting", st, err)
+			}
+
+			th.throttle.Store(false)
+			recovered := time.Now()
+			newIDs := h.publish(t, "new", 5)
+			if tc.ordered {
+				// Nothing overtakes the head: the new events are parked
+				// behind it (their messages acked all the same).
+				eventually(t, "the new events parked behind the head", func() bool { return waiting(t, h, name).Events == n+5 })
+				if c := th.acceptedCount(); c != 0 {
+					t.Fatalf("%d events delivered while the head waits", c)
+				}
+				recovered = time.Now()
+				if _, err := destination.RetryNow(context.Background(), h.env.Pool, name); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var last time.Time
+			eventually(t, "the new events delivered", func() bool {
+				var ok bool
+				last, ok = th.lastAccepted(newIDs)
+				return ok
+			})
+			t.Logf("%s: new events delivered %s after the receiver recovered (ordered: after retry-now)", tc.name, last.Sub(recovered).Round(time.Millisecond))
+
+			if !tc.ordered {
+				if c := th.acceptedCount(); c != 5 || waiting(t, h, name).Events != n {
+					t.Fatalf("%d accepted, %d waiting: the waiting events wait for their time or retry-now", c, waiting(t, h, name).Events)
+				}
+				start := time.Now()
+				if got, err := destination.RetryNow(context.Background(), h.env.Pool, name); err != nil || got != n {
+					t.Fatalf("RetryNow = %d, %v; want %d", got, err, n)
+				}
+				eventually(t, "the waiting events delivered", func() bool { _, ok := th.lastAccepted(waitingIDs); return ok })
+				t.Logf("%s: 1000 waiting events delivered %s after retry-now", tc.name, time.Since(start).Round(time.Millisecond))
+			}
+			eventually(t, "nothing waits", func() bool { return waiting(t, h, name).Events == 0 })
+			if _, ok := th.lastAccepted(waitingIDs); !ok {
+				t.Error("a waiting event was never delivered")
+			}
+			th.mu.Lock()
+			order, twice := slices.Clone(th.order), slices.Clone(th.twice)
+			th.mu.Unlock()
+			if len(twice) > 0 {
+				t.Errorf("answered 2xx twice: %v", twice)
+			}
+			if tc.ordered && !slices.Equal(order, append(slices.Clone(waitingIDs), newIDs...)) {
+				t.Errorf("delivered out of order: first %v", order[:min(len(order), 10)])
+			}
+			if dl := deadLetters(t, h, name); dl != 0 {
+				t.Errorf("%d dead letters", dl)
+			}
+			as := attempts(t, h, name, waitingIDs[0])
+			if len(as) != 2 || as[0].Outcome != destination.OutcomeFailed || as[0].Status != 429 || as[1].Outcome != destination.OutcomeDelivered {
+				t.Errorf("attempts of %s: %+v; want failed 429 then delivered", waitingIDs[0], as)
+			}
+		})
+	}
+}
+
+// TestRetryAfterCappedByTheHorizon: with retry_for: 1m a Retry-After of
+// 24h waits 1m at most; the attempt at the horizon, refused again, dead-
+// letters the event (its row gone), and a redrive delivers it.
+func TestRetryAfterCappedByTheHorizon(t *testing.T) {
+	th, url := throttledReceiver(t, "86400", true)
+	h := newHarness(t)
+	o := h.options(t)
+	var skew atomic.Int64 // the runner's clock runs ahead by this much
+	o.Now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	const name = "horizon_dest"
+	h.start(t, spec(t, name, url, "retry_for: 1m\n"), o)
+	ids := h.publish(t, "horizon", 1)
+	eventually(t, "the event parked", func() bool { return waiting(t, h, name).Events == 1 })
+	if d := time.Until(waiting(t, h, name).NextDue); d > time.Minute || d < 50*time.Second {
+		t.Fatalf("due in %s; want the horizon, 1m after the first attempt", d)
+	}
+	skew.Store(int64(61 * time.Second))
+	eventually(t, "dead-lettered at the horizon", func() bool { return deadLetters(t, h, name) == 1 })
+	if w := waiting(t, h, name); w.Events != 0 {
+		t.Errorf("%d still waiting", w.Events)
+	}
+	as := attempts(t, h, name, ids[0])
+	if len(as) != 2 || as[1].Outcome != destination.OutcomeDeadLettered {
+		t.Errorf("attempts: %+v; want failed then dead_lettered", as)
+	}
+	th.throttle.Store(false)
+	if _, err := subscriber.RequestRedriveAll(context.Background(), h.env.Pool, name); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the redriven event delivered", func() bool { _, ok := th.lastAccepted(ids); return ok })
+}
+
+// TestRateLimitFromTheFirstRequest (issue 27): rate_limit 5 with
+// concurrency 8 and idle workers: a burst of 50 events goes out at 5 a
+// second from its first request (the bucket's burst of 5, then its
+// rate), by the receiver's arrival times. Before, idle workers held
+// tokens before they held a message: 12-13 requests in the first 100 ms.
+func TestRateLimitFromTheFirstRequest(t *testing.T) {
+	th, url := throttledReceiver(t, "", false)
+	h := newHarness(t)
+	const name = "rate_dest"
+	h.start(t, spec(t, name, url, "concurrency: 8\nrate_limit: 5\n"), h.options(t))
+	// Setup, not a measure: idle long enough for the bucket to be full
+	// and every worker to be waiting for a message.
+	time.Sleep(3 * time.Second)
+	h.publish(t, "rate", 50)
+	eventually(t, "50 events delivered", func() bool { return th.acceptedCount() == 50 })
+	th.mu.Lock()
+	arrivals := slices.Clone(th.arrivals)
+	th.mu.Unlock()
+	slices.SortFunc(arrivals, func(a, b time.Time) int { return a.Compare(b) })
+	// In any span T at most burst + rate×T requests: 5 in 100 ms (one
+	// more for the edges of the span), 10 in a second (+1).
+	for _, w := range []struct {
+		span time.Duration
+		max  int
+	}{{100 * time.Millisecond, 6}, {time.Second, 11}} {
+		most := 0
+		for i := range arrivals {
+			j := i
+			for j < len(arrivals) && arrivals[j].Sub(arrivals[i]) < w.span {
+				j++
+			}
+			most = max(most, j-i)
+		}
+		t.Logf("at most %d requests in %s", most, w.span)
+		if most > w.max {
+			t.Errorf("%d requests within %s; rate_limit 5 allows %d", most, w.span, w.max)
+		}
+	}
+}
