@@ -278,3 +278,35 @@ func TestRateLimitFromTheFirstRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestRecoveryShortensBackoffWaits: events parked for the hub's own
+// backoff (an hour here) during an outage are sent as soon as a probe
+// finds the endpoint back (the circuit closes), not an hour later.
+func TestRecoveryShortensBackoffWaits(t *testing.T) {
+	rcv := receivertest.Go(t, testSecret)
+	e := newEndpoint()
+	e.fail.Store(http.StatusServiceUnavailable) // no Retry-After
+	rcv.Control(t, receivertest.Control{Handler: e.serve})
+	h := newHarness(t)
+	o := h.options(t)
+	o.RetryBase, o.RetryMax = time.Hour, time.Hour
+	// The circuit opens at the third failure, and its cooldown (which
+	// caps a retry while it is open) does not keep the waits short.
+	o.Circuit.Threshold, o.Circuit.MaxCooldown = 3, time.Hour
+	const name = "recover_dest"
+	h.start(t, spec(t, name, rcv.URL(), "concurrency: 2\n"), o)
+	ids := h.publish(t, "outage", 5)
+	eventually(t, "5 events parked", func() bool { return waiting(t, h, name).Events == 5 })
+	if d := time.Until(waiting(t, h, name).NextDue); d < 10*time.Minute {
+		t.Fatalf("next due in %s; want the backoff's half hour or more", d)
+	}
+	e.fail.Store(0)
+	back := time.Now()
+	ids = append(ids, h.publish(t, "after", 1)...) // the probe
+	eventually(t, "every event delivered", func() bool { return e.acceptedCount() == len(ids) })
+	t.Logf("6 events delivered %s after the endpoint came back", time.Since(back).Round(time.Millisecond))
+	if d := e.duplicates(); len(d) > 0 {
+		t.Errorf("delivered twice: %v", d)
+	}
+	eventually(t, "nothing waits", func() bool { return waiting(t, h, name).Events == 0 })
+}

@@ -147,9 +147,10 @@ func (r *Runner) watchParked(ctx context.Context) error {
 }
 
 // lease is how long a claimed parked event is kept from other schedulers:
-// a batch's attempts, their wait for the rate limit and a margin.
+// its attempt after one of the workers' (they share the slots), the
+// batch's wait for the rate limit, and a margin.
 func (r *Runner) lease() time.Duration {
-	d := time.Duration(r.d.Timeout) + 20*time.Second
+	d := 2*time.Duration(r.d.Timeout) + 20*time.Second
 	if r.d.RateLimit > 0 {
 		d += time.Duration(float64(r.d.Concurrency) / r.d.RateLimit * float64(time.Second))
 	}
