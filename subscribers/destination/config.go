@@ -175,22 +175,20 @@ func ParseDuration(s string) (time.Duration, error) {
 
 // Spec is one entry of a destinations file, as written.
 type Spec struct {
-	Name           string     `yaml:"name" json:"name"`
-	URL            string     `yaml:"url" json:"url"`
-	Subjects       []string   `yaml:"subjects" json:"subjects"`
-	SecretEnv      StringList `yaml:"secret_env" json:"secret_env"`
-	Payload        Payload    `yaml:"payload,omitempty" json:"payload,omitempty"`
-	Concurrency    int        `yaml:"concurrency,omitempty" json:"concurrency,omitempty"`
-	Ordered        bool       `yaml:"ordered,omitempty" json:"ordered,omitempty"`
-	RateLimit      float64    `yaml:"rate_limit,omitempty" json:"rate_limit,omitempty"`
-	Timeout        Duration   `yaml:"timeout,omitempty" json:"timeout,omitempty"`
-	ConnectTimeout Duration   `yaml:"connect_timeout,omitempty" json:"connect_timeout,omitempty"`
-	RetryFor       Duration   `yaml:"retry_for,omitempty" json:"retry_for,omitempty"`
-	// MaxRetryAfter caps the wait a receiver's Retry-After asks for
-	// (default DefaultMaxRetryAfter); a wait never passes retry_for.
-	MaxRetryAfter Duration          `yaml:"max_retry_after,omitempty" json:"max_retry_after,omitempty"`
-	Headers       map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
-	CAFile        string            `yaml:"ca_file,omitempty" json:"ca_file,omitempty"`
+	Name           string            `yaml:"name" json:"name"`
+	URL            string            `yaml:"url" json:"url"`
+	Subjects       []string          `yaml:"subjects" json:"subjects"`
+	SecretEnv      StringList        `yaml:"secret_env" json:"secret_env"`
+	Payload        Payload           `yaml:"payload,omitempty" json:"payload,omitempty"`
+	Concurrency    int               `yaml:"concurrency,omitempty" json:"concurrency,omitempty"`
+	Ordered        bool              `yaml:"ordered,omitempty" json:"ordered,omitempty"`
+	RateLimit      float64           `yaml:"rate_limit,omitempty" json:"rate_limit,omitempty"`
+	Timeout        Duration          `yaml:"timeout,omitempty" json:"timeout,omitempty"`
+	ConnectTimeout Duration          `yaml:"connect_timeout,omitempty" json:"connect_timeout,omitempty"`
+	RetryFor       Duration          `yaml:"retry_for,omitempty" json:"retry_for,omitempty"`
+	MaxRetryAfter  Duration          `yaml:"max_retry_after,omitempty" json:"max_retry_after,omitempty"`
+	Headers        map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
+	CAFile         string            `yaml:"ca_file,omitempty" json:"ca_file,omitempty"`
 }
 
 // Destination is a validated Spec with its defaults applied and its
@@ -459,19 +457,7 @@ func validate(s Spec, label string, getenv func(string) (string, bool), dir stri
 	case timeoutOK && t > d.Timeout.D():
 		bad("connect_timeout", "must not exceed timeout (%v), got %v", d.Timeout.D(), t)
 	}
-	switch t := s.RetryFor.D(); {
-	case t == 0:
-		d.RetryFor = Duration(DefaultRetryFor)
-	case t < MinRetryFor || t > MaxRetryFor:
-		bad("retry_for", "must be between %v and %v (30d), got %v", MinRetryFor, MaxRetryFor, t)
-	}
-
-	switch t := s.MaxRetryAfter.D(); {
-	case t == 0:
-		d.MaxRetryAfter = Duration(DefaultMaxRetryAfter)
-	case t < MinMaxRetryAfter || t > MaxRetryAfter:
-		bad("max_retry_after", "must be between %v and %v, got %v", MinMaxRetryAfter, MaxRetryAfter, t)
-	}
+	validateRetries(&d, bad)
 
 	validateHeaders(s.Headers, bad)
 
@@ -484,6 +470,23 @@ func validate(s Spec, label string, getenv func(string) (string, bool), dir stri
 		}
 	}
 	return d, errs
+}
+
+// validateRetries checks retry_for and max_retry_after (a Retry-After's
+// cap, DefaultMaxRetryAfter by default), setting their defaults in d.
+func validateRetries(d *Destination, bad func(field, format string, args ...any)) {
+	switch t := d.RetryFor.D(); {
+	case t == 0:
+		d.RetryFor = Duration(DefaultRetryFor)
+	case t < MinRetryFor || t > MaxRetryFor:
+		bad("retry_for", "must be between %v and %v (30d), got %v", MinRetryFor, MaxRetryFor, t)
+	}
+	switch t := d.MaxRetryAfter.D(); {
+	case t == 0:
+		d.MaxRetryAfter = Duration(DefaultMaxRetryAfter)
+	case t < MinMaxRetryAfter || t > MaxRetryAfter:
+		bad("max_retry_after", "must be between %v and %v, got %v", MinMaxRetryAfter, MaxRetryAfter, t)
+	}
 }
 
 func validateURL(raw string, bad func(field, format string, args ...any)) {
