@@ -310,3 +310,61 @@ func TestRecoveryShortensBackoffWaits(t *testing.T) {
 	}
 	eventually(t, "nothing waits", func() bool { return waiting(t, h, name).Events == 0 })
 }
+
+// TestParkedEventOutlivesACrashedScheduler: a process that dies while it
+// sends a parked event (here: its database gone, so it cannot give the
+// event back) leaves it leased; once the lease ends another process sends
+// it, with the same webhook-id: nothing is lost.
+func TestParkedEventOutlivesACrashedScheduler(t *testing.T) {
+	rcv := receivertest.Go(t, testSecret)
+	e := newEndpoint()
+	var blocking atomic.Bool
+	e.block = func(r *http.Request) {
+		if blocking.Load() {
+			<-r.Context().Done()
+		}
+	}
+	e.fail.Store(http.StatusServiceUnavailable)
+	rcv.Control(t, receivertest.Control{Handler: e.serve})
+	h := newHarness(t)
+	o := h.options(t)
+	o.RetryBase, o.RetryMax = time.Hour, time.Hour // parked, not retried during the test
+	o.Circuit.Threshold = 1 << 30
+	poolA := smallPool(t, h, 8)
+	o.Pool = poolA
+	const name = "crash_dest"
+	d := spec(t, name, rcv.URL(), "")
+	stopA := h.start(t, d, o)
+	ids := h.publish(t, "crash", 1)
+	eventually(t, "the event parked", func() bool { return waiting(t, h, name).Events == 1 })
+
+	e.fail.Store(0)
+	blocking.Store(true)
+	if _, err := destination.RetryNow(context.Background(), h.env.Pool, name); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the parked event sent", func() bool { return e.requests.Load() == 2 })
+	poolA.Close() // the process dies mid-request: it cannot release the event
+	_ = stopA()
+	if w := waiting(t, h, name); w.Events != 1 || time.Until(w.NextDue) < 5*time.Second {
+		t.Fatalf("waiting %+v: want the event leased (due at its lease's end)", w)
+	}
+
+	blocking.Store(false)
+	o.Pool = h.env.Pool
+	o.Now = func() time.Time { return time.Now().Add(time.Minute) } // past the lease
+	h.start(t, d, o)
+	eventually(t, "the event delivered by the other process", func() bool { return e.acceptedCount() == 1 })
+	eventually(t, "nothing waits", func() bool { return waiting(t, h, name).Events == 0 })
+	e.mu.Lock()
+	got := e.ids["crash-0"]
+	e.mu.Unlock()
+	for _, id := range got {
+		if id != ids[0] {
+			t.Errorf("sent as %q, want webhook-id %q", id, ids[0])
+		}
+	}
+	if as := attempts(t, h, name, ids[0]); len(as) != 2 || as[1].Outcome != destination.OutcomeDelivered {
+		t.Errorf("attempts %+v; want failed then delivered", as)
+	}
+}
