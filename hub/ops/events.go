@@ -158,6 +158,11 @@ const (
 	// never will be; PENDING: it waits in the outbox), so no subscriber
 	// has seen it.
 	OutcomeNotPublished = "not_published"
+	// OutcomeWaiting: a destination parked the event for a later retry
+	// (or behind such an event, ordered): recorded as processed by the
+	// subscriber library, it is not delivered yet (subscribers/destination,
+	// waiting events).
+	OutcomeWaiting = "waiting"
 	// OutcomeNoConsumer: the subscriber has tables but no consumer on the
 	// stream (it has not run since the stream was made, or was removed):
 	// whether it takes the subject is unknown.
@@ -383,6 +388,17 @@ func (o *Ops) outcomes(ctx context.Context, events []outcomeEvent, lastOnly bool
 			if i, ok := index[p.EventKey]; ok {
 				isProcessed[i] = true
 				sos[i].Outcome, sos[i].At, sos[i].StreamSeq = p.Outcome, p.ProcessedAt, p.StreamSeq
+			}
+		}
+		if slices.Contains(dests, sub) {
+			parked, err := destination.ParkedOf(ctx, o.subs, sub, keys)
+			if err != nil && !errors.Is(err, destination.ErrUnknownDestination) {
+				return nil, err
+			}
+			for k := range parked {
+				if i, ok := index[k]; ok && isProcessed[i] {
+					sos[i].Outcome = OutcomeWaiting
+				}
 			}
 		}
 		dead, err := subscriber.DeadLettersOf(ctx, o.subs, sub, keys, 0)

@@ -262,3 +262,40 @@ func countWaiting(ctx context.Context, db DB, dest string) (int64, error) {
 	}
 	return n, nil
 }
+
+// ParkedOf returns which of keys the destination has parked (waiting for
+// a retry, or behind one): one query, at most MaxLastAttemptsKeys keys
+// (more are not looked up). A destination whose tables predate the
+// parked table has none.
+func ParkedOf(ctx context.Context, db DB, dest string, keys []subscriber.EventKey) (map[subscriber.EventKey]bool, error) {
+	t, err := table(dest, "parked")
+	if err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	providers, ids := lookupKeys(keys)
+	rows, err := db.Query(ctx, `SELECT p.provider, p.event_id FROM `+t+` p
+		JOIN unnest($1::text[], $2::text[]) AS k(provider, event_id) ON p.provider = k.provider AND p.event_id = k.event_id`, providers, ids)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table
+		return nil, nil
+	}
+	if err != nil {
+		return nil, dbError("parked events", dest, err)
+	}
+	got, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (subscriber.EventKey, error) {
+		var k subscriber.EventKey
+		err := row.Scan(&k.Provider, &k.EventID)
+		return k, err
+	})
+	if err != nil {
+		return nil, dbError("parked events", dest, err)
+	}
+	out := make(map[subscriber.EventKey]bool, len(got))
+	for _, k := range got {
+		out[k] = true
+	}
+	return out, nil
+}

@@ -144,6 +144,10 @@ func TestLongRetryAfterDoesNotHoldTheWindow(t *testing.T) {
 			eventually(t, "the waiting gauge says 1000", func() bool {
 				return metric(t, h.reg, destination.MetricWaiting, map[string]string{"destination": name}) == n
 			})
+			keys := []subscriber.EventKey{{Provider: "paddle", EventID: "wait-0"}, {Provider: "paddle", EventID: "wait-999"}, {Provider: "paddle", EventID: "other"}}
+			if got, err := destination.ParkedOf(context.Background(), h.env.Pool, name, keys); err != nil || len(got) != 2 || !got[keys[0]] || !got[keys[1]] {
+				t.Errorf("ParkedOf = %v, %v; want the two waiting events", got, err)
+			}
 			st, err := destination.GetStatus(context.Background(), h.env.Pool, name)
 			if err != nil || st.Waiting.Events != n || st.State != destination.StateActive {
 				t.Errorf("status = %+v, %v; want active with 1000 waiting", st, err)
