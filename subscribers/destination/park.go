@@ -53,6 +53,9 @@ type Parked struct {
 	Attempts int
 	// ReceiverAsked says the wait is a Retry-After's.
 	ReceiverAsked bool
+	// bad is why the row cannot be read back as an event (it is
+	// dead-lettered as it is, not retried).
+	bad error
 }
 
 // park writes ps in tx, with one INSERT; an event parked already (a
@@ -127,18 +130,20 @@ func claimParked(ctx context.Context, db DB, dest string, ordered bool, now, lea
 			return p, err
 		}
 		p.Event.StreamSeq = uint64(max(seq, 0))
+		p.Event.NumDelivered = uint64(max(p.Attempts, 0)) + 1
+		p.Due = leaseEnd
 		var m map[string][]string
 		if err := json.Unmarshal(h, &m); err != nil {
-			return p, fmt.Errorf("parked event %d: headers: %w", p.ID, err)
+			p.bad = fmt.Errorf("parked event %d: headers: %w", p.ID, err)
+			return p, nil
 		}
 		p.Event.Header = nats.Header(m)
 		md, err := schema.ParseMetadata(p.Event.Header)
 		if err != nil {
-			return p, fmt.Errorf("parked event %d: %w", p.ID, err)
+			p.bad = fmt.Errorf("parked event %d: %w", p.ID, err)
+			return p, nil
 		}
 		p.Event.Metadata = md
-		p.Event.NumDelivered = uint64(p.Attempts) + 1
-		p.Due = leaseEnd
 		return p, nil
 	})
 	if err != nil {

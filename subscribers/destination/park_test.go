@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -370,5 +371,29 @@ func TestParkedEventOutlivesACrashedScheduler(t *testing.T) {
 	}
 	if as := attempts(t, h, name, ids[0]); len(as) != 2 || as[1].Outcome != destination.OutcomeDelivered {
 		t.Errorf("attempts %+v; want failed then delivered", as)
+	}
+}
+
+// TestUnreadableParkedEventIsDeadLettered: a parked row that cannot be
+// read back as an event (no hub headers) is dead-lettered with the
+// reason, not retried for ever, and the others are still sent.
+func TestUnreadableParkedEventIsDeadLettered(t *testing.T) {
+	th, url := throttledReceiver(t, "", false)
+	h := newHarness(t)
+	const name = "unreadable_dest"
+	h.start(t, spec(t, name, url, ""), h.options(t))
+	if _, err := h.env.Pool.Exec(context.Background(), `INSERT INTO unreadable_dest.parked
+		(provider, event_id, subject, headers, data, parked_at, due_at, attempts) VALUES ('paddle', 'bad', 'paddle.x', '{}', '{}', NOW(), NOW(), 1)`); err != nil {
+		t.Fatal(err)
+	}
+	ids := h.publish(t, "fine", 1)
+	eventually(t, "the unreadable row dead-lettered", func() bool { return deadLetters(t, h, name) == 1 })
+	eventually(t, "the other event delivered", func() bool { _, ok := th.lastAccepted(ids); return ok })
+	dls, err := subscriber.ListDeadLetters(context.Background(), h.env.Pool, name)
+	if err != nil || len(dls) != 1 || dls[0].EventID != "bad" || !strings.Contains(dls[0].Error, "parked event") {
+		t.Fatalf("dead letters %+v, %v", dls, err)
+	}
+	if w := waiting(t, h, name); w.Events != 0 {
+		t.Errorf("%d still waiting", w.Events)
 	}
 }

@@ -187,6 +187,10 @@ func (r *Runner) sendParked(ctx context.Context, p Parked) {
 	log := r.log.With("provider", ev.Provider, "event_id", ev.EventID, "parked_id", p.ID, "attempt", p.Attempts+1)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
+	if p.bad != nil { // no retry can read it
+		r.giveUp(wctx, p, Attempt{}, p.bad.Error(), log)
+		return
+	}
 	if err := r.circuit.Admit(ctx); err != nil {
 		r.release(wctx, p, log)
 		return
