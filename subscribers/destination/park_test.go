@@ -136,7 +136,7 @@ func TestLongRetryAfterDoesNotHoldTheWindow(t *testing.T) {
 
 			const n = 1000
 			waitingIDs := h.publish(t, "wait", n)
-			eventually(t, "1000 events parked", func() bool { return waiting(t, h, name).Events == n })
+			eventuallyWithin(t, 3*subtest.Timeout, "1000 events parked", func() bool { return waiting(t, h, name).Events == n })
 			eventually(t, "the consumer's window free", func() bool { return ackPending(t, h, name) == 0 })
 			w := waiting(t, h, name)
 			if d := time.Until(w.NextDue); d < 50*time.Minute || d > time.Hour+time.Minute {
@@ -160,7 +160,7 @@ func TestLongRetryAfterDoesNotHoldTheWindow(t *testing.T) {
 			if tc.ordered {
 				// Nothing overtakes the head: the new events are parked
 				// behind it (their messages acked all the same).
-				eventually(t, "the new events parked behind the head", func() bool { return waiting(t, h, name).Events == n+5 })
+				eventuallyWithin(t, 3*subtest.Timeout, "the new events parked behind the head", func() bool { return waiting(t, h, name).Events == n+5 })
 				if c := th.acceptedCount(); c != 0 {
 					t.Fatalf("%d events delivered while the head waits", c)
 				}
@@ -170,7 +170,7 @@ func TestLongRetryAfterDoesNotHoldTheWindow(t *testing.T) {
 				}
 			}
 			var last time.Time
-			eventually(t, "the new events delivered", func() bool {
+			eventuallyWithin(t, 3*subtest.Timeout, "the new events delivered", func() bool {
 				var ok bool
 				last, ok = th.lastAccepted(newIDs)
 				return ok
@@ -185,10 +185,10 @@ func TestLongRetryAfterDoesNotHoldTheWindow(t *testing.T) {
 				if got, err := destination.RetryNow(context.Background(), h.env.Pool, name); err != nil || got != n {
 					t.Fatalf("RetryNow = %d, %v; want %d", got, err, n)
 				}
-				eventually(t, "the waiting events delivered", func() bool { _, ok := th.lastAccepted(waitingIDs); return ok })
+				eventuallyWithin(t, 3*subtest.Timeout, "the waiting events delivered", func() bool { _, ok := th.lastAccepted(waitingIDs); return ok })
 				t.Logf("%s: 1000 waiting events delivered %s after retry-now", tc.name, time.Since(start).Round(time.Millisecond))
 			}
-			eventually(t, "nothing waits", func() bool { return waiting(t, h, name).Events == 0 })
+			eventuallyWithin(t, 3*subtest.Timeout, "nothing waits", func() bool { return waiting(t, h, name).Events == 0 })
 			if _, ok := th.lastAccepted(waitingIDs); !ok {
 				t.Error("a waiting event was never delivered")
 			}
@@ -263,12 +263,14 @@ func TestRateLimitFromTheFirstRequest(t *testing.T) {
 	arrivals := slices.Clone(th.arrivals)
 	th.mu.Unlock()
 	slices.SortFunc(arrivals, func(a, b time.Time) int { return a.Compare(b) })
-	// In any span T at most burst + rate×T requests: 5 in 100 ms (one
-	// more for the edges of the span), 10 in a second (+1).
+	// In any span T at most burst + rate×T requests leave: 5 in 100 ms,
+	// 10 in a second; the receiver may see two more (the network's
+	// jitter on a loaded machine bunching arrivals). Before the fix: 13
+	// in 100 ms.
 	for _, w := range []struct {
 		span time.Duration
 		max  int
-	}{{100 * time.Millisecond, 6}, {time.Second, 11}} {
+	}{{100 * time.Millisecond, 7}, {time.Second, 12}} {
 		most := 0
 		for i := range arrivals {
 			j := i
