@@ -146,11 +146,15 @@ func (r *Runner) watchParked(ctx context.Context) error {
 	}
 }
 
+// admitWait bounds a claimed parked event's wait for the circuit.
+func (r *Runner) admitWait() time.Duration { return time.Duration(r.d.Timeout) + 10*time.Second }
+
 // lease is how long a claimed parked event is kept from other schedulers:
-// its attempt after one of the workers' (they share the slots), the
-// batch's wait for the rate limit, and a margin.
+// its wait for the circuit (admitWait), for a slot (one of the workers'
+// attempts: they share the slots) and its own attempt, the batch's wait
+// for the rate limit, and a margin.
 func (r *Runner) lease() time.Duration {
-	d := 2*time.Duration(r.d.Timeout) + 20*time.Second
+	d := 3*time.Duration(r.d.Timeout) + 30*time.Second
 	if r.d.RateLimit > 0 {
 		d += time.Duration(float64(r.d.Concurrency) / r.d.RateLimit * float64(time.Second))
 	}
@@ -191,7 +195,12 @@ func (r *Runner) sendParked(ctx context.Context, p Parked) {
 		r.giveUp(wctx, p, Attempt{}, p.bad.Error(), log)
 		return
 	}
-	if err := r.circuit.Admit(ctx); err != nil {
+	// While the circuit is open this waits for the probe (this event may
+	// be it), within its lease: past that the event is given back, due.
+	actx, acancel := context.WithTimeout(ctx, r.admitWait())
+	err := r.circuit.Admit(actx)
+	acancel()
+	if err != nil {
 		r.release(wctx, p, log)
 		return
 	}
