@@ -390,16 +390,8 @@ func (o *Ops) outcomes(ctx context.Context, events []outcomeEvent, lastOnly bool
 				sos[i].Outcome, sos[i].At, sos[i].StreamSeq = p.Outcome, p.ProcessedAt, p.StreamSeq
 			}
 		}
-		if slices.Contains(dests, sub) {
-			parked, err := destination.ParkedOf(ctx, o.subs, sub, keys)
-			if err != nil && !errors.Is(err, destination.ErrUnknownDestination) {
-				return nil, err
-			}
-			for k := range parked {
-				if i, ok := index[k]; ok && isProcessed[i] {
-					sos[i].Outcome = OutcomeWaiting
-				}
-			}
+		if err := o.markWaiting(ctx, sub, dests, keys, index, isProcessed, sos); err != nil {
+			return nil, err
 		}
 		dead, err := subscriber.DeadLettersOf(ctx, o.subs, sub, keys, 0)
 		if err != nil {
@@ -455,6 +447,26 @@ func (o *Ops) outcomes(ctx context.Context, events []outcomeEvent, lastOnly bool
 		}
 	}
 	return out, nil
+}
+
+// markWaiting sets OutcomeWaiting on the events of sos that sub, when it
+// is one of dests (a destination), recorded as processed but parked for a
+// later retry.
+func (o *Ops) markWaiting(ctx context.Context, sub string, dests []string, keys []subscriber.EventKey, index map[subscriber.EventKey]int,
+	isProcessed []bool, sos []SubscriberOutcome) error {
+	if !slices.Contains(dests, sub) {
+		return nil
+	}
+	parked, err := destination.ParkedOf(ctx, o.subs, sub, keys)
+	if err != nil && !errors.Is(err, destination.ErrUnknownDestination) {
+		return err
+	}
+	for k := range parked {
+		if i, ok := index[k]; ok && isProcessed[i] {
+			sos[i].Outcome = OutcomeWaiting
+		}
+	}
+	return nil
 }
 
 // httpAttempts fills the HTTP attempts of destination dest on sos.
