@@ -19,7 +19,7 @@ const auditPageSize = 50
 
 // auditActions are the actions the filter offers.
 var auditActions = []string{ops.ActionReplay, ops.ActionRepublish, ops.ActionRedrive, ops.ActionPurge,
-	ops.ActionDestinationPause, ops.ActionDestinationResume, ops.ActionBulkReplay, ops.ActionBulkRepublish}
+	ops.ActionDestinationPause, ops.ActionDestinationResume, ops.ActionDestinationRetryNow, ops.ActionBulkReplay, ops.ActionBulkRepublish}
 
 // auditQuery is the audit page's filter form, as typed.
 type auditQuery struct {

@@ -69,6 +69,8 @@ var funcs = template.FuncMap{
 			return "pending"
 		case ops.OutcomeNotPublished:
 			return "not published"
+		case ops.OutcomeWaiting:
+			return "waiting for its retry"
 		case ops.OutcomeNoConsumer:
 			return "no consumer on the stream"
 		case ops.OutcomeUnknown:

@@ -31,6 +31,9 @@ const (
 	ActionPurge             = "purge"
 	ActionDestinationPause  = "destination.pause"
 	ActionDestinationResume = "destination.resume"
+	// ActionDestinationRetryNow ends the wait of a destination's parked
+	// events (`hub destinations retry-now`).
+	ActionDestinationRetryNow = "destination.retry_now"
 	// The bulk actions (bulk*.go) record themselves under these names.
 	ActionBulkReplay    = "bulk.replay"
 	ActionBulkRepublish = "bulk.republish"

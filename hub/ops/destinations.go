@@ -39,3 +39,30 @@ func (o *Ops) SetDestinationState(ctx context.Context, name string, state destin
 	})
 	return res, err
 }
+
+// RetryNowResult reports a retry-now of a destination's waiting events.
+type RetryNowResult struct {
+	Destination string `json:"destination"`
+	// Waiting is how many parked events were waiting for a later time and
+	// are due now.
+	Waiting int64 `json:"waiting"`
+}
+
+// RetryDestinationNow ends the wait of every parked event of a
+// destination (destination.RetryNow: waiting for a retry, a receiver's
+// Retry-After included): its running process sends them within
+// destination.ParkPollInterval, at its rate limit and concurrency. It is
+// recorded in the audit trail (action "destination.retry_now").
+func (o *Ops) RetryDestinationNow(ctx context.Context, name string) (RetryNowResult, error) {
+	res := RetryNowResult{Destination: name}
+	params := map[string]any{"destination": clip(name, maxAuditParam)}
+	err := o.audited(ctx, ActionDestinationRetryNow, "destination "+name, params, func() (any, error) {
+		n, err := destination.RetryNow(ctx, o.subs, name)
+		if err != nil {
+			return nil, err
+		}
+		res.Waiting = n
+		return res, nil
+	})
+	return res, err
+}

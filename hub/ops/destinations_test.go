@@ -89,3 +89,29 @@ func TestShowEventDestinationAttempts(t *testing.T) {
 		require.Equal(t, fmt.Sprint("try ", ops.MaxShownAttempts+4), so.HTTPAttempts[len(so.HTTPAttempts)-1].Error, "the newest")
 	}
 }
+
+// A destination's event parked for a later retry is recorded as processed
+// by the subscriber library, but its detail says it waits.
+func TestShowEventParkedIsWaiting(t *testing.T) {
+	t.Parallel()
+	pool, _ := hubtest.Pool(t)
+	o := newOps(t, pool, nil)
+	ctx := context.Background()
+	archive(t, pool, time.Now().Add(-time.Hour), "evt_parked", "evt_done")
+	publish(t, pool)
+	require.NoError(t, subscriber.Migrate(ctx, pool, "billing", destination.Migrations("billing")))
+	for _, id := range []string{"evt_parked", "evt_done"} {
+		_, err := pool.Exec(ctx, `INSERT INTO billing.processed_messages (subscriber, provider, event_id, subject, processed_at, outcome)
+			VALUES ('billing', 'paddle', $1, 'paddle.subscription.created', NOW(), 'processed')`, id)
+		require.NoError(t, err)
+	}
+	_, err := pool.Exec(ctx, `INSERT INTO billing.parked (provider, event_id, subject, headers, data, parked_at, due_at, attempts, receiver_asked)
+		VALUES ('paddle', 'evt_parked', 'paddle.subscription.created', '{}', '{}', NOW(), NOW() + interval '1 hour', 1, true)`)
+	require.NoError(t, err)
+	for id, want := range map[string]string{"paddle:evt_parked": ops.OutcomeWaiting, "paddle:evt_done": ops.OutcomeProcessed} {
+		d, err := o.ShowEvent(ctx, id)
+		require.NoError(t, err)
+		require.Len(t, d.Subscribers, 1)
+		require.Equal(t, want, d.Subscribers[0].Outcome, id)
+	}
+}

@@ -158,6 +158,11 @@ const (
 	// never will be; PENDING: it waits in the outbox), so no subscriber
 	// has seen it.
 	OutcomeNotPublished = "not_published"
+	// OutcomeWaiting: a destination parked the event for a later retry
+	// (or behind such an event, ordered): recorded as processed by the
+	// subscriber library, it is not delivered yet (subscribers/destination,
+	// waiting events).
+	OutcomeWaiting = "waiting"
 	// OutcomeNoConsumer: the subscriber has tables but no consumer on the
 	// stream (it has not run since the stream was made, or was removed):
 	// whether it takes the subject is unknown.
@@ -385,6 +390,9 @@ func (o *Ops) outcomes(ctx context.Context, events []outcomeEvent, lastOnly bool
 				sos[i].Outcome, sos[i].At, sos[i].StreamSeq = p.Outcome, p.ProcessedAt, p.StreamSeq
 			}
 		}
+		if err := o.markWaiting(ctx, sub, dests, keys, index, isProcessed, sos); err != nil {
+			return nil, err
+		}
 		dead, err := subscriber.DeadLettersOf(ctx, o.subs, sub, keys, 0)
 		if err != nil {
 			return nil, subscriberErr(err)
@@ -439,6 +447,26 @@ func (o *Ops) outcomes(ctx context.Context, events []outcomeEvent, lastOnly bool
 		}
 	}
 	return out, nil
+}
+
+// markWaiting sets OutcomeWaiting on the events of sos that sub, when it
+// is one of dests (a destination), recorded as processed but parked for a
+// later retry.
+func (o *Ops) markWaiting(ctx context.Context, sub string, dests []string, keys []subscriber.EventKey, index map[subscriber.EventKey]int,
+	isProcessed []bool, sos []SubscriberOutcome) error {
+	if !slices.Contains(dests, sub) {
+		return nil
+	}
+	parked, err := destination.ParkedOf(ctx, o.subs, sub, keys)
+	if err != nil && !errors.Is(err, destination.ErrUnknownDestination) {
+		return err
+	}
+	for k := range parked {
+		if i, ok := index[k]; ok && isProcessed[i] {
+			sos[i].Outcome = OutcomeWaiting
+		}
+	}
+	return nil
 }
 
 // httpAttempts fills the HTTP attempts of destination dest on sos.

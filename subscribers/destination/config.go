@@ -55,6 +55,7 @@ const (
 	MinConnectTimeout  = 100 * time.Millisecond
 	MinRetryFor        = time.Minute
 	MaxRetryFor        = 30 * 24 * time.Hour
+	MinMaxRetryAfter   = time.Second
 	MaxSubjects        = 100 // subject filters of one destination
 	MaxSecrets         = 8   // secret_env names of one destination
 	MaxHeaderBytes     = 4 << 10
@@ -185,6 +186,7 @@ type Spec struct {
 	Timeout        Duration          `yaml:"timeout,omitempty" json:"timeout,omitempty"`
 	ConnectTimeout Duration          `yaml:"connect_timeout,omitempty" json:"connect_timeout,omitempty"`
 	RetryFor       Duration          `yaml:"retry_for,omitempty" json:"retry_for,omitempty"`
+	MaxRetryAfter  Duration          `yaml:"max_retry_after,omitempty" json:"max_retry_after,omitempty"`
 	Headers        map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
 	CAFile         string            `yaml:"ca_file,omitempty" json:"ca_file,omitempty"`
 }
@@ -455,12 +457,7 @@ func validate(s Spec, label string, getenv func(string) (string, bool), dir stri
 	case timeoutOK && t > d.Timeout.D():
 		bad("connect_timeout", "must not exceed timeout (%v), got %v", d.Timeout.D(), t)
 	}
-	switch t := s.RetryFor.D(); {
-	case t == 0:
-		d.RetryFor = Duration(DefaultRetryFor)
-	case t < MinRetryFor || t > MaxRetryFor:
-		bad("retry_for", "must be between %v and %v (30d), got %v", MinRetryFor, MaxRetryFor, t)
-	}
+	validateRetries(&d, bad)
 
 	validateHeaders(s.Headers, bad)
 
@@ -473,6 +470,23 @@ func validate(s Spec, label string, getenv func(string) (string, bool), dir stri
 		}
 	}
 	return d, errs
+}
+
+// validateRetries checks retry_for and max_retry_after (a Retry-After's
+// cap, DefaultMaxRetryAfter by default), setting their defaults in d.
+func validateRetries(d *Destination, bad func(field, format string, args ...any)) {
+	switch t := d.RetryFor.D(); {
+	case t == 0:
+		d.RetryFor = Duration(DefaultRetryFor)
+	case t < MinRetryFor || t > MaxRetryFor:
+		bad("retry_for", "must be between %v and %v (30d), got %v", MinRetryFor, MaxRetryFor, t)
+	}
+	switch t := d.MaxRetryAfter.D(); {
+	case t == 0:
+		d.MaxRetryAfter = Duration(DefaultMaxRetryAfter)
+	case t < MinMaxRetryAfter || t > MaxRetryAfter:
+		bad("max_retry_after", "must be between %v and %v, got %v", MinMaxRetryAfter, MaxRetryAfter, t)
+	}
 }
 
 func validateURL(raw string, bad func(field, format string, args ...any)) {

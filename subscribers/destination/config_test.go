@@ -56,7 +56,8 @@ func TestParseDefaults(t *testing.T) {
 	}
 	if d.Payload != destination.PayloadEnvelope || d.Concurrency != destination.DefaultConcurrency ||
 		d.Timeout.D() != destination.DefaultTimeout || d.ConnectTimeout.D() != destination.DefaultConnectTimeout ||
-		d.RetryFor.D() != destination.DefaultRetryFor || d.RateLimit != 0 || d.Ordered || d.RootCAs != nil {
+		d.RetryFor.D() != destination.DefaultRetryFor || d.RateLimit != 0 || d.Ordered || d.RootCAs != nil ||
+		d.MaxRetryAfter.D() != destination.DefaultMaxRetryAfter {
 		t.Fatalf("defaults not applied: %+v", d.Spec)
 	}
 	if len(d.Secrets) != 1 || len(d.Secrets[0]) == 0 {
@@ -77,6 +78,7 @@ destinations:
     rate_limit: 2.5
     timeout: 1s
     retry_for: 3d
+    max_retry_after: 10m
     headers: {X-Team: billing, Authorization: "Bearer abc"}
     ca_file: ` + ca + `
   - name: second
@@ -94,7 +96,7 @@ destinations:
 	d := ds[0]
 	if d.Payload != destination.PayloadRaw || !d.Ordered || d.Concurrency != 1 || d.RateLimit != 2.5 ||
 		d.Timeout.D() != time.Second || d.ConnectTimeout.D() != time.Second || d.RetryFor.D() != 72*time.Hour ||
-		d.Headers["X-Team"] != "billing" || d.RootCAs == nil || len(d.Secrets) != 2 {
+		d.Headers["X-Team"] != "billing" || d.RootCAs == nil || len(d.Secrets) != 2 || d.MaxRetryAfter.D() != 10*time.Minute {
 		t.Fatalf("first = %+v (%d secrets)", d.Spec, len(d.Secrets))
 	}
 	if d := ds[1]; d.Concurrency != 256 || d.Timeout.D() != 5*time.Minute || d.ConnectTimeout.D() != 100*time.Millisecond {
@@ -210,6 +212,8 @@ func TestParseFieldRules(t *testing.T) {
 		{"connect_timeout short", "connect_timeout", "50ms", "billing_node", "connect_timeout", "at least 100ms"},
 		{"connect_timeout over timeout", "connect_timeout", "11s", "billing_node", "connect_timeout", "must not exceed timeout (10s)"},
 		{"retry_for short", "retry_for", "59s", "billing_node", "retry_for", "between 1m0s and 720h0m0s"},
+		{"max_retry_after short", "max_retry_after", "500ms", "billing_node", "max_retry_after", "between 1s and 24h0m0s"},
+		{"max_retry_after long", "max_retry_after", "2d", "billing_node", "max_retry_after", "between 1s and 24h0m0s"},
 		{"retry_for long", "retry_for", "31d", "billing_node", "retry_for", "between"},
 		{"retry_for days garbage", "retry_for", "1.5d", "", "", "not a duration"},
 		{"retry_for many days", "retry_for", "99999d", "", "", "whole days up to 3650"},

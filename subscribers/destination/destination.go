@@ -101,6 +101,9 @@ type Runner struct {
 	circuit *Circuit
 	policy  Policy
 	limiter *rate.Limiter
+	// slots bounds the HTTP attempts under way to Concurrency: the
+	// subscriber's workers' and the parked events' scheduler's (send).
+	slots chan struct{}
 	// maxCooldown caps an event's retry delay while the circuit is open:
 	// the failure is the endpoint's, and the event must follow soon after
 	// a probe finds the endpoint back.
@@ -143,7 +146,9 @@ func New(d Destination, o Options) (*Runner, error) {
 			RootCAs:        d.RootCAs,
 			MaxConns:       d.Concurrency,
 		}),
-		policy:  Policy{RetryFor: time.Duration(d.RetryFor), Base: o.RetryBase, Max: o.RetryMax},
+		policy: Policy{RetryFor: time.Duration(d.RetryFor), Base: o.RetryBase, Max: o.RetryMax,
+			MaxRetryAfter: time.Duration(d.MaxRetryAfter)},
+		slots:   make(chan struct{}, max(d.Concurrency, 1)),
 		state:   StateActive,
 		changed: make(chan struct{}),
 	}
@@ -191,6 +196,7 @@ func New(d Destination, o Options) (*Runner, error) {
 	sub.Background("state", r.watchState)
 	sub.Background("backlog", r.watchBacklog)
 	sub.Background("purge", r.purge)
+	sub.Background("parked", r.watchParked)
 	r.sub = sub
 	return r, nil
 }
@@ -244,8 +250,10 @@ func (r *Runner) setState(s State) bool {
 }
 
 // admit is the subscriber's worker gate: a worker takes its next message
-// only once the destination is active, its circuit lets it (one probe at
-// a time while open) and the rate limit allows a request.
+// only once the destination is active and its circuit lets it (one probe
+// at a time while open). The rate limit is not taken here but in send,
+// once the worker holds a message: an idle worker holding a token would
+// let a burst past the limit.
 func (r *Runner) admit(ctx context.Context) error {
 	for {
 		s, changed := r.currentState()
@@ -262,111 +270,90 @@ func (r *Runner) admit(ctx context.Context) error {
 		return err
 	}
 	r.o.Metrics.SetCircuitOpen(r.d.Name, r.circuit.State() != CircuitClosed)
-	if r.limiter != nil {
-		return r.limiter.Wait(ctx)
-	}
 	return nil
 }
 
-// handle delivers one event: it POSTs, records a failed attempt and tells
-// the library what to do with the message. A delivered attempt is returned
-// as the event's record: the library writes it (recordDelivered) in the
-// transaction that records the event as processed, with a batch of
-// others. It holds no Postgres connection while it POSTs; a failed
-// attempt, and a 410's state, it writes on the pool itself (record).
+// handle delivers one event: it POSTs (send), records a failed attempt
+// and tells the library what to do with the message. A delivered attempt
+// is returned as the event's record: the library writes it
+// (recordDelivered) in the transaction that records the event as
+// processed, with a batch of others. A failed event whose retry is more
+// than MaxHeldRetry away is returned as a parked record instead, written
+// the same way: its message is acked and the scheduler (sendDue) sends it
+// again from Postgres. On an ordered destination an event with parked
+// events before it is parked behind them unsent. It holds no Postgres
+// connection while it POSTs; a failed attempt, and a 410's state, it
+// writes on the pool itself (record).
 func (r *Runner) handle(ctx context.Context, ev subscriber.Event) (any, error) {
 	if s, _ := r.currentState(); s != StateActive {
 		// A worker admitted before the destination was paused or
 		// disabled: the message waits, unsent, for it to be active.
 		return nil, subscriber.RetryAfter(r.policy.Delay(1, 0), fmt.Errorf("destination %s", s))
 	}
-	body, err := Body(r.d.Payload, ev)
+	if r.d.Ordered {
+		behind, err := hasParked(ctx, r.o.Pool, r.d.Name)
+		if err != nil {
+			return nil, subscriber.RetryAfter(r.policy.Delay(1, 0), err)
+		}
+		if behind {
+			now := r.o.Now()
+			return parked{ev: ev, due: now, at: now, reason: "behind an earlier event waiting for its retry (ordered)"}, nil
+		}
+	}
+	res, a, err := r.send(ctx, ev)
 	if err != nil {
 		return nil, err
 	}
-	now := r.o.Now()
-	res := r.client.Do(ctx, r.d.URL, RequestHeader(ctx, r.d, ev, WebhookID(ev), body, now), body)
-	name := r.d.Name
-	r.o.Metrics.ObserveAttempt(name, res.Class(), res.Latency)
-	a := Attempt{
-		Destination: name,
-		Provider:    ev.Provider,
-		EventID:     ev.EventID,
-		StreamSeq:   ev.StreamSeq,
-		At:          now,
-		Status:      res.Status,
-		Latency:     res.Latency,
-		Response:    res.Response,
-	}
-	if res.Err != nil {
-		a.Error = res.Err.Error()
-	}
 	switch {
 	case res.OK():
-		r.circuit.Report(true)
-		r.o.Metrics.SetCircuitOpen(name, false)
-		r.o.Metrics.SetLastSuccess(name, now)
+		r.delivered(ctx, a.At)
 		a.Outcome = OutcomeDelivered
 		// Written in the transaction that records the event as processed:
 		// the log says delivered exactly when the library will not send it
 		// again.
 		return a, nil
 	case res.Gone():
-		log := r.eventLog(ev)
-		a.Outcome = OutcomeGone
-		reason := fmt.Sprintf("410 Gone from the endpoint at %s", now.UTC().Format(time.RFC3339))
-		// Counted and logged once per disabling, not once per request in
-		// flight that got the 410 too.
-		if r.setState(StateDisabled) {
-			r.o.Metrics.CountDisabled(name)
-			log.Error("the endpoint answered 410 Gone: destination disabled until `hub destinations resume`", "url", RedactURL(r.d.URL))
-		}
-		r.disabling.Store(true)
-		r.record(ctx, a, log)
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
-		if _, err := SetState(wctx, r.o.Pool, name, StateDisabled, reason); err != nil {
-			log.Error("cannot record that the destination is disabled", "error", err)
-		}
-		cancel()
-		r.disabling.Store(false)
+		r.gone(ctx, a, r.eventLog(ev))
 		// Not a failure of this event: it waits for the destination to
 		// be resumed.
 		return nil, subscriber.RetryAfter(r.policy.Delay(1, 0), errors.New("410 Gone: destination disabled"))
 	}
 	log := r.eventLog(ev)
-	r.circuit.Report(false)
-	r.o.Metrics.SetCircuitOpen(name, r.circuit.State() != CircuitClosed)
-	failure := describe(res)
-	first, seen, err := FirstAttempt(ctx, r.o.Pool, name, ev.Provider, ev.EventID)
-	if err != nil {
-		log.Warn("cannot read the event's first attempt", "error", err)
-	}
-	if seen && r.policy.Expired(first, now) {
-		a.Outcome = OutcomeDeadLettered
-		r.record(ctx, a, log)
-		return nil, subscriber.Permanentf("retried for %s since %s: %s", time.Duration(r.d.RetryFor), first.UTC().Format(time.RFC3339), failure)
-	}
-	a.Outcome = OutcomeFailed
-	r.record(ctx, a, log)
 	attempt := int(min(ev.NumDelivered, 64))
-	delay := r.policy.Delay(attempt, res.RetryAfter)
-	if r.circuit.State() != CircuitClosed && res.RetryAfter == 0 {
-		delay = min(delay, r.maxCooldown)
+	delay, err := r.failed(ctx, ev, &a, res, attempt)
+	r.record(ctx, a, log)
+	if err != nil {
+		return nil, err
 	}
-	log.Info("delivery failed; will retry", "status", res.Status, "error", failure, "retry_in", delay)
-	return nil, subscriber.RetryAfter(delay, errors.New(failure))
+	failure := describe(res)
+	if delay <= MaxHeldRetry {
+		log.Info("delivery failed; will retry", "status", res.Status, "error", failure, "retry_in", delay)
+		return nil, subscriber.RetryAfter(delay, errors.New(failure))
+	}
+	log.Info("delivery failed; parked until its retry", "status", res.Status, "error", failure, "retry_in", delay)
+	return parked{ev: ev, due: a.At.Add(delay), at: a.At, attempts: attempt, receiverAsked: res.RetryAfter > 0, reason: failure}, nil
 }
 
-// recordDelivered writes the delivered attempts handle returned for a
-// batch of events (subscriber.Config.RecordBatch), with one INSERT.
+// recordDelivered writes the records handle returned for a batch of
+// events (subscriber.Config.RecordBatch): the delivered attempts with one
+// INSERT, the parked events with another.
 func (r *Runner) recordDelivered(ctx context.Context, tx pgx.Tx, records []any) error {
 	as := make([]Attempt, 0, len(records))
+	var ps []parked
 	for _, rec := range records {
-		a, ok := rec.(Attempt)
-		if !ok {
-			return fmt.Errorf("destination %s: record of type %T, want Attempt", r.d.Name, rec)
+		switch v := rec.(type) {
+		case Attempt:
+			as = append(as, v)
+		case parked:
+			ps = append(ps, v)
+		default:
+			return fmt.Errorf("destination %s: record of type %T, want Attempt or parked", r.d.Name, rec)
 		}
-		as = append(as, a)
+	}
+	if len(ps) > 0 {
+		if err := park(ctx, tx, r.d.Name, ps); err != nil {
+			return err
+		}
 	}
 	return RecordAttempts(ctx, tx, r.d.Name, as)
 }
@@ -487,6 +474,7 @@ func (r *Runner) watchBacklog(ctx context.Context) error {
 			info := c.CachedInfo()
 			r.o.Metrics.SetBacklog(r.d.Name, info.NumPending+uint64(max(info.NumAckPending, 0)))
 		}
+		r.refreshWaiting(ictx)
 		cancel()
 		if !sleep(ctx, BacklogPollInterval) {
 			return nil

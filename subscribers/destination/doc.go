@@ -20,6 +20,9 @@
 //   - send.go: one bounded HTTP attempt (Client, Result).
 //   - policy.go, circuit.go: the retry delays and horizon; the circuit
 //     breaker.
+//   - park.go, parkrun.go: waiting events parked out of the stream, and
+//     their scheduler; send, the one HTTP attempt (concurrency slots, then
+//     the rate limit).
 //   - destination.go: the Runner, one destination's subscriber.
 //   - service.go: the Service, a file's destinations in one process, with
 //     reload.
@@ -32,9 +35,10 @@
 // A Runner is a subscriber whose workers pass a gate (Config.Admit)
 // before they take a message: the destination must be active (not paused
 // or disabled, as its state row in Postgres says, read every
-// StatePollInterval), its circuit must let the worker through (one probe
-// at a time while open) and its rate limit must allow a request. The
-// handler (an effect: subscriber.Subscriber.HandleEffect, outside any
+// StatePollInterval) and its circuit must let the worker through (one
+// probe at a time while open). The rate limit is taken by send, once a
+// worker holds a message, right before its request (an idle worker
+// holding a token would let a burst through). The handler (an effect: subscriber.Subscriber.HandleEffect, outside any
 // transaction) then builds the body and headers, POSTs once, and:
 //
 //   - on 2xx returns the attempt as delivered: the library writes it in
@@ -46,17 +50,32 @@
 //     nothing is dead-lettered for it;
 //   - otherwise records the failed attempt (on the pool) and, within
 //     the horizon (retry_for, counted from the first attempt since the
-//     event's last delivery or dead letter), asks
-//     for a retry after Policy.Delay (Retry-After honoured), at most the
-//     circuit's longest cooldown while the circuit is open; past the
-//     horizon it returns a permanent error and the library dead-letters
-//     the event.
+//     event's last delivery or dead letter), retries after Policy.Delay
+//     (Retry-After honoured up to max_retry_after), at most the circuit's
+//     longest cooldown while the circuit is open, and never past the
+//     horizon (Policy.Until); past the horizon it returns a permanent
+//     error and the library dead-letters the event.
 //
-// Failed events wait unacknowledged for their retry; the consumer's
-// MaxAckPending (MaxWaitingRetries) leaves room for many of them, so a
-// few refused events do not hold back the others. An ordered destination
-// has one worker and a MaxAckPending of one: a failed event is retried
-// before any later one is sent.
+// A retry due within MaxHeldRetry waits unacknowledged in the stream
+// (subscriber.RetryAfter); the consumer's MaxAckPending (MaxWaitingRetries)
+// leaves room for many of them. A later one is parked: the handler returns
+// a parked record, which the library writes (into <name>.parked) in the
+// transaction that records the event as processed, then acks the message;
+// a parked event holds no place of the window, however long it waits. The
+// runner's scheduler (watchParked) claims the due ones with a lease, sends
+// them and deletes each delivered one with its attempt in one transaction,
+// parks it again after a failure, or dead-letters it at the horizon
+// (subscriber.DeadLetterKept, which also deletes its processed row, so a
+// redrive delivers it). A crash mid-send leaves the row to be taken again
+// when its lease ends: at least once, same webhook-id. RetryNow ends every
+// wait; a recovery (the circuit closing) ends the waits that were the
+// hub's own backoff.
+//
+// An ordered destination has one worker and a MaxAckPending of one: a
+// failed event is retried before any later one is sent. While it has
+// parked events, a new event is parked behind them unsent, and the
+// scheduler sends only the head (the first parked) and only when it is
+// due: the order holds, and the stream keeps flowing.
 //
 // The HTTP call cannot join the transaction: a crash between the
 // receiver's answer and the commit sends the event again, with the same

@@ -29,6 +29,9 @@ type Status struct {
 	// P99 is the 99th percentile of the last hour's attempt latencies, 0
 	// without attempts.
 	P99 time.Duration
+	// Waiting is the destination's parked events: waiting for a retry
+	// (or, ordered, behind one), out of the stream (GetWaiting).
+	Waiting Waiting
 }
 
 // Window is the span of Status's recent figures.
@@ -37,7 +40,7 @@ const Window = time.Hour
 // GetStatus returns the destination name's status, ErrUnknownDestination
 // when it has no tables. Every figure is read through an index: the state
 // row, the newest attempt and the newest success, and the last hour's
-// attempts (Window).
+// attempts (Window); and the parked events (Waiting), counted.
 func GetStatus(ctx context.Context, db DB, name string) (Status, error) {
 	attempts, err := table(name, "attempts")
 	if err != nil {
@@ -74,6 +77,9 @@ func GetStatus(ctx context.Context, db DB, name string) (Status, error) {
 	st.LastAttempt = deref(lastAttempt)
 	if p99 != nil {
 		st.P99 = msDuration(*p99)
+	}
+	if st.Waiting, err = GetWaiting(ctx, db, name); err != nil {
+		return Status{}, err
 	}
 	return st, nil
 }

@@ -22,11 +22,7 @@ func LastAttempts(ctx context.Context, db DB, dest string, keys []subscriber.Eve
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	keys = keys[:min(len(keys), MaxLastAttemptsKeys)]
-	providers, ids := make([]string, len(keys)), make([]string, len(keys))
-	for i, k := range keys {
-		providers[i], ids[i] = eventKey(k.Provider, k.EventID)
-	}
+	providers, ids := lookupKeys(keys)
 	rows, err := db.Query(ctx, `SELECT l.* FROM unnest($1::text[], $2::text[]) AS k(provider, event_id)
 		CROSS JOIN LATERAL (
 			SELECT `+attemptColumns+` FROM `+t+`
@@ -36,4 +32,15 @@ func LastAttempts(ctx context.Context, db DB, dest string, keys []subscriber.Eve
 		return nil, dbError("last attempts", dest, err)
 	}
 	return collectAttempts(dest, rows)
+}
+
+// lookupKeys are the first MaxLastAttemptsKeys of keys as the
+// destination's tables store them (eventKey), in two arrays for unnest.
+func lookupKeys(keys []subscriber.EventKey) (providers, ids []string) {
+	keys = keys[:min(len(keys), MaxLastAttemptsKeys)]
+	providers, ids = make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		providers[i], ids[i] = eventKey(k.Provider, k.EventID)
+	}
+	return providers, ids
 }

@@ -17,6 +17,7 @@ const (
 	MetricState           = "hookhub_destination_state"
 	MetricLastSuccess     = "hookhub_destination_last_success_timestamp_seconds"
 	MetricDisabled        = "hookhub_destination_disabled_total"
+	MetricWaiting         = "hookhub_destination_waiting"
 )
 
 // attemptBuckets are the attempt duration histogram's buckets, 5 ms to
@@ -34,6 +35,7 @@ type Metrics struct {
 	state       *prometheus.GaugeVec     // destination, state
 	lastSuccess *prometheus.GaugeVec     // destination
 	disabled    *prometheus.CounterVec   // destination
+	waiting     *prometheus.GaugeVec     // destination
 }
 
 // NewMetrics creates the metrics and registers them with reg (nil: not
@@ -57,6 +59,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Unix time of the destination's last delivered event (2xx answer)."}, d),
 		disabled: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricDisabled,
 			Help: "Times the destination was disabled because its endpoint answered 410 Gone."}, d),
+		waiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricWaiting,
+			Help: "Events parked out of the stream: waiting for a retry more than 10s away (a backoff, a Retry-After), or behind such an event on an ordered destination; polled."}, d),
 	}
 	if reg == nil {
 		return m
@@ -69,6 +73,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.state = must(reg, m.state, &errs)
 	m.lastSuccess = must(reg, m.lastSuccess, &errs)
 	m.disabled = must(reg, m.disabled, &errs)
+	m.waiting = must(reg, m.waiting, &errs)
 	if len(errs) > 0 {
 		panic(fmt.Sprintf("destination: register metrics: %v", errors.Join(errs...)))
 	}
@@ -106,6 +111,15 @@ func (m *Metrics) SetBacklog(dest string, n uint64) {
 		return
 	}
 	m.backlog.WithLabelValues(dest).Set(float64(n))
+}
+
+// SetWaiting sets the number of dest's parked events (waiting for a
+// retry, or behind one on an ordered destination).
+func (m *Metrics) SetWaiting(dest string, n int64) {
+	if m == nil {
+		return
+	}
+	m.waiting.WithLabelValues(dest).Set(float64(n))
 }
 
 // SetCircuitOpen sets whether dest's circuit breaker holds attempts back.
@@ -163,5 +177,6 @@ func (m *Metrics) Forget(dest string) {
 	m.circuitOpen.DeletePartialMatch(l)
 	m.state.DeletePartialMatch(l)
 	m.lastSuccess.DeletePartialMatch(l)
+	m.waiting.DeletePartialMatch(l)
 	m.disabled.DeletePartialMatch(l)
 }

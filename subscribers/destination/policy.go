@@ -1,6 +1,7 @@
 package destination
 
 import (
+	"cmp"
 	"math/rand/v2"
 	"time"
 )
@@ -9,16 +10,22 @@ import (
 const (
 	DefaultBackoffBase = 5 * time.Second
 	DefaultBackoffMax  = time.Hour
+	// DefaultMaxRetryAfter caps the wait a receiver's Retry-After asks
+	// for (a destination's max_retry_after).
+	DefaultMaxRetryAfter = time.Hour
 )
 
 // Policy is a destination's retry schedule: exponential backoff with
 // jitter, for RetryFor from the first attempt, after which the message is
 // dead-lettered. Zero fields take defaults (DefaultRetryFor,
-// DefaultBackoffBase, DefaultBackoffMax, math/rand/v2.Float64).
+// DefaultBackoffBase, DefaultBackoffMax, DefaultMaxRetryAfter,
+// math/rand/v2.Float64).
 type Policy struct {
 	RetryFor time.Duration
 	Base     time.Duration
 	Max      time.Duration
+	// MaxRetryAfter caps a receiver's Retry-After.
+	MaxRetryAfter time.Duration
 	// Rand returns a number in [0, 1) for the jitter.
 	Rand func() float64
 }
@@ -26,7 +33,8 @@ type Policy struct {
 // Delay is how long to wait before the next attempt, after attempt
 // failures (1 after the first): Base*2^(attempt-1), at most Max, less a
 // jitter that spreads it uniformly over [d/2, d]. A server's retryAfter
-// (Result.RetryAfter) wins when it is longer, up to MaxRetryAfter.
+// (Result.RetryAfter) wins when it is longer, up to p.MaxRetryAfter.
+// Until caps the result at the horizon.
 func (p Policy) Delay(attempt int, retryAfter time.Duration) time.Duration {
 	base, max := p.Base, p.Max
 	if base <= 0 {
@@ -55,9 +63,22 @@ func (p Policy) Delay(attempt int, retryAfter time.Duration) time.Duration {
 	}
 	d = d/2 + time.Duration(r*float64(d-d/2))
 	if retryAfter > d {
-		d = min(retryAfter, MaxRetryAfter)
+		d = min(retryAfter, cmp.Or(p.MaxRetryAfter, DefaultMaxRetryAfter))
 	}
 	return d
+}
+
+// Until caps delay d, after an attempt at now of an event first attempted
+// at first, so that the next attempt is due by the horizon (first +
+// RetryFor) at the latest: a wait never extends past retry_for, and the
+// attempt at the horizon, if it fails, dead-letters the event. A zero
+// first leaves d as it is.
+func (p Policy) Until(first, now time.Time, d time.Duration) time.Duration {
+	if first.IsZero() {
+		return d
+	}
+	left := first.Add(cmp.Or(p.RetryFor, DefaultRetryFor)).Sub(now)
+	return max(min(d, left), 0)
 }
 
 // Expired reports whether a message first attempted at first has been

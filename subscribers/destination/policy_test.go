@@ -28,7 +28,9 @@ func TestPolicyDelay(t *testing.T) {
 		{"max below base", destination.Policy{Base: time.Minute, Max: time.Second, Rand: fixed(0)}, 3, 0, 30 * time.Second},
 		{"retry-after longer wins", destination.Policy{Rand: fixed(0)}, 1, time.Minute, time.Minute},
 		{"retry-after shorter loses", destination.Policy{Rand: fixed(0)}, 1, time.Second, 2500 * time.Millisecond},
-		{"retry-after capped", destination.Policy{Rand: fixed(0)}, 1, 100 * time.Hour, 24 * time.Hour},
+		{"retry-after capped by the default max_retry_after", destination.Policy{Rand: fixed(0)}, 1, 100 * time.Hour, destination.DefaultMaxRetryAfter},
+		{"retry-after capped by max_retry_after", destination.Policy{MaxRetryAfter: 10 * time.Minute, Rand: fixed(0)}, 1, 24 * time.Hour, 10 * time.Minute},
+		{"retry-after within max_retry_after", destination.Policy{MaxRetryAfter: 2 * time.Hour, Rand: fixed(0)}, 1, 90 * time.Minute, 90 * time.Minute},
 		{"bad rand", destination.Policy{Rand: fixed(math.NaN())}, 1, 0, 2500 * time.Millisecond},
 		{"rand of 1", destination.Policy{Rand: fixed(1)}, 1, 0, 2500 * time.Millisecond},
 	} {
@@ -62,6 +64,31 @@ func TestPolicyExpired(t *testing.T) {
 	} {
 		if got := tc.p.Expired(tc.first, first.Add(tc.after)); got != tc.want {
 			t.Errorf("%+v Expired(%v, +%v) = %v", tc.p, tc.first, tc.after, got)
+		}
+	}
+}
+
+// TestPolicyUntil: a wait never extends past the horizon (retry_for from
+// the first attempt).
+func TestPolicyUntil(t *testing.T) {
+	first := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name  string
+		p     destination.Policy
+		first time.Time
+		after time.Duration // now - first
+		delay time.Duration
+		want  time.Duration
+	}{
+		{"well within", destination.Policy{RetryFor: time.Hour}, first, time.Minute, 5 * time.Minute, 5 * time.Minute},
+		{"cut at the horizon", destination.Policy{RetryFor: time.Minute}, first, 0, time.Hour, time.Minute},
+		{"cut, later attempt", destination.Policy{RetryFor: time.Minute}, first, 50 * time.Second, time.Hour, 10 * time.Second},
+		{"default retry_for", destination.Policy{}, first, 71 * time.Hour, 24 * time.Hour, time.Hour},
+		{"past the horizon", destination.Policy{RetryFor: time.Minute}, first, 2 * time.Minute, time.Hour, 0},
+		{"no first attempt", destination.Policy{RetryFor: time.Minute}, time.Time{}, 0, time.Hour, time.Hour},
+	} {
+		if got := tc.p.Until(tc.first, first.Add(tc.after), tc.delay); got != tc.want {
+			t.Errorf("%s: Until = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

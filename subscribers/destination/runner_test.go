@@ -111,10 +111,17 @@ func (h *harness) publish(t testing.TB, prefix string, n int) []string {
 // eventually polls cond until it holds or subtest.Timeout passes.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(subtest.Timeout)
+	eventuallyWithin(t, subtest.Timeout, what, cond)
+}
+
+// eventuallyWithin is eventually with another deadline (longer, for the
+// phases that handle 1,000 events one at a time).
+func eventuallyWithin(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
+			t.Fatalf("timed out after %s waiting until %s", d, what)
 		}
 		time.Sleep(subtest.Tick)
 	}

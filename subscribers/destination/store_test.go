@@ -61,11 +61,16 @@ func TestStoreMigrations(t *testing.T) {
 	require.Zero(t, n, "no destination table outside the destinations' schemas")
 	var v int64
 	require.NoError(t, pool.QueryRow(ctx, `SELECT max(version_id) FROM billing.schema_version`).Scan(&v))
-	require.Equal(t, int64(1), v)
+	require.Equal(t, int64(2), v)
 	// Down and up again.
 	m, err := migrate.ForSchema(ctx, pool, destination.Migrations("crm"), "crm")
 	require.NoError(t, err)
 	defer m.Close()
+	_, err = m.Down(ctx) // the parked events
+	require.NoError(t, err)
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM information_schema.tables
+		WHERE table_name = 'parked' AND table_schema = 'crm'`).Scan(&n))
+	require.Zero(t, n)
 	_, err = m.Down(ctx)
 	require.NoError(t, err)
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM information_schema.tables

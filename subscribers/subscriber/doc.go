@@ -216,6 +216,14 @@
 // skip. A failed redrive records redrive_error (sanitized) and clears the
 // request.
 //
+// A service that keeps an event for later attempts of its own after the
+// library recorded it as processed (a destination parks a long retry in
+// its own table, written with a RecordBatch record, and the message is
+// acked) gives up on it with DeadLetterKept: in the service's
+// transaction, the dead letter is stored and the processed row deleted,
+// so the event is where a dead-lettered message would be and a redrive
+// delivers it.
+//
 // # Shutdown
 //
 // When Run's context is cancelled it stops fetching, hands back the

@@ -27,6 +27,8 @@ type queries struct {
 	startAttemptAny      string
 	finishAttempt        string
 	clearAttempts        string
+	// forgetProcessed serves DeadLetterKept.
+	forgetProcessed string
 }
 
 func newQueries(schemaName string) queries {
@@ -116,5 +118,7 @@ UPDATE __SCHEMA__.handler_attempts SET unfinished = unfinished - 1
 WHERE provider = $1 AND event_id = $2 AND unfinished > 0`),
 		clearAttempts: r.Replace(`
 DELETE FROM __SCHEMA__.handler_attempts WHERE provider = $1 AND event_id = $2`),
+		forgetProcessed: r.Replace(`
+DELETE FROM __SCHEMA__.processed_messages WHERE subscriber = $1 AND provider = $2 AND event_id = $3`),
 	}
 }

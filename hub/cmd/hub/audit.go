@@ -57,7 +57,7 @@ func actorPart(s string) string {
 const auditUsage = `Usage: hub audit list [--since T] [--until T] [--actor NAME] [--action A] [--limit N] [--before CURSOR] [--json]
 
 The audit trail: every operator action (replay, republish, redrive, purge, bulk actions,
-destination pause and resume) from the console, the admin API and the command line, with
+destination pause, resume and retry-now) from the console, the admin API and the command line, with
 who, when, the parameters and the result. Newest first. Dry runs are not recorded.
 `
 
@@ -73,7 +73,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	since := fs.String("since", "", "started at or after")
 	until := fs.String("until", "", "started before")
 	actor := fs.String("actor", "", `only this actor, exactly as listed ("alice@example.com", "token 1a2b3c4d", "alice@ops-1")`)
-	act := fs.String("action", "", "only this action: replay, republish, redrive, purge, destination.pause, destination.resume, bulk.replay, bulk.republish")
+	act := fs.String("action", "", "only this action: replay, republish, redrive, purge, destination.pause, destination.resume, destination.retry_now, bulk.replay, bulk.republish")
 	limit := fs.Int("limit", ops.DefaultAuditLimit, fmt.Sprintf("at most this many entries (1..%d)", ops.MaxAuditLimit))
 	before := fs.String("before", "", "the next page: entries after the one of this cursor (printed at the end of a full page)")
 	asJSON := fs.Bool("json", false, "one JSON object per line")

@@ -16,12 +16,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/provider/samples"
-	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/destination"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
@@ -31,17 +28,20 @@ const destinationsUsage = `Usage: hub destinations list [--json]
        hub destinations status NAME [--attempts N] [--json]
        hub destinations pause NAME [--reason TEXT] [--json]
        hub destinations resume NAME [--reason TEXT] [--json]
+       hub destinations retry-now NAME [--json]
        hub destinations test NAME [--file PATH] [--json]
 
 Destinations deliver events to HTTP endpoints (see docs/destinations.md).
 
-  list    every destination: state, backlog, last success, the last hour's failures and
-          p99 latency, URL
+  list    every destination: state, backlog, waiting events, last success, the last
+          hour's failures and p99 latency, URL
   status  one destination in full: its state with the reason and since when, and its
           last attempts, whatever their event
   pause   stop delivering: the running destination takes no new event within seconds;
           events wait in the stream
   resume  deliver again, after a pause or after the endpoint answered 410 Gone (disabled)
+  retry-now  end the wait of the events waiting for a retry (a backoff, a Retry-After):
+          they are sent within seconds
   test    POST a signed sample event to the destination's endpoint, as the running
           destination would, and print the answer (exit 0 on 2xx, 1 otherwise)
 
@@ -51,7 +51,7 @@ recorded in HUB_DATA_DIR, or 127.0.0.1:4222): without NATS, list and status say 
 `
 
 func runDestinations(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	action, args, err := parseAction(args, destinationsUsage, "destinations needs list, status, pause, resume or test", stdout, stderr)
+	action, args, err := parseAction(args, destinationsUsage, "destinations needs list, status, pause, resume, retry-now or test", stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -62,10 +62,12 @@ func runDestinations(ctx context.Context, args []string, stdout, stderr io.Write
 		return runDestinationsStatus(ctx, args, stdout, stderr)
 	case "pause", "resume":
 		return runDestinationsSetState(ctx, action, args, stdout)
+	case "retry-now":
+		return runDestinationsRetryNow(ctx, args, stdout)
 	case "test":
 		return runDestinationsTest(ctx, args, stdout, stderr)
 	}
-	return usageErr(fmt.Sprintf("unknown destinations action %q: want list, status, pause, resume or test", action))
+	return usageErr(fmt.Sprintf("unknown destinations action %q: want list, status, pause, resume, retry-now or test", action))
 }
 
 // destinationView is a destination as list and status print it (--json:
@@ -84,6 +86,10 @@ type destinationView struct {
 	Attempts1h  int64     `json:"attempts_1h"`
 	Failures1h  int64     `json:"failures_1h"`
 	P99ms1h     float64   `json:"p99_ms_1h"`
+	// Waiting is the events parked for a retry (or, ordered, behind one),
+	// out of the stream; NextDue when the next is due (absent when none).
+	Waiting int64     `json:"waiting"`
+	NextDue time.Time `json:"next_due,omitzero"`
 	// Backlog is the consumer's NumPending + NumAckPending: the events
 	// not yet delivered. Absent when unknown (BacklogUnknown says why).
 	Backlog        *uint64 `json:"backlog,omitempty"`
@@ -97,7 +103,8 @@ type destinationView struct {
 func viewOf(st destination.Status) destinationView {
 	return destinationView{Name: st.Name, URL: destination.RedactURL(st.URL), Subjects: st.Subjects, State: string(st.State), Reason: st.Reason,
 		StateSince: st.ChangedAt, LastSuccess: st.LastSuccess, LastAttempt: st.LastAttempt,
-		Attempts1h: st.Attempts1h, Failures1h: st.Failures1h, P99ms1h: float64(st.P99.Microseconds()) / 1000}
+		Attempts1h: st.Attempts1h, Failures1h: st.Failures1h, P99ms1h: float64(st.P99.Microseconds()) / 1000,
+		Waiting: st.Waiting.Events, NextDue: st.Waiting.NextDue}
 }
 
 // backlogReader reads destinations' consumers; a nil js (NATS not
@@ -157,6 +164,8 @@ Every destination whose tables are in the hub's database, by name:
   STATE         active, paused (by an operator) or disabled (its endpoint answered 410 Gone)
   BACKLOG       events not yet delivered (its consumer's pending + unacknowledged), or
                 unknown without NATS
+  WAITING       events parked out of the stream for a retry (a backoff, a Retry-After),
+                or behind one on an ordered destination (see retry-now)
   LAST-SUCCESS  its last 2xx answer, "never" if none is logged
   FAILURES(1h)  failed attempts / attempts in the last hour
   P99(1h)       99th percentile of the last hour's attempt latencies
@@ -193,7 +202,7 @@ Every destination whose tables are in the hub's database, by name:
 	}
 	now := time.Now()
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATE\tBACKLOG\tLAST-SUCCESS\tFAILURES(1h)\tP99(1h)\tURL")
+	fmt.Fprintln(tw, "NAME\tSTATE\tBACKLOG\tWAITING\tLAST-SUCCESS\tFAILURES(1h)\tP99(1h)\tURL")
 	unknown := ""
 	for _, v := range views {
 		backlog := "unknown"
@@ -206,7 +215,7 @@ Every destination whose tables are in the hub's database, by name:
 		if v.Attempts1h > 0 {
 			p99 = formatLatency(time.Duration(v.P99ms1h * float64(time.Millisecond)))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", v.Name, v.State, backlog, sinceText(v.LastSuccess, now, "never"),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d/%d\t%s\t%s\n", v.Name, v.State, backlog, v.Waiting, sinceText(v.LastSuccess, now, "never"),
 			v.Failures1h, v.Attempts1h, p99, cleanLine(v.URL, 80))
 	}
 	if err := tw.Flush(); err != nil {
@@ -216,6 +225,18 @@ Every destination whose tables are in the hub's database, by name:
 		fmt.Fprintf(stdout, "\nbacklog unknown: %s\n", unknown)
 	}
 	return nil
+}
+
+// waitingText says how many events of v wait for a retry, until when.
+func waitingText(v destinationView, now time.Time) string {
+	if v.Waiting == 0 {
+		return "none"
+	}
+	next := "due now"
+	if d := v.NextDue.Sub(now); d > 0 {
+		next = "next due " + v.NextDue.UTC().Format(time.RFC3339) + " (in " + d.Round(time.Second).String() + ")"
+	}
+	return fmt.Sprintf("%d event(s) parked for their retry, %s; `hub destinations retry-now %s` sends them now", v.Waiting, next, v.Name)
 }
 
 // sinceText is t and how long ago, or none when t is zero.
@@ -330,6 +351,7 @@ event; `+"`hub events show`"+` has one event's).
 	default:
 		fmt.Fprintf(stdout, "backlog       unknown: %s\n", v.BacklogUnknown)
 	}
+	fmt.Fprintf(stdout, "waiting       %s\n", waitingText(v, now))
 	fmt.Fprintf(stdout, "last success  %s\nlast attempt  %s\n", sinceText(v.LastSuccess, now, "never"), sinceText(v.LastAttempt, now, "never"))
 	hour := fmt.Sprintf("%d attempts", v.Attempts1h)
 	if v.Attempts1h > 0 {
@@ -350,126 +372,6 @@ event; `+"`hub events show`"+` has one event's).
 		printAttempts(stdout, v.RecentAttempts, true)
 	}
 	return nil
-}
-
-// maxReasonBytes is the longest --reason the destination's state keeps.
-const maxReasonBytes = 256
-
-// stateChange is what pause and resume print with --json.
-type stateChange struct {
-	Name           string    `json:"name"`
-	State          string    `json:"state"`
-	Changed        bool      `json:"changed"`
-	PreviousState  string    `json:"previous_state"`
-	PreviousReason string    `json:"previous_reason,omitempty"`
-	PreviousSince  time.Time `json:"previous_since,omitzero"`
-}
-
-func runDestinationsSetState(ctx context.Context, action string, args []string, stdout io.Writer) error {
-	usage := `Usage: hub destinations pause NAME [--reason TEXT] [--json]
-
-Pauses the destination: its running process takes no new event within seconds (it reads
-its state every ` + destination.StatePollInterval.String() + `), the attempts under way finish, and the events wait in
-the stream (its backlog grows) until ` + "`hub destinations resume NAME`" + `. Every replica obeys.
-`
-	want, defaultReason := destination.StatePaused, "paused with `hub destinations pause`"
-	if action == "resume" {
-		usage = `Usage: hub destinations resume NAME [--reason TEXT] [--json]
-
-Makes the destination active again: after a pause, or after its endpoint answered 410 Gone
-(the destination disabled itself). It prints the state it was in and why. The running
-process delivers the waiting events within seconds (it reads its state every ` + destination.StatePollInterval.String() + `).
-`
-		want, defaultReason = destination.StateActive, "resumed with `hub destinations resume`"
-	}
-	fs := newFlags("destinations "+action, usage, stdout)
-	reason := fs.String("reason", "", fmt.Sprintf("why (shown by status; at most %d bytes)", maxReasonBytes))
-	asJSON := fs.Bool("json", false, "print one JSON object")
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return err
-	}
-	name, err := destinationName(action, pos)
-	if err != nil {
-		return err
-	}
-	if len(*reason) > maxReasonBytes {
-		return usageErr(fmt.Sprintf("--reason: at most %d bytes, got %d", maxReasonBytes, len(*reason)))
-	}
-	if *reason == "" {
-		*reason = defaultReason
-		if u := os.Getenv("USER"); subscriber.ValidName(u) {
-			*reason += " by " + u
-		}
-	}
-	pool, err := connectDatabase(ctx)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	st, err := destination.GetStatus(ctx, pool, name)
-	if errors.Is(err, destination.ErrUnknownDestination) {
-		return unknownDestination(ctx, pool, name)
-	}
-	if err != nil {
-		return err
-	}
-	// Through hub/ops, which records the change in the audit trail.
-	o := ops.New(ops.Config{Archive: store.New(pool), Subscribers: pool})
-	set, err := o.SetDestinationState(ctx, name, want, *reason)
-	if err != nil {
-		return err
-	}
-	changed := set.Changed
-	res := stateChange{Name: name, State: string(want), Changed: changed, PreviousState: string(st.State),
-		PreviousReason: st.Reason, PreviousSince: st.ChangedAt}
-	if !changed {
-		// Another operator may have set it meanwhile: say what it is now.
-		if s, r, err := destination.GetState(ctx, pool, name); err == nil && s != want {
-			return fmt.Errorf("%s is %s now (%s): changed meanwhile, not by this command", name, s, r)
-		}
-	}
-	if *asJSON {
-		return printJSON(stdout, res)
-	}
-	was := res.PreviousState
-	if !res.PreviousSince.IsZero() {
-		was += " since " + res.PreviousSince.UTC().Format(time.RFC3339)
-	}
-	if res.PreviousReason != "" {
-		was += ": " + cleanLine(res.PreviousReason, 300)
-	}
-	switch {
-	case !changed:
-		fmt.Fprintf(stdout, "%s is already %s (%s)\n", name, want, was)
-	case want == destination.StatePaused:
-		fmt.Fprintf(stdout, "paused %s (was %s)\nit takes no new event within %s; events wait in the stream until `hub destinations resume %s`\n",
-			name, was, destination.StatePollInterval, name)
-	default:
-		fmt.Fprintf(stdout, "resumed %s (was %s)\nit delivers the waiting events within %s (see `hub destinations status %s`)\n",
-			name, was, destination.StatePollInterval, name)
-	}
-	return nil
-}
-
-// connectDatabase connects to the hub's database only (pause and resume
-// need no NATS).
-func connectDatabase(ctx context.Context) (*pgxpool.Pool, error) {
-	cfg, err := loadConfig()
-	if err != nil {
-		return nil, err
-	}
-	pool, err := openDatabase(ctx, cfg.DatabaseURL)
-	if err != nil {
-		return nil, err
-	}
-	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := pool.Ping(pingCtx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("connect to the hub's database (HUB_DATABASE_URL): %w", err)
-	}
-	return pool, nil
 }
 
 // Environment of `hub destinations test`.
