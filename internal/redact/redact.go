@@ -36,8 +36,12 @@ var (
 // every credential after an authentication scheme and every value of a
 // field named like a credential replaced by Mask, and every URL password
 // by "***" (user:***@host, as internal/pgurl writes database URLs).
-func Text(s string, secrets ...string) string {
-	for _, sec := range secrets {
+func Text(s string, secrets ...string) string { return text(s, secrets, nil) }
+
+// text is Text with escaped[i], when given, the compiled jsonEscaped of
+// secrets[i].
+func text(s string, secrets []string, escaped []*regexp.Regexp) string {
+	for i, sec := range secrets {
 		if sec == "" {
 			continue
 		}
@@ -46,7 +50,13 @@ func Text(s string, secrets ...string) string {
 			s = strings.ReplaceAll(s, esc, Mask)
 		}
 		if strings.Contains(s, `\u`) {
-			s = jsonEscaped(sec).ReplaceAllString(s, Mask)
+			var re *regexp.Regexp
+			if escaped != nil {
+				re = escaped[i]
+			} else {
+				re = jsonEscaped(sec)
+			}
+			s = re.ReplaceAllString(s, Mask)
 		}
 	}
 	s = scheme.ReplaceAllStringFunc(s, func(m string) string {

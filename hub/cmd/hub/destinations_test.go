@@ -404,8 +404,8 @@ func TestDestinationsSignaturePrefixes(t *testing.T) {
 	_, key := testSecret(3)
 	sig := "v1,AbCdEfGhIjKl="
 	d := destination.Destination{Spec: destination.Spec{URL: "https://x.example/in?token=s3cr3t-t0ken&v=1"}, Secrets: []destination.Secret{key}}
-	got := redactSecrets("echo "+base64.StdEncoding.EncodeToString(key)+" "+sig+" GET /in?token=s3cr3t-t0ken&v=1", d, sig)
-	require.Equal(t, "echo [redacted] v1,AbCdEf… GET /in?token=REDACTED&v=1", got)
+	got := d.Redactor().Text("echo " + base64.StdEncoding.EncodeToString(key) + " " + sig + " GET /in?token=s3cr3t-t0ken&v=1")
+	require.Equal(t, "echo [redacted] v1,[redacted] GET /in?token=[redacted]&v=1", got)
 }
 
 // TestDestinationsEventsShow: `hub events show` prints each destination's

@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -35,7 +36,7 @@ type Config struct {
 	service.Process
 	DatabaseMaxConns int32         `split_words:"true" default:"32" desc:"Postgres connection pool size: at least the number of destinations + 2 (a delivery holds none while it POSTs; each destination records its deliveries in batches)"`
 	File             string        `default:"destinations.yaml" desc:"The destinations file (YAML or JSON); SIGHUP re-reads it"`
-	HTTPAddr         string        `split_words:"true" default:":8085" desc:"Address of /metrics and /healthz"`
+	HTTPAddr         string        `split_words:"true" default:":8085" desc:"Address of /metrics, /healthz and /readyz (each destination's readiness)"`
 	AttemptRetention time.Duration `split_words:"true" default:"168h" desc:"How long delivery attempts are kept (hub events show, the console); at least every destination's retry_for"`
 }
 
@@ -80,6 +81,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if check {
 		fmt.Fprintf(stdout, "%s: %d destinations, valid\n", cfg.File, len(set))
+		for _, d := range set {
+			fmt.Fprintf(stdout, "  %s\n", d.Receives())
+		}
 		return 0
 	}
 	log := cfg.Logger(stderr).With("service", "destinations")
@@ -178,6 +182,20 @@ func serve(ctx context.Context, cfg Config, loadFile func() ([]destination.Desti
 			return
 		}
 		_, _ = io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		// Each destination's readiness: 503 while one is not ready, with
+		// its reason (hookhub_destination_ready says the same).
+		rs := svc.Readiness()
+		status := http.StatusOK
+		for _, r := range rs {
+			if !r.Ready {
+				status = http.StatusServiceUnavailable
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(map[string]any{"destinations": rs})
 	})
 	stopHTTP, err := service.Serve(cfg.HTTPAddr, mux, log)
 	if err != nil {
