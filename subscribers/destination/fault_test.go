@@ -720,7 +720,7 @@ func TestReloadAppliesTheFile(t *testing.T) {
 	h := newHarness(t)
 	path := filepath.Join(t.TempDir(), "destinations.yaml")
 	entry := func(name, url string) string {
-		return fmt.Sprintf("  - name: %s\n    url: %s/hooks\n    subjects: [\"paddle.>\"]\n    secret_env: %s\n    timeout: 2s\n", name, url, testSecretEnv)
+		return fmt.Sprintf("  - name: %s\n    url: %s/hooks\n    subjects: [\"paddle.>\"]\n    secret_env: %s\n    timeout: 2s\n    start: all\n", name, url, testSecretEnv)
 	}
 	write := func(entries ...string) {
 		t.Helper()
