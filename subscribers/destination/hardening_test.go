@@ -199,3 +199,89 @@ func TestEveryDocumentedFilterDelivers(t *testing.T) {
 		h.env.Publish(t, subtest.ClerkUserCreated(t, fmt.Sprintf("msg_c%d", i), fmt.Sprintf("user_%d", i), "a@example.com", time.Now()))
 	}
 }
+
+// TestOneBrokenDestinationLeavesTheOthers: a destination that cannot
+// start (its name is taken in Postgres by a schema of other tables) is
+// reported not ready, by Ready and hookhub_destination_ready, while the
+// process stays healthy and the other destination delivers.
+func TestOneBrokenDestinationLeavesTheOthers(t *testing.T) {
+	rcv := receivertest.Go(t, testSecret)
+	h := newHarness(t)
+	if _, err := h.env.Pool.Exec(context.Background(), `CREATE SCHEMA taken; CREATE TABLE taken.someone_elses (id int)`); err != nil {
+		t.Fatal(err)
+	}
+	set := []destination.Destination{spec(t, "good", rcv.URL()+"/hooks", ""), spec(t, "taken", rcv.URL()+"/hooks", "")}
+	svc := destination.NewService(h.options(t), func() ([]destination.Destination, error) { return set, nil })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx, nil) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	eventually(t, "good ready, taken not", func() bool {
+		rs := svc.Readiness()
+		return len(rs) == 2 && rs[0].Destination == "good" && rs[0].Ready && rs[1].Destination == "taken" && !rs[1].Ready
+	})
+	if err := svc.Healthy(); err != nil {
+		t.Errorf("Healthy = %v, want nil: one destination is ready", err)
+	}
+	if err := svc.Ready(); err == nil || !strings.Contains(err.Error(), "taken") || strings.Contains(err.Error(), "good") {
+		t.Errorf("Ready = %v, want taken's reason only", err)
+	}
+	if v := metric(t, h.reg, destination.MetricReady, map[string]string{"destination": "taken"}); v != 0 {
+		t.Errorf("ready{taken} = %v", v)
+	}
+	if v := metric(t, h.reg, destination.MetricReady, map[string]string{"destination": "good"}); v != 1 {
+		t.Errorf("ready{good} = %v", v)
+	}
+	h.publish(t, "ok", 3)
+	eventually(t, "good delivers", func() bool { return rcv.Accepted(t) == 3 })
+}
+
+// TestBadFileListsEveryErrorInTheFilesWords: a file with a problem in
+// many fields of several entries lists each, naming the destination and
+// the field, and no message shows a Go type or a YAML internal.
+func TestBadFileListsEveryErrorInTheFilesWords(t *testing.T) {
+	src := `destinations:
+  - name: a
+    url: https://a.example/h
+    subjects: {paddle: x}
+    secret_env: [BILLING_SECRET, {x: 1}]
+    concurrency: many
+    ordered: perhaps
+    rate_limit: [1]
+    timeout: soon
+    retry_for: {d: 1}
+    headers: [X-A]
+    start: tomorrow
+    allow_link_local: 3
+  - name: public
+    url: http://169.254.169.254/
+    subjects: ["*.>"]
+    secret_env: BILLING_SECRET
+    payload: [raw]
+    bogus: 1
+  - 7
+`
+	_, err := destination.Parse([]byte(src), testEnv)
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, want := range []struct{ dest, field string }{
+		{"a", "subjects"}, {"a", "secret_env"}, {"a", "concurrency"}, {"a", "ordered"}, {"a", "rate_limit"},
+		{"a", "timeout"}, {"a", "retry_for"}, {"a", "headers"}, {"a", "start"}, {"a", "allow_link_local"},
+		{"public", "name"}, {"public", "url"}, {"public", "payload"}, {"public", "bogus"}, {"#3", ""},
+	} {
+		if !hasFieldError(err, want.dest, want.field, "") {
+			t.Errorf("no error for destination %s, field %s", want.dest, want.field)
+		}
+	}
+	for _, line := range strings.Split(err.Error(), "\n") {
+		for _, goism := range []string{"[]string", "map[", "*url.URL", "time.Duration", "destination.", "yaml:", "!!", "unmarshal", "float64", "int64", " int", "bool", "StringList", "Spec"} {
+			if strings.Contains(line, goism) {
+				t.Errorf("%q in %q", goism, line)
+			}
+		}
+	}
+}
