@@ -179,7 +179,7 @@ func (c *Client) Do(ctx context.Context, url string, h http.Header, body []byte)
 		r.Err = c.redact.Error(attemptError(ctx, "read response body", err))
 	}
 	// Redacted before the cut, so that no part of a secret survives it.
-	r.Response = c.redact.Answer(buf[:min(len(buf), 4*MaxResponseSnippet)], MaxResponseSnippet)
+	r.Response = c.redact.Answer(buf[:min(len(buf), 4*MaxResponseSnippet)], MaxResponseSnippet-len("…"))
 	if r.Status == http.StatusTooManyRequests || r.Status == http.StatusServiceUnavailable {
 		if d, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
 			r.RetryAfter = d
