@@ -58,7 +58,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			_ = envconfig.Usagef(prefix, &cfg, tw, "{{range .}}  {{usage_key .}}\t{{usage_default .}}\t{{usage_description .}}\n{{end}}")
 			_ = tw.Flush()
 			fmt.Fprintf(stdout, "\nThe secrets are read from the variables the file names (secret_env). See docs/destinations.md.\n")
-			fmt.Fprintf(stdout, "\n`destinations check` validates the variables and the file (with its secrets) and exits: 0 when valid, 2 otherwise.\n")
+			fmt.Fprintf(stdout, "\n`destinations check` validates the variables and the file (with its secrets), and the names against the database's schemas when it is reachable, lists what each destination will receive and exits: 0 when valid, 2 otherwise.\n")
 			return 0
 		default:
 			fmt.Fprintf(stderr, "destinations: unexpected argument %q (it is configured by the environment; see --help)\n", a)
@@ -80,6 +80,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if check {
+		if err := checkNames(context.Background(), cfg.DatabaseURL, set, stderr); err != nil {
+			fmt.Fprintf(stderr, "destinations: %s: %v\n", cfg.File, err)
+			return 2
+		}
 		fmt.Fprintf(stdout, "%s: %d destinations, valid\n", cfg.File, len(set))
 		for _, d := range set {
 			fmt.Fprintf(stdout, "  %s\n", d.Receives())

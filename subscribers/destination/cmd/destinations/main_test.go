@@ -167,3 +167,23 @@ func TestOneBrokenDestinationKeepsHealthz(t *testing.T) {
 	p.Terminate(t)
 	require.Equal(t, 0, p.ExitCode(t), p.Output())
 }
+
+// TestCheckRefusesATakenName: `destinations check` refuses a destination
+// whose name is a schema of the database holding another subscriber's
+// tables, naming it and the field; without a reachable database it says
+// the names were not checked there.
+func TestCheckRefusesATakenName(t *testing.T) {
+	t.Parallel()
+	env := subtest.New(t)
+	_, err := env.Pool.Exec(context.Background(), `CREATE SCHEMA d1; CREATE TABLE d1.processed_messages (id int)`)
+	require.NoError(t, err)
+	path := file(t, filepath.Join(t.TempDir(), "destinations.yaml"), "http://127.0.0.1:1/", "http://127.0.0.1:2/")
+	p := hubtest.StartMain(t, append(env.ServiceEnv("DESTINATIONS"), "DESTINATIONS_FILE="+path, "DEST_SECRET="+secret), "check")
+	require.Equal(t, 2, p.ExitCode(t), p.Output())
+	require.Contains(t, p.Output(), `destination "d1": name: "d1" is a schema of this database holding tables that are not a destination's`)
+	require.NotContains(t, p.Output(), `destination "d0"`)
+
+	p = hubtest.StartMain(t, []string{"DESTINATIONS_FILE=" + path, "DEST_SECRET=" + secret, "DESTINATIONS_DATABASE_URL=postgres://nobody@127.0.0.1:1/none"}, "check")
+	require.Equal(t, 0, p.ExitCode(t), p.Output())
+	require.Contains(t, p.Output(), "the names were not checked against its schemas")
+}
