@@ -59,6 +59,14 @@ func text(s string, secrets []string, escaped []*regexp.Regexp) string {
 			s = re.ReplaceAllString(s, Mask)
 		}
 	}
+	// The rules below run only on text holding a word they need: most
+	// answers hold none, and the regular expressions cost.
+	lower := strings.ToLower(s)
+	if !strings.Contains(lower, "bearer") && !strings.Contains(lower, "basic") && !strings.Contains(lower, "token") &&
+		!strings.Contains(lower, "authorization") && !strings.Contains(lower, "api") && !strings.Contains(lower, "secret") &&
+		!strings.Contains(lower, "password") {
+		return userinfo.ReplaceAllString(s, "${1}"+"***@")
+	}
 	s = scheme.ReplaceAllStringFunc(s, func(m string) string {
 		sub := scheme.FindStringSubmatch(m)
 		if sub[1] != "" {

@@ -71,7 +71,13 @@ func (r *Redactor) Text(s string) string {
 		secrets, escaped = r.secrets, r.escaped
 	}
 	s = text(s, secrets, escaped)
-	s = signature.ReplaceAllString(s, "${1}"+Mask)
+	lower := strings.ToLower(s)
+	if strings.Contains(lower, "v1") || strings.Contains(lower, "sha") {
+		s = signature.ReplaceAllString(s, "${1}"+Mask)
+	}
+	if !strings.Contains(lower, "http") {
+		return s
+	}
 	return urlInText.ReplaceAllStringFunc(s, func(u string) string {
 		// A URL Text already marked keeps its marks; its tokens go.
 		return URL(u)

@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"unicode"
@@ -93,4 +94,33 @@ func FuzzRedactor(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkRedactorAnswer: the cost a destination's attempt pays to
+// redact a 1 KiB echo of its request (12 configured values).
+func BenchmarkRedactorAnswer(b *testing.B) {
+	var secrets []string
+	for i := range 10 {
+		secrets = append(secrets, fmt.Sprintf("static-value-%02d-abcdefgh", i))
+	}
+	r := NewRedactor(append(secrets, URLSecrets(slackURL+"?token=q5ecr3tvalue")...)...)
+	body := []byte(`{"headers":{"authorization":"Bearer static-value-03-abcdefgh","webhook-signature":"v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4="},"url":"` + slackURL + `?token=q5ecr3tvalue","body":"` + strings.Repeat("x", 700) + `"}`)
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		_ = r.Answer(body, 1021)
+	}
+}
+
+// BenchmarkRedactorAnswerSmall: the usual answer, short and holding
+// nothing to hide.
+func BenchmarkRedactorAnswerSmall(b *testing.B) {
+	var secrets []string
+	for i := range 10 {
+		secrets = append(secrets, fmt.Sprintf("static-value-%02d-abcdefgh", i))
+	}
+	r := NewRedactor(secrets...)
+	body := []byte(`{"ok":true,"received":"paddle:evt_01hq3z"}`)
+	for b.Loop() {
+		_ = r.Answer(body, 1021)
+	}
 }
