@@ -4,6 +4,11 @@
 // authentication scheme (Bearer, Basic, token), the value of a field named
 // like a credential, and the password of a URL. It also makes such text safe
 // to print: bounded, valid UTF-8, without control characters.
+//
+// A Redactor (NewRedactor) is the same for one party that holds or sends
+// credentials (a destination): its configured values, plus signatures and
+// the query values and token-shaped path segments of every URL (URL,
+// TokenLike), whose secrets URLSecrets lists.
 package redact
 
 import (
