@@ -39,6 +39,10 @@ func (s *Subscriber) consumerConfig(ctx context.Context, cfg jetstream.ConsumerC
 		streamSubjects = st.CachedInfo().Config.Subjects
 	}
 	cfg.FilterSubjects = Filters(s.cfg.Name, s.Subjects(), streamSubjects)
+	if len(cfg.FilterSubjects) == 0 {
+		// No filter would be every subject: the others' replays too.
+		return cfg, fmt.Errorf("no subject of stream %s (%s) matches %s", s.cfg.Stream, strings.Join(streamSubjects, " "), strings.Join(s.Subjects(), " "))
+	}
 	cons, err := s.cfg.JetStream.Consumer(ctx, s.cfg.Stream, cfg.Durable)
 	switch {
 	case err == nil:
