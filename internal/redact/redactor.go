@@ -168,14 +168,15 @@ func URLSecrets(raw string) []string {
 }
 
 // TokenLike reports whether a URL path segment looks like a credential
-// (Slack's and Discord's webhook URLs carry theirs in the path): at least
-// 16 characters of [A-Za-z0-9_.~=-] holding a letter and a digit, or at
-// least 32 of them.
+// (Slack's and Discord's webhook URLs carry theirs in the path): 16 to 31
+// letters and digits holding both (a 24-character Slack token), or 32
+// characters or more of [A-Za-z0-9_.~=-] (Discord's, a UUID, a hash). A
+// readable slug ("payment-events-2024") is not one.
 func TokenLike(s string) bool {
 	if len(s) < 16 || len(s) > 4096 {
 		return false
 	}
-	letter, digit := false, false
+	letter, digit, other := false, false, false
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
@@ -183,9 +184,10 @@ func TokenLike(s string) bool {
 		case c >= '0' && c <= '9':
 			digit = true
 		case c == '_' || c == '-' || c == '.' || c == '~' || c == '=':
+			other = true
 		default:
 			return false
 		}
 	}
-	return (letter && digit) || len(s) >= 32
+	return len(s) >= 32 || (letter && digit && !other)
 }

@@ -66,6 +66,7 @@ func TestTokenLike(t *testing.T) {
 	for s, want := range map[string]bool{
 		"a1B2c3D4e5F6g7H8i9J0k1L2": true, "123456789012345678": false, "billing": false,
 		"subscription-created": false, strings.Repeat("x", 32): true, "v2": false, "a1b2/c3d4e5f6g7h8i9": false,
+		"payment-events-2024": false, "123e4567-e89b-12d3-a456-426614174000": true,
 	} {
 		require.Equal(t, want, TokenLike(s), s)
 	}
