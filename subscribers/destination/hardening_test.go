@@ -13,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookhub/hookhub/subscribers/credits"
 	"github.com/hookhub/hookhub/subscribers/destination"
 	"github.com/hookhub/hookhub/subscribers/destination/internal/receivertest"
+	"github.com/hookhub/hookhub/subscribers/downgrade"
+	"github.com/hookhub/hookhub/subscribers/email"
 	"github.com/hookhub/hookhub/subscribers/internal/subtest"
 )
 
@@ -282,6 +285,15 @@ func TestBadFileListsEveryErrorInTheFilesWords(t *testing.T) {
 			if strings.Contains(line, goism) {
 				t.Errorf("%q in %q", goism, line)
 			}
+		}
+	}
+}
+
+// The reserved names follow the hub's subscribers' own.
+func TestReservedNamesAreTheSubscribers(t *testing.T) {
+	for _, n := range []string{credits.Name, email.Name, downgrade.Name, "public", "information_schema"} {
+		if _, ok := destination.ReservedNames[n]; !ok {
+			t.Errorf("%s is not reserved", n)
 		}
 	}
 }
