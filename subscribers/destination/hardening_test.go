@@ -297,3 +297,22 @@ func TestReservedNamesAreTheSubscribers(t *testing.T) {
 		}
 	}
 }
+
+// start: new is the default; all and an RFC 3339 time (quoted or not, as
+// YAML reads a timestamp) are taken, and check says what each receives.
+func TestStartValues(t *testing.T) {
+	for _, tc := range []struct{ extra, start, receives string }{
+		{"", destination.StartNew, "events published from its first start on (start: new)"},
+		{"start: all\n", destination.StartAll, "the stream's whole retained history"},
+		{"start: 2026-12-01T00:00:00Z\n", "2026-12-01T00:00:00Z", "the events published since 2026-12-01T00:00:00Z"},
+		{"start: \"2026-12-01T10:00:00+01:00\"\n", "2026-12-01T10:00:00+01:00", "since 2026-12-01T10:00:00+01:00"},
+	} {
+		d := spec(t, "starts", "https://x.example/h", tc.extra)
+		if d.Start != tc.start || !strings.Contains(d.Receives(), tc.receives) || !strings.HasPrefix(d.Receives(), "starts: paddle.>; ") {
+			t.Errorf("%q: start %q, receives %q", tc.extra, d.Start, d.Receives())
+		}
+		if _, err := destination.ParseStart(d.Start); err != nil {
+			t.Error(err)
+		}
+	}
+}
