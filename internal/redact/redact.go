@@ -64,30 +64,42 @@ func text(s string, secrets []string, escaped []*regexp.Regexp) string {
 			s = re.ReplaceAllString(s, Mask)
 		}
 	}
-	// The rules below run only on text holding a word they need: most
+	// Each rule below runs only on text holding a word it needs: most
 	// answers hold none, and the regular expressions cost.
 	lower := strings.ToLower(s)
-	if !strings.Contains(lower, "bearer") && !strings.Contains(lower, "basic") && !strings.Contains(lower, "token") &&
-		!strings.Contains(lower, "authorization") && !strings.Contains(lower, "api") && !strings.Contains(lower, "secret") &&
-		!strings.Contains(lower, "password") {
-		return userinfo.ReplaceAllString(s, "${1}"+"***@")
+	if containsAny(lower, "bearer", "basic", "token") {
+		s = scheme.ReplaceAllStringFunc(s, func(m string) string {
+			sub := scheme.FindStringSubmatch(m)
+			if sub[1] != "" {
+				return sub[1] + sub[2] + Mask
+			}
+			return sub[4] + sub[5] + Mask
+		})
 	}
-	s = scheme.ReplaceAllStringFunc(s, func(m string) string {
-		sub := scheme.FindStringSubmatch(m)
-		if sub[1] != "" {
+	if containsAny(lower, "authorization", "api", "token", "secret", "password") {
+		s = field.ReplaceAllStringFunc(s, func(m string) string {
+			sub := field.FindStringSubmatch(m)
+			v := strings.ToLower(sub[3])
+			if v == strings.ToLower(Mask) || v == "[redacted" || v == "bearer" || v == "basic" || v == "token" {
+				return m // a scheme, whose credentials the rule above hid
+			}
 			return sub[1] + sub[2] + Mask
+		})
+	}
+	if strings.Contains(s, "://") && strings.Contains(s, "@") {
+		s = userinfo.ReplaceAllString(s, "${1}"+"***@")
+	}
+	return s
+}
+
+// containsAny reports whether s contains one of words.
+func containsAny(s string, words ...string) bool {
+	for _, w := range words {
+		if strings.Contains(s, w) {
+			return true
 		}
-		return sub[4] + sub[5] + Mask
-	})
-	s = field.ReplaceAllStringFunc(s, func(m string) string {
-		sub := field.FindStringSubmatch(m)
-		v := strings.ToLower(sub[3])
-		if v == strings.ToLower(Mask) || v == "[redacted" || v == "bearer" || v == "basic" || v == "token" {
-			return m // a scheme, whose credentials the rule above hid
-		}
-		return sub[1] + sub[2] + Mask
-	})
-	return userinfo.ReplaceAllString(s, "${1}"+"***@")
+	}
+	return false
 }
 
 // jsonEscaped matches sec as a JSON string may spell it: any of its ASCII
