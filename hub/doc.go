@@ -69,7 +69,7 @@
 //   - internal/migrate: the Migrator (goose over pgx under an advisory lock) of the hub's and the subscribers' embedded migrations; embeds no SQL.
 //   - internal/natsembed: the embedded nats-server of `hub dev` and the tests.
 //   - internal/pgurl: edits Postgres URLs (databases next to a configured one) and hides their passwords.
-//   - internal/redact: hides credentials in text the hub did not write itself (API answers, errors).
+//   - internal/redact: hides credentials in text the hub did not write itself (API answers, errors); a Redactor does it for one party (a destination: its configured values, signatures, URL query and path tokens).
 //   - internal/startstop: the one lifecycle contract of background components (start with a context, stop idempotent).
 //   - internal/tracing: OpenTelemetry setup for the hub and the subscribers (off by default).
 package hub

@@ -771,11 +771,12 @@ type destProcess struct {
 func (d *destProcess) pid() int { return d.cmd.Process.Pid }
 
 // startDestinations writes a destinations file with one destination,
-// forwarding everything the bench publishes (paddle.>) to url, and starts
+// forwarding everything the bench publishes (paddle.>) to url, the
+// backlog published before it started included (start: all), and starts
 // the destinations process on it.
 func startDestinations(ctx context.Context, cfg DestinationsConfig, dir, dbURL, natsURL, url string) (*destProcess, error) {
 	file := filepath.Join(dir, "destinations.yaml")
-	spec := fmt.Sprintf("destinations:\n  - name: %s\n    url: %s\n    subjects: [\"paddle.>\"]\n    secret_env: %s\n    concurrency: %d\n",
+	spec := fmt.Sprintf("destinations:\n  - name: %s\n    url: %s\n    subjects: [\"paddle.>\"]\n    secret_env: %s\n    concurrency: %d\n    start: all\n",
 		destName, url, destSecretEnv, cfg.Concurrency)
 	if err := os.WriteFile(file, []byte(spec), 0o600); err != nil {
 		return nil, err

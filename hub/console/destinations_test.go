@@ -134,3 +134,33 @@ func testBrowserDestinationTimeline(t *testing.T, s *browserSuite) {
 	require.Contains(t, b.text(`#outcomes tr[data-subscriber="`+timelineDestination+`"] td.outcome`), "pending")
 	b.screenshot("event-destination")
 }
+
+// The event page a read-only session sees holds no credential a receiver
+// echoed into the attempt log: not in a row this version wrote, nor in one
+// an older version wrote unredacted.
+func TestEventPageHidesEchoedCredentials(t *testing.T) {
+	t.Parallel()
+	s := newSite(t)
+	now := s.clock.Now()
+	ids := seed(t, s.pool, now, 1, 0)
+	const (
+		bearer = "eyJhbGciOiJIUzI1NiJ9.c2VjcmV0.sig"
+		path   = "a1B2c3D4e5F6g7H8i9J0k1L2"
+		query  = "qs3cr3tt0ken99"
+		sig    = "K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4="
+	)
+	echo := `{"authorization":"Bearer ` + bearer + `","url":"https://hooks.slack.com/services/T0ABCDEFG/B0ABCDEFG/` + path + `?access=` + query + `","sig":"v1,` + sig + `"}`
+	addDestinationAttempts(t, s.pool, "billing_node", destination.Attempt{Provider: "paddle", EventID: ids[0],
+		At: now.Add(-time.Minute), Status: 500, Outcome: destination.OutcomeFailed, Response: echo})
+	_, err := s.pool.Exec(context.Background(), `INSERT INTO billing_node.attempts (provider, event_id, attempted_at, status, latency_ms, outcome, error, response)
+		VALUES ('paddle', $1, $2, 500, 1, 'failed', '', $3)`, ids[0], now.Add(-30*time.Second), echo)
+	require.NoError(t, err)
+	sc, _ := s.login(readOnlyToken)
+	a := s.do("GET", "/console/event?ref=paddle:"+ids[0], "", []*http.Cookie{sc})
+	require.Equal(t, 200, a.status, a.body)
+	require.Equal(t, 2, strings.Count(a.body, `<tr class="attempt"`))
+	require.Contains(t, a.body, "authorization")
+	for _, secret := range []string{bearer, path, query, sig[:20]} {
+		require.NotContains(t, a.body, secret)
+	}
+}

@@ -4,6 +4,11 @@
 // authentication scheme (Bearer, Basic, token), the value of a field named
 // like a credential, and the password of a URL. It also makes such text safe
 // to print: bounded, valid UTF-8, without control characters.
+//
+// A Redactor (NewRedactor) is the same for one party that holds or sends
+// credentials (a destination): its configured values, plus signatures and
+// the query values and token-shaped path segments of every URL (URL,
+// TokenLike), whose secrets URLSecrets lists.
 package redact
 
 import (
@@ -36,8 +41,12 @@ var (
 // every credential after an authentication scheme and every value of a
 // field named like a credential replaced by Mask, and every URL password
 // by "***" (user:***@host, as internal/pgurl writes database URLs).
-func Text(s string, secrets ...string) string {
-	for _, sec := range secrets {
+func Text(s string, secrets ...string) string { return text(s, secrets, nil) }
+
+// text is Text with escaped[i], when given, the compiled jsonEscaped of
+// secrets[i].
+func text(s string, secrets []string, escaped []*regexp.Regexp) string {
+	for i, sec := range secrets {
 		if sec == "" {
 			continue
 		}
@@ -46,25 +55,51 @@ func Text(s string, secrets ...string) string {
 			s = strings.ReplaceAll(s, esc, Mask)
 		}
 		if strings.Contains(s, `\u`) {
-			s = jsonEscaped(sec).ReplaceAllString(s, Mask)
+			var re *regexp.Regexp
+			if escaped != nil {
+				re = escaped[i]
+			} else {
+				re = jsonEscaped(sec)
+			}
+			s = re.ReplaceAllString(s, Mask)
 		}
 	}
-	s = scheme.ReplaceAllStringFunc(s, func(m string) string {
-		sub := scheme.FindStringSubmatch(m)
-		if sub[1] != "" {
+	// Each rule below runs only on text holding a word it needs: most
+	// answers hold none, and the regular expressions cost.
+	lower := strings.ToLower(s)
+	if containsAny(lower, "bearer", "basic", "token") {
+		s = scheme.ReplaceAllStringFunc(s, func(m string) string {
+			sub := scheme.FindStringSubmatch(m)
+			if sub[1] != "" {
+				return sub[1] + sub[2] + Mask
+			}
+			return sub[4] + sub[5] + Mask
+		})
+	}
+	if containsAny(lower, "authorization", "api", "token", "secret", "password") {
+		s = field.ReplaceAllStringFunc(s, func(m string) string {
+			sub := field.FindStringSubmatch(m)
+			v := strings.ToLower(sub[3])
+			if v == strings.ToLower(Mask) || v == "[redacted" || v == "bearer" || v == "basic" || v == "token" {
+				return m // a scheme, whose credentials the rule above hid
+			}
 			return sub[1] + sub[2] + Mask
+		})
+	}
+	if strings.Contains(s, "://") && strings.Contains(s, "@") {
+		s = userinfo.ReplaceAllString(s, "${1}"+"***@")
+	}
+	return s
+}
+
+// containsAny reports whether s contains one of words.
+func containsAny(s string, words ...string) bool {
+	for _, w := range words {
+		if strings.Contains(s, w) {
+			return true
 		}
-		return sub[4] + sub[5] + Mask
-	})
-	s = field.ReplaceAllStringFunc(s, func(m string) string {
-		sub := field.FindStringSubmatch(m)
-		v := strings.ToLower(sub[3])
-		if v == strings.ToLower(Mask) || v == "[redacted" || v == "bearer" || v == "basic" || v == "token" {
-			return m // a scheme, whose credentials the rule above hid
-		}
-		return sub[1] + sub[2] + Mask
-	})
-	return userinfo.ReplaceAllString(s, "${1}"+"***@")
+	}
+	return false
 }
 
 // jsonEscaped matches sec as a JSON string may spell it: any of its ASCII

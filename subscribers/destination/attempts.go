@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hookhub/hookhub/internal/redact"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -63,7 +64,7 @@ func eventKey(provider, eventID string) (string, string) {
 }
 
 // RecordAttempt logs a in the destination's attempts table. Its texts are
-// sanitized (subscriber.SanitizeText): Error cut at 2 KiB, Response at
+// redacted and sanitized (storedText): Error cut at 2 KiB, Response at
 // 1 KiB. db is the handler's transaction for a success, so the record
 // commits with the event's; a pool otherwise.
 func RecordAttempt(ctx context.Context, db DB, a Attempt) error {
@@ -92,7 +93,7 @@ func RecordAttempt(ctx context.Context, db DB, a Attempt) error {
 	_, err = db.Exec(ctx, `INSERT INTO `+t+` (provider, event_id, stream_seq, attempted_at, status, latency_ms, outcome, error, response)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 		provider, eventID, seq, at, status, latency, a.Outcome,
-		subscriber.SanitizeText(a.Error, MaxErrorBytes), subscriber.SanitizeText(a.Response, MaxResponseBytes))
+		storedText(a.Error, MaxErrorBytes), storedText(a.Response, MaxResponseBytes))
 	if err != nil {
 		return dbError("record attempt", a.Destination, err)
 	}
@@ -144,8 +145,8 @@ func RecordAttempts(ctx context.Context, db DB, dest string, as []Attempt) error
 		seqs, ats, statuses = append(seqs, seq), append(ats, at), append(statuses, status)
 		latencies = append(latencies, max(a.Latency, 0).Seconds()*1000)
 		outcomes = append(outcomes, a.Outcome)
-		errs = append(errs, subscriber.SanitizeText(a.Error, MaxErrorBytes))
-		responses = append(responses, subscriber.SanitizeText(a.Response, MaxResponseBytes))
+		errs = append(errs, storedText(a.Error, MaxErrorBytes))
+		responses = append(responses, storedText(a.Response, MaxResponseBytes))
 	}
 	_, err = db.Exec(ctx, `INSERT INTO `+t+` (provider, event_id, stream_seq, attempted_at, status, latency_ms, outcome, error, response)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::timestamptz[], $5::int[], $6::double precision[], $7::text[], $8::text[], $9::text[])`,
@@ -244,6 +245,9 @@ func collectAttempts(dest string, rows pgx.Rows) ([]Attempt, error) {
 		var ms float64
 		err := r.Scan(&rowID, &a.Provider, &a.EventID, &seq, &a.At, &a.Status, &ms, &a.Outcome, &a.Error, &a.Response)
 		a.StreamSeq = uint64(max(seq, 0))
+		// Rows written before the attempt log was redacted at write time
+		// are redacted as they are read.
+		a.Error, a.Response = storedText(a.Error, MaxErrorBytes), storedText(a.Response, MaxResponseBytes)
 		a.Latency = msDuration(ms)
 		return a, err
 	})
@@ -294,4 +298,14 @@ func PurgeAttempts(ctx context.Context, db DB, dest string, olderThan time.Time,
 			return total, nil
 		}
 	}
+}
+
+// storedText is an attempt's text as the log stores and shows it: what the
+// client left (Client redacts the destination's own credentials) passed
+// once more through the rules every destination shares (a nil
+// redact.Redactor: authentication schemes, credential fields,
+// signatures, URL tokens), then sanitized and cut to n bytes.
+func storedText(s string, n int) string {
+	var shared *redact.Redactor
+	return subscriber.SanitizeText(shared.Text(s), n)
 }

@@ -1,7 +1,6 @@
 package destination
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
@@ -20,6 +19,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/hookhub/hookhub/internal/redact"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
@@ -187,6 +187,8 @@ type Spec struct {
 	ConnectTimeout Duration          `yaml:"connect_timeout,omitempty" json:"connect_timeout,omitempty"`
 	RetryFor       Duration          `yaml:"retry_for,omitempty" json:"retry_for,omitempty"`
 	MaxRetryAfter  Duration          `yaml:"max_retry_after,omitempty" json:"max_retry_after,omitempty"`
+	Start          string            `yaml:"start,omitempty" json:"start,omitempty"`
+	AllowLinkLocal bool              `yaml:"allow_link_local,omitempty" json:"allow_link_local,omitempty"`
 	Headers        map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
 	CAFile         string            `yaml:"ca_file,omitempty" json:"ca_file,omitempty"`
 }
@@ -222,11 +224,6 @@ func (d Destination) Fingerprint() string {
 	h.Write([]byte{0})
 	h.Write(d.caSum[:])
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// file is the document a destinations file holds.
-type file struct {
-	Destinations []Spec `yaml:"destinations"`
 }
 
 // Load reads the destinations file at path (at most MaxFileSize bytes)
@@ -271,27 +268,13 @@ func parse(data []byte, getenv func(string) (string, bool), dir string) ([]Desti
 	if getenv == nil {
 		getenv = func(string) (string, bool) { return "", false }
 	}
-	var f file
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := decode(dec, &f); errors.Is(err, io.EOF) {
-		return nil, nil // an empty file
-	} else if err != nil {
-		return nil, &FieldError{Reason: err.Error()}
+	specs, bad, errs, fileErr := decodeFile(data)
+	if fileErr != nil {
+		return nil, fileErr
 	}
-	var extra yaml.Node
-	if err := decode(dec, &extra); err == nil {
-		return nil, &FieldError{Reason: "the file holds more than one YAML document"}
-	} else if !errors.Is(err, io.EOF) {
-		return nil, &FieldError{Reason: err.Error()}
-	}
-	if len(f.Destinations) > MaxDestinations {
-		return nil, &FieldError{Reason: fmt.Sprintf("%d destinations, at most %d", len(f.Destinations), MaxDestinations)}
-	}
-	var errs []error
-	seen := make(map[string]int, len(f.Destinations))
-	out := make([]Destination, 0, len(f.Destinations))
-	for i, s := range f.Destinations {
+	seen := make(map[string]int, len(specs))
+	out := make([]Destination, 0, len(specs))
+	for i, s := range specs {
 		label := "#" + strconv.Itoa(i+1)
 		if subscriber.ValidName(s.Name) {
 			label = s.Name
@@ -303,8 +286,8 @@ func parse(data []byte, getenv func(string) (string, bool), dir string) ([]Desti
 			}
 		}
 		d, es := validate(s, label, getenv, dir)
-		errs = append(errs, es...)
-		if len(es) == 0 {
+		errs = append(errs, withoutFields(es, bad[i])...)
+		if len(es) == 0 && bad[i] == nil {
 			out = append(out, d)
 		}
 	}
@@ -377,45 +360,8 @@ func validate(s Spec, label string, getenv func(string) (string, bool), dir stri
 		}
 	}
 
-	switch {
-	case len(s.SecretEnv) == 0:
-		bad("secret_env", "is required: the name of the environment variable holding the whsec_ signing secret")
-	case len(s.SecretEnv) > MaxSecrets:
-		bad("secret_env", "%d variables, at most %d", len(s.SecretEnv), MaxSecrets)
-	default:
-		names := make(map[string]bool, len(s.SecretEnv))
-		for i, name := range s.SecretEnv {
-			field := "secret_env"
-			if len(s.SecretEnv) > 1 {
-				field = fmt.Sprintf("secret_env[%d]", i)
-			}
-			switch {
-			case strings.HasPrefix(strings.TrimSpace(name), "whsec_"):
-				// Never quoted: it is the secret itself.
-				bad(field, "holds a secret: give the name of the environment variable that holds it")
-				continue
-			case !envNameRE.MatchString(name) || len(name) > 256:
-				// Not quoted either: it may be a secret in another form.
-				bad(field, "is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*, at most 256 bytes)")
-				continue
-			case names[name]:
-				bad(field, "%s is listed twice", name)
-				continue
-			}
-			names[name] = true
-			v, ok := getenv(name)
-			if !ok || v == "" {
-				bad(field, "the environment variable %s is not set", name)
-				continue
-			}
-			key, err := ParseSecret(v) // its errors never contain the secret
-			if err != nil {
-				bad(field, "the environment variable %s: %v", name, err)
-				continue
-			}
-			d.Secrets = append(d.Secrets, key)
-		}
-	}
+	d.Secrets = validateSecrets(s.SecretEnv, getenv, bad)
+	validateMore(s, &d, bad)
 
 	switch s.Payload {
 	case "":
@@ -529,28 +475,11 @@ func validateURL(raw string, bad func(field, format string, args ...any)) {
 }
 
 // RedactURL is a destination URL as logs, the database and `hub
-// destinations` show it: the query's values, which may hold a token,
-// become "REDACTED" (the names stay). A URL that does not parse becomes
-// "(invalid URL)".
-func RedactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(invalid URL)"
-	}
-	u.User = nil
-	if u.RawQuery != "" {
-		q, err := url.ParseQuery(u.RawQuery)
-		if err != nil {
-			u.RawQuery = "REDACTED"
-		} else {
-			for k := range q {
-				q[k] = []string{"REDACTED"}
-			}
-			u.RawQuery = q.Encode()
-		}
-	}
-	return u.String()
-}
+// destinations` show it (redact.URL): the query's values and the path's
+// token-shaped segments (Slack's, Discord's), which may hold a token,
+// become "REDACTED" (the names and the other segments stay). A URL that
+// does not parse becomes "(invalid URL)".
+func RedactURL(raw string) string { return redact.URL(raw) }
 
 // validFilter checks a subject filter over "<provider>.<event_type>".
 func validFilter(p string) error {

@@ -145,6 +145,8 @@ func New(d Destination, o Options) (*Runner, error) {
 			ConnectTimeout: time.Duration(d.ConnectTimeout),
 			RootCAs:        d.RootCAs,
 			MaxConns:       d.Concurrency,
+			Redact:         d.Redactor(),
+			AllowLinkLocal: d.AllowLinkLocal,
 		}),
 		policy: Policy{RetryFor: time.Duration(d.RetryFor), Base: o.RetryBase, Max: o.RetryMax,
 			MaxRetryAfter: time.Duration(d.MaxRetryAfter)},
@@ -169,7 +171,12 @@ func New(d Destination, o Options) (*Runner, error) {
 		// later one, so the line holds.
 		maxAckPending = 1
 	}
+	start, err := ParseStart(d.Start)
+	if err != nil {
+		return nil, fmt.Errorf("destination %s: start: %w", d.Name, err)
+	}
 	sub, err := subscriber.New(subscriber.Config{
+		Start:           start,
 		Name:            d.Name,
 		Pool:            o.Pool,
 		JetStream:       o.JetStream,

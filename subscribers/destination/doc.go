@@ -12,9 +12,19 @@
 // and optional limits (Spec). Unknown fields are errors, and every
 // problem is reported at once, naming the destination and the field.
 //
+// Everything an endpoint answers (the snippet, an error) passes through
+// the destination's redact.Redactor (Destination.Redactor) in the Client,
+// and the attempt log redacts again on write and on read, so no
+// credential the destination holds or sends reaches the log.
+//
 // # Files
 //
 //   - config.go: the destinations file (Spec, Destination, Parse, Load).
+//   - configdecode.go: its decoding, field by field, every error in the
+//     file's words.
+//   - configcheck.go: the rules that protect the hub (ReservedNames, the
+//     link-local refusal, also at connect time: dialControl), the start
+//     (ParseStart, Receives) and the destination's Redactor.
 //   - sign.go: Standard Webhooks secrets and signatures.
 //   - envelope.go: the body sent (the envelope, or the provider's bytes).
 //   - send.go: one bounded HTTP attempt (Client, Result).
@@ -25,7 +35,8 @@
 //     the rate limit).
 //   - destination.go: the Runner, one destination's subscriber.
 //   - service.go: the Service, a file's destinations in one process, with
-//     reload.
+//     reload; readiness.go: each destination's readiness (/readyz,
+//     hookhub_destination_ready).
 //   - state.go, attempts.go, inspect.go: the destination's own tables
 //     (state, attempt log) and what operators read from them.
 //   - metrics.go: the hookhub_destination_* metrics.

@@ -566,7 +566,7 @@ func TestKilledMidPOST(t *testing.T) {
 	}
 	h := newHarness(t)
 	const name = "killed_dest"
-	file := destinationsFile(t, fmt.Sprintf("destinations:\n  - name: %s\n    url: %s/hooks\n    subjects: [\"paddle.>\"]\n    secret_env: %s\n    timeout: 1s\n    concurrency: 4\n", name, rcv.URL(), testSecretEnv))
+	file := destinationsFile(t, fmt.Sprintf("destinations:\n  - name: %s\n    url: %s/hooks\n    subjects: [\"paddle.>\"]\n    secret_env: %s\n    timeout: 1s\n    concurrency: 4\n    start: all\n", name, rcv.URL(), testSecretEnv))
 	ids := h.publish(t, "kill", 30)
 	p := hubtest.StartBinary(t, bin, processEnv(h, file))
 	select {
@@ -619,7 +619,7 @@ func TestProcessSIGTERMExitsZero(t *testing.T) {
 	bin := hubtest.Build(t, "./cmd/destinations")
 	rcv := receivertest.Go(t, testSecret)
 	h := newHarness(t)
-	file := destinationsFile(t, fmt.Sprintf("destinations:\n  - name: term_dest\n    url: %s/hooks\n    subjects: [\"paddle.>\"]\n    secret_env: %s\n", rcv.URL(), testSecretEnv))
+	file := destinationsFile(t, fmt.Sprintf("destinations:\n  - name: term_dest\n    url: %s/hooks\n    subjects: [\"paddle.>\"]\n    secret_env: %s\n    start: all\n", rcv.URL(), testSecretEnv))
 	p := hubtest.StartBinary(t, bin, processEnv(h, file))
 	h.publish(t, "term", 3)
 	eventually(t, "3 events accepted", func() bool { return rcv.Accepted(t) == 3 })
@@ -720,7 +720,7 @@ func TestReloadAppliesTheFile(t *testing.T) {
 	h := newHarness(t)
 	path := filepath.Join(t.TempDir(), "destinations.yaml")
 	entry := func(name, url string) string {
-		return fmt.Sprintf("  - name: %s\n    url: %s/hooks\n    subjects: [\"paddle.>\"]\n    secret_env: %s\n    timeout: 2s\n", name, url, testSecretEnv)
+		return fmt.Sprintf("  - name: %s\n    url: %s/hooks\n    subjects: [\"paddle.>\"]\n    secret_env: %s\n    timeout: 2s\n    start: all\n", name, url, testSecretEnv)
 	}
 	write := func(entries ...string) {
 		t.Helper()

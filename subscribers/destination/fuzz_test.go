@@ -23,6 +23,10 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("a: &a [*a, *a]\n"))
 	f.Add([]byte("destinations:\n  - &x {name: a}\n  - *x\n"))
 	f.Add([]byte(entry("ordered", "true")))
+	f.Add([]byte(entry("start", "2026-12-01T00:00:00Z")))
+	f.Add([]byte(entry("allow_link_local", "[true]")))
+	f.Add([]byte(entry("subjects", "{a: [b]}") + "    concurrency: 1.5\n    bogus: x\n  - 7\n"))
+	f.Add([]byte(entry("url", "http://[::ffff:169.254.169.254]/")))
 	secrets := map[string]string{
 		"BILLING_SECRET": testSecret,
 		"OLD_SECRET":     testOldSecret,

@@ -71,7 +71,7 @@ func GetStatus(ctx context.Context, db DB, name string) (Status, error) {
 		st.State = State(*s)
 	}
 	st.Reason = deref(reason)
-	st.URL = deref(url)
+	st.URL = RedactURL(deref(url)) // a row written before path tokens were redacted
 	st.ChangedAt = deref(changedAt)
 	st.LastSuccess = deref(lastSuccess)
 	st.LastAttempt = deref(lastAttempt)

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hookhub/hookhub/subscribers/subscriber"
+	"github.com/hookhub/hookhub/internal/redact"
 )
 
 // Limits of one attempt.
@@ -46,6 +46,13 @@ type ClientConfig struct {
 	// MaxConns is how many idle keep-alive connections are kept: the
 	// destination's concurrency. Default DefaultConcurrency.
 	MaxConns int
+	// Redact hides the destination's credentials in Result.Response and
+	// Result.Err (Destination.Redactor); nil hides what redact.Text and
+	// the redact.Redactor rules hide.
+	Redact *redact.Redactor
+	// AllowLinkLocal lets the client connect to link-local and cloud
+	// metadata addresses (Forbidden), refused otherwise at connect time.
+	AllowLinkLocal bool
 }
 
 // Client POSTs to one destination. It is safe for concurrent use.
@@ -54,6 +61,7 @@ type Client struct {
 	tr      *http.Transport
 	timeout time.Duration
 	maxBody int64
+	redact  *redact.Redactor
 }
 
 // NewClient returns a Client with its own connection pool. It connects
@@ -76,7 +84,7 @@ func NewClient(c ClientConfig) *Client {
 	if c.MaxConns <= 0 {
 		c.MaxConns = DefaultConcurrency
 	}
-	dialer := &net.Dialer{Timeout: c.ConnectTimeout, KeepAlive: 30 * time.Second}
+	dialer := &net.Dialer{Timeout: c.ConnectTimeout, KeepAlive: 30 * time.Second, Control: dialControl(c.AllowLinkLocal)}
 	tr := &http.Transport{
 		Proxy:                  nil, // never from the environment: see above
 		DialContext:            dialer.DialContext,
@@ -99,6 +107,7 @@ func NewClient(c ClientConfig) *Client {
 		tr:      tr,
 		timeout: c.Timeout,
 		maxBody: c.MaxBody,
+		redact:  c.Redact,
 	}
 }
 
@@ -112,8 +121,8 @@ type Result struct {
 	// Latency runs from the start of the attempt to the end of the
 	// response body (or of the read MaxBody bytes, or the error).
 	Latency time.Duration
-	// Response is the start of the response body, sanitized
-	// (subscriber.SanitizeText: valid UTF-8, no NUL), at most
+	// Response is the start of the response body, printable and with the
+	// destination's credentials hidden (redact.Redactor.Answer), at most
 	// MaxResponseSnippet bytes.
 	Response string
 	// RetryAfter is the server's Retry-After (delta-seconds or HTTP-date)
@@ -123,7 +132,8 @@ type Result struct {
 	// Err is why no answer came (Status 0): the connection, TLS, or the
 	// Timeout (wrapping ErrTimeout). With a Status it says that the body
 	// could not be read to its end; the status stands. It never contains
-	// the URL (its query may hold a credential).
+	// the URL (its query may hold a credential), and its text is
+	// redacted as Response is.
 	Err error
 }
 
@@ -152,23 +162,24 @@ func (c *Client) Do(ctx context.Context, url string, h http.Header, body []byte)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return Result{Latency: time.Since(start), Err: fmt.Errorf("build request: %w", stripURL(err))}
+		return Result{Latency: time.Since(start), Err: c.redact.Error(fmt.Errorf("build request: %w", stripURL(err)))}
 	}
 	if h != nil {
 		req.Header = h.Clone()
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return Result{Latency: time.Since(start), Err: attemptError(ctx, "post", err)}
+		return Result{Latency: time.Since(start), Err: c.redact.Error(attemptError(ctx, "post", err))}
 	}
 	defer resp.Body.Close() // unread bytes left: the connection is closed, not reused
 	r := Result{Status: resp.StatusCode}
 	buf, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBody))
 	r.Latency = time.Since(start)
 	if err != nil {
-		r.Err = attemptError(ctx, "read response body", err)
+		r.Err = c.redact.Error(attemptError(ctx, "read response body", err))
 	}
-	r.Response = subscriber.SanitizeText(string(buf[:min(len(buf), 4*MaxResponseSnippet)]), MaxResponseSnippet)
+	// Redacted before the cut, so that no part of a secret survives it.
+	r.Response = c.redact.Answer(buf[:min(len(buf), 4*MaxResponseSnippet)], MaxResponseSnippet-len("…"))
 	if r.Status == http.StatusTooManyRequests || r.Status == http.StatusServiceUnavailable {
 		if d, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
 			r.RetryAfter = d

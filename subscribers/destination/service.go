@@ -3,10 +3,7 @@ package destination
 import (
 	"context"
 	"errors"
-	"fmt"
-	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -24,10 +21,12 @@ type Service struct {
 	load func() ([]Destination, error)
 
 	reloads  *prometheus.CounterVec
+	ready    *prometheus.GaugeVec
 	applying sync.Mutex // one apply at a time
-	mu       sync.Mutex // guards running and runCtx
+	mu       sync.Mutex // guards running, broken and runCtx
 	runCtx   context.Context
 	running  map[string]*running
+	broken   map[string]error // destinations of the set New refused
 	wg       sync.WaitGroup
 }
 
@@ -59,7 +58,7 @@ func NewService(o Options, load func() ([]Destination, error)) *Service {
 			reloads = are.ExistingCollector.(*prometheus.CounterVec)
 		}
 	}
-	return &Service{o: o, load: load, reloads: reloads, running: map[string]*running{}}
+	return &Service{o: o, load: load, reloads: reloads, ready: newReadyGauge(reg), running: map[string]*running{}, broken: map[string]error{}}
 }
 
 // Run loads the destinations and runs them until ctx is cancelled,
@@ -77,8 +76,12 @@ func (s *Service) Run(ctx context.Context, reload <-chan struct{}) error {
 	s.runCtx = ctx
 	s.mu.Unlock()
 	s.apply(ctx, set)
+	tick := time.NewTicker(BacklogPollInterval)
+	defer tick.Stop()
 	for {
 		select {
+		case <-tick.C:
+			s.Readiness() // keeps hookhub_destination_ready current
 		case <-ctx.Done():
 			s.wg.Wait()
 			return nil
@@ -108,6 +111,7 @@ func (s *Service) Reload() error {
 	}
 	s.reloads.WithLabelValues("ok").Inc()
 	s.apply(ctx, set)
+	s.o.Logger.Info("destinations file reloaded", "destinations", len(set))
 	return nil
 }
 
@@ -130,6 +134,7 @@ func (s *Service) apply(ctx context.Context, set []Destination) {
 			delete(s.running, name)
 			if !ok {
 				s.o.Metrics.Forget(name)
+				s.ready.DeleteLabelValues(name)
 				s.o.Logger.Info("destination removed", "destination", name)
 			}
 		}
@@ -140,12 +145,19 @@ func (s *Service) apply(ctx context.Context, set []Destination) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for name := range s.broken {
+		if _, ok := want[name]; !ok {
+			s.ready.DeleteLabelValues(name)
+		}
+	}
+	clear(s.broken)
 	for _, d := range set {
 		if _, ok := s.running[d.Name]; ok {
 			continue
 		}
 		r, err := New(d, s.o)
 		if err != nil {
+			s.broken[d.Name] = err
 			s.o.Logger.Error("destination not started", "destination", d.Name, "error", err)
 			continue
 		}
@@ -206,29 +218,4 @@ func (s *Service) Names() []string {
 	}
 	slices.Sort(names)
 	return names
-}
-
-// Healthy reports why some destination is not delivering (its consumer
-// gone, NATS down, stopped on an error), or nil. A paused or disabled
-// destination, or one whose circuit is open, is healthy: the process
-// works, the endpoint does not; that shows in the metrics and alerts.
-func (s *Service) Healthy() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var problems []string
-	for _, name := range slices.Sorted(maps.Keys(s.running)) {
-		run := s.running[name]
-		run.mu.Lock()
-		failed, r := run.failed, run.r
-		run.mu.Unlock()
-		if failed != nil {
-			problems = append(problems, fmt.Sprintf("%s: %v", name, failed))
-		} else if err := r.Healthy(); err != nil {
-			problems = append(problems, fmt.Sprintf("%s: %v", name, err))
-		}
-	}
-	if len(problems) > 0 {
-		return errors.New(strings.Join(problems, "; "))
-	}
-	return nil
 }

@@ -1,6 +1,7 @@
 package destination
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -168,17 +169,22 @@ func Register(ctx context.Context, db DB, name, url string, subjects []string) e
 }
 
 // ErrNotDestination says a destination's name is taken by a subscriber
-// that is not a destination (say, credits): its consumer and schema would
-// be shared.
+// that is not a destination (say, credits), or by a schema holding other
+// tables (the hub's public): its consumer and schema would be shared, and
+// the destination's documented removal (DROP SCHEMA … CASCADE) would drop
+// them.
 var ErrNotDestination = errors.New("the name belongs to a subscriber that is not a destination")
 
-// CheckName refuses a destination name that a subscriber of another kind
-// already uses: a schema holding the subscriber library's tables but no
-// destination_state.
+// CheckName refuses a reserved name (ReservedNames, pg_*) and a
+// destination name that something else already uses: a schema holding
+// tables (a subscriber's, the hub's) but no destination_state.
 func CheckName(ctx context.Context, db DB, name string) error {
+	if why, ok := ReservedNames[name]; ok || !subscriber.ValidName(name) {
+		return fmt.Errorf("destination %s: %w (%s)", name, ErrNotDestination, cmp.Or(why, "not a valid name"))
+	}
 	var other bool
 	err := db.QueryRow(ctx, `
-		SELECT EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'processed_messages')
+		SELECT EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = $1)
 		   AND NOT EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'destination_state')`, name).Scan(&other)
 	if err != nil {
 		return fmt.Errorf("destination %s: check the name: %w", name, err)

@@ -116,6 +116,10 @@ type Config struct {
 	// handler sends the event elsewhere (a destination) uses it to send
 	// again on an operator's request.
 	ResendReplays bool
+	// Start is where the consumer starts when it is created: the zero
+	// value delivers the stream's whole retained history. An existing
+	// consumer keeps its position.
+	Start Start
 	// RecordBatch writes the records effects returned (HandleEffect) for a
 	// batch of events, in the transaction that records them as processed:
 	// one multi-row INSERT (or COPY) for the batch is where group commit

@@ -34,8 +34,11 @@
 //
 // Run creates or updates the durable consumer: filter subjects = the
 // subjects handlers are registered for (they must not overlap, JetStream
-// rejects that), DeliverAll (operators can rewind it with a consumer
-// reset), AckExplicit, AckWait and a bounded MaxAckPending. It pulls at
+// rejects that) and their replay companions (Filters: a leading wildcard,
+// "*.>", is spelled out over the stream's providers so that it matches no
+// replay subject), Config.Start when it is created (the whole history by
+// default; an existing consumer keeps its position; operators can rewind
+// it with a consumer reset), AckExplicit, AckWait and a bounded MaxAckPending. It pulls at
 // most Concurrency messages ahead and hands them to Concurrency workers.
 //
 // The consumer's server-side MaxDeliver is unlimited, on purpose: the

@@ -16,7 +16,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookhub/hookhub/internal/backoff"
-	"github.com/hookhub/hookhub/schema"
 )
 
 // Subscriber consumes the hub's stream with one durable consumer and hands
@@ -174,16 +173,6 @@ func (s *Subscriber) Subjects() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Sorted(slices.Values(s.subjects))
-}
-
-// filterSubjects are the consumer's filters: the registered subjects, and
-// the same on this subscriber's private replay subjects (hub replay).
-func (s *Subscriber) filterSubjects() []string {
-	subjects := s.Subjects()
-	for _, subj := range s.Subjects() {
-		subjects = append(subjects, schema.ReplaySubject(s.cfg.Name, subj))
-	}
-	return subjects
 }
 
 func isPattern(subject string) bool {
@@ -439,22 +428,24 @@ func (s *Subscriber) admit(ctx context.Context) bool {
 // logging) while the stream does not exist yet or NATS is unreachable.
 func (s *Subscriber) ensureConsumer(ctx context.Context) (jetstream.Consumer, error) {
 	cfg := jetstream.ConsumerConfig{
-		Durable:       s.cfg.Name,
-		Description:   "hookhub subscriber " + s.cfg.Name,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       s.cfg.AckWait,
+		Durable:     s.cfg.Name,
+		Description: "hookhub subscriber " + s.cfg.Name,
+		AckPolicy:   jetstream.AckExplicitPolicy,
+		AckWait:     s.cfg.AckWait,
 		// The library enforces MaxDeliver itself (see the package doc):
 		// the server's limit would silently stop delivering a message
 		// whose last attempt could not be dead-lettered.
-		MaxDeliver:     -1,
-		MaxAckPending:  s.cfg.MaxAckPending,
-		FilterSubjects: s.filterSubjects(),
+		MaxDeliver:    -1,
+		MaxAckPending: s.cfg.MaxAckPending,
 	}
 	delays := backoff.New(250*time.Millisecond, 5*time.Second)
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		cons, err := s.cfg.JetStream.CreateOrUpdateConsumer(cctx, s.cfg.Stream, cfg)
+		cfg, err := s.consumerConfig(cctx, cfg)
+		var cons jetstream.Consumer
+		if err == nil {
+			cons, err = s.cfg.JetStream.CreateOrUpdateConsumer(cctx, s.cfg.Stream, cfg)
+		}
 		cancel()
 		if err == nil {
 			return cons, nil

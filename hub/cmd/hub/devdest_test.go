@@ -62,6 +62,9 @@ func TestDevRunsDestinations(t *testing.T) {
 	write("destinations:\n  - name: dev_dest\n    url: " + rcv.URL + "/hooks\n    subjects: [\"paddle.>\"]\n    secret_env: DEV_DEST_SECRET\n")
 	p = hubtest.StartBinary(t, bin, nil, "dev", "--destinations", file)
 	p.WaitOutput(t, "Destinations from "+file+": dev_dest")
+	// start: new (the default): what is published once its consumer
+	// exists.
+	p.WaitOutput(t, "msg=consuming subscriber=dev_dest")
 	code, _, errOut := runCmd(t, "send", "paddle", "subscription.created", "--event-id", "evt_devdest")
 	require.Equal(t, 0, code, errOut)
 	require.Eventually(t, func() bool {

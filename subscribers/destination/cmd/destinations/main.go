@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -35,7 +36,7 @@ type Config struct {
 	service.Process
 	DatabaseMaxConns int32         `split_words:"true" default:"32" desc:"Postgres connection pool size: at least the number of destinations + 2 (a delivery holds none while it POSTs; each destination records its deliveries in batches)"`
 	File             string        `default:"destinations.yaml" desc:"The destinations file (YAML or JSON); SIGHUP re-reads it"`
-	HTTPAddr         string        `split_words:"true" default:":8085" desc:"Address of /metrics and /healthz"`
+	HTTPAddr         string        `split_words:"true" default:":8085" desc:"Address of /metrics, /healthz and /readyz (each destination's readiness)"`
 	AttemptRetention time.Duration `split_words:"true" default:"168h" desc:"How long delivery attempts are kept (hub events show, the console); at least every destination's retry_for"`
 }
 
@@ -57,7 +58,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			_ = envconfig.Usagef(prefix, &cfg, tw, "{{range .}}  {{usage_key .}}\t{{usage_default .}}\t{{usage_description .}}\n{{end}}")
 			_ = tw.Flush()
 			fmt.Fprintf(stdout, "\nThe secrets are read from the variables the file names (secret_env). See docs/destinations.md.\n")
-			fmt.Fprintf(stdout, "\n`destinations check` validates the variables and the file (with its secrets) and exits: 0 when valid, 2 otherwise.\n")
+			fmt.Fprintf(stdout, "\n`destinations check` validates the variables and the file (with its secrets), and the names against the database's schemas when it is reachable, lists what each destination will receive and exits: 0 when valid, 2 otherwise.\n")
 			return 0
 		default:
 			fmt.Fprintf(stderr, "destinations: unexpected argument %q (it is configured by the environment; see --help)\n", a)
@@ -79,7 +80,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if check {
+		if err := checkNames(context.Background(), cfg.DatabaseURL, set, stderr); err != nil {
+			fmt.Fprintf(stderr, "destinations: %s: %v\n", cfg.File, err)
+			return 2
+		}
 		fmt.Fprintf(stdout, "%s: %d destinations, valid\n", cfg.File, len(set))
+		for _, d := range set {
+			fmt.Fprintf(stdout, "  %s\n", d.Receives())
+		}
 		return 0
 	}
 	log := cfg.Logger(stderr).With("service", "destinations")
@@ -178,6 +186,20 @@ func serve(ctx context.Context, cfg Config, loadFile func() ([]destination.Desti
 			return
 		}
 		_, _ = io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		// Each destination's readiness: 503 while one is not ready, with
+		// its reason (hookhub_destination_ready says the same).
+		rs := svc.Readiness()
+		status := http.StatusOK
+		for _, r := range rs {
+			if !r.Ready {
+				status = http.StatusServiceUnavailable
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(map[string]any{"destinations": rs})
 	})
 	stopHTTP, err := service.Serve(cfg.HTTPAddr, mux, log)
 	if err != nil {
