@@ -93,7 +93,7 @@ func Clean(b []byte) string {
 		switch {
 		case r == utf8.RuneError && size <= 1:
 			sb.WriteRune(utf8.RuneError)
-		case unicode.IsControl(r) || unicode.IsSpace(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r):
+		case Unsafe(r) || unicode.IsSpace(r):
 			sb.WriteByte(' ')
 		default:
 			sb.WriteRune(r)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/ops"
+	"github.com/hookhub/hookhub/internal/redact"
 )
 
 func main() {
@@ -73,7 +74,17 @@ func commands() []command {
 	}
 }
 
+// run runs the command args on stdout and stderr, through the escaping
+// of redact.Terminal: nothing a command prints, whatever the archive or a
+// remote party put in it, can drive the terminal.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	out, errOut := redact.Terminal(stdout), redact.Terminal(stderr)
+	code := runCommand(ctx, args, out, errOut)
+	_, _ = out.Flush(), errOut.Flush()
+	return code
+}
+
+func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		printHelp(stdout)
 		if len(args) == 0 {
