@@ -61,7 +61,8 @@ func TestOperatorCommands(t *testing.T) {
 		{[]string{"events"}, 2, "", "events needs list or show"},
 		{[]string{"events"}, 2, "", "Usage: hub events"},
 		{[]string{"events", "--help"}, 0, "Usage: hub events", ""},
-		{[]string{"status", "--json"}, 0, `"outbox_pending":1`, ""},
+		{[]string{"status", "--json"}, 1, `"outbox_pending":1`, "the stream is unreachable"}, // no stream WEBHOOKS there
+		{[]string{"status"}, 1, "stream: unavailable (stream WEBHOOKS not found", "hub status: the stream is unreachable"},
 		{[]string{"purge", "--older-than", "90d", "--dry-run"}, 0, "would delete 0", ""},
 		{[]string{"purge", "--older-than", "90d"}, 0, "dry run: would delete 0", ""},
 		{[]string{"purge", "--older-than", "90d"}, 0, "run again with --yes", ""},
