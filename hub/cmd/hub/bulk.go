@@ -55,14 +55,7 @@ first events.
 	if fs.NArg() > 0 {
 		return usageErr("bulk takes no arguments; the filter is flags")
 	}
-	env, _, err := connectOps(ctx, natsRequired, stderr)
-	if err != nil {
-		return err
-	}
-	defer env.Close()
-	if !*asJSON {
-		env.announce(stderr)
-	}
+	// A mistake is decided before connecting, and is one line on stderr.
 	req := ops.BulkRequest{Action: action, Subscriber: *sub, DryRun: *dryRun, Rate: *rate, Wait: *wait, Sample: *sample,
 		Filter: ops.EventFilter{Provider: *provider, Type: *typ, Entity: *entity}}
 	if req.Filter.Where, err = ops.ParseWheres("where", where); err != nil {
@@ -73,9 +66,14 @@ first events.
 			return err
 		}
 	}
-	if req.Filter.Since, req.Filter.Until, err = parseWindow(*since, *until, env.ops.Now()); err != nil {
+	if req.Filter.Since, req.Filter.Until, err = parseWindow(*since, *until, time.Now()); err != nil {
 		return err
 	}
+	env, _, err := connectOps(ctx, natsRequired, stderr)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
 	if !*asJSON && !*dryRun {
 		// A progress line every few seconds while it runs.
 		var mu sync.Mutex
@@ -84,6 +82,7 @@ first events.
 			mu.Lock()
 			defer mu.Unlock()
 			if time.Since(last) >= 2*time.Second {
+				env.announce(stderr) // the first line: the filter is good
 				last = time.Now()
 				fmt.Fprintf(stderr, "published %d of %d\n", r.Published, r.Eligible)
 			}
@@ -91,6 +90,9 @@ first events.
 	}
 	// audit: the CLI's bulk action (actor: the OS user) is recorded by ops.Bulk's markers.
 	res, err := env.ops.Bulk(ctx, req)
+	if !*asJSON {
+		env.announceUnlessMistake(stderr, err)
+	}
 	if *asJSON && (err == nil || res.Cancelled) {
 		if perr := printJSON(stdout, res); perr != nil {
 			return perr

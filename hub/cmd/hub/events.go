@@ -61,12 +61,8 @@ func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	env, _, err := connectOps(ctx, natsOptional, io.Discard)
-	if err != nil {
-		return err
-	}
-	defer env.Close()
 	f := ops.EventFilter{Provider: *provider, Type: *typ, Entity: *entity, Limit: *limit, Before: *before}
+	var err error
 	if f.Where, err = ops.ParseWheres("where", where); err != nil {
 		return err
 	}
@@ -75,9 +71,14 @@ func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	if f.Since, f.Until, err = parseWindow(*since, *until, env.ops.Now()); err != nil {
+	if f.Since, f.Until, err = parseWindow(*since, *until, time.Now()); err != nil {
 		return err
 	}
+	env, _, err := connectOps(ctx, natsOptional, io.Discard)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
 	page, err := env.ops.ListEventPage(ctx, f)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/hookhub/hookhub/hub/ops"
 )
@@ -39,19 +40,21 @@ the running `+"`hub dev`"+` recorded in HUB_DATA_DIR, or 127.0.0.1:4222 (it says
 	if *sub == "" || *since == "" {
 		return usageErr("--subscriber and --since are required (see `hub replay --help`)")
 	}
+	// A mistake is decided before connecting, and is one line on stderr.
+	req := ops.ReplayRequest{Subscriber: *sub, Subject: *subject, DryRun: *dryRun, Rate: *rate, Wait: *wait}
+	var err error
+	if req.Since, req.Until, err = parseWindow(*since, *until, time.Now()); err != nil {
+		return err
+	}
 	env, _, err := connectOps(ctx, natsRequired, stderr)
 	if err != nil {
 		return err
 	}
 	defer env.Close()
-	if !*asJSON {
-		env.announce(stderr)
-	}
-	req := ops.ReplayRequest{Subscriber: *sub, Subject: *subject, DryRun: *dryRun, Rate: *rate, Wait: *wait}
-	if req.Since, req.Until, err = parseWindow(*since, *until, env.ops.Now()); err != nil {
-		return err
-	}
 	res, err := env.ops.Replay(ctx, req)
+	if !*asJSON {
+		env.announceUnlessMistake(stderr, err)
+	}
 	if err != nil {
 		return env.explain(err)
 	}
