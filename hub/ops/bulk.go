@@ -300,7 +300,7 @@ func (o *Ops) Bulk(ctx context.Context, req BulkRequest) (BulkResult, error) {
 	err = o.audited(ctx, action, target, params, func() (any, error) {
 		var err error
 		if req.Action == BulkReplay {
-			err = o.bulkReplay(ctx, req, msgs, len(before), &res, progress)
+			err = o.bulkReplay(ctx, req, msgs, before, &res, progress)
 		} else {
 			err = o.bulkRepublish(ctx, req, ids, &res, progress)
 		}
@@ -342,8 +342,11 @@ func (o *Ops) bulkMatch(ctx context.Context, req BulkRequest, res *BulkResult) (
 }
 
 // bulkReplay replays msgs to the subscriber as Replay does.
-func (o *Ops) bulkReplay(ctx context.Context, req BulkRequest, msgs []replayMsg, before int, res *BulkResult, progress func()) error {
-	rr := ReplayResult{RunID: res.RunID, Matched: len(msgs), Skipped: before, ToProcess: len(msgs) - before}
+func (o *Ops) bulkReplay(ctx context.Context, req BulkRequest, msgs []replayMsg, before map[subscriber.EventKey]bool, res *BulkResult, progress func()) error {
+	rr := ReplayResult{RunID: res.RunID, Matched: len(msgs)}
+	if err := o.planCounts(ctx, req.Subscriber, len(before), &rr); err != nil {
+		return err
+	}
 	sync := func() {
 		res.Published, res.Processed, res.Skipped = rr.Delivered, rr.Processed, rr.Skipped
 		res.DeadLettered, res.Unsettled = rr.DeadLettered, rr.Unsettled

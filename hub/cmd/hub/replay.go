@@ -18,6 +18,8 @@ other subscriber consumes. The subscriber's idempotency makes it safe: events it
 already processed are skipped without side effects, so replaying a whole day
 after a bug fix re-runs only what never succeeded (dead letters included).
 It waits for the subscriber to settle the copies and prints the counts.
+A destination (an HTTP endpoint) is the exception: it sends every copy, the
+events it delivered before too, and the counts say so.
 
 Times are durations before now (90m, 36h, 7d) or times (2026-11-30, RFC 3339).
 Needs HUB_DATABASE_URL and NATS (nats-server 2.10 or newer): HUB_NATS_URL, or
@@ -64,13 +66,22 @@ the running `+"`hub dev`"+` recorded in HUB_DATA_DIR, or 127.0.0.1:4222 (it says
 			NATS natsTarget `json:"nats"`
 		}{res, env.nats})
 	}
-	if res.DryRun {
-		fmt.Fprintf(stdout, "would replay %d events (stream seq %d..%d) to %s: %d already processed (would be skipped), %d to process\n",
-			res.Matched, res.FirstSeq, res.LastSeq, *sub, res.Skipped, res.Matched-res.Skipped)
+	switch {
+	case res.DryRun && res.Destination:
+		fmt.Fprintf(stdout, "would replay %d events (stream seq %d..%d) to the destination %s: %d to send, %d of them already delivered (a destination sends them again)\n",
+			res.Matched, res.FirstSeq, res.LastSeq, *sub, res.ToProcess, res.Resend)
 		return nil
+	case res.DryRun:
+		fmt.Fprintf(stdout, "would replay %d events (stream seq %d..%d) to %s: %d already processed (would be skipped), %d to process\n",
+			res.Matched, res.FirstSeq, res.LastSeq, *sub, res.Skipped, res.ToProcess)
+		return nil
+	case res.Destination:
+		fmt.Fprintf(stdout, "replayed to the destination %s: %d published (stream seq %d..%d), %d sent: %d not delivered before, %d already delivered (sent again); %d dead-lettered",
+			*sub, res.Delivered, res.FirstSeq, res.LastSeq, res.Processed+res.Resent, res.Processed, res.Resent, res.DeadLettered)
+	default:
+		fmt.Fprintf(stdout, "replayed to %s: %d delivered (stream seq %d..%d), %d processed, %d skipped as already processed, %d dead-lettered again",
+			*sub, res.Delivered, res.FirstSeq, res.LastSeq, res.Processed, res.Skipped, res.DeadLettered)
 	}
-	fmt.Fprintf(stdout, "replayed to %s: %d delivered (stream seq %d..%d), %d processed, %d skipped as already processed, %d dead-lettered again",
-		*sub, res.Delivered, res.FirstSeq, res.LastSeq, res.Processed, res.Skipped, res.DeadLettered)
 	if res.Unsettled > 0 {
 		fmt.Fprintf(stdout, ", %d not settled after %s (is the subscriber running?)\n", res.Unsettled, *wait)
 		return fmt.Errorf("%d events not settled yet; check `hub status` and run the replay again if needed (it is safe)", res.Unsettled)

@@ -1,0 +1,72 @@
+package ops_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookhub/hookhub/hub/ops"
+	"github.com/hookhub/hookhub/schema"
+	"github.com/hookhub/hookhub/subscribers/destination"
+)
+
+// A replay to a destination sends every event again, those it delivered
+// before too (ResendReplays): the dry run says so (6 to send, 6 of them
+// again, none skipped), and the run counts what was sent, as the
+// receiver saw it. Before, the dry run said "0 to process" and the run "6
+// skipped", while the endpoint received all 6 again.
+func TestReplayToADestinationCountsWhatIsSent(t *testing.T) {
+	t.Parallel()
+	s := newSystem(t)
+	var received atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		received.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	set, err := destination.Parse(fmt.Appendf(nil, "destinations:\n  - name: billing\n    url: %s\n    secret_env: SECRET\n    subjects: [paddle.>]\n", srv.URL),
+		func(k string) (string, bool) { return "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", k == "SECRET" })
+	require.NoError(t, err)
+	reg := prometheus.NewRegistry()
+	r, err := destination.New(set[0], destination.Options{Pool: s.Pool(), JetStream: s.JetStream(), Stream: schema.DefaultStream,
+		Metrics: destination.NewMetrics(reg), Registerer: reg, ShutdownTimeout: 10 * time.Second})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	require.Eventually(t, func() bool { return r.Healthy() == nil }, 30*time.Second, 10*time.Millisecond)
+
+	const events = 6
+	for i := range events {
+		require.False(t, s.deliver(fmt.Sprintf("evt_dest_%d", i)))
+	}
+	s.Eventually(func() bool { return s.Count(`SELECT count(*) FROM billing.processed_messages`) == events }, "the destination delivered every event")
+	require.EqualValues(t, events, received.Load())
+
+	req := ops.ReplayRequest{Subscriber: "billing", Since: time.Now().Add(-time.Hour), DryRun: true}
+	plan, err := s.ops.Replay(context.Background(), req)
+	require.NoError(t, err)
+	require.True(t, plan.Destination)
+	require.Equal(t, events, plan.Matched)
+	require.Equal(t, events, plan.ToProcess, "a destination sends every event")
+	require.Equal(t, events, plan.Resend, "all of them again")
+	require.Zero(t, plan.Skipped)
+
+	req.DryRun, req.Wait = false, 60*time.Second
+	res, err := s.ops.Replay(context.Background(), req)
+	require.NoError(t, err)
+	require.Equal(t, events, res.Delivered)
+	require.Equal(t, events, res.Resent, "%+v", res)
+	require.Zero(t, res.Skipped)
+	require.Zero(t, res.Processed)
+	require.Zero(t, res.Unsettled)
+	require.EqualValues(t, 2*events, received.Load(), "the endpoint received every event again")
+}
