@@ -49,6 +49,10 @@ func TestOperatorCommands(t *testing.T) {
 		{[]string{"events", "list"}, 0, "evt_cli", ""},
 		{[]string{"events", "list", "--entity", "cus_cli", "--json"}, 0, `"entities":[{"kind":"customer","id":"cus_cli"}]`, ""},
 		{[]string{"events", "list", "--entity", "cus_nobody"}, 0, "no events match", ""},
+		// Each subscriber's outcome of each event about the entity, as the README says.
+		{[]string{"events", "list", "--entity", "cus_cli"}, 0, "flaky dead_lettered", ""},
+		{[]string{"events", "list", "--entity", "cus_cli", "--json"}, 0, `"subscribers":[{"subscriber":"flaky","outcome":"dead_lettered"`, ""},
+		{[]string{"events", "list", "--entity", "cus_cli", "--limit", "201"}, 2, "", "--limit: at most 200 with --entity"},
 		{[]string{"events", "list", "--entity", ""}, 2, "", "--entity: required: an entity id"},
 		{[]string{"events", "list", "--entity", "cus\x01"}, 2, "", `--entity: "cus\x01" contains control characters`},
 		{[]string{"events", "list", "--entity", strings.Repeat("x", 256)}, 2, "", "--entity: longer than 255 bytes"},
