@@ -105,9 +105,14 @@ type BulkResult struct {
 	// Eligible is what the action publishes: one copy each.
 	Eligible int `json:"eligible"`
 	// A replay's: AlreadyProcessed of Eligible the subscriber processed
-	// before (its dedup skips them), ToProcess the rest.
-	AlreadyProcessed int `json:"already_processed,omitempty"`
-	ToProcess        int `json:"to_process,omitempty"`
+	// before (its dedup skips them), ToProcess the rest. To a Destination,
+	// which sends every copy (ReplayResult.Destination), ToProcess is
+	// every eligible event and AlreadyProcessed those it sends again;
+	// Resent counts them once sent.
+	AlreadyProcessed int  `json:"already_processed,omitempty"`
+	ToProcess        int  `json:"to_process,omitempty"`
+	Destination      bool `json:"destination,omitempty"`
+	Resent           int  `json:"resent,omitempty"`
 	// Published is the copies published so far; Failed (republish) those
 	// JetStream did not acknowledge.
 	Published int `json:"published"`
@@ -266,6 +271,12 @@ func (o *Ops) Bulk(ctx context.Context, req BulkRequest) (BulkResult, error) {
 		}
 		res.AlreadyProcessed = len(before)
 		res.ToProcess = res.Eligible - res.AlreadyProcessed
+		if res.Destination, err = o.isDestination(ctx, req.Subscriber); err != nil {
+			return res, err
+		}
+		if res.Destination {
+			res.ToProcess = res.Eligible // sent again, not skipped
+		}
 	}
 	if req.DryRun {
 		return res, nil
@@ -348,7 +359,7 @@ func (o *Ops) bulkReplay(ctx context.Context, req BulkRequest, msgs []replayMsg,
 		return err
 	}
 	sync := func() {
-		res.Published, res.Processed, res.Skipped = rr.Delivered, rr.Processed, rr.Skipped
+		res.Published, res.Processed, res.Skipped, res.Resent = rr.Delivered, rr.Processed, rr.Skipped, rr.Resent
 		res.DeadLettered, res.Unsettled = rr.DeadLettered, rr.Unsettled
 		progress()
 	}

@@ -14,17 +14,26 @@ import (
 // (Skipped) and processes the rest (ToProcess); a destination sends them
 // all (ToProcess), those again (Resend), and skips none.
 func (o *Ops) planCounts(ctx context.Context, sub string, before int, res *ReplayResult) error {
-	dests, err := destination.Names(ctx, o.subs)
-	if err != nil {
+	var err error
+	if res.Destination, err = o.isDestination(ctx, sub); err != nil {
 		return err
 	}
-	res.Destination = slices.Contains(dests, sub)
 	if res.Destination {
 		res.Skipped, res.Resend, res.ToProcess = 0, before, res.Matched
 		return nil
 	}
 	res.Skipped, res.ToProcess = before, res.Matched-before
 	return nil
+}
+
+// isDestination reports whether sub is an HTTP destination
+// (subscribers/destination): its tables say so.
+func (o *Ops) isDestination(ctx context.Context, sub string) (bool, error) {
+	dests, err := destination.Names(ctx, o.subs)
+	if err != nil {
+		return false, err
+	}
+	return slices.Contains(dests, sub), nil
 }
 
 // resent counts the events of before that destination dest delivered

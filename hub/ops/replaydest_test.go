@@ -69,4 +69,19 @@ func TestReplayToADestinationCountsWhatIsSent(t *testing.T) {
 	require.Zero(t, res.Processed)
 	require.Zero(t, res.Unsettled)
 	require.EqualValues(t, 2*events, received.Load(), "the endpoint received every event again")
+
+	// A bulk replay counts the same way.
+	breq := ops.BulkRequest{Action: ops.BulkReplay, Subscriber: "billing", DryRun: true, Rate: ops.MaxBulkRate, Wait: 60 * time.Second, Sample: 1,
+		Filter: ops.EventFilter{Since: time.Now().Add(-time.Hour)}}
+	bplan, err := s.ops.Bulk(context.Background(), breq)
+	require.NoError(t, err)
+	require.True(t, bplan.Destination)
+	require.Equal(t, events, bplan.ToProcess)
+	require.Equal(t, events, bplan.AlreadyProcessed)
+	breq.DryRun = false
+	bres, err := s.ops.Bulk(context.Background(), breq)
+	require.NoError(t, err)
+	require.Equal(t, events, bres.Resent, "%+v", bres)
+	require.Zero(t, bres.Skipped)
+	require.EqualValues(t, 3*events, received.Load())
 }

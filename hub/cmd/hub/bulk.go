@@ -141,7 +141,10 @@ func printBulk(w io.Writer, r ops.BulkResult, wait time.Duration) {
 		fmt.Fprint(w, l)
 	}
 	fmt.Fprintln(w)
-	if r.Action == ops.BulkReplay {
+	switch {
+	case r.Action == ops.BulkReplay && r.Destination:
+		fmt.Fprintf(w, "the destination %s sends all %d, %d of them already delivered (sent again)\n", r.Subscriber, r.ToProcess, r.AlreadyProcessed)
+	case r.Action == ops.BulkReplay:
 		fmt.Fprintf(w, "%s processed %d of them already (skipped), %d to process\n", r.Subscriber, r.AlreadyProcessed, r.ToProcess)
 	}
 	if r.DryRun {
@@ -159,7 +162,11 @@ func printBulk(w io.Writer, r ops.BulkResult, wait time.Duration) {
 	}
 	fmt.Fprintf(w, "published %d", r.Published)
 	if r.Action == ops.BulkReplay {
-		fmt.Fprintf(w, ", %d processed, %d skipped as already processed, %d dead-lettered", r.Processed, r.Skipped, r.DeadLettered)
+		if r.Destination {
+			fmt.Fprintf(w, ", %d sent: %d not delivered before, %d already delivered (sent again); %d dead-lettered", r.Processed+r.Resent, r.Processed, r.Resent, r.DeadLettered)
+		} else {
+			fmt.Fprintf(w, ", %d processed, %d skipped as already processed, %d dead-lettered", r.Processed, r.Skipped, r.DeadLettered)
+		}
 		if r.Unsettled > 0 {
 			fmt.Fprintf(w, ", %d not settled after %s", r.Unsettled, wait)
 		}
