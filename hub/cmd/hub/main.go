@@ -59,7 +59,7 @@ func commands() []command {
 		{"migrate", "apply, roll back or list database migrations (up | down | status)", runMigrate},
 		{"send", "sign and POST a realistic test delivery to a running hub", runSend},
 		{"events", "forensics: list the archive, or show one event's deliveries and subscriber outcomes", runEvents},
-		{"replay", "redeliver a range of the stream to one subscriber (already processed events are skipped)", runReplay},
+		{"replay", "redeliver a range of the stream to one subscriber (it skips what it processed; a destination sends it again)", runReplay},
 		{"republish", "publish archived events back into the stream (after retention or a lost stream)", runRepublish},
 		{"bulk", "replay the events a filter (payload included) matches to one subscriber, or republish them", runBulk},
 		{"reconcile", "list PROCESSED events the stream no longer holds (and republish them)", runReconcile},

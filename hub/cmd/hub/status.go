@@ -13,7 +13,7 @@ import (
 )
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("status", "Usage: hub status [--json]\n\nThe stream (messages, bytes, sequences, duplicate window), each consumer (pending,\nack floor, redelivered, paused), the outbox backlog and its oldest row, and the\ndead letters waiting per subscriber. Needs HUB_DATABASE_URL; for the stream, NATS: HUB_NATS_URL,\nor the running `hub dev` recorded in HUB_DATA_DIR, or 127.0.0.1:4222 (it says which).\n", stdout)
+	fs := newFlags("status", "Usage: hub status [--json]\n\nThe stream (messages, bytes, sequences, duplicate window), each consumer (pending,\nack floor, redelivered, paused), the outbox backlog and its oldest row, and the\ndead letters waiting per subscriber. Needs HUB_DATABASE_URL; for the stream, NATS: HUB_NATS_URL,\nor the running `hub dev` recorded in HUB_DATA_DIR, or 127.0.0.1:4222 (it says which).\nExits 1 when the stream (or its consumers) cannot be read, after printing the rest.\n", stdout)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := parseFlags(fs, args); err != nil {
 		return err
