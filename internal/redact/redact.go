@@ -3,7 +3,9 @@
 // the configured secrets wherever they appear, whatever follows an
 // authentication scheme (Bearer, Basic, token), the value of a field named
 // like a credential, and the password of a URL. It also makes such text safe
-// to print: bounded, valid UTF-8, without control characters.
+// to print: bounded, valid UTF-8, without control characters (Clean, for a
+// one-line field), and owns what the hub's programs print (Terminal, the
+// writer of every CLI output and log line).
 package redact
 
 import (

@@ -71,6 +71,7 @@ func TestCommandsFindHubDev(t *testing.T) {
 	require.Equal(t, p.Pid(), rec.PID)
 	require.NotEqual(t, defaultNATSURL, rec.NATSURL, "4222 is taken")
 	require.Equal(t, "WEBHOOKS", rec.Stream)
+	require.Contains(t, p.Output(), "Listening on this machine only (loopback)", "HUB_HTTP_ADDR is a loopback address")
 
 	// status, as text: stderr says which server and where its URL came from.
 	code, out, errOut := runCmd(t, "status")
