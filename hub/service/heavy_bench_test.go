@@ -5,15 +5,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/hub/service/testhub"
+	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 // BenchmarkHeavyBodyHTTP: the hub end to end (HTTP, verification, group
@@ -61,43 +60,28 @@ func BenchmarkHeavyBodyHTTP(b *testing.B) {
 		}
 		return h.SignBody("paddle", id, "subscription.created", body)
 	}
-	run := func(heavy bool, d time.Duration) time.Duration {
-		var mu sync.Mutex
-		var lat []time.Duration
-		var wg sync.WaitGroup
-		small := time.NewTicker(5 * time.Millisecond)
-		defer small.Stop()
-		big := time.NewTicker(250 * time.Millisecond)
-		defer big.Stop()
-		end := time.After(d)
-		for {
-			select {
-			case due := <-small.C:
-				w := sign(nil)
-				wg.Go(func() {
-					code, err := post(w)
-					if err != nil || code != http.StatusOK {
-						b.Errorf("small webhook: %d %v", code, err)
-					}
-					mu.Lock()
-					lat = append(lat, time.Since(due))
-					mu.Unlock()
-				})
-			case <-big.C:
-				if heavy {
-					w := sign([]byte(items.String()))
-					wg.Go(func() {
-						if code, err := post(w); err != nil || code != http.StatusOK {
-							b.Errorf("heavy webhook: %d %v", code, err)
-						}
-					})
+	request := func(data []byte) func() func() error {
+		return func() func() error {
+			w := sign(data)
+			return func() error {
+				code, err := post(w)
+				if err == nil && code != http.StatusOK {
+					err = fmt.Errorf("answered %d", code)
 				}
-			case <-end:
-				wg.Wait()
-				slices.Sort(lat)
-				return lat[len(lat)*99/100]
+				return err
 			}
 		}
+	}
+	run := func(heavy bool, d time.Duration) time.Duration {
+		var heavyReq func() func() error
+		if heavy {
+			heavyReq = request([]byte(items.String()))
+		}
+		lat, err := hubtest.FixedRate(d, 5*time.Millisecond, 250*time.Millisecond, request(nil), heavyReq)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return hubtest.Percentile(lat, 0.99)
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	for b.Loop() {
