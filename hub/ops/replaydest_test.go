@@ -3,18 +3,13 @@ package ops_test
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/ops"
-	"github.com/hookhub/hookhub/schema"
-	"github.com/hookhub/hookhub/subscribers/destination"
+	"github.com/hookhub/hookhub/hub/service/testhub"
 )
 
 // A replay to a destination sends every event again, those it delivered
@@ -25,24 +20,7 @@ import (
 func TestReplayToADestinationCountsWhatIsSent(t *testing.T) {
 	t.Parallel()
 	s := newSystem(t)
-	var received atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		received.Add(1)
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	defer srv.Close()
-	set, err := destination.Parse(fmt.Appendf(nil, "destinations:\n  - name: billing\n    url: %s\n    secret_env: SECRET\n    subjects: [paddle.>]\n", srv.URL),
-		func(k string) (string, bool) { return "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", k == "SECRET" })
-	require.NoError(t, err)
-	reg := prometheus.NewRegistry()
-	r, err := destination.New(set[0], destination.Options{Pool: s.Pool(), JetStream: s.JetStream(), Stream: schema.DefaultStream,
-		Metrics: destination.NewMetrics(reg), Registerer: reg, ShutdownTimeout: 10 * time.Second})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	require.Eventually(t, func() bool { return r.Healthy() == nil }, 30*time.Second, 10*time.Millisecond)
+	received := testhub.StartDestination(t, s.Pool(), s.JetStream(), "billing")
 
 	const events = 6
 	for i := range events {
