@@ -241,9 +241,9 @@ func runEventsShow(ctx context.Context, args []string, stdout io.Writer) error {
 	printAttemptTimelines(stdout, d.Subscribers)
 	switch {
 	case d.Payload != nil:
-		fmt.Fprintf(stdout, "\nbody (exact bytes of the first delivery):\n%s\n", d.Payload)
+		fmt.Fprintf(stdout, "\nbody (the first delivery's bytes; control characters escaped, --json for the exact text):\n%s\n", d.Payload)
 	case d.Body != "":
-		fmt.Fprintf(stdout, "\nbody (exact bytes of the first delivery):\n%s\n", d.Body)
+		fmt.Fprintf(stdout, "\nbody (the first delivery's bytes; control characters escaped, --json for the exact text):\n%s\n", d.Body)
 	}
 	return nil
 }
