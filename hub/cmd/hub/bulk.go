@@ -75,18 +75,7 @@ first events.
 	}
 	defer env.Close()
 	if !*asJSON && !*dryRun {
-		// A progress line every few seconds while it runs.
-		var mu sync.Mutex
-		last := time.Now()
-		req.Progress = func(r ops.BulkResult) {
-			mu.Lock()
-			defer mu.Unlock()
-			if time.Since(last) >= 2*time.Second {
-				env.announce(stderr) // the first line: the filter is good
-				last = time.Now()
-				fmt.Fprintf(stderr, "published %d of %d\n", r.Published, r.Eligible)
-			}
-		}
+		req.Progress = bulkProgress(env, stderr)
 	}
 	// audit: the CLI's bulk action (actor: the OS user) is recorded by ops.Bulk's markers.
 	res, err := env.ops.Bulk(ctx, req)
@@ -110,6 +99,22 @@ first events.
 		return fmt.Errorf("%d events not settled yet; check `hub status` and run it again if needed (it is safe)", res.Unsettled)
 	}
 	return nil
+}
+
+// bulkProgress prints a progress line every few seconds while a bulk
+// action runs, after the banner (announce: the filter was good).
+func bulkProgress(env *opsEnv, stderr io.Writer) func(ops.BulkResult) {
+	var mu sync.Mutex
+	last := time.Now()
+	return func(r ops.BulkResult) {
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(last) >= 2*time.Second {
+			env.announce(stderr)
+			last = time.Now()
+			fmt.Fprintf(stderr, "published %d of %d\n", r.Published, r.Eligible)
+		}
+	}
 }
 
 func printBulk(w io.Writer, r ops.BulkResult, wait time.Duration) {
