@@ -269,13 +269,8 @@ func (o *Ops) Bulk(ctx context.Context, req BulkRequest) (BulkResult, error) {
 		if before, err = o.processedSet(ctx, req.Subscriber, msgs); err != nil {
 			return res, err
 		}
-		res.AlreadyProcessed = len(before)
-		res.ToProcess = res.Eligible - res.AlreadyProcessed
-		if res.Destination, err = o.isDestination(ctx, req.Subscriber); err != nil {
+		if err := o.bulkPlan(ctx, req.Subscriber, len(before), &res); err != nil {
 			return res, err
-		}
-		if res.Destination {
-			res.ToProcess = res.Eligible // sent again, not skipped
 		}
 	}
 	if req.DryRun {

@@ -40,9 +40,8 @@ arrived and answers 204; it verifies nothing).
            --ingest-warmup), without destinations and with a destinations
            process forwarding every event: the ingest 2xx p50/p99/max, each
            from the time the request was due, and their ratio. --rounds
-           repeats the pair, alternating its order; the round of the median
-           ratio is reported (both its runs: the table shows the ratio the
-           verdict judges), and every round's ratio.
+           repeats the pair, alternating its order; the round of the median ratio
+           is reported (both its runs, as the verdict judges), and every round's.
 
 Every run reports the CPU time per delivery of each process (the hub, the
 destinations process, every postgres process, and the bench process:
