@@ -63,13 +63,16 @@
 //   - internal/buildinfo: the version `hub version` prints and the HTTP clients' User-Agent.
 //   - internal/hubhttp: what both HTTP listeners share: the one table of error codes to statuses, connection and body limits, panic recovery.
 //   - internal/hubtest: a fresh Postgres database and an embedded JetStream server per test.
-//   - internal/jsontext: reads the shape of JSON text without decoding it.
+//   - internal/jsontext: reads the shape of JSON text without decoding it:
+//     the one JSON scanner (hub/provider reads a body's members with it,
+//     hub/store weighs a payload with it: Values).
 //   - internal/logging: the slog logger of every hookhub program, from LOG_LEVEL and LOG_FORMAT.
 //   - internal/loopback: whether a host names this machine (plain http:// allowed, `hub dev` record trusted).
 //   - internal/migrate: the Migrator (goose over pgx under an advisory lock) of the hub's and the subscribers' embedded migrations; embeds no SQL.
 //   - internal/natsembed: the embedded nats-server of `hub dev` and the tests.
 //   - internal/pgurl: edits Postgres URLs (databases next to a configured one) and hides their passwords.
 //   - internal/redact: hides credentials in text the hub did not write itself (API answers, errors); a Redactor does it for one party (a destination: its configured values, signatures, URL query and path tokens).
+//     Terminal, the one writer every CLI output and log line passes through, escapes what could drive a terminal.
 //   - internal/startstop: the one lifecycle contract of background components (start with a context, stop idempotent).
 //   - internal/tracing: OpenTelemetry setup for the hub and the subscribers (off by default).
 package hub

@@ -160,3 +160,27 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
+
+// The report's ingest runs are both of the median round, so the table of
+// them shows the ratio the verdict judges; before, each side was its own
+// median by p99, from different rounds (here 20 and 30 ms: 1.5x in the
+// table against a 1.2x verdict).
+func TestDestinationsMedianRound(t *testing.T) {
+	run := func(p99 float64) IngestRun { return IngestRun{P99ms: p99} }
+	for _, tc := range []struct {
+		rounds [][]IngestRun
+		median int
+		ratio  float64
+	}{
+		{[][]IngestRun{{run(10), run(30)}, {run(20), run(22)}, {run(30), run(36)}}, 3, 1.2},
+		{[][]IngestRun{{run(10), run(12)}}, 1, 1.2},
+		{[][]IngestRun{{run(10), run(20)}, {run(10), run(11)}, {run(10), run(15)}, {run(10), run(30)}}, 3, 1.5}, // even: the lower middle
+	} {
+		rep := DestinationsReport{IngestRounds: tc.rounds}
+		rep.medianRound()
+		require.Equal(t, tc.median, rep.IngestMedianRound)
+		require.InDelta(t, tc.ratio, rep.IngestP99Ratio, 1e-9)
+		require.Len(t, rep.Ingest, 2)
+		require.InDelta(t, rep.IngestP99Ratio, rep.Ingest[1].P99ms/rep.Ingest[0].P99ms, 1e-9, "the table agrees with the verdict")
+	}
+}

@@ -219,7 +219,7 @@ func (cn *Console) replayJob(c *fiber.Ctx, s *session) error {
 		return cn.fail(c, s, fiber.StatusNotFound, "No such replay job (the console keeps the last 20, until the hub restarts).")
 	}
 	v := jobView{J: j, Running: j.State == jobRunning, Max: max(2*j.Res.Matched, 1)}
-	v.Value = min(j.Res.Delivered+j.Res.Processed+j.Res.Skipped+j.Res.DeadLettered, v.Max)
+	v.Value = min(j.Res.Delivered+j.Res.Processed+j.Res.Skipped+j.Res.Resent+j.Res.DeadLettered, v.Max)
 	if j.State != jobRunning {
 		v.Value = v.Max
 	}

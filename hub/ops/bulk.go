@@ -105,9 +105,14 @@ type BulkResult struct {
 	// Eligible is what the action publishes: one copy each.
 	Eligible int `json:"eligible"`
 	// A replay's: AlreadyProcessed of Eligible the subscriber processed
-	// before (its dedup skips them), ToProcess the rest.
-	AlreadyProcessed int `json:"already_processed,omitempty"`
-	ToProcess        int `json:"to_process,omitempty"`
+	// before (its dedup skips them), ToProcess the rest. To a Destination,
+	// which sends every copy (ReplayResult.Destination), ToProcess is
+	// every eligible event and AlreadyProcessed those it sends again;
+	// Resent counts them once sent.
+	AlreadyProcessed int  `json:"already_processed,omitempty"`
+	ToProcess        int  `json:"to_process,omitempty"`
+	Destination      bool `json:"destination,omitempty"`
+	Resent           int  `json:"resent,omitempty"`
 	// Published is the copies published so far; Failed (republish) those
 	// JetStream did not acknowledge.
 	Published int `json:"published"`
@@ -264,8 +269,9 @@ func (o *Ops) Bulk(ctx context.Context, req BulkRequest) (BulkResult, error) {
 		if before, err = o.processedSet(ctx, req.Subscriber, msgs); err != nil {
 			return res, err
 		}
-		res.AlreadyProcessed = len(before)
-		res.ToProcess = res.Eligible - res.AlreadyProcessed
+		if err := o.bulkPlan(ctx, req.Subscriber, len(before), &res); err != nil {
+			return res, err
+		}
 	}
 	if req.DryRun {
 		return res, nil
@@ -300,7 +306,7 @@ func (o *Ops) Bulk(ctx context.Context, req BulkRequest) (BulkResult, error) {
 	err = o.audited(ctx, action, target, params, func() (any, error) {
 		var err error
 		if req.Action == BulkReplay {
-			err = o.bulkReplay(ctx, req, msgs, len(before), &res, progress)
+			err = o.bulkReplay(ctx, req, msgs, before, &res, progress)
 		} else {
 			err = o.bulkRepublish(ctx, req, ids, &res, progress)
 		}
@@ -342,10 +348,13 @@ func (o *Ops) bulkMatch(ctx context.Context, req BulkRequest, res *BulkResult) (
 }
 
 // bulkReplay replays msgs to the subscriber as Replay does.
-func (o *Ops) bulkReplay(ctx context.Context, req BulkRequest, msgs []replayMsg, before int, res *BulkResult, progress func()) error {
-	rr := ReplayResult{RunID: res.RunID, Matched: len(msgs), Skipped: before, ToProcess: len(msgs) - before}
+func (o *Ops) bulkReplay(ctx context.Context, req BulkRequest, msgs []replayMsg, before map[subscriber.EventKey]bool, res *BulkResult, progress func()) error {
+	rr := ReplayResult{RunID: res.RunID, Matched: len(msgs)}
+	if err := o.planCounts(ctx, req.Subscriber, len(before), &rr); err != nil {
+		return err
+	}
 	sync := func() {
-		res.Published, res.Processed, res.Skipped = rr.Delivered, rr.Processed, rr.Skipped
+		res.Published, res.Processed, res.Skipped, res.Resent = rr.Delivered, rr.Processed, rr.Skipped, rr.Resent
 		res.DeadLettered, res.Unsettled = rr.DeadLettered, rr.Unsettled
 		progress()
 	}

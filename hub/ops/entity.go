@@ -86,27 +86,48 @@ func (o *Ops) EntityTimeline(ctx context.Context, q TimelineQuery) (Timeline, er
 		ds = ds[:q.Limit]
 		t.Next = FormatCursor(ds[len(ds)-1].Cursor())
 	}
-	evs := make([]outcomeEvent, len(ds))
+	rows := make([]EventRow, len(ds))
 	for i, d := range ds {
-		e := TimelineEvent{EventRow: EventRow{ArchiveID: d.ArchiveID.String(), Provider: d.Provider, EventID: d.EventID,
+		rows[i] = EventRow{ArchiveID: d.ArchiveID.String(), Provider: d.Provider, EventID: d.EventID,
 			EventType: d.EventType, Status: string(d.Status), Error: d.Error, ReceivedAt: d.ReceivedAt,
-			StreamSeq: d.StreamSeq, Deliveries: d.Deliveries, Entities: d.Entities, Cursor: FormatCursor(d.Cursor())}}
-		if s, err := schema.Subject(d.Provider, d.EventType); err == nil {
-			e.Subject = s
-		}
-		published := d.StreamSeq != 0 || (d.Status != hub.Pending && d.Status != hub.Failed)
-		evs[i] = outcomeEvent{Provider: d.Provider, EventID: d.EventID, Subject: e.Subject, Published: published}
-		t.Events = append(t.Events, e)
+			StreamSeq: d.StreamSeq, Deliveries: d.Deliveries, Entities: d.Entities, Cursor: FormatCursor(d.Cursor())}
 	}
-	if len(evs) == 0 {
-		return t, nil
-	}
-	outs, err := o.outcomes(ctx, evs, true)
+	evs, err := o.EventOutcomes(ctx, rows)
 	if err != nil {
 		return Timeline{}, fmt.Errorf("entity timeline: %w", err)
 	}
-	for i := range t.Events {
-		t.Events[i].Subscribers = outs[i]
-	}
+	t.Events = append(t.Events, evs...)
 	return t, nil
+}
+
+// EventOutcomes returns rows (a page of a listing, at most
+// MaxTimelineLimit) with what each subscriber and destination did with
+// each (a destination's last HTTP attempt only), as an entity's timeline
+// shows them: a bounded number of queries per subscriber for the whole
+// page, never one per event.
+func (o *Ops) EventOutcomes(ctx context.Context, rows []EventRow) ([]TimelineEvent, error) {
+	if len(rows) > MaxTimelineLimit {
+		return nil, inputErr("limit", "must be within 1..%d to read each event's outcomes, got %d", MaxTimelineLimit, len(rows))
+	}
+	out := make([]TimelineEvent, len(rows))
+	evs := make([]outcomeEvent, len(rows))
+	for i, r := range rows {
+		out[i].EventRow = r
+		if s, err := schema.Subject(r.Provider, r.EventType); err == nil {
+			out[i].Subject = s
+		}
+		published := r.StreamSeq != 0 || (r.Status != string(hub.Pending) && r.Status != string(hub.Failed))
+		evs[i] = outcomeEvent{Provider: r.Provider, EventID: r.EventID, Subject: out[i].Subject, Published: published}
+	}
+	if len(evs) == 0 {
+		return out, nil
+	}
+	outs, err := o.outcomes(ctx, evs, true)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].Subscribers = outs[i]
+	}
+	return out, nil
 }

@@ -85,6 +85,15 @@ type ReplayResult struct {
 	FirstSeq     uint64 `json:"first_stream_seq,omitempty"`
 	LastSeq      uint64 `json:"last_stream_seq,omitempty"`
 	DryRun       bool   `json:"dry_run"`
+	// Destination says the subscriber is an HTTP destination, which sends
+	// every copy, also of an event it delivered before
+	// (subscriber.Config.ResendReplays): nothing is skipped, ToProcess is
+	// every matched event, Resend of them were delivered before and are
+	// sent again, and Resent of those were (an attempt delivered since the
+	// replay began).
+	Destination bool `json:"destination,omitempty"`
+	Resend      int  `json:"resend,omitempty"`
+	Resent      int  `json:"resent,omitempty"`
 }
 
 type replayMsg struct {
@@ -176,8 +185,9 @@ func (o *Ops) replay(ctx context.Context, req ReplayRequest) (ReplayResult, erro
 	if err != nil {
 		return res, err
 	}
-	res.Skipped = len(before)
-	res.ToProcess = res.Matched - res.Skipped
+	if err := o.planCounts(ctx, req.Subscriber, len(before), &res); err != nil {
+		return res, err
+	}
 	if req.DryRun {
 		return res, nil
 	}
@@ -187,20 +197,21 @@ func (o *Ops) replay(ctx context.Context, req ReplayRequest) (ReplayResult, erro
 		}
 	}
 	progress()
-	err = o.replayCopies(ctx, req, msgs, len(before), &res, progress)
+	err = o.replayCopies(ctx, req, msgs, before, &res, progress)
 	return res, err
 }
 
 // replayCopies publishes a copy of each of msgs to req.Subscriber
 // (publishReplay) and waits up to req.Wait for the subscriber to settle
-// them, counting into res; before is how many of msgs it had processed
+// them, counting into res; before is those of msgs it had processed
 // already. Replay and bulk replays (bulk.go) share it.
-func (o *Ops) replayCopies(ctx context.Context, req ReplayRequest, msgs []replayMsg, before int, res *ReplayResult, progress func()) error {
+func (o *Ops) replayCopies(ctx context.Context, req ReplayRequest, msgs []replayMsg, before map[subscriber.EventKey]bool, res *ReplayResult, progress func()) error {
 	// Dead letters written from here on are the replay's.
 	lastDeadLetter, err := subscriber.LastDeadLetterID(ctx, o.subs, req.Subscriber)
 	if err != nil {
 		return subscriberErr(err)
 	}
+	began := time.Now()
 	if err := o.publishReplay(ctx, req, msgs, res, progress); err != nil {
 		return err
 	}
@@ -210,9 +221,15 @@ func (o *Ops) replayCopies(ctx context.Context, req ReplayRequest, msgs []replay
 		if err != nil {
 			return err
 		}
-		res.Processed = len(done) - before
+		res.Processed = len(done) - len(before)
 		res.DeadLettered = len(dead)
 		res.Unsettled = res.Matched - len(done) - len(dead)
+		if res.Destination {
+			if res.Resent, err = o.resent(ctx, req.Subscriber, before, began); err != nil {
+				return err
+			}
+			res.Unsettled += res.Resend - res.Resent // sent again, or not yet
+		}
 		progress()
 		if res.Unsettled <= 0 || time.Now().After(deadline) {
 			return nil

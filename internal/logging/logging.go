@@ -7,12 +7,17 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+
+	"github.com/hookhub/hookhub/internal/redact"
 )
 
 // New returns a logger writing to w at level (debug, info, warn, error;
 // anything else is info) as text when format is "text" (any case), JSON
-// otherwise.
+// otherwise. Every line goes through redact.Terminal: what a log line
+// quotes from outside (a header, a receiver's answer, a provider's error)
+// cannot drive the terminal that shows it, in either format.
 func New(w io.Writer, level, format string) *slog.Logger {
+	w = redact.Terminal(w)
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level))
 	opts := &slog.HandlerOptions{Level: l}

@@ -3,7 +3,9 @@
 // the configured secrets wherever they appear, whatever follows an
 // authentication scheme (Bearer, Basic, token), the value of a field named
 // like a credential, and the password of a URL. It also makes such text safe
-// to print: bounded, valid UTF-8, without control characters.
+// to print: bounded, valid UTF-8, without control characters (Clean, for a
+// one-line field), and owns what the hub's programs print (Terminal, the
+// writer of every CLI output and log line).
 //
 // A Redactor (NewRedactor) is the same for one party that holds or sends
 // credentials (a destination): its configured values, plus signatures and
@@ -128,7 +130,7 @@ func Clean(b []byte) string {
 		switch {
 		case r == utf8.RuneError && size <= 1:
 			sb.WriteRune(utf8.RuneError)
-		case unicode.IsControl(r) || unicode.IsSpace(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r):
+		case Unsafe(r) || unicode.IsSpace(r):
 			sb.WriteByte(' ')
 		default:
 			sb.WriteRune(r)

@@ -363,6 +363,9 @@ type progressBar struct {
 // newProgressBar returns a bar on w when w is a terminal and want is true,
 // nil otherwise (a nil bar draws nothing).
 func newProgressBar(w io.Writer, want bool) *progressBar {
+	if t, ok := w.(*redact.TerminalWriter); ok {
+		w = t.Raw() // the bar is the hub's own text; its \r must reach the terminal
+	}
 	if !want || !isTerminal(w) {
 		return nil
 	}

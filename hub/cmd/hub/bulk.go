@@ -55,14 +55,7 @@ first events.
 	if fs.NArg() > 0 {
 		return usageErr("bulk takes no arguments; the filter is flags")
 	}
-	env, _, err := connectOps(ctx, natsRequired, stderr)
-	if err != nil {
-		return err
-	}
-	defer env.Close()
-	if !*asJSON {
-		env.announce(stderr)
-	}
+	// A mistake is decided before connecting, and is one line on stderr.
 	req := ops.BulkRequest{Action: action, Subscriber: *sub, DryRun: *dryRun, Rate: *rate, Wait: *wait, Sample: *sample,
 		Filter: ops.EventFilter{Provider: *provider, Type: *typ, Entity: *entity}}
 	if req.Filter.Where, err = ops.ParseWheres("where", where); err != nil {
@@ -73,24 +66,22 @@ first events.
 			return err
 		}
 	}
-	if req.Filter.Since, req.Filter.Until, err = parseWindow(*since, *until, env.ops.Now()); err != nil {
+	if req.Filter.Since, req.Filter.Until, err = parseWindow(*since, *until, time.Now()); err != nil {
 		return err
 	}
+	env, _, err := connectOps(ctx, natsRequired, stderr)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
 	if !*asJSON && !*dryRun {
-		// A progress line every few seconds while it runs.
-		var mu sync.Mutex
-		last := time.Now()
-		req.Progress = func(r ops.BulkResult) {
-			mu.Lock()
-			defer mu.Unlock()
-			if time.Since(last) >= 2*time.Second {
-				last = time.Now()
-				fmt.Fprintf(stderr, "published %d of %d\n", r.Published, r.Eligible)
-			}
-		}
+		req.Progress = bulkProgress(env, stderr)
 	}
 	// audit: the CLI's bulk action (actor: the OS user) is recorded by ops.Bulk's markers.
 	res, err := env.ops.Bulk(ctx, req)
+	if !*asJSON {
+		env.announceUnlessMistake(stderr, err)
+	}
 	if *asJSON && (err == nil || res.Cancelled) {
 		if perr := printJSON(stdout, res); perr != nil {
 			return perr
@@ -108,6 +99,22 @@ first events.
 		return fmt.Errorf("%d events not settled yet; check `hub status` and run it again if needed (it is safe)", res.Unsettled)
 	}
 	return nil
+}
+
+// bulkProgress prints a progress line every few seconds while a bulk
+// action runs, after the banner (announce: the filter was good).
+func bulkProgress(env *opsEnv, stderr io.Writer) func(ops.BulkResult) {
+	var mu sync.Mutex
+	last := time.Now()
+	return func(r ops.BulkResult) {
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(last) >= 2*time.Second {
+			env.announce(stderr)
+			last = time.Now()
+			fmt.Fprintf(stderr, "published %d of %d\n", r.Published, r.Eligible)
+		}
+	}
 }
 
 func printBulk(w io.Writer, r ops.BulkResult, wait time.Duration) {
@@ -139,7 +146,10 @@ func printBulk(w io.Writer, r ops.BulkResult, wait time.Duration) {
 		fmt.Fprint(w, l)
 	}
 	fmt.Fprintln(w)
-	if r.Action == ops.BulkReplay {
+	switch {
+	case r.Action == ops.BulkReplay && r.Destination:
+		fmt.Fprintf(w, "the destination %s sends all %d, %d of them already delivered (sent again)\n", r.Subscriber, r.ToProcess, r.AlreadyProcessed)
+	case r.Action == ops.BulkReplay:
 		fmt.Fprintf(w, "%s processed %d of them already (skipped), %d to process\n", r.Subscriber, r.AlreadyProcessed, r.ToProcess)
 	}
 	if r.DryRun {
@@ -157,7 +167,11 @@ func printBulk(w io.Writer, r ops.BulkResult, wait time.Duration) {
 	}
 	fmt.Fprintf(w, "published %d", r.Published)
 	if r.Action == ops.BulkReplay {
-		fmt.Fprintf(w, ", %d processed, %d skipped as already processed, %d dead-lettered", r.Processed, r.Skipped, r.DeadLettered)
+		if r.Destination {
+			fmt.Fprintf(w, ", %d sent: %d not delivered before, %d already delivered (sent again); %d dead-lettered", r.Processed+r.Resent, r.Processed, r.Resent, r.DeadLettered)
+		} else {
+			fmt.Fprintf(w, ", %d processed, %d skipped as already processed, %d dead-lettered", r.Processed, r.Skipped, r.DeadLettered)
+		}
 		if r.Unsettled > 0 {
 			fmt.Fprintf(w, ", %d not settled after %s", r.Unsettled, wait)
 		}

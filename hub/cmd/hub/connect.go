@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -37,6 +38,8 @@ type opsEnv struct {
 	// nats says which NATS server was reached, how it was chosen, and
 	// what is missing there.
 	nats natsTarget
+	// announced makes the banner print once (announce).
+	announced sync.Once
 }
 
 func (e *opsEnv) Close() {
@@ -93,15 +96,42 @@ func (t natsTarget) where() string {
 	}
 }
 
-// announce prints on stderr which server the command works on.
+// announce prints on stderr which server the command works on, once.
 func (e *opsEnv) announce(stderr io.Writer) {
-	t := e.nats
-	switch {
-	case t.StreamFound:
-		fmt.Fprintf(stderr, "hub: NATS %s, stream %s\n", t.where(), t.Stream)
-	case t.Problem != "":
-		fmt.Fprintf(stderr, "hub: %s\n", t.Problem)
+	e.announced.Do(func() {
+		t := e.nats
+		switch {
+		case t.StreamFound:
+			fmt.Fprintf(stderr, "hub: NATS %s, stream %s\n", t.where(), t.Stream)
+		case t.Problem != "":
+			fmt.Fprintf(stderr, "hub: %s\n", t.Problem)
+		}
+	})
+}
+
+// announceUnlessMistake is announce after an operation that returned
+// err, unless err is the operator's mistake: a usage mistake is one line
+// on stderr, its message, with no banner before it.
+func (e *opsEnv) announceUnlessMistake(stderr io.Writer, err error) {
+	if !e.isMistake(err) {
+		e.announce(stderr)
 	}
+}
+
+// isMistake reports whether err is the operator's mistake rather than the
+// system's failure: a bad flag value, an unknown subscriber or
+// destination, nothing matched (on a stream that is there: a missing
+// stream is the system's).
+func (e *opsEnv) isMistake(err error) bool {
+	var input *ops.InputError
+	switch {
+	case err == nil:
+		return false
+	case errors.As(err, &input), errors.Is(err, errUsage), errors.Is(err, ops.ErrInvalid), errors.Is(err, ops.ErrBadTime),
+		errors.Is(err, ops.ErrUnknownSubscriber):
+		return true
+	}
+	return errors.Is(err, ops.ErrNotFound) && (e.nc == nil || e.nats.StreamFound)
 }
 
 // explain adds what is missing on the NATS server to err when err comes

@@ -24,6 +24,10 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 The quick start: runs the whole hub on embedded defaults.
   - creates the database named in HUB_DATABASE_URL if it is missing, and migrates it;
+  - listens on 127.0.0.1:8080 (loopback only: its development secrets are public);
+    set HUB_HTTP_ADDR to listen elsewhere;
+  - refuses to start while another hub dev runs with the same HUB_DATA_DIR
+    (it names its pid);
   - with HUB_NATS_URL empty, embeds a JetStream server on 127.0.0.1:4222
     (or a free port when 4222 is taken; the URL is logged), store in HUB_DATA_DIR;
   - records its NATS URL in HUB_DATA_DIR/dev.json while it runs, so that the other
@@ -56,6 +60,14 @@ Environment:
 	if err != nil {
 		return err
 	}
+	// One `hub dev` per data directory: refused before anything is opened.
+	unlock, err := lockDevDir(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	var public bool
+	cfg.HTTPAddr, public = devListenAddr(cfg.HTTPAddr, envSet("HTTP_ADDR"))
 	var dests *devDestinations
 	if !*noSubscribers {
 		if dests, err = loadDevDestinations(*destFile); err != nil {
@@ -150,27 +162,7 @@ Environment:
 		return err
 	}
 	defer removeRecord()
-	token := "the value of HUB_ADMIN_TOKEN"
-	if devToken {
-		token = cfg.AdminToken + " (made for this run; set HUB_ADMIN_TOKEN to choose one)"
-	}
-	fmt.Fprintf(stdout, `
-hookhub is running: webhooks at http://%[1]s/webhooks/{%[3]s}, NATS at %[2]s
-Web console: http://%[4]s/console/ (sign in with %[5]s)
-Other hub commands (status, replay, dlq, ...) find this NATS server through %[6]s.
-Send a first signed event from another shell:
-
-    go run ./hub/cmd/hub send paddle subscription.created
-    go run ./hub/cmd/hub send clerk user.created --repeat 3
-
-`, service.DisplayAddr(svc.Addr().String()), withoutUserinfo(svc.NATSURL()), strings.Join(svc.Providers(), ","),
-		service.DisplayAddr(consoleAddr.String()), token, devRecordPath(cfg.DataDir))
-	switch {
-	case dests != nil:
-		fmt.Fprintf(stdout, "Destinations from %s: %s (SIGHUP re-reads the file).\n\n", dests.file, strings.Join(dests.names, ", "))
-	case !*noSubscribers:
-		fmt.Fprintf(stdout, "No destinations file (%s): see docs/destinations.md to POST events to your own endpoint.\n\n", *destFile)
-	}
+	printDevBanner(stdout, cfg, svc, consoleAddr.String(), devToken, public, dests, *noSubscribers, *destFile)
 	select {
 	case err := <-done:
 		stopSubs()
@@ -236,4 +228,36 @@ func migrateUp(ctx context.Context, url string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "dev: applied migration %d %s\n", r.Version, r.Name)
 	}
 	return err
+}
+
+// printDevBanner prints what `hub dev` runs, where, and how to send a
+// first event.
+func printDevBanner(stdout io.Writer, cfg service.Config, svc *service.Service, consoleAddr string, devToken, public bool,
+	dests *devDestinations, noSubscribers bool, destFile string) {
+	token := "the value of HUB_ADMIN_TOKEN"
+	if devToken {
+		token = cfg.AdminToken + " (made for this run; set HUB_ADMIN_TOKEN to choose one)"
+	}
+	fmt.Fprintf(stdout, `
+hookhub is running: webhooks at http://%[1]s/webhooks/{%[3]s}, NATS at %[2]s
+Web console: http://%[4]s/console/ (sign in with %[5]s)
+Other hub commands (status, replay, dlq, ...) find this NATS server through %[6]s.
+Send a first signed event from another shell:
+
+    go run ./hub/cmd/hub send paddle subscription.created
+    go run ./hub/cmd/hub send clerk user.created --repeat 3
+
+`, service.DisplayAddr(svc.Addr().String()), withoutUserinfo(svc.NATSURL()), strings.Join(svc.Providers(), ","),
+		service.DisplayAddr(consoleAddr), token, devRecordPath(cfg.DataDir))
+	if public {
+		fmt.Fprintf(stdout, "Warning: HUB_HTTP_ADDR=%s reaches beyond this machine, and the development secrets above are public.\n\n", cfg.HTTPAddr)
+	} else {
+		fmt.Fprintf(stdout, "Listening on this machine only (loopback); set HUB_HTTP_ADDR=:8080 to accept other machines' requests.\n\n")
+	}
+	switch {
+	case dests != nil:
+		fmt.Fprintf(stdout, "Destinations from %s: %s (SIGHUP re-reads the file).\n\n", dests.file, strings.Join(dests.names, ", "))
+	case !noSubscribers:
+		fmt.Fprintf(stdout, "No destinations file (%s): see docs/destinations.md to POST events to your own endpoint.\n\n", destFile)
+	}
 }

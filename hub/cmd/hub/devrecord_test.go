@@ -71,6 +71,7 @@ func TestCommandsFindHubDev(t *testing.T) {
 	require.Equal(t, p.Pid(), rec.PID)
 	require.NotEqual(t, defaultNATSURL, rec.NATSURL, "4222 is taken")
 	require.Equal(t, "WEBHOOKS", rec.Stream)
+	require.Contains(t, p.Output(), "Listening on this machine only (loopback)", "HUB_HTTP_ADDR is a loopback address")
 
 	// status, as text: stderr says which server and where its URL came from.
 	code, out, errOut := runCmd(t, "status")
@@ -136,7 +137,7 @@ func TestCommandsFindHubDev(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(remove)
 			code, out, errOut := runCmd(t, "status")
-			require.Equal(t, 0, code, errOut)
+			require.Equal(t, 1, code, errOut) // the stream is unreachable
 			require.Contains(t, errOut, "hub: ignoring the stale hub dev record "+record+": "+tc.want)
 			require.Contains(t, out, "stream: unavailable (stream WEBHOOKS not found on the NATS server reached, "+other.URL()+" (the default")
 			require.Contains(t, out, "Start `hub dev`")

@@ -41,7 +41,7 @@ func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlags("events list", "Usage: hub events list [--provider P] [--type T] [--entity ID] [--status S] [--since T] [--until T] [--where PATH=VALUE]... [--limit N] [--before CURSOR] [--json]\n\nNewest first. Times are durations before now (90m, 36h, 7d) or times (2026-11-30, 2026-11-30T08:00:00Z).\nA full page ends with the --before cursor of the next one (with --json, every row has its \"cursor\").\n--where filters on the payload (data.object.customer=cus_1, items[0].id=x): it needs --since within 7d\nof --until (or now), and reads at most 20,000 archive rows a page; a page that stopped there says so.\n", stdout)
 	provider := fs.String("provider", "", "only this provider")
 	typ := fs.String("type", "", "only this event type, e.g. subscription.created")
-	entity := fs.String("entity", "", "only the events about this entity id (exact), e.g. cus_123, across providers")
+	entity := fs.String("entity", "", fmt.Sprintf("only the events about this entity id (exact), e.g. cus_123, across providers, each with what every subscriber and destination did with it (--limit at most %d)", ops.MaxTimelineLimit))
 	status := fs.String("status", "", "PENDING, PROCESSED, SKIPPED or FAILED (default: all but SKIPPED)")
 	since := fs.String("since", "", "received at or after")
 	until := fs.String("until", "", "received before")
@@ -56,17 +56,17 @@ func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageErr("events list takes no arguments; filters are flags")
 	}
-	if flagGiven(fs, "entity") {
+	withOutcomes := flagGiven(fs, "entity")
+	if withOutcomes {
 		if err := ops.CheckEntity(*entity); err != nil {
 			return err
 		}
+		if *limit > ops.MaxTimelineLimit {
+			return usageErr(fmt.Sprintf("--limit: at most %d with --entity (each event's outcomes are read), got %d", ops.MaxTimelineLimit, *limit))
+		}
 	}
-	env, _, err := connectOps(ctx, natsOptional, io.Discard)
-	if err != nil {
-		return err
-	}
-	defer env.Close()
 	f := ops.EventFilter{Provider: *provider, Type: *typ, Entity: *entity, Limit: *limit, Before: *before}
+	var err error
 	if f.Where, err = ops.ParseWheres("where", where); err != nil {
 		return err
 	}
@@ -75,16 +75,33 @@ func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	if f.Since, f.Until, err = parseWindow(*since, *until, env.ops.Now()); err != nil {
+	if f.Since, f.Until, err = parseWindow(*since, *until, time.Now()); err != nil {
 		return err
 	}
+	env, _, err := connectOps(ctx, natsOptional, io.Discard)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
 	page, err := env.ops.ListEventPage(ctx, f)
 	if err != nil {
 		return err
 	}
 	rows := page.Events
+	var outcomes []ops.TimelineEvent
+	if withOutcomes {
+		if outcomes, err = env.ops.EventOutcomes(ctx, rows); err != nil {
+			return err
+		}
+	}
 	if *asJSON {
-		if err := printJSONLines(stdout, rows); err != nil {
+		var err error
+		if withOutcomes {
+			err = printJSONLines(stdout, outcomes)
+		} else {
+			err = printJSONLines(stdout, rows)
+		}
+		if err != nil {
 			return err
 		}
 		if page.Truncated {
@@ -97,16 +114,7 @@ func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintln(stdout, "no events match")
 		return nil
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RECEIVED\tPROVIDER\tEVENT ID\tTYPE\tSTATUS\tDELIVERIES\tSEQ\tARCHIVE ID\tERROR")
-	for _, r := range rows {
-		seq := "-"
-		if r.StreamSeq > 0 {
-			seq = fmt.Sprint(r.StreamSeq)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.ReceivedAt.UTC().Format(time.RFC3339), r.Provider, r.EventID, r.EventType, r.Status, r.Deliveries, seq, r.ArchiveID, oneLine(r.Error, 60))
-	}
-	if err := tw.Flush(); err != nil {
+	if err := printEventRows(stdout, rows, outcomes); err != nil {
 		return err
 	}
 	switch {
@@ -117,6 +125,39 @@ func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "\nmore may follow: add --before %s\n", page.Next)
 	}
 	return nil
+}
+
+// printEventRows prints rows as a table, with each subscriber's outcome
+// of each (outcomes, in the same order) when there are outcomes.
+func printEventRows(w io.Writer, rows []ops.EventRow, outcomes []ops.TimelineEvent) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	head := "RECEIVED\tPROVIDER\tEVENT ID\tTYPE\tSTATUS\tDELIVERIES\tSEQ\tARCHIVE ID\tERROR"
+	if outcomes != nil {
+		head += "\tSUBSCRIBERS"
+	}
+	fmt.Fprintln(tw, head)
+	for i, r := range rows {
+		seq := "-"
+		if r.StreamSeq > 0 {
+			seq = fmt.Sprint(r.StreamSeq)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s", r.ReceivedAt.UTC().Format(time.RFC3339), r.Provider, r.EventID, r.EventType, r.Status, r.Deliveries, seq, r.ArchiveID, oneLine(r.Error, 60))
+		if outcomes != nil {
+			fmt.Fprintf(tw, "\t%s", outcomesText(outcomes[i].Subscribers))
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
+}
+
+// outcomesText is each subscriber's outcome, "credits processed, email
+// dead_lettered", or "-" when none takes the event.
+func outcomesText(subs []ops.SubscriberOutcome) string {
+	parts := make([]string, len(subs))
+	for i, s := range subs {
+		parts[i] = s.Subscriber + " " + s.Outcome
+	}
+	return orDash(strings.Join(parts, ", "))
 }
 
 // whereFlag collects repeated --where flags.
@@ -200,9 +241,9 @@ func runEventsShow(ctx context.Context, args []string, stdout io.Writer) error {
 	printAttemptTimelines(stdout, d.Subscribers)
 	switch {
 	case d.Payload != nil:
-		fmt.Fprintf(stdout, "\nbody (exact bytes of the first delivery):\n%s\n", d.Payload)
+		fmt.Fprintf(stdout, "\nbody (the first delivery's bytes; control characters escaped, --json for the exact text):\n%s\n", d.Payload)
 	case d.Body != "":
-		fmt.Fprintf(stdout, "\nbody (exact bytes of the first delivery):\n%s\n", d.Body)
+		fmt.Fprintf(stdout, "\nbody (the first delivery's bytes; control characters escaped, --json for the exact text):\n%s\n", d.Body)
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/ops"
+	"github.com/hookhub/hookhub/internal/redact"
 )
 
 func main() {
@@ -58,7 +59,7 @@ func commands() []command {
 		{"migrate", "apply, roll back or list database migrations (up | down | status)", runMigrate},
 		{"send", "sign and POST a realistic test delivery to a running hub", runSend},
 		{"events", "forensics: list the archive, or show one event's deliveries and subscriber outcomes", runEvents},
-		{"replay", "redeliver a range of the stream to one subscriber (already processed events are skipped)", runReplay},
+		{"replay", "redeliver a range of the stream to one subscriber (it skips what it processed; a destination sends it again)", runReplay},
 		{"republish", "publish archived events back into the stream (after retention or a lost stream)", runRepublish},
 		{"bulk", "replay the events a filter (payload included) matches to one subscriber, or republish them", runBulk},
 		{"reconcile", "list PROCESSED events the stream no longer holds (and republish them)", runReconcile},
@@ -74,7 +75,17 @@ func commands() []command {
 	}
 }
 
+// run runs the command args on stdout and stderr, through the escaping
+// of redact.Terminal: nothing a command prints, whatever the archive or a
+// remote party put in it, can drive the terminal.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	out, errOut := redact.Terminal(stdout), redact.Terminal(stderr)
+	code := runCommand(ctx, args, out, errOut)
+	_, _ = out.Flush(), errOut.Flush()
+	return code
+}
+
+func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		printHelp(stdout)
 		if len(args) == 0 {

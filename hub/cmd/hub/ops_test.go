@@ -49,6 +49,10 @@ func TestOperatorCommands(t *testing.T) {
 		{[]string{"events", "list"}, 0, "evt_cli", ""},
 		{[]string{"events", "list", "--entity", "cus_cli", "--json"}, 0, `"entities":[{"kind":"customer","id":"cus_cli"}]`, ""},
 		{[]string{"events", "list", "--entity", "cus_nobody"}, 0, "no events match", ""},
+		// Each subscriber's outcome of each event about the entity, as the README says.
+		{[]string{"events", "list", "--entity", "cus_cli"}, 0, "flaky dead_lettered", ""},
+		{[]string{"events", "list", "--entity", "cus_cli", "--json"}, 0, `"subscribers":[{"subscriber":"flaky","outcome":"dead_lettered"`, ""},
+		{[]string{"events", "list", "--entity", "cus_cli", "--limit", "201"}, 2, "", "--limit: at most 200 with --entity"},
 		{[]string{"events", "list", "--entity", ""}, 2, "", "--entity: required: an entity id"},
 		{[]string{"events", "list", "--entity", "cus\x01"}, 2, "", `--entity: "cus\x01" contains control characters`},
 		{[]string{"events", "list", "--entity", strings.Repeat("x", 256)}, 2, "", "--entity: longer than 255 bytes"},
@@ -61,7 +65,8 @@ func TestOperatorCommands(t *testing.T) {
 		{[]string{"events"}, 2, "", "events needs list or show"},
 		{[]string{"events"}, 2, "", "Usage: hub events"},
 		{[]string{"events", "--help"}, 0, "Usage: hub events", ""},
-		{[]string{"status", "--json"}, 0, `"outbox_pending":1`, ""},
+		{[]string{"status", "--json"}, 1, `"outbox_pending":1`, "the stream is unreachable"}, // no stream WEBHOOKS there
+		{[]string{"status"}, 1, "stream: unavailable (stream WEBHOOKS not found", "hub status: the stream is unreachable"},
 		{[]string{"purge", "--older-than", "90d", "--dry-run"}, 0, "would delete 0", ""},
 		{[]string{"purge", "--older-than", "90d"}, 0, "dry run: would delete 0", ""},
 		{[]string{"purge", "--older-than", "90d"}, 0, "run again with --yes", ""},

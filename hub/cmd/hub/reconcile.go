@@ -40,17 +40,17 @@ setting breaks delivery.
 	if *since == "" {
 		return usageErr("--since is required")
 	}
+	s, u, err := parseWindow(*since, *until, time.Now())
+	if err != nil {
+		return err
+	}
 	env, _, err := connectOps(ctx, natsRequired, stderr)
 	if err != nil {
 		return err
 	}
 	defer env.Close()
-	env.announce(stderr) // --json prints lines of missing events only
-	s, u, err := parseWindow(*since, *until, env.ops.Now())
-	if err != nil {
-		return err
-	}
 	res, err := env.ops.Reconcile(ctx, s, u)
+	env.announceUnlessMistake(stderr, err) // --json prints lines of missing events only
 	if err != nil {
 		return env.explain(err)
 	}

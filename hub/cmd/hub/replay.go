@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/hookhub/hookhub/hub/ops"
 )
@@ -17,6 +18,8 @@ other subscriber consumes. The subscriber's idempotency makes it safe: events it
 already processed are skipped without side effects, so replaying a whole day
 after a bug fix re-runs only what never succeeded (dead letters included).
 It waits for the subscriber to settle the copies and prints the counts.
+A destination (an HTTP endpoint) is the exception: it sends every copy, the
+events it delivered before too, and the counts say so.
 
 Times are durations before now (90m, 36h, 7d) or times (2026-11-30, RFC 3339).
 Needs HUB_DATABASE_URL and NATS (nats-server 2.10 or newer): HUB_NATS_URL, or
@@ -39,19 +42,21 @@ the running `+"`hub dev`"+` recorded in HUB_DATA_DIR, or 127.0.0.1:4222 (it says
 	if *sub == "" || *since == "" {
 		return usageErr("--subscriber and --since are required (see `hub replay --help`)")
 	}
+	// A mistake is decided before connecting, and is one line on stderr.
+	req := ops.ReplayRequest{Subscriber: *sub, Subject: *subject, DryRun: *dryRun, Rate: *rate, Wait: *wait}
+	var err error
+	if req.Since, req.Until, err = parseWindow(*since, *until, time.Now()); err != nil {
+		return err
+	}
 	env, _, err := connectOps(ctx, natsRequired, stderr)
 	if err != nil {
 		return err
 	}
 	defer env.Close()
-	if !*asJSON {
-		env.announce(stderr)
-	}
-	req := ops.ReplayRequest{Subscriber: *sub, Subject: *subject, DryRun: *dryRun, Rate: *rate, Wait: *wait}
-	if req.Since, req.Until, err = parseWindow(*since, *until, env.ops.Now()); err != nil {
-		return err
-	}
 	res, err := env.ops.Replay(ctx, req)
+	if !*asJSON {
+		env.announceUnlessMistake(stderr, err)
+	}
 	if err != nil {
 		return env.explain(err)
 	}
@@ -61,13 +66,22 @@ the running `+"`hub dev`"+` recorded in HUB_DATA_DIR, or 127.0.0.1:4222 (it says
 			NATS natsTarget `json:"nats"`
 		}{res, env.nats})
 	}
-	if res.DryRun {
-		fmt.Fprintf(stdout, "would replay %d events (stream seq %d..%d) to %s: %d already processed (would be skipped), %d to process\n",
-			res.Matched, res.FirstSeq, res.LastSeq, *sub, res.Skipped, res.Matched-res.Skipped)
+	switch {
+	case res.DryRun && res.Destination:
+		fmt.Fprintf(stdout, "would replay %d events (stream seq %d..%d) to the destination %s: %d to send, %d of them already delivered (a destination sends them again)\n",
+			res.Matched, res.FirstSeq, res.LastSeq, *sub, res.ToProcess, res.Resend)
 		return nil
+	case res.DryRun:
+		fmt.Fprintf(stdout, "would replay %d events (stream seq %d..%d) to %s: %d already processed (would be skipped), %d to process\n",
+			res.Matched, res.FirstSeq, res.LastSeq, *sub, res.Skipped, res.ToProcess)
+		return nil
+	case res.Destination:
+		fmt.Fprintf(stdout, "replayed to the destination %s: %d published (stream seq %d..%d), %d sent: %d not delivered before, %d already delivered (sent again); %d dead-lettered",
+			*sub, res.Delivered, res.FirstSeq, res.LastSeq, res.Processed+res.Resent, res.Processed, res.Resent, res.DeadLettered)
+	default:
+		fmt.Fprintf(stdout, "replayed to %s: %d delivered (stream seq %d..%d), %d processed, %d skipped as already processed, %d dead-lettered again",
+			*sub, res.Delivered, res.FirstSeq, res.LastSeq, res.Processed, res.Skipped, res.DeadLettered)
 	}
-	fmt.Fprintf(stdout, "replayed to %s: %d delivered (stream seq %d..%d), %d processed, %d skipped as already processed, %d dead-lettered again",
-		*sub, res.Delivered, res.FirstSeq, res.LastSeq, res.Processed, res.Skipped, res.DeadLettered)
 	if res.Unsettled > 0 {
 		fmt.Fprintf(stdout, ", %d not settled after %s (is the subscriber running?)\n", res.Unsettled, *wait)
 		return fmt.Errorf("%d events not settled yet; check `hub status` and run the replay again if needed (it is safe)", res.Unsettled)

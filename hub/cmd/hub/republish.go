@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/hookhub/hookhub/hub/ops"
 )
@@ -30,6 +31,14 @@ skips what they already processed, so side effects stay single.
 	if fs.NArg() > 0 {
 		return usageErr("republish takes no arguments; filters are flags")
 	}
+	f := ops.RepublishFilter{Provider: *provider, Event: *event, DryRun: *dryRun}
+	var err error
+	if f.Status, err = ops.ParseStatus("status", *status); err != nil {
+		return err
+	}
+	if f.Since, f.Until, err = parseWindow(*since, *until, time.Now()); err != nil {
+		return err
+	}
 	mode := natsRequired
 	if *dryRun {
 		mode = natsOptional // a dry run counts in the database
@@ -39,17 +48,10 @@ skips what they already processed, so side effects stay single.
 		return err
 	}
 	defer env.Close()
-	f := ops.RepublishFilter{Provider: *provider, Event: *event, DryRun: *dryRun}
-	if f.Status, err = ops.ParseStatus("status", *status); err != nil {
-		return err
-	}
-	if f.Since, f.Until, err = parseWindow(*since, *until, env.ops.Now()); err != nil {
-		return err
-	}
-	if !*asJSON && !*dryRun {
-		env.announce(stderr)
-	}
 	res, err := env.ops.Republish(ctx, f)
+	if !*asJSON && !*dryRun {
+		env.announceUnlessMistake(stderr, err)
+	}
 	if err != nil {
 		return env.explain(err)
 	}

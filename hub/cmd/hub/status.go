@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -12,7 +13,7 @@ import (
 )
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("status", "Usage: hub status [--json]\n\nThe stream (messages, bytes, sequences, duplicate window), each consumer (pending,\nack floor, redelivered, paused), the outbox backlog and its oldest row, and the\ndead letters waiting per subscriber. Needs HUB_DATABASE_URL; for the stream, NATS: HUB_NATS_URL,\nor the running `hub dev` recorded in HUB_DATA_DIR, or 127.0.0.1:4222 (it says which).\n", stdout)
+	fs := newFlags("status", "Usage: hub status [--json]\n\nThe stream (messages, bytes, sequences, duplicate window), each consumer (pending,\nack floor, redelivered, paused), the outbox backlog and its oldest row, and the\ndead letters waiting per subscriber. Needs HUB_DATABASE_URL; for the stream, NATS: HUB_NATS_URL,\nor the running `hub dev` recorded in HUB_DATA_DIR, or 127.0.0.1:4222 (it says which).\nExits 1 when the stream (or its consumers) cannot be read, after printing the rest.\n", stdout)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -30,10 +31,13 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		st.StreamError = env.nats.Problem // which server, what is missing, the fix
 	}
 	if *asJSON {
-		return printJSON(stdout, struct {
+		if err := printJSON(stdout, struct {
 			ops.Status
 			NATS natsTarget `json:"nats"`
-		}{st, env.nats})
+		}{st, env.nats}); err != nil {
+			return err
+		}
+		return streamDown(st)
 	}
 	if env.nats.StreamFound {
 		env.announce(stderr)
@@ -44,6 +48,9 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			s.Name, s.Messages, s.Bytes, s.FirstSeq, s.LastSeq, s.DuplicateWindow, s.Replicas, strings.Join(s.Subjects, " "))
 		for _, f := range s.BrokenSettings {
 			fmt.Fprintf(stdout, "  setting breaks delivery: %s\n", f)
+		}
+		if st.StreamError != "" {
+			fmt.Fprintf(stdout, "  consumers: unavailable (%s)\n", st.StreamError)
 		}
 	} else {
 		fmt.Fprintf(stdout, "stream: unavailable (%s)\n", st.StreamError)
@@ -67,6 +74,19 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fmt.Fprintln(stdout, "dead letters waiting:")
 	for sub, n := range st.DeadLetters {
 		fmt.Fprintf(stdout, "  %s: %d\n", sub, n)
+	}
+	return streamDown(st)
+}
+
+// streamDown is status's error (exit 1) when the stream could not be
+// read: the hub is not healthy, whatever the database says, and a script
+// or a probe must see it in the exit code. The output said why.
+func streamDown(st ops.Status) error {
+	switch {
+	case st.Stream == nil:
+		return errors.New("the stream is unreachable (see the stream line)")
+	case st.StreamError != "":
+		return errors.New("the stream's consumers could not be read: " + st.StreamError)
 	}
 	return nil
 }

@@ -1,0 +1,74 @@
+package ops
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/hookhub/hookhub/subscribers/destination"
+	"github.com/hookhub/hookhub/subscribers/subscriber"
+)
+
+// planCounts sets what a replay of res.Matched events to sub will do,
+// before of them processed by sub already: a subscriber skips those
+// (Skipped) and processes the rest (ToProcess); a destination sends them
+// all (ToProcess), those again (Resend), and skips none.
+func (o *Ops) planCounts(ctx context.Context, sub string, before int, res *ReplayResult) error {
+	var err error
+	if res.Destination, err = o.isDestination(ctx, sub); err != nil {
+		return err
+	}
+	if res.Destination {
+		res.Skipped, res.Resend, res.ToProcess = 0, before, res.Matched
+		return nil
+	}
+	res.Skipped, res.ToProcess = before, res.Matched-before
+	return nil
+}
+
+// bulkPlan sets what a bulk replay of res.Eligible events to sub will
+// do, before of them processed by sub already: as planCounts does.
+func (o *Ops) bulkPlan(ctx context.Context, sub string, before int, res *BulkResult) error {
+	var err error
+	if res.Destination, err = o.isDestination(ctx, sub); err != nil {
+		return err
+	}
+	res.AlreadyProcessed, res.ToProcess = before, res.Eligible-before
+	if res.Destination {
+		res.ToProcess = res.Eligible // sent again, not skipped
+	}
+	return nil
+}
+
+// isDestination reports whether sub is an HTTP destination
+// (subscribers/destination): its tables say so.
+func (o *Ops) isDestination(ctx context.Context, sub string) (bool, error) {
+	dests, err := destination.Names(ctx, o.subs)
+	if err != nil {
+		return false, err
+	}
+	return slices.Contains(dests, sub), nil
+}
+
+// resent counts the events of before that destination dest delivered
+// again since began: an attempt of theirs delivered since then (its
+// attempts table), in look-ups of destination.MaxLastAttemptsKeys.
+func (o *Ops) resent(ctx context.Context, dest string, before map[subscriber.EventKey]bool, began time.Time) (int, error) {
+	ks := make([]subscriber.EventKey, 0, len(before))
+	for k := range before {
+		ks = append(ks, k)
+	}
+	n := 0
+	for chunk := range slices.Chunk(ks, destination.MaxLastAttemptsKeys) {
+		last, err := destination.LastAttempts(ctx, o.subs, dest, chunk)
+		if err != nil {
+			return n, err
+		}
+		for _, a := range last {
+			if a.Outcome == destination.OutcomeDelivered && !a.At.Before(began) {
+				n++
+			}
+		}
+	}
+	return n, nil
+}
