@@ -40,3 +40,11 @@ func ActorFrom(ctx context.Context) (Actor, bool) {
 	a, ok := ctx.Value(actorKey{}).(Actor)
 	return a, ok
 }
+
+// CancelledBy is the cause (context.Cause) of an action's context that an
+// operator cancelled: the audit trail records who, in the action's entry.
+type CancelledBy struct{ Actor Actor }
+
+func (c *CancelledBy) Error() string {
+	return "cancelled by " + c.Actor.Name + " (" + c.Actor.Role + ", " + c.Actor.Via + ")"
+}

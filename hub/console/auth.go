@@ -14,6 +14,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/utils"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/store"
 )
 
@@ -322,6 +323,10 @@ func (cn *Console) authed(h handler) fiber.Handler {
 			}
 			if s.role != RoleAdmin && c.Path() != "/console/logout" {
 				cn.audit(c, s, "refused", "path", c.Path(), "reason", "read-only")
+				// In the audit trail too: the operator is signed in (an
+				// anonymous or cross-site request is only logged, so that
+				// no one outside floods the trail).
+				_ = cn.cfg.Operator.Refuse(actx(c, s), ActionConsole, c.Path(), nil, errReadOnly)
 				return cn.fail(c, s, fiber.StatusForbidden, "Refused: a read-only session cannot act.")
 			}
 			if crossSite(c) || !equalTokens(form.Get("csrf"), s.csrf) {
@@ -333,6 +338,13 @@ func (cn *Console) authed(h handler) fiber.Handler {
 		return h(c, s)
 	}
 }
+
+// ActionConsole is the audit trail's action of a console request refused
+// before it reached its operation (its target is the request's path).
+const ActionConsole = "console.action"
+
+// errReadOnly is the reason a read-only session's action is refused.
+var errReadOnly = &hub.Error{Code: hub.EUNAUTHORIZED, Message: "a read-only session cannot act"}
 
 type formKey struct{}
 

@@ -36,8 +36,12 @@ type Operator interface {
 	Subscribers(ctx context.Context) ([]string, error)
 
 	// Audit trail (audit.go): read only. The trail is written by the
-	// actions themselves (hub/ops), never through this interface.
+	// actions themselves (hub/ops), never through this interface, but
+	// for the console's own refusals of a signed-in operator (a read-only
+	// session's action): Refuse records one, outcome refused, with the
+	// actor of ctx.
 	ListAudit(ctx context.Context, f ops.AuditFilter) ([]hub.AuditEntry, error)
+	Refuse(ctx context.Context, action, target string, params any, reason error) error
 
 	// Charts (charts.go).
 	ProcessingCharts(ctx context.Context, hours int) (ops.ProcessingCharts, error)

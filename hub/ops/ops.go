@@ -133,7 +133,10 @@ type Ops struct {
 	maxReplayHeld int64
 	scanStall     time.Duration
 	audit         AuditLog // nil: nothing recorded
-	log           *slog.Logger
+	// swept: the running entries of dead processes were marked
+	// interrupted (InterruptStaleAudit), before this process's first.
+	swept atomic.Bool
+	log   *slog.Logger
 	// payloadScanRows bounds one page of a payload filter (issue 21).
 	payloadScanRows int
 	// maxBulkEvents bounds one bulk action (MaxBulkEvents; tests lower it).

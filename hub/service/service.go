@@ -123,6 +123,7 @@ type Service struct {
 	//	relay            stops and drains the outbox within the shutdown timeout
 	//	group committer  commits what in-flight requests and the backfill queued
 	//	backfill         the periodic backfill, ingesting through the committer
+	//	audit sweep      marks the audit entries of stopped processes interrupted
 	//	console          its replay job republishes through the relay
 	//	http, admin http the listeners: stopped first, in-flight requests finish
 	//
@@ -260,6 +261,15 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 		o := ops.New(ops.Config{Archive: s.store, Subscribers: s.pool, JetStream: s.js, Stream: cfg.Stream,
 			Republisher: s.relay, Now: deps.Now, Logger: s.log.With("component", "ops")})
 		operator = o
+		// The audit entries a stopped process left running are marked
+		// interrupted as the hub starts (a failure is logged; the first
+		// action tries again).
+		s.add("audit sweep", startstop.Func(func(ctx context.Context) error {
+			if _, err := o.InterruptStaleAudit(ctx); err != nil {
+				s.log.Warn("audit: cannot mark interrupted entries at start", "err", err)
+			}
+			return nil
+		}, nil))
 		oidc := cfg.OIDC()
 		if oidc.Issuer != "" {
 			g := s.metrics.ConsoleOIDCDiscovered.WithLabelValues(oidc.Issuer)

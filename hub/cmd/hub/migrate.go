@@ -6,19 +6,28 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/hookhub/hookhub/migrations"
 )
 
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("migrate", `Usage: hub migrate [--json] up | down | status
+	fs := newFlags("migrate", `Usage: hub migrate [--json] up [--runtime-role ROLE] | down [--drop-audit] | status
 
   up      apply every pending migration (idempotent; safe from several replicas at once)
-  down    roll back the most recent migration (drops data: the archive and the dedup rows)
+  down    roll back the most recent migration (drops data: the archive and the dedup rows;
+          the audit trail is kept unless --drop-audit)
   status  list the migrations and whether each is applied
 
-Uses HUB_DATABASE_URL.
+Uses HUB_DATABASE_URL, as the role that owns the hub's tables. With
+--runtime-role, up then grants that role (the one the hub and the
+subscribers connect as) what they need at run time: it can add audit
+entries and finish running ones, never alter, rewrite or delete them
+(docs/production.md, "Database roles").
 `, stdout)
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
+	runtimeRole := fs.String("runtime-role", "", "up: grant this role the hub's run-time privileges (it must not be the owner)")
+	dropAudit := fs.Bool("drop-audit", false, "down: rolling back the audit trail's migration drops the trail too")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -26,13 +35,26 @@ Uses HUB_DATABASE_URL.
 	if len(pos) != 1 {
 		return usageErr("migrate needs exactly one of up, down, status")
 	}
+	if *runtimeRole != "" && pos[0] != "up" {
+		return usageErr("--runtime-role goes with up")
+	}
+	if *dropAudit && pos[0] != "down" {
+		return usageErr("--drop-audit goes with down")
+	}
 	cfg, err := loadConfig()
 	if err != nil {
 		return err
 	}
-	pool, err := openDatabase(ctx, cfg.DatabaseURL)
+	pcfg, err := pgxpool.ParseConfig(cfg.DatabaseURL)
 	if err != nil {
-		return err
+		return fmt.Errorf("HUB_DATABASE_URL: %w", err)
+	}
+	if *dropAudit {
+		pcfg.ConnConfig.RuntimeParams[migrations.DropAuditParam] = "on"
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return fmt.Errorf("HUB_DATABASE_URL: %w", err)
 	}
 	defer pool.Close()
 	m, err := migrations.Hub(pool)
@@ -55,6 +77,14 @@ Uses HUB_DATABASE_URL.
 		}
 		if len(rs) == 0 && !*asJSON {
 			fmt.Fprintln(stdout, "no pending migrations: the database is current")
+		}
+		if *runtimeRole != "" {
+			if err := migrations.GrantRuntime(ctx, pool, *runtimeRole); err != nil {
+				return err
+			}
+			if !*asJSON {
+				fmt.Fprintf(stdout, "granted the run-time privileges to %s\n", *runtimeRole)
+			}
 		}
 	case "down":
 		r, err := m.Down(ctx)
