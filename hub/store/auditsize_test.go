@@ -78,8 +78,8 @@ func TestAuditHugeResultKeepsCounts(t *testing.T) {
 	require.LessOrEqual(t, len(e.Result), hub.MaxAuditJSON)
 	var got struct {
 		Matched, Eligible, Published, Processed, Skipped int
-		Sample                                             []json.RawMessage
-		Trimmed                                            map[string]struct{ Kept, Of int }
+		Sample                                           []json.RawMessage
+		Trimmed                                          map[string]struct{ Kept, Of int }
 	}
 	require.NoError(t, json.Unmarshal(e.Result, &got))
 	require.Equal(t, []int{9999, 9998, 9997, 9000, 997}, []int{got.Matched, got.Eligible, got.Published, got.Processed, got.Skipped})
