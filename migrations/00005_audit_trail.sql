@@ -100,6 +100,14 @@ BEGIN
     IF runtime = current_user THEN
         RAISE EXCEPTION 'the runtime role % must not be the owner that applies the migrations', runtime;
     END IF;
+    -- The subscribers create their own schemas at start: CREATE on the
+    -- database (only its owner or a superuser can grant it; another owner
+    -- grants it by hand, docs/production.md).
+    BEGIN
+        EXECUTE format('GRANT CONNECT, CREATE ON DATABASE %I TO %I', current_database(), runtime);
+    EXCEPTION WHEN insufficient_privilege THEN
+        RAISE NOTICE 'cannot grant CREATE on database % to %: grant it as the database owner', current_database(), runtime;
+    END;
     EXECUTE format('GRANT USAGE ON SCHEMA %I TO %I', current_schema(), runtime);
     EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA %I TO %I', current_schema(), runtime);
     EXECUTE format('GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA %I TO %I', current_schema(), runtime);

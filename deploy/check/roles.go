@@ -86,6 +86,9 @@ func checkComposeRoles(p *problems, f *composeFile) {
 		p.add("compose", "want one service running `hub migrate up --runtime-role ROLE` (the owner), found %d", migrators)
 		return
 	}
+	if runtime == "" {
+		return
+	}
 	if owner == "" || owner == runtime {
 		p.add("compose", "the migration's user %q must be the owner, distinct from the runtime role %q", owner, runtime)
 	}
@@ -171,6 +174,9 @@ func (c *k8sChecker) databaseRoles() {
 	}
 	if len(runtimeSecrets) != 1 {
 		c.p.add("manifests", "the hub and the subscribers should share one runtime role's Secret, found %d", len(runtimeSecrets))
+	}
+	if runtimeRole == "" {
+		return
 	}
 	for _, cl := range c.m.clusters {
 		c.clusterRoles(cl, runtimeRole, runtimeSecrets)
