@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io/fs"
 	"os/user"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/internal/hubtest"
+	"github.com/hookhub/hookhub/migrations"
 )
 
 // The command line's actions are recorded as the OS user's, on this host,
@@ -68,4 +70,38 @@ func TestCLIActionsAreAudited(t *testing.T) {
 	code, _, stderr = cmd("audit", "write")
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "unknown audit action")
+}
+
+// `hub migrate down` keeps the audit trail, every migration rolled back;
+// only --drop-audit drops it with the migration that made it.
+func TestMigrateDownKeepsTheAuditTrail(t *testing.T) {
+	pool, url := hubtest.Pool(t)
+	t.Setenv("HUB_DATABASE_URL", url)
+	files, err := fs.Glob(migrations.Files(), "*.sql")
+	require.NoError(t, err)
+	_, err = pool.Exec(t.Context(), `INSERT INTO audit_log (at, actor_kind, actor_name, actor_role, via, action)
+		VALUES (now(), 'cli', 'alice@ops-1', 'admin', 'cli', 'purge')`)
+	require.NoError(t, err)
+	exists := func() bool {
+		var ok bool
+		require.NoError(t, pool.QueryRow(t.Context(), `SELECT to_regclass('audit_log') IS NOT NULL`).Scan(&ok))
+		return ok
+	}
+	code, _, stderr := runCmd(t, "migrate", "up", "--drop-audit")
+	require.Equal(t, 2, code, stderr)
+	for range files {
+		code, _, stderr := runCmd(t, "migrate", "down")
+		require.Zero(t, code, stderr)
+	}
+	require.True(t, exists(), "down keeps the trail")
+	code, _, stderr = runCmd(t, "migrate", "up")
+	require.Zero(t, code, stderr)
+	var n int
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM audit_log`).Scan(&n))
+	require.Equal(t, 1, n)
+	for range files {
+		code, _, stderr := runCmd(t, "migrate", "down", "--drop-audit")
+		require.Zero(t, code, stderr)
+	}
+	require.False(t, exists(), "--drop-audit drops it")
 }
