@@ -111,3 +111,71 @@ func TestAdminActionsAreAudited(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, es, 2)
 }
+
+// Every POST route of the admin API records a request it refuses (bad
+// input, out of bounds, unknown names) in the audit trail, once, as
+// refused or by its action, with the token's actor; a route missing from
+// this table fails the test. An anonymous request is not recorded.
+func TestAdminRefusalsAreAudited(t *testing.T) {
+	t.Parallel()
+	pool, _ := hubtest.Pool(t)
+	o := ops.New(ops.Config{Archive: store.New(pool), Subscribers: pool})
+	reg := prometheus.NewRegistry()
+	adm, err := admin.New(admin.Config{Token: testAdminToken, Operator: o, Gatherer: reg, Metrics: metrics.New(reg),
+		OwnListener: true, Probes: func(fiber.Router) {}})
+	require.NoError(t, err)
+	do := func(path, body string, token bool) int {
+		t.Helper()
+		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if token {
+			req.Header.Set("Authorization", "Bearer "+testAdminToken)
+		}
+		resp, err := adm.App().Test(req, -1)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		_, _ = io.ReadAll(resp.Body)
+		return resp.StatusCode
+	}
+	cases := []struct {
+		route, path, body, action string
+	}{
+		{"/admin/replay", "/admin/replay", `{"subscriber":"credits","since":"not a time"}`, ops.ActionReplay},
+		{"/admin/replay", "/admin/replay", `{not json`, ops.ActionReplay},
+		{"/admin/republish", "/admin/republish", `{"since":"1h","until":"2h"}`, ops.ActionRepublish},
+		{"/admin/bulk", "/admin/bulk", `{"action":"replay","subscriber":"credits"}`, ops.ActionBulk},
+		{"/admin/dlq/:subscriber/redrive", "/admin/dlq/nobody/redrive", `{}`, ops.ActionRedrive},
+		{"/admin/purge", "/admin/purge", `{"older_than":"1h"}`, ops.ActionPurge},
+	}
+	covered := map[string]bool{}
+	for _, tc := range cases {
+		covered[tc.route] = true
+		before, err := o.ListAudit(t.Context(), ops.AuditFilter{Limit: ops.MaxAuditLimit})
+		require.NoError(t, err)
+		code := do(tc.path, tc.body, true)
+		require.GreaterOrEqual(t, code, 400, tc.path)
+		require.Less(t, code, 500, tc.path)
+		es, err := o.ListAudit(t.Context(), ops.AuditFilter{Limit: ops.MaxAuditLimit})
+		require.NoError(t, err)
+		require.Len(t, es, len(before)+1, "%s %s: one entry", tc.path, tc.body)
+		e := es[0]
+		require.Equal(t, "admin-api", e.Actor.Via, tc.path)
+		require.Contains(t, []string{hub.AuditRefused, hub.AuditError}, e.Outcome, tc.path)
+		require.NotEmpty(t, e.Error, tc.path)
+		if e.Outcome == hub.AuditRefused && e.Action != tc.action {
+			require.Equal(t, tc.action, e.Action, tc.path)
+		}
+	}
+	for _, r := range adm.App().GetRoutes(true) {
+		if r.Method == http.MethodPost && strings.HasPrefix(r.Path, "/admin/") {
+			require.True(t, covered[r.Path], "POST %s changes state: add it to this table", r.Path)
+		}
+	}
+	// Anonymous: 401, nothing recorded (no one outside floods the trail).
+	before, err := o.ListAudit(t.Context(), ops.AuditFilter{Limit: ops.MaxAuditLimit})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusUnauthorized, do("/admin/purge", "", false))
+	after, err := o.ListAudit(t.Context(), ops.AuditFilter{Limit: ops.MaxAuditLimit})
+	require.NoError(t, err)
+	require.Len(t, after, len(before))
+}

@@ -334,10 +334,27 @@ func (cn *Console) authed(h handler) fiber.Handler {
 				return cn.fail(c, s, fiber.StatusForbidden, "Refused: the form's CSRF token is missing or wrong, or it came from another site. Reload the page and try again.")
 			}
 			c.Locals(formKey{}, form)
+			// An action refused by the handler before it was recorded
+			// (bad input, another job running) is recorded as refused.
+			ctx, recorded := hub.WithAuditMark(c.UserContext())
+			c.SetUserContext(ctx)
+			err = h(c, s)
+			if code := c.Response().StatusCode(); !recorded() && code >= 400 && code < 500 && c.Path() != "/console/logout" {
+				reason, ok := c.Locals(refusalKey{}).(error)
+				if !ok {
+					reason = &hub.Error{Code: hub.EINVALID, Message: utils.StatusMessage(code)}
+				}
+				_ = cn.cfg.Operator.Refuse(actx(c, s), ActionConsole, c.Path(), nil, reason)
+			}
+			return err
 		}
 		return h(c, s)
 	}
 }
+
+// refusalKey holds, in a request's locals, the error a handler refused it
+// with (failErr), for its audit entry.
+type refusalKey struct{}
 
 // ActionConsole is the audit trail's action of a console request refused
 // before it reached its operation (its target is the request's path).

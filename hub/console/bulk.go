@@ -137,6 +137,7 @@ func (cn *Console) bulkRun(c *fiber.Ctx, s *session) error {
 	})
 	if !started {
 		cn.audit(c, s, "bulk", append(attrs, "refused", "another job is running", "running_job", j.ID)...)
+		c.Locals(refusalKey{}, &hub.Error{Code: hub.ECONFLICT, Message: "another replay or bulk action is running (job " + j.ID + ")"})
 		return cn.render(c, fiber.StatusConflict, "error", view{Title: "Job running", Nav: "events", Session: s,
 			Error: "Another replay or bulk action is running (job " + j.ID + "): wait for it to finish, or cancel it."})
 	}

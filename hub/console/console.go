@@ -289,6 +289,7 @@ func (cn *Console) fail(c *fiber.Ctx, s *session, code int, msg string) error {
 // failErr renders err (from hub/ops) with the admin API's status (the
 // hub's one table, by error code).
 func (cn *Console) failErr(c *fiber.Ctx, s *session, err error) error {
+	c.Locals(refusalKey{}, err)
 	code, msg := hubhttp.ErrorStatus(err)
 	if code >= 500 {
 		cn.log.Error("console request failed", "path", c.Path(), "err", err)

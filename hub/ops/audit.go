@@ -41,17 +41,21 @@ const (
 	// The bulk actions (bulk*.go) record themselves under these names.
 	ActionBulkReplay    = "bulk.replay"
 	ActionBulkRepublish = "bulk.republish"
-	// ActionBulkCancel: an operator cancelled a running bulk job.
-	ActionBulkCancel = "bulk.cancel"
 	// ActionBackfill: a `hub backfill` run; ActionBackfillRelease: its
 	// lease taken back (`--release-lease`, with force or not).
 	ActionBackfill        = "backfill"
 	ActionBackfillRelease = "backfill.release-lease"
+	// ActionBulk: a bulk request refused before its action was known;
+	// ActionAdminRequest: another admin API request refused before its
+	// action ran.
+	ActionBulk         = "bulk"
+	ActionAdminRequest = "admin.request"
 )
 
 // Actions lists every audited action, for the audit page's filter.
 var Actions = []string{ActionReplay, ActionRepublish, ActionRedrive, ActionPurge, ActionDestinationPause,
-	ActionDestinationResume, ActionBulkReplay, ActionBulkRepublish, ActionBulkCancel, ActionBackfill, ActionBackfillRelease}
+	ActionDestinationResume, ActionBulkReplay, ActionBulkRepublish, ActionBackfill, ActionBackfillRelease,
+	ActionBulk, ActionAdminRequest}
 
 // ErrAuditUnavailable: the audit trail could not record an action as it
 // started, so the action was not run (an action never runs unrecorded).
@@ -129,6 +133,7 @@ func (o *Ops) audited(ctx context.Context, action, target string, params any, ru
 		o.log.Error("audit: cannot record an action; it was not run", "action", action, "target", target, "actor", actor.Name, "err", err)
 		return fmt.Errorf("%w: %w", ErrAuditUnavailable, err)
 	}
+	hub.MarkAudited(ctx)
 	start := time.Now()
 	stop := o.heartbeat(ctx, id)
 	result, runErr := run()
@@ -181,6 +186,7 @@ func (o *Ops) Refuse(ctx context.Context, action, target string, params any, rea
 		o.log.Error("audit: cannot record a refused action", "action", action, "target", target, "actor", actor.Name, "reason", reason, "err", err)
 		return fmt.Errorf("%w: %w", ErrAuditUnavailable, err)
 	}
+	hub.MarkAudited(ctx)
 	return nil
 }
 
