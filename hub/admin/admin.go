@@ -62,23 +62,7 @@ func unauthorized(resp *fasthttp.Response) {
 // refused before its body is read (bodyLimit).
 func (s *Server) mountAPI(r fiber.Router) {
 	op := s.cfg.Operator
-	admin := r.Group("/admin", func(c *fiber.Ctx) error {
-		if !s.authorized(c.Request().Header.Peek(fiber.HeaderAuthorization)) {
-			unauthorized(c.Response())
-			return nil
-		}
-		// The actions this request runs are recorded as the token's; a
-		// POST it refuses before its action is recorded is recorded as
-		// refused (answer).
-		ctx := hub.WithActor(c.UserContext(), s.actor)
-		if c.Method() == fiber.MethodPost {
-			var recorded func() bool
-			ctx, recorded = hub.WithAuditMark(ctx)
-			c.Locals(auditMarkKey{}, recorded)
-		}
-		c.SetUserContext(ctx)
-		return c.Next()
-	})
+	admin := r.Group("/admin", s.authenticate)
 	admin.Get("/status", func(c *fiber.Ctx) error {
 		st, err := op.Status(c.UserContext())
 		return s.answer(c, st, err)
@@ -344,6 +328,24 @@ func (s *Server) answer(c *fiber.Ctx, v any, err error) error {
 		return c.Status(status).JSON(hubhttp.ErrorBody{Error: msg})
 	}
 	return c.JSON(v)
+}
+
+// authenticate lets through a request with the admin token, its actions
+// recorded as the token's; a POST it refuses before its action is
+// recorded is recorded as refused (answer). Without the token: 401.
+func (s *Server) authenticate(c *fiber.Ctx) error {
+	if !s.authorized(c.Request().Header.Peek(fiber.HeaderAuthorization)) {
+		unauthorized(c.Response())
+		return nil
+	}
+	ctx := hub.WithActor(c.UserContext(), s.actor)
+	if c.Method() == fiber.MethodPost {
+		var recorded func() bool
+		ctx, recorded = hub.WithAuditMark(ctx)
+		c.Locals(auditMarkKey{}, recorded)
+	}
+	c.SetUserContext(ctx)
+	return c.Next()
 }
 
 // auditMarkKey holds, in a POST's locals, whether its action is in the

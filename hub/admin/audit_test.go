@@ -23,27 +23,41 @@ import (
 	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
-// An action through the admin API is recorded in the audit trail as the
-// token's (by its fingerprint, never the token), and the API reads the
-// trail back (JSON and JSON lines) but offers no way to write it.
-func TestAdminActionsAreAudited(t *testing.T) {
-	t.Parallel()
+// auditedAdmin is an admin API over real Ops and store, and how to send
+// it a request (with the admin token or without).
+func auditedAdmin(t *testing.T) (*admin.Server, *ops.Ops, func(method, path, body string, token bool) (int, string)) {
+	t.Helper()
 	pool, _ := hubtest.Pool(t)
 	o := ops.New(ops.Config{Archive: store.New(pool), Subscribers: pool})
 	reg := prometheus.NewRegistry()
 	adm, err := admin.New(admin.Config{Token: testAdminToken, Operator: o, Gatherer: reg, Metrics: metrics.New(reg),
 		OwnListener: true, Probes: func(fiber.Router) {}})
 	require.NoError(t, err)
-	do := func(method, path, body string) (int, string) {
+	return adm, o, func(method, path, body string, token bool) (int, string) {
 		t.Helper()
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+testAdminToken)
+		req.Header.Set("Content-Type", "application/json")
+		if token {
+			req.Header.Set("Authorization", "Bearer "+testAdminToken)
+		}
 		resp, err := adm.App().Test(req, -1)
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		raw, err := io.ReadAll(resp.Body)
 		require.NoError(t, err)
 		return resp.StatusCode, string(raw)
+	}
+}
+
+// An action through the admin API is recorded in the audit trail as the
+// token's (by its fingerprint, never the token), and the API reads the
+// trail back (JSON and JSON lines) but offers no way to write it.
+func TestAdminActionsAreAudited(t *testing.T) {
+	t.Parallel()
+	_, o, send := auditedAdmin(t)
+	do := func(method, path, body string) (int, string) {
+		t.Helper()
+		return send(method, path, body, true)
 	}
 	sum := sha256.Sum256([]byte(testAdminToken))
 	fp := "token " + hex.EncodeToString(sum[:4])
@@ -118,24 +132,11 @@ func TestAdminActionsAreAudited(t *testing.T) {
 // this table fails the test. An anonymous request is not recorded.
 func TestAdminRefusalsAreAudited(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
-	o := ops.New(ops.Config{Archive: store.New(pool), Subscribers: pool})
-	reg := prometheus.NewRegistry()
-	adm, err := admin.New(admin.Config{Token: testAdminToken, Operator: o, Gatherer: reg, Metrics: metrics.New(reg),
-		OwnListener: true, Probes: func(fiber.Router) {}})
-	require.NoError(t, err)
+	adm, o, send := auditedAdmin(t)
 	do := func(path, body string, token bool) int {
 		t.Helper()
-		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		if token {
-			req.Header.Set("Authorization", "Bearer "+testAdminToken)
-		}
-		resp, err := adm.App().Test(req, -1)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		_, _ = io.ReadAll(resp.Body)
-		return resp.StatusCode
+		code, _ := send(http.MethodPost, path, body, token)
+		return code
 	}
 	cases := []struct {
 		route, path, body, action string

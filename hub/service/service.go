@@ -261,15 +261,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 		o := ops.New(ops.Config{Archive: s.store, Subscribers: s.pool, JetStream: s.js, Stream: cfg.Stream,
 			Republisher: s.relay, Now: deps.Now, Logger: s.log.With("component", "ops")})
 		operator = o
-		// The audit entries a stopped process left running are marked
-		// interrupted as the hub starts (a failure is logged; the first
-		// action tries again).
-		s.add("audit sweep", startstop.Func(func(ctx context.Context) error {
-			if _, err := o.InterruptStaleAudit(ctx); err != nil {
-				s.log.Warn("audit: cannot mark interrupted entries at start", "err", err)
-			}
-			return nil
-		}, nil))
+		s.add("audit sweep", s.auditSweep(o))
 		oidc := cfg.OIDC()
 		if oidc.Issuer != "" {
 			g := s.metrics.ConsoleOIDCDiscovered.WithLabelValues(oidc.Issuer)
@@ -364,6 +356,18 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 }
 
 // add appends a component New built to s.components, in start order.
+// auditSweep marks interrupted, as the hub starts, the audit entries a
+// stopped process left running (a failure is logged; the first action
+// tries again).
+func (s *Service) auditSweep(o *ops.Ops) startstop.Service {
+	return startstop.Func(func(ctx context.Context) error {
+		if _, err := o.InterruptStaleAudit(ctx); err != nil {
+			s.log.Warn("audit: cannot mark interrupted entries at start", "err", err)
+		}
+		return nil
+	}, nil)
+}
+
 func (s *Service) add(name string, c startstop.Service) {
 	s.components = append(s.components, startstop.Named{Name: name, Service: c})
 }

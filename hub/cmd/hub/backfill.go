@@ -166,20 +166,7 @@ when the run fails or some events could not be ingested.
 	if bar != nil {
 		req.Progress = bar.update
 	}
-	var res backfill.Result
-	var runErr error
-	if *dryRun { // a dry run changes nothing: not in the audit trail
-		res, runErr = eng.Run(ctx, src, req)
-	} else {
-		params := map[string]any{"provider": *name, "since": s.UTC().Format(time.RFC3339), "until": windowEnd(u),
-			"restart": *restart, "redeliver": *redeliver, "rate": rate,
-			"max_pages": bcfg.MaxPages, "max_events": bcfg.MaxEvents, "max_time": bcfg.MaxRunTime.String()}
-		runErr = auditor(st, log).RunAudited(ctx, ops.ActionBackfill, "provider "+*name, params, func() (any, error) {
-			var err error
-			res, err = eng.Run(ctx, src, req)
-			return res, err
-		})
-	}
+	res, runErr := auditedBackfill(ctx, auditor(st, log), eng, src, req, *name, rate, bcfg)
 	bar.done()
 	if *asJSON {
 		if err := printJSON(stdout, res); err != nil {
@@ -281,6 +268,25 @@ func releaseBackfillLease(ctx context.Context, provider string, force bool, stdo
 	fmt.Fprintf(stdout, "%s: released the lease of %q (held until %s); the next run continues its unfinished window from page %d\n",
 		provider, prev.LeaseOwner, prev.LeaseUntil.UTC().Format(time.RFC3339), prev.Pages+1)
 	return nil
+}
+
+// auditedBackfill runs req, recorded in the audit trail (a dry run, which
+// changes nothing, is not).
+func auditedBackfill(ctx context.Context, o *ops.Ops, eng *backfill.Engine, src backfill.Source, req backfill.Request,
+	name string, rate float64, bcfg backfill.Config) (backfill.Result, error) {
+	if req.DryRun {
+		return eng.Run(ctx, src, req)
+	}
+	params := map[string]any{"provider": name, "since": req.Since.UTC().Format(time.RFC3339), "until": windowEnd(req.Until),
+		"restart": req.Restart, "redeliver": req.Redeliver, "rate": rate,
+		"max_pages": bcfg.MaxPages, "max_events": bcfg.MaxEvents, "max_time": bcfg.MaxRunTime.String()}
+	var res backfill.Result
+	err := o.RunAudited(ctx, ops.ActionBackfill, "provider "+name, params, func() (any, error) {
+		var err error
+		res, err = eng.Run(ctx, src, req)
+		return res, err
+	})
+	return res, err
 }
 
 // auditor is the Ops that records the command's actions in the audit

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/hookhub/hookhub/internal/migrate"
 	"github.com/hookhub/hookhub/migrations"
 )
 
@@ -45,16 +46,9 @@ entries and finish running ones, never alter, rewrite or delete them
 	if err != nil {
 		return err
 	}
-	pcfg, err := pgxpool.ParseConfig(cfg.DatabaseURL)
+	pool, err := openMigrationPool(ctx, cfg.DatabaseURL, *dropAudit)
 	if err != nil {
-		return fmt.Errorf("HUB_DATABASE_URL: %w", err)
-	}
-	if *dropAudit {
-		pcfg.ConnConfig.RuntimeParams[migrations.DropAuditParam] = "on"
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		return fmt.Errorf("HUB_DATABASE_URL: %w", err)
+		return err
 	}
 	defer pool.Close()
 	m, err := migrations.Hub(pool)
@@ -64,28 +58,7 @@ entries and finish running ones, never alter, rewrite or delete them
 	defer m.Close()
 	switch pos[0] {
 	case "up":
-		rs, err := m.Up(ctx)
-		for _, r := range rs {
-			if *asJSON {
-				_ = printJSON(stdout, r)
-			} else {
-				fmt.Fprintf(stdout, "applied %d %s (%s)\n", r.Version, r.Name, r.Duration)
-			}
-		}
-		if err != nil {
-			return err
-		}
-		if len(rs) == 0 && !*asJSON {
-			fmt.Fprintln(stdout, "no pending migrations: the database is current")
-		}
-		if *runtimeRole != "" {
-			if err := migrations.GrantRuntime(ctx, pool, *runtimeRole); err != nil {
-				return err
-			}
-			if !*asJSON {
-				fmt.Fprintf(stdout, "granted the run-time privileges to %s\n", *runtimeRole)
-			}
-		}
+		return applyMigrations(ctx, m, pool, *runtimeRole, *asJSON, stdout)
 	case "down":
 		r, err := m.Down(ctx)
 		if err != nil {
@@ -116,6 +89,52 @@ entries and finish running ones, never alter, rewrite or delete them
 		return tw.Flush()
 	default:
 		return usageErr(fmt.Sprintf("unknown migrate action %q: want up, down or status", pos[0]))
+	}
+	return nil
+}
+
+// openMigrationPool opens the owner's pool; with dropAudit its
+// connections ask the down migration of the audit trail to drop it.
+func openMigrationPool(ctx context.Context, url string, dropAudit bool) (*pgxpool.Pool, error) {
+	pcfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("HUB_DATABASE_URL: %w", err)
+	}
+	if dropAudit {
+		pcfg.ConnConfig.RuntimeParams[migrations.DropAuditParam] = "on"
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("HUB_DATABASE_URL: %w", err)
+	}
+	return pool, nil
+}
+
+// applyMigrations applies the pending migrations, then grants runtimeRole (if
+// any) the run-time privileges.
+func applyMigrations(ctx context.Context, m *migrate.Migrator, pool *pgxpool.Pool, runtimeRole string, asJSON bool, stdout io.Writer) error {
+	rs, err := m.Up(ctx)
+	for _, r := range rs {
+		if asJSON {
+			_ = printJSON(stdout, r)
+		} else {
+			fmt.Fprintf(stdout, "applied %d %s (%s)\n", r.Version, r.Name, r.Duration)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if len(rs) == 0 && !asJSON {
+		fmt.Fprintln(stdout, "no pending migrations: the database is current")
+	}
+	if runtimeRole == "" {
+		return nil
+	}
+	if err := migrations.GrantRuntime(ctx, pool, runtimeRole); err != nil {
+		return err
+	}
+	if !asJSON {
+		fmt.Fprintf(stdout, "granted the run-time privileges to %s\n", runtimeRole)
 	}
 	return nil
 }
