@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"io/fs"
 	"os/user"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/ops"
+	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/migrations"
 )
@@ -104,4 +107,67 @@ func TestMigrateDownKeepsTheAuditTrail(t *testing.T) {
 		require.Zero(t, code, stderr)
 	}
 	require.False(t, exists(), "--drop-audit drops it")
+}
+
+// Every command that changes state records a refusal of its input in the
+// audit trail, once, as refused, with its arguments, as the user running
+// it, whether the command or its action refused it; a command that reads
+// records nothing.
+func TestCLIRefusalsAreAudited(t *testing.T) {
+	pool, url := hubtest.Pool(t)
+	t.Setenv("HUB_DATABASE_URL", url)
+	st := store.New(pool)
+	cases := []struct {
+		args   []string
+		action string
+	}{
+		{[]string{"replay", "--subscriber", "credits", "--since", "not-a-time"}, ops.ActionReplay},
+		{[]string{"republish", "--since", "1h", "--until", "2h"}, ops.ActionRepublish},
+		{[]string{"purge", "--older-than", "1h", "--yes"}, ops.ActionPurge},
+		{[]string{"bulk", "replay", "--subscriber", "credits"}, ops.ActionBulkReplay}, // refused by the action
+		{[]string{"backfill", "--provider", "stripe", "--max-pages", "-1"}, ops.ActionBackfill},
+		{[]string{"backfill", "--provider", "stripe", "--force"}, ops.ActionBackfill},
+		{[]string{"dlq", "redrive", "--id", "x"}, ops.ActionRedrive},
+		{[]string{"destinations", "pause"}, ops.ActionDestinationPause},
+		{[]string{"destinations", "resume"}, ops.ActionDestinationResume},
+		{[]string{"reconcile"}, ops.ActionRepublish},
+	}
+	for _, tc := range cases {
+		before, err := st.ListAudit(t.Context(), hub.AuditQuery{Limit: 100})
+		require.NoError(t, err)
+		code, _, stderr := runCmd(t, tc.args...)
+		require.Equal(t, 2, code, "%v: %s", tc.args, stderr)
+		es, err := st.ListAudit(t.Context(), hub.AuditQuery{Limit: 100})
+		require.NoError(t, err)
+		require.Len(t, es, len(before)+1, "%v: one entry", tc.args)
+		e := es[0]
+		require.Equal(t, hub.AuditRefused, e.Outcome, tc.args)
+		require.Equal(t, tc.action, e.Action, tc.args)
+		require.Equal(t, cliActor(), e.Actor, tc.args)
+		require.NotEmpty(t, e.Error, tc.args)
+	}
+	// Every state-changing command (and subcommand) has its case.
+	for _, c := range commands() {
+		for _, sub := range []string{"", "redrive", "pause", "resume"} {
+			args := []string{c.name, sub}
+			if auditedAction(args) == "" || (sub != "" && auditedAction(args[:1]) != "") {
+				continue
+			}
+			want := strings.TrimSpace(c.name + " " + sub)
+			require.True(t, slices.ContainsFunc(cases, func(tc struct {
+				args   []string
+				action string
+			}) bool {
+				return strings.HasPrefix(strings.Join(tc.args, " ")+" ", want+" ")
+			}), "hub %s changes state: add a refusal of it to this table", want)
+		}
+	}
+	// A command that only reads records nothing.
+	before, err := st.ListAudit(t.Context(), hub.AuditQuery{Limit: 100})
+	require.NoError(t, err)
+	code, _, _ := runCmd(t, "events", "list", "--since", "not-a-time")
+	require.Equal(t, 2, code)
+	after, err := st.ListAudit(t.Context(), hub.AuditQuery{Limit: 100})
+	require.NoError(t, err)
+	require.Len(t, after, len(before))
 }

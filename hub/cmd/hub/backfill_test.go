@@ -265,9 +265,13 @@ func TestBackfillCommandFailuresAndLease(t *testing.T) {
 	// as the command line's user's.
 	es, err := st.ListAudit(context.Background(), hub.AuditQuery{Limit: 100})
 	require.NoError(t, err)
-	var releases, runs []hub.AuditEntry
+	var releases, runs, usage []hub.AuditEntry
 	for _, e := range slices.Backward(es) {
 		require.Equal(t, cliActor(), e.Actor)
+		if e.Target == "hub backfill" { // refused by the command before it ran
+			usage = append(usage, e)
+			continue
+		}
 		require.Equal(t, "provider stripe", e.Target)
 		switch e.Action {
 		case ops.ActionBackfillRelease:
@@ -293,6 +297,11 @@ func TestBackfillCommandFailuresAndLease(t *testing.T) {
 	require.NoError(t, json.Unmarshal(runs[0].Result, &first))
 	require.EqualValues(t, 1, first["failed"])
 	require.EqualValues(t, 1, first["ingested"])
+	require.Len(t, usage, 1)
+	require.Equal(t, hub.AuditRefused, usage[0].Outcome)
+	require.Equal(t, ops.ActionBackfill, usage[0].Action)
+	require.Contains(t, usage[0].Error, "must not be negative")
+	require.Contains(t, string(usage[0].Params), `"--max-pages","-1"`)
 }
 
 func run1Err(t *testing.T, run1 func(...string) (int, string, string), args ...string) string {
