@@ -50,12 +50,16 @@ const (
 	// action ran.
 	ActionBulk         = "bulk"
 	ActionAdminRequest = "admin.request"
+	// ActionMigrateUp and ActionMigrateDown: `hub migrate up|down`, once
+	// the database has an audit trail.
+	ActionMigrateUp   = "migrate.up"
+	ActionMigrateDown = "migrate.down"
 )
 
 // Actions lists every audited action, for the audit page's filter.
 var Actions = []string{ActionReplay, ActionRepublish, ActionRedrive, ActionPurge, ActionDestinationPause,
 	ActionDestinationResume, ActionBulkReplay, ActionBulkRepublish, ActionBackfill, ActionBackfillRelease,
-	ActionBulk, ActionAdminRequest}
+	ActionBulk, ActionAdminRequest, ActionMigrateUp, ActionMigrateDown}
 
 // ErrAuditUnavailable: the audit trail could not record an action as it
 // started, so the action was not run (an action never runs unrecorded).

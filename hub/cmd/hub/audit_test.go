@@ -100,8 +100,14 @@ func TestMigrateDownKeepsTheAuditTrail(t *testing.T) {
 	code, _, stderr = runCmd(t, "migrate", "up")
 	require.Zero(t, code, stderr)
 	var n int
-	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM audit_log`).Scan(&n))
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM audit_log WHERE action = 'purge'`).Scan(&n))
 	require.Equal(t, 1, n)
+	// The migrations themselves are in the trail, as the user's.
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM audit_log WHERE action = 'migrate.down' AND outcome = 'ok'
+		AND via = 'cli'`).Scan(&n))
+	require.Equal(t, len(files), n, "every rollback")
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM audit_log WHERE action = 'migrate.up' AND outcome = 'ok'`).Scan(&n))
+	require.Equal(t, 1, n, "the up that found the kept trail")
 	for range files {
 		code, _, stderr := runCmd(t, "migrate", "down", "--drop-audit")
 		require.Zero(t, code, stderr)

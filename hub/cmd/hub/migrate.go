@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/hookhub/hookhub/hub/ops"
+	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/internal/migrate"
 	"github.com/hookhub/hookhub/migrations"
 )
@@ -58,9 +60,16 @@ entries and finish running ones, never alter, rewrite or delete them
 	defer m.Close()
 	switch pos[0] {
 	case "up":
-		return applyMigrations(ctx, m, pool, *runtimeRole, *asJSON, stdout)
+		return auditedMigration(ctx, pool, ops.ActionMigrateUp, map[string]any{"runtime_role": *runtimeRole}, func() (any, error) {
+			return nil, applyMigrations(ctx, m, pool, *runtimeRole, *asJSON, stdout)
+		})
 	case "down":
-		r, err := m.Down(ctx)
+		var r migrate.Result
+		err := auditedMigration(ctx, pool, ops.ActionMigrateDown, map[string]any{"drop_audit": *dropAudit}, func() (any, error) {
+			var err error
+			r, err = m.Down(ctx)
+			return r, err
+		})
 		if err != nil {
 			return err
 		}
@@ -137,4 +146,17 @@ func applyMigrations(ctx context.Context, m *migrate.Migrator, pool *pgxpool.Poo
 		fmt.Fprintf(stdout, "granted the run-time privileges to %s\n", runtimeRole)
 	}
 	return nil
+}
+
+// auditedMigration runs a migration command, recorded in the audit trail
+// when the database has one (not before the migration that creates it;
+// an entry whose table a --drop-audit rollback dropped stays unfinished,
+// with the table).
+func auditedMigration(ctx context.Context, pool *pgxpool.Pool, action string, params map[string]any, run func() (any, error)) error {
+	var exists bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass('audit_log') IS NOT NULL`).Scan(&exists); err != nil || !exists {
+		_, err := run()
+		return err
+	}
+	return ops.New(ops.Config{Archive: store.New(pool)}).RunAudited(ctx, action, "hub schema", params, run)
 }
