@@ -2,13 +2,11 @@ package store_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
+	neturl "net/url"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -19,29 +17,18 @@ import (
 	"github.com/hookhub/hookhub/migrations"
 )
 
-// runtimePool creates a login role of its own in the test's cluster, grants
-// it the hub's run-time privileges (migrations.GrantRuntime, as `hub
-// migrate up --runtime-role` does) and returns a pool connected as it. The
-// role is dropped when the test ends.
+// runtimePool is a pool connected as a runtime role of the test's own
+// (hubtest.RuntimeRole); granting it twice is harmless, and the owner
+// cannot be made the runtime role.
 func runtimePool(t *testing.T, owner *pgxpool.Pool, url string) *pgxpool.Pool {
 	t.Helper()
 	ctx := context.Background()
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	role := "hookhub_rt_" + hex.EncodeToString(b[:])
-	_, err := owner.Exec(ctx, "CREATE ROLE "+pgx.Identifier{role}.Sanitize()+" LOGIN")
-	require.NoError(t, err)
-	t.Cleanup(func() { // before the database is dropped: its grants go first
-		_, _ = owner.Exec(context.Background(), "DROP OWNED BY "+pgx.Identifier{role}.Sanitize())
-		_, _ = owner.Exec(context.Background(), "DROP ROLE "+pgx.Identifier{role}.Sanitize())
-	})
 	require.ErrorContains(t, migrations.GrantRuntime(ctx, owner, "postgres"), "must not be the owner")
-	require.NoError(t, migrations.GrantRuntime(ctx, owner, role))
-	require.NoError(t, migrations.GrantRuntime(ctx, owner, role), "granting again is harmless")
-	cfg, err := pgxpool.ParseConfig(url)
+	rtURL := hubtest.RuntimeRole(t, url)
+	u, err := neturl.Parse(rtURL)
 	require.NoError(t, err)
-	cfg.ConnConfig.User = role
-	rt, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, migrations.GrantRuntime(ctx, owner, u.User.Username()))
+	rt, err := pgxpool.New(ctx, rtURL)
 	require.NoError(t, err)
 	t.Cleanup(rt.Close)
 	return rt
