@@ -104,7 +104,8 @@ func TestAuditInterruptedSweep(t *testing.T) {
 			RETURNING id`, heartbeatAgo.Seconds()).Scan(&id))
 		return id
 	}
-	dead, live := insert(hub.AuditStale+time.Minute), insert(0)
+	// Either side of the bound, which Go and the trigger share.
+	dead, live := insert(hub.AuditStale+15*time.Second), insert(hub.AuditStale-15*time.Second)
 	_, err := pool.Exec(ctx, `UPDATE audit_log SET outcome = 'interrupted' WHERE id = $1`, live)
 	require.ErrorContains(t, err, "still renewed")
 	_, err = pool.Exec(ctx, `INSERT INTO audit_log (at, actor_kind, actor_name, actor_role, via, action, outcome)
