@@ -20,7 +20,12 @@ import (
 // The command line's actions are recorded as the OS user's, on this host,
 // and `hub audit list` reads them back.
 func TestCLIActionsAreAudited(t *testing.T) {
-	_, url := hubtest.Pool(t)
+	pool, url := hubtest.Pool(t)
+	// An entry of a command that died: the next command's first action
+	// marks it interrupted.
+	_, err := pool.Exec(t.Context(), `INSERT INTO audit_log (at, actor_kind, actor_name, actor_role, via, action, heartbeat_at)
+		VALUES (now() - interval '1 hour', 'cli', 'bob@ops-2', 'admin', 'cli', 'replay', now() - interval '10 minutes')`)
+	require.NoError(t, err)
 	n := hubtest.JetStream(t)
 	t.Setenv("HUB_DATABASE_URL", url)
 	t.Setenv("HUB_NATS_URL", n.URL())
@@ -48,7 +53,10 @@ func TestCLIActionsAreAudited(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(line), &e), line)
 		es = append(es, e)
 	}
-	require.Len(t, es, 2)
+	require.Len(t, es, 3)
+	require.Equal(t, "bob@ops-2", es[2].Actor.Name)
+	require.Equal(t, hub.AuditInterrupted, es[2].Outcome)
+	es = es[:2]
 	require.Equal(t, "replay", es[0].Action)
 	require.Equal(t, hub.AuditError, es[0].Outcome)
 	require.Contains(t, es[0].Error, "unknown subscriber")
