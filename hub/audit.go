@@ -12,8 +12,9 @@ const (
 	AuditOK        = "ok"
 	AuditError     = "error"
 	AuditCancelled = "cancelled"
-	// AuditRefused: the action was refused (validation, a limit, an
-	// authorization check) and changed nothing; the error says why.
+	// AuditRefused: the action was refused before it ran (validation, a
+	// limit, an authorization check, or what it needs was unavailable)
+	// and changed nothing; the error says why.
 	AuditRefused = "refused"
 	// AuditInterrupted: the process running the action stopped before it
 	// could record how it ended (marked by the next process to start).
