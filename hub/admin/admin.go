@@ -332,9 +332,11 @@ func (s *Server) answer(c *fiber.Ctx, v any, err error) error {
 
 // authenticate lets through a request with the admin token, its actions
 // recorded as the token's; a POST it refuses before its action is
-// recorded is recorded as refused (answer). Without the token: 401.
+// recorded is recorded as refused (answer). Without the token: 401,
+// counted (hub_admin_unauthorized_total), not recorded.
 func (s *Server) authenticate(c *fiber.Ctx) error {
 	if !s.authorized(c.Request().Header.Peek(fiber.HeaderAuthorization)) {
+		s.cfg.Metrics.AdminUnauthorized.Inc()
 		unauthorized(c.Response())
 		return nil
 	}

@@ -179,4 +179,7 @@ func TestAdminRefusalsAreAudited(t *testing.T) {
 	after, err := o.ListAudit(t.Context(), ops.AuditFilter{Limit: ops.MaxAuditLimit})
 	require.NoError(t, err)
 	require.Len(t, after, len(before))
+	code, body := send(http.MethodGet, "/metrics", "", true)
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "hub_admin_unauthorized_total 1", "counted instead")
 }
