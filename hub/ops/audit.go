@@ -301,6 +301,19 @@ func fitAudit(b []byte) []byte {
 	for k, a := range arrays {
 		trimmed[k] = len(a)
 	}
+	// First by arithmetic (dropping an element saves its bytes and a
+	// comma; each trimmed list's note costs at most trimNote), then
+	// measured: one or two encodings, whatever the size.
+	const trimNote = 64
+	for size := len(b); size > hub.MaxAuditJSON-trimNote*len(arrays); {
+		k := longestArray(arrays)
+		if k == "" {
+			break
+		}
+		a := arrays[k]
+		size -= len(a[len(a)-1]) + 1
+		arrays[k] = a[:len(a)-1]
+	}
 	for {
 		out := encodeFitted(m, arrays, trimmed)
 		if len(out) <= hub.MaxAuditJSON {

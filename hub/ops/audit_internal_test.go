@@ -107,3 +107,30 @@ func TestAuditJSONBoundary(t *testing.T) {
 		t.Fatalf("%s", got)
 	}
 }
+
+// BenchmarkAuditJSON: what recording a bulk result costs, within the
+// bound (the default sample of 20 events) and far over it (100 sample
+// events of 2 KiB ids: trimmed).
+func BenchmarkAuditJSON(b *testing.B) {
+	for _, tc := range []struct {
+		name         string
+		events, size int
+	}{{"within", DefaultBulkSample, 10}, {"trimmed", MaxBulkSample, 2048}} {
+		res := BulkResult{RunID: "r", Action: BulkReplay, Matched: 10_000, Eligible: 9_999, Published: 9_999}
+		for i := range tc.events {
+			res.Sample = append(res.Sample, EventRow{Provider: "paddle", EventID: strings.Repeat("é", tc.size/2) + string(rune('a'+i%26)),
+				EventType: "subscription.created"})
+		}
+		if full, _ := json.Marshal(res); (len(full) > hub.MaxAuditJSON) != (tc.name == "trimmed") {
+			b.Fatalf("%s: %d bytes", tc.name, len(full))
+		}
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if out := auditJSON(res); len(out) > hub.MaxAuditJSON {
+					b.Fatal(len(out))
+				}
+			}
+		})
+	}
+}
