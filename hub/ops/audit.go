@@ -99,8 +99,8 @@ func Refused(err error) bool {
 }
 
 // RunAudited is audited for the actions Ops does not run itself (a
-// backfill run and its lease, `hub backfill`; a bulk job's cancel, the
-// console): the one writer of the audit trail records them the same way.
+// backfill run and its lease, `hub backfill`; a migration, `hub
+// migrate`): the one writer of the audit trail records them the same way.
 func (o *Ops) RunAudited(ctx context.Context, action, target string, params any, run func() (result any, err error)) error {
 	return o.audited(ctx, action, target, params, run)
 }
@@ -139,9 +139,7 @@ func (o *Ops) audited(ctx context.Context, action, target string, params any, ru
 	}
 	hub.MarkAudited(ctx)
 	start := time.Now()
-	stop := o.heartbeat(ctx, id)
-	result, runErr := run()
-	stop()
+	result, runErr := o.runAlive(ctx, id, run)
 	outcome, errText := hub.AuditOK, ""
 	switch {
 	case runErr == nil:
@@ -192,6 +190,13 @@ func (o *Ops) Refuse(ctx context.Context, action, target string, params any, rea
 	}
 	hub.MarkAudited(ctx)
 	return nil
+}
+
+// runAlive runs run while renewing entry id's heartbeat.
+func (o *Ops) runAlive(ctx context.Context, id int64, run func() (any, error)) (any, error) {
+	stop := o.heartbeat(ctx, id)
+	defer stop()
+	return run()
 }
 
 // heartbeat renews entry id's heartbeat every hub.AuditHeartbeat until
@@ -297,9 +302,9 @@ func fitAudit(b []byte) []byte {
 			arrays[k] = a
 		}
 	}
-	trimmed := map[string]int{}
+	orig := map[string]int{}
 	for k, a := range arrays {
-		trimmed[k] = len(a)
+		orig[k] = len(a)
 	}
 	// First by arithmetic (dropping an element saves its bytes and a
 	// comma; each trimmed list's note costs at most trimNote), then
@@ -315,7 +320,7 @@ func fitAudit(b []byte) []byte {
 		arrays[k] = a[:len(a)-1]
 	}
 	for {
-		out := encodeFitted(m, arrays, trimmed)
+		out := encodeFitted(m, arrays, orig)
 		if len(out) <= hub.MaxAuditJSON {
 			return out
 		}
