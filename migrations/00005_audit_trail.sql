@@ -12,10 +12,10 @@
 --     (hub/ops), only once its heartbeat is older than 2 minutes, so that a
 --     live replica's running entry is never taken.
 --   * heartbeat_at: renewed by the process running the action while it runs.
---   * hookhub_grant_runtime(role): the grants of the hub's runtime role
---     (run by the owner, `hub migrate up` with HUB_DATABASE_RUNTIME_ROLE):
---     it can insert entries and finish its own, never own, alter, truncate
---     or delete them.
+--   * hookhub_grant_runtime(role): the grants of the hub's runtime role, run
+--     by the owner after the migrations (`hub migrate up --runtime-role
+--     ROLE`, migrations.GrantRuntime): it can insert entries and finish
+--     running ones, never own, alter, truncate or delete them.
 ALTER TABLE audit_log DROP CONSTRAINT IF EXISTS ck_audit_log_params;
 ALTER TABLE audit_log DROP CONSTRAINT IF EXISTS ck_audit_log_result;
 ALTER TABLE audit_log DROP CONSTRAINT IF EXISTS ck_audit_log_outcome;
@@ -122,21 +122,15 @@ END
 $$;
 -- +goose StatementEnd
 
--- +goose StatementBegin
-DO $$
-BEGIN
-    IF COALESCE(current_setting('hookhub.runtime_role', true), '') <> '' THEN
-        PERFORM hookhub_grant_runtime(current_setting('hookhub.runtime_role'));
-    END IF;
-END
-$$;
--- +goose StatementEnd
+-- Only the owner grants (a runtime role calling it would fail anyway).
+REVOKE ALL ON FUNCTION hookhub_grant_runtime(name) FROM PUBLIC;
 
 -- +goose Down
 -- The trail is kept: its rows, the outcomes 'refused' and 'interrupted',
--- the exact stored text and the heartbeat stay (the 00004 hub writes
--- through assignment casts and never updates them). Only the grant helper
--- and the sweep's index go.
+-- the json columns, the heartbeat and this trigger function stay (the
+-- 00004 hub inserts and finishes entries through assignment casts, which
+-- the function allows). Only the grant helper, the sweep's index and the
+-- INSERT trigger go.
 DROP FUNCTION IF EXISTS hookhub_grant_runtime(name);
 DROP INDEX IF EXISTS ix_audit_log_running;
 DROP TRIGGER IF EXISTS tr_audit_log_insert ON audit_log;

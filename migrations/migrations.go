@@ -69,9 +69,6 @@ const (
 	// audit trail; without it the trail is kept (`hub migrate down
 	// --drop-audit`).
 	DropAuditParam = "hookhub.drop_audit"
-	// RuntimeRoleParam names the runtime role migration 00005 grants to
-	// (GrantRuntime), when it is applied.
-	RuntimeRoleParam = "hookhub.runtime_role"
 )
 
 // GrantRuntime gives role, the role the hub and the subscribers connect
@@ -79,7 +76,7 @@ const (
 // (hookhub_grant_runtime, migrations/00005_audit_trail.sql): read and
 // write the hub's tables, insert audit entries and finish running ones,
 // own nothing. It runs as the owner of the tables (`hub migrate up` with
-// HUB_DATABASE_RUNTIME_ROLE), after the migrations, and may run again.
+// --runtime-role), after the migrations, and may run again.
 func GrantRuntime(ctx context.Context, pool *pgxpool.Pool, role string) error {
 	if _, err := pool.Exec(ctx, `SELECT hookhub_grant_runtime($1)`, role); err != nil {
 		return fmt.Errorf("grant the runtime role %q: %w", role, err)
