@@ -370,7 +370,7 @@ var refusedActions = map[string]string{
 // is answered 401 before it gets here, and never recorded.
 func (s *Server) recordRefusal(c *fiber.Ctx, status int, err error) {
 	recorded, ok := c.Locals(auditMarkKey{}).(func() bool)
-	if !ok || recorded() || status < 400 || status >= 500 {
+	if !ok || recorded() || !hubhttp.Refusal(status) {
 		return
 	}
 	action, ok := refusedActions[c.Route().Path]

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/store"
+	"github.com/hookhub/hookhub/internal/hubhttp"
 )
 
 // Session bounds: a session ends SessionLifetime after sign-in, or after
@@ -339,7 +340,7 @@ func (cn *Console) authed(h handler) fiber.Handler {
 			ctx, recorded := hub.WithAuditMark(c.UserContext())
 			c.SetUserContext(ctx)
 			err = h(c, s)
-			if code := c.Response().StatusCode(); !recorded() && code >= 400 && code < 500 && c.Path() != "/console/logout" {
+			if code := c.Response().StatusCode(); !recorded() && hubhttp.Refusal(code) && c.Path() != "/console/logout" {
 				reason, ok := c.Locals(refusalKey{}).(error)
 				if !ok {
 					reason = &hub.Error{Code: hub.EINVALID, Message: utils.StatusMessage(code)}
