@@ -10,7 +10,7 @@ import (
 )
 
 // Whatever an operator types, the audit trail's parameters are a JSON
-// object Postgres JSONB takes (no NUL escape), within hub.MaxAuditJSON,
+// object Postgres takes (no NUL escape), within hub.MaxAuditJSON,
 // and each text is valid UTF-8 cut at its bound.
 func FuzzAuditParams(f *testing.F) {
 	f.Add("credits", "paddle.>", 10)
