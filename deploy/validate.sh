@@ -12,7 +12,8 @@
 #                                strict schema decoding with the k8s.io/api types,
 #                                CloudNativePG Cluster fields, NATS Helm values and
 #                                hookhub's own rules (probes, grace periods, env names,
-#                                the NetworkPolicy of the hub's admin port)
+#                                the NetworkPolicy of the hub's admin port, distinct
+#                                owner and runtime database roles)
 #   deploy/prometheus            promtool check config/rules + promtool test rules
 #   deploy/grafana               deploy/check promql (structure, metric names) and
 #                                promtool check rules on every dashboard query
@@ -136,6 +137,8 @@ docker-compose -f docker-compose.yml config >"$tmp/compose.yaml"
 "$check" compose -env-dir "$tmp/env" "$tmp/compose.yaml"
 sed 's/HUB_STREAM_REPLICAS:/HUB_STREAM_REPLICA:/' "$tmp/compose.yaml" >"$tmp/compose-bad.yaml"
 expect_fail "a misspelt hub variable in compose" "$check" compose -env-dir "$tmp/env" "$tmp/compose-bad.yaml"
+sed 's#hookhub_runtime:[^@]*@postgres#postgres:x@postgres#' "$tmp/compose.yaml" >"$tmp/compose-bad.yaml"
+expect_fail "services connecting as the owner that runs the migrations" "$check" compose -env-dir "$tmp/env" "$tmp/compose-bad.yaml"
 
 # The destinations binary validates each example file as it does at start
 # (every field, the secrets' format), then waits for Postgres, which is not
@@ -194,6 +197,12 @@ expect_fail "an R1 stream in production" \
   "$check" k8s -production -env-dir "$tmp/env" -nats-values deploy/nats/values.yaml -extra "$extra" "$tmp/bad.yaml"
 sed 's/port: admin$/port: http/' "$tmp/production.yaml" >"$tmp/bad.yaml"
 expect_fail "the hub probed on its webhook port" \
+  "$check" k8s -production -env-dir "$tmp/env" -nats-values deploy/nats/values.yaml -extra "$extra" "$tmp/bad.yaml"
+sed 's/name: hookhub-pg-runtime/name: hookhub-pg-app/' "$tmp/production.yaml" >"$tmp/bad.yaml"
+expect_fail "Deployments connecting as the owner that runs the migrations" \
+  "$check" k8s -production -env-dir "$tmp/env" -nats-values deploy/nats/values.yaml -extra "$extra" "$tmp/bad.yaml"
+grep -v -e '- --runtime-role' -e '- hookhub_runtime$' "$tmp/production.yaml" >"$tmp/bad.yaml"
+expect_fail "a migration Job without --runtime-role" \
   "$check" k8s -production -env-dir "$tmp/env" -nats-values deploy/nats/values.yaml -extra "$extra" "$tmp/bad.yaml"
 grep -v 'HUB_ADMIN_ADDR' "$tmp/production.yaml" >"$tmp/bad.yaml"
 expect_fail "a hub without HUB_ADMIN_ADDR" \

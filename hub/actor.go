@@ -1,6 +1,9 @@
 package hub
 
-import "context"
+import (
+	"context"
+	"sync/atomic"
+)
 
 // Actor is who asked for an operator action: a person signed in to the
 // console through OpenID Connect, a bearer of one of the hub's tokens
@@ -39,4 +42,32 @@ func WithActor(ctx context.Context, a Actor) context.Context {
 func ActorFrom(ctx context.Context) (Actor, bool) {
 	a, ok := ctx.Value(actorKey{}).(Actor)
 	return a, ok
+}
+
+// CancelledBy is the cause (context.Cause) of an action's context that an
+// operator cancelled: the audit trail records who, in the action's entry.
+type CancelledBy struct{ Actor Actor }
+
+func (c *CancelledBy) Error() string {
+	return "cancelled by " + c.Actor.Name + " (" + c.Actor.Role + ", " + c.Actor.Via + ")"
+}
+
+type auditMarkKey struct{}
+
+// WithAuditMark returns ctx that remembers whether an action called with
+// it was recorded in the audit trail (hub/ops marks it: MarkAudited), and
+// the function that tells. The admin API and the console use it to record
+// a request they refused themselves, and only then: a refusal is
+// recorded once.
+func WithAuditMark(ctx context.Context) (context.Context, func() bool) {
+	var done atomic.Bool
+	return context.WithValue(ctx, auditMarkKey{}, &done), done.Load
+}
+
+// MarkAudited records in ctx (WithAuditMark) that its action is in the
+// audit trail.
+func MarkAudited(ctx context.Context) {
+	if d, ok := ctx.Value(auditMarkKey{}).(*atomic.Bool); ok {
+		d.Store(true)
+	}
 }

@@ -12,6 +12,21 @@ const (
 	AuditOK        = "ok"
 	AuditError     = "error"
 	AuditCancelled = "cancelled"
+	// AuditRefused: the action was refused before it ran (validation, a
+	// limit, an authorization check, or what it needs was unavailable)
+	// and changed nothing; the error says why.
+	AuditRefused = "refused"
+	// AuditInterrupted: the process running the action stopped before it
+	// could record how it ended (marked by the next process to start).
+	AuditInterrupted = "interrupted"
+)
+
+// A running entry's process renews its heartbeat every AuditHeartbeat; an
+// entry whose heartbeat is older than AuditStale is interrupted (the
+// table's trigger has the same 2 minutes, migrations/00005_audit_trail.sql).
+const (
+	AuditHeartbeat = 20 * time.Second
+	AuditStale     = 2 * time.Minute
 )
 
 // Bounds of an audit entry's texts, as the audit_log table holds them
@@ -21,7 +36,9 @@ const (
 	MaxAuditActorName = 256
 	MaxAuditTarget    = 512
 	MaxAuditError     = 1024
-	// MaxAuditJSON bounds an entry's params and result, each, in bytes.
+	// MaxAuditJSON bounds an entry's params and result, each, in bytes:
+	// the bytes of the JSON text as hub/ops writes it and as the table
+	// stores it (the same bytes; its CHECK measures them).
 	MaxAuditJSON = 8192
 )
 

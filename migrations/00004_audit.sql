@@ -61,7 +61,7 @@ BEGIN
        OR NEW.actor_kind <> OLD.actor_kind OR NEW.actor_name <> OLD.actor_name
        OR NEW.actor_role <> OLD.actor_role OR NEW.via <> OLD.via
        OR NEW.action <> OLD.action OR NEW.target <> OLD.target
-       OR NEW.params <> OLD.params THEN
+       OR NEW.params::text <> OLD.params::text THEN
         RAISE EXCEPTION 'audit_log is append-only: only a running entry may be finished, once (row %)', OLD.id;
     END IF;
     RETURN NEW;
@@ -77,5 +77,17 @@ CREATE TRIGGER tr_audit_log_no_truncate BEFORE TRUNCATE ON audit_log
     FOR EACH STATEMENT EXECUTE FUNCTION audit_log_append_only();
 
 -- +goose Down
-DROP TABLE IF EXISTS audit_log;
-DROP FUNCTION IF EXISTS audit_log_append_only();
+-- The trail is kept (rolling the schema back must not erase who did what):
+-- the table, its trigger and its rows stay, and this migration's up finds
+-- them again. It is dropped only when asked explicitly: `hub migrate down
+-- --drop-audit` sets hookhub.drop_audit on its connections.
+-- +goose StatementBegin
+DO $$
+BEGIN
+    IF COALESCE(current_setting('hookhub.drop_audit', true), '') = 'on' THEN
+        DROP TABLE IF EXISTS audit_log;
+        DROP FUNCTION IF EXISTS audit_log_append_only();
+    END IF;
+END
+$$;
+-- +goose StatementEnd

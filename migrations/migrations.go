@@ -61,3 +61,25 @@ func refusePreRelease(ctx context.Context, db *sql.DB) error {
 	return fmt.Errorf("%w (its %s records pre-release version %d; v0.1.0 squashed the migrations, docs/migrations.md)",
 		ErrPreRelease, HubVersionTable, top)
 }
+
+// Settings the hub's migrations read from their connection (set them in
+// the pool's runtime parameters, pgxpool.Config.ConnConfig.RuntimeParams).
+const (
+	// DropAuditParam, "on", makes the down migration of 00004 drop the
+	// audit trail; without it the trail is kept (`hub migrate down
+	// --drop-audit`).
+	DropAuditParam = "hookhub.drop_audit"
+)
+
+// GrantRuntime gives role, the role the hub and the subscribers connect
+// as, what they need at run time and no more on the audit trail
+// (hookhub_grant_runtime, migrations/00005_audit_trail.sql): read and
+// write the hub's tables, insert audit entries and finish running ones,
+// own nothing. It runs as the owner of the tables (`hub migrate up` with
+// --runtime-role), after the migrations, and may run again.
+func GrantRuntime(ctx context.Context, pool *pgxpool.Pool, role string) error {
+	if _, err := pool.Exec(ctx, `SELECT hookhub_grant_runtime($1)`, role); err != nil {
+		return fmt.Errorf("grant the runtime role %q: %w", role, err)
+	}
+	return nil
+}

@@ -65,11 +65,67 @@ func TestHubSchema(t *testing.T) {
 		}
 	}
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()
-		AND tablename IN ('webhook_events', 'processed_webhook_events', 'backfill_checkpoints', 'console_sessions', 'console_oidc_logins', 'audit_log')`).Scan(&n))
+		AND tablename IN ('webhook_events', 'processed_webhook_events', 'backfill_checkpoints', 'console_sessions', 'console_oidc_logins')`).Scan(&n))
 	require.Zero(t, n)
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM audit_log`).Scan(&n), "the audit trail is kept")
 	_, err = m.Up(ctx)
 	require.NoError(t, err)
 	require.NoError(t, m.Check(ctx))
+}
+
+// Rolling every migration back keeps the audit trail, its rows and its
+// trigger, and applying them again finds it as it was; only a rollback
+// asked to drop it (`hub migrate down --drop-audit`) does.
+func TestDownKeepsAuditTrail(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := hubtest.DatabaseURL(t)
+	pool, err := pgxpool.New(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	m, err := migrations.Hub(pool)
+	require.NoError(t, err)
+	defer m.Close()
+	_, err = m.Up(ctx)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `INSERT INTO audit_log (at, actor_kind, actor_name, actor_role, via, action, params)
+		VALUES (now(), 'cli', 'alice@ops-1', 'admin', 'cli', 'purge', '{"older_than":"720h"}')`)
+	require.NoError(t, err)
+	downAll := func(m *migrate.Migrator) {
+		for {
+			ss, err := m.Status(ctx)
+			require.NoError(t, err)
+			if !ss[0].Applied {
+				return
+			}
+			_, err = m.Down(ctx)
+			require.NoError(t, err)
+		}
+	}
+	downAll(m)
+	var n int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM audit_log WHERE actor_name = 'alice@ops-1'`).Scan(&n))
+	require.Equal(t, 1, n, "down keeps the trail")
+	_, err = pool.Exec(ctx, `DELETE FROM audit_log`)
+	require.ErrorContains(t, err, "append-only", "and its trigger")
+	_, err = m.Up(ctx)
+	require.NoError(t, err)
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM audit_log WHERE actor_name = 'alice@ops-1'`).Scan(&n))
+	require.Equal(t, 1, n, "up again finds it")
+
+	cfg, err := pgxpool.ParseConfig(url)
+	require.NoError(t, err)
+	cfg.ConnConfig.RuntimeParams[migrations.DropAuditParam] = "on"
+	drop, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(drop.Close)
+	md, err := migrations.Hub(drop)
+	require.NoError(t, err)
+	defer md.Close()
+	downAll(md)
+	var exists bool
+	require.NoError(t, pool.QueryRow(ctx, `SELECT to_regclass('audit_log') IS NOT NULL`).Scan(&exists))
+	require.False(t, exists, "--drop-audit drops it")
 }
 
 // A database the pre-release migrations 00001-00008 created is refused by

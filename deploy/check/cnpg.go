@@ -44,6 +44,11 @@ type cnpgCluster struct {
 				DataDurability string `json:"dataDurability,omitempty"`
 			} `json:"synchronous,omitempty"`
 		} `json:"postgresql,omitempty"`
+		// Managed roles: the runtime role the hub and the subscribers
+		// connect as (roles.go).
+		Managed *struct {
+			Roles []cnpgRole `json:"roles,omitempty"`
+		} `json:"managed,omitempty"`
 		Storage    cnpgStorage                  `json:"storage"`
 		WalStorage *cnpgStorage                 `json:"walStorage,omitempty"`
 		Resources  *corev1.ResourceRequirements `json:"resources,omitempty"`

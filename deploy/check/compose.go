@@ -76,6 +76,7 @@ func runCompose(args []string) ([]string, error) {
 	}
 	var p problems
 	checkCompose(&p, &f, sets)
+	checkComposeRoles(&p, &f)
 	return p, nil
 }
 

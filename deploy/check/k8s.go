@@ -236,6 +236,7 @@ func (c *k8sChecker) run() {
 	for _, cl := range c.m.clusters {
 		checkCNPGCluster(c.p, cl, c.production)
 	}
+	c.databaseRoles()
 	if c.production {
 		c.productionNamespace()
 	}

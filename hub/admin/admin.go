@@ -62,15 +62,7 @@ func unauthorized(resp *fasthttp.Response) {
 // refused before its body is read (bodyLimit).
 func (s *Server) mountAPI(r fiber.Router) {
 	op := s.cfg.Operator
-	admin := r.Group("/admin", func(c *fiber.Ctx) error {
-		if !s.authorized(c.Request().Header.Peek(fiber.HeaderAuthorization)) {
-			unauthorized(c.Response())
-			return nil
-		}
-		// The actions this request runs are recorded as the token's.
-		c.SetUserContext(hub.WithActor(c.UserContext(), s.actor))
-		return c.Next()
-	})
+	admin := r.Group("/admin", s.authenticate)
 	admin.Get("/status", func(c *fiber.Ctx) error {
 		st, err := op.Status(c.UserContext())
 		return s.answer(c, st, err)
@@ -333,7 +325,58 @@ func (s *Server) answer(c *fiber.Ctx, v any, err error) error {
 		if status >= 500 {
 			s.cfg.Logger.Error("admin request failed", "path", c.Path(), "err", err)
 		}
+		s.recordRefusal(c, status, err)
 		return c.Status(status).JSON(hubhttp.ErrorBody{Error: msg})
 	}
 	return c.JSON(v)
+}
+
+// authenticate lets through a request with the admin token, its actions
+// recorded as the token's; a POST it refuses before its action is
+// recorded is recorded as refused (answer). Without the token: 401,
+// counted (hub_admin_unauthorized_total), not recorded.
+func (s *Server) authenticate(c *fiber.Ctx) error {
+	if !s.authorized(c.Request().Header.Peek(fiber.HeaderAuthorization)) {
+		s.cfg.Metrics.AdminUnauthorized.Inc()
+		unauthorized(c.Response())
+		return nil
+	}
+	ctx := hub.WithActor(c.UserContext(), s.actor)
+	if c.Method() == fiber.MethodPost {
+		var recorded func() bool
+		ctx, recorded = hub.WithAuditMark(ctx)
+		c.Locals(auditMarkKey{}, recorded)
+	}
+	c.SetUserContext(ctx)
+	return c.Next()
+}
+
+// auditMarkKey holds, in a POST's locals, whether its action is in the
+// audit trail (hub.WithAuditMark).
+type auditMarkKey struct{}
+
+// refusedActions names the audit action of each POST route, for the
+// refusals the API answers before the action runs.
+var refusedActions = map[string]string{
+	"/admin/replay":                  ops.ActionReplay,
+	"/admin/republish":               ops.ActionRepublish,
+	"/admin/bulk":                    ops.ActionBulk,
+	"/admin/dlq/:subscriber/redrive": ops.ActionRedrive,
+	"/admin/purge":                   ops.ActionPurge,
+}
+
+// recordRefusal records in the audit trail a POST the API refused (4xx)
+// that its action did not record itself: bad input, a bound, an unknown
+// name. The request is authenticated (the token's): an anonymous request
+// is answered 401 before it gets here, and never recorded.
+func (s *Server) recordRefusal(c *fiber.Ctx, status int, err error) {
+	recorded, ok := c.Locals(auditMarkKey{}).(func() bool)
+	if !ok || recorded() || !hubhttp.Refusal(status) {
+		return
+	}
+	action, ok := refusedActions[c.Route().Path]
+	if !ok {
+		action = ops.ActionAdminRequest
+	}
+	_ = s.cfg.Operator.Refuse(c.UserContext(), action, c.Path(), nil, err)
 }

@@ -52,6 +52,9 @@ type recordingOperator struct {
 
 func (o *recordingOperator) Now() time.Time { return time.Now() }
 
+// Refuse records nothing: the refusals are audit_test.go's.
+func (o *recordingOperator) Refuse(context.Context, string, string, any, error) error { return nil }
+
 func (o *recordingOperator) Status(context.Context) (ops.Status, error) { return ops.Status{}, nil }
 
 func (o *recordingOperator) ShowEvent(_ context.Context, ref string) (ops.EventDetail, error) {

@@ -24,12 +24,9 @@ import (
 	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
-// An action through the admin API is recorded in the audit trail as the
-// token's (by its fingerprint, never the token), and the API reads the
-// trail back (JSON and JSON lines) but offers no way to write it.
-// adminOnDB is an admin API over ops on a fresh database, and a request
-// to it with a bearer token.
-func adminOnDB(t *testing.T) (*pgxpool.Pool, *ops.Ops, func(token, method, path, body string) (int, string)) {
+// adminOnDB is an admin API over real Ops and store on a fresh database,
+// and how to send it a request with a bearer token ("": none).
+func adminOnDB(t *testing.T) (*pgxpool.Pool, *admin.Server, *ops.Ops, func(token, method, path, body string) (int, string)) {
 	t.Helper()
 	pool, _ := hubtest.Pool(t)
 	o := ops.New(ops.Config{Archive: store.New(pool), Subscribers: pool})
@@ -37,10 +34,13 @@ func adminOnDB(t *testing.T) (*pgxpool.Pool, *ops.Ops, func(token, method, path,
 	adm, err := admin.New(admin.Config{Token: testAdminToken, Operator: o, Gatherer: reg, Metrics: metrics.New(reg),
 		OwnListener: true, Probes: func(fiber.Router) {}})
 	require.NoError(t, err)
-	return pool, o, func(token, method, path, body string) (int, string) {
+	return pool, adm, o, func(token, method, path, body string) (int, string) {
 		t.Helper()
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
 		resp, err := adm.App().Test(req, -1)
 		require.NoError(t, err)
 		defer resp.Body.Close()
@@ -50,12 +50,15 @@ func adminOnDB(t *testing.T) (*pgxpool.Pool, *ops.Ops, func(token, method, path,
 	}
 }
 
+// An action through the admin API is recorded in the audit trail as the
+// token's (by its fingerprint, never the token), and the API reads the
+// trail back (JSON and JSON lines) but offers no way to write it.
 func TestAdminActionsAreAudited(t *testing.T) {
 	t.Parallel()
-	_, o, as := adminOnDB(t)
+	_, _, o, send := adminOnDB(t)
 	do := func(method, path, body string) (int, string) {
 		t.Helper()
-		return as(testAdminToken, method, path, body)
+		return send(testAdminToken, method, path, body)
 	}
 	sum := sha256.Sum256([]byte(testAdminToken))
 	fp := "token " + hex.EncodeToString(sum[:4])
@@ -122,4 +125,69 @@ func TestAdminActionsAreAudited(t *testing.T) {
 	es, err := o.ListAudit(t.Context(), ops.AuditFilter{Limit: 10})
 	require.NoError(t, err)
 	require.Len(t, es, 2)
+}
+
+// Every POST route of the admin API records a request it refuses (bad
+// input, out of bounds, unknown names) in the audit trail, once, as
+// refused or by its action, with the token's actor; a route missing from
+// this table fails the test. An anonymous request is not recorded.
+func TestAdminRefusalsAreAudited(t *testing.T) {
+	t.Parallel()
+	_, adm, o, as := adminOnDB(t)
+	send := func(method, path, body string, token bool) (int, string) {
+		t.Helper()
+		if token {
+			return as(testAdminToken, method, path, body)
+		}
+		return as("", method, path, body)
+	}
+	do := func(path, body string, token bool) int {
+		t.Helper()
+		code, _ := send(http.MethodPost, path, body, token)
+		return code
+	}
+	cases := []struct {
+		route, path, body, action string
+	}{
+		{"/admin/replay", "/admin/replay", `{"subscriber":"credits","since":"not a time"}`, ops.ActionReplay},
+		{"/admin/replay", "/admin/replay", `{not json`, ops.ActionReplay},
+		{"/admin/republish", "/admin/republish", `{"since":"1h","until":"2h"}`, ops.ActionRepublish},
+		{"/admin/bulk", "/admin/bulk", `{"action":"replay","subscriber":"credits"}`, ops.ActionBulk},
+		{"/admin/dlq/:subscriber/redrive", "/admin/dlq/nobody/redrive", `{}`, ops.ActionRedrive},
+		{"/admin/purge", "/admin/purge", `{"older_than":"1h"}`, ops.ActionPurge},
+	}
+	covered := map[string]bool{}
+	for _, tc := range cases {
+		covered[tc.route] = true
+		before, err := o.ListAudit(t.Context(), ops.AuditFilter{Limit: ops.MaxAuditLimit})
+		require.NoError(t, err)
+		code := do(tc.path, tc.body, true)
+		require.GreaterOrEqual(t, code, 400, tc.path)
+		require.Less(t, code, 500, tc.path)
+		es, err := o.ListAudit(t.Context(), ops.AuditFilter{Limit: ops.MaxAuditLimit})
+		require.NoError(t, err)
+		require.Len(t, es, len(before)+1, "%s %s: one entry", tc.path, tc.body)
+		e := es[0]
+		require.Equal(t, "admin-api", e.Actor.Via, tc.path)
+		require.Contains(t, []string{hub.AuditRefused, hub.AuditError}, e.Outcome, tc.path)
+		require.NotEmpty(t, e.Error, tc.path)
+		if e.Outcome == hub.AuditRefused && e.Action != tc.action {
+			require.Equal(t, tc.action, e.Action, tc.path)
+		}
+	}
+	for _, r := range adm.App().GetRoutes(true) {
+		if r.Method == http.MethodPost && strings.HasPrefix(r.Path, "/admin/") {
+			require.True(t, covered[r.Path], "POST %s changes state: add it to this table", r.Path)
+		}
+	}
+	// Anonymous: 401, nothing recorded (no one outside floods the trail).
+	before, err := o.ListAudit(t.Context(), ops.AuditFilter{Limit: ops.MaxAuditLimit})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusUnauthorized, do("/admin/purge", "", false))
+	after, err := o.ListAudit(t.Context(), ops.AuditFilter{Limit: ops.MaxAuditLimit})
+	require.NoError(t, err)
+	require.Len(t, after, len(before))
+	code, body := send(http.MethodGet, "/metrics", "", true)
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "hub_admin_unauthorized_total 1", "counted instead")
 }

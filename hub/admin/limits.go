@@ -95,6 +95,7 @@ func (s *Server) answerUnauthorizedUnread(app *fiber.App) {
 	srv.ErrorHandler = func(ctx *fasthttp.RequestCtx, err error) {
 		if errors.Is(err, fasthttp.ErrBodyTooLarge) && s.refusesBody(&ctx.Request.Header) {
 			hubhttp.LingerOnClose(ctx)
+			s.cfg.Metrics.AdminUnauthorized.Inc()
 			unauthorized(&ctx.Response)
 			return
 		}

@@ -19,7 +19,7 @@ import (
 // name's, all); each revocation is in the audit trail as the token's.
 func TestAdminSessions(t *testing.T) {
 	t.Parallel()
-	pool, o, as := adminOnDB(t)
+	pool, _, o, as := adminOnDB(t)
 	st := store.New(pool)
 	do := func(method, path, body string, token string) (int, string) {
 		t.Helper()

@@ -3,6 +3,7 @@ package console
 import (
 	"bufio"
 	"net/url"
+	"slices"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -18,8 +19,7 @@ import (
 const auditPageSize = 50
 
 // auditActions are the actions the filter offers.
-var auditActions = []string{ops.ActionReplay, ops.ActionRepublish, ops.ActionRedrive, ops.ActionPurge,
-	ops.ActionDestinationPause, ops.ActionDestinationResume, ops.ActionDestinationRetryNow, ops.ActionBulkReplay, ops.ActionBulkRepublish}
+var auditActions = append(slices.Clone(ops.Actions), ActionConsole)
 
 // auditQuery is the audit page's filter form, as typed.
 type auditQuery struct {

@@ -14,7 +14,9 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/utils"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/store"
+	"github.com/hookhub/hookhub/internal/hubhttp"
 )
 
 // Session bounds: a session ends SessionLifetime after sign-in, or after
@@ -400,6 +402,10 @@ func (cn *Console) authed(h handler) fiber.Handler {
 			}
 			if s.role != RoleAdmin && c.Path() != "/console/logout" {
 				cn.audit(c, s, "refused", "path", c.Path(), "reason", "read-only")
+				// In the audit trail too: the operator is signed in (an
+				// anonymous or cross-site request is only logged, so that
+				// no one outside floods the trail).
+				_ = cn.cfg.Operator.Refuse(actx(c, s), ActionConsole, c.Path(), nil, errReadOnly)
 				return cn.fail(c, s, fiber.StatusForbidden, "Refused: a read-only session cannot act.")
 			}
 			if crossSite(c) || !equalTokens(form.Get("csrf"), s.csrf) {
@@ -407,10 +413,34 @@ func (cn *Console) authed(h handler) fiber.Handler {
 				return cn.fail(c, s, fiber.StatusForbidden, "Refused: the form's CSRF token is missing or wrong, or it came from another site. Reload the page and try again.")
 			}
 			c.Locals(formKey{}, form)
+			// An action refused by the handler before it was recorded
+			// (bad input, another job running) is recorded as refused.
+			ctx, recorded := hub.WithAuditMark(c.UserContext())
+			c.SetUserContext(ctx)
+			err = h(c, s)
+			if code := c.Response().StatusCode(); !recorded() && hubhttp.Refusal(code) && c.Path() != "/console/logout" {
+				reason, ok := c.Locals(refusalKey{}).(error)
+				if !ok {
+					reason = &hub.Error{Code: hub.EINVALID, Message: utils.StatusMessage(code)}
+				}
+				_ = cn.cfg.Operator.Refuse(actx(c, s), ActionConsole, c.Path(), nil, reason)
+			}
+			return err
 		}
 		return h(c, s)
 	}
 }
+
+// refusalKey holds, in a request's locals, the error a handler refused it
+// with (failErr), for its audit entry.
+type refusalKey struct{}
+
+// ActionConsole is the audit trail's action of a console request refused
+// before it reached its operation (its target is the request's path).
+const ActionConsole = "console.action"
+
+// errReadOnly is the reason a read-only session's action is refused.
+var errReadOnly = &hub.Error{Code: hub.EUNAUTHORIZED, Message: "a read-only session cannot act"}
 
 type formKey struct{}
 

@@ -76,8 +76,8 @@ func TestBrowserAudit(t *testing.T) {
 	require.Equal(t, []string{"ok", "ok", "ok"}, b.attrs("#audit tr.audit-entry", "data-outcome")[:3])
 	require.Equal(t, []string{"console", "console", "console"}, b.texts("#audit tr.audit-entry td.audit-via")[:3])
 	require.Equal(t, []string{"subscriber flaky", "event paddle:evt_au1", "subscriber flaky"}, b.texts("#audit tr.audit-entry td.audit-target")[:3])
-	require.Contains(t, b.text(`#audit tr.audit-entry[data-action="replay"]`), `"subscriber": "flaky"`, "the parameters")
-	require.Contains(t, b.text(`#audit tr.audit-entry[data-action="republish"]`), `"published": 1`, "the result")
+	require.Contains(t, b.text(`#audit tr.audit-entry[data-action="replay"]`), `"subscriber":"flaky"`, "the parameters")
+	require.Contains(t, b.text(`#audit tr.audit-entry[data-action="republish"]`), `"published":1`, "the result")
 	require.NotContains(t, b.text("#audit"), consoleAdminToken)
 	b.screenshot("audit")
 

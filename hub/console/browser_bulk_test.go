@@ -175,4 +175,13 @@ func testBrowserPayloadFilterBulkReplay(t *testing.T, s *browserSuite) {
 		ro.openOK("/console/")
 	}
 	require.Equal(t, msgs, h.StreamInfo().State.Msgs, "nothing published for the read-only session")
+
+	// The trail: the cancelled run says who cancelled it, and each
+	// refused POST of the read-only session is there, as refused.
+	var cancelledBy string
+	require.NoError(t, h.Pool().QueryRow(t.Context(), `SELECT error FROM audit_log WHERE action = 'bulk.replay' AND outcome = 'cancelled'`).Scan(&cancelledBy))
+	require.Contains(t, cancelledBy, "cancelled by token ")
+	require.Contains(t, cancelledBy, "(admin, console)")
+	require.Equal(t, 2, h.Count(`SELECT count(*) FROM audit_log WHERE outcome = 'refused' AND actor_role = 'read-only'
+		AND action = 'console.action' AND target IN ('/console/bulk/run', '/console/bulk/jobs/`+jobID+`/cancel')`))
 }

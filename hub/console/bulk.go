@@ -137,6 +137,7 @@ func (cn *Console) bulkRun(c *fiber.Ctx, s *session) error {
 	})
 	if !started {
 		cn.audit(c, s, "bulk", append(attrs, "refused", "another job is running", "running_job", j.ID)...)
+		c.Locals(refusalKey{}, &hub.Error{Code: hub.ECONFLICT, Message: "another replay or bulk action is running (job " + j.ID + ")"})
 		return cn.render(c, fiber.StatusConflict, "error", view{Title: "Job running", Nav: "events", Session: s,
 			Error: "Another replay or bulk action is running (job " + j.ID + "): wait for it to finish, or cancel it."})
 	}
@@ -186,7 +187,7 @@ func (cn *Console) bulkCancel(c *fiber.Ctx, s *session) error {
 	if !ok {
 		return cn.fail(c, s, fiber.StatusNotFound, "No such bulk job.")
 	}
-	cancelled := cn.jobs.cancelJob(j.ID)
+	cancelled := cn.jobs.cancelJob(j.ID, s.actor())
 	cn.audit(c, s, "bulk cancel", "job", j.ID, "cancelled", cancelled)
 	flash := "bulk-not-running"
 	if cancelled {
@@ -206,7 +207,7 @@ func (js *jobs) startBulk(who string, req ops.BulkRequest, now time.Time, run fu
 			return j, false
 		}
 	}
-	ctx, cancel := context.WithCancel(js.ctx)
+	ctx, cancel := context.WithCancelCause(js.ctx)
 	j := &job{ID: randomHex(8), Who: who, Kind: jobBulk, Bulk: req, Started: now, State: jobRunning, cancel: cancel}
 	j.Bulk.Progress = nil
 	js.list = append(js.list, j)
@@ -221,7 +222,7 @@ func (js *jobs) startBulk(who string, req ops.BulkRequest, now time.Time, run fu
 	js.wg.Add(1)
 	go func() {
 		defer js.wg.Done()
-		defer cancel()
+		defer cancel(nil)
 		res, err := run(ctx, req)
 		js.mu.Lock()
 		j.BulkRes, j.Finished = res, time.Now()
@@ -240,13 +241,14 @@ func (js *jobs) startBulk(who string, req ops.BulkRequest, now time.Time, run fu
 	return j, true
 }
 
-// cancelJob cancels job id if it is running; false if it is not.
-func (js *jobs) cancelJob(id string) bool {
+// cancelJob cancels job id if it is running, by who (the cause its
+// action's audit entry records); false if it is not.
+func (js *jobs) cancelJob(id string, who hub.Actor) bool {
 	js.mu.Lock()
 	defer js.mu.Unlock()
 	for _, j := range js.list {
 		if j.ID == id && j.State == jobRunning && j.cancel != nil {
-			j.cancel()
+			j.cancel(&hub.CancelledBy{Actor: who})
 			return true
 		}
 	}

@@ -36,8 +36,12 @@ type Operator interface {
 	Subscribers(ctx context.Context) ([]string, error)
 
 	// Audit trail (audit.go): read only. The trail is written by the
-	// actions themselves (hub/ops), never through this interface.
+	// actions themselves (hub/ops), never through this interface, but
+	// for the console's own refusals of a signed-in operator (a read-only
+	// session's action): Refuse records one, outcome refused, with the
+	// actor of ctx.
 	ListAudit(ctx context.Context, f ops.AuditFilter) ([]hub.AuditEntry, error)
+	Refuse(ctx context.Context, action, target string, params any, reason error) error
 
 	// Console sessions (sessions.go): list and revoke (recorded in the
 	// audit trail by hub/ops).
@@ -299,6 +303,7 @@ func (cn *Console) fail(c *fiber.Ctx, s *session, code int, msg string) error {
 // failErr renders err (from hub/ops) with the admin API's status (the
 // hub's one table, by error code).
 func (cn *Console) failErr(c *fiber.Ctx, s *session, err error) error {
+	c.Locals(refusalKey{}, err)
 	code, msg := hubhttp.ErrorStatus(err)
 	if code >= 500 {
 		cn.log.Error("console request failed", "path", c.Path(), "err", err)

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -45,7 +46,9 @@ type job struct {
 	// A bulk action's (bulk.go).
 	Bulk    ops.BulkRequest
 	BulkRes ops.BulkResult
-	cancel  context.CancelFunc
+	// cancel's cause says who cancelled the job (hub.CancelledBy), for
+	// the action's audit entry.
+	cancel context.CancelCauseFunc
 }
 
 // jobs runs one replay at a time and remembers the last keptJobs.
@@ -53,18 +56,21 @@ type jobs struct {
 	mu     sync.Mutex
 	list   []*job // oldest first
 	ctx    context.Context
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
 	wg     sync.WaitGroup
 }
 
+// errHubStopping is the cause of a job cancelled by the hub's stop.
+var errHubStopping = errors.New("the hub stopped")
+
 func newJobs() *jobs {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	return &jobs{ctx: ctx, cancel: cancel}
 }
 
 // stop cancels a running job and waits for it.
 func (js *jobs) stop() {
-	js.cancel()
+	js.cancel(errHubStopping)
 	js.wg.Wait()
 }
 

@@ -255,6 +255,9 @@ func TestConsoleOnAWholeHub(t *testing.T) {
 	code, body := h.post("/console/replay/plan", url.Values{"subscriber": {"flaky"}, "since": {"1h"}}, ro)
 	require.Equal(t, http.StatusForbidden, code)
 	require.Contains(t, body, "read-only")
+	// The refusal is in the audit trail, with the session's actor.
+	require.Equal(t, 1, h.Count(`SELECT count(*) FROM audit_log WHERE action = 'console.action' AND outcome = 'refused'
+		AND target = '/console/replay/plan' AND actor_role = 'read-only' AND via = 'console' AND error LIKE '%read-only%'`))
 }
 
 // The event page lists only the subscribers whose consumer takes the

@@ -46,6 +46,10 @@ type Metrics struct {
 	// past HUB_ADMIN_MAX_CONNS, or past a quarter of it from one remote
 	// address.
 	AdminConnsRejected prometheus.Counter
+	// AdminUnauthorized counts admin API requests answered 401 (no or a
+	// wrong token): counted, never written to the audit trail, so that
+	// no one without the token can flood it.
+	AdminUnauthorized prometheus.Counter
 	// BodyBytes is the memory reserved for request bodies being received
 	// and handled (HUB_MAX_INFLIGHT × HUB_MAX_BODY_BYTES at most).
 	BodyBytes      prometheus.Gauge
@@ -137,6 +141,10 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "hub_admin_connections_rejected_total",
 			Help: "Connections to the admin listener (HUB_ADMIN_ADDR) answered 503 and closed because HUB_ADMIN_MAX_CONNS were open, or a quarter of them from its remote address.",
 		}),
+		AdminUnauthorized: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hub_admin_unauthorized_total",
+			Help: "Admin API requests answered 401: no bearer token or a wrong one (not recorded in the audit trail).",
+		}),
 		StreamPresent: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "hub_stream_present",
 			Help: "1 while the hub's JetStream stream exists with this hub's subjects; 0 while it is missing, lacks some or shares them with another stream (and before the first check).",
@@ -190,6 +198,6 @@ func New(reg prometheus.Registerer) *Metrics {
 	reg.MustRegister(m.BackfillMissing, m.BackfillIngested, m.BackfillRuns, m.BackfillLastSuccess, m.BackfillFailed, m.BackfillAbandoned,
 		m.BackfillInterval)
 	reg.MustRegister(m.Deliveries, m.IngestSeconds, m.CommitBatch, m.Published, m.PublishLagSecond, m.OutboxPending, m.OutboxOldest, m.NATSConnected,
-		m.ConnsRejected, m.AdminConnsRejected, m.BodyBytes, m.StreamPresent, m.StreamLost, m.StreamRestored, m.StreamSettingBroken)
+		m.ConnsRejected, m.AdminConnsRejected, m.AdminUnauthorized, m.BodyBytes, m.StreamPresent, m.StreamLost, m.StreamRestored, m.StreamSettingBroken)
 	return m
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // Whatever an operator types, the audit trail's parameters are a JSON
-// object Postgres JSONB takes (no NUL escape), within hub.MaxAuditJSON,
+// object Postgres takes (no NUL escape), within hub.MaxAuditJSON,
 // and each text is valid UTF-8 cut at its bound.
 func FuzzAuditParams(f *testing.F) {
 	f.Add("credits", "paddle.>", 10)
@@ -33,4 +33,104 @@ func FuzzAuditParams(f *testing.F) {
 			t.Fatalf("params %d bytes, or a NUL: %s", len(raw), raw)
 		}
 	})
+}
+
+// The size rule at its boundary: an object of exactly hub.MaxAuditJSON
+// bytes is kept byte for byte; one byte more trims its list (the last
+// elements) and says so, its counts kept; an object without a list keeps
+// its numbers and drops what is large. Texts jsonb would write otherwise
+// (<, non-ASCII, \u2028) count as Go writes them.
+func TestAuditJSONBoundary(t *testing.T) {
+	type result struct {
+		Matched   int      `json:"matched"`
+		Published int      `json:"published"`
+		Sample    []string `json:"sample"`
+	}
+	base := func(pad int) result {
+		r := result{Matched: 12345, Published: 12000}
+		for i := range 20 {
+			r.Sample = append(r.Sample, "evt_<é€>\u2028_"+string(rune('a'+i)))
+		}
+		r.Sample[0] += strings.Repeat("x", pad)
+		return r
+	}
+	b0, err := json.Marshal(base(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pad := hub.MaxAuditJSON - len(b0)
+	for _, tc := range []struct {
+		name    string
+		pad     int
+		trimmed bool
+	}{
+		{"one under", pad - 1, false},
+		{"at the bound", pad, false},
+		{"one over", pad + 1, true},
+		{"far over", pad + 100_000, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := base(tc.pad)
+			want, _ := json.Marshal(v)
+			got := auditJSON(v)
+			if len(got) > hub.MaxAuditJSON || !json.Valid(got) {
+				t.Fatalf("%d bytes, valid %v", len(got), json.Valid(got))
+			}
+			if !tc.trimmed {
+				if string(got) != string(want) {
+					t.Fatalf("changed within the bound:\n%s\n%s", got, want)
+				}
+				return
+			}
+			var r struct {
+				result
+				Trimmed map[string]struct{ Kept, Of int } `json:"trimmed"`
+			}
+			if err := json.Unmarshal(got, &r); err != nil {
+				t.Fatal(err)
+			}
+			if r.Matched != 12345 || r.Published != 12000 {
+				t.Fatalf("counts lost: %s", got)
+			}
+			if r.Trimmed["sample"].Of != 20 || r.Trimmed["sample"].Kept != len(r.Sample) || len(r.Sample) >= 20 {
+				t.Fatalf("trim not recorded: %s", got)
+			}
+			if len(r.Sample) > 0 && r.Sample[len(r.Sample)-1] != v.Sample[len(r.Sample)-1] {
+				t.Fatalf("not the first elements kept: %s", got)
+			}
+		})
+	}
+	// No list to trim: the large text goes, the numbers stay.
+	got := auditJSON(map[string]any{"matched": 7, "note": strings.Repeat("<", hub.MaxAuditJSON)})
+	var m map[string]any
+	if err := json.Unmarshal(got, &m); err != nil || m["matched"] != 7.0 || m["note"] != nil || len(got) > hub.MaxAuditJSON {
+		t.Fatalf("%s", got)
+	}
+}
+
+// BenchmarkAuditJSON: what recording a bulk result costs, within the
+// bound (the default sample of 20 events) and far over it (100 sample
+// events of 2 KiB ids: trimmed).
+func BenchmarkAuditJSON(b *testing.B) {
+	for _, tc := range []struct {
+		name         string
+		events, size int
+	}{{"within", DefaultBulkSample, 10}, {"trimmed", MaxBulkSample, 2048}} {
+		res := BulkResult{RunID: "r", Action: BulkReplay, Matched: 10_000, Eligible: 9_999, Published: 9_999}
+		for i := range tc.events {
+			res.Sample = append(res.Sample, EventRow{Provider: "paddle", EventID: strings.Repeat("é", tc.size/2) + string(rune('a'+i%26)),
+				EventType: "subscription.created"})
+		}
+		if full, _ := json.Marshal(res); (len(full) > hub.MaxAuditJSON) != (tc.name == "trimmed") {
+			b.Fatalf("%s: %d bytes", tc.name, len(full))
+		}
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if out := auditJSON(res); len(out) > hub.MaxAuditJSON {
+					b.Fatal(len(out))
+				}
+			}
+		})
+	}
 }

@@ -107,7 +107,7 @@ func TestActionsAreAudited(t *testing.T) {
 	require.EqualValues(t, rb.Published, params(t, republish.Result)["published"])
 
 	require.Equal(t, ops.ActionPurge, purge.Action)
-	require.Equal(t, hub.AuditError, purge.Outcome)
+	require.Equal(t, hub.AuditRefused, purge.Outcome, "bad input refuses the action")
 	require.Contains(t, purge.Error, "older_than")
 	require.Equal(t, "1h0m0s", params(t, purge.Params)["older_than"])
 	require.Empty(t, purge.Result)

@@ -186,58 +186,167 @@ func (req *BulkRequest) check(now time.Time) error {
 // Bulk plans (DryRun) or runs a bulk action. A run publishes at most
 // Rate copies a second and stops when ctx is cancelled (the result says
 // so, with what was done, and the error is ctx's); repeating it is safe.
+//
+// A run is recorded in the audit trail once, as one action (a dry run,
+// which changes nothing, is not): a run refused before it starts (a bad
+// filter, over the bounds, a busy hub, an unknown subscriber) as refused,
+// with its reason and counts so far.
 func (o *Ops) Bulk(ctx context.Context, req BulkRequest) (BulkResult, error) {
 	res := BulkResult{RunID: strconv.FormatInt(o.now().UnixNano(), 36), Action: req.Action, Subscriber: req.Subscriber, DryRun: req.DryRun}
-	if err := req.check(o.now()); err != nil {
+	action, target := ActionBulkRepublish, "stream"
+	if req.Action == BulkReplay {
+		action, target = ActionBulkReplay, "subscriber "+req.Subscriber
+	}
+	p, err := o.planBulk(ctx, &req, &res)
+	if err != nil || req.DryRun {
+		if err != nil && !req.DryRun && !errors.Is(err, ErrAuditUnavailable) {
+			_ = o.Refuse(ctx, action, target, bulkAuditParams(req, res), err)
+		}
+		if p.release != nil {
+			p.release()
+		}
 		return res, err
+	}
+	defer p.release()
+	progress := func() {
+		if req.Progress != nil {
+			req.Progress(res)
+		}
+	}
+	progress()
+	err = o.audited(ctx, action, target, bulkAuditParams(req, res), func() (any, error) {
+		var err error
+		if req.Action == BulkReplay {
+			err = o.bulkReplay(ctx, req, p.msgs, p.before, &res, progress)
+		} else {
+			err = o.bulkRepublish(ctx, req, p.ids, &res, progress)
+		}
+		if ctx.Err() != nil {
+			res.Cancelled = true
+		}
+		return res, err
+	})
+	progress()
+	return res, err
+}
+
+// bulkAuditParams are a bulk run's parameters in the audit trail.
+func bulkAuditParams(req BulkRequest, res BulkResult) map[string]any {
+	f := req.Filter
+	return map[string]any{"action": clip(req.Action, maxAuditParam), "subscriber": clip(req.Subscriber, maxAuditParam),
+		"provider": clip(f.Provider, maxAuditParam), "type": clip(f.Type, maxAuditParam),
+		"entity": clip(f.Entity, maxAuditParam), "status": clip(string(f.Status), maxAuditParam),
+		"since": auditTime(f.Since), "until": auditTime(f.Until), "where": clip(FormatWheres(f.Where), maxAuditParam),
+		"rate": req.Rate, "matched": res.Matched, "eligible": res.Eligible}
+}
+
+// bulkPlan is what a bulk run publishes: a replay's messages and how many
+// of them the subscriber processed before, or a republish's archive ids;
+// release gives back the hub's replay slot it holds.
+type bulkPlan struct {
+	msgs    []replayMsg
+	ids     []string
+	before  map[subscriber.EventKey]bool
+	release func()
+}
+
+// planBulk checks req, takes a replay slot and counts what req matches
+// into res (a dry run's answer); for a run, the plan of what to publish.
+func (o *Ops) planBulk(ctx context.Context, req *BulkRequest, res *BulkResult) (bulkPlan, error) {
+	var p bulkPlan
+	if err := req.check(o.now()); err != nil {
+		return p, err
 	}
 	res.Rate = req.Rate
 	if req.Action == BulkReplay || !req.DryRun {
 		if err := o.needStream(); err != nil {
-			return res, err
+			return p, err
 		}
 	}
 	if req.Action == BulkRepublish && !req.DryRun && o.republisher == nil {
-		return res, fmt.Errorf("%w: this hub has no publisher for republished copies", ErrNoStream)
+		return p, fmt.Errorf("%w: this hub has no publisher for republished copies", ErrNoStream)
 	}
 	// A bulk action is a replay as far as the hub's bound on them goes.
 	select {
 	case o.replays <- struct{}{}:
-		defer func() { <-o.replays }()
+		p.release = func() { <-o.replays }
 	default:
-		return res, fmt.Errorf("%w: %d replays, bulk actions or dry runs are running, the most this hub runs at once; try again when one has finished", ErrBusy, cap(o.replays))
+		return p, fmt.Errorf("%w: %d replays, bulk actions or dry runs are running, the most this hub runs at once; try again when one has finished", ErrBusy, cap(o.replays))
 	}
 	var filters []string
 	if req.Action == BulkReplay {
-		if err := o.checkSubscriber(ctx, req.Subscriber); err != nil {
-			return res, err
+		var err error
+		if filters, err = o.bulkFilters(ctx, req.Subscriber); err != nil {
+			return p, err
 		}
-		cons, err := o.js.Consumer(ctx, o.stream, req.Subscriber)
-		if errors.Is(err, jetstream.ErrConsumerNotFound) {
-			return res, fmt.Errorf("%w %q: no consumer of that name on stream %s (has the subscriber ever run?)", ErrUnknownSubscriber, req.Subscriber, o.stream)
-		}
-		if err != nil {
-			return res, fmt.Errorf("consumer %s: %w", req.Subscriber, err)
-		}
-		filters = ConsumerFilters(cons.CachedInfo().Config)
 	}
 	if !req.DryRun {
 		if err := o.checkNotDiverted(ctx); err != nil {
-			return res, err
+			return p, err
 		}
 	}
-	rows, err := o.bulkMatch(ctx, req, &res)
+	rows, err := o.bulkMatch(ctx, *req, res)
 	if err != nil {
-		return res, err
+		return p, err
 	}
 	// Oldest first, as the events came.
 	slices.Reverse(rows)
+	if p.msgs, p.ids, err = o.bulkSelect(ctx, *req, rows, filters, res); err != nil {
+		return p, err
+	}
+	res.Eligible = len(p.msgs) + len(p.ids)
+	if req.Action == BulkReplay && len(p.msgs) > 0 {
+		before, err := o.processedSet(ctx, req.Subscriber, p.msgs)
+		if err != nil {
+			return p, err
+		}
+		p.before = before
+		if err := o.bulkCounts(ctx, req.Subscriber, len(before), res); err != nil {
+			return p, err
+		}
+	}
+	if req.DryRun {
+		return p, nil
+	}
+	if res.Eligible == 0 {
+		return p, fmt.Errorf("%w: of the %d events the filter matched, none can be %sed (%d never published, %d not consumed by the subscriber, %d no longer on the stream)",
+			ErrNotFound, res.Matched, req.Action, res.NotPublished, res.NotConsumed, res.Gone)
+	}
+	if req.PublishWithin > 0 {
+		if took := time.Duration(float64(res.Eligible) / req.Rate * float64(time.Second)); took > req.PublishWithin {
+			return p, inputErr("rate", "at %g a second the %d events take %s to publish, more than the %s this API waits: raise the rate, narrow the filter, or use `hub bulk`",
+				req.Rate, res.Eligible, took.Round(time.Second), req.PublishWithin)
+		}
+	}
+	return p, nil
+}
+
+// bulkFilters are the subjects the subscriber's consumer takes.
+func (o *Ops) bulkFilters(ctx context.Context, sub string) ([]string, error) {
+	if err := o.checkSubscriber(ctx, sub); err != nil {
+		return nil, err
+	}
+	cons, err := o.js.Consumer(ctx, o.stream, sub)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, fmt.Errorf("%w %q: no consumer of that name on stream %s (has the subscriber ever run?)", ErrUnknownSubscriber, sub, o.stream)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s: %w", sub, err)
+	}
+	return ConsumerFilters(cons.CachedInfo().Config), nil
+}
+
+// bulkSelect sorts the matched rows (oldest first) into what the action
+// publishes (a replay's messages, a republish's archive ids) and what it
+// leaves out, counted in res.
+func (o *Ops) bulkSelect(ctx context.Context, req BulkRequest, rows []EventRow, filters []string, res *BulkResult) ([]replayMsg, []string, error) {
 	var msgs []replayMsg
 	var ids []string
 	var st jetstream.Stream
 	if req.Action == BulkReplay {
+		var err error
 		if st, err = o.js.Stream(ctx, o.stream); err != nil {
-			return res, o.streamErr(err)
+			return nil, nil, o.streamErr(err)
 		}
 	}
 	for _, r := range rows {
@@ -259,64 +368,11 @@ func (o *Ops) Bulk(ctx context.Context, req BulkRequest) (BulkResult, error) {
 			res.Gone++
 			continue
 		} else if err != nil {
-			return res, err
+			return nil, nil, err
 		}
 		msgs = append(msgs, m)
 	}
-	res.Eligible = len(msgs) + len(ids)
-	var before map[subscriber.EventKey]bool
-	if req.Action == BulkReplay && len(msgs) > 0 {
-		if before, err = o.processedSet(ctx, req.Subscriber, msgs); err != nil {
-			return res, err
-		}
-		if err := o.bulkPlan(ctx, req.Subscriber, len(before), &res); err != nil {
-			return res, err
-		}
-	}
-	if req.DryRun {
-		return res, nil
-	}
-	if res.Eligible == 0 {
-		return res, fmt.Errorf("%w: of the %d events the filter matched, none can be %sed (%d never published, %d not consumed by the subscriber, %d no longer on the stream)",
-			ErrNotFound, res.Matched, req.Action, res.NotPublished, res.NotConsumed, res.Gone)
-	}
-	if req.PublishWithin > 0 {
-		if took := time.Duration(float64(res.Eligible) / req.Rate * float64(time.Second)); took > req.PublishWithin {
-			return res, inputErr("rate", "at %g a second the %d events take %s to publish, more than the %s this API waits: raise the rate, narrow the filter, or use `hub bulk`",
-				req.Rate, res.Eligible, took.Round(time.Second), req.PublishWithin)
-		}
-	}
-	progress := func() {
-		if req.Progress != nil {
-			req.Progress(res)
-		}
-	}
-	progress()
-	// The run is recorded in the audit trail once, as one action (a dry
-	// run, which changes nothing, is not).
-	f := req.Filter
-	params := map[string]any{"provider": clip(f.Provider, maxAuditParam), "type": clip(f.Type, maxAuditParam),
-		"entity": clip(f.Entity, maxAuditParam), "status": clip(string(f.Status), maxAuditParam),
-		"since": auditTime(f.Since), "until": auditTime(f.Until), "where": clip(FormatWheres(f.Where), maxAuditParam),
-		"rate": req.Rate, "eligible": res.Eligible}
-	action, target := ActionBulkRepublish, "stream"
-	if req.Action == BulkReplay {
-		action, target = ActionBulkReplay, "subscriber "+req.Subscriber
-	}
-	err = o.audited(ctx, action, target, params, func() (any, error) {
-		var err error
-		if req.Action == BulkReplay {
-			err = o.bulkReplay(ctx, req, msgs, before, &res, progress)
-		} else {
-			err = o.bulkRepublish(ctx, req, ids, &res, progress)
-		}
-		if ctx.Err() != nil {
-			res.Cancelled = true
-		}
-		return res, err
-	})
-	progress()
-	return res, err
+	return msgs, ids, nil
 }
 
 // bulkMatch reads the events req.Filter matches, newest first, a page at a

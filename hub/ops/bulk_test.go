@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/provider/samples"
 )
@@ -105,8 +106,9 @@ func TestBulkReplayFilteredSetToOneSubscriber(t *testing.T) {
 	require.Equal(t, 4, rp.Eligible)
 
 	// Cancelled mid-run: it stops publishing.
-	cctx, cancel := context.WithCancel(ctx)
-	time.AfterFunc(1500*time.Millisecond, cancel)
+	bob := hub.Actor{Kind: hub.ActorOperator, Name: "bob@example.com", Role: "admin", Via: "console"}
+	cctx, cancel := context.WithCancelCause(ctx)
+	time.AfterFunc(1500*time.Millisecond, func() { cancel(&hub.CancelledBy{Actor: bob}) })
 	start := time.Now()
 	res, err := s.ops.Bulk(cctx, ops.BulkRequest{Action: ops.BulkReplay, Subscriber: "bx", Filter: filter, Rate: 1, Wait: 30 * time.Second})
 	require.ErrorIs(t, err, context.Canceled)
@@ -139,6 +141,33 @@ func TestBulkReplayFilteredSetToOneSubscriber(t *testing.T) {
 	_, err = s.ops.Bulk(ctx, ops.BulkRequest{Action: ops.BulkReplay, Subscriber: "bx", Filter: filter})
 	require.ErrorContains(t, err, "matches more than 3 events")
 	require.ErrorIs(t, err, ops.ErrInvalid)
+
+	// The trail has every run: the two runs, the cancelled one with who
+	// cancelled it, and each refused one with its reason (not the dry runs).
+	var refused, cancelled, ok []hub.AuditEntry
+	for _, e := range auditEntries(t, s.ops) {
+		require.False(t, e.FinishedAt.IsZero(), "%+v", e)
+		switch e.Outcome {
+		case hub.AuditRefused:
+			refused = append(refused, e)
+		case hub.AuditCancelled:
+			cancelled = append(cancelled, e)
+		case hub.AuditOK:
+			ok = append(ok, e)
+		}
+	}
+	require.Len(t, ok, 2)
+	require.Len(t, cancelled, 1)
+	require.Contains(t, cancelled[0].Error, "cancelled by bob@example.com (admin, console)")
+	require.Len(t, refused, 7, "six bad requests and one over the bound")
+	for _, e := range refused {
+		require.NotEmpty(t, e.Error, e.Action)
+	}
+	last := refused[len(refused)-1]
+	require.Equal(t, ops.ActionBulkReplay, last.Action)
+	require.Equal(t, "subscriber bx", last.Target)
+	require.Contains(t, last.Error, "matches more than 3 events")
+	require.Equal(t, "data.customer_id=ctm_9", params(t, last.Params)["where"])
 }
 
 // A bulk republish publishes each event of the set once more, at the

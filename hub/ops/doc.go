@@ -13,8 +13,11 @@
 // Every action (replay, republish, redrive, purge, destination pause and
 // resume, bulk actions; not dry runs) is recorded in the audit trail with
 // the actor its context carries (hub.WithActor): written through the
-// store (Config.Audit) before the action changes anything, and finished
-// with its outcome and result (audit.go). Ops is the trail's only writer;
+// store (Config.Audit) before the action changes anything, kept alive by a
+// heartbeat while it runs, and finished with its outcome and result
+// (audit.go); a refusal is finished as refused. Ops is the trail's only
+// writer: callers record what Ops does not run itself (a backfill run, a
+// migration) through RunAudited, and their own refusals through Refuse;
 // ListAudit reads it.
 //
 // Every operation is safe to repeat: replays and republishes reach

@@ -137,7 +137,10 @@ type Ops struct {
 	scanStall     time.Duration
 	audit         AuditLog // nil: nothing recorded
 	sessions      Sessions // nil: no console sessions to list
-	log           *slog.Logger
+	// swept: the running entries of dead processes were marked
+	// interrupted (InterruptStaleAudit), before this process's first.
+	swept atomic.Bool
+	log   *slog.Logger
 	// payloadScanRows bounds one page of a payload filter (issue 21).
 	payloadScanRows int
 	// maxBulkEvents bounds one bulk action (MaxBulkEvents; tests lower it).

@@ -26,9 +26,9 @@ func (o *Ops) planCounts(ctx context.Context, sub string, before int, res *Repla
 	return nil
 }
 
-// bulkPlan sets what a bulk replay of res.Eligible events to sub will
+// bulkCounts sets what a bulk replay of res.Eligible events to sub will
 // do, before of them processed by sub already: as planCounts does.
-func (o *Ops) bulkPlan(ctx context.Context, sub string, before int, res *BulkResult) error {
+func (o *Ops) bulkCounts(ctx context.Context, sub string, before int, res *BulkResult) error {
 	var err error
 	if res.Destination, err = o.isDestination(ctx, sub); err != nil {
 		return err

@@ -123,6 +123,7 @@ type Service struct {
 	//	relay            stops and drains the outbox within the shutdown timeout
 	//	group committer  commits what in-flight requests and the backfill queued
 	//	backfill         the periodic backfill, ingesting through the committer
+	//	audit sweep      marks the audit entries of stopped processes interrupted
 	//	console          its replay job republishes through the relay
 	//	http, admin http the listeners: stopped first, in-flight requests finish
 	//
@@ -260,6 +261,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 		o := ops.New(ops.Config{Archive: s.store, Subscribers: s.pool, JetStream: s.js, Stream: cfg.Stream,
 			Republisher: s.relay, Now: deps.Now, Logger: s.log.With("component", "ops")})
 		operator = o
+		s.add("audit sweep", s.auditSweep(o))
 		oidc := cfg.OIDC()
 		if oidc.Issuer != "" {
 			g := s.metrics.ConsoleOIDCDiscovered.WithLabelValues(oidc.Issuer)
@@ -354,6 +356,18 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 }
 
 // add appends a component New built to s.components, in start order.
+// auditSweep marks interrupted, as the hub starts, the audit entries a
+// stopped process left running (a failure is logged; the first action
+// tries again).
+func (s *Service) auditSweep(o *ops.Ops) startstop.Service {
+	return startstop.Func(func(ctx context.Context) error {
+		if _, err := o.InterruptStaleAudit(ctx); err != nil {
+			s.log.Warn("audit: cannot mark interrupted entries at start", "err", err)
+		}
+		return nil
+	}, nil)
+}
+
 func (s *Service) add(name string, c startstop.Service) {
 	s.components = append(s.components, startstop.Named{Name: name, Service: c})
 }

@@ -21,7 +21,8 @@ import (
 // BeginAudit records that an action starts: e with outcome running. It
 // returns the entry's id, for FinishAudit. Texts longer than the table's
 // bounds are cut; params must be a JSON object of at most
-// hub.MaxAuditJSON bytes.
+// hub.MaxAuditJSON bytes: the column keeps those exact bytes (json, not
+// jsonb), and its CHECK measures them as hub/ops did.
 func (s *Store) BeginAudit(ctx context.Context, e hub.AuditEntry) (int64, error) {
 	params := e.Params
 	if len(params) == 0 {
@@ -30,7 +31,7 @@ func (s *Store) BeginAudit(ctx context.Context, e hub.AuditEntry) (int64, error)
 	var id int64
 	err := s.pool.QueryRow(ctx, `
 INSERT INTO audit_log (at, actor_kind, actor_name, actor_role, via, action, target, params)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb) RETURNING id`,
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8::json) RETURNING id`,
 		e.At, clipText(e.Actor.Kind, 16), clipText(e.Actor.Name, hub.MaxAuditActorName), clipText(e.Actor.Role, 32),
 		clipText(e.Actor.Via, 16), clipText(e.Action, 64), clipText(e.Target, hub.MaxAuditTarget), string(params)).Scan(&id)
 	if err != nil {
@@ -48,7 +49,7 @@ func (s *Store) FinishAudit(ctx context.Context, id int64, outcome string, resul
 		res = string(result)
 	}
 	tag, err := s.pool.Exec(ctx, `
-UPDATE audit_log SET outcome = $2, result = $3::jsonb, error = NULLIF($4, ''), duration_ms = $5, finished_at = now()
+UPDATE audit_log SET outcome = $2, result = $3::json, error = NULLIF($4, ''), duration_ms = $5, finished_at = now()
 WHERE id = $1`, id, outcome, res, clipText(errText, hub.MaxAuditError), took.Milliseconds())
 	if err != nil {
 		return fmt.Errorf("finish audit entry %d: %w", id, err)
@@ -57,6 +58,53 @@ WHERE id = $1`, id, outcome, res, clipText(errText, hub.MaxAuditError), took.Mil
 		return fmt.Errorf("finish audit entry %d: no such entry", id)
 	}
 	return nil
+}
+
+// RefuseAudit records an action refused before it started (by
+// validation, a limit, an authorization check): e, finished at once with
+// outcome refused and errText as its reason.
+func (s *Store) RefuseAudit(ctx context.Context, e hub.AuditEntry, errText string) (int64, error) {
+	params := e.Params
+	if len(params) == 0 {
+		params = json.RawMessage(`{}`)
+	}
+	var id int64
+	err := s.pool.QueryRow(ctx, `
+INSERT INTO audit_log (at, actor_kind, actor_name, actor_role, via, action, target, params, outcome, error, duration_ms, finished_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8::json, 'refused', NULLIF($9, ''), 0, now()) RETURNING id`,
+		e.At, clipText(e.Actor.Kind, 16), clipText(e.Actor.Name, hub.MaxAuditActorName), clipText(e.Actor.Role, 32),
+		clipText(e.Actor.Via, 16), clipText(e.Action, 64), clipText(e.Target, hub.MaxAuditTarget), string(params),
+		clipText(errText, hub.MaxAuditError)).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("record refused action: %w", err)
+	}
+	return id, nil
+}
+
+// HeartbeatAudit renews the heartbeat of running entry id: its process
+// still runs the action (hub.AuditHeartbeat).
+func (s *Store) HeartbeatAudit(ctx context.Context, id int64) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE audit_log SET heartbeat_at = now() WHERE id = $1 AND outcome = 'running'`, id); err != nil {
+		return fmt.Errorf("renew audit entry %d: %w", id, err)
+	}
+	return nil
+}
+
+// InterruptStaleAudit marks interrupted the running entries whose
+// heartbeat is older than hub.AuditStale: their process died (or lost the
+// database for that long) before it could finish them. A live process's
+// entry, renewed every hub.AuditHeartbeat, is never taken (the trigger
+// refuses it too). It returns how many it marked.
+func (s *Store) InterruptStaleAudit(ctx context.Context) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `
+UPDATE audit_log SET outcome = 'interrupted', finished_at = now(),
+       duration_ms = GREATEST(0, (extract(epoch FROM heartbeat_at - at) * 1000)::bigint),
+       error = 'interrupted: the process running it stopped (it last reported at ' || to_char(heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || ')'
+WHERE outcome = 'running' AND heartbeat_at < now() - make_interval(secs => $1)`, hub.AuditStale.Seconds())
+	if err != nil {
+		return 0, fmt.Errorf("mark interrupted audit entries: %w", err)
+	}
+	return tag.RowsAffected(), nil
 }
 
 // ListAudit returns the entries q selects, newest first (by id: entries

@@ -88,3 +88,15 @@ func RecoverPanics(log *slog.Logger) fiber.Handler {
 		return c.Next()
 	}
 }
+
+// Refusal reports whether status answers a request the hub refused to act
+// on (bad input, a bound, a conflict, no permission, too many), which the
+// audit trail records for a signed-in caller; not a page or name that
+// does not exist (404, 405), nor a caller without credentials (401).
+func Refusal(status int) bool {
+	switch status {
+	case fiber.StatusUnauthorized, fiber.StatusNotFound, fiber.StatusMethodNotAllowed:
+		return false
+	}
+	return status >= 400 && status < 500
+}

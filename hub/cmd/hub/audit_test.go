@@ -2,20 +2,30 @@ package main
 
 import (
 	"encoding/json"
+	"io/fs"
 	"os/user"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/ops"
+	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/internal/hubtest"
+	"github.com/hookhub/hookhub/migrations"
 )
 
 // The command line's actions are recorded as the OS user's, on this host,
 // and `hub audit list` reads them back.
 func TestCLIActionsAreAudited(t *testing.T) {
-	_, url := hubtest.Pool(t)
+	pool, url := hubtest.Pool(t)
+	// An entry of a command that died: the next command's first action
+	// marks it interrupted.
+	_, err := pool.Exec(t.Context(), `INSERT INTO audit_log (at, actor_kind, actor_name, actor_role, via, action, heartbeat_at)
+		VALUES (now() - interval '1 hour', 'cli', 'bob@ops-2', 'admin', 'cli', 'replay', now() - interval '10 minutes')`)
+	require.NoError(t, err)
 	n := hubtest.JetStream(t)
 	t.Setenv("HUB_DATABASE_URL", url)
 	t.Setenv("HUB_NATS_URL", n.URL())
@@ -43,7 +53,10 @@ func TestCLIActionsAreAudited(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(line), &e), line)
 		es = append(es, e)
 	}
-	require.Len(t, es, 2)
+	require.Len(t, es, 3)
+	require.Equal(t, "bob@ops-2", es[2].Actor.Name)
+	require.Equal(t, hub.AuditInterrupted, es[2].Outcome)
+	es = es[:2]
 	require.Equal(t, "replay", es[0].Action)
 	require.Equal(t, hub.AuditError, es[0].Outcome)
 	require.Contains(t, es[0].Error, "unknown subscriber")
@@ -68,4 +81,107 @@ func TestCLIActionsAreAudited(t *testing.T) {
 	code, _, stderr = cmd("audit", "write")
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "unknown audit action")
+}
+
+// `hub migrate down` keeps the audit trail, every migration rolled back;
+// only --drop-audit drops it with the migration that made it.
+func TestMigrateDownKeepsTheAuditTrail(t *testing.T) {
+	pool, url := hubtest.Pool(t)
+	t.Setenv("HUB_DATABASE_URL", url)
+	files, err := fs.Glob(migrations.Files(), "*.sql")
+	require.NoError(t, err)
+	_, err = pool.Exec(t.Context(), `INSERT INTO audit_log (at, actor_kind, actor_name, actor_role, via, action)
+		VALUES (now(), 'cli', 'alice@ops-1', 'admin', 'cli', 'purge')`)
+	require.NoError(t, err)
+	exists := func() bool {
+		var ok bool
+		require.NoError(t, pool.QueryRow(t.Context(), `SELECT to_regclass('audit_log') IS NOT NULL`).Scan(&ok))
+		return ok
+	}
+	code, _, stderr := runCmd(t, "migrate", "up", "--drop-audit")
+	require.Equal(t, 2, code, stderr)
+	for range files {
+		code, _, stderr := runCmd(t, "migrate", "down")
+		require.Zero(t, code, stderr)
+	}
+	require.True(t, exists(), "down keeps the trail")
+	code, _, stderr = runCmd(t, "migrate", "up")
+	require.Zero(t, code, stderr)
+	var n int
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM audit_log WHERE action = 'purge'`).Scan(&n))
+	require.Equal(t, 1, n)
+	// The migrations themselves are in the trail, as the user's.
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM audit_log WHERE action = 'migrate.down' AND outcome = 'ok'
+		AND via = 'cli'`).Scan(&n))
+	require.Equal(t, len(files), n, "every rollback")
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM audit_log WHERE action = 'migrate.up' AND outcome = 'ok'`).Scan(&n))
+	require.Equal(t, 1, n, "the up that found the kept trail")
+	for range files {
+		code, _, stderr := runCmd(t, "migrate", "down", "--drop-audit")
+		require.Zero(t, code, stderr)
+	}
+	require.False(t, exists(), "--drop-audit drops it")
+}
+
+// Every command that changes state records a refusal of its input in the
+// audit trail, once, as refused, with its arguments, as the user running
+// it, whether the command or its action refused it; a command that reads
+// records nothing.
+func TestCLIRefusalsAreAudited(t *testing.T) {
+	pool, url := hubtest.Pool(t)
+	t.Setenv("HUB_DATABASE_URL", url)
+	st := store.New(pool)
+	cases := []struct {
+		args   []string
+		action string
+	}{
+		{[]string{"replay", "--subscriber", "credits", "--since", "not-a-time"}, ops.ActionReplay},
+		{[]string{"republish", "--since", "1h", "--until", "2h"}, ops.ActionRepublish},
+		{[]string{"purge", "--older-than", "1h", "--yes"}, ops.ActionPurge},
+		{[]string{"bulk", "replay", "--subscriber", "credits"}, ops.ActionBulkReplay}, // refused by the action
+		{[]string{"backfill", "--provider", "stripe", "--max-pages", "-1"}, ops.ActionBackfill},
+		{[]string{"backfill", "--provider", "stripe", "--force"}, ops.ActionBackfill},
+		{[]string{"dlq", "redrive", "--id", "x"}, ops.ActionRedrive},
+		{[]string{"destinations", "pause"}, ops.ActionDestinationPause},
+		{[]string{"destinations", "resume"}, ops.ActionDestinationResume},
+		{[]string{"reconcile"}, ops.ActionRepublish},
+	}
+	for _, tc := range cases {
+		before, err := st.ListAudit(t.Context(), hub.AuditQuery{Limit: 100})
+		require.NoError(t, err)
+		code, _, stderr := runCmd(t, tc.args...)
+		require.Equal(t, 2, code, "%v: %s", tc.args, stderr)
+		es, err := st.ListAudit(t.Context(), hub.AuditQuery{Limit: 100})
+		require.NoError(t, err)
+		require.Len(t, es, len(before)+1, "%v: one entry", tc.args)
+		e := es[0]
+		require.Equal(t, hub.AuditRefused, e.Outcome, tc.args)
+		require.Equal(t, tc.action, e.Action, tc.args)
+		require.Equal(t, cliActor(), e.Actor, tc.args)
+		require.NotEmpty(t, e.Error, tc.args)
+	}
+	// Every state-changing command (and subcommand) has its case.
+	for _, c := range commands() {
+		for _, sub := range []string{"", "redrive", "pause", "resume"} {
+			args := []string{c.name, sub}
+			if auditedAction(args) == "" || (sub != "" && auditedAction(args[:1]) != "") {
+				continue
+			}
+			want := strings.TrimSpace(c.name + " " + sub)
+			require.True(t, slices.ContainsFunc(cases, func(tc struct {
+				args   []string
+				action string
+			}) bool {
+				return strings.HasPrefix(strings.Join(tc.args, " ")+" ", want+" ")
+			}), "hub %s changes state: add a refusal of it to this table", want)
+		}
+	}
+	// A command that only reads records nothing.
+	before, err := st.ListAudit(t.Context(), hub.AuditQuery{Limit: 100})
+	require.NoError(t, err)
+	code, _, _ := runCmd(t, "events", "list", "--since", "not-a-time")
+	require.Equal(t, 2, code)
+	after, err := st.ListAudit(t.Context(), hub.AuditQuery{Limit: 100})
+	require.NoError(t, err)
+	require.Len(t, after, len(before))
 }

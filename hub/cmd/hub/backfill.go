@@ -14,7 +14,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/backfill"
+	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/internal/migrate"
@@ -164,7 +166,7 @@ when the run fails or some events could not be ingested.
 	if bar != nil {
 		req.Progress = bar.update
 	}
-	res, runErr := eng.Run(ctx, src, req)
+	res, runErr := auditedBackfill(ctx, auditor(st, log), eng, src, req, *name, rate, bcfg)
 	bar.done()
 	if *asJSON {
 		if err := printJSON(stdout, res); err != nil {
@@ -236,20 +238,69 @@ func releaseBackfillLease(ctx context.Context, provider string, force bool, stdo
 		return nil
 	}
 	holder := fmt.Sprintf("%q (lease renewed until %s)", cp.LeaseOwner, cp.LeaseUntil.UTC().Format(time.RFC3339))
+	// Taking a lease back is recorded in the audit trail, refused or not.
+	o := auditor(st, nil)
+	params := map[string]any{"force": force, "holder": cp.LeaseOwner, "lease_until": cp.LeaseUntil.UTC().Format(time.RFC3339)}
+	target := "provider " + provider
+	var refused error
 	switch alive, known := leaseHolderAlive(cp.LeaseOwner); {
 	case known && alive:
-		return fmt.Errorf("%s: the lease is held by %s, a process of this machine that is still running: stop it (Ctrl-C or SIGTERM releases the lease)", provider, holder)
+		refused = fmt.Errorf("%s: the lease is held by %s, a process of this machine that is still running: stop it (Ctrl-C or SIGTERM releases the lease)", provider, holder)
 	case !known && !force:
-		return fmt.Errorf("%s: the lease is held by %s on another machine, which may still be running (a running backfill renews it every %s): stop it, wait for the lease to lapse, or use --force if you know it is dead",
+		refused = fmt.Errorf("%s: the lease is held by %s on another machine, which may still be running (a running backfill renews it every %s): stop it, wait for the lease to lapse, or use --force if you know it is dead",
 			provider, holder, backfill.DefaultLease/3)
 	}
-	prev, _, err := st.TakeBackfillLease(ctx, provider)
+	if refused != nil {
+		if err := o.Refuse(ctx, ops.ActionBackfillRelease, target, params, refused); err != nil {
+			return fmt.Errorf("%w (and: %w)", refused, err)
+		}
+		return refused
+	}
+	var prev hub.BackfillCheckpoint
+	err = o.RunAudited(ctx, ops.ActionBackfillRelease, target, params, func() (any, error) {
+		var err error
+		prev, _, err = st.TakeBackfillLease(ctx, provider)
+		return map[string]any{"released": prev.LeaseOwner, "pages": prev.Pages}, err
+	})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s: released the lease of %q (held until %s); the next run continues its unfinished window from page %d\n",
 		provider, prev.LeaseOwner, prev.LeaseUntil.UTC().Format(time.RFC3339), prev.Pages+1)
 	return nil
+}
+
+// auditedBackfill runs req, recorded in the audit trail (a dry run, which
+// changes nothing, is not).
+func auditedBackfill(ctx context.Context, o *ops.Ops, eng *backfill.Engine, src backfill.Source, req backfill.Request,
+	name string, rate float64, bcfg backfill.Config) (backfill.Result, error) {
+	if req.DryRun {
+		return eng.Run(ctx, src, req)
+	}
+	params := map[string]any{"provider": name, "since": req.Since.UTC().Format(time.RFC3339), "until": windowEnd(req.Until),
+		"restart": req.Restart, "redeliver": req.Redeliver, "rate": rate,
+		"max_pages": bcfg.MaxPages, "max_events": bcfg.MaxEvents, "max_time": bcfg.MaxRunTime.String()}
+	var res backfill.Result
+	err := o.RunAudited(ctx, ops.ActionBackfill, "provider "+name, params, func() (any, error) {
+		var err error
+		res, err = eng.Run(ctx, src, req)
+		return res, err
+	})
+	return res, err
+}
+
+// auditor is the Ops that records the command's actions in the audit
+// trail (hub/ops is its one writer); it runs no operation of its own.
+func auditor(st *store.Store, log *slog.Logger) *ops.Ops {
+	return ops.New(ops.Config{Archive: st, Logger: log})
+}
+
+// windowEnd is a window's end for the audit trail: RFC 3339, "" when open.
+func windowEnd(u time.Time) string {
+	if u.IsZero() {
+		return ""
+	}
+	return u.UTC().Format(time.RFC3339)
 }
 
 // leaseHolderAlive tells whether a lease owner ("host:pid:suffix", as

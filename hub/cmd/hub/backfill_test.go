@@ -7,14 +7,17 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/backfill"
 	"github.com/hookhub/hookhub/hub/backfill/fakeapi"
+	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/store"
@@ -257,6 +260,48 @@ func TestBackfillCommandFailuresAndLease(t *testing.T) {
 	code, stdout, _ = run1("backfill", "--provider", "stripe", "--release-lease")
 	require.Equal(t, 0, code)
 	require.Contains(t, stdout, "no backfill holds the lease")
+
+	// The audit trail has every run and every lease taken back or refused,
+	// as the command line's user's.
+	es, err := st.ListAudit(context.Background(), hub.AuditQuery{Limit: 100})
+	require.NoError(t, err)
+	var releases, runs, usage []hub.AuditEntry
+	for _, e := range slices.Backward(es) {
+		require.Equal(t, cliActor(), e.Actor)
+		if e.Target == "hub backfill" { // refused by the command before it ran
+			usage = append(usage, e)
+			continue
+		}
+		require.Equal(t, "provider stripe", e.Target)
+		switch e.Action {
+		case ops.ActionBackfillRelease:
+			releases = append(releases, e)
+		case ops.ActionBackfill:
+			runs = append(runs, e)
+		}
+	}
+	require.Len(t, releases, 4)
+	for i, want := range []struct {
+		outcome string
+		force   bool
+	}{{hub.AuditRefused, false}, {hub.AuditRefused, false}, {hub.AuditOK, true}, {hub.AuditOK, false}} {
+		require.Equal(t, want.outcome, releases[i].Outcome, i)
+		var p map[string]any
+		require.NoError(t, json.Unmarshal(releases[i].Params, &p))
+		require.Equal(t, want.force, p["force"], i)
+		require.NotEmpty(t, p["holder"])
+	}
+	require.Contains(t, releases[1].Error, "--force")
+	require.Len(t, runs, 5, "the first run, a run refused per held lease, one per freed lease")
+	var first map[string]any
+	require.NoError(t, json.Unmarshal(runs[0].Result, &first))
+	require.EqualValues(t, 1, first["failed"])
+	require.EqualValues(t, 1, first["ingested"])
+	require.Len(t, usage, 1)
+	require.Equal(t, hub.AuditRefused, usage[0].Outcome)
+	require.Equal(t, ops.ActionBackfill, usage[0].Action)
+	require.Contains(t, usage[0].Error, "must not be negative")
+	require.Contains(t, string(usage[0].Params), `"--max-pages","-1"`)
 }
 
 func run1Err(t *testing.T, run1 func(...string) (int, string, string), args ...string) string {

@@ -149,7 +149,8 @@ func TestDestinationsCommands(t *testing.T) {
 
 	// Each pause and resume is in the audit trail, as the OS user's: four
 	// changes and the two that found the state already set (changed:
-	// false); the unknown destination was refused before any action.
+	// false); the unknown destination was refused before any action, and
+	// the over-long reason is recorded as the command's refusal.
 	code, out, stderr := runCmd(t, "audit", "list", "--json")
 	require.Zero(t, code, stderr)
 	var actions []string
@@ -164,7 +165,8 @@ func TestDestinationsCommands(t *testing.T) {
 		actions = append(actions, e.Action+" "+e.Target)
 	}
 	require.Equal(t, []string{"destination.resume destination crm", "destination.resume destination crm",
-		"destination.resume destination billing", "destination.pause destination billing", "destination.pause destination billing"}, actions)
+		"destination.resume destination billing", "destination.pause destination billing", "destination.pause destination billing",
+		"destination.pause hub destinations"}, actions)
 
 	// NATS unreachable: list still works, and says the backlog is unknown.
 	t.Setenv("HUB_NATS_URL", "nats://"+closedAddr(t))

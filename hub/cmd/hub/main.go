@@ -97,7 +97,13 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	ctx = hub.WithActor(ctx, cliActor())
 	for _, c := range commands() {
 		if c.name == args[0] {
-			return exitCode(c.name, c.run(ctx, args[1:], stdout, stderr), stderr)
+			// A refusal its action did not record is recorded here.
+			actx, recorded := hub.WithAuditMark(ctx)
+			err := c.run(actx, args[1:], stdout, stderr)
+			if err != nil && !recorded() {
+				recordRefusal(ctx, args, err)
+			}
+			return exitCode(c.name, err, stderr)
 		}
 	}
 	fmt.Fprintf(stderr, "hub: unknown command %q; run `hub --help`\n", args[0])
