@@ -363,6 +363,7 @@ var refusedActions = map[string]string{
 	"/admin/bulk":                    ops.ActionBulk,
 	"/admin/dlq/:subscriber/redrive": ops.ActionRedrive,
 	"/admin/purge":                   ops.ActionPurge,
+	"/admin/sessions/revoke":         ops.ActionSessionRevoke,
 }
 
 // recordRefusal records in the audit trail a POST the API refused (4xx)

@@ -155,6 +155,8 @@ func TestAdminRefusalsAreAudited(t *testing.T) {
 		{"/admin/bulk", "/admin/bulk", `{"action":"replay","subscriber":"credits"}`, ops.ActionBulk},
 		{"/admin/dlq/:subscriber/redrive", "/admin/dlq/nobody/redrive", `{}`, ops.ActionRedrive},
 		{"/admin/purge", "/admin/purge", `{"older_than":"1h"}`, ops.ActionPurge},
+		{"/admin/sessions/revoke", "/admin/sessions/revoke", `{}`, ops.ActionSessionRevoke},
+		{"/admin/sessions/revoke", "/admin/sessions/revoke", `{"all":`, ops.ActionSessionRevoke},
 	}
 	covered := map[string]bool{}
 	for _, tc := range cases {

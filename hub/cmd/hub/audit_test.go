@@ -144,6 +144,8 @@ func TestCLIRefusalsAreAudited(t *testing.T) {
 		{[]string{"dlq", "redrive", "--id", "x"}, ops.ActionRedrive},
 		{[]string{"destinations", "pause"}, ops.ActionDestinationPause},
 		{[]string{"destinations", "resume"}, ops.ActionDestinationResume},
+		{[]string{"destinations", "retry-now"}, ops.ActionDestinationRetryNow},
+		{[]string{"sessions", "revoke"}, ops.ActionSessionRevoke},
 		{[]string{"reconcile"}, ops.ActionRepublish},
 	}
 	for _, tc := range cases {
@@ -162,7 +164,7 @@ func TestCLIRefusalsAreAudited(t *testing.T) {
 	}
 	// Every state-changing command (and subcommand) has its case.
 	for _, c := range commands() {
-		for _, sub := range []string{"", "redrive", "pause", "resume"} {
+		for _, sub := range []string{"", "redrive", "pause", "resume", "retry-now", "revoke"} {
 			args := []string{c.name, sub}
 			if auditedAction(args) == "" || (sub != "" && auditedAction(args[:1]) != "") {
 				continue

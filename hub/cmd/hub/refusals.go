@@ -50,6 +50,12 @@ func auditedAction(args []string) string {
 			return ops.ActionDestinationPause
 		case "resume":
 			return ops.ActionDestinationResume
+		case "retry-now":
+			return ops.ActionDestinationRetryNow
+		}
+	case "sessions":
+		if sub == "revoke" {
+			return ops.ActionSessionRevoke
 		}
 	}
 	return ""
