@@ -49,17 +49,23 @@ func TestDestinationsRetryNow(t *testing.T) {
 
 	code, out, stderr := runCmd(t, "audit", "list", "--json", "--action", "destination.retry_now")
 	require.Zero(t, code, stderr)
-	var results []string
+	var results, refused []string
 	for line := range strings.Lines(out) {
 		var e struct {
-			Action string          `json:"action"`
-			Target string          `json:"target"`
-			Result json.RawMessage `json:"result"`
+			Action  string          `json:"action"`
+			Target  string          `json:"target"`
+			Outcome string          `json:"outcome"`
+			Result  json.RawMessage `json:"result"`
 		}
 		require.NoError(t, json.Unmarshal([]byte(line), &e))
+		if e.Outcome == "refused" {
+			refused = append(refused, e.Target)
+			continue
+		}
 		require.Equal(t, "destination billing", e.Target)
 		results = append(results, string(e.Result))
 	}
+	require.Equal(t, []string{"hub destinations"}, refused, "the usage mistake is recorded as refused, by the command")
 	require.Len(t, results, 3, "each retry-now of billing is audited; the unknown one was refused before")
 	require.Contains(t, results[2], `"waiting":2`)
 }

@@ -97,6 +97,7 @@ func TestSessionsCommand(t *testing.T) {
 		targets = append(targets, e.Outcome+" "+e.Target)
 	}
 	// Refused selectors are recorded too (the entry is written first).
+	// (the last, newest first: two refused by the action, one by the command).
 	require.Equal(t, []string{"ok all sessions", "ok sessions of token 99999999", "error session " + first, "ok session " + first,
-		"error session " + first, "error sessions"}, targets)
+		"refused hub sessions", "refused session " + first, "refused sessions"}, targets)
 }
