@@ -38,6 +38,9 @@ type Operator interface {
 	// Audit trail (audit.go): read only. The trail is written by the
 	// actions themselves (hub/ops), never through this interface.
 	ListAudit(ctx context.Context, f ops.AuditFilter) ([]hub.AuditEntry, error)
+	// AuditExportPage is ListAudit admitted as an expensive read: the
+	// pages of an export.
+	AuditExportPage(ctx context.Context, f ops.AuditFilter) ([]hub.AuditEntry, error)
 
 	// Charts (charts.go).
 	ProcessingCharts(ctx context.Context, hours int) (ops.ProcessingCharts, error)
@@ -292,5 +295,6 @@ func (cn *Console) failErr(c *fiber.Ctx, s *session, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		code, msg = fiber.StatusServiceUnavailable, "the request took too long or was cancelled; try again"
 	}
+	hubhttp.SetRetryAfter(c, code, err)
 	return cn.fail(c, s, code, msg)
 }

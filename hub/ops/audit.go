@@ -210,6 +210,19 @@ func (o *Ops) ListAudit(ctx context.Context, f AuditFilter) ([]hub.AuditEntry, e
 	return entries, nil
 }
 
+// AuditExportPage is a page of an export of the audit trail: ListAudit,
+// admitted as an expensive read (admission.go) at the cost of its
+// f.Limit rows, or refused with ErrBusy. An export is admitted a page at
+// a time: pass it to WriteAuditJSONL as list.
+func (o *Ops) AuditExportPage(ctx context.Context, f AuditFilter) ([]hub.AuditEntry, error) {
+	permit, err := o.admitRead(AdmitAuditExport, Cost{Rows: int64(max(f.Limit, 0))})
+	if err != nil {
+		return nil, err
+	}
+	defer permit.Release()
+	return o.ListAudit(ctx, f)
+}
+
 // MaxAuditExport bounds the entries one JSON-lines export writes; past it
 // the last line is {"truncated":true,"before":cursor} to continue from.
 const MaxAuditExport = 100_000

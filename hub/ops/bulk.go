@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
@@ -183,7 +185,12 @@ func (req *BulkRequest) check(now time.Time) error {
 // so, with what was done, and the error is ctx's); repeating it is safe.
 func (o *Ops) Bulk(ctx context.Context, req BulkRequest) (BulkResult, error) {
 	res := BulkResult{RunID: strconv.FormatInt(o.now().UnixNano(), 36), Action: req.Action, Subscriber: req.Subscriber, DryRun: req.DryRun}
-	if err := req.check(o.now()); err != nil {
+	if req.Filter.Now.IsZero() {
+		// One now for the check and every page of the filter: a range
+		// read as "7d" is exactly the longest a payload filter searches.
+		req.Filter.Now = o.now()
+	}
+	if err := req.check(req.Filter.Now); err != nil {
 		return res, err
 	}
 	res.Rate = req.Rate
@@ -195,13 +202,20 @@ func (o *Ops) Bulk(ctx context.Context, req BulkRequest) (BulkResult, error) {
 	if req.Action == BulkRepublish && !req.DryRun && o.republisher == nil {
 		return res, fmt.Errorf("%w: this hub has no publisher for republished copies", ErrNoStream)
 	}
-	// A bulk action is a replay as far as the hub's bound on them goes.
-	select {
-	case o.replays <- struct{}{}:
-		defer func() { <-o.replays }()
-	default:
-		return res, fmt.Errorf("%w: %d replays, bulk actions or dry runs are running, the most this hub runs at once; try again when one has finished", ErrBusy, cap(o.replays))
+	// A plan is a read (it holds a page of the filter's scan at a time), a
+	// run an action: each in its own pool.
+	pool, what, cost := PoolActions, AdmitBulk, Cost{}
+	if req.DryRun {
+		pool, what, cost = PoolReads, AdmitBulkPlan, Cost{Rows: bulkPage}
+		if len(req.Filter.Where) > 0 {
+			cost.Rows = int64(o.payloadScanRows)
+		}
 	}
+	permit, err := o.admission.admit(pool, what, cost)
+	if err != nil {
+		return res, err
+	}
+	defer permit.Release()
 	var filters []string
 	if req.Action == BulkReplay {
 		if err := o.checkSubscriber(ctx, req.Subscriber); err != nil {
@@ -229,12 +243,6 @@ func (o *Ops) Bulk(ctx context.Context, req BulkRequest) (BulkResult, error) {
 	slices.Reverse(rows)
 	var msgs []replayMsg
 	var ids []string
-	var st jetstream.Stream
-	if req.Action == BulkReplay {
-		if st, err = o.js.Stream(ctx, o.stream); err != nil {
-			return res, o.streamErr(err)
-		}
-	}
 	for _, r := range rows {
 		if r.StreamSeq == 0 {
 			res.NotPublished++
@@ -249,14 +257,16 @@ func (o *Ops) Bulk(ctx context.Context, req BulkRequest) (BulkResult, error) {
 			res.NotConsumed++
 			continue
 		}
-		m := replayMsg{provider: r.Provider, eventID: r.EventID, subject: subject, seq: r.StreamSeq}
-		if _, err := o.getMsg(ctx, st, m); errors.Is(err, errGone) {
-			res.Gone++
-			continue
-		} else if err != nil {
+		msgs = append(msgs, replayMsg{provider: r.Provider, eventID: r.EventID, subject: subject, seq: r.StreamSeq})
+	}
+	if req.Action == BulkReplay && len(msgs) > 0 {
+		// Which are still on the stream: from their headers, never their
+		// bodies (a run reads each body as it publishes it).
+		var gone int
+		if msgs, gone, err = o.onStream(ctx, filters, msgs, res.Scanned); err != nil {
 			return res, err
 		}
-		msgs = append(msgs, m)
+		res.Gone += gone
 	}
 	res.Eligible = len(msgs) + len(ids)
 	var before map[subscriber.EventKey]bool
@@ -319,7 +329,7 @@ func (o *Ops) bulkMatch(ctx context.Context, req BulkRequest, res *BulkResult) (
 	f := req.Filter
 	var out []EventRow
 	for {
-		p, err := o.ListEventPage(ctx, f)
+		p, err := o.listEventPage(ctx, f) // admitted with the action
 		if err != nil {
 			return nil, err
 		}
@@ -413,4 +423,57 @@ func (o *Ops) loadMsg(ctx context.Context, m replayMsg) (replayMsg, error) {
 		return m, fmt.Errorf("%w: %s (stream seq %d) left the stream during the replay; republish it", ErrNotFound, schema.MsgID(m.provider, m.eventID), m.seq)
 	}
 	return out, err
+}
+
+// MaxBulkPlanHeaderBytes bounds the header bytes a bulk replay reads to
+// find which of its events are still on the stream (onStream).
+const MaxBulkPlanHeaderBytes = 64 << 20
+
+// onStream keeps the msgs (in stream order) whose original message the
+// stream still holds, and counts the others (gone). It reads headers
+// only, never bodies, with one scan from the first message's sequence to
+// the last's on filters (the subscriber's subjects), counting the
+// messages and header bytes it reads: past MaxBulkScanRows messages
+// (with scanned, the archive rows already read) or MaxBulkPlanHeaderBytes
+// it stops and refuses the filter as too wide.
+func (o *Ops) onStream(ctx context.Context, filters []string, msgs []replayMsg, scanned int) (kept []replayMsg, gone int, err error) {
+	slices.SortFunc(msgs, func(a, b replayMsg) int { return cmp.Compare(a.seq, b.seq) })
+	want := make(map[uint64]replayMsg, len(msgs))
+	for _, m := range msgs {
+		want[m.seq] = m
+	}
+	last := msgs[len(msgs)-1].seq
+	found := make(map[uint64]bool, len(msgs))
+	var read, bytes int
+	scan := relay.Scan{Stream: o.stream, Subjects: filters, StartSeq: msgs[0].seq, HeadersOnly: true, Stall: o.scanStall}
+	_, err = scan.Run(ctx, o.js, func(m relay.ScanMsg) error {
+		seq := m.Meta.Sequence.Stream
+		if seq > last {
+			return relay.ErrStopScan
+		}
+		h := m.Msg.Headers()
+		read++
+		bytes += headerSize(h)
+		if scanned+read > MaxBulkScanRows || bytes > MaxBulkPlanHeaderBytes {
+			return inputErr("since", "the events are spread over more than %d stream messages or %d MiB of their headers, the most one bulk action reads: narrow the time range",
+				MaxBulkScanRows, MaxBulkPlanHeaderBytes>>20)
+		}
+		if w, ok := want[seq]; ok {
+			meta, err := schema.ParseMetadata(h)
+			found[seq] = err == nil && meta.Provider == w.provider && meta.EventID == w.eventID
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, o.scanErr(err)
+	}
+	kept = msgs[:0]
+	for _, m := range msgs {
+		if found[m.seq] {
+			kept = append(kept, m)
+		} else {
+			gone++
+		}
+	}
+	return kept, gone, nil
 }

@@ -130,6 +130,13 @@ func (o *Ops) ProcessingCharts(ctx context.Context, hours int) (ProcessingCharts
 	if hours < 1 || hours > MaxChartHours {
 		return ProcessingCharts{}, inputErr("hours", "must be a whole number of hours from 1 to %d, not %d", MaxChartHours, hours)
 	}
+	// An expensive read: admitted at one subscriber table's bound at a
+	// time (the subscribers are read one after the other).
+	permit, err := o.admitRead(AdmitCharts, Cost{Rows: MaxChartRows})
+	if err != nil {
+		return ProcessingCharts{}, err
+	}
+	defer permit.Release()
 	from, until, step := ChartWindow(o.now(), hours)
 	pc := ProcessingCharts{From: from, Until: until, Step: step}
 	subs, err := o.Subscribers(ctx)

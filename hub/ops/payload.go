@@ -226,13 +226,32 @@ type EventPage struct {
 // says how many rows were read and whether the read stopped at its bound.
 // A payload filter without Since searches the MaxPayloadFilterRange
 // before Until (or now); a Since further back is refused.
+//
+// A payload filter is an expensive read: it is admitted (admission.go) at
+// the cost of its page's scan bound, or refused with ErrBusy.
 func (o *Ops) ListEventPage(ctx context.Context, f EventFilter) (EventPage, error) {
+	if len(f.Where) > 0 {
+		permit, err := o.admitRead(AdmitPayload, Cost{Rows: int64(o.payloadScanRows)})
+		if err != nil {
+			return EventPage{}, err
+		}
+		defer permit.Release()
+	}
+	return o.listEventPage(ctx, f)
+}
+
+// listEventPage is ListEventPage, unadmitted: a bulk action's pages are
+// admitted with the action.
+func (o *Ops) listEventPage(ctx context.Context, f EventFilter) (EventPage, error) {
 	var p EventPage
 	before, err := f.check()
 	if err != nil {
 		return p, err
 	}
-	now := o.now()
+	now := f.Now
+	if now.IsZero() {
+		now = o.now()
+	}
 	if len(f.Where) > 0 && f.Since.IsZero() {
 		// A search without a start searches the most it may: the last
 		// MaxPayloadFilterRange before its end.

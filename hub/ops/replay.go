@@ -130,12 +130,16 @@ func (o *Ops) replay(ctx context.Context, req ReplayRequest) (ReplayResult, erro
 	if err := o.needStream(); err != nil {
 		return res, err
 	}
-	select {
-	case o.replays <- struct{}{}:
-		defer func() { <-o.replays }()
-	default:
-		return res, fmt.Errorf("%w: %d replays or dry runs are running, the most this hub runs at once; try again when one has finished", ErrBusy, cap(o.replays))
+	// A dry run is a read, a run an action: each in its own pool.
+	pool, what := PoolActions, AdmitReplay
+	if req.DryRun {
+		pool, what = PoolReads, AdmitDryRun
 	}
+	permit, err := o.admission.admit(pool, what, Cost{})
+	if err != nil {
+		return res, err
+	}
+	defer permit.Release()
 	if err := o.checkSubscriber(ctx, req.Subscriber); err != nil {
 		return res, err
 	}
@@ -155,9 +159,7 @@ func (o *Ops) replay(ctx context.Context, req ReplayRequest) (ReplayResult, erro
 	if req.Subject != "" && !slices.ContainsFunc(filters, func(f string) bool { return schema.SubjectsOverlap(f, req.Subject) }) {
 		return res, inputErr("subject", "%s does not consume %s (it consumes %s)", req.Subscriber, req.Subject, strings.Join(filters, ", "))
 	}
-	var held int64 // bytes of msgs, counted in o.replayHeld
-	defer func() { o.replayHeld.Add(-held) }()
-	msgs, err := o.readRange(ctx, filters, req, &held)
+	msgs, err := o.readRange(ctx, filters, req, permit)
 	if err != nil {
 		return res, err
 	}
@@ -230,9 +232,9 @@ func (o *Ops) replayCopies(ctx context.Context, req ReplayRequest, msgs []replay
 // reads up to the stream's last message when it started (relay.Scan): a
 // read that cannot get there fails with ErrIncompleteRead, never returns
 // part of the range. A dry run reads headers only. The bytes it keeps are
-// added to held and to o.replayHeld (the caller takes them off when it no
-// longer holds the messages); past o.maxReplayHeld it fails with ErrBusy.
-func (o *Ops) readRange(ctx context.Context, filters []string, req ReplayRequest, held *int64) ([]replayMsg, error) {
+// added to permit (its pool's bytes, given back when the caller releases
+// it); past the pool's bound it fails with ErrBusy.
+func (o *Ops) readRange(ctx context.Context, filters []string, req ReplayRequest, permit *Permit) ([]replayMsg, error) {
 	seen := map[subscriber.EventKey]bool{}
 	var out []replayMsg
 	size := 0
@@ -266,11 +268,8 @@ func (o *Ops) readRange(ctx context.Context, filters []string, req ReplayRequest
 		}
 		size += headerSize(h)
 		out = append(out, rm)
-		kept := int64(len(rm.data) + headerSize(h))
-		*held += kept
-		if o.replayHeld.Add(kept) > o.maxReplayHeld {
-			return fmt.Errorf("%w: the replays and dry runs running hold more than %d MiB of events, the most this hub holds at once; try again when one has finished, or narrow the range",
-				ErrBusy, o.maxReplayHeld>>20)
+		if err := permit.Grow(int64(len(rm.data) + headerSize(h))); err != nil {
+			return err
 		}
 		if len(out) > MaxReplayEvents || size > MaxReplayBytes {
 			return inputErr("until", "the range holds more than %d events or %d MiB (it reached %s at stream seq %d): replay it in parts (consecutive ranges are safe to replay)",

@@ -258,7 +258,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 	byProvider := server.NewProviderTraffic(names)
 	if cfg.AdminToken != "" {
 		o := ops.New(ops.Config{Archive: s.store, Subscribers: s.pool, JetStream: s.js, Stream: cfg.Stream,
-			Republisher: s.relay, Now: deps.Now, Logger: s.log.With("component", "ops")})
+			Republisher: s.relay, Now: deps.Now, Logger: s.log.With("component", "ops"), Metrics: s.metrics})
 		operator = o
 		oidc := cfg.OIDC()
 		if oidc.Issuer != "" {

@@ -73,7 +73,8 @@ first events.
 			return err
 		}
 	}
-	if req.Filter.Since, req.Filter.Until, err = parseWindow(*since, *until, env.ops.Now()); err != nil {
+	req.Filter.Now = env.ops.Now() // taken once: "--since 7d" is exactly a payload filter's longest range
+	if req.Filter.Since, req.Filter.Until, err = parseWindow(*since, *until, req.Filter.Now); err != nil {
 		return err
 	}
 	if !*asJSON && !*dryRun {

@@ -75,7 +75,8 @@ func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	if f.Since, f.Until, err = parseWindow(*since, *until, env.ops.Now()); err != nil {
+	f.Now = env.ops.Now() // taken once: "--since 7d" is exactly a payload filter's longest range
+	if f.Since, f.Until, err = parseWindow(*since, *until, f.Now); err != nil {
 		return err
 	}
 	page, err := env.ops.ListEventPage(ctx, f)

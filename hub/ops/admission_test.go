@@ -1,0 +1,196 @@
+package ops_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookhub/hookhub/hub/metrics"
+	"github.com/hookhub/hookhub/hub/ops"
+	"github.com/hookhub/hookhub/hub/store"
+	"github.com/hookhub/hookhub/internal/hubtest"
+)
+
+// While expensive reads hold the whole read pool, every expensive read
+// (payload filter, bulk plan, replay dry run, charts, audit export) is
+// refused at once with ErrBusy and a Retry-After, each refusal counted in
+// hub_admission_refused_total; an admin's replay is still admitted at
+// once (actions have their own pool); and once the reads end, reads are
+// admitted again.
+func TestReadsCannotStarveActions(t *testing.T) {
+	t.Parallel()
+	const events = 20
+	reg := prometheus.NewRegistry()
+	o, _, since := loadRange(t, events, func(c *ops.Config) {
+		c.Metrics = metrics.New(reg)
+		c.ReadBudget = ops.Budget{Slots: 2}
+		c.MaxConcurrentReplays = 1
+	})
+	ctx := context.Background()
+	where := []ops.PayloadMatch{{Path: "data.customer", Value: "cus_1"}}
+	reads := []struct {
+		what string
+		run  func() error
+	}{
+		{ops.AdmitPayload, func() error {
+			_, err := o.ListEventPage(ctx, ops.EventFilter{Since: since, Where: where, Limit: 10})
+			return err
+		}},
+		{ops.AdmitBulkPlan, func() error {
+			_, err := o.Bulk(ctx, ops.BulkRequest{Action: ops.BulkReplay, Subscriber: "loadsub", DryRun: true, Filter: ops.EventFilter{Since: since}})
+			return err
+		}},
+		{ops.AdmitDryRun, func() error {
+			_, err := o.Replay(ctx, ops.ReplayRequest{Subscriber: "loadsub", Since: since, DryRun: true})
+			return err
+		}},
+		{ops.AdmitCharts, func() error {
+			_, err := o.ProcessingCharts(ctx, 1)
+			return err
+		}},
+		{ops.AdmitAuditExport, func() error {
+			_, err := o.AuditExportPage(ctx, ops.AuditFilter{Limit: ops.MaxAuditLimit})
+			return err
+		}},
+	}
+	// Eight read-only sessions' reads hold the pool (two at a time).
+	var held []*ops.Permit
+	for range 2 {
+		p, err := o.Admit(ops.PoolReads, "test", ops.Cost{Rows: ops.DefaultPayloadScanRows})
+		require.NoError(t, err)
+		held = append(held, p)
+	}
+	for _, r := range reads {
+		err := r.run()
+		require.ErrorIs(t, err, ops.ErrBusy, r.what)
+		var be *ops.BusyError
+		require.True(t, errors.As(err, &be), "%s: %v", r.what, err)
+		require.Equal(t, ops.PoolReads, be.Pool, r.what)
+		require.Positive(t, be.RetryAfter(), r.what)
+		require.Contains(t, err.Error(), "2 expensive reads", r.what)
+		require.Equal(t, 1.0, hubtest.MetricValue(t, reg, "hub_admission_refused_total", map[string]string{"pool": "reads", "what": r.what}), r.what)
+	}
+
+	// The admin's replay is admitted at once, while the reads hold theirs.
+	res, err := o.Replay(ctx, ops.ReplayRequest{Subscriber: "loadsub", Since: since, Wait: time.Second})
+	require.NoError(t, err, "an action never waits for reads")
+	require.Equal(t, events, res.Delivered)
+	require.Zero(t, hubtest.MetricValue(t, reg, "hub_admission_refused_total", map[string]string{"pool": "actions", "what": ops.AdmitReplay}))
+
+	for _, p := range held {
+		p.Release()
+	}
+	for _, r := range reads {
+		require.NoError(t, r.run(), "%s: admitted once the pool is free", r.what)
+	}
+	running, cost := o.Held(ops.PoolReads)
+	require.Zero(t, running)
+	require.Equal(t, ops.Cost{}, cost, "every read gave its cost back")
+}
+
+// Reads are admitted by cost: with room for 30,000 archive rows, a read
+// holding 20,000 leaves no room for a payload filter page (20,000 rows),
+// though a slot is free.
+func TestReadsAdmittedByRows(t *testing.T) {
+	t.Parallel()
+	pool, _ := hubtest.Pool(t)
+	reg := prometheus.NewRegistry()
+	o := ops.New(ops.Config{Archive: store.New(pool), Subscribers: pool, Metrics: metrics.New(reg),
+		ReadBudget: ops.Budget{Slots: 8, Rows: 30_000}})
+	ctx := context.Background()
+	f := ops.EventFilter{Since: time.Now().Add(-time.Hour), Where: []ops.PayloadMatch{{Path: "a", Value: "1"}}, Limit: 10}
+	p, err := o.Admit(ops.PoolReads, "test", ops.Cost{Rows: 20_000})
+	require.NoError(t, err)
+	_, err = o.ListEventPage(ctx, f)
+	require.ErrorIs(t, err, ops.ErrBusy)
+	require.ErrorContains(t, err, "scan up to 20000 archive rows")
+	p.Release()
+	_, err = o.ListEventPage(ctx, f)
+	require.NoError(t, err)
+	require.Equal(t, 1.0, hubtest.MetricValue(t, reg, "hub_admission_refused_total", map[string]string{"pool": "reads", "what": ops.AdmitPayload}))
+}
+
+// A bulk plan (and a bulk replay's own check of the stream) reads the
+// events' headers, never their bodies: no message is fetched by sequence
+// (STREAM.MSG.GET, DIRECT.GET), and each consumer it creates reads
+// headers only. The events here carry 200 KB bodies.
+func TestBulkPlanReadsHeadersOnly(t *testing.T) {
+	t.Parallel()
+	s := newSystem(t)
+	s.startFlaky("bx")
+	const events = 6
+	pad := strings.Repeat("x", 200_000)
+	for i := range events {
+		s.deliverData(fmt.Sprintf("evt_ops_%d", i*2), `{"customer_id":"ctm_h","pad":"`+pad+`"}`)
+	}
+	s.Eventually(func() bool { return s.Count(`SELECT count(*) FROM bx.effects`) == events }, "processed")
+	s.waitPublished(events)
+
+	var mu sync.Mutex
+	var apis []*nats.Msg
+	sub, err := s.JetStream().Conn().Subscribe("$JS.API.>", func(m *nats.Msg) {
+		mu.Lock()
+		defer mu.Unlock()
+		apis = append(apis, m)
+	})
+	require.NoError(t, err)
+	defer func() { _ = sub.Unsubscribe() }()
+	plan, err := s.ops.Bulk(context.Background(), ops.BulkRequest{Action: ops.BulkReplay, Subscriber: "bx", DryRun: true,
+		Filter: ops.EventFilter{Since: time.Now().Add(-time.Hour), Where: []ops.PayloadMatch{{Path: "data.customer_id", Value: "ctm_h"}}}})
+	require.NoError(t, err)
+	require.Equal(t, events, plan.Eligible, "every event is still on the stream")
+	require.Zero(t, plan.Gone)
+	require.NoError(t, s.JetStream().Conn().Flush())
+
+	mu.Lock()
+	defer mu.Unlock()
+	creates := 0
+	for _, m := range apis {
+		require.NotContains(t, m.Subject, "MSG.GET", "a plan fetches no message body")
+		require.NotContains(t, m.Subject, "DIRECT.GET", "a plan fetches no message body")
+		if strings.HasPrefix(m.Subject, "$JS.API.CONSUMER.CREATE.") {
+			creates++
+			require.Contains(t, string(m.Data), `"headers_only":true`, "the plan's read of the stream is headers only")
+		}
+	}
+	require.Positive(t, creates, "the plan read the stream")
+}
+
+// A payload filter over exactly the longest range, since 7d with no
+// until, is accepted however much time passes between reading "7d" and
+// running the search: "now" is taken once (EventFilter.Now).
+func TestPayloadFilterExactMaximumRange(t *testing.T) {
+	t.Parallel()
+	pool, _ := hubtest.Pool(t)
+	var mu sync.Mutex
+	at := time.Now()
+	tick := func() time.Time { // a clock that moves each time it is read
+		mu.Lock()
+		defer mu.Unlock()
+		at = at.Add(time.Millisecond)
+		return at
+	}
+	o := ops.New(ops.Config{Archive: store.New(pool), Subscribers: pool, Now: tick})
+	now := o.Now()
+	since, until, err := ops.ParseWindow("7d", "", now)
+	require.NoError(t, err)
+	where := []ops.PayloadMatch{{Path: "a", Value: "1"}}
+	_, err = o.ListEventPage(context.Background(), ops.EventFilter{Since: since, Until: until, Where: where, Limit: 10, Now: now})
+	require.NoError(t, err, "since 7d is the documented maximum")
+	_, err = o.Bulk(context.Background(), ops.BulkRequest{Action: ops.BulkRepublish, DryRun: true,
+		Filter: ops.EventFilter{Since: since, Where: where, Now: now}})
+	require.NoError(t, err, "a bulk plan over since 7d")
+
+	since, _, err = ops.ParseWindow("7d1m", "", now)
+	require.NoError(t, err)
+	_, err = o.ListEventPage(context.Background(), ops.EventFilter{Since: since, Where: where, Limit: 10, Now: now})
+	require.ErrorIs(t, err, ops.ErrInvalid, "past the maximum is still refused")
+}
