@@ -2,6 +2,7 @@ package ops
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"time"
 )
@@ -53,23 +54,40 @@ type Cost struct {
 }
 
 // Budget bounds one pool: the operations running at once (Slots) and
-// the rows and bytes they hold together. A zero Rows or Bytes is
-// unbounded.
+// the rows and bytes they hold together, and the rows it admits a second
+// (RowsPerSecond: a token bucket of Rows tokens, refilled at that rate;
+// an operation takes its declared rows when admitted and settles what it
+// really scanned when it ends, so a read that scanned more than it
+// declared delays the next ones). A zero field is unbounded.
 type Budget struct {
-	Slots int
-	Rows  int64
-	Bytes int64
+	Slots         int
+	Rows          int64
+	Bytes         int64
+	RowsPerSecond int64
 }
 
-// Default budgets. The reads' rows are two of the largest single read
-// (a chart's MaxChartRows) or ten payload filter pages; their bytes what
-// the headers of a few large plans take. The actions' are the replays'
-// bounds of before (DefaultMaxConcurrentReplays,
-// DefaultMaxReplayBytesHeld).
-var (
-	DefaultReadBudget   = Budget{Slots: 4, Rows: 2 * MaxChartRows, Bytes: 64 << 20}
-	DefaultActionBudget = Budget{Slots: DefaultMaxConcurrentReplays, Bytes: DefaultMaxReplayBytesHeld}
-)
+// DefaultReadBudget bounds the expensive reads of one hub: two at once,
+// holding at most 50,000 archive rows (two and a half payload filter
+// pages) and 64 MiB (the headers a few large plans keep), and admitting
+// 10,000 archive rows or stream messages a second on average (a payload
+// filter page every two seconds, with a burst of Rows). Chosen with
+// BenchmarkReadsBesideIngest (docs/performance.md): eight sessions
+// looping their most expensive reads within it leave ingest's p99 close
+// to what it is alone; a burst of 200,000 rows at 25,000 a second did
+// not. Actions have their own pool: Config.MaxConcurrentReplays and
+// MaxReplayBytesHeld.
+var DefaultReadBudget = Budget{Slots: 2, Rows: 50_000, Bytes: 64 << 20, RowsPerSecond: 10_000}
+
+// ReadBudgetOf is DefaultReadBudget with slots reads at once and
+// rowsPerSecond rows a second, with a burst of five seconds' worth (at
+// least a payload filter page): HUB_READ_MAX_AT_ONCE and
+// HUB_READ_ROWS_PER_SECOND.
+func ReadBudgetOf(slots int, rowsPerSecond int64) Budget {
+	b := DefaultReadBudget
+	b.Slots, b.RowsPerSecond = slots, rowsPerSecond
+	b.Rows = max(5*rowsPerSecond, DefaultPayloadScanRows)
+	return b
+}
 
 // AdmissionRetryAfter is how long a refused operation is told to wait
 // (Retry-After) when nothing better is known.
@@ -105,16 +123,34 @@ type pool struct {
 	max   Budget
 	slots int
 	held  Cost
+	// tokens are the rows the pool may admit now (max.RowsPerSecond > 0):
+	// at most max.Rows, refilled since last; below zero after a read that
+	// scanned more than it declared.
+	tokens float64
+	last   time.Time
 }
 
 func newAdmission(reads, actions Budget, refused func(pool, what string)) *admission {
 	if refused == nil {
 		refused = func(string, string) {}
 	}
+	now := time.Now()
 	return &admission{refused: refused, pools: map[string]*pool{
-		PoolReads:   {name: PoolReads, max: reads},
-		PoolActions: {name: PoolActions, max: actions},
+		PoolReads:   {name: PoolReads, max: reads, tokens: float64(reads.Rows), last: now},
+		PoolActions: {name: PoolActions, max: actions, tokens: float64(actions.Rows), last: now},
 	}}
+}
+
+// metered reports whether p admits rows at a rate.
+func (p *pool) metered() bool { return p.max.RowsPerSecond > 0 && p.max.Rows > 0 }
+
+// refill adds the tokens earned since p.last (at most max.Rows).
+func (p *pool) refill(now time.Time) {
+	if !p.metered() {
+		return
+	}
+	p.tokens = min(float64(p.max.Rows), p.tokens+now.Sub(p.last).Seconds()*float64(p.max.RowsPerSecond))
+	p.last = now
 }
 
 // Permit is an admitted operation's hold on its pool, until Release.
@@ -123,6 +159,18 @@ type Permit struct {
 	p    *pool
 	what string
 	cost Cost
+	// declared is the rows taken from the pool's tokens when admitted;
+	// scanned what the operation says it read (Scanned), -1 if it said
+	// nothing (then the declared rows stand).
+	declared, scanned int64
+}
+
+// Scanned records the archive rows or stream messages the operation
+// really read, settled against the pool's rate when it is released.
+func (pm *Permit) Scanned(rows int64) {
+	if pm != nil {
+		pm.scanned = rows
+	}
 }
 
 // admit admits what, of cost c, into pool name, or refuses it with a
@@ -130,7 +178,8 @@ type Permit struct {
 func (a *admission) admit(name, what string, c Cost) (*Permit, error) {
 	a.mu.Lock()
 	p := a.pools[name]
-	reason := ""
+	p.refill(time.Now())
+	reason, wait := "", AdmissionRetryAfter
 	switch {
 	case p.max.Slots > 0 && p.slots >= p.max.Slots:
 		reason = fmt.Sprintf("%d %s are running, the most this hub runs at once", p.slots, poolWords(name))
@@ -138,16 +187,23 @@ func (a *admission) admit(name, what string, c Cost) (*Permit, error) {
 		reason = fmt.Sprintf("the %s running scan up to %d archive rows, and this one %d more: past the %d this hub scans at once", poolWords(name), p.held.Rows, c.Rows, p.max.Rows)
 	case p.max.Bytes > 0 && p.held.Bytes+c.Bytes > p.max.Bytes:
 		reason = fmt.Sprintf("the %s running hold %d MiB, past the %d MiB this hub holds at once", poolWords(name), (p.held.Bytes+c.Bytes)>>20, p.max.Bytes>>20)
+	case p.metered() && p.tokens < float64(c.Rows):
+		reason = fmt.Sprintf("the %s of the last seconds scanned their share: this hub scans at most %d archive rows a second for them", poolWords(name), p.max.RowsPerSecond)
+		wait = time.Duration(math.Ceil((float64(c.Rows) - p.tokens) / float64(p.max.RowsPerSecond) * float64(time.Second)))
+		wait = max(time.Second, wait.Round(time.Second))
 	default:
 		p.slots++
 		p.held.Rows += c.Rows
 		p.held.Bytes += c.Bytes
+		if p.metered() {
+			p.tokens -= float64(c.Rows)
+		}
 		a.mu.Unlock()
-		return &Permit{a: a, p: p, what: what, cost: c}, nil
+		return &Permit{a: a, p: p, what: what, cost: c, declared: c.Rows, scanned: -1}, nil
 	}
 	a.mu.Unlock()
 	a.refused(name, what)
-	return nil, &BusyError{Pool: name, What: what, Reason: reason, Wait: AdmissionRetryAfter}
+	return nil, &BusyError{Pool: name, What: what, Reason: reason, Wait: wait}
 }
 
 func poolWords(name string) string {
@@ -185,6 +241,12 @@ func (pm *Permit) Release() {
 	p.slots--
 	p.held.Rows -= pm.cost.Rows
 	p.held.Bytes -= pm.cost.Bytes
+	if p.metered() && pm.scanned >= 0 {
+		// What it read less than it declared comes back; more is owed.
+		p.refill(time.Now())
+		// The debt is at most Rows: Rows/RowsPerSecond seconds of reads.
+		p.tokens = max(-float64(p.max.Rows), min(float64(p.max.Rows), p.tokens+float64(pm.declared-pm.scanned)))
+	}
 	a.mu.Unlock()
 	pm.p = nil
 }

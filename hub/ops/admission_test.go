@@ -86,6 +86,7 @@ func TestReadsCannotStarveActions(t *testing.T) {
 	require.Zero(t, hubtest.MetricValue(t, reg, "hub_admission_refused_total", map[string]string{"pool": "actions", "what": ops.AdmitReplay}))
 
 	for _, p := range held {
+		p.Scanned(0) // they read nothing: their rows come back
 		p.Release()
 	}
 	for _, r := range reads {
@@ -112,6 +113,7 @@ func TestReadsAdmittedByRows(t *testing.T) {
 	_, err = o.ListEventPage(ctx, f)
 	require.ErrorIs(t, err, ops.ErrBusy)
 	require.ErrorContains(t, err, "scan up to 20000 archive rows")
+	p.Scanned(0) // it read nothing: its rows come back
 	p.Release()
 	_, err = o.ListEventPage(ctx, f)
 	require.NoError(t, err)
@@ -193,4 +195,31 @@ func TestPayloadFilterExactMaximumRange(t *testing.T) {
 	require.NoError(t, err)
 	_, err = o.ListEventPage(context.Background(), ops.EventFilter{Since: since, Where: where, Limit: 10, Now: now})
 	require.ErrorIs(t, err, ops.ErrInvalid, "past the maximum is still refused")
+}
+
+// Reads are admitted at a rate of rows: a read that scanned 20,000 rows
+// of a 1,000-a-second budget (burst 20,000) leaves none for the next
+// page, which is refused with a Retry-After of when the rows are there
+// again (about 20 s); what a read did not scan is given back.
+func TestReadsAdmittedAtARateOfRows(t *testing.T) {
+	t.Parallel()
+	pool, _ := hubtest.Pool(t)
+	o := ops.New(ops.Config{Archive: store.New(pool), Subscribers: pool,
+		ReadBudget: ops.Budget{Slots: 8, Rows: 20_000, RowsPerSecond: 1000}})
+	ctx := context.Background()
+	f := ops.EventFilter{Since: time.Now().Add(-time.Hour), Where: []ops.PayloadMatch{{Path: "a", Value: "1"}}, Limit: 10}
+	for range 3 {
+		_, err := o.ListEventPage(ctx, f)
+		require.NoError(t, err, "a page of an empty archive scans nothing: its rows are given back")
+	}
+	p, err := o.Admit(ops.PoolReads, "test", ops.Cost{Rows: 20_000})
+	require.NoError(t, err)
+	p.Scanned(20_000)
+	p.Release()
+	_, err = o.ListEventPage(ctx, f)
+	require.ErrorIs(t, err, ops.ErrBusy)
+	require.ErrorContains(t, err, "at most 1000 archive rows a second")
+	var be *ops.BusyError
+	require.True(t, errors.As(err, &be))
+	require.InDelta(t, 20, be.RetryAfter().Seconds(), 2, "when 20,000 rows are there again")
 }

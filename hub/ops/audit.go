@@ -220,7 +220,9 @@ func (o *Ops) AuditExportPage(ctx context.Context, f AuditFilter) ([]hub.AuditEn
 		return nil, err
 	}
 	defer permit.Release()
-	return o.ListAudit(ctx, f)
+	entries, err := o.ListAudit(ctx, f)
+	permit.Scanned(int64(len(entries)))
+	return entries, err
 }
 
 // MaxAuditExport bounds the entries one JSON-lines export writes; past it

@@ -202,33 +202,18 @@ func (o *Ops) Bulk(ctx context.Context, req BulkRequest) (BulkResult, error) {
 	if req.Action == BulkRepublish && !req.DryRun && o.republisher == nil {
 		return res, fmt.Errorf("%w: this hub has no publisher for republished copies", ErrNoStream)
 	}
-	// A plan is a read (it holds a page of the filter's scan at a time), a
-	// run an action: each in its own pool.
-	pool, what, cost := PoolActions, AdmitBulk, Cost{}
-	if req.DryRun {
-		pool, what, cost = PoolReads, AdmitBulkPlan, Cost{Rows: bulkPage}
-		if len(req.Filter.Where) > 0 {
-			cost.Rows = int64(o.payloadScanRows)
-		}
-	}
-	permit, err := o.admission.admit(pool, what, cost)
+	permit, err := o.admitBulk(req)
 	if err != nil {
 		return res, err
 	}
-	defer permit.Release()
-	var filters []string
-	if req.Action == BulkReplay {
-		if err := o.checkSubscriber(ctx, req.Subscriber); err != nil {
-			return res, err
-		}
-		cons, err := o.js.Consumer(ctx, o.stream, req.Subscriber)
-		if errors.Is(err, jetstream.ErrConsumerNotFound) {
-			return res, fmt.Errorf("%w %q: no consumer of that name on stream %s (has the subscriber ever run?)", ErrUnknownSubscriber, req.Subscriber, o.stream)
-		}
-		if err != nil {
-			return res, fmt.Errorf("consumer %s: %w", req.Subscriber, err)
-		}
-		filters = ConsumerFilters(cons.CachedInfo().Config)
+	read := 0 // archive rows and stream messages read, settled with the pool
+	defer func() {
+		permit.Scanned(int64(read + max(res.Scanned, res.Matched)))
+		permit.Release()
+	}()
+	filters, err := o.bulkFilters(ctx, req)
+	if err != nil {
+		return res, err
 	}
 	if !req.DryRun {
 		if err := o.checkNotDiverted(ctx); err != nil {
@@ -239,34 +224,10 @@ func (o *Ops) Bulk(ctx context.Context, req BulkRequest) (BulkResult, error) {
 	if err != nil {
 		return res, err
 	}
-	// Oldest first, as the events came.
-	slices.Reverse(rows)
 	var msgs []replayMsg
 	var ids []string
-	for _, r := range rows {
-		if r.StreamSeq == 0 {
-			res.NotPublished++
-			continue
-		}
-		if req.Action == BulkRepublish {
-			ids = append(ids, r.ArchiveID)
-			continue
-		}
-		subject, err := schema.Subject(r.Provider, r.EventType)
-		if err != nil || !slices.ContainsFunc(filters, func(f string) bool { return schema.MatchSubject(f, subject) }) {
-			res.NotConsumed++
-			continue
-		}
-		msgs = append(msgs, replayMsg{provider: r.Provider, eventID: r.EventID, subject: subject, seq: r.StreamSeq})
-	}
-	if req.Action == BulkReplay && len(msgs) > 0 {
-		// Which are still on the stream: from their headers, never their
-		// bodies (a run reads each body as it publishes it).
-		var gone int
-		if msgs, gone, err = o.onStream(ctx, filters, msgs, res.Scanned); err != nil {
-			return res, err
-		}
-		res.Gone += gone
+	if msgs, ids, read, err = o.bulkSelect(ctx, req, rows, filters, &res); err != nil {
+		return res, err
 	}
 	res.Eligible = len(msgs) + len(ids)
 	var before map[subscriber.EventKey]bool
@@ -321,6 +282,79 @@ func (o *Ops) Bulk(ctx context.Context, req BulkRequest) (BulkResult, error) {
 	})
 	progress()
 	return res, err
+}
+
+// admitBulk admits a bulk action: a plan is a read (it holds a page of
+// the filter's scan at a time), a run an action, each in its own pool.
+func (o *Ops) admitBulk(req BulkRequest) (*Permit, error) {
+	if !req.DryRun {
+		return o.admission.admit(PoolActions, AdmitBulk, Cost{})
+	}
+	cost := Cost{Rows: bulkPage}
+	if len(req.Filter.Where) > 0 {
+		cost.Rows = int64(o.payloadScanRows)
+	}
+	return o.admission.admit(PoolReads, AdmitBulkPlan, cost)
+}
+
+// bulkFilters are the subjects a bulk replay's subscriber consumes
+// (none for a republish).
+func (o *Ops) bulkFilters(ctx context.Context, req BulkRequest) ([]string, error) {
+	if req.Action != BulkReplay {
+		return nil, nil
+	}
+	if err := o.checkSubscriber(ctx, req.Subscriber); err != nil {
+		return nil, err
+	}
+	return o.subscriberFilters(ctx, req.Subscriber)
+}
+
+// subscriberFilters are the subjects sub's durable consumer takes
+// (ErrUnknownSubscriber when it has none).
+func (o *Ops) subscriberFilters(ctx context.Context, sub string) ([]string, error) {
+	cons, err := o.js.Consumer(ctx, o.stream, sub)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, fmt.Errorf("%w %q: no consumer of that name on stream %s (has the subscriber ever run?)", ErrUnknownSubscriber, sub, o.stream)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s: %w", sub, err)
+	}
+	return ConsumerFilters(cons.CachedInfo().Config), nil
+}
+
+// bulkSelect sorts the matched rows (newest first) into what the action
+// publishes, oldest first: a replay's messages, still on the stream and
+// on subjects its subscriber consumes (filters), or a republish's archive
+// ids; it counts the others in res. read is the stream messages it read.
+func (o *Ops) bulkSelect(ctx context.Context, req BulkRequest, rows []EventRow, filters []string, res *BulkResult) (msgs []replayMsg, ids []string, read int, err error) {
+	slices.Reverse(rows)
+	for _, r := range rows {
+		if r.StreamSeq == 0 {
+			res.NotPublished++
+			continue
+		}
+		if req.Action == BulkRepublish {
+			ids = append(ids, r.ArchiveID)
+			continue
+		}
+		subject, err := schema.Subject(r.Provider, r.EventType)
+		if err != nil || !slices.ContainsFunc(filters, func(f string) bool { return schema.MatchSubject(f, subject) }) {
+			res.NotConsumed++
+			continue
+		}
+		msgs = append(msgs, replayMsg{provider: r.Provider, eventID: r.EventID, subject: subject, seq: r.StreamSeq})
+	}
+	if len(msgs) == 0 {
+		return msgs, ids, 0, nil
+	}
+	// Which are still on the stream: from their headers, never their
+	// bodies (a run reads each body as it publishes it).
+	var gone int
+	if msgs, gone, read, err = o.onStream(ctx, filters, msgs, res.Scanned); err != nil {
+		return nil, nil, read, err
+	}
+	res.Gone += gone
+	return msgs, ids, read, nil
 }
 
 // bulkMatch reads the events req.Filter matches, newest first, a page at a
@@ -435,8 +469,9 @@ const MaxBulkPlanHeaderBytes = 64 << 20
 // the last's on filters (the subscriber's subjects), counting the
 // messages and header bytes it reads: past MaxBulkScanRows messages
 // (with scanned, the archive rows already read) or MaxBulkPlanHeaderBytes
-// it stops and refuses the filter as too wide.
-func (o *Ops) onStream(ctx context.Context, filters []string, msgs []replayMsg, scanned int) (kept []replayMsg, gone int, err error) {
+// it stops and refuses the filter as too wide. read is the messages it
+// read.
+func (o *Ops) onStream(ctx context.Context, filters []string, msgs []replayMsg, scanned int) (kept []replayMsg, gone, read int, err error) {
 	slices.SortFunc(msgs, func(a, b replayMsg) int { return cmp.Compare(a.seq, b.seq) })
 	want := make(map[uint64]replayMsg, len(msgs))
 	for _, m := range msgs {
@@ -444,7 +479,7 @@ func (o *Ops) onStream(ctx context.Context, filters []string, msgs []replayMsg, 
 	}
 	last := msgs[len(msgs)-1].seq
 	found := make(map[uint64]bool, len(msgs))
-	var read, bytes int
+	bytes := 0
 	scan := relay.Scan{Stream: o.stream, Subjects: filters, StartSeq: msgs[0].seq, HeadersOnly: true, Stall: o.scanStall}
 	_, err = scan.Run(ctx, o.js, func(m relay.ScanMsg) error {
 		seq := m.Meta.Sequence.Stream
@@ -465,7 +500,7 @@ func (o *Ops) onStream(ctx context.Context, filters []string, msgs []replayMsg, 
 		return nil
 	})
 	if err != nil {
-		return nil, 0, o.scanErr(err)
+		return nil, 0, read, o.scanErr(err)
 	}
 	kept = msgs[:0]
 	for _, m := range msgs {
@@ -475,5 +510,5 @@ func (o *Ops) onStream(ctx context.Context, filters []string, msgs []replayMsg, 
 			gone++
 		}
 	}
-	return kept, gone, nil
+	return kept, gone, read, nil
 }

@@ -185,6 +185,9 @@ func New(cfg Config) *Ops {
 	if reads.Bytes <= 0 {
 		reads.Bytes = DefaultReadBudget.Bytes
 	}
+	if reads.RowsPerSecond <= 0 {
+		reads.RowsPerSecond = DefaultReadBudget.RowsPerSecond
+	}
 	var refused func(pool, what string)
 	if m := cfg.Metrics; m != nil {
 		refused = func(pool, what string) { m.AdmissionRefused.WithLabelValues(pool, what).Inc() }

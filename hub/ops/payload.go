@@ -235,7 +235,10 @@ func (o *Ops) ListEventPage(ctx context.Context, f EventFilter) (EventPage, erro
 		if err != nil {
 			return EventPage{}, err
 		}
-		defer permit.Release()
+		p, err := o.listEventPage(ctx, f)
+		permit.Scanned(int64(p.Scanned))
+		permit.Release()
+		return p, err
 	}
 	return o.listEventPage(ctx, f)
 }

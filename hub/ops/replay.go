@@ -148,14 +148,10 @@ func (o *Ops) replay(ctx context.Context, req ReplayRequest) (ReplayResult, erro
 			return res, err
 		}
 	}
-	cons, err := o.js.Consumer(ctx, o.stream, req.Subscriber)
-	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return res, fmt.Errorf("%w %q: no consumer of that name on stream %s (has the subscriber ever run?)", ErrUnknownSubscriber, req.Subscriber, o.stream)
-	}
+	filters, err := o.subscriberFilters(ctx, req.Subscriber)
 	if err != nil {
-		return res, fmt.Errorf("consumer %s: %w", req.Subscriber, err)
+		return res, err
 	}
-	filters := ConsumerFilters(cons.CachedInfo().Config)
 	if req.Subject != "" && !slices.ContainsFunc(filters, func(f string) bool { return schema.SubjectsOverlap(f, req.Subject) }) {
 		return res, inputErr("subject", "%s does not consume %s (it consumes %s)", req.Subscriber, req.Subject, strings.Join(filters, ", "))
 	}
@@ -239,7 +235,7 @@ func (o *Ops) readRange(ctx context.Context, filters []string, req ReplayRequest
 	var out []replayMsg
 	size := 0
 	scan := relay.Scan{Stream: o.stream, Subjects: filters, StartTime: req.Since, HeadersOnly: req.DryRun, Stall: o.scanStall}
-	_, err := scan.Run(ctx, o.js, func(m relay.ScanMsg) error {
+	read, err := scan.Run(ctx, o.js, func(m relay.ScanMsg) error {
 		md := m.Meta
 		if !req.Until.IsZero() && !md.Timestamp.Before(req.Until) {
 			return relay.ErrStopScan
@@ -277,6 +273,7 @@ func (o *Ops) readRange(ctx context.Context, filters []string, req ReplayRequest
 		}
 		return nil
 	})
+	permit.Scanned(int64(read.Msgs))
 	if err != nil {
 		if err = o.scanErr(err); errors.Is(err, ErrIncompleteRead) {
 			err = fmt.Errorf("%w; nothing was replayed (running it again is safe)", err)
