@@ -28,7 +28,7 @@ func TestConsoleReadsRefused429WithRetryAfter(t *testing.T) {
 		"/console/audit.jsonl",
 	}
 	var held []*ops.Permit
-	for range ops.DefaultReadBudget.Slots {
+	for range ops.DefaultReadSlots {
 		p, err := s.ops.Admit(ops.PoolReads, "test", ops.Cost{})
 		require.NoError(t, err)
 		held = append(held, p)

@@ -58,7 +58,8 @@ type Cost struct {
 // (RowsPerSecond: a token bucket of Rows tokens, refilled at that rate;
 // an operation takes its declared rows when admitted and settles what it
 // really scanned when it ends, so a read that scanned more than it
-// declared delays the next ones). A zero field is unbounded.
+// declared delays the next ones). A zero field is unbounded here;
+// Config.ReadBudget fills its zero fields with the defaults.
 type Budget struct {
 	Slots         int
 	Rows          int64
@@ -66,27 +67,30 @@ type Budget struct {
 	RowsPerSecond int64
 }
 
-// DefaultReadBudget bounds the expensive reads of one hub: two at once,
-// holding at most 50,000 archive rows (two and a half payload filter
-// pages) and 64 MiB (the headers a few large plans keep), and admitting
-// 10,000 archive rows or stream messages a second on average (a payload
-// filter page every two seconds, with a burst of Rows). Chosen with
-// BenchmarkReadsBesideIngest (docs/performance.md): eight sessions
-// looping their most expensive reads within it leave ingest's p99 close
-// to what it is alone; a burst of 200,000 rows at 25,000 a second did
-// not. Actions have their own pool: Config.MaxConcurrentReplays and
-// MaxReplayBytesHeld.
-var DefaultReadBudget = Budget{Slots: 2, Rows: 50_000, Bytes: 64 << 20, RowsPerSecond: 10_000}
+// The default budget of the expensive reads of one hub
+// (HUB_READ_MAX_AT_ONCE, HUB_READ_ROWS_PER_SECOND): two at once, holding
+// at most 50,000 archive rows (two and a half payload filter pages) and
+// 64 MiB (the headers a few large plans keep), admitting 10,000 archive
+// rows or stream messages a second on average (a payload filter page
+// every two seconds) with a burst of five seconds' worth. Chosen with
+// BenchmarkReadsBesideIngest (docs/performance.md): beside eight sessions
+// looping their most expensive reads, ingest's p99 grew 1.1-5x within
+// it, 5-27x with reads unbounded. Actions have their own pool:
+// Config.MaxConcurrentReplays and MaxReplayBytesHeld.
+const (
+	DefaultReadSlots         = 2
+	DefaultReadRowsPerSecond = 10_000
+	DefaultReadBytes         = 64 << 20
+	readBurstSeconds         = 5
+)
 
-// ReadBudgetOf is DefaultReadBudget with slots reads at once and
+// ReadBudgetOf is the reads' budget of slots reads at once and
 // rowsPerSecond rows a second, with a burst of five seconds' worth (at
-// least a payload filter page): HUB_READ_MAX_AT_ONCE and
-// HUB_READ_ROWS_PER_SECOND.
+// least a payload filter page) and DefaultReadBytes:
+// HUB_READ_MAX_AT_ONCE and HUB_READ_ROWS_PER_SECOND.
 func ReadBudgetOf(slots int, rowsPerSecond int64) Budget {
-	b := DefaultReadBudget
-	b.Slots, b.RowsPerSecond = slots, rowsPerSecond
-	b.Rows = max(5*rowsPerSecond, DefaultPayloadScanRows)
-	return b
+	return Budget{Slots: slots, Rows: max(readBurstSeconds*rowsPerSecond, DefaultPayloadScanRows), Bytes: DefaultReadBytes,
+		RowsPerSecond: rowsPerSecond}
 }
 
 // AdmissionRetryAfter is how long a refused operation is told to wait

@@ -119,7 +119,8 @@ type Config struct {
 	PayloadScanRows int
 	// ReadBudget bounds the expensive reads running at once (admission.go:
 	// plans, dry runs, payload filters, exports, charts); zero fields are
-	// DefaultReadBudget's. Actions have their own budget:
+	// the defaults' (ReadBudgetOf(DefaultReadSlots,
+	// DefaultReadRowsPerSecond)). Actions have their own budget:
 	// MaxConcurrentReplays slots and MaxReplayBytesHeld bytes.
 	ReadBudget Budget
 	// Metrics counts admission refusals (hub_admission_refused_total);
@@ -175,18 +176,18 @@ func New(cfg Config) *Ops {
 	if held <= 0 {
 		held = DefaultMaxReplayBytesHeld
 	}
-	reads := cfg.ReadBudget
+	reads, def := cfg.ReadBudget, ReadBudgetOf(DefaultReadSlots, DefaultReadRowsPerSecond)
 	if reads.Slots <= 0 {
-		reads.Slots = DefaultReadBudget.Slots
+		reads.Slots = def.Slots
 	}
 	if reads.Rows <= 0 {
-		reads.Rows = DefaultReadBudget.Rows
+		reads.Rows = def.Rows
 	}
 	if reads.Bytes <= 0 {
-		reads.Bytes = DefaultReadBudget.Bytes
+		reads.Bytes = def.Bytes
 	}
 	if reads.RowsPerSecond <= 0 {
-		reads.RowsPerSecond = DefaultReadBudget.RowsPerSecond
+		reads.RowsPerSecond = def.RowsPerSecond
 	}
 	var refused func(pool, what string)
 	if m := cfg.Metrics; m != nil {
