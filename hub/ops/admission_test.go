@@ -89,6 +89,12 @@ func TestReadsCannotStarveActions(t *testing.T) {
 		require.Equal(t, before+1, hubtest.MetricValue(t, reg, "hub_admission_refused_total", labels), r.what)
 	}
 
+	// A bad request is refused as such, not as busy.
+	_, err := o.ListEventPage(ctx, ops.EventFilter{Since: time.Now().Add(-8 * 24 * time.Hour), Where: where, Limit: 10})
+	require.ErrorIs(t, err, ops.ErrInvalid, "since 8d is past a payload filter's range, whatever the load")
+	_, err = o.Republish(ctx, ops.RepublishFilter{DryRun: true, Since: since, Until: since.Add(-time.Hour)})
+	require.ErrorIs(t, err, ops.ErrInvalid)
+
 	// The admin's replay is admitted at once, while the reads hold theirs.
 	res, err := o.Replay(ctx, ops.ReplayRequest{Subscriber: "loadsub", Since: since, Wait: time.Second})
 	require.NoError(t, err, "an action never waits for reads")

@@ -215,7 +215,10 @@ func (o *Ops) ListAudit(ctx context.Context, f AuditFilter) ([]hub.AuditEntry, e
 // f.Limit rows, or refused with ErrBusy. An export is admitted a page at
 // a time: pass it to WriteAuditJSONL as list.
 func (o *Ops) AuditExportPage(ctx context.Context, f AuditFilter) ([]hub.AuditEntry, error) {
-	permit, err := o.admitRead(AdmitAuditExport, Cost{Rows: int64(max(f.Limit, 0))})
+	if f.Limit < 1 || f.Limit > MaxAuditLimit {
+		return o.ListAudit(ctx, f) // refused as such, not as busy
+	}
+	permit, err := o.admitRead(AdmitAuditExport, Cost{Rows: int64(f.Limit)})
 	if err != nil {
 		return nil, err
 	}

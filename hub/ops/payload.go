@@ -230,34 +230,40 @@ type EventPage struct {
 // A payload filter is an expensive read: it is admitted (admission.go) at
 // the cost of its page's scan bound, or refused with ErrBusy.
 func (o *Ops) ListEventPage(ctx context.Context, f EventFilter) (EventPage, error) {
-	if len(f.Where) > 0 {
-		permit, err := o.admitRead(AdmitPayload, Cost{Rows: int64(o.payloadScanRows)})
-		if err != nil {
-			return EventPage{}, err
-		}
-		p, err := o.listEventPage(ctx, f)
-		permit.Scanned(int64(p.Scanned))
-		permit.Release()
-		return p, err
+	af, err := o.eventQuery(f)
+	if err != nil || af.Where == nil {
+		return o.listEvents(ctx, af, err)
 	}
-	return o.listEventPage(ctx, f)
+	// Checked first: a bad filter is refused as such, never as busy.
+	permit, err := o.admitRead(AdmitPayload, Cost{Rows: int64(o.payloadScanRows)})
+	if err != nil {
+		return EventPage{}, err
+	}
+	p, err := o.listEvents(ctx, af, nil)
+	permit.Scanned(int64(p.Scanned))
+	permit.Release()
+	return p, err
 }
 
 // listEventPage is ListEventPage, unadmitted: a bulk action's pages are
 // admitted with the action.
 func (o *Ops) listEventPage(ctx context.Context, f EventFilter) (EventPage, error) {
-	var p EventPage
+	af, err := o.eventQuery(f)
+	return o.listEvents(ctx, af, err)
+}
+
+// eventQuery checks f and makes it the store's filter: a payload filter
+// without Since searches the MaxPayloadFilterRange before its end.
+func (o *Ops) eventQuery(f EventFilter) (hub.ArchiveFilter, error) {
 	before, err := f.check()
 	if err != nil {
-		return p, err
+		return hub.ArchiveFilter{}, err
 	}
 	now := f.Now
 	if now.IsZero() {
 		now = o.now()
 	}
 	if len(f.Where) > 0 && f.Since.IsZero() {
-		// A search without a start searches the most it may: the last
-		// MaxPayloadFilterRange before its end.
 		end := f.Until
 		if end.IsZero() {
 			end = now
@@ -266,19 +272,31 @@ func (o *Ops) listEventPage(ctx context.Context, f EventFilter) (EventPage, erro
 	}
 	where, err := f.checkWhere(now)
 	if err != nil {
-		return p, err
+		return hub.ArchiveFilter{}, err
 	}
 	af := f.archiveFilter(before)
+	if where != nil {
+		af.Where, af.MaxScan = where, o.payloadScanRows
+	}
+	return af, nil
+}
+
+// listEvents reads the page af (from eventQuery, which failed with
+// err when not nil) selects.
+func (o *Ops) listEvents(ctx context.Context, af hub.ArchiveFilter, err error) (EventPage, error) {
+	var p EventPage
+	if err != nil {
+		return p, err
+	}
 	var ds []hub.ArchivedDelivery
-	if where == nil {
+	if af.Where == nil {
 		if ds, err = o.archive.ListArchive(ctx, af); err != nil {
 			return p, fmt.Errorf("list events: %w", err)
 		}
-		if len(ds) == f.Limit {
+		if len(ds) == af.Limit {
 			p.Next = FormatCursor(ds[len(ds)-1].Cursor())
 		}
 	} else {
-		af.Where, af.MaxScan = where, o.payloadScanRows
 		scan, err := o.archive.ScanArchive(ctx, af)
 		if err != nil {
 			return p, fmt.Errorf("list events: %w", err)

@@ -62,7 +62,11 @@ const (
 func (o *Ops) Republish(ctx context.Context, f RepublishFilter) (RepublishResult, error) {
 	if f.DryRun {
 		// A dry run is a read (admission.go), admitted at a page of rows
-		// and settled at the rows it counted.
+		// and settled at the rows it counted; a bad filter is refused as
+		// such first.
+		if _, err := f.check(); err != nil {
+			return RepublishResult{DryRun: true}, err
+		}
 		permit, err := o.admitRead(AdmitDryRun, Cost{Rows: republishPage})
 		if err != nil {
 			return RepublishResult{DryRun: true}, err
