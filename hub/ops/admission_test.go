@@ -2,6 +2,8 @@ package ops_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -240,4 +242,42 @@ func TestReadsAdmittedAtARateOfRows(t *testing.T) {
 	var be *ops.BusyError
 	require.True(t, errors.As(err, &be))
 	require.InDelta(t, 20, be.RetryAfter().Seconds(), 2, "when 20,000 rows are there again")
+}
+
+// A payload filter's page counts the payload bytes it reads as it goes
+// and stops at its bound of bytes, as at its bound of rows: the page says
+// Truncated with the cursor to go on, and going on finds every match.
+func TestPayloadFilterStopsAtItsBytes(t *testing.T) {
+	t.Parallel()
+	pool, _ := hubtest.Pool(t)
+	o := ops.New(ops.Config{Archive: store.New(pool), Subscribers: pool})
+	ops.SetPayloadScanBytes(o, 25_000, 3)
+	ctx := context.Background()
+	rnd := make([]byte, 5_000)
+	var bodies []string
+	for i := range 12 {
+		_, _ = rand.Read(rnd) // incompressible: stored about as large
+		c := "cus_0"
+		if i%4 == 0 {
+			c = "cus_9"
+		}
+		bodies = append(bodies, `{"customer":"`+c+`","pad":"`+hex.EncodeToString(rnd)+`"}`)
+	}
+	archiveBodies(t, pool, time.Now().Add(-time.Hour), "b", bodies...)
+	f := ops.EventFilter{Since: time.Now().Add(-2 * time.Hour), Where: []ops.PayloadMatch{{Path: "customer", Value: "cus_9"}}, Limit: 100}
+	p, err := o.ListEventPage(ctx, f)
+	require.NoError(t, err)
+	require.True(t, p.Truncated, "25 KB of payloads is three rows of 10 KB")
+	require.Equal(t, 3, p.Scanned)
+	require.GreaterOrEqual(t, p.ScannedBytes, int64(25_000))
+	require.NotEmpty(t, p.Next)
+	found := eventIDs(p.Events)
+	for pages := 1; p.Next != ""; pages++ {
+		require.Less(t, pages, 10)
+		f.Before = p.Next
+		p, err = o.ListEventPage(ctx, f)
+		require.NoError(t, err)
+		found = append(found, eventIDs(p.Events)...)
+	}
+	require.ElementsMatch(t, []string{"b000", "b004", "b008"}, found)
 }

@@ -54,6 +54,8 @@ const (
 	// MaxBulkScanRows bounds the archive rows a bulk action's payload
 	// filter reads over all its pages.
 	MaxBulkScanRows = 1_000_000
+	// MaxBulkScanBytes bounds the payload bytes (as stored) it reads.
+	MaxBulkScanBytes = 1 << 30
 	// bulkPage is the rows the filter is read a page at a time.
 	bulkPage = 1000
 )
@@ -362,18 +364,21 @@ func (o *Ops) bulkSelect(ctx context.Context, req BulkRequest, rows []EventRow, 
 func (o *Ops) bulkMatch(ctx context.Context, req BulkRequest, res *BulkResult) ([]EventRow, error) {
 	f := req.Filter
 	var out []EventRow
+	var bytes int64 // payload bytes the filter read
 	for {
 		p, err := o.listEventPage(ctx, f) // admitted with the action
 		if err != nil {
 			return nil, err
 		}
 		res.Scanned += p.Scanned
+		bytes += p.ScannedBytes
 		out = append(out, p.Events...)
 		if len(out) > o.maxBulkEvents {
 			return nil, inputErr("since", "the filter matches more than %d events, the most one bulk action takes: narrow it (a later since, an earlier until, more conditions) and run it in parts (each part is safe to repeat)", o.maxBulkEvents)
 		}
-		if res.Scanned > MaxBulkScanRows {
-			return nil, inputErr("since", "the payload filter read more than %d archive rows, the most one bulk action reads: narrow the time range", MaxBulkScanRows)
+		if res.Scanned > MaxBulkScanRows || bytes > MaxBulkScanBytes {
+			return nil, inputErr("since", "the payload filter read more than %d archive rows or %d MiB of payloads, the most one bulk action reads: narrow the time range",
+				MaxBulkScanRows, MaxBulkScanBytes>>20)
 		}
 		if p.Next == "" {
 			break

@@ -142,8 +142,12 @@ type Ops struct {
 	scanStall time.Duration
 	audit     AuditLog // nil: nothing recorded
 	log       *slog.Logger
-	// payloadScanRows bounds one page of a payload filter (issue 21).
-	payloadScanRows int
+	// payloadScanRows bounds one page of a payload filter (issue 21);
+	// payloadScanBytes its payload bytes, read payloadScanChunk rows a
+	// statement (MaxPayloadScanBytes, payloadScanChunk; tests lower them).
+	payloadScanRows  int
+	payloadScanBytes int64
+	payloadScanChunk int
 	// maxBulkEvents bounds one bulk action (MaxBulkEvents; tests lower it).
 	maxBulkEvents int
 }
@@ -168,6 +172,7 @@ func New(cfg Config) *Ops {
 		n = DefaultMaxConcurrentReplays
 	}
 	o.maxBulkEvents = MaxBulkEvents
+	o.payloadScanBytes, o.payloadScanChunk = MaxPayloadScanBytes, payloadScanChunk
 	o.payloadScanRows = cfg.PayloadScanRows
 	if o.payloadScanRows <= 0 {
 		o.payloadScanRows = DefaultPayloadScanRows

@@ -112,8 +112,8 @@ func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	switch {
 	case page.Truncated:
-		fmt.Fprintf(stdout, "\nthe payload filter read %d archive rows, its bound for a page, and found %d: older rows are not searched yet; continue with --before %s\n",
-			page.Scanned, len(rows), page.Next)
+		fmt.Fprintf(stdout, "\nthe payload filter read %d archive rows (%d MiB of payloads), its bound for a page, and found %d: older rows are not searched yet; continue with --before %s\n",
+			page.Scanned, page.ScannedBytes>>20, len(rows), page.Next)
 	case page.Next != "":
 		fmt.Fprintf(stdout, "\nmore may follow: add --before %s\n", page.Next)
 	}
