@@ -93,6 +93,13 @@ func ReadBudgetOf(slots int, rowsPerSecond int64) Budget {
 		RowsPerSecond: rowsPerSecond}
 }
 
+// streamMsgCost is what a stream message read costs, in archive rows:
+// a headers-only read of the stream (a dry run, a plan's check of what
+// is still there) slowed ingest several times more per message than a
+// payload filter per archive row in BenchmarkReadsBesideIngest (the
+// stream's server is the one ingest publishes to).
+const streamMsgCost = 5
+
 // AdmissionRetryAfter is how long a refused operation is told to wait
 // (Retry-After) when nothing better is known.
 const AdmissionRetryAfter = 5 * time.Second

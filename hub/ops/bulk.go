@@ -210,7 +210,7 @@ func (o *Ops) Bulk(ctx context.Context, req BulkRequest) (BulkResult, error) {
 	}
 	read := 0 // archive rows and stream messages read, settled with the pool
 	defer func() {
-		permit.Scanned(int64(read + max(res.Scanned, res.Matched)))
+		permit.Scanned(int64(read)*streamMsgCost + int64(max(res.Scanned, res.Matched)))
 		permit.Release()
 	}()
 	filters, err := o.bulkFilters(ctx, req)

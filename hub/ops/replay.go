@@ -273,7 +273,7 @@ func (o *Ops) readRange(ctx context.Context, filters []string, req ReplayRequest
 		}
 		return nil
 	})
-	permit.Scanned(int64(read.Msgs))
+	permit.Scanned(int64(read.Msgs) * streamMsgCost)
 	if err != nil {
 		if err = o.scanErr(err); errors.Is(err, ErrIncompleteRead) {
 			err = fmt.Errorf("%w; nothing was replayed (running it again is safe)", err)
