@@ -74,8 +74,9 @@ type Budget struct {
 // rows or stream messages a second on average (a payload filter page
 // every two seconds) with a burst of five seconds' worth. Chosen with
 // BenchmarkReadsBesideIngest (docs/performance.md): beside eight sessions
-// looping their most expensive reads, ingest's p99 grew 1.1-5x within
-// it, 5-27x with reads unbounded. Actions have their own pool:
+// looping their most expensive reads, ingest's p99 was 16-36 ms within
+// it and 96-377 ms with reads unbounded, against 2-5 ms alone on a quiet
+// 2-core machine (so not within 1.5x). Actions have their own pool:
 // Config.MaxConcurrentReplays and MaxReplayBytesHeld.
 const (
 	DefaultReadSlots         = 2
