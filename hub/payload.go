@@ -28,4 +28,8 @@ type ArchiveScan struct {
 	// may be more: a full page, or a truncated scan.
 	Truncated bool
 	Resume    ArchiveCursor
+	// Bytes is the stored size of the payloads of the rows read
+	// (pg_column_size: compressed as Postgres keeps them), counted as the
+	// scan reads them.
+	Bytes int64
 }

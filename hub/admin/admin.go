@@ -86,7 +86,8 @@ func (s *Server) mountAPI(r fiber.Router) {
 				return s.answer(c, nil, err)
 			}
 		}
-		if f.Since, f.Until, err = ops.ParseWindow(c.Query("since"), c.Query("until"), op.Now()); err != nil {
+		f.Now = op.Now() // taken once: "?since=7d" is exactly a payload filter's longest range
+		if f.Since, f.Until, err = ops.ParseWindow(c.Query("since"), c.Query("until"), f.Now); err != nil {
 			return s.answer(c, nil, err)
 		}
 		// Payload filters (?where=path=value, repeatable) answer a page
@@ -193,7 +194,8 @@ func (s *Server) mountAPI(r fiber.Router) {
 				return s.answer(c, nil, err)
 			}
 		}
-		if req.Filter.Since, req.Filter.Until, err = ops.ParseWindow(in.Since, in.Until, op.Now()); err != nil {
+		req.Filter.Now = op.Now() // taken once, as for /admin/events
+		if req.Filter.Since, req.Filter.Until, err = ops.ParseWindow(in.Since, in.Until, req.Filter.Now); err != nil {
 			return s.answer(c, nil, err)
 		}
 		// audit: the admin API's bulk action (actor: the token) is recorded by ops.Bulk's markers.
@@ -326,6 +328,7 @@ func (s *Server) answer(c *fiber.Ctx, v any, err error) error {
 			s.cfg.Logger.Error("admin request failed", "path", c.Path(), "err", err)
 		}
 		s.recordRefusal(c, status, err)
+		hubhttp.SetRetryAfter(c, status, err)
 		return c.Status(status).JSON(hubhttp.ErrorBody{Error: msg})
 	}
 	return c.JSON(v)

@@ -61,14 +61,14 @@ func (s *Server) exportAudit(c *fiber.Ctx, f ops.AuditFilter) error {
 	op := s.cfg.Operator
 	ctx := c.UserContext()
 	f.Limit = ops.MaxAuditLimit
-	first, err := op.ListAudit(ctx, f)
+	first, err := op.AuditExportPage(ctx, f)
 	if err != nil {
 		return s.answer(c, nil, err)
 	}
 	c.Set(fiber.HeaderContentType, "application/x-ndjson")
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="hookhub-audit.jsonl"`)
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
-		ops.WriteAuditJSONL(ctx, w, op.ListAudit, f, first)
+		ops.WriteAuditJSONL(ctx, w, op.AuditExportPage, f, first)
 	})
 	return nil
 }

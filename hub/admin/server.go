@@ -201,5 +201,6 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 	if status >= 500 {
 		s.cfg.Logger.Error("request failed", "path", c.Path(), "err", err)
 	}
+	hubhttp.SetRetryAfter(c, status, err)
 	return c.Status(status).JSON(hubhttp.ErrorBody{Error: msg})
 }

@@ -109,7 +109,7 @@ func (cn *Console) auditExport(c *fiber.Ctx, s *session) error {
 	f.Limit = ops.MaxAuditLimit
 	ctx := c.UserContext()
 	op := cn.cfg.Operator
-	first, err := op.ListAudit(ctx, f)
+	first, err := op.AuditExportPage(ctx, f)
 	if err != nil {
 		return cn.failErr(c, s, err)
 	}
@@ -117,7 +117,7 @@ func (cn *Console) auditExport(c *fiber.Ctx, s *session) error {
 	c.Set(fiber.HeaderContentType, "application/x-ndjson; charset=utf-8")
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="hookhub-audit.jsonl"`)
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
-		ops.WriteAuditJSONL(ctx, w, op.ListAudit, f, first)
+		ops.WriteAuditJSONL(ctx, w, op.AuditExportPage, f, first)
 	})
 	return nil
 }

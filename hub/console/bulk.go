@@ -47,7 +47,11 @@ func parseBulk(v url.Values, now time.Time, run bool) (eventsQuery, bulkForm, op
 }
 
 type bulkView struct {
-	Q           eventsQuery
+	Q eventsQuery
+	// EventsHref is the Events page of the filter: a whole URL, so that
+	// the template escapes it once (a query interpolated after "?" would
+	// be escaped again, its & and = included).
+	EventsHref  string
 	Form        bulkForm
 	Subscribers []string
 	Plan        *ops.BulkResult
@@ -71,7 +75,7 @@ func (cn *Console) bulkPage(c *fiber.Ctx, s *session) error {
 	now := cn.cfg.Operator.Now()
 	in, form, req, err := parseBulk(q, now, false)
 	v := bulkView{Q: in, Form: form, Subscribers: subs, Where: req.Filter.Where, Jobs: cn.jobs.recent(jobBulk),
-		Actions: []string{ops.BulkReplay, ops.BulkRepublish}}
+		Actions: []string{ops.BulkReplay, ops.BulkRepublish}, EventsHref: "/console/events?" + in.Values().Encode()}
 	render := func(code int, msg string) error {
 		return cn.render(c, code, "bulkplan", view{Title: "Bulk action", Nav: "events", Session: s, Page: v, Error: msg})
 	}

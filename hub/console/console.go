@@ -41,6 +41,9 @@ type Operator interface {
 	// session's action): Refuse records one, outcome refused, with the
 	// actor of ctx.
 	ListAudit(ctx context.Context, f ops.AuditFilter) ([]hub.AuditEntry, error)
+	// AuditExportPage is ListAudit admitted as an expensive read: the
+	// pages of an export.
+	AuditExportPage(ctx context.Context, f ops.AuditFilter) ([]hub.AuditEntry, error)
 	Refuse(ctx context.Context, action, target string, params any, reason error) error
 
 	// Console sessions (sessions.go): list and revoke (recorded in the
@@ -311,5 +314,6 @@ func (cn *Console) failErr(c *fiber.Ctx, s *session, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		code, msg = fiber.StatusServiceUnavailable, "the request took too long or was cancelled; try again"
 	}
+	hubhttp.SetRetryAfter(c, code, err)
 	return cn.fail(c, s, code, msg)
 }

@@ -119,7 +119,9 @@ func parseEventsQuery(q url.Values, now time.Time) (eventsQuery, ops.EventFilter
 	in := eventsQuery{Provider: q.Get("provider"), Type: q.Get("type"), Status: q.Get("status"), Since: q.Get("since"),
 		Until: q.Get("until"), EventID: q.Get("event_id"), Entity: q.Get("entity"), Before: q.Get("before"), Limit: q.Get("limit"),
 		Where1: q.Get("where1"), Where2: q.Get("where2")}
-	f := ops.EventFilter{Provider: in.Provider, Type: in.Type, EventID: in.EventID, Entity: in.Entity, Before: in.Before, Limit: defaultPageSize}
+	// Now is taken once, by the caller: a since of "7d" is then exactly a
+	// payload filter's longest range.
+	f := ops.EventFilter{Provider: in.Provider, Type: in.Type, EventID: in.EventID, Entity: in.Entity, Before: in.Before, Limit: defaultPageSize, Now: now}
 
 	var err error
 	if f.Where, err = parseWheres(in.Where1, in.Where2); err != nil {

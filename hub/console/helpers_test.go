@@ -32,16 +32,25 @@ const (
 	readOnlyToken = "readonly-token-0123456789abcdef0123456789abcd"
 )
 
-// clock is a test's clock, moved by hand.
+// clock is a test's clock, moved by hand, and by tick at each reading
+// when tick is set (a clock that runs: admission_test.go).
 type clock struct {
-	mu sync.Mutex
-	t  time.Time
+	mu   sync.Mutex
+	t    time.Time
+	tick time.Duration
 }
 
 func (c *clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.t = c.t.Add(c.tick)
 	return c.t
+}
+
+func (c *clock) setTick(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tick = d
 }
 
 func (c *clock) Add(d time.Duration) {
@@ -58,6 +67,7 @@ type site struct {
 	cn      *console.Console
 	pool    *pgxpool.Pool
 	clock   *clock
+	ops     *ops.Ops
 	traffic *server.Traffic
 	log     *strings.Builder
 	logMu   sync.Mutex
@@ -99,6 +109,7 @@ func newSiteConfig(t testing.TB, pool *pgxpool.Pool, fc fiber.Config, mod func(*
 	s := &site{t: t, pool: pool, clock: &clock{t: time.Now()}, traffic: server.NewTraffic(), log: &strings.Builder{}}
 	logger := newLogger(lockedWriter{&s.logMu, s.log})
 	o := ops.New(ops.Config{Archive: store.New(pool), Subscribers: pool, Now: s.clock.Now})
+	s.ops = o
 	cfg := console.Config{AdminToken: adminToken, ReadOnlyToken: readOnlyToken, Operator: o,
 		Sessions: store.New(pool), StreamState: func() string { return "ok" }, Traffic: s.traffic.Minutes, Logger: logger, Now: s.clock.Now}
 	if mod != nil {

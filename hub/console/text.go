@@ -74,5 +74,6 @@ func failure(cn *Console, c *fiber.Ctx, err error) (int, string) {
 	if code >= 500 {
 		cn.log.Error("console request failed", "path", c.Path(), "err", err)
 	}
+	hubhttp.SetRetryAfter(c, code, err)
 	return code, msg
 }

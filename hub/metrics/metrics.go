@@ -50,6 +50,11 @@ type Metrics struct {
 	// wrong token): counted, never written to the audit trail, so that
 	// no one without the token can flood it.
 	AdminUnauthorized prometheus.Counter
+	// AdmissionRefused counts expensive operations of hub/ops refused by
+	// admission (429 with Retry-After), by pool (reads, actions) and what
+	// was refused (payload_filter, bulk_plan, dry_run, charts,
+	// audit_export, replay, bulk).
+	AdmissionRefused *prometheus.CounterVec
 	// BodyBytes is the memory reserved for request bodies being received
 	// and handled (HUB_MAX_INFLIGHT × HUB_MAX_BODY_BYTES at most).
 	BodyBytes      prometheus.Gauge
@@ -195,9 +200,20 @@ func New(reg prometheus.Registerer) *Metrics {
 		Help: "1 once the console has read its OpenID Connect provider's discovery document, 0 while the provider cannot be reached (OIDC sign-in answers 503; token sign-in works), by issuer; absent without HUB_CONSOLE_OIDC_ISSUER.",
 	}, []string{"issuer"})
 	reg.MustRegister(m.ConsoleOIDCDiscovered)
+	m.AdmissionRefused = admissionRefused(reg)
 	reg.MustRegister(m.BackfillMissing, m.BackfillIngested, m.BackfillRuns, m.BackfillLastSuccess, m.BackfillFailed, m.BackfillAbandoned,
 		m.BackfillInterval)
 	reg.MustRegister(m.Deliveries, m.IngestSeconds, m.CommitBatch, m.Published, m.PublishLagSecond, m.OutboxPending, m.OutboxOldest, m.NATSConnected,
 		m.ConnsRejected, m.AdminConnsRejected, m.AdminUnauthorized, m.BodyBytes, m.StreamPresent, m.StreamLost, m.StreamRestored, m.StreamSettingBroken)
 	return m
+}
+
+// admissionRefused is hub_admission_refused_total, registered on reg.
+func admissionRefused(reg prometheus.Registerer) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hub_admission_refused_total",
+		Help: "Expensive operator operations refused because their admission pool was spent (answered 429 with Retry-After), by pool (reads: plans, dry runs, payload filters, exports, charts; actions: replays, bulk actions) and what was refused.",
+	}, []string{"pool", "what"})
+	reg.MustRegister(c)
+	return c
 }

@@ -470,6 +470,24 @@ func (o *Ops) ListAudit(ctx context.Context, f AuditFilter) ([]hub.AuditEntry, e
 	return entries, nil
 }
 
+// AuditExportPage is a page of an export of the audit trail: ListAudit,
+// admitted as an expensive read (admission.go) at the cost of its
+// f.Limit rows, or refused with ErrBusy. An export is admitted a page at
+// a time: pass it to WriteAuditJSONL as list.
+func (o *Ops) AuditExportPage(ctx context.Context, f AuditFilter) ([]hub.AuditEntry, error) {
+	if f.Limit < 1 || f.Limit > MaxAuditLimit {
+		return o.ListAudit(ctx, f) // refused as such, not as busy
+	}
+	permit, err := o.admitRead(AdmitAuditExport, Cost{Rows: int64(f.Limit)})
+	if err != nil {
+		return nil, err
+	}
+	defer permit.Release()
+	entries, err := o.ListAudit(ctx, f)
+	permit.Scanned(int64(len(entries)))
+	return entries, err
+}
+
 // MaxAuditExport bounds the entries one JSON-lines export writes; past it
 // the last line is {"truncated":true,"before":cursor} to continue from.
 const MaxAuditExport = 100_000

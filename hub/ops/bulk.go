@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
@@ -52,6 +54,8 @@ const (
 	// MaxBulkScanRows bounds the archive rows a bulk action's payload
 	// filter reads over all its pages.
 	MaxBulkScanRows = 1_000_000
+	// MaxBulkScanBytes bounds the payload bytes (as stored) it reads.
+	MaxBulkScanBytes = 1 << 30
 	// bulkPage is the rows the filter is read a page at a time.
 	bulkPage = 1000
 )
@@ -193,6 +197,11 @@ func (req *BulkRequest) check(now time.Time) error {
 // with its reason and counts so far.
 func (o *Ops) Bulk(ctx context.Context, req BulkRequest) (BulkResult, error) {
 	res := BulkResult{RunID: strconv.FormatInt(o.now().UnixNano(), 36), Action: req.Action, Subscriber: req.Subscriber, DryRun: req.DryRun}
+	if req.Filter.Now.IsZero() {
+		// One now for the check and every page of the filter: a range
+		// read as "7d" is exactly the longest a payload filter searches.
+		req.Filter.Now = o.now()
+	}
 	action, target := ActionBulkRepublish, "stream"
 	if req.Action == BulkReplay {
 		action, target = ActionBulkReplay, "subscriber "+req.Subscriber
@@ -240,9 +249,10 @@ func bulkAuditParams(req BulkRequest, res BulkResult) map[string]any {
 		"rate": req.Rate, "matched": res.Matched, "eligible": res.Eligible}
 }
 
-// bulkPlan is what a bulk run publishes: a replay's messages and how many
-// of them the subscriber processed before, or a republish's archive ids;
-// release gives back the hub's replay slot it holds.
+// bulkPlan is what a bulk run publishes: a replay's messages and which of
+// them the subscriber processed before, or a republish's archive ids;
+// release settles and gives back the admission it holds (a plan's in the
+// reads' pool, a run's in the actions').
 type bulkPlan struct {
 	msgs    []replayMsg
 	ids     []string
@@ -250,11 +260,11 @@ type bulkPlan struct {
 	release func()
 }
 
-// planBulk checks req, takes a replay slot and counts what req matches
-// into res (a dry run's answer); for a run, the plan of what to publish.
+// planBulk checks req, admits it and counts what req matches into res (a
+// dry run's answer); for a run, the plan of what to publish.
 func (o *Ops) planBulk(ctx context.Context, req *BulkRequest, res *BulkResult) (bulkPlan, error) {
 	var p bulkPlan
-	if err := req.check(o.now()); err != nil {
+	if err := req.check(req.Filter.Now); err != nil {
 		return p, err
 	}
 	res.Rate = req.Rate
@@ -266,19 +276,18 @@ func (o *Ops) planBulk(ctx context.Context, req *BulkRequest, res *BulkResult) (
 	if req.Action == BulkRepublish && !req.DryRun && o.republisher == nil {
 		return p, fmt.Errorf("%w: this hub has no publisher for republished copies", ErrNoStream)
 	}
-	// A bulk action is a replay as far as the hub's bound on them goes.
-	select {
-	case o.replays <- struct{}{}:
-		p.release = func() { <-o.replays }
-	default:
-		return p, fmt.Errorf("%w: %d replays, bulk actions or dry runs are running, the most this hub runs at once; try again when one has finished", ErrBusy, cap(o.replays))
+	permit, err := o.admitBulk(*req)
+	if err != nil {
+		return p, err
 	}
-	var filters []string
-	if req.Action == BulkReplay {
-		var err error
-		if filters, err = o.bulkFilters(ctx, req.Subscriber); err != nil {
-			return p, err
-		}
+	read := 0 // stream messages read, settled with the pool with the archive rows
+	p.release = func() {
+		permit.Scanned(int64(read)*streamMsgCost + int64(max(res.Scanned, res.Matched)))
+		permit.Release()
+	}
+	filters, err := o.bulkFilters(ctx, *req)
+	if err != nil {
+		return p, err
 	}
 	if !req.DryRun {
 		if err := o.checkNotDiverted(ctx); err != nil {
@@ -289,19 +298,15 @@ func (o *Ops) planBulk(ctx context.Context, req *BulkRequest, res *BulkResult) (
 	if err != nil {
 		return p, err
 	}
-	// Oldest first, as the events came.
-	slices.Reverse(rows)
-	if p.msgs, p.ids, err = o.bulkSelect(ctx, *req, rows, filters, res); err != nil {
+	if p.msgs, p.ids, read, err = o.bulkSelect(ctx, *req, rows, filters, res); err != nil {
 		return p, err
 	}
 	res.Eligible = len(p.msgs) + len(p.ids)
 	if req.Action == BulkReplay && len(p.msgs) > 0 {
-		before, err := o.processedSet(ctx, req.Subscriber, p.msgs)
-		if err != nil {
+		if p.before, err = o.processedSet(ctx, req.Subscriber, p.msgs); err != nil {
 			return p, err
 		}
-		p.before = before
-		if err := o.bulkCounts(ctx, req.Subscriber, len(before), res); err != nil {
+		if err := o.bulkCounts(ctx, req.Subscriber, len(p.before), res); err != nil {
 			return p, err
 		}
 	}
@@ -321,11 +326,34 @@ func (o *Ops) planBulk(ctx context.Context, req *BulkRequest, res *BulkResult) (
 	return p, nil
 }
 
-// bulkFilters are the subjects the subscriber's consumer takes.
-func (o *Ops) bulkFilters(ctx context.Context, sub string) ([]string, error) {
-	if err := o.checkSubscriber(ctx, sub); err != nil {
+// admitBulk admits a bulk action: a plan is a read (it holds a page of
+// the filter's scan at a time), a run an action, each in its own pool.
+func (o *Ops) admitBulk(req BulkRequest) (*Permit, error) {
+	if !req.DryRun {
+		return o.admission.admit(PoolActions, AdmitBulk, Cost{})
+	}
+	cost := Cost{Rows: bulkPage}
+	if len(req.Filter.Where) > 0 {
+		cost.Rows = int64(o.payloadScanRows)
+	}
+	return o.admission.admit(PoolReads, AdmitBulkPlan, cost)
+}
+
+// bulkFilters are the subjects a bulk replay's subscriber consumes
+// (none for a republish).
+func (o *Ops) bulkFilters(ctx context.Context, req BulkRequest) ([]string, error) {
+	if req.Action != BulkReplay {
+		return nil, nil
+	}
+	if err := o.checkSubscriber(ctx, req.Subscriber); err != nil {
 		return nil, err
 	}
+	return o.subscriberFilters(ctx, req.Subscriber)
+}
+
+// subscriberFilters are the subjects sub's durable consumer takes
+// (ErrUnknownSubscriber when it has none).
+func (o *Ops) subscriberFilters(ctx context.Context, sub string) ([]string, error) {
 	cons, err := o.js.Consumer(ctx, o.stream, sub)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return nil, fmt.Errorf("%w %q: no consumer of that name on stream %s (has the subscriber ever run?)", ErrUnknownSubscriber, sub, o.stream)
@@ -336,19 +364,12 @@ func (o *Ops) bulkFilters(ctx context.Context, sub string) ([]string, error) {
 	return ConsumerFilters(cons.CachedInfo().Config), nil
 }
 
-// bulkSelect sorts the matched rows (oldest first) into what the action
-// publishes (a replay's messages, a republish's archive ids) and what it
-// leaves out, counted in res.
-func (o *Ops) bulkSelect(ctx context.Context, req BulkRequest, rows []EventRow, filters []string, res *BulkResult) ([]replayMsg, []string, error) {
-	var msgs []replayMsg
-	var ids []string
-	var st jetstream.Stream
-	if req.Action == BulkReplay {
-		var err error
-		if st, err = o.js.Stream(ctx, o.stream); err != nil {
-			return nil, nil, o.streamErr(err)
-		}
-	}
+// bulkSelect sorts the matched rows (newest first) into what the action
+// publishes, oldest first: a replay's messages, still on the stream and
+// on subjects its subscriber consumes (filters), or a republish's archive
+// ids; it counts the others in res. read is the stream messages it read.
+func (o *Ops) bulkSelect(ctx context.Context, req BulkRequest, rows []EventRow, filters []string, res *BulkResult) (msgs []replayMsg, ids []string, read int, err error) {
+	slices.Reverse(rows)
 	for _, r := range rows {
 		if r.StreamSeq == 0 {
 			res.NotPublished++
@@ -363,16 +384,19 @@ func (o *Ops) bulkSelect(ctx context.Context, req BulkRequest, rows []EventRow, 
 			res.NotConsumed++
 			continue
 		}
-		m := replayMsg{provider: r.Provider, eventID: r.EventID, subject: subject, seq: r.StreamSeq}
-		if _, err := o.getMsg(ctx, st, m); errors.Is(err, errGone) {
-			res.Gone++
-			continue
-		} else if err != nil {
-			return nil, nil, err
-		}
-		msgs = append(msgs, m)
+		msgs = append(msgs, replayMsg{provider: r.Provider, eventID: r.EventID, subject: subject, seq: r.StreamSeq})
 	}
-	return msgs, ids, nil
+	if len(msgs) == 0 {
+		return msgs, ids, 0, nil
+	}
+	// Which are still on the stream: from their headers, never their
+	// bodies (a run reads each body as it publishes it).
+	var gone int
+	if msgs, gone, read, err = o.onStream(ctx, filters, msgs, res.Scanned); err != nil {
+		return nil, nil, read, err
+	}
+	res.Gone += gone
+	return msgs, ids, read, nil
 }
 
 // bulkMatch reads the events req.Filter matches, newest first, a page at a
@@ -380,18 +404,21 @@ func (o *Ops) bulkSelect(ctx context.Context, req BulkRequest, rows []EventRow, 
 func (o *Ops) bulkMatch(ctx context.Context, req BulkRequest, res *BulkResult) ([]EventRow, error) {
 	f := req.Filter
 	var out []EventRow
+	var bytes int64 // payload bytes the filter read
 	for {
-		p, err := o.ListEventPage(ctx, f)
+		p, err := o.listEventPage(ctx, f) // admitted with the action
 		if err != nil {
 			return nil, err
 		}
 		res.Scanned += p.Scanned
+		bytes += p.ScannedBytes
 		out = append(out, p.Events...)
 		if len(out) > o.maxBulkEvents {
 			return nil, inputErr("since", "the filter matches more than %d events, the most one bulk action takes: narrow it (a later since, an earlier until, more conditions) and run it in parts (each part is safe to repeat)", o.maxBulkEvents)
 		}
-		if res.Scanned > MaxBulkScanRows {
-			return nil, inputErr("since", "the payload filter read more than %d archive rows, the most one bulk action reads: narrow the time range", MaxBulkScanRows)
+		if res.Scanned > MaxBulkScanRows || bytes > MaxBulkScanBytes {
+			return nil, inputErr("since", "the payload filter read more than %d archive rows or %d MiB of payloads, the most one bulk action reads: narrow the time range",
+				MaxBulkScanRows, MaxBulkScanBytes>>20)
 		}
 		if p.Next == "" {
 			break
@@ -478,4 +505,58 @@ func (o *Ops) loadMsg(ctx context.Context, m replayMsg) (replayMsg, error) {
 		return m, fmt.Errorf("%w: %s (stream seq %d) left the stream during the replay; republish it", ErrNotFound, schema.MsgID(m.provider, m.eventID), m.seq)
 	}
 	return out, err
+}
+
+// MaxBulkPlanHeaderBytes bounds the header bytes a bulk replay reads to
+// find which of its events are still on the stream (onStream).
+const MaxBulkPlanHeaderBytes = 64 << 20
+
+// onStream keeps the msgs (in stream order) whose original message the
+// stream still holds, and counts the others (gone). It reads headers
+// only, never bodies, with one scan from the first message's sequence to
+// the last's on filters (the subscriber's subjects), counting the
+// messages and header bytes it reads: past MaxBulkScanRows messages
+// (with scanned, the archive rows already read) or MaxBulkPlanHeaderBytes
+// it stops and refuses the filter as too wide. read is the messages it
+// read.
+func (o *Ops) onStream(ctx context.Context, filters []string, msgs []replayMsg, scanned int) (kept []replayMsg, gone, read int, err error) {
+	slices.SortFunc(msgs, func(a, b replayMsg) int { return cmp.Compare(a.seq, b.seq) })
+	want := make(map[uint64]replayMsg, len(msgs))
+	for _, m := range msgs {
+		want[m.seq] = m
+	}
+	last := msgs[len(msgs)-1].seq
+	found := make(map[uint64]bool, len(msgs))
+	bytes := 0
+	scan := relay.Scan{Stream: o.stream, Subjects: filters, StartSeq: msgs[0].seq, HeadersOnly: true, Stall: o.scanStall}
+	_, err = scan.Run(ctx, o.js, func(m relay.ScanMsg) error {
+		seq := m.Meta.Sequence.Stream
+		if seq > last {
+			return relay.ErrStopScan
+		}
+		h := m.Msg.Headers()
+		read++
+		bytes += headerSize(h)
+		if scanned+read > MaxBulkScanRows || bytes > MaxBulkPlanHeaderBytes {
+			return inputErr("since", "the events are spread over more than %d stream messages or %d MiB of their headers, the most one bulk action reads: narrow the time range",
+				MaxBulkScanRows, MaxBulkPlanHeaderBytes>>20)
+		}
+		if w, ok := want[seq]; ok {
+			meta, err := schema.ParseMetadata(h)
+			found[seq] = err == nil && meta.Provider == w.provider && meta.EventID == w.eventID
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, read, o.scanErr(err)
+	}
+	kept = msgs[:0]
+	for _, m := range msgs {
+		if found[m.seq] {
+			kept = append(kept, m)
+		} else {
+			gone++
+		}
+	}
+	return kept, gone, read, nil
 }

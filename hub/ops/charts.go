@@ -126,12 +126,22 @@ type ProcessingCharts struct {
 // subscriber on its own tables through their time indexes (MaxChartRows,
 // ChartSamplesPerStep), and one look-up of the sampled events' first
 // acceptance in the hub's dedup table.
-func (o *Ops) ProcessingCharts(ctx context.Context, hours int) (ProcessingCharts, error) {
+func (o *Ops) ProcessingCharts(ctx context.Context, hours int) (pc ProcessingCharts, err error) {
+	var scanned int64 // the rows counted: what the buckets count
 	if hours < 1 || hours > MaxChartHours {
 		return ProcessingCharts{}, inputErr("hours", "must be a whole number of hours from 1 to %d, not %d", MaxChartHours, hours)
 	}
+	// An expensive read: admitted at a payload filter page's cost, and
+	// settled at the rows the buckets count (each table's read is bounded
+	// by MaxChartRows).
+	permit, err := o.admitRead(AdmitCharts, Cost{Rows: DefaultPayloadScanRows})
+	if err != nil {
+		return ProcessingCharts{}, err
+	}
+	defer permit.Release()
+	defer func() { permit.Scanned(scanned) }()
 	from, until, step := ChartWindow(o.now(), hours)
-	pc := ProcessingCharts{From: from, Until: until, Step: step}
+	pc = ProcessingCharts{From: from, Until: until, Step: step}
 	subs, err := o.Subscribers(ctx)
 	if err != nil {
 		return pc, err
@@ -152,6 +162,7 @@ func (o *Ops) ProcessingCharts(ctx context.Context, hours int) (ProcessingCharts
 		if err != nil {
 			return pc, err
 		}
+		scanned += c.Processed + c.DeadLettered + c.Attempts
 		pc.Subscribers = append(pc.Subscribers, c)
 	}
 	slices.SortStableFunc(pc.Subscribers, func(a, b SubscriberChart) int {

@@ -26,8 +26,12 @@
 //
 // Every read of a range of the stream (replay, its dry run, reconcile)
 // goes through relay.Scan: it covers the whole range or fails with
-// ErrIncompleteRead, never answering success for a part of it. Replays
-// and dry runs are bounded per hub (Config.MaxConcurrentReplays running
-// at once, Config.MaxReplayBytesHeld of messages held together; past
-// either, ErrBusy), and each run by MaxReplayEvents and MaxReplayBytes.
+// ErrIncompleteRead, never answering success for a part of it. Every
+// expensive operation is admitted by its cost (admission.go), in one of
+// two pools: reads (plans, dry runs, payload filters, audit exports,
+// charts: Config.ReadBudget) and actions (replays and bulk actions:
+// Config.MaxConcurrentReplays running at once, Config.MaxReplayBytesHeld
+// of messages held together); past a budget, ErrBusy (a *BusyError with
+// its Retry-After), counted in hub_admission_refused_total. Each run is
+// bounded by MaxReplayEvents and MaxReplayBytes.
 package ops

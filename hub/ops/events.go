@@ -40,6 +40,12 @@ type EventFilter struct {
 	// (payload.go); they need Since within MaxPayloadFilterRange of Until
 	// (or now), and are listed by ListEventPage.
 	Where []PayloadMatch
+	// Now is the time Since and Until were read against when they were
+	// given relative ("7d": ParseWindow's now), and the end of a payload
+	// filter's range when Until is not set; zero is Ops's clock when the
+	// listing runs. Taken once, so that "7d" is exactly
+	// MaxPayloadFilterRange.
+	Now time.Time
 }
 
 // check refuses filters no archive row can match and limits out of range,

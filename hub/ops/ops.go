@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
@@ -26,10 +27,11 @@ var (
 	ErrUnknownSubscriber error = &hub.Error{Code: hub.ENOTFOUND, Message: "unknown subscriber"}
 	ErrInvalid           error = &hub.Error{Code: hub.EINVALID, Message: "invalid request"}
 	ErrNoStream          error = &hub.Error{Code: hub.EUNAVAILABLE, Message: "JetStream not connected"}
-	// ErrBusy: MaxConcurrentReplays replays and dry runs are running
-	// already, or those running hold MaxReplayBytesHeld of messages; the
-	// caller retries later (the admin API answers 429).
-	ErrBusy error = &hub.Error{Code: hub.EBUSY, Message: "too many replays at once"}
+	// ErrBusy: admission refused the operation (admission.go): its pool
+	// (reads, or replays and bulk actions) is spent; the caller retries
+	// later (the admin API and the console answer 429 with Retry-After).
+	// The refusal is a *BusyError, which says how long to wait.
+	ErrBusy error = &hub.Error{Code: hub.EBUSY, Message: "too many expensive operations at once"}
 	// ErrIncompleteRead: the stream could not be read to the end of the
 	// range (it stalled, or was deleted meanwhile); nothing was replayed.
 	// It wraps the *relay.ScanError that says how far the read got.
@@ -119,6 +121,15 @@ type Config struct {
 	// PayloadScanRows bounds the archive rows one page of a payload
 	// filter reads; 0 is DefaultPayloadScanRows.
 	PayloadScanRows int
+	// ReadBudget bounds the expensive reads running at once (admission.go:
+	// plans, dry runs, payload filters, exports, charts); zero fields are
+	// the defaults' (ReadBudgetOf(DefaultReadSlots,
+	// DefaultReadRowsPerSecond)). Actions have their own budget:
+	// MaxConcurrentReplays slots and MaxReplayBytesHeld bytes.
+	ReadBudget Budget
+	// Metrics counts admission refusals (hub_admission_refused_total);
+	// nil counts nothing.
+	Metrics *metrics.Metrics
 }
 
 // Ops runs operator operations against one hub's database and stream.
@@ -129,20 +140,22 @@ type Ops struct {
 	stream      string
 	republisher Republisher
 	now         func() time.Time
-	replays     chan struct{} // a slot per replay or dry run running
-	// replayHeld is the bytes of messages the running replays hold, at
-	// most maxReplayHeld.
-	replayHeld    atomic.Int64
-	maxReplayHeld int64
-	scanStall     time.Duration
-	audit         AuditLog // nil: nothing recorded
-	sessions      Sessions // nil: no console sessions to list
+	// admission admits expensive reads and actions by cost, each in its
+	// own pool (admission.go).
+	admission *admission
+	scanStall time.Duration
+	audit     AuditLog // nil: nothing recorded
+	sessions  Sessions // nil: no console sessions to list
 	// swept: the running entries of dead processes were marked
 	// interrupted (InterruptStaleAudit), before this process's first.
 	swept atomic.Bool
 	log   *slog.Logger
-	// payloadScanRows bounds one page of a payload filter (issue 21).
-	payloadScanRows int
+	// payloadScanRows bounds one page of a payload filter (issue 21);
+	// payloadScanBytes its payload bytes, read payloadScanChunk rows a
+	// statement (MaxPayloadScanBytes, payloadScanChunk; tests lower them).
+	payloadScanRows  int
+	payloadScanBytes int64
+	payloadScanChunk int
 	// maxBulkEvents bounds one bulk action (MaxBulkEvents; tests lower it).
 	maxBulkEvents int
 }
@@ -171,16 +184,34 @@ func New(cfg Config) *Ops {
 	if n <= 0 {
 		n = DefaultMaxConcurrentReplays
 	}
-	o.replays = make(chan struct{}, n)
 	o.maxBulkEvents = MaxBulkEvents
+	o.payloadScanBytes, o.payloadScanChunk = MaxPayloadScanBytes, payloadScanChunk
 	o.payloadScanRows = cfg.PayloadScanRows
 	if o.payloadScanRows <= 0 {
 		o.payloadScanRows = DefaultPayloadScanRows
 	}
-	o.maxReplayHeld = cfg.MaxReplayBytesHeld
-	if o.maxReplayHeld <= 0 {
-		o.maxReplayHeld = DefaultMaxReplayBytesHeld
+	held := cfg.MaxReplayBytesHeld
+	if held <= 0 {
+		held = DefaultMaxReplayBytesHeld
 	}
+	reads, def := cfg.ReadBudget, ReadBudgetOf(DefaultReadSlots, DefaultReadRowsPerSecond)
+	if reads.Slots <= 0 {
+		reads.Slots = def.Slots
+	}
+	if reads.Rows <= 0 {
+		reads.Rows = def.Rows
+	}
+	if reads.Bytes <= 0 {
+		reads.Bytes = def.Bytes
+	}
+	if reads.RowsPerSecond <= 0 {
+		reads.RowsPerSecond = def.RowsPerSecond
+	}
+	var refused func(pool, what string)
+	if m := cfg.Metrics; m != nil {
+		refused = func(pool, what string) { m.AdmissionRefused.WithLabelValues(pool, what).Inc() }
+	}
+	o.admission = newAdmission(reads, Budget{Slots: n, Bytes: held}, refused)
 	return o
 }
 

@@ -57,6 +57,14 @@ const (
 	// filter reads at most (Config.PayloadScanRows); past it the page
 	// ends with what it found, EventPage.Truncated and a cursor.
 	DefaultPayloadScanRows = 20_000
+	// MaxPayloadScanBytes bounds the payload bytes (as Postgres stores
+	// them) one page of a payload filter reads: past it the page ends as
+	// at its row bound, Truncated, with a cursor. 20,000 rows of 1 MiB
+	// bodies would be 20 GB to read for one page.
+	MaxPayloadScanBytes = 64 << 20
+	// payloadScanChunk is the rows one statement of a page reads: the
+	// page counts rows and bytes between them, and stops at its bounds.
+	payloadScanChunk = 2_000
 )
 
 // ParseWhere reads "path=value" (the first '=' splits them) given as
@@ -213,10 +221,12 @@ type EventPage struct {
 	// the listing is complete.
 	Next string `json:"next,omitempty"`
 	// Scanned is the archive rows a payload filter read for this page
-	// (0 without one).
-	Scanned int `json:"scanned,omitempty"`
+	// (0 without one), ScannedBytes their payloads' stored bytes.
+	Scanned      int   `json:"scanned,omitempty"`
+	ScannedBytes int64 `json:"scanned_bytes,omitempty"`
 	// Truncated: a payload filter read its bound of rows
-	// (DefaultPayloadScanRows) before the page was full. The page holds
+	// (DefaultPayloadScanRows) or of payload bytes (MaxPayloadScanBytes)
+	// before the page was full. The page holds
 	// what it found; older rows are still to search from Next.
 	Truncated bool `json:"truncated,omitempty"`
 }
@@ -226,16 +236,44 @@ type EventPage struct {
 // says how many rows were read and whether the read stopped at its bound.
 // A payload filter without Since searches the MaxPayloadFilterRange
 // before Until (or now); a Since further back is refused.
+//
+// A payload filter is an expensive read: it is admitted (admission.go) at
+// the cost of its page's scan bound, or refused with ErrBusy.
 func (o *Ops) ListEventPage(ctx context.Context, f EventFilter) (EventPage, error) {
-	var p EventPage
+	af, err := o.eventQuery(f)
+	if err != nil || af.Where == nil {
+		return o.listEvents(ctx, af, err)
+	}
+	// Checked first: a bad filter is refused as such, never as busy.
+	permit, err := o.admitRead(AdmitPayload, Cost{Rows: int64(o.payloadScanRows)})
+	if err != nil {
+		return EventPage{}, err
+	}
+	p, err := o.listEvents(ctx, af, nil)
+	permit.Scanned(int64(p.Scanned))
+	permit.Release()
+	return p, err
+}
+
+// listEventPage is ListEventPage, unadmitted: a bulk action's pages are
+// admitted with the action.
+func (o *Ops) listEventPage(ctx context.Context, f EventFilter) (EventPage, error) {
+	af, err := o.eventQuery(f)
+	return o.listEvents(ctx, af, err)
+}
+
+// eventQuery checks f and makes it the store's filter: a payload filter
+// without Since searches the MaxPayloadFilterRange before its end.
+func (o *Ops) eventQuery(f EventFilter) (hub.ArchiveFilter, error) {
 	before, err := f.check()
 	if err != nil {
-		return p, err
+		return hub.ArchiveFilter{}, err
 	}
-	now := o.now()
+	now := f.Now
+	if now.IsZero() {
+		now = o.now()
+	}
 	if len(f.Where) > 0 && f.Since.IsZero() {
-		// A search without a start searches the most it may: the last
-		// MaxPayloadFilterRange before its end.
 		end := f.Until
 		if end.IsZero() {
 			end = now
@@ -244,30 +282,70 @@ func (o *Ops) ListEventPage(ctx context.Context, f EventFilter) (EventPage, erro
 	}
 	where, err := f.checkWhere(now)
 	if err != nil {
-		return p, err
+		return hub.ArchiveFilter{}, err
 	}
 	af := f.archiveFilter(before)
+	if where != nil {
+		af.Where, af.MaxScan = where, o.payloadScanRows
+	}
+	return af, nil
+}
+
+// listEvents reads the page af (from eventQuery, which failed with
+// err when not nil) selects.
+func (o *Ops) listEvents(ctx context.Context, af hub.ArchiveFilter, err error) (EventPage, error) {
+	var p EventPage
+	if err != nil {
+		return p, err
+	}
 	var ds []hub.ArchivedDelivery
-	if where == nil {
+	if af.Where == nil {
 		if ds, err = o.archive.ListArchive(ctx, af); err != nil {
 			return p, fmt.Errorf("list events: %w", err)
 		}
-		if len(ds) == f.Limit {
+		if len(ds) == af.Limit {
 			p.Next = FormatCursor(ds[len(ds)-1].Cursor())
 		}
-	} else {
-		af.Where, af.MaxScan = where, o.payloadScanRows
-		scan, err := o.archive.ScanArchive(ctx, af)
-		if err != nil {
-			return p, fmt.Errorf("list events: %w", err)
-		}
-		ds, p.Scanned, p.Truncated = scan.Rows, scan.Scanned, scan.Truncated
-		if !scan.Resume.IsZero() {
-			p.Next = FormatCursor(scan.Resume)
-		}
+	} else if ds, err = o.scanPayloads(ctx, af, &p); err != nil {
+		return p, err
 	}
 	p.Events = eventRows(ds)
 	return p, nil
+}
+
+// scanPayloads reads a page of a payload filter (af.Where) in chunks of
+// payloadScanChunk rows, counting the rows and payload bytes read as it
+// goes: it stops when the page is full, at the range's end, or at the
+// page's bound, o.payloadScanRows rows or o.payloadScanBytes
+// (MaxPayloadScanBytes) of payloads, whichever comes first (then p.Truncated, and p.Next where to
+// continue).
+func (o *Ops) scanPayloads(ctx context.Context, af hub.ArchiveFilter, p *EventPage) ([]hub.ArchivedDelivery, error) {
+	var out []hub.ArchivedDelivery
+	limit := af.Limit
+	for {
+		af.Limit = limit - len(out)
+		af.MaxScan = min(o.payloadScanChunk, o.payloadScanRows-p.Scanned)
+		scan, err := o.archive.ScanArchive(ctx, af)
+		if err != nil {
+			return nil, fmt.Errorf("list events: %w", err)
+		}
+		out = append(out, scan.Rows...)
+		p.Scanned += scan.Scanned
+		p.ScannedBytes += scan.Bytes
+		switch {
+		case len(out) == limit:
+			if !scan.Resume.IsZero() {
+				p.Next = FormatCursor(scan.Resume)
+			}
+			return out, nil
+		case !scan.Truncated:
+			return out, nil // the range's end
+		case p.Scanned >= o.payloadScanRows || p.ScannedBytes >= o.payloadScanBytes:
+			p.Truncated, p.Next = true, FormatCursor(scan.Resume)
+			return out, nil
+		}
+		af.Before = scan.Resume
+	}
 }
 
 // FormatWheres is payload conditions as one line, each as --where takes

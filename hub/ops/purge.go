@@ -67,7 +67,16 @@ type PurgeResult struct {
 // which deletes nothing, is not.
 func (o *Ops) Purge(ctx context.Context, req PurgeRequest) (PurgeResult, error) {
 	if req.DryRun {
-		return o.purge(ctx, req)
+		// A dry run is a read (admission.go): it counts the rows it would
+		// delete, settled at that count.
+		permit, err := o.admitRead(AdmitDryRun, Cost{Rows: DefaultPayloadScanRows})
+		if err != nil {
+			return PurgeResult{DryRun: true}, err
+		}
+		res, err := o.purge(ctx, req)
+		permit.Scanned(res.Rows)
+		permit.Release()
+		return res, err
 	}
 	params := map[string]any{"older_than": fmtAge(req.OlderThan), "batch": req.BatchSize, "include_failed": req.IncludeFailed}
 	var res PurgeResult

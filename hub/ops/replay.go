@@ -139,12 +139,16 @@ func (o *Ops) replay(ctx context.Context, req ReplayRequest) (ReplayResult, erro
 	if err := o.needStream(); err != nil {
 		return res, err
 	}
-	select {
-	case o.replays <- struct{}{}:
-		defer func() { <-o.replays }()
-	default:
-		return res, fmt.Errorf("%w: %d replays or dry runs are running, the most this hub runs at once; try again when one has finished", ErrBusy, cap(o.replays))
+	// A dry run is a read, a run an action: each in its own pool.
+	pool, what := PoolActions, AdmitReplay
+	if req.DryRun {
+		pool, what = PoolReads, AdmitDryRun
 	}
+	permit, err := o.admission.admit(pool, what, Cost{})
+	if err != nil {
+		return res, err
+	}
+	defer permit.Release()
 	if err := o.checkSubscriber(ctx, req.Subscriber); err != nil {
 		return res, err
 	}
@@ -153,20 +157,14 @@ func (o *Ops) replay(ctx context.Context, req ReplayRequest) (ReplayResult, erro
 			return res, err
 		}
 	}
-	cons, err := o.js.Consumer(ctx, o.stream, req.Subscriber)
-	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return res, fmt.Errorf("%w %q: no consumer of that name on stream %s (has the subscriber ever run?)", ErrUnknownSubscriber, req.Subscriber, o.stream)
-	}
+	filters, err := o.subscriberFilters(ctx, req.Subscriber)
 	if err != nil {
-		return res, fmt.Errorf("consumer %s: %w", req.Subscriber, err)
+		return res, err
 	}
-	filters := ConsumerFilters(cons.CachedInfo().Config)
 	if req.Subject != "" && !slices.ContainsFunc(filters, func(f string) bool { return schema.SubjectsOverlap(f, req.Subject) }) {
 		return res, inputErr("subject", "%s does not consume %s (it consumes %s)", req.Subscriber, req.Subject, strings.Join(filters, ", "))
 	}
-	var held int64 // bytes of msgs, counted in o.replayHeld
-	defer func() { o.replayHeld.Add(-held) }()
-	msgs, err := o.readRange(ctx, filters, req, &held)
+	msgs, err := o.readRange(ctx, filters, req, permit)
 	if err != nil {
 		return res, err
 	}
@@ -247,14 +245,14 @@ func (o *Ops) replayCopies(ctx context.Context, req ReplayRequest, msgs []replay
 // reads up to the stream's last message when it started (relay.Scan): a
 // read that cannot get there fails with ErrIncompleteRead, never returns
 // part of the range. A dry run reads headers only. The bytes it keeps are
-// added to held and to o.replayHeld (the caller takes them off when it no
-// longer holds the messages); past o.maxReplayHeld it fails with ErrBusy.
-func (o *Ops) readRange(ctx context.Context, filters []string, req ReplayRequest, held *int64) ([]replayMsg, error) {
+// added to permit (its pool's bytes, given back when the caller releases
+// it); past the pool's bound it fails with ErrBusy.
+func (o *Ops) readRange(ctx context.Context, filters []string, req ReplayRequest, permit *Permit) ([]replayMsg, error) {
 	seen := map[subscriber.EventKey]bool{}
 	var out []replayMsg
 	size := 0
 	scan := relay.Scan{Stream: o.stream, Subjects: filters, StartTime: req.Since, HeadersOnly: req.DryRun, Stall: o.scanStall}
-	_, err := scan.Run(ctx, o.js, func(m relay.ScanMsg) error {
+	read, err := scan.Run(ctx, o.js, func(m relay.ScanMsg) error {
 		md := m.Meta
 		if !req.Until.IsZero() && !md.Timestamp.Before(req.Until) {
 			return relay.ErrStopScan
@@ -283,11 +281,8 @@ func (o *Ops) readRange(ctx context.Context, filters []string, req ReplayRequest
 		}
 		size += headerSize(h)
 		out = append(out, rm)
-		kept := int64(len(rm.data) + headerSize(h))
-		*held += kept
-		if o.replayHeld.Add(kept) > o.maxReplayHeld {
-			return fmt.Errorf("%w: the replays and dry runs running hold more than %d MiB of events, the most this hub holds at once; try again when one has finished, or narrow the range",
-				ErrBusy, o.maxReplayHeld>>20)
+		if err := permit.Grow(int64(len(rm.data) + headerSize(h))); err != nil {
+			return err
 		}
 		if len(out) > MaxReplayEvents || size > MaxReplayBytes {
 			return inputErr("until", "the range holds more than %d events or %d MiB (it reached %s at stream seq %d): replay it in parts (consecutive ranges are safe to replay)",
@@ -295,6 +290,7 @@ func (o *Ops) readRange(ctx context.Context, filters []string, req ReplayRequest
 		}
 		return nil
 	})
+	permit.Scanned(int64(read.Msgs) * streamMsgCost)
 	if err != nil {
 		if err = o.scanErr(err); errors.Is(err, ErrIncompleteRead) {
 			err = fmt.Errorf("%w; nothing was replayed (running it again is safe)", err)

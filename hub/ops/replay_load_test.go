@@ -139,23 +139,27 @@ func startWaitingReplay(t *testing.T, o *ops.Ops, since time.Time) (cancel func(
 	return cancel, ended
 }
 
-// Replays and dry runs beyond MaxConcurrentReplays are refused at once
-// with ErrBusy, and a slot is free again when a replay ends.
+// Replays beyond MaxConcurrentReplays are refused at once with ErrBusy,
+// and a slot is free again when a replay ends. A dry run is a read, in
+// the reads' pool: a running replay does not keep it out.
 func TestReplayConcurrencyBound(t *testing.T) {
 	t.Parallel()
 	const events = 20
 	o, _, since := loadRange(t, events, func(c *ops.Config) { c.MaxConcurrentReplays = 1 })
 	cancel, done := startWaitingReplay(t, o, since)
 	defer cancel()
-	_, err := o.Replay(context.Background(), ops.ReplayRequest{Subscriber: "loadsub", Since: since, DryRun: true})
+	_, err := o.Replay(context.Background(), ops.ReplayRequest{Subscriber: "loadsub", Since: since, Wait: time.Second})
 	require.ErrorIs(t, err, ops.ErrBusy)
-	require.Contains(t, err.Error(), "1 replays or dry runs are running")
+	require.Contains(t, err.Error(), "1 replays and bulk actions are running")
+	res, err := o.Replay(context.Background(), ops.ReplayRequest{Subscriber: "loadsub", Since: since, DryRun: true})
+	require.NoError(t, err, "a dry run has the reads' pool")
+	require.Equal(t, events, res.Matched)
 
 	cancel()
 	require.ErrorIs(t, <-done, context.Canceled)
-	res, err := o.Replay(context.Background(), ops.ReplayRequest{Subscriber: "loadsub", Since: since, DryRun: true})
+	res, err = o.Replay(context.Background(), ops.ReplayRequest{Subscriber: "loadsub", Since: since, Wait: time.Second})
 	require.NoError(t, err, "the slot is free again")
-	require.Equal(t, events, res.Matched)
+	require.Equal(t, events, res.Delivered)
 }
 
 // A range the stream will not deliver fails, naming how far it got,

@@ -61,7 +61,20 @@ const (
 // which changes nothing, is not.
 func (o *Ops) Republish(ctx context.Context, f RepublishFilter) (RepublishResult, error) {
 	if f.DryRun {
-		return o.republish(ctx, f)
+		// A dry run is a read (admission.go), admitted at a page of rows
+		// and settled at the rows it counted; a bad filter is refused as
+		// such first.
+		if _, err := f.check(); err != nil {
+			return RepublishResult{DryRun: true}, err
+		}
+		permit, err := o.admitRead(AdmitDryRun, Cost{Rows: republishPage})
+		if err != nil {
+			return RepublishResult{DryRun: true}, err
+		}
+		res, err := o.republish(ctx, f)
+		permit.Scanned(int64(res.Matched))
+		permit.Release()
+		return res, err
 	}
 	params := map[string]any{"provider": clip(f.Provider, maxAuditParam), "status": clip(string(f.Status), maxAuditParam),
 		"since": auditTime(f.Since), "until": auditTime(f.Until), "event": clip(f.Event, maxAuditParam), "limit": f.Limit}

@@ -121,6 +121,8 @@ type BackfillConfig struct {
 type AdminConfig struct {
 	AdminAddr            string `envconfig:"HUB_ADMIN_ADDR" desc:"Listen address of the private listener for /admin/, /metrics and /debug/pprof/ (and /healthz, /readyz); empty serves /metrics and /admin/ on HUB_HTTP_ADDR and pprof nowhere. Set it in production and keep it off the internet"`
 	AdminMaxConns        int    `envconfig:"HUB_ADMIN_MAX_CONNS" default:"256" desc:"Open connections on HUB_ADMIN_ADDR (probes, Prometheus, operators), and a quarter of that from one remote address; past either a new connection is answered 503 with Retry-After and closed"`
+	ReadMaxAtOnce        int    `envconfig:"HUB_READ_MAX_AT_ONCE" default:"2" desc:"Expensive reads (plans, dry runs, payload filters, exports, charts) the hub runs at once, all sessions together; past it a read is refused 429 with Retry-After. Replays and bulk actions have their own capacity"`
+	ReadRowsPerSecond    int    `envconfig:"HUB_READ_ROWS_PER_SECOND" default:"10000" desc:"Archive rows (and stream messages) the expensive reads may read a second on average, with a burst of five seconds' worth; past it a read is refused 429 with Retry-After"`
 	AdminToken           string `envconfig:"HUB_ADMIN_TOKEN" desc:"Bearer token of the admin API under /admin/ and the admin sign-in of the web console under /console/ (at least 32 characters); empty leaves both off"`
 	ConsoleReadOnlyToken string `envconfig:"HUB_CONSOLE_READONLY_TOKEN" desc:"Token of the web console's read-only sign-in under /console/ (at least 32 characters, not HUB_ADMIN_TOKEN; needs HUB_ADMIN_TOKEN, which signs in as admin); empty: admin sign-in only"`
 	// OpenID Connect sign-in to the console (docs/console.md).
@@ -347,6 +349,12 @@ func (c *AdminConfig) validate(p *problems) {
 	c.validateOIDC(p)
 	if c.AdminMaxConns < 16 || c.AdminMaxConns > 100000 {
 		p.add("ADMIN_MAX_CONNS", "must be between 16 and 100000, got %d", c.AdminMaxConns)
+	}
+	if c.ReadMaxAtOnce < 1 || c.ReadMaxAtOnce > 64 {
+		p.add("READ_MAX_AT_ONCE", "must be between 1 and 64, got %d", c.ReadMaxAtOnce)
+	}
+	if c.ReadRowsPerSecond < 1000 || c.ReadRowsPerSecond > 10_000_000 {
+		p.add("READ_ROWS_PER_SECOND", "must be between 1000 and 10000000, got %d", c.ReadRowsPerSecond)
 	}
 }
 

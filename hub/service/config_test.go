@@ -52,6 +52,8 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 		{"HUB_SHUTDOWN_TIMEOUT", func(c *service.Config) { c.ShutdownTimeout = -time.Second }},
 		{"HUB_ADMIN_MAX_CONNS", func(c *service.Config) { c.AdminMaxConns = 0 }},
 		{"HUB_ADMIN_MAX_CONNS", func(c *service.Config) { c.AdminMaxConns = 1000001 }},
+		{"HUB_READ_MAX_AT_ONCE", func(c *service.Config) { c.ReadMaxAtOnce = 0 }},
+		{"HUB_READ_ROWS_PER_SECOND", func(c *service.Config) { c.ReadRowsPerSecond = 10 }},
 		{"HUB_LOG_LEVEL", func(c *service.Config) { c.LogLevel = "loud" }},
 		{"HUB_DATABASE_MAX_CONNS", func(c *service.Config) { c.DatabaseMaxConns = 1 }},
 		{"HUB_STREAM_MAX_AGE", func(c *service.Config) { c.StreamMaxAge = time.Second }},

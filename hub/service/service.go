@@ -259,7 +259,8 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 	byProvider := server.NewProviderTraffic(names)
 	if cfg.AdminToken != "" {
 		o := ops.New(ops.Config{Archive: s.store, Subscribers: s.pool, JetStream: s.js, Stream: cfg.Stream,
-			Republisher: s.relay, Now: deps.Now, Logger: s.log.With("component", "ops")})
+			Republisher: s.relay, Now: deps.Now, Logger: s.log.With("component", "ops"), Metrics: s.metrics,
+			ReadBudget: ops.ReadBudgetOf(cfg.ReadMaxAtOnce, int64(cfg.ReadRowsPerSecond))})
 		operator = o
 		s.add("audit sweep", s.auditSweep(o))
 		oidc := cfg.OIDC()

@@ -81,8 +81,9 @@ func (s *Store) ScanArchive(ctx context.Context, f hub.ArchiveFilter) (hub.Archi
 	// rows: a page of 10 found in the first 9,007 rows read 9,007, not
 	// 20,000). The rows come in the subquery's order (n); they are sorted
 	// by n below all the same.
-	sql := `SELECT id, created_at, n, hit, last FROM (
-    SELECT a.id, a.created_at, row_number() OVER w AS n, COALESCE(` + hit + `, false) AS hit, lead(a.id) OVER w IS NULL AS last
+	sql := `SELECT id, created_at, n, hit, last, bytes FROM (
+    SELECT a.id, a.created_at, row_number() OVER w AS n, COALESCE(` + hit + `, false) AS hit, lead(a.id) OVER w IS NULL AS last,
+           COALESCE(sum(pg_column_size(a.payload)) OVER w, 0) AS bytes
     FROM webhook_events a` + join + `
     WHERE ` + base + ` AND ` + where + `
     WINDOW w AS (ORDER BY a.created_at DESC, a.id DESC)
@@ -97,10 +98,11 @@ func (s *Store) ScanArchive(ctx context.Context, f hub.ArchiveFilter) (hub.Archi
 		at        time.Time
 		n         int64
 		hit, last bool
+		bytes     int64
 	}
 	ps, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (picked, error) {
 		var p picked
-		err := r.Scan(&p.id, &p.at, &p.n, &p.hit, &p.last)
+		err := r.Scan(&p.id, &p.at, &p.n, &p.hit, &p.last, &p.bytes)
 		return p, err
 	})
 	if err != nil {
@@ -110,6 +112,7 @@ func (s *Store) ScanArchive(ctx context.Context, f hub.ArchiveFilter) (hub.Archi
 	var ids [][16]byte
 	for _, p := range ps {
 		out.Scanned = max(out.Scanned, int(p.n))
+		out.Bytes = max(out.Bytes, p.bytes) // a running sum: the last row read's
 		if p.hit {
 			ids = append(ids, p.id)
 		}

@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime/debug"
+	"strconv"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -61,6 +64,27 @@ func ErrorStatus(err error) (status int, message string) {
 		return fe.Code, fe.Message
 	}
 	return fiber.StatusInternalServerError, "internal error"
+}
+
+// retryAfterer is an error that says how long to wait before trying
+// again (ops.BusyError: an operation refused by admission).
+type retryAfterer interface{ RetryAfter() time.Duration }
+
+// SetRetryAfter sets the Retry-After header of a 429 answer (status, from
+// ErrorStatus) to err: how long err says to wait (in whole seconds, at
+// least 1), else RetryAfterSeconds. Every face that answers a refused
+// operation (the admin API, the console) calls it with the status it
+// answers, so that each 429 tells when to try again.
+func SetRetryAfter(c *fiber.Ctx, status int, err error) {
+	if status != fiber.StatusTooManyRequests {
+		return
+	}
+	secs := RetryAfterSeconds
+	var ra retryAfterer
+	if errors.As(err, &ra) {
+		secs = max(1, int(math.Ceil(ra.RetryAfter().Seconds())))
+	}
+	c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
 }
 
 // ErrorBody is the JSON body of every error answer: {"error": "..."}.

@@ -66,7 +66,8 @@ first events.
 			return err
 		}
 	}
-	if req.Filter.Since, req.Filter.Until, err = parseWindow(*since, *until, time.Now()); err != nil {
+	req.Filter.Now = time.Now() // taken once: "--since 7d" is exactly a payload filter's longest range
+	if req.Filter.Since, req.Filter.Until, err = parseWindow(*since, *until, req.Filter.Now); err != nil {
 		return err
 	}
 	env, _, err := connectOps(ctx, natsRequired, stderr)

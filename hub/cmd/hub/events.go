@@ -75,7 +75,8 @@ func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	if f.Since, f.Until, err = parseWindow(*since, *until, time.Now()); err != nil {
+	f.Now = time.Now() // taken once: "--since 7d" is exactly a payload filter's longest range
+	if f.Since, f.Until, err = parseWindow(*since, *until, f.Now); err != nil {
 		return err
 	}
 	env, _, err := connectOps(ctx, natsOptional, io.Discard)
@@ -119,8 +120,8 @@ func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	switch {
 	case page.Truncated:
-		fmt.Fprintf(stdout, "\nthe payload filter read %d archive rows, its bound for a page, and found %d: older rows are not searched yet; continue with --before %s\n",
-			page.Scanned, len(rows), page.Next)
+		fmt.Fprintf(stdout, "\nthe payload filter read %d archive rows (%d MiB of payloads), its bound for a page, and found %d: older rows are not searched yet; continue with --before %s\n",
+			page.Scanned, page.ScannedBytes>>20, len(rows), page.Next)
 	case page.Next != "":
 		fmt.Fprintf(stdout, "\nmore may follow: add --before %s\n", page.Next)
 	}

@@ -134,6 +134,9 @@ func TestOperatorCommands(t *testing.T) {
 		{[]string{"events", "list", "--where", "a=2", "--since", "1h"}, 0, "no events match", ""},
 		{[]string{"events", "list", "--where", "a=1"}, 0, "evt_cli", ""}, // the last 7 days
 		{[]string{"events", "list", "--where", "a=1", "--since", "8d"}, 2, "", "--since: a payload filter searches at most 7d"},
+		// Exactly the longest range: "now" is taken once (issue 27).
+		{[]string{"events", "list", "--where", "a=1", "--since", "7d"}, 0, "evt_cli", ""},
+		{[]string{"bulk", "republish", "--since", "7d", "--where", "a=1", "--dry-run", "--json"}, 0, `"not_published":1`, ""},
 		{[]string{"events", "list", "--where", "nope", "--since", "1h"}, 2, "", `--where: "nope" is not path=value`},
 		{[]string{"events", "list", "--where", "a[x]=1", "--since", "1h"}, 2, "", "--where: "},
 		{[]string{"bulk", "replay", "--subscriber", "nobody", "--since", "1h", "--where", "a=1"}, 1, "", "unknown subscriber"},
