@@ -35,6 +35,7 @@ func lifecycleConfig(t *testing.T, dbURL string) Config {
 	c.SignatureTolerance, c.MaxBodyBytes, c.MaxInflight, c.MaxConns, c.AdminMaxConns = 5*time.Minute, 1<<20, 16, 64, 16
 	c.ShutdownTimeout, c.CommitTimeout, c.BatchMax, c.BatchCommitters = 10*time.Second, 5*time.Second, 8, 2
 	c.RelayBatchSize, c.RelayWorkers, c.LogLevel, c.LogFormat = 64, 2, "info", "text"
+	c.ReadMaxAtOnce, c.ReadRowsPerSecond = 2, 10000
 	return c
 }
 
