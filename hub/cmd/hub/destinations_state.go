@@ -66,20 +66,11 @@ process delivers the waiting events within seconds (it reads its state every ` +
 			*reason += " by " + u
 		}
 	}
-	pool, err := connectDatabase(ctx)
+	pool, st, o, err := openDestination(ctx, name)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	st, err := destination.GetStatus(ctx, pool, name)
-	if errors.Is(err, destination.ErrUnknownDestination) {
-		return unknownDestination(ctx, pool, name)
-	}
-	if err != nil {
-		return err
-	}
-	// Through hub/ops, which records the change in the audit trail.
-	o := ops.New(ops.Config{Archive: store.New(pool), Subscribers: pool})
 	set, err := o.SetDestinationState(ctx, name, want, *reason)
 	if err != nil {
 		return err
@@ -162,20 +153,11 @@ event refused again waits again. Recorded in the audit trail.
 	if err != nil {
 		return err
 	}
-	pool, err := connectDatabase(ctx)
+	pool, st, o, err := openDestination(ctx, name)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	st, err := destination.GetStatus(ctx, pool, name)
-	if errors.Is(err, destination.ErrUnknownDestination) {
-		return unknownDestination(ctx, pool, name)
-	}
-	if err != nil {
-		return err
-	}
-	// Through hub/ops, which records it in the audit trail.
-	o := ops.New(ops.Config{Archive: store.New(pool), Subscribers: pool})
 	r, err := o.RetryDestinationNow(ctx, name)
 	if err != nil {
 		return err
@@ -194,4 +176,23 @@ event refused again waits again. Recorded in the audit trail.
 		fmt.Fprintf(stdout, "it is %s: they are sent once it is resumed\n", st.State)
 	}
 	return nil
+}
+
+// openDestination connects to the database and reads the status of the
+// destination name, for a command that changes it through hub/ops (which
+// records the change in the audit trail). The caller closes the pool.
+func openDestination(ctx context.Context, name string) (*pgxpool.Pool, destination.Status, *ops.Ops, error) {
+	pool, err := connectDatabase(ctx)
+	if err != nil {
+		return nil, destination.Status{}, nil, err
+	}
+	st, err := destination.GetStatus(ctx, pool, name)
+	if errors.Is(err, destination.ErrUnknownDestination) {
+		err = unknownDestination(ctx, pool, name)
+	}
+	if err != nil {
+		pool.Close()
+		return nil, destination.Status{}, nil, err
+	}
+	return pool, st, ops.New(ops.Config{Archive: store.New(pool), Subscribers: pool}), nil
 }
