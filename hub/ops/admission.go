@@ -1,10 +1,13 @@
 package ops
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sync"
 	"time"
+
+	"github.com/hookhub/hookhub/internal/backoff"
 )
 
 // Admission (issue 27): every expensive operation of Ops is admitted by
@@ -65,6 +68,12 @@ type Budget struct {
 	Rows          int64
 	Bytes         int64
 	RowsPerSecond int64
+	// MinRows is the least an admitted operation costs in rows, however
+	// little it scans: what a request costs beyond its rows (a round trip
+	// to Postgres, a page to render), so that cheap reads looped fast are
+	// bounded by the rate too (ReadBudgetOf: a fortieth of RowsPerSecond,
+	// at most 40 reads a second).
+	MinRows int64
 }
 
 // The default budget of the expensive reads of one hub
@@ -76,7 +85,9 @@ type Budget struct {
 // BenchmarkReadsBesideIngest (docs/performance.md): beside eight sessions
 // looping their most expensive reads, ingest's p99 was 16-36 ms within
 // it and 96-377 ms with reads unbounded, against 2-5 ms alone on a quiet
-// 2-core machine (so not within 1.5x). Actions have their own pool:
+// 2-core machine (so not within 1.5x); with reads paced as they scan
+// (Permit.Pace) and a floor per read (Budget.MinRows), 4.5-7.5 ms, a
+// median of 1.03x. Actions have their own pool:
 // Config.MaxConcurrentReplays and MaxReplayBytesHeld.
 const (
 	DefaultReadSlots         = 2
@@ -91,8 +102,14 @@ const (
 // HUB_READ_MAX_AT_ONCE and HUB_READ_ROWS_PER_SECOND.
 func ReadBudgetOf(slots int, rowsPerSecond int64) Budget {
 	return Budget{Slots: slots, Rows: max(readBurstSeconds*rowsPerSecond, DefaultPayloadScanRows), Bytes: DefaultReadBytes,
-		RowsPerSecond: rowsPerSecond}
+		RowsPerSecond: rowsPerSecond, MinRows: max(1, rowsPerSecond/maxCheapReadsPerSecond)}
 }
+
+// maxCheapReadsPerSecond bounds the reads a second, however little each
+// scans (Budget.MinRows): in BenchmarkReadsBesideIngest, eight sessions
+// looping charts and audit export pages, each scanning next to nothing,
+// ran 3,000 reads a second and slowed ingest 3.4x.
+const maxCheapReadsPerSecond = 40
 
 // streamMsgCost is what a stream message read costs, in archive rows:
 // a headers-only read of the stream (a dry run, a plan's check of what
@@ -175,6 +192,39 @@ type Permit struct {
 	// scanned what the operation says it read (Scanned), -1 if it said
 	// nothing (then the declared rows stand).
 	declared, scanned int64
+	// start and paced: when it was admitted and the rows it has read
+	// since, as told to Pace.
+	start time.Time
+	paced int64
+}
+
+// pacedMsgs is how many stream messages a scan reads between two Paces.
+const pacedMsgs = 256
+
+// maxPaceSleep bounds one wait of Pace, so that a read keeps checking
+// its context.
+const maxPaceSleep = time.Second
+
+// Pace is told, as a scan goes, the rows it has just read (a statement's
+// chunk of archive rows, or a batch of stream messages times
+// streamMsgCost); in a metered pool it waits until the read is within its
+// share of the pool's rate (RowsPerSecond divided among Slots), so that a
+// scan spreads its cost over time instead of taking the machine in one
+// burst: what shows as ingest latency beside it (BenchmarkReadsBesideIngest).
+// It returns ctx's error when ctx ends while it waits.
+func (pm *Permit) Pace(ctx context.Context, rows int64) error {
+	if pm == nil || pm.p == nil || !pm.p.metered() {
+		return nil
+	}
+	pm.paced += rows
+	share := float64(pm.p.max.RowsPerSecond) / float64(max(1, pm.p.max.Slots))
+	due := pm.start.Add(time.Duration(float64(pm.paced) / share * float64(time.Second)))
+	for wait := time.Until(due); wait > 0; wait = time.Until(due) {
+		if err := backoff.Sleep(ctx, min(wait, maxPaceSleep)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Scanned records the archive rows or stream messages the operation
@@ -190,6 +240,7 @@ func (pm *Permit) Scanned(rows int64) {
 func (a *admission) admit(name, what string, c Cost) (*Permit, error) {
 	a.mu.Lock()
 	p := a.pools[name]
+	c.Rows = max(c.Rows, p.max.MinRows)
 	p.refill(time.Now())
 	reason, wait := "", AdmissionRetryAfter
 	switch {
@@ -211,7 +262,7 @@ func (a *admission) admit(name, what string, c Cost) (*Permit, error) {
 			p.tokens -= float64(c.Rows)
 		}
 		a.mu.Unlock()
-		return &Permit{a: a, p: p, what: what, cost: c, declared: c.Rows, scanned: -1}, nil
+		return &Permit{a: a, p: p, what: what, cost: c, declared: c.Rows, scanned: -1, start: time.Now()}, nil
 	}
 	a.mu.Unlock()
 	a.refused(name, what)
@@ -257,7 +308,8 @@ func (pm *Permit) Release() {
 		// What it read less than it declared comes back; more is owed.
 		p.refill(time.Now())
 		// The debt is at most Rows: Rows/RowsPerSecond seconds of reads.
-		p.tokens = max(-float64(p.max.Rows), min(float64(p.max.Rows), p.tokens+float64(pm.declared-pm.scanned)))
+		scanned := max(pm.scanned, p.max.MinRows)
+		p.tokens = max(-float64(p.max.Rows), min(float64(p.max.Rows), p.tokens+float64(pm.declared-scanned)))
 	}
 	a.mu.Unlock()
 	pm.p = nil

@@ -218,14 +218,15 @@ func TestPayloadFilterExactMaximumRange(t *testing.T) {
 }
 
 // Reads are admitted at a rate of rows: a read that scanned 20,000 rows
-// of a 1,000-a-second budget (burst 20,000) leaves none for the next
+// of a 1,000-a-second budget (burst 21,000) leaves too few for the next
 // page, which is refused with a Retry-After of when the rows are there
-// again (about 20 s); what a read did not scan is given back.
+// again (about 20 s); what a read did not scan is given back, but for
+// the least a read costs (Budget.MinRows, a fortieth of the rate).
 func TestReadsAdmittedAtARateOfRows(t *testing.T) {
 	t.Parallel()
 	pool, _ := hubtest.Pool(t)
 	o := ops.New(ops.Config{Archive: store.New(pool), Subscribers: pool,
-		ReadBudget: ops.Budget{Slots: 8, Rows: 20_000, RowsPerSecond: 1000}})
+		ReadBudget: ops.Budget{Slots: 8, Rows: 21_000, RowsPerSecond: 1000}})
 	ctx := context.Background()
 	f := ops.EventFilter{Since: time.Now().Add(-time.Hour), Where: []ops.PayloadMatch{{Path: "a", Value: "1"}}, Limit: 10}
 	for range 3 {
@@ -280,4 +281,42 @@ func TestPayloadFilterStopsAtItsBytes(t *testing.T) {
 		found = append(found, eventIDs(p.Events)...)
 	}
 	require.ElementsMatch(t, []string{"b000", "b004", "b008"}, found)
+}
+
+// A read costs at least Budget.MinRows however little it scans, so that
+// cheap reads looped fast (charts, an audit export of an empty trail) are
+// bounded by the rate too: at 1,000 rows a second with a burst of 1,000
+// and a floor of 100 rows, ten of them pass at once and the next is
+// refused; read by read, they are paced by a Permit's Pace.
+func TestCheapReadsBoundedByTheRate(t *testing.T) {
+	t.Parallel()
+	pool, _ := hubtest.Pool(t)
+	o := ops.New(ops.Config{Archive: store.New(pool), Subscribers: pool,
+		ReadBudget: ops.Budget{Slots: 8, Rows: 1000, RowsPerSecond: 1000, MinRows: 100}})
+	ctx := context.Background()
+	passed := 0
+	for range 50 {
+		if _, err := o.AuditExportPage(ctx, ops.AuditFilter{Limit: 1}); err != nil {
+			require.ErrorIs(t, err, ops.ErrBusy)
+			break
+		}
+		passed++
+	}
+	require.GreaterOrEqual(t, passed, 9, "the burst's worth pass")
+	require.Less(t, passed, 50, "then the floor's cost refuses the rest")
+
+	// Pace spreads a scan over its share of the rate (1,000 rows a second
+	// over 8 slots: 125 a second); an unmetered pool never waits, and a
+	// cancelled context ends a read's wait.
+	p, err := o.Admit(ops.PoolActions, "test", ops.Cost{})
+	require.NoError(t, err)
+	require.NoError(t, p.Pace(ctx, 1_000_000), "an unmetered pool never waits")
+	p.Release()
+	time.Sleep(2 * time.Second) // the bucket refills
+	p, err = o.Admit(ops.PoolReads, "test", ops.Cost{Rows: 100})
+	require.NoError(t, err)
+	defer p.Release()
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	require.ErrorIs(t, p.Pace(cctx, 10_000), context.Canceled, "a read paced for 80 s ends with its context")
 }

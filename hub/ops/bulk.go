@@ -294,11 +294,11 @@ func (o *Ops) planBulk(ctx context.Context, req *BulkRequest, res *BulkResult) (
 			return p, err
 		}
 	}
-	rows, err := o.bulkMatch(ctx, *req, res)
+	rows, err := o.bulkMatch(ctx, *req, permit, res)
 	if err != nil {
 		return p, err
 	}
-	if p.msgs, p.ids, read, err = o.bulkSelect(ctx, *req, rows, filters, res); err != nil {
+	if p.msgs, p.ids, read, err = o.bulkSelect(ctx, *req, rows, filters, permit, res); err != nil {
 		return p, err
 	}
 	res.Eligible = len(p.msgs) + len(p.ids)
@@ -368,7 +368,7 @@ func (o *Ops) subscriberFilters(ctx context.Context, sub string) ([]string, erro
 // publishes, oldest first: a replay's messages, still on the stream and
 // on subjects its subscriber consumes (filters), or a republish's archive
 // ids; it counts the others in res. read is the stream messages it read.
-func (o *Ops) bulkSelect(ctx context.Context, req BulkRequest, rows []EventRow, filters []string, res *BulkResult) (msgs []replayMsg, ids []string, read int, err error) {
+func (o *Ops) bulkSelect(ctx context.Context, req BulkRequest, rows []EventRow, filters []string, permit *Permit, res *BulkResult) (msgs []replayMsg, ids []string, read int, err error) {
 	slices.Reverse(rows)
 	for _, r := range rows {
 		if r.StreamSeq == 0 {
@@ -392,7 +392,7 @@ func (o *Ops) bulkSelect(ctx context.Context, req BulkRequest, rows []EventRow, 
 	// Which are still on the stream: from their headers, never their
 	// bodies (a run reads each body as it publishes it).
 	var gone int
-	if msgs, gone, read, err = o.onStream(ctx, filters, msgs, res.Scanned); err != nil {
+	if msgs, gone, read, err = o.onStream(ctx, filters, msgs, res.Scanned, permit); err != nil {
 		return nil, nil, read, err
 	}
 	res.Gone += gone
@@ -401,12 +401,12 @@ func (o *Ops) bulkSelect(ctx context.Context, req BulkRequest, rows []EventRow, 
 
 // bulkMatch reads the events req.Filter matches, newest first, a page at a
 // time, at most MaxBulkEvents of them.
-func (o *Ops) bulkMatch(ctx context.Context, req BulkRequest, res *BulkResult) ([]EventRow, error) {
+func (o *Ops) bulkMatch(ctx context.Context, req BulkRequest, permit *Permit, res *BulkResult) ([]EventRow, error) {
 	f := req.Filter
 	var out []EventRow
 	var bytes int64 // payload bytes the filter read
 	for {
-		p, err := o.listEventPage(ctx, f) // admitted with the action
+		p, err := o.listEventPage(ctx, f, permit) // admitted with the action, paced by it
 		if err != nil {
 			return nil, err
 		}
@@ -519,7 +519,7 @@ const MaxBulkPlanHeaderBytes = 64 << 20
 // (with scanned, the archive rows already read) or MaxBulkPlanHeaderBytes
 // it stops and refuses the filter as too wide. read is the messages it
 // read.
-func (o *Ops) onStream(ctx context.Context, filters []string, msgs []replayMsg, scanned int) (kept []replayMsg, gone, read int, err error) {
+func (o *Ops) onStream(ctx context.Context, filters []string, msgs []replayMsg, scanned int, permit *Permit) (kept []replayMsg, gone, read int, err error) {
 	slices.SortFunc(msgs, func(a, b replayMsg) int { return cmp.Compare(a.seq, b.seq) })
 	want := make(map[uint64]replayMsg, len(msgs))
 	for _, m := range msgs {
@@ -536,6 +536,11 @@ func (o *Ops) onStream(ctx context.Context, filters []string, msgs []replayMsg, 
 		}
 		h := m.Msg.Headers()
 		read++
+		if read%pacedMsgs == 0 {
+			if err := permit.Pace(ctx, pacedMsgs*streamMsgCost); err != nil {
+				return err
+			}
+		}
 		bytes += headerSize(h)
 		if scanned+read > MaxBulkScanRows || bytes > MaxBulkPlanHeaderBytes {
 			return inputErr("since", "the events are spread over more than %d stream messages or %d MiB of their headers, the most one bulk action reads: narrow the time range",

@@ -207,6 +207,9 @@ func New(cfg Config) *Ops {
 	if reads.RowsPerSecond <= 0 {
 		reads.RowsPerSecond = def.RowsPerSecond
 	}
+	if reads.MinRows <= 0 {
+		reads.MinRows = max(1, reads.RowsPerSecond/maxCheapReadsPerSecond)
+	}
 	var refused func(pool, what string)
 	if m := cfg.Metrics; m != nil {
 		refused = func(pool, what string) { m.AdmissionRefused.WithLabelValues(pool, what).Inc() }

@@ -242,14 +242,14 @@ type EventPage struct {
 func (o *Ops) ListEventPage(ctx context.Context, f EventFilter) (EventPage, error) {
 	af, err := o.eventQuery(f)
 	if err != nil || af.Where == nil {
-		return o.listEvents(ctx, af, err)
+		return o.listEvents(ctx, af, nil, err)
 	}
 	// Checked first: a bad filter is refused as such, never as busy.
 	permit, err := o.admitRead(AdmitPayload, Cost{Rows: int64(o.payloadScanRows)})
 	if err != nil {
 		return EventPage{}, err
 	}
-	p, err := o.listEvents(ctx, af, nil)
+	p, err := o.listEvents(ctx, af, permit, nil)
 	permit.Scanned(int64(p.Scanned))
 	permit.Release()
 	return p, err
@@ -257,9 +257,9 @@ func (o *Ops) ListEventPage(ctx context.Context, f EventFilter) (EventPage, erro
 
 // listEventPage is ListEventPage, unadmitted: a bulk action's pages are
 // admitted with the action.
-func (o *Ops) listEventPage(ctx context.Context, f EventFilter) (EventPage, error) {
+func (o *Ops) listEventPage(ctx context.Context, f EventFilter, permit *Permit) (EventPage, error) {
 	af, err := o.eventQuery(f)
-	return o.listEvents(ctx, af, err)
+	return o.listEvents(ctx, af, permit, err)
 }
 
 // eventQuery checks f and makes it the store's filter: a payload filter
@@ -292,8 +292,9 @@ func (o *Ops) eventQuery(f EventFilter) (hub.ArchiveFilter, error) {
 }
 
 // listEvents reads the page af (from eventQuery, which failed with
-// err when not nil) selects.
-func (o *Ops) listEvents(ctx context.Context, af hub.ArchiveFilter, err error) (EventPage, error) {
+// err when not nil) selects; a payload filter's scan is paced by permit
+// (nil: not paced).
+func (o *Ops) listEvents(ctx context.Context, af hub.ArchiveFilter, permit *Permit, err error) (EventPage, error) {
 	var p EventPage
 	if err != nil {
 		return p, err
@@ -306,7 +307,7 @@ func (o *Ops) listEvents(ctx context.Context, af hub.ArchiveFilter, err error) (
 		if len(ds) == af.Limit {
 			p.Next = FormatCursor(ds[len(ds)-1].Cursor())
 		}
-	} else if ds, err = o.scanPayloads(ctx, af, &p); err != nil {
+	} else if ds, err = o.scanPayloads(ctx, af, permit, &p); err != nil {
 		return p, err
 	}
 	p.Events = eventRows(ds)
@@ -319,7 +320,7 @@ func (o *Ops) listEvents(ctx context.Context, af hub.ArchiveFilter, err error) (
 // page's bound, o.payloadScanRows rows or o.payloadScanBytes
 // (MaxPayloadScanBytes) of payloads, whichever comes first (then p.Truncated, and p.Next where to
 // continue).
-func (o *Ops) scanPayloads(ctx context.Context, af hub.ArchiveFilter, p *EventPage) ([]hub.ArchivedDelivery, error) {
+func (o *Ops) scanPayloads(ctx context.Context, af hub.ArchiveFilter, permit *Permit, p *EventPage) ([]hub.ArchivedDelivery, error) {
 	var out []hub.ArchivedDelivery
 	limit := af.Limit
 	for {
@@ -332,6 +333,9 @@ func (o *Ops) scanPayloads(ctx context.Context, af hub.ArchiveFilter, p *EventPa
 		out = append(out, scan.Rows...)
 		p.Scanned += scan.Scanned
 		p.ScannedBytes += scan.Bytes
+		if err := permit.Pace(ctx, int64(scan.Scanned)); err != nil { // spread over time: reads must not starve ingest
+			return nil, err
+		}
 		switch {
 		case len(out) == limit:
 			if !scan.Resume.IsZero() {

@@ -250,7 +250,7 @@ func (o *Ops) replayCopies(ctx context.Context, req ReplayRequest, msgs []replay
 func (o *Ops) readRange(ctx context.Context, filters []string, req ReplayRequest, permit *Permit) ([]replayMsg, error) {
 	seen := map[subscriber.EventKey]bool{}
 	var out []replayMsg
-	size := 0
+	size, scanned := 0, 0
 	scan := relay.Scan{Stream: o.stream, Subjects: filters, StartTime: req.Since, HeadersOnly: req.DryRun, Stall: o.scanStall}
 	read, err := scan.Run(ctx, o.js, func(m relay.ScanMsg) error {
 		md := m.Meta
@@ -263,6 +263,11 @@ func (o *Ops) readRange(ctx context.Context, filters []string, req ReplayRequest
 		h := m.Msg.Headers()
 		if schema.IsServerMarker(h) {
 			return nil // a subject delete marker, not an event
+		}
+		if scanned++; scanned%pacedMsgs == 0 {
+			if err := permit.Pace(ctx, pacedMsgs*streamMsgCost); err != nil {
+				return err
+			}
 		}
 		meta, err := schema.ParseMetadata(h)
 		key := subscriber.EventKey{Provider: meta.Provider, EventID: meta.EventID}
