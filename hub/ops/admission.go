@@ -86,8 +86,8 @@ type Budget struct {
 // looping their most expensive reads, ingest's p99 was 16-36 ms within
 // it and 96-377 ms with reads unbounded, against 2-5 ms alone on a quiet
 // 2-core machine (so not within 1.5x); with reads paced as they scan
-// (Permit.Pace) and a floor per read (Budget.MinRows), 4.5-7.5 ms, a
-// median of 1.03x. Actions have their own pool:
+// (Permit.Pace) and a floor per read (Budget.MinRows), 3-8 ms in most
+// runs against 2 ms alone (still not within 1.5x). Actions have their own pool:
 // Config.MaxConcurrentReplays and MaxReplayBytesHeld.
 const (
 	DefaultReadSlots         = 2
