@@ -472,26 +472,7 @@ of each signature.
 			return err
 		}
 	} else {
-		fmt.Fprintf(stdout, "POST %s\n", cleanLine(out.URL, 300))
-		fmt.Fprintf(stdout, "destination        %s (from %s)\n", name, path)
-		fmt.Fprintf(stdout, "event              %s, %s payload, %d bytes\n", out.Type, payload, out.BodyBytes)
-		fmt.Fprintf(stdout, "webhook-id         %s (a test id: no real event has it)\n", out.WebhookID)
-		fmt.Fprintf(stdout, "webhook-timestamp  %s\n", h.Get(destination.HeaderWebhookTimestamp))
-		fmt.Fprintf(stdout, "webhook-signature  %s\n", strings.Join(out.Signatures, " "))
-		answer := "no answer"
-		if res.Status != 0 {
-			answer = strconv.Itoa(res.Status)
-			if t := http.StatusText(res.Status); t != "" {
-				answer += " " + t
-			}
-		}
-		if out.Error != "" {
-			answer += ": " + out.Error
-		}
-		fmt.Fprintf(stdout, "answer             %s in %s\n", cleanLine(answer, 300), formatLatency(res.Latency))
-		if out.Response != "" {
-			fmt.Fprintf(stdout, "response           %s\n", cleanLine(out.Response, 300))
-		}
+		printTestResult(stdout, out, h, res)
 	}
 	switch {
 	case res.OK():
@@ -649,4 +630,29 @@ func signaturePrefixes(v string) []string {
 		out = append(out, version+","+sig+"…")
 	}
 	return out
+}
+
+// printTestResult prints what `hub destinations test` sent and what came
+// back, as text.
+func printTestResult(stdout io.Writer, out testResult, h http.Header, res destination.Result) {
+	fmt.Fprintf(stdout, "POST %s\n", cleanLine(out.URL, 300))
+	fmt.Fprintf(stdout, "destination        %s (from %s)\n", out.Destination, out.File)
+	fmt.Fprintf(stdout, "event              %s, %s payload, %d bytes\n", out.Type, out.Payload, out.BodyBytes)
+	fmt.Fprintf(stdout, "webhook-id         %s (a test id: no real event has it)\n", out.WebhookID)
+	fmt.Fprintf(stdout, "webhook-timestamp  %s\n", h.Get(destination.HeaderWebhookTimestamp))
+	fmt.Fprintf(stdout, "webhook-signature  %s\n", strings.Join(out.Signatures, " "))
+	answer := "no answer"
+	if res.Status != 0 {
+		answer = strconv.Itoa(res.Status)
+		if t := http.StatusText(res.Status); t != "" {
+			answer += " " + t
+		}
+	}
+	if out.Error != "" {
+		answer += ": " + out.Error
+	}
+	fmt.Fprintf(stdout, "answer             %s in %s\n", cleanLine(answer, 300), formatLatency(res.Latency))
+	if out.Response != "" {
+		fmt.Fprintf(stdout, "response           %s\n", cleanLine(out.Response, 300))
+	}
 }
