@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -40,6 +41,7 @@ type GroupCommitter struct {
 	timeout    time.Duration
 	reqs       chan *ingestRequest
 	alone      chan struct{} // a slot for the one heavy delivery committed alone at a time
+	heavy      chan struct{} // a place for each heavy delivery committing or waiting (MaxHeavyWaiting)
 	mu         sync.RWMutex  // held for reading while enqueueing, for writing by Start and Stop
 	running    bool
 	closed     bool
@@ -78,6 +80,7 @@ func (s *Store) GroupCommitter(maxBatch, committers int, timeout time.Duration, 
 		timeout:    timeout,
 		reqs:       make(chan *ingestRequest, max(1, maxBatch)*max(1, committers)),
 		alone:      make(chan struct{}, 1),
+		heavy:      make(chan struct{}, 1+MaxHeavyWaiting),
 	}
 	for _, o := range opts {
 		o(g)
@@ -271,11 +274,24 @@ func Heavy(ds []hub.Delivery) bool {
 	return false
 }
 
+// MaxHeavyWaiting is how many heavy deliveries may wait for the one
+// committing alone; one more is refused at once (ErrUnavailable: 503 with
+// Retry-After, and the provider retries), so that a burst of heavy bodies
+// never holds the hub's in-flight requests waiting.
+const MaxHeavyWaiting = 4
+
 // ingestAlone commits ds in a transaction of their own, after the heavy
-// commit before them: waiting for it is bounded by ctx (the caller
-// answers 503 and the provider retries), the commit by the commit
-// timeout. Stop waits for a commit under way.
+// commit before them: waiting for it is bounded by ctx and by
+// MaxHeavyWaiting (past either the caller answers 503 and the provider
+// retries), the commit by the commit timeout. Stop waits for a commit
+// under way.
 func (g *GroupCommitter) ingestAlone(ctx context.Context, ds []hub.Delivery) ([]hub.Outcome, error) {
+	select {
+	case g.heavy <- struct{}{}:
+		defer func() { <-g.heavy }()
+	default:
+		return nil, fmt.Errorf("%w: %d heavy bodies are waiting to be committed alone", hub.ErrUnavailable, MaxHeavyWaiting)
+	}
 	select {
 	case g.alone <- struct{}{}:
 		defer func() { <-g.alone }()

@@ -103,6 +103,30 @@ func TestGroupCommitterCommitsHeavyBodiesAlone(t *testing.T) {
 	_, err = g.Ingest(short, []hub.Delivery{delivery("evt_heavy_2", heavyBody(store.MaxSharedValues))})
 	require.True(t, errors.Is(err, hub.ErrUnavailable), "%v", err)
 
+	// Past MaxHeavyWaiting waiting, one more is refused at once, not at
+	// its deadline: heavy bodies cannot hold the hub's requests waiting.
+	waitCtx, stopWaiting := context.WithCancel(ctx)
+	waiters := make(chan error, store.MaxHeavyWaiting)
+	for i := range store.MaxHeavyWaiting {
+		go func() {
+			_, err := g.Ingest(waitCtx, []hub.Delivery{delivery(fmt.Sprintf("evt_heavy_w%d", i), heavyBody(store.MaxSharedValues))})
+			waiters <- err
+		}()
+	}
+	// A try with its context already ended takes no place for long: it
+	// is refused by its context while there is room, by the bound once
+	// the waiters fill it.
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	require.Eventually(t, func() bool {
+		_, err := g.Ingest(ended, []hub.Delivery{delivery("evt_heavy_x", heavyBody(store.MaxSharedValues))})
+		return errors.Is(err, hub.ErrUnavailable) && !errors.Is(err, context.Canceled)
+	}, 30*time.Second, 10*time.Millisecond, "refused by the bound while %d wait", store.MaxHeavyWaiting)
+	stopWaiting()
+	for range store.MaxHeavyWaiting {
+		require.ErrorIs(t, <-waiters, hub.ErrUnavailable, "a waiter whose request ended")
+	}
+
 	require.NoError(t, blocker.Rollback(ctx))
 	select {
 	case err := <-heavyDone:
