@@ -62,7 +62,8 @@
 //   - internal/backoff: the one backoff of retries that double up to a cap.
 //   - internal/buildinfo: the version `hub version` prints and the HTTP clients' User-Agent.
 //   - internal/hubhttp: what both HTTP listeners share: the one table of error codes to statuses, connection and body limits, panic recovery.
-//   - internal/hubtest: a fresh Postgres database and an embedded JetStream server per test.
+//   - internal/hubtest: a fresh Postgres database and an embedded JetStream server per test
+//     (hub/internal/hubdb: a database with the hub's schema, a copy of a migrated template).
 //   - internal/jsontext: reads the shape of JSON text without decoding it:
 //     the one JSON scanner (hub/provider reads a body's members with it,
 //     hub/store weighs a payload with it: Values).

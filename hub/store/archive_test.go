@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 // stateRow is an event in a given publication state, with its own body
@@ -117,7 +117,7 @@ func eventIDs(ds []hub.ArchivedDelivery) []string {
 
 func TestListArchiveStates(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := store.New(pool)
 	ctx := context.Background()
 	start := time.Now().Add(-time.Hour).Truncate(time.Microsecond)
@@ -221,7 +221,7 @@ func TestListArchiveStates(t *testing.T) {
 // Rows received in the same microsecond page by archive id.
 func TestListArchivePagesTies(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := store.New(pool)
 	ctx := context.Background()
 	at := time.Now().Truncate(time.Microsecond)
@@ -253,7 +253,7 @@ func TestListArchivePagesTies(t *testing.T) {
 
 func TestFindEventAndDeliveries(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := store.New(pool)
 	ctx := context.Background()
 	start := time.Now().Add(-time.Hour).Truncate(time.Microsecond)
@@ -334,7 +334,7 @@ func TestFindEventAndDeliveries(t *testing.T) {
 
 func TestPublishedRowsStates(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := store.New(pool)
 	ctx := context.Background()
 	start := time.Now().Add(-time.Hour).Truncate(time.Microsecond)

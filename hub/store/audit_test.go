@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 // The audit trail is append-only: an entry is inserted running and
@@ -18,7 +18,7 @@ import (
 // recent or running row, and TRUNCATE.
 func TestAuditAppendOnly(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := store.New(pool)
 	ctx := context.Background()
 	actor := hub.Actor{Kind: hub.ActorToken, Name: "token 1a2b3c4d", Role: "admin", Via: "admin-api"}
@@ -77,7 +77,7 @@ func TestAuditAppendOnly(t *testing.T) {
 // the listing filters by time, actor and action, newest first, by cursor.
 func TestAuditListAndBounds(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := store.New(pool)
 	ctx := context.Background()
 	now := time.Now().Truncate(time.Microsecond)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/internal/hubtest"
@@ -24,7 +25,7 @@ func runtimePool(t *testing.T, owner *pgxpool.Pool, url string) *pgxpool.Pool {
 	t.Helper()
 	ctx := context.Background()
 	require.ErrorContains(t, migrations.GrantRuntime(ctx, owner, "postgres"), "must not be the owner")
-	rtURL := hubtest.RuntimeRole(t, url)
+	rtURL := hubdb.RuntimeRole(t, url)
 	u, err := neturl.Parse(rtURL)
 	require.NoError(t, err)
 	require.NoError(t, migrations.GrantRuntime(ctx, owner, u.User.Username()))
@@ -40,7 +41,7 @@ func runtimePool(t *testing.T, owner *pgxpool.Pool, url string) *pgxpool.Pool {
 // it owns nothing, so it cannot alter the table or disable its trigger.
 func TestRuntimeRoleCannotRewriteTheAuditTrail(t *testing.T) {
 	t.Parallel()
-	owner, url := hubtest.Pool(t)
+	owner, url := hubdb.Pool(t)
 	rt := runtimePool(t, owner, url)
 	ctx := context.Background()
 	s := store.New(rt)

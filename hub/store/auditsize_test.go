@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 // objectOf is a JSON object of exactly n bytes, as Go writes it, whose
@@ -34,7 +34,7 @@ func objectOf(t *testing.T, n int) string {
 // entry finishes; one byte more is refused by the table as by hub/ops.
 func TestAuditSizeRuleAgrees(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := store.New(pool)
 	ctx := context.Background()
 	actor := hub.Actor{Kind: hub.ActorCLI, Name: "alice@ops-1", Role: "admin", Via: "cli"}
@@ -60,7 +60,7 @@ func TestAuditSizeRuleAgrees(t *testing.T) {
 // sample is trimmed, and the entry says so; the entry finishes.
 func TestAuditHugeResultKeepsCounts(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	o := ops.New(ops.Config{Archive: store.New(pool)})
 	ctx := context.Background()
 	sample := make([]ops.EventRow, ops.MaxBulkSample)
@@ -94,7 +94,7 @@ func TestAuditHugeResultKeepsCounts(t *testing.T) {
 // trigger refuses to interrupt it; an interrupted entry is finished.
 func TestAuditInterruptedSweep(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := store.New(pool)
 	ctx := context.Background()
 	insert := func(heartbeatAgo time.Duration) int64 {

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 // A provider's checkpoint: one run holds it at a time, an unfinished run
@@ -18,7 +18,7 @@ import (
 // api is archived as given.
 func TestBackfillCheckpoint(t *testing.T) {
 	ctx := context.Background()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	st := store.New(pool)
 	since := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	until := since.Add(72 * time.Hour)
@@ -90,7 +90,7 @@ func TestBackfillCheckpoint(t *testing.T) {
 // TakeBackfillLease whoever holds it, which names the holder.
 func TestBackfillResumesAndLeases(t *testing.T) {
 	ctx := context.Background()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	st := store.New(pool)
 	since := time.Now().Add(-time.Hour)
 	until := time.Now()

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 // backendCPU is the CPU time (user + system) Postgres backend pid has
@@ -47,7 +47,7 @@ func selfCPU() time.Duration {
 //
 //	go test -run '^$' -bench IngestEntityCost -benchtime 300x ./hub/store/
 func BenchmarkIngestEntityCost(b *testing.B) {
-	_, url := hubtest.Pool(b)
+	_, url := hubdb.Pool(b)
 	cfg, err := pgxpool.ParseConfig(url)
 	require.NoError(b, err)
 	cfg.MaxConns = 1

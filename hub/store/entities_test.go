@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 func withEntities(d hub.Delivery, es ...hub.Entity) hub.Delivery {
@@ -32,7 +32,7 @@ func entityIndex(t *testing.T, s *store.Store, id string) int {
 // delivery.
 func TestIngestEntities(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := store.New(pool)
 	ctx := context.Background()
 	cus := hub.Entity{Kind: "customer", ID: "cus_1"}
@@ -74,7 +74,7 @@ func TestIngestEntities(t *testing.T) {
 // combines with the other filters, and finds nothing for an unknown id.
 func TestListArchiveByEntity(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := store.New(pool)
 	ctx := context.Background()
 	start := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
@@ -138,7 +138,7 @@ func TestListArchiveByEntity(t *testing.T) {
 // and only those.
 func TestPurgeDeletesEntityRows(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := store.New(pool)
 	ctx := context.Background()
 	cus := hub.Entity{Kind: "customer", ID: "cus_purge"}
@@ -164,7 +164,7 @@ func TestPurgeDeletesEntityRows(t *testing.T) {
 // ImportPublished archives and indexes entities as Ingest does.
 func TestImportPublishedEntities(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := store.New(pool)
 	ctx := context.Background()
 	cus := hub.Entity{Kind: "customer", ID: "cus_imp"}

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 // FirstSeen answers with the first delivery's time of each event the hub
@@ -17,7 +17,7 @@ import (
 // refuses keys past its bound.
 func TestFirstSeen(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	st := store.New(pool)
 	ctx := context.Background()
 	at := time.Now().Add(-time.Hour).Truncate(time.Microsecond)

@@ -11,13 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 func TestGroupCommitterAnswersEachCaller(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	var mu sync.Mutex
 	var sizes []int
 	g := store.New(pool).GroupCommitter(16, 2, 10*time.Second, store.OnCommit(func(n int) {
@@ -74,7 +74,7 @@ func TestGroupCommitterAnswersEachCaller(t *testing.T) {
 // One delivery Postgres refuses must not fail the others of its batch.
 func TestGroupCommitterIsolatesAFailingDelivery(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	// One committer and a large batch, so the callers below share a transaction.
 	g := store.New(pool).GroupCommitter(64, 1, 10*time.Second)
 	require.NoError(t, g.Start(context.Background()))
@@ -110,7 +110,7 @@ func TestGroupCommitterIsolatesAFailingDelivery(t *testing.T) {
 
 func TestGroupCommitterStartStop(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	ctx := context.Background()
 	g := store.New(pool).GroupCommitter(8, 1, 10*time.Second)
 	_, err := g.Ingest(ctx, []hub.Delivery{delivery("evt_before_start", `{}`)})
@@ -132,7 +132,7 @@ func TestGroupCommitterStartStop(t *testing.T) {
 // Stop commits every request queued before it, and answers each caller.
 func TestGroupCommitterStopCommitsQueued(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	ctx := context.Background()
 	g := store.New(pool).GroupCommitter(4, 1, 10*time.Second)
 	require.NoError(t, g.Start(ctx))

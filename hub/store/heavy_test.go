@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 // heavyBody is a JSON array of n tiny objects: 2n+1 values and n names.
@@ -52,7 +52,7 @@ func TestHeavy(t *testing.T) {
 // second heavy one waits for the first, within its caller's deadline.
 func TestGroupCommitterCommitsHeavyBodiesAlone(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	ctx := context.Background()
 	// One committer: before, the heavy delivery's batch held it.
 	g := store.New(pool).GroupCommitter(64, 1, time.Minute)

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 // hub.Ingest commits through the store (or its group committer) and hands
@@ -17,7 +17,7 @@ import (
 // an event archived FAILED.
 func TestIngestHandsPublishableToTheRelay(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := store.New(pool)
 	ctx := context.Background()
 	var enqueued []string

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 // A payload scan selects, for every status filter, exactly the rows the
@@ -19,7 +19,7 @@ import (
 // listing refuses payload conditions.
 func TestScanArchiveStatesAndMatches(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := store.New(pool)
 	ctx := context.Background()
 	ids := archiveScenario(t, s, pool, time.Now().Add(-time.Hour).Truncate(time.Second))

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 // statusCounts counts the archive rows per status, as the view gives them.
@@ -45,7 +45,7 @@ func purgeAll(t *testing.T, s *store.Store, cutoff time.Time, batch int, include
 
 func TestPurgeStates(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := store.New(pool)
 	ctx := context.Background()
 	archiveScenario(t, s, pool, time.Now().Add(-10*24*time.Hour))
@@ -99,7 +99,7 @@ func TestPurgeStates(t *testing.T) {
 // longer purgeable, including when the restore commits while the purge is deciding.
 func TestPurgeKeepsRequeuedEvents(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := store.New(pool)
 	ctx := context.Background()
 	old := time.Now().Add(-10 * 24 * time.Hour)
@@ -133,7 +133,7 @@ func TestPurgeWaitsForConcurrentRequeue(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			pool, _ := hubtest.Pool(t)
+			pool, _ := hubdb.Pool(t)
 			s := store.New(pool)
 			ctx := context.Background()
 			old := time.Now().Add(-10 * 24 * time.Hour)

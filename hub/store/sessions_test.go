@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 func sessionRow(key string, i int, now time.Time, ttl time.Duration) store.ConsoleSession {
@@ -27,7 +27,7 @@ func sessionRow(key string, i int, now time.Time, ttl time.Duration) store.Conso
 func TestConsoleSessions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	st := store.New(pool)
 	now := time.Now().Truncate(time.Microsecond)
 
@@ -97,7 +97,7 @@ func TestConsoleSessions(t *testing.T) {
 func TestListAndRevokeConsoleSessions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	st := store.New(pool)
 	now := time.Now().Truncate(time.Microsecond)
 	var want []string

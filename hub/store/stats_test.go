@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 func statsDelivery(eventID string, at time.Time) hub.Delivery {
@@ -48,7 +48,7 @@ func statsFromView(t *testing.T, pool *pgxpool.Pool, since time.Time) store.Coun
 // view.
 func TestStatsCounts(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := store.New(pool)
 	ctx := context.Background()
 	now := time.Now()
@@ -75,7 +75,7 @@ func TestStatsCounts(t *testing.T) {
 
 func TestStatsSince(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := store.New(pool)
 	ctx := context.Background()
 	now := time.Now()
@@ -121,7 +121,7 @@ func statsEvents(prefix string, n int, start time.Time) []store.ImportedEvent {
 
 func TestStatsImportPublished(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := store.New(pool)
 	ctx := context.Background()
 	start := time.Now().Add(-24 * time.Hour).Truncate(time.Microsecond)
@@ -197,7 +197,7 @@ func TestStatsImportPublished(t *testing.T) {
 
 func TestStatsImportRefuses(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := store.New(pool)
 	ctx := context.Background()
 	failed := statsEvents("evt_failed_", 1, time.Now())

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 func delivery(eventID string, body string) hub.Delivery {
@@ -25,7 +25,7 @@ func delivery(eventID string, body string) hub.Delivery {
 
 func TestIngestBatch(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := store.New(pool)
 	ctx := context.Background()
 
@@ -64,7 +64,7 @@ func TestIngestBatch(t *testing.T) {
 
 func TestIngestUnstorablePayloadDoesNotFailTheBatch(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := store.New(pool)
 	ctx := context.Background()
 	bad := []string{
@@ -94,7 +94,7 @@ func TestIngestUnstorablePayloadDoesNotFailTheBatch(t *testing.T) {
 
 func TestIngestUnavailable(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := store.New(pool)
 	pool.Close()
 	_, err := s.Ingest(context.Background(), []hub.Delivery{delivery("evt_x", `{}`)})
@@ -113,7 +113,7 @@ func claimAndRecord(ctx context.Context, s *store.Store, limit int, publish func
 
 func TestClaimRecordsResults(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := store.New(pool)
 	ctx := context.Background()
 	_, err := s.Ingest(ctx, []hub.Delivery{delivery("evt_1", `{}`), delivery("evt_2", `{}`), delivery("evt_3", `{}`)})
@@ -183,7 +183,7 @@ func TestClaimRecordsResults(t *testing.T) {
 
 func TestConcurrentClaimsAreDisjoint(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := store.New(pool)
 	ctx := context.Background()
 	var ds []hub.Delivery
@@ -239,7 +239,7 @@ func TestParseStatus(t *testing.T) {
 // of waiting out the relay grace.
 func TestRecordPublished(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := store.New(pool)
 	s.HoldNew(time.Hour)
 	ctx := context.Background()
@@ -264,7 +264,7 @@ func TestRecordPublished(t *testing.T) {
 
 func TestIngestPayloadColumn(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := store.New(pool)
 	ctx := context.Background()
 	form := delivery("evt_form", "AccountSid=AC1&MessageSid=SM1")
@@ -300,7 +300,7 @@ func TestIngestPayloadColumn(t *testing.T) {
 // leaving it due for ever, and still hands out the others.
 func TestClaimGivesUpEventsWithoutArchiveRow(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := store.New(pool)
 	ctx := context.Background()
 	gone, kept := delivery("evt_gone", `{}`), delivery("evt_kept", `{}`)

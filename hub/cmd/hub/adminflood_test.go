@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/internal/hubtest"
 )
@@ -30,7 +31,7 @@ func TestAdminHeaderOnlyFloodRSS(t *testing.T) {
 	}
 	t.Parallel()
 	const conns = 1000
-	_, dbURL := hubtest.Pool(t)
+	_, dbURL := hubdb.Pool(t)
 	n := hubtest.JetStream(t)
 	addr, adminAddr := freeAddr(t), freeAddr(t)
 	hub := startHubProcess(t, append(processEnv(dbURL, n.URL()), "HUB_ADMIN_ADDR="+adminAddr, "HUB_LOG_LEVEL=warn",

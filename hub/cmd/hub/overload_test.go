@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/internal/hubtest"
 )
@@ -63,7 +64,7 @@ func TestThousandsOfSlowConnections(t *testing.T) {
 		t.Skip("holds 3,000 connections for 15 s")
 	}
 	t.Parallel()
-	pool, dbURL := hubtest.Pool(t)
+	pool, dbURL := hubdb.Pool(t)
 	n := hubtest.JetStream(t)
 	addr, adminAddr := freeAddr(t), freeAddr(t)
 	hub := startHubProcess(t, append(processEnv(dbURL, n.URL()), "HUB_ADMIN_ADDR="+adminAddr, "HUB_LOG_LEVEL=warn"), addr)

@@ -51,14 +51,12 @@ type Env struct {
 func New(t testing.TB) *Env {
 	t.Helper()
 	url := hubtest.DatabaseURL(t)
-	pool, err := pgxpool.New(context.Background(), url)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	pool := hubtest.NewPool(t, url)
 	n := hubtest.JetStream(t)
 	nc, js := n.Connect(t)
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
-	_, err = js.CreateStream(ctx, jetstream.StreamConfig{
+	_, err := js.CreateStream(ctx, jetstream.StreamConfig{
 		Name:     Stream,
 		Subjects: []string{schema.ProviderFilter("paddle"), schema.ProviderFilter("clerk"), schema.ReplayFilter()},
 		Storage:  jetstream.FileStorage,
