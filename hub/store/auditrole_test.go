@@ -14,12 +14,11 @@ import (
 	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/migrations"
 )
 
 // runtimePool is a pool connected as a runtime role of the test's own
-// (hubtest.RuntimeRole); granting it twice is harmless, and the owner
+// (hubdb.RuntimeRole); granting it twice is harmless, and the owner
 // cannot be made the runtime role.
 func runtimePool(t *testing.T, owner *pgxpool.Pool, url string) *pgxpool.Pool {
 	t.Helper()
