@@ -37,6 +37,7 @@
 //   - hub/bench: `hub bench`: the whole path measured end to end against batching disabled and the raw ceiling; `hub bench destinations`: the destinations process.
 //   - hub/service: wiring, configuration (HUB_*), startup in order and graceful shutdown.
 //   - hub/service/testhub: a whole hub in-process for a test: the one way a test runs a hub.
+//   - hub/internal/hubdb: a test's database with the hub's schema (a copy of a migrated template) and a role with its run-time privileges.
 //   - hub/cmd/hub: the hub command: serve, dev, migrate, send, the operator commands, bench, version.
 //
 // The contract, the schema, and the subscriber side:
@@ -62,8 +63,7 @@
 //   - internal/backoff: the one backoff of retries that double up to a cap.
 //   - internal/buildinfo: the version `hub version` prints and the HTTP clients' User-Agent.
 //   - internal/hubhttp: what both HTTP listeners share: the one table of error codes to statuses, connection and body limits, panic recovery.
-//   - internal/hubtest: a fresh Postgres database and an embedded JetStream server per test
-//     (hub/internal/hubdb: a database with the hub's schema, a copy of a migrated template).
+//   - internal/hubtest: a fresh Postgres database and an embedded JetStream server per test.
 //   - internal/jsontext: reads the shape of JSON text without decoding it:
 //     the one JSON scanner (hub/provider reads a body's members with it,
 //     hub/store weighs a payload with it: Values).

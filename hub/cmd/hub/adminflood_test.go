@@ -26,9 +26,7 @@ import (
 // deliveries are answered 200 while they are open, and every one is
 // answered 401 without its body.
 func TestAdminHeaderOnlyFloodRSS(t *testing.T) {
-	if testing.Short() {
-		t.Skip("holds 1,000 connections")
-	}
+	hubtest.Soak(t) // holds 1,000 connections; TestAdminListenerHeaderOnlyFlood (hub/service) asserts the same in-process
 	t.Parallel()
 	const conns = 1000
 	_, dbURL := hubdb.Pool(t)

@@ -60,9 +60,7 @@ type slowClient struct {
 // 5 s, the hub's peak RSS must stay under 300 MB, and afterwards the hub is
 // healthy, answers 200, and archived every delivery it answered 200.
 func TestThousandsOfSlowConnections(t *testing.T) {
-	if testing.Short() {
-		t.Skip("holds 3,000 connections for 15 s")
-	}
+	hubtest.Soak(t) // holds 3,000 connections for 15 s
 	t.Parallel()
 	pool, dbURL := hubdb.Pool(t)
 	n := hubtest.JetStream(t)

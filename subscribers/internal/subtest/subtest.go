@@ -261,6 +261,12 @@ func (e *Env) Config(t testing.TB, name string) subscriber.Config {
 	}
 }
 
+// OneDelivery makes cfg's AckWait Timeout, for a test that counts
+// attempts: on a loaded machine a message pulled and not yet handled (or
+// whose InProgress is late) may wait past the short default AckWait, and
+// JetStream would deliver it again, counting one more attempt.
+func OneDelivery(cfg *subscriber.Config) { cfg.AckWait = Timeout }
+
 // Running is a subscriber running in the background.
 type Running struct {
 	Sub    *subscriber.Subscriber
