@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
-	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/store"
 )
 
@@ -27,8 +26,7 @@ func sessionRow(key string, i int, now time.Time, ttl time.Duration) store.Conso
 func TestConsoleSessions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, _ := hubdb.Pool(t)
-	st := store.New(pool)
+	st, pool := newStore(t)
 	now := time.Now().Truncate(time.Microsecond)
 
 	other := sessionRow("token:read-only", 0, now, time.Hour)
@@ -97,8 +95,7 @@ func TestConsoleSessions(t *testing.T) {
 func TestListAndRevokeConsoleSessions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, _ := hubdb.Pool(t)
-	st := store.New(pool)
+	st, _ := newStore(t)
 	now := time.Now().Truncate(time.Microsecond)
 	var want []string
 	for i := range 5 {
