@@ -282,6 +282,7 @@ func TestRunPreloadedWhateverTheEnvironment(t *testing.T) {
 		t.Skip("reads /proc")
 	}
 	bin := buildHub(t)
+	hubtest.Slot(t)
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer taken.Close()

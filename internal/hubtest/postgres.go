@@ -99,6 +99,14 @@ func DatabaseURL(t testing.TB) string {
 	return testServer.database(t, "")
 }
 
+// Slot holds one of the test database slots for the calling test until it
+// ends, for a test that makes its databases another way (hub bench's
+// own), so that they count against HUB_TEST_DATABASES too.
+func Slot(t testing.TB) {
+	t.Helper()
+	testServer.acquire(t)
+}
+
 // NewPool opens a pool of at most PoolMaxConns connections on url, closed
 // when the test ends.
 func NewPool(t testing.TB, url string) *pgxpool.Pool {

@@ -225,6 +225,7 @@ func TestBenchSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the hub binary")
 	}
+	hubtest.Slot(t)
 	rep, err := bench.Run(context.Background(), bench.Config{
 		AdminURL: hubtest.AdminURL(), HubCommand: []string{buildHub(t)},
 		Count: 400, Warmup: 100, Concurrency: 8, Duplicates: 0.2, BatchMax: 64, Baseline: true, Ceiling: true, Rounds: 2,
