@@ -215,20 +215,23 @@ func (p *postgres) release(root string, s *slot) {
 // takeSlot connects to the admin database and takes a free slot on that
 // connection, waiting for one up to slotWait.
 func takeSlot(t testing.TB) (*pgx.Conn, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), slotWait)
+	ctx, cancel := context.WithTimeout(context.Background(), adminWait)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, AdminURL())
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", AdminURL(), err)
 	}
-	n := databases()
+	try := func(slot int) (ok bool, err error) {
+		ctx, cancel := context.WithTimeout(context.Background(), adminWait)
+		defer cancel()
+		err = conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, $2)`, lockSlot, int32(slot)).Scan(&ok)
+		return ok, err
+	}
+	n, deadline := databases(), time.Now().Add(slotWait)
 	for first := mrand.IntN(n); ; {
 		for i := range n {
-			var ok bool
-			if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, $2)`, lockSlot, int32((first+i)%n)).Scan(&ok); err != nil {
-				if ctx.Err() != nil {
-					break
-				}
+			ok, err := try((first + i) % n)
+			if err != nil {
 				_ = conn.Close(context.Background())
 				return nil, fmt.Errorf("take a test database slot: %w", err)
 			}
@@ -236,12 +239,11 @@ func takeSlot(t testing.TB) (*pgx.Conn, error) {
 				return conn, nil
 			}
 		}
-		select {
-		case <-ctx.Done():
+		if time.Now().After(deadline) {
 			t.Logf("hubtest: the %d test database slots stayed busy for %s; going on without one", n, slotWait)
 			return conn, nil
-		case <-time.After(time.Duration(50+mrand.IntN(100)) * time.Millisecond):
 		}
+		time.Sleep(time.Duration(50+mrand.IntN(100)) * time.Millisecond)
 	}
 }
 
