@@ -2,13 +2,11 @@ package hubtest
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
-	mrand "math/rand/v2"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"strconv"
@@ -228,7 +226,7 @@ func takeSlot(t testing.TB) (*pgx.Conn, error) {
 		return ok, err
 	}
 	n, deadline := databases(), time.Now().Add(slotWait)
-	for first := mrand.IntN(n); ; {
+	for first := rand.IntN(n); ; {
 		for i := range n {
 			ok, err := try((first + i) % n)
 			if err != nil {
@@ -243,7 +241,7 @@ func takeSlot(t testing.TB) (*pgx.Conn, error) {
 			t.Logf("hubtest: the %d test database slots stayed busy for %s; going on without one", n, slotWait)
 			return conn, nil
 		}
-		time.Sleep(time.Duration(50+mrand.IntN(100)) * time.Millisecond)
+		time.Sleep(time.Duration(50+rand.IntN(100)) * time.Millisecond)
 	}
 }
 
@@ -275,7 +273,7 @@ func (s *slot) create(stmt string) error {
 		if err == nil || !errors.As(err, &pgErr) || pgErr.Code != "55006" || time.Now().After(deadline) {
 			return err
 		}
-		time.Sleep(time.Duration(100+mrand.IntN(200)) * time.Millisecond)
+		time.Sleep(time.Duration(100+rand.IntN(200)) * time.Millisecond)
 	}
 }
 
@@ -380,9 +378,7 @@ func Role(t testing.TB, ownerURL string, grant func(ctx context.Context, owner *
 	ctx, cancel := context.WithTimeout(context.Background(), adminWait)
 	defer cancel()
 	owner := NewPool(t, ownerURL)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	role := "hookhub_rt_" + hex.EncodeToString(b[:])
+	role := fmt.Sprintf("hookhub_rt_%012x", rand.Uint64()>>16)
 	if _, err := owner.Exec(ctx, "CREATE ROLE "+pgx.Identifier{role}.Sanitize()+" LOGIN"); err != nil {
 		t.Fatalf("hubtest: create role: %v", err)
 	}
@@ -412,7 +408,5 @@ func dropRole(t testing.TB, owner *pgxpool.Pool, role string) {
 }
 
 func randomSuffix() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return time.Now().UTC().Format("20060102_150405") + "_" + hex.EncodeToString(b[:])
+	return fmt.Sprintf("%s_%012x", time.Now().UTC().Format("20060102_150405"), rand.Uint64()>>16)
 }
