@@ -37,6 +37,7 @@
 //   - hub/bench: `hub bench`: the whole path measured end to end against batching disabled and the raw ceiling; `hub bench destinations`: the destinations process.
 //   - hub/service: wiring, configuration (HUB_*), startup in order and graceful shutdown.
 //   - hub/service/testhub: a whole hub in-process for a test: the one way a test runs a hub.
+//   - hub/internal/hubdb: a test's database with the hub's schema (a copy of a migrated template) and a role with its run-time privileges.
 //   - hub/cmd/hub: the hub command: serve, dev, migrate, send, the operator commands, bench, version.
 //
 // The contract, the schema, and the subscriber side:

@@ -15,10 +15,7 @@ import (
 
 func emptyPool(t *testing.T) *pgxpool.Pool {
 	t.Helper()
-	pool, err := pgxpool.New(context.Background(), hubtest.DatabaseURL(t))
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	return pool
+	return hubtest.NewPool(t, hubtest.DatabaseURL(t))
 }
 
 // The hub's migrations (v0.1.0's squashed schema and those after it):
@@ -80,9 +77,7 @@ func TestDownKeepsAuditTrail(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := hubtest.DatabaseURL(t)
-	pool, err := pgxpool.New(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	pool := hubtest.NewPool(t, url)
 	m, err := migrations.Hub(pool)
 	require.NoError(t, err)
 	defer m.Close()

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/admin"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/store"
@@ -25,7 +26,7 @@ import (
 // range (since=7d) included.
 func TestAdminReadsRefused429WithRetryAfter(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg)
 	o := ops.New(ops.Config{Archive: store.New(pool), Subscribers: pool, Metrics: m, ReadBudget: ops.Budget{Slots: 1}})

@@ -18,17 +18,17 @@ import (
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/admin"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 // adminOnDB is an admin API over real Ops and store on a fresh database,
 // and how to send it a request with a bearer token ("": none).
 func adminOnDB(t *testing.T) (*pgxpool.Pool, *admin.Server, *ops.Ops, func(token, method, path, body string) (int, string)) {
 	t.Helper()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	o := ops.New(ops.Config{Archive: store.New(pool), Subscribers: pool})
 	reg := prometheus.NewRegistry()
 	adm, err := admin.New(admin.Config{Token: testAdminToken, Operator: o, Gatherer: reg, Metrics: metrics.New(reg),

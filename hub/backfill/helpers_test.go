@@ -19,6 +19,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub/backfill"
 	"github.com/hookhub/hookhub/hub/backfill/fakeapi"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
@@ -56,7 +57,7 @@ type hubEnv struct {
 
 func newHubEnv(t *testing.T, mod ...func(*service.Config)) *hubEnv {
 	t.Helper()
-	pool, url := hubtest.Pool(t)
+	pool, url := hubdb.Pool(t)
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
 	h := &hubEnv{t: t, pool: pool, js: js, registry: prometheus.NewRegistry(),

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/internal/hubtest"
@@ -52,7 +53,7 @@ func TestVerify(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			pool, _ := hubtest.Pool(t)
+			pool, _ := hubdb.Pool(t)
 			st := store.New(pool)
 			start := time.Now()
 			// An older event, as a preload would be: never counted.
@@ -281,6 +282,7 @@ func TestRunPreloadedWhateverTheEnvironment(t *testing.T) {
 		t.Skip("reads /proc")
 	}
 	bin := buildHub(t)
+	hubtest.Slot(t)
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer taken.Close()

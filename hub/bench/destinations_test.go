@@ -28,6 +28,7 @@ func TestDestinationsBench(t *testing.T) {
 	}
 	hubBin := buildHub(t)
 	destBin := hubtest.Build(t, "../../subscribers/destination/cmd/destinations")
+	hubtest.Slot(t)
 
 	rep, err := Destinations(context.Background(), DestinationsConfig{
 		AdminURL: hubtest.AdminURL(), HubCommand: []string{hubBin}, DestinationsCommand: []string{destBin},

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/console"
-	"github.com/hookhub/hookhub/internal/hubtest"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 )
 
 func TestSignInAndOut(t *testing.T) {
@@ -340,7 +340,7 @@ func TestReadOnlySignInsLeaveAdminSignedIn(t *testing.T) {
 // count apart.
 func TestSignInRateLimitOnSuccess(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := newSiteWith(t, pool, fiber.Config{ProxyHeader: fiber.HeaderXForwardedFor})
 	page := s.do("GET", "/console/login", "", nil)
 	lc, csrf := cookieOf(page, "hookhub_login"), csrfOf(t, page.body)

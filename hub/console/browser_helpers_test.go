@@ -31,6 +31,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/hub/service/testhub"
 	"github.com/hookhub/hookhub/internal/hubtest"
@@ -112,7 +113,7 @@ type browserSuite struct {
 func newBrowserSuite(t *testing.T) *browserSuite {
 	t.Helper()
 	s := &browserSuite{chrome: startChromium(t), logs: &hubtest.SyncBuffer{}}
-	_, url := hubtest.Pool(t)
+	_, url := hubdb.Pool(t)
 	n := hubtest.JetStream(t)
 	cfg := testhub.Config(t, url, n.URL())
 	cfg.AdminAddr = "127.0.0.1:0"

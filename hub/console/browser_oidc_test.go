@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/hub/service/testhub"
 	"github.com/hookhub/hookhub/internal/hubtest"
@@ -51,7 +52,7 @@ func TestBrowserOIDC(t *testing.T) {
 	opLn, opURL := listen(t)
 	startOP(t, opLn, opURL, callback)
 
-	_, dbURL := hubtest.Pool(t)
+	_, dbURL := hubdb.Pool(t)
 	n := hubtest.JetStream(t)
 	cfg := testhub.Config(t, dbURL, n.URL())
 	cfg.AdminAddr, cfg.AdminToken = adminAddr, consoleAdminToken

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/console"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/server"
-	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -43,7 +43,7 @@ func processed(t testing.TB, pool *pgxpool.Pool, sub string, at time.Time, event
 
 func TestChartsPage(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s, byProvider := newChartsSite(t, pool, "paddle", "stripe", `<b>evil</b>`)
 	now := s.clock.Now()
 	for range 90 {
@@ -114,7 +114,7 @@ func TestChartsPage(t *testing.T) {
 // is NaN.
 func TestChartsPageEmpty(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s, _ := newChartsSite(t, pool, "paddle")
 	sc, _ := s.login(adminToken)
 	page := s.do("GET", "/console/charts?hours=24", "", []*http.Cookie{sc})
@@ -149,7 +149,7 @@ func sparkOf(t testing.TB, body, table, name string) string {
 }
 
 func BenchmarkChartsPage(b *testing.B) {
-	pool, _ := hubtest.Pool(b)
+	pool, _ := hubdb.Pool(b)
 	s, byProvider := newChartsSite(b, pool, "clerk", "github", "paddle", "shopify", "stripe", "twilio")
 	now := s.clock.Now()
 	for m := range 24 * 60 {

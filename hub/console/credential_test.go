@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/console"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/hub/service/testhub"
-	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 // Issue 27: a session lasts only as long as what granted it.
@@ -86,7 +86,7 @@ func TestSessionEndsWhenItsTokenIsRotated(t *testing.T) {
 // read-only; a read-only token made the admin token acts as admin.
 func TestTokenSessionFollowsItsTokensRole(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	a := newSiteOn(t, pool)
 	adminCookie, adminCSRF := a.login(adminToken)
 	roCookie, roCSRF := a.login(readOnlyToken)
@@ -141,7 +141,7 @@ func TestTokenSessionFollowsItsTokensRole(t *testing.T) {
 // once, and their session is gone on every replica.
 func TestOIDCSessionFollowsTheRoleRules(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	a := newOIDCSite(t, pool)
 	ag := newAgent(t)
 	require.Equal(t, http.StatusOK, ag.signIn(a, "alice").status)
@@ -182,7 +182,7 @@ func TestOIDCSessionFollowsTheRoleRules(t *testing.T) {
 // request, not kept with authority no one checks.
 func TestUnboundSessionIsEnded(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := newSiteOn(t, pool)
 	cookie, csrf := s.login(adminToken)
 	// What an older hub writes: the columns it knows.
@@ -204,7 +204,7 @@ var sessionRowRE = regexp.MustCompile(`<tr class="session" data-id="([0-9a-f]+)"
 // name. A read-only session sees the list but cannot revoke.
 func TestRevokeFromConsole(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	a := newSiteOn(t, pool)
 	b := newSiteOn(t, pool)
 	adminCookie, csrf := a.login(adminToken)

@@ -20,10 +20,10 @@ import (
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/console"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/server"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -86,7 +86,7 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 
 func newSite(t testing.TB) *site {
 	t.Helper()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	return newSiteOn(t, pool)
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/console"
-	"github.com/hookhub/hookhub/internal/hubtest"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 )
 
 // Operators sign in through the local provider's login page; each gets
@@ -19,7 +19,7 @@ import (
 // header. A read-only operator is refused every action.
 func TestOIDCSignIn(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := newOIDCSite(t, pool)
 	page := s.do("GET", "/console/login", "", nil)
 	require.Contains(t, page.body, `id="sign-in-oidc" href="/console/oidc/login"`, "the sign-in page offers single sign-on")
@@ -71,7 +71,7 @@ func countRows(t testing.TB, s *oidcSite, q string, args ...any) int {
 // it did not verify, is refused with a clear page and not signed in.
 func TestOIDCNoRole(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := newOIDCSite(t, pool)
 	for _, user := range []string{"erin", "mallory"} {
 		a := newAgent(t)
@@ -88,7 +88,7 @@ func TestOIDCNoRole(t *testing.T) {
 // Every way a callback can be wrong is refused and opens no session.
 func TestOIDCRefused(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := newOIDCSite(t, pool)
 	setLogin := func(col, v string) {
 		_, err := s.pool.Exec(context.Background(), `UPDATE console_oidc_logins SET `+col+` = $1`, v)
@@ -225,7 +225,7 @@ func TestOIDCRefused(t *testing.T) {
 // the return_to asked.
 func TestOIDCNoOpenRedirect(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := newOIDCSite(t, pool)
 	for ask, want := range map[string]string{
 		"https://evil.example/console/":   "/console/",
@@ -252,7 +252,7 @@ func TestOIDCNoOpenRedirect(t *testing.T) {
 // single sign-on is unavailable.
 func TestOIDCProviderDown(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	ln, deadURL := listen(t)
 	require.NoError(t, ln.Close())
 	discovered := make(chan bool, 10)
@@ -273,7 +273,7 @@ func TestOIDCProviderDown(t *testing.T) {
 // Sign-ins started are limited per address: each stores a row.
 func TestOIDCStartsLimited(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	s := newOIDCSite(t, pool)
 	for i := range console.MaxSignInsPerAddress {
 		require.Equal(t, http.StatusSeeOther, s.do("GET", "/console/oidc/login", "", nil).status, "start %d", i+1)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookhub/hookhub/internal/hubtest"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 )
 
 // A session lives in Postgres: a second console on the same database (a
@@ -18,7 +18,7 @@ import (
 // session id's SHA-256 is stored.
 func TestSessionsAcrossReplicasAndRestart(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	first := newSiteOn(t, pool)
 	cookie, csrf := first.login(adminToken)
 	replica := newSiteOn(t, pool)
@@ -57,7 +57,7 @@ func TestSessionsAcrossReplicasAndRestart(t *testing.T) {
 // both.
 func TestOIDCAcrossReplicas(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	a := newOIDCSite(t, pool)
 	b := a.replica(t)
 	ag := newAgent(t)

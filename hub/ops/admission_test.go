@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/store"
@@ -122,7 +123,7 @@ func TestReadsCannotStarveActions(t *testing.T) {
 // though a slot is free.
 func TestReadsAdmittedByRows(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	reg := prometheus.NewRegistry()
 	o := ops.New(ops.Config{Archive: store.New(pool), Subscribers: pool, Metrics: metrics.New(reg),
 		ReadBudget: ops.Budget{Slots: 8, Rows: 30_000}})
@@ -191,7 +192,7 @@ func TestBulkPlanReadsHeadersOnly(t *testing.T) {
 // running the search: "now" is taken once (EventFilter.Now).
 func TestPayloadFilterExactMaximumRange(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	var mu sync.Mutex
 	at := time.Now()
 	tick := func() time.Time { // a clock that moves each time it is read
@@ -224,7 +225,7 @@ func TestPayloadFilterExactMaximumRange(t *testing.T) {
 // the least a read costs (Budget.MinRows, a fortieth of the rate).
 func TestReadsAdmittedAtARateOfRows(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	o := ops.New(ops.Config{Archive: store.New(pool), Subscribers: pool,
 		ReadBudget: ops.Budget{Slots: 8, Rows: 21_000, RowsPerSecond: 1000}})
 	ctx := context.Background()
@@ -250,7 +251,7 @@ func TestReadsAdmittedAtARateOfRows(t *testing.T) {
 // Truncated with the cursor to go on, and going on finds every match.
 func TestPayloadFilterStopsAtItsBytes(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	o := ops.New(ops.Config{Archive: store.New(pool), Subscribers: pool})
 	ops.SetPayloadScanBytes(o, 25_000, 3)
 	ctx := context.Background()
@@ -290,7 +291,7 @@ func TestPayloadFilterStopsAtItsBytes(t *testing.T) {
 // refused; read by read, they are paced by a Permit's Pace.
 func TestCheapReadsBoundedByTheRate(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	o := ops.New(ops.Config{Archive: store.New(pool), Subscribers: pool,
 		ReadBudget: ops.Budget{Slots: 8, Rows: 1000, RowsPerSecond: 1000, MinRows: 100}})
 	ctx := context.Background()

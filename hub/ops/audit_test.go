@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/subscribers/destination"
 )
 
@@ -163,7 +163,7 @@ func (finishFails) FinishAudit(context.Context, int64, string, json.RawMessage, 
 // started what.
 func TestAuditFinishFailureIsLogged(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	var logs bytes.Buffer
 	st := store.New(pool)
 	o := ops.New(ops.Config{Archive: st, Subscribers: pool, Audit: finishFails{st}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})

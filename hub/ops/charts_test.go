@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/ops"
-	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/subscribers/destination"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
@@ -98,7 +98,7 @@ func TestProcessingCharts(t *testing.T) {
 // others; none has data, and nothing is NaN or partial.
 func TestProcessingChartsBounded(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	o := newOps(t, pool, nil)
 	ctx := context.Background()
 	for i := range ops.MaxChartSubscribers + 2 {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/ops"
-	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/subscribers/destination"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
@@ -21,7 +21,7 @@ import (
 // without settling it is pending.
 func TestShowEventDestinationAttempts(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	o := newOps(t, pool, nil)
 	ctx := context.Background()
 	now := time.Now().Truncate(time.Microsecond)
@@ -94,7 +94,7 @@ func TestShowEventDestinationAttempts(t *testing.T) {
 // by the subscriber library, but its detail says it waits.
 func TestShowEventParkedIsWaiting(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	o := newOps(t, pool, nil)
 	ctx := context.Background()
 	archive(t, pool, time.Now().Add(-time.Hour), "evt_parked", "evt_done")

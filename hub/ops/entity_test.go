@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/subscribers/destination"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
@@ -23,7 +23,7 @@ import (
 // entity too.
 func TestEntityTimeline(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	o := newOps(t, pool, nil)
 	ctx := context.Background()
 	now := time.Now().Truncate(time.Microsecond)
@@ -106,7 +106,7 @@ func TestEntityTimeline(t *testing.T) {
 // A bad entity is refused with the same message wherever it is given.
 func TestEntityInput(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	o := newOps(t, pool, nil)
 	ctx := context.Background()
 	for _, c := range []struct{ entity, want string }{

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/internal/hubtest"
@@ -24,7 +25,7 @@ import (
 // never a database error or a panic.
 func TestOperationsRefuseInputsOutOfBounds(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
 	ctx := context.Background()
@@ -175,7 +176,7 @@ func TestOperationsRefuseInputsOutOfBounds(t *testing.T) {
 // it kept.
 func TestPurgeKeepsFailedAndYoungRows(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	o := newOps(t, pool, nil)
 	ctx := context.Background()
 	old := time.Now().Add(-30 * 24 * time.Hour)
@@ -226,7 +227,7 @@ func TestPurgeKeepsFailedAndYoungRows(t *testing.T) {
 // The minimum purge age is never below the stream's duplicate window.
 func TestPurgeMinimumAgeFollowsDuplicateWindow(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
 	ctx := context.Background()
@@ -244,7 +245,7 @@ func TestPurgeMinimumAgeFollowsDuplicateWindow(t *testing.T) {
 // apart, not shown as subscribers.
 func TestStatusListsDurableConsumersOnly(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
 	ctx := context.Background()

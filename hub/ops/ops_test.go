@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/hub/store"
@@ -95,7 +96,7 @@ func archiveState(t *testing.T, pool *pgxpool.Pool, at time.Time, status hub.Sta
 
 func TestListAndShowEvents(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	o := newOps(t, pool, nil)
 	ctx := context.Background()
 	now := time.Now()
@@ -161,7 +162,7 @@ func TestListAndShowEvents(t *testing.T) {
 
 func TestPurgeKeepsDedupAndPending(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	o := newOps(t, pool, nil)
 	ctx := context.Background()
 	old := time.Now().Add(-100 * 24 * time.Hour)
@@ -204,7 +205,7 @@ func TestPurgeKeepsDedupAndPending(t *testing.T) {
 
 func TestStatusWithoutNATS(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	o := newOps(t, pool, nil)
 	archive(t, pool, time.Now().Add(-time.Minute), "evt_a", "evt_b")
 	st, err := o.Status(context.Background())
@@ -220,7 +221,7 @@ func TestStatusWithoutNATS(t *testing.T) {
 // failed attempt; waiting in the outbox leased, or after a failure).
 func TestOperationsReadStates(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	o := newOps(t, pool, nil)
 	ctx := context.Background()
 	old := time.Now().Add(-40 * 24 * time.Hour).Truncate(time.Microsecond)
@@ -290,7 +291,7 @@ func TestOperationsReadStates(t *testing.T) {
 // after page; FAILED, PENDING and SKIPPED events are refused.
 func TestRepublishThroughRelay(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
 	ctx := context.Background()

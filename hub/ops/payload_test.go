@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/schema"
 )
 
@@ -44,7 +44,7 @@ func eventIDs(rows []ops.EventRow) []string {
 
 func TestPayloadFilterMatches(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	o := newOps(t, pool, nil)
 	ctx := context.Background()
 	now := time.Now()
@@ -87,7 +87,7 @@ func TestPayloadFilterMatches(t *testing.T) {
 
 func TestPayloadFilterRangeBound(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	o := newOps(t, pool, nil)
 	ctx := context.Background()
 	now := o.Now()
@@ -115,7 +115,7 @@ func TestPayloadFilterRangeBound(t *testing.T) {
 
 func TestPayloadFilterScanBoundAndCursor(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	st := store.New(pool)
 	o := ops.New(ops.Config{Archive: st, Subscribers: pool, Stream: schema.DefaultStream, PayloadScanRows: 10})
 	ctx := context.Background()

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/hub/store"
@@ -32,7 +33,7 @@ func loadRange(t *testing.T, n int, cfg func(*ops.Config)) (*ops.Ops, jetstream.
 func loadRangeOn(t *testing.T, n int, sc jetstream.StreamConfig, cfg func(*ops.Config)) (*ops.Ops, jetstream.JetStream, time.Time) {
 	t.Helper()
 	ctx := context.Background()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	_, js := hubtest.JetStream(t).Connect(t)
 	var err error
 	if sc.Name == "" {
@@ -201,7 +202,7 @@ func TestCopiesRefusedWhileTheStreamDiverts(t *testing.T) {
 	ctx := context.Background()
 	const events = 5
 	o, js, since := loadRange(t, events, nil)
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	republisher := newOps(t, pool, js)
 	at := time.Now().Add(-time.Hour)
 	archive(t, pool, at, "evt_re_1", "evt_re_2")

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/internal/hubtest"
 )
@@ -134,7 +135,7 @@ func TestHeldRowsAreNotLookedUp(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
 	require.NoError(t, nc.Flush())
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	r, err := New(store.New(pool), js, Config{Stream: "S", DuplicateWindow: 2 * time.Minute})
 	require.NoError(t, err)
 	old := time.Now().Add(-time.Hour)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/hub/store"
@@ -29,7 +30,7 @@ type bundle struct {
 
 func setup(t *testing.T, window time.Duration) *bundle {
 	t.Helper()
-	pool, _ := hubtest.Pool(t)
+	pool, _ := hubdb.Pool(t)
 	_, js := hubtest.JetStream(t).Connect(t)
 	st, err := relay.EnsureStream(context.Background(), js, relay.StreamConfig{
 		Name: schema.DefaultStream, Providers: []string{"paddle"}, Replicas: 1, DuplicateWindow: window,

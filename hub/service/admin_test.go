@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
@@ -396,7 +397,7 @@ func FuzzAdminAPI(f *testing.F) {
 // startFuzzHub runs a hub with the admin API, a few events (some
 // dead-lettered by a running subscriber "flaky") and returns its base URL.
 func startFuzzHub(f *testing.F) (string, *pgxpool.Pool) {
-	pool, dbURL := hubtest.Pool(f)
+	pool, dbURL := hubdb.Pool(f)
 	n := hubtest.JetStream(f)
 	_, js := n.Connect(f)
 	cfg := newTestConfig(f, dbURL, n.URL())

@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/internal/hubtest"
@@ -76,7 +77,7 @@ func TestClusterFailover(t *testing.T) {
 	// hub and the subscriber (registered later) have stopped.
 	cluster := hubtest.JetStreamCluster(t, hubtest.ClusterOptions{Logger: slog.New(logs.handler("nats"))})
 	logs.mark("cluster ready", "meta leader %s", cluster.Name(cluster.MetaLeader()))
-	pool, dbURL := hubtest.Pool(t)
+	pool, dbURL := hubdb.Pool(t)
 	logs.mark("database ready", "")
 	_, js := cluster.Connect(t, nats.ErrorHandler(logs.natsErrors("test-client")))
 

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/internal/startstop"
 	"github.com/hookhub/hookhub/schema"
 )
@@ -96,7 +96,7 @@ func requireStopped(t *testing.T, s *Service) {
 // A component that fails to start stops those started before it, in
 // reverse order, and Run returns its error having left nothing running.
 func TestRunStopsStartedComponentsWhenOneFailsToStart(t *testing.T) {
-	_, dbURL := hubtest.Pool(t)
+	_, dbURL := hubdb.Pool(t)
 	baseline := goroutines()
 	s, err := New(t.Context(), lifecycleConfig(t, dbURL), Deps{})
 	require.NoError(t, err)
@@ -123,7 +123,7 @@ func TestRunStopsStartedComponentsWhenOneFailsToStart(t *testing.T) {
 
 // Run returns nil once ctx is cancelled, with every component stopped.
 func TestRunStopsEverythingWhenCancelled(t *testing.T) {
-	_, dbURL := hubtest.Pool(t)
+	_, dbURL := hubdb.Pool(t)
 	baseline := goroutines()
 	s, err := New(t.Context(), lifecycleConfig(t, dbURL), Deps{})
 	require.NoError(t, err)
@@ -155,7 +155,7 @@ func TestRunStopsEverythingWhenCancelled(t *testing.T) {
 // A New that fails half-way (here: the webhook address is in use) closes
 // what it opened: pool, NATS, embedded server, listeners.
 func TestNewClosesWhatItOpenedWhenItFails(t *testing.T) {
-	_, dbURL := hubtest.Pool(t)
+	_, dbURL := hubdb.Pool(t)
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer busy.Close()

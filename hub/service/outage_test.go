@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/hub/store"
@@ -92,7 +93,7 @@ func TestNATSOutage(t *testing.T) {
 
 func TestHubStartsWhileNATSIsDown(t *testing.T) {
 	t.Parallel()
-	pool, url := hubtest.Pool(t)
+	pool, url := hubdb.Pool(t)
 	n := hubtest.JetStream(t)
 	natsURL := n.URL()
 	n.Stop()

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/internal/migrate"
 	"github.com/hookhub/hookhub/migrations"
@@ -74,7 +75,7 @@ func nextName(t *testing.T) string {
 func TestRollingDeployAcrossNextMigration(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, dbURL := hubtest.Pool(t) // this release's schema
+	pool, dbURL := hubdb.Pool(t) // this release's schema
 	nextFS := nextMigrations(t)
 	m, err := migrate.New(pool, nextFS, migrations.HubVersionTable, "hub")
 	require.NoError(t, err)

@@ -8,8 +8,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/service"
-	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -25,7 +25,7 @@ func TestHubRunsAsTheRuntimeRole(t *testing.T) {
 	h := newTestHub(t, func(c *service.Config) {
 		c.AdminToken = adminToken
 		ownerURL = c.DatabaseURL
-		c.DatabaseURL = hubtest.RuntimeRole(t, c.DatabaseURL)
+		c.DatabaseURL = hubdb.RuntimeRole(t, c.DatabaseURL)
 		// An entry a process that died left running: marked interrupted
 		// as the hub starts.
 		owner, err := pgxpool.New(t.Context(), ownerURL)

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/migrations"
@@ -49,7 +50,7 @@ func TestStreamDeletedUnderLoad(t *testing.T) {
 			t.Logf("warnings and errors logged:\n%s", logs.summary())
 		}
 	}()
-	pool, dbURL := hubtest.Pool(t)
+	pool, dbURL := hubdb.Pool(t)
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
 	cfg := newTestConfig(t, dbURL, n.URL())
@@ -171,7 +172,7 @@ func TestStreamLossSubscriberResumes(t *testing.T) {
 			t.Logf("warnings and errors logged:\n%s", logs.summary())
 		}
 	}()
-	pool, dbURL := hubtest.Pool(t)
+	pool, dbURL := hubdb.Pool(t)
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
 	h := &testHub{t: t, cfg: newTestConfig(t, dbURL, n.URL()), pool: pool, nats: n, js: js,
@@ -213,7 +214,7 @@ func TestStreamLossSubscriberResumes(t *testing.T) {
 func TestEnsureStreamMergesSubjects(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, dbURL := hubtest.Pool(t)
+	pool, dbURL := hubdb.Pool(t)
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
 	_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: schema.DefaultStream, Subjects: []string{"other.>"}, Duplicates: 5 * time.Minute})
@@ -274,7 +275,7 @@ func TestEnsureStreamMergesSubjects(t *testing.T) {
 func TestReadyzHidesDatabaseErrors(t *testing.T) {
 	t.Parallel()
 	logs := &logRecorder{start: time.Now()}
-	pool, dbURL := hubtest.Pool(t)
+	pool, dbURL := hubdb.Pool(t)
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
 	h := &testHub{t: t, cfg: newTestConfig(t, dbURL, n.URL()), pool: pool, nats: n, js: js,

@@ -10,7 +10,6 @@ import (
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 // A provider's checkpoint: one run holds it at a time, an unfinished run
@@ -18,8 +17,7 @@ import (
 // api is archived as given.
 func TestBackfillCheckpoint(t *testing.T) {
 	ctx := context.Background()
-	pool, _ := hubtest.Pool(t)
-	st := store.New(pool)
+	st, _ := newStore(t)
 	since := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	until := since.Add(72 * time.Hour)
 
@@ -90,8 +88,7 @@ func TestBackfillCheckpoint(t *testing.T) {
 // TakeBackfillLease whoever holds it, which names the holder.
 func TestBackfillResumesAndLeases(t *testing.T) {
 	ctx := context.Background()
-	pool, _ := hubtest.Pool(t)
-	st := store.New(pool)
+	st, _ := newStore(t)
 	since := time.Now().Add(-time.Hour)
 	until := time.Now()
 

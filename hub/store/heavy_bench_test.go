@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
@@ -21,7 +22,7 @@ import (
 // batches (before). alone_x and shared_x are the p99s over the quiet one.
 // Run it once: go test -run XXX -bench HeavyBody -benchtime 1x ./hub/store/
 func BenchmarkHeavyBody(b *testing.B) {
-	pool, _ := hubtest.Pool(b)
+	pool, _ := hubdb.Pool(b)
 	var heavyJSON strings.Builder
 	heavyJSON.WriteByte('[')
 	for i := range 100_000 {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 func sessionRow(key string, i int, now time.Time, ttl time.Duration) store.ConsoleSession {
@@ -27,8 +26,7 @@ func sessionRow(key string, i int, now time.Time, ttl time.Duration) store.Conso
 func TestConsoleSessions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, _ := hubtest.Pool(t)
-	st := store.New(pool)
+	st, pool := newStore(t)
 	now := time.Now().Truncate(time.Microsecond)
 
 	other := sessionRow("token:read-only", 0, now, time.Hour)
@@ -97,8 +95,7 @@ func TestConsoleSessions(t *testing.T) {
 func TestListAndRevokeConsoleSessions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, _ := hubtest.Pool(t)
-	st := store.New(pool)
+	st, _ := newStore(t)
 	now := time.Now().Truncate(time.Microsecond)
 	var want []string
 	for i := range 5 {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 func delivery(eventID string, body string) hub.Delivery {
@@ -25,8 +24,7 @@ func delivery(eventID string, body string) hub.Delivery {
 
 func TestIngestBatch(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
-	s := store.New(pool)
+	s, pool := newStore(t)
 	ctx := context.Background()
 
 	failed := delivery("evt_c", `{}`)
@@ -64,8 +62,7 @@ func TestIngestBatch(t *testing.T) {
 
 func TestIngestUnstorablePayloadDoesNotFailTheBatch(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
-	s := store.New(pool)
+	s, pool := newStore(t)
 	ctx := context.Background()
 	bad := []string{
 		`{"a":"\u0000"}`,       // NUL escape: valid JSON, rejected by jsonb
@@ -94,8 +91,7 @@ func TestIngestUnstorablePayloadDoesNotFailTheBatch(t *testing.T) {
 
 func TestIngestUnavailable(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
-	s := store.New(pool)
+	s, pool := newStore(t)
 	pool.Close()
 	_, err := s.Ingest(context.Background(), []hub.Delivery{delivery("evt_x", `{}`)})
 	require.ErrorIs(t, err, hub.ErrUnavailable)
@@ -113,8 +109,7 @@ func claimAndRecord(ctx context.Context, s *store.Store, limit int, publish func
 
 func TestClaimRecordsResults(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
-	s := store.New(pool)
+	s, pool := newStore(t)
 	ctx := context.Background()
 	_, err := s.Ingest(ctx, []hub.Delivery{delivery("evt_1", `{}`), delivery("evt_2", `{}`), delivery("evt_3", `{}`)})
 	require.NoError(t, err)
@@ -183,8 +178,7 @@ func TestClaimRecordsResults(t *testing.T) {
 
 func TestConcurrentClaimsAreDisjoint(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
-	s := store.New(pool)
+	s, _ := newStore(t)
 	ctx := context.Background()
 	var ds []hub.Delivery
 	for i := range 200 {
@@ -239,8 +233,7 @@ func TestParseStatus(t *testing.T) {
 // of waiting out the relay grace.
 func TestRecordPublished(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
-	s := store.New(pool)
+	s, pool := newStore(t)
 	s.HoldNew(time.Hour)
 	ctx := context.Background()
 	ok, failed := delivery("evt_ok", `{}`), delivery("evt_failed", `{}`)
@@ -264,8 +257,7 @@ func TestRecordPublished(t *testing.T) {
 
 func TestIngestPayloadColumn(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
-	s := store.New(pool)
+	s, pool := newStore(t)
 	ctx := context.Background()
 	form := delivery("evt_form", "AccountSid=AC1&MessageSid=SM1")
 	form.Payload = []byte(`{"AccountSid": "AC1", "MessageSid": "SM1"}`)
@@ -300,8 +292,7 @@ func TestIngestPayloadColumn(t *testing.T) {
 // leaving it due for ever, and still hands out the others.
 func TestClaimGivesUpEventsWithoutArchiveRow(t *testing.T) {
 	t.Parallel()
-	pool, _ := hubtest.Pool(t)
-	s := store.New(pool)
+	s, pool := newStore(t)
 	ctx := context.Background()
 	gone, kept := delivery("evt_gone", `{}`), delivery("evt_kept", `{}`)
 	_, err := s.Ingest(ctx, []hub.Delivery{gone, kept})

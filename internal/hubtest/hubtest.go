@@ -1,103 +1,26 @@
 // Package hubtest gives tests the real components they run against: a
-// fresh Postgres database per test (created, migrated and dropped), and an
-// embedded JetStream server per test with its own store directory. There
-// are no fakes: tests talk to real Postgres and real nats-server.
+// fresh Postgres database per test (created, copied from a migrated
+// template or empty, and dropped), and an embedded JetStream server per
+// test with its own store directory. There are no fakes: tests talk to
+// real Postgres and real nats-server. It knows no schema: the caller
+// passes its migrations (Schema), so that it serves the hub's tests and
+// the subscribers' alike.
 //
 // The Postgres server is taken from HUB_TEST_DATABASE_URL, default
-// postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable.
+// postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable; at most
+// HUB_TEST_DATABASES test databases (default 6) live on it at once,
+// across every test process.
 package hubtest
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"os"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookhub/hookhub/internal/natsembed"
-	"github.com/hookhub/hookhub/internal/pgurl"
-	"github.com/hookhub/hookhub/migrations"
 )
-
-// AdminURL is the URL of the database tests create their databases from.
-func AdminURL() string {
-	if u := os.Getenv("HUB_TEST_DATABASE_URL"); u != "" {
-		return u
-	}
-	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-}
-
-// Pool creates a migrated database for the calling test (see Database) and
-// returns a pool on it, closed when the test ends.
-func Pool(t testing.TB) (*pgxpool.Pool, string) {
-	t.Helper()
-	url := DatabaseURL(t)
-	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		t.Fatalf("hubtest: pool: %v", err)
-	}
-	t.Cleanup(pool.Close)
-	m, err := migrations.Hub(pool)
-	if err != nil {
-		t.Fatalf("hubtest: migrations: %v", err)
-	}
-	defer m.Close()
-	if _, err := m.Up(ctx); err != nil {
-		t.Fatalf("hubtest: migrate: %v", err)
-	}
-	return pool, url
-}
-
-// DatabaseURL creates an empty database for the calling test (dropped when
-// it ends) and returns its URL.
-func DatabaseURL(t testing.TB) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	admin, err := pgx.Connect(ctx, AdminURL())
-	if err != nil {
-		t.Fatalf("hubtest: connect to %s: %v (is Postgres running?)", AdminURL(), err)
-	}
-	defer admin.Close(context.Background())
-
-	name := "hookhub_test_" + randomSuffix()
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		t.Fatalf("hubtest: create database: %v", err)
-	}
-	t.Cleanup(func() { dropDatabase(t, name) })
-	url, err := pgurl.WithDatabase(AdminURL(), name)
-	if err != nil {
-		t.Fatalf("hubtest: HUB_TEST_DATABASE_URL: %v", err)
-	}
-	return url
-}
-
-func dropDatabase(t testing.TB, name string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := pgx.Connect(ctx, AdminURL())
-	if err != nil {
-		t.Errorf("hubtest: drop database %s: %v", name, err)
-		return
-	}
-	defer c.Close(ctx)
-	if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-		t.Errorf("hubtest: drop database %s: %v", name, err)
-	}
-}
-
-func randomSuffix() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return time.Now().UTC().Format("20060102_150405") + "_" + hex.EncodeToString(b[:])
-}
 
 // NATS is an embedded JetStream server for one test.
 type NATS struct {

@@ -20,7 +20,6 @@ import (
 	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/hub/service/testhub"
-	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/internal/tracing"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
@@ -36,16 +35,10 @@ const e2eSecret = "pdl_ntfset_01tracetest000000000000000000_TraceTestSecret00000
 // (webhook) is the caller's child, the publish span the delivery's, the
 // subscriber's process span the publish's, and the handler runs inside it.
 func TestTraceEndToEnd(t *testing.T) {
-	pool, url := hubtest.Pool(t)
-	n := hubtest.JetStream(t)
-	_, js := n.Connect(t)
-
-	cfg := testhub.Config(t, url, n.URL())
-	cfg.SetSecrets("paddle", e2eSecret)
 	hubSpans := tracetest.NewSpanRecorder()
 	hubTP := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(hubSpans))
-	hub := testhub.Start(t, cfg, service.Deps{TracerProvider: hubTP})
-	hub.WaitStream(js, cfg.Stream)
+	hub := testhub.New(t, service.Deps{TracerProvider: hubTP}, func(c *service.Config) { c.SetSecrets("paddle", e2eSecret) })
+	pool, js, cfg := hub.Pool(), hub.JetStream(), hub.Config
 
 	subSpans := tracetest.NewSpanRecorder()
 	sub, err := subscriber.New(subscriber.Config{

@@ -16,10 +16,13 @@ import (
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
-func start(t *testing.T, env *subtest.Env, opts credits.Options) *subscriber.Subscriber {
+func start(t *testing.T, env *subtest.Env, opts credits.Options, mods ...func(*subscriber.Config)) *subscriber.Subscriber {
 	t.Helper()
 	cfg := env.Config(t, credits.Name)
 	cfg.Migrations = credits.Migrations
+	for _, m := range mods {
+		m(&cfg)
+	}
 	sub, err := subscriber.New(cfg)
 	require.NoError(t, err)
 	require.NoError(t, credits.Register(sub, opts))
@@ -136,7 +139,7 @@ func TestRegisterChecksName(t *testing.T) {
 func TestUnstorablePayloadsAreDeadLettered(t *testing.T) {
 	t.Parallel()
 	env := subtest.New(t)
-	sub := start(t, env, credits.Options{})
+	sub := start(t, env, credits.Options{}, subtest.OneDelivery)
 	now := time.Now()
 	bad := map[string]string{
 		"evt_nul_id":       "data.id",

@@ -30,9 +30,7 @@ func storeDB(t *testing.T, names ...string) *pgxpool.Pool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	pool, err := pgxpool.New(ctx, hubtest.DatabaseURL(t))
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	pool := hubtest.NewPool(t, hubtest.DatabaseURL(t))
 	for _, n := range names {
 		require.NoError(t, subscriber.Migrate(ctx, pool, n, destination.Migrations(n)))
 	}

@@ -18,11 +18,14 @@ import (
 
 var t0 = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 
-func start(t *testing.T, env *subtest.Env, concurrency int) *subscriber.Subscriber {
+func start(t *testing.T, env *subtest.Env, concurrency int, mods ...func(*subscriber.Config)) *subscriber.Subscriber {
 	t.Helper()
 	cfg := env.Config(t, downgrade.Name)
 	cfg.Migrations = downgrade.Migrations
 	cfg.Concurrency = concurrency
+	for _, m := range mods {
+		m(&cfg)
+	}
 	sub, err := subscriber.New(cfg)
 	require.NoError(t, err)
 	require.NoError(t, downgrade.Register(sub))
@@ -178,7 +181,7 @@ func TestPlans(t *testing.T) {
 func TestUnstorablePayloadsAreDeadLettered(t *testing.T) {
 	t.Parallel()
 	env := subtest.New(t)
-	sub := start(t, env, 2)
+	sub := start(t, env, 2, subtest.OneDelivery)
 	bad := map[string]string{
 		"evt_nul_id":   "data.id",
 		"evt_nul_plan": "data.custom_data.plan",

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/internal/hubtest"
 )
@@ -25,12 +26,10 @@ import (
 // deliveries are answered 200 while they are open, and every one is
 // answered 401 without its body.
 func TestAdminHeaderOnlyFloodRSS(t *testing.T) {
-	if testing.Short() {
-		t.Skip("holds 1,000 connections")
-	}
+	hubtest.Soak(t) // holds 1,000 connections; TestAdminListenerHeaderOnlyFlood (hub/service) asserts the same in-process
 	t.Parallel()
 	const conns = 1000
-	_, dbURL := hubtest.Pool(t)
+	_, dbURL := hubdb.Pool(t)
 	n := hubtest.JetStream(t)
 	addr, adminAddr := freeAddr(t), freeAddr(t)
 	hub := startHubProcess(t, append(processEnv(dbURL, n.URL()), "HUB_ADMIN_ADDR="+adminAddr, "HUB_LOG_LEVEL=warn",

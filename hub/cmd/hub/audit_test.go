@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/internal/hubtest"
@@ -20,7 +21,7 @@ import (
 // The command line's actions are recorded as the OS user's, on this host,
 // and `hub audit list` reads them back.
 func TestCLIActionsAreAudited(t *testing.T) {
-	pool, url := hubtest.Pool(t)
+	pool, url := hubdb.Pool(t)
 	// An entry of a command that died: the next command's first action
 	// marks it interrupted.
 	_, err := pool.Exec(t.Context(), `INSERT INTO audit_log (at, actor_kind, actor_name, actor_role, via, action, heartbeat_at)
@@ -86,7 +87,7 @@ func TestCLIActionsAreAudited(t *testing.T) {
 // `hub migrate down` keeps the audit trail, every migration rolled back;
 // only --drop-audit drops it with the migration that made it.
 func TestMigrateDownKeepsTheAuditTrail(t *testing.T) {
-	pool, url := hubtest.Pool(t)
+	pool, url := hubdb.Pool(t)
 	t.Setenv("HUB_DATABASE_URL", url)
 	files, err := fs.Glob(migrations.Files(), "*.sql")
 	require.NoError(t, err)
@@ -128,7 +129,7 @@ func TestMigrateDownKeepsTheAuditTrail(t *testing.T) {
 // it, whether the command or its action refused it; a command that reads
 // records nothing.
 func TestCLIRefusalsAreAudited(t *testing.T) {
-	pool, url := hubtest.Pool(t)
+	pool, url := hubdb.Pool(t)
 	t.Setenv("HUB_DATABASE_URL", url)
 	st := store.New(pool)
 	cases := []struct {

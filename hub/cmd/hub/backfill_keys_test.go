@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/backfill/fakeapi"
-	"github.com/hookhub/hookhub/internal/hubtest"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 )
 
 // `hub backfill` never prints the API key: not when a gateway echoes the
@@ -22,7 +22,7 @@ import (
 // another port (which receives nothing); and a plain http:// API URL to
 // another host is refused naming its variable.
 func TestBackfillCommandHidesTheKey(t *testing.T) {
-	_, url := hubtest.Pool(t)
+	_, url := hubdb.Pool(t)
 	const key = "sk_test_cliKeys0000000000000000000key"
 	fake := fakeapi.NewStripe(key)
 	srv := httptest.NewServer(fake)

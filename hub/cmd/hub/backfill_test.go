@@ -17,17 +17,17 @@ import (
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/backfill"
 	"github.com/hookhub/hookhub/hub/backfill/fakeapi"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 // `hub backfill` as an operator runs it: a wrong key names its variable
 // and exits 1, mistakes in flags exit 2, and a run prints its counts.
 func TestBackfillCommand(t *testing.T) {
-	_, url := hubtest.Pool(t)
+	_, url := hubdb.Pool(t)
 	const key = "sk_test_cli0000000000000000000000key"
 	fake := fakeapi.NewStripe(key)
 	srv := httptest.NewServer(fake)
@@ -116,7 +116,7 @@ func TestBackfillCommand(t *testing.T) {
 // again (a dry run only lists them) and is refused for a provider that
 // cannot; without it the payloads are fetched and ingested.
 func TestBackfillCommandGitHub(t *testing.T) {
-	pool, url := hubtest.Pool(t)
+	pool, url := hubdb.Pool(t)
 	fake := fakeapi.NewGitHub(t, fakeapi.GitHubOptions{Token: "ghp_cliToken0000000000"})
 	p, err := provider.New("github", []string{"gh_cli_secret"}, provider.Options{})
 	require.NoError(t, err)
@@ -196,7 +196,7 @@ func TestBackfillCommandGitHub(t *testing.T) {
 // killed mid-way leaves its lease, which --release-lease takes back unless
 // its holder is known to be alive, saying who held it.
 func TestBackfillCommandFailuresAndLease(t *testing.T) {
-	pool, url := hubtest.Pool(t)
+	pool, url := hubdb.Pool(t)
 	const key = "sk_test_cli0000000000000000000000key"
 	fake := fakeapi.NewStripe(key)
 	srv := httptest.NewServer(fake)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookhub/hookhub/internal/hubtest"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/subscribers/destination"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
@@ -18,7 +18,7 @@ import (
 // events; retry-now makes them due now, says how many, and is in the
 // audit trail as the OS user's.
 func TestDestinationsRetryNow(t *testing.T) {
-	pool, url := hubtest.Pool(t)
+	pool, url := hubdb.Pool(t)
 	t.Setenv("HUB_DATABASE_URL", url)
 	t.Setenv("HUB_NATS_URL", "nats://"+closedAddr(t))
 	ctx := context.Background()

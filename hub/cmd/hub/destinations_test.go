@@ -26,6 +26,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/schema"
@@ -69,7 +70,7 @@ func runCases(t *testing.T, cases []cliCase) {
 // TestDestinationsCommands: list, status, pause and resume on real
 // Postgres and JetStream, as an operator calls them.
 func TestDestinationsCommands(t *testing.T) {
-	pool, url := hubtest.Pool(t)
+	pool, url := hubdb.Pool(t)
 	n := hubtest.JetStream(t)
 	t.Setenv("HUB_DATABASE_URL", url)
 	t.Setenv("HUB_NATS_URL", n.URL())
@@ -413,7 +414,7 @@ func TestDestinationsSignaturePrefixes(t *testing.T) {
 // TestDestinationsEventsShow: `hub events show` prints each destination's
 // attempts of the event as a timeline.
 func TestDestinationsEventsShow(t *testing.T) {
-	pool, url := hubtest.Pool(t)
+	pool, url := hubdb.Pool(t)
 	t.Setenv("HUB_DATABASE_URL", url)
 	t.Setenv("HUB_NATS_URL", "nats://"+closedAddr(t))
 	ctx := context.Background()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/internal/hubtest"
 )
@@ -41,7 +42,7 @@ func TestDevRunsDestinations(t *testing.T) {
 	}))
 	t.Cleanup(rcv.Close)
 
-	_, dbURL := hubtest.Pool(t)
+	_, dbURL := hubdb.Pool(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "destinations.yaml")
 	write := func(s string) { require.NoError(t, os.WriteFile(file, []byte(s), 0o600)) }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
@@ -51,7 +52,7 @@ func hold4222(t *testing.T) {
 // replay asked for HUB_NATS_URL.
 func TestCommandsFindHubDev(t *testing.T) {
 	hold4222(t)
-	_, dbURL := hubtest.Pool(t)
+	_, dbURL := hubdb.Pool(t)
 	dataDir := t.TempDir()
 	httpAddr := freeAddr(t)
 	for k, v := range map[string]string{

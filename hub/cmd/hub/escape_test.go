@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 // What the CLI prints of archived data cannot drive the terminal: a
@@ -21,7 +21,7 @@ import (
 // bidi controls, an error's CR are printed escaped, in every command's
 // text and JSON output, and the JSON still decodes to the archived text.
 func TestCLIEscapesArchivedText(t *testing.T) {
-	pool, url := hubtest.Pool(t)
+	pool, url := hubdb.Pool(t)
 	t.Setenv("HUB_DATABASE_URL", url)
 	t.Setenv("HUB_NATS_URL", "nats://127.0.0.1:1") // nothing there: these commands work without NATS
 	sig := "t=1,v1=\x1b]0;pwned\x07\x1b[2J\x1b[H\rok\b\u009b31m\u202e"

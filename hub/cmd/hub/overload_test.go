@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/internal/hubtest"
 )
@@ -59,11 +60,9 @@ type slowClient struct {
 // 5 s, the hub's peak RSS must stay under 300 MB, and afterwards the hub is
 // healthy, answers 200, and archived every delivery it answered 200.
 func TestThousandsOfSlowConnections(t *testing.T) {
-	if testing.Short() {
-		t.Skip("holds 3,000 connections for 15 s")
-	}
+	hubtest.Soak(t) // holds 3,000 connections for 15 s
 	t.Parallel()
-	pool, dbURL := hubtest.Pool(t)
+	pool, dbURL := hubdb.Pool(t)
 	n := hubtest.JetStream(t)
 	addr, adminAddr := freeAddr(t), freeAddr(t)
 	hub := startHubProcess(t, append(processEnv(dbURL, n.URL()), "HUB_ADMIN_ADDR="+adminAddr, "HUB_LOG_LEVEL=warn"), addr)

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/bench"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service/testhub"
@@ -92,7 +93,7 @@ func TestSIGKILLUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills the hub binary")
 	}
-	pool, dbURL := hubtest.Pool(t)
+	pool, dbURL := hubdb.Pool(t)
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
 	p, err := provider.New("paddle", []string{testPaddleSecret}, provider.Options{})
@@ -186,7 +187,7 @@ func TestSIGTERMExitsZero(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the hub binary")
 	}
-	pool, dbURL := hubtest.Pool(t)
+	pool, dbURL := hubdb.Pool(t)
 	n := hubtest.JetStream(t)
 	p, err := provider.New("paddle", []string{testPaddleSecret}, provider.Options{})
 	require.NoError(t, err)
@@ -224,6 +225,7 @@ func TestBenchSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the hub binary")
 	}
+	hubtest.Slot(t)
 	rep, err := bench.Run(context.Background(), bench.Config{
 		AdminURL: hubtest.AdminURL(), HubCommand: []string{buildHub(t)},
 		Count: 400, Warmup: 100, Concurrency: 8, Duplicates: 0.2, BatchMax: 64, Baseline: true, Ceiling: true, Rounds: 2,

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/internal/hubtest"
@@ -27,7 +28,7 @@ import (
 // the transform is gone republishes them to their own subjects.
 func TestReconcileFindsEventsWhereNoSubscriberLooks(t *testing.T) {
 	ctx := context.Background()
-	pool, url := hubtest.Pool(t)
+	pool, url := hubdb.Pool(t)
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
 	t.Setenv("HUB_DATABASE_URL", url)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/hub/service/testhub"
 	"github.com/hookhub/hookhub/hub/store"
@@ -23,7 +24,7 @@ import (
 // endpoint received all 6 again.
 func TestReplayToADestinationSaysWhatIsSent(t *testing.T) {
 	ctx := context.Background()
-	pool, url := hubtest.Pool(t)
+	pool, url := hubdb.Pool(t)
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
 	t.Setenv("HUB_DATABASE_URL", url)

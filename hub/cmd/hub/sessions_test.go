@@ -13,15 +13,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 // `hub sessions list` lists the console's sessions; `hub sessions revoke`
 // ends one, a name's or all, each recorded in the audit trail as the OS
 // user's.
 func TestSessionsCommand(t *testing.T) {
-	pool, url := hubtest.Pool(t)
+	pool, url := hubdb.Pool(t)
 	t.Setenv("HUB_DATABASE_URL", url)
 	t.Setenv("HUB_NATS_URL", "nats://127.0.0.1:1") // not needed
 	open := func(pool *pgxpool.Pool, i int, name string) string {

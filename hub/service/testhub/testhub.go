@@ -1,6 +1,7 @@
 // Package testhub starts a whole hub (hub/service) in-process for a test,
-// against real Postgres and JetStream (internal/hubtest's Pool and
-// JetStream), and gives the test what every test of a whole hub needs:
+// against real Postgres and JetStream (hub/internal/hubdb's Pool and
+// internal/hubtest's JetStream), and gives the test what every test of a
+// whole hub needs:
 // signing and POSTing webhooks, counting rows, reading the stream, waiting
 // for the outbox to drain. It is the one way a test runs a hub. It is apart
 // from hubtest so that the packages the hub is built from can still use
@@ -26,6 +27,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/relay"
@@ -93,12 +95,12 @@ func Config(t testing.TB, dbURL, natsURL string) service.Config {
 	return cfg
 }
 
-// New starts a hub on a fresh database and JetStream server (hubtest.Pool
+// New starts a hub on a fresh database and JetStream server (hubdb.Pool
 // and hubtest.JetStream) with Config changed by mods, and waits for its
 // stream.
 func New(t testing.TB, deps service.Deps, mods ...func(*service.Config)) *Hub {
 	t.Helper()
-	_, url := hubtest.Pool(t)
+	_, url := hubdb.Pool(t)
 	n := hubtest.JetStream(t)
 	cfg := Config(t, url, n.URL())
 	for _, m := range mods {

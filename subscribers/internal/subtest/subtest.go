@@ -51,14 +51,12 @@ type Env struct {
 func New(t testing.TB) *Env {
 	t.Helper()
 	url := hubtest.DatabaseURL(t)
-	pool, err := pgxpool.New(context.Background(), url)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	pool := hubtest.NewPool(t, url)
 	n := hubtest.JetStream(t)
 	nc, js := n.Connect(t)
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
-	_, err = js.CreateStream(ctx, jetstream.StreamConfig{
+	_, err := js.CreateStream(ctx, jetstream.StreamConfig{
 		Name:     Stream,
 		Subjects: []string{schema.ProviderFilter("paddle"), schema.ProviderFilter("clerk"), schema.ReplayFilter()},
 		Storage:  jetstream.FileStorage,
@@ -262,6 +260,12 @@ func (e *Env) Config(t testing.TB, name string) subscriber.Config {
 		Logger:          Logger(t),
 	}
 }
+
+// OneDelivery makes cfg's AckWait Timeout, for a test that counts
+// attempts: on a loaded machine a message pulled and not yet handled (or
+// whose InProgress is late) may wait past the short default AckWait, and
+// JetStream would deliver it again, counting one more attempt.
+func OneDelivery(cfg *subscriber.Config) { cfg.AckWait = Timeout }
 
 // Running is a subscriber running in the background.
 type Running struct {
