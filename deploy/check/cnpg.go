@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -78,9 +79,7 @@ func decodeCNPGCluster(js []byte) (*cnpgCluster, error) {
 func checkCNPGCluster(p *problems, cl *cnpgCluster, production bool) {
 	where := "Cluster " + cl.Metadata.Name
 	s := &cl.Spec
-	if s.Instances < 2 {
-		p.add(where, "instances %d: want a primary and at least one standby", s.Instances)
-	}
+	p.check(where, rule{s.Instances < 2, fmt.Sprintf("instances %d: want a primary and at least one standby", s.Instances)})
 	oneOf := func(field, v string, allowed ...string) {
 		if v != "" && !slices.Contains(allowed, v) {
 			p.add(where, "%s %q: one of %v", field, v, allowed)

@@ -81,14 +81,9 @@ func runCompose(args []string) ([]string, error) {
 }
 
 func checkCompose(p *problems, f *composeFile, sets envSets) {
-	var names []string
-	for n := range f.Services {
-		names = append(names, n)
-	}
-	slices.Sort(names)
 	count := map[string]int{}
 	natsNodes := 0
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(f.Services)) {
 		s := f.Services[name]
 		where := "service " + name
 		if strings.HasPrefix(s.Image, "nats:") {
@@ -109,96 +104,9 @@ func checkCompose(p *problems, f *composeFile, sets envSets) {
 				p.add(where, "depends on %s, which only runs in profile(s) %v", dep, d.Profiles)
 			}
 		}
-		bin := binaryOf(s.Image)
-		if bin == "" {
-			continue
-		}
-		count[bin]++
-		// hookhub/* images are built here, never pulled: a registry image of
-		// that name would be someone else's.
-		if !(s.PullPolicy == "build" && s.Build != nil) && s.PullPolicy != "never" {
-			p.add(where, "image %s: set pull_policy build (with build:) or never", s.Image)
-		}
-		var vars []string
-		for k := range s.Environment {
-			vars = append(vars, k)
-		}
-		slices.Sort(vars)
-		checkEnvNames(p, where, bin, vars, sets)
-		env := func(k string) string {
-			if v := s.Environment[k]; v != nil {
-				return *v
-			}
-			return ""
-		}
-		prefix := binaries[bin]
-		grace := 10 * time.Second
-		if s.StopGracePeriod != "" {
-			if d, err := time.ParseDuration(s.StopGracePeriod); err == nil {
-				grace = d
-			} else {
-				p.add(where, "stop_grace_period %q: %v", s.StopGracePeriod, err)
-			}
-		}
-		shutdown := 25 * time.Second
-		if v := env(prefix + "SHUTDOWN_TIMEOUT"); v != "" {
-			if d, err := time.ParseDuration(v); err == nil {
-				shutdown = d
-			}
-		}
-		if env(prefix+"DATABASE_URL") == "" {
-			p.add(where, "%sDATABASE_URL is not set", prefix)
-		}
-		if bin == "hub" && slices.Contains(s.Command, "migrate") {
-			if s.Healthcheck != nil {
-				p.add(where, "a one-shot migration needs no healthcheck")
-			}
-			continue
-		}
-		if s.Healthcheck == nil {
-			p.add(where, "no healthcheck")
-		}
-		if grace <= shutdown {
-			p.add(where, "stop_grace_period %s must exceed %sSHUTDOWN_TIMEOUT %s (docker kills at the end of it)", grace, prefix, shutdown)
-		}
-		urls := strings.Split(env(prefix+"NATS_URL"), ",")
-		for _, u := range urls {
-			host := strings.TrimPrefix(u, "nats://")
-			if i := strings.LastIndex(host, ":"); i > 0 {
-				host = host[:i]
-			}
-			if _, ok := f.Services[host]; !ok || !strings.HasPrefix(f.Services[host].Image, "nats:") {
-				p.add(where, "%sNATS_URL names %q, which is not a NATS service of this file", prefix, u)
-			}
-		}
-		if bin == "destinations" {
-			checkComposeDestinations(p, where, s, env)
-		}
-		if bin == "hub" {
-			if env("HUB_STREAM_REPLICAS") != "3" {
-				p.add(where, "HUB_STREAM_REPLICAS=%q: the compose cluster has 3 nodes", env("HUB_STREAM_REPLICAS"))
-			}
-			if env("HUB_PADDLE_SECRETS") == "" && env("HUB_CLERK_SECRETS") == "" {
-				p.add(where, "no provider secret: `hub serve` refuses to start")
-			}
-			if dep, ok := s.DependsOn["migrate"]; !ok || dep["condition"] != "service_completed_successfully" {
-				p.add(where, "must depend on migrate with condition service_completed_successfully")
-			}
-			if len(urls) != 3 {
-				p.add(where, "HUB_NATS_URL should list the 3 NATS nodes")
-			}
-		}
-		// The hub's health is probed on its private listener when it has
-		// one (the webhook listener's connection cap never fills it).
-		probed := "HTTP_ADDR"
-		if env(prefix+"ADMIN_ADDR") != "" {
-			probed = "ADMIN_ADDR"
-		}
-		if addr := env(prefix + probed); addr != "" && s.Healthcheck != nil {
-			port := addr[strings.LastIndex(addr, ":")+1:]
-			if _, err := strconv.Atoi(port); err != nil || !strings.Contains(strings.Join(s.Healthcheck.Test, " "), "127.0.0.1:"+port+"/") {
-				p.add(where, "healthcheck %v does not probe %s%s's port %s", s.Healthcheck.Test, prefix, probed, port)
-			}
+		if bin := binaryOf(s.Image); bin != "" {
+			count[bin]++
+			checkComposeBinary(p, f, where, s, bin, sets)
 		}
 	}
 	if count["hub"] < 3 { // migrate + 2 replicas
@@ -211,6 +119,78 @@ func checkCompose(p *problems, f *composeFile, sets envSets) {
 	}
 	if natsNodes != 3 {
 		p.add("services", "want 3 NATS nodes, got %d", natsNodes)
+	}
+}
+
+// checkComposeBinary checks a service that runs the hookhub binary bin.
+func checkComposeBinary(p *problems, f *composeFile, where string, s composeService, bin string, sets envSets) {
+	// hookhub/* images are built here, never pulled: a registry image of
+	// that name would be someone else's.
+	if !(s.PullPolicy == "build" && s.Build != nil) && s.PullPolicy != "never" {
+		p.add(where, "image %s: set pull_policy build (with build:) or never", s.Image)
+	}
+	checkEnvNames(p, where, bin, slices.Sorted(maps.Keys(s.Environment)), sets)
+	env := func(k string) string {
+		if v := s.Environment[k]; v != nil {
+			return *v
+		}
+		return ""
+	}
+	prefix := binaries[bin]
+	grace := 10 * time.Second
+	if s.StopGracePeriod != "" {
+		if d, err := time.ParseDuration(s.StopGracePeriod); err == nil {
+			grace = d
+		} else {
+			p.add(where, "stop_grace_period %q: %v", s.StopGracePeriod, err)
+		}
+	}
+	shutdown := 25 * time.Second
+	if d, err := time.ParseDuration(env(prefix + "SHUTDOWN_TIMEOUT")); err == nil {
+		shutdown = d
+	}
+	if env(prefix+"DATABASE_URL") == "" {
+		p.add(where, "%sDATABASE_URL is not set", prefix)
+	}
+	if bin == "hub" && slices.Contains(s.Command, "migrate") {
+		if s.Healthcheck != nil {
+			p.add(where, "a one-shot migration needs no healthcheck")
+		}
+		return
+	}
+	p.check(where,
+		rule{s.Healthcheck == nil, "no healthcheck"},
+		rule{grace <= shutdown, fmt.Sprintf("stop_grace_period %s must exceed %sSHUTDOWN_TIMEOUT %s (docker kills at the end of it)", grace, prefix, shutdown)})
+	urls := strings.Split(env(prefix+"NATS_URL"), ",")
+	for _, u := range urls {
+		host := strings.TrimPrefix(u, "nats://")
+		if i := strings.LastIndex(host, ":"); i > 0 {
+			host = host[:i]
+		}
+		if _, ok := f.Services[host]; !ok || !strings.HasPrefix(f.Services[host].Image, "nats:") {
+			p.add(where, "%sNATS_URL names %q, which is not a NATS service of this file", prefix, u)
+		}
+	}
+	if bin == "destinations" {
+		checkComposeDestinations(p, where, s, env)
+	}
+	hub := bin == "hub"
+	p.check(where,
+		rule{hub && env("HUB_STREAM_REPLICAS") != "3", fmt.Sprintf("HUB_STREAM_REPLICAS=%q: the compose cluster has 3 nodes", env("HUB_STREAM_REPLICAS"))},
+		rule{hub && env("HUB_PADDLE_SECRETS") == "" && env("HUB_CLERK_SECRETS") == "", "no provider secret: `hub serve` refuses to start"},
+		rule{hub && s.DependsOn["migrate"]["condition"] != "service_completed_successfully", "must depend on migrate with condition service_completed_successfully"},
+		rule{hub && len(urls) != 3, "HUB_NATS_URL should list the 3 NATS nodes"})
+	// The hub's health is probed on its private listener when it has
+	// one (the webhook listener's connection cap never fills it).
+	probed := "HTTP_ADDR"
+	if env(prefix+"ADMIN_ADDR") != "" {
+		probed = "ADMIN_ADDR"
+	}
+	if addr := env(prefix + probed); addr != "" && s.Healthcheck != nil {
+		port := addr[strings.LastIndex(addr, ":")+1:]
+		if _, err := strconv.Atoi(port); err != nil || !strings.Contains(strings.Join(s.Healthcheck.Test, " "), "127.0.0.1:"+port+"/") {
+			p.add(where, "healthcheck %v does not probe %s%s's port %s", s.Healthcheck.Test, prefix, probed, port)
+		}
 	}
 }
 

@@ -8,14 +8,10 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"os"
-	"path"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -28,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -157,14 +152,7 @@ func (m *manifests) read(p *problems, file string) error {
 		case *corev1.ConfigMap:
 			m.configMaps[o.Name] = o
 		case *corev1.Secret:
-			var keys []string
-			for k := range o.Data {
-				keys = append(keys, k)
-			}
-			for k := range o.StringData {
-				keys = append(keys, k)
-			}
-			m.secrets[o.Name] = keys
+			m.secrets[o.Name] = append(slices.Collect(maps.Keys(o.Data)), slices.Collect(maps.Keys(o.StringData))...)
 		case *policyv1.PodDisruptionBudget:
 			m.pdbs = append(m.pdbs, o)
 		case *autoscalingv2.HorizontalPodAutoscaler:
@@ -268,27 +256,20 @@ func (c *k8sChecker) deployment(d *appsv1.Deployment) {
 		c.p.add(where, "selector %v does not match the pod template's labels %v", d.Spec.Selector.MatchLabels, d.Spec.Template.Labels)
 	}
 	checkLabels(c.p, where+" template", d.Spec.Template.Labels)
-	if s := d.Spec.Strategy.RollingUpdate; s != nil && s.MaxUnavailable != nil && s.MaxUnavailable.IntValue() != 0 && d.Name == "hub" {
-		c.p.add(where, "maxUnavailable should be 0: a rollout must not reduce ingest capacity")
-	}
+	s := d.Spec.Strategy.RollingUpdate
+	c.p.check(where, rule{s != nil && s.MaxUnavailable != nil && s.MaxUnavailable.IntValue() != 0 && d.Name == "hub", "maxUnavailable should be 0: a rollout must not reduce ingest capacity"})
 	c.pod(where, &d.Spec.Template.Spec, false)
-	if c.production && d.Spec.Replicas != nil && c.hpaFor(d.Name) != nil {
-		c.p.add(where, "has spec.replicas although an HPA scales it: every apply would reset the replica count")
-	}
-	if c.production && c.replicas(d) < 2 {
-		c.p.add(where, "runs %d replica(s); production wants at least 2", c.replicas(d))
-	}
+	c.p.check(where,
+		rule{c.production && d.Spec.Replicas != nil && c.hpaFor(d.Name) != nil, "has spec.replicas although an HPA scales it: every apply would reset the replica count"},
+		rule{c.production && c.replicas(d) < 2, fmt.Sprintf("runs %d replica(s); production wants at least 2", c.replicas(d))})
 }
 
 func (c *k8sChecker) job(j *batchv1.Job) {
 	where := "Job " + j.Name
 	rp := j.Spec.Template.Spec.RestartPolicy
-	if rp != corev1.RestartPolicyNever && rp != corev1.RestartPolicyOnFailure {
-		c.p.add(where, "restartPolicy must be Never or OnFailure, got %q", rp)
-	}
-	if j.Spec.BackoffLimit == nil || j.Spec.ActiveDeadlineSeconds == nil {
-		c.p.add(where, "set backoffLimit and activeDeadlineSeconds: a failing migration must end")
-	}
+	c.p.check(where,
+		rule{rp != corev1.RestartPolicyNever && rp != corev1.RestartPolicyOnFailure, fmt.Sprintf("restartPolicy must be Never or OnFailure, got %q", rp)},
+		rule{j.Spec.BackoffLimit == nil || j.Spec.ActiveDeadlineSeconds == nil, "set backoffLimit and activeDeadlineSeconds: a failing migration must end"})
 	c.pod(where, &j.Spec.Template.Spec, true)
 }
 
@@ -313,17 +294,11 @@ func (c *k8sChecker) hpaFor(name string) *autoscalingv2.HorizontalPodAutoscaler 
 }
 
 func (c *k8sChecker) pod(where string, spec *corev1.PodSpec, isJob bool) {
-	psc := spec.SecurityContext
-	if psc == nil || psc.SeccompProfile == nil {
-		c.p.add(where, "set securityContext.seccompProfile (RuntimeDefault)")
-	}
-	if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
-		c.p.add(where, "automountServiceAccountToken should be false: hookhub does not call the Kubernetes API")
-	}
+	c.p.check(where,
+		rule{spec.SecurityContext == nil || spec.SecurityContext.SeccompProfile == nil, "set securityContext.seccompProfile (RuntimeDefault)"},
+		rule{spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken, "automountServiceAccountToken should be false: hookhub does not call the Kubernetes API"})
 	for i := range spec.Containers {
-		ctr := &spec.Containers[i]
-		cw := fmt.Sprintf("%s container %s", where, ctr.Name)
-		c.container(cw, spec, ctr, isJob)
+		c.container(fmt.Sprintf("%s container %s", where, spec.Containers[i].Name), spec, &spec.Containers[i], isJob)
 	}
 }
 
@@ -332,45 +307,29 @@ func (c *k8sChecker) container(where string, spec *corev1.PodSpec, ctr *corev1.C
 		c.p.add(where, "name: %s", msg)
 	}
 	// Image.
-	if ctr.Image == "" {
-		c.p.add(where, "no image")
+	tag := ""
+	if i := strings.LastIndex(ctr.Image, ":"); i > strings.LastIndex(ctr.Image, "/") {
+		tag = ctr.Image[i+1:]
 	}
+	c.p.check(where,
+		rule{ctr.Image == "", "no image"},
+		rule{c.production && !strings.Contains(ctr.Image, "@sha256:") && (tag == "" || tag == "latest" || tag == "dev"), fmt.Sprintf("image %q: production images need a release tag or digest", ctr.Image)},
+		rule{c.production && !strings.Contains(strings.SplitN(ctr.Image, "/", 2)[0], "."), fmt.Sprintf("image %q: name the registry explicitly in production", ctr.Image)})
 	bin := binaryOf(ctr.Image)
-	if c.production {
-		tag := ""
-		if i := strings.LastIndex(ctr.Image, ":"); i > strings.LastIndex(ctr.Image, "/") {
-			tag = ctr.Image[i+1:]
-		}
-		if !strings.Contains(ctr.Image, "@sha256:") && (tag == "" || tag == "latest" || tag == "dev") {
-			c.p.add(where, "image %q: production images need a release tag or digest", ctr.Image)
-		}
-		if !strings.Contains(strings.SplitN(ctr.Image, "/", 2)[0], ".") {
-			c.p.add(where, "image %q: name the registry explicitly in production", ctr.Image)
-		}
-	}
 	// Security.
 	sc := ctr.SecurityContext
 	nonRoot := spec.SecurityContext != nil && spec.SecurityContext.RunAsNonRoot != nil && *spec.SecurityContext.RunAsNonRoot
 	if sc != nil && sc.RunAsNonRoot != nil {
 		nonRoot = *sc.RunAsNonRoot
 	}
-	if !nonRoot {
-		c.p.add(where, "must run as non-root (runAsNonRoot: true)")
-	}
-	if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
-		c.p.add(where, "readOnlyRootFilesystem must be true")
-	}
-	if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
-		c.p.add(where, "allowPrivilegeEscalation must be false")
-	}
-	if sc == nil || sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") {
-		c.p.add(where, "capabilities must drop ALL")
-	}
-	// Resources.
 	req, lim := ctr.Resources.Requests, ctr.Resources.Limits
-	if req.Cpu().IsZero() || req.Memory().IsZero() {
-		c.p.add(where, "set cpu and memory requests")
-	}
+	c.p.check(where,
+		rule{!nonRoot, "must run as non-root (runAsNonRoot: true)"},
+		rule{sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem, "readOnlyRootFilesystem must be true"},
+		rule{sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation, "allowPrivilegeEscalation must be false"},
+		rule{sc == nil || sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL"), "capabilities must drop ALL"},
+		// Resources.
+		rule{req.Cpu().IsZero() || req.Memory().IsZero(), "set cpu and memory requests"})
 	if lim.Memory().IsZero() {
 		c.p.add(where, "set a memory limit")
 	} else if lim.Memory().Cmp(*req.Memory()) < 0 {
@@ -412,241 +371,8 @@ func (c *k8sChecker) container(where string, spec *corev1.PodSpec, ctr *corev1.C
 	if bin == "" {
 		return
 	}
-	var names []string
-	for n := range env {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	checkEnvNames(c.p, where, bin, names, c.sets)
+	checkEnvNames(c.p, where, bin, slices.Sorted(maps.Keys(env)), c.sets)
 	c.binaryRules(where, spec, ctr, bin, env, ports, isJob)
-}
-
-// envValue is what a container's variable is set to: a literal or a
-// reference the checker cannot resolve (secrets).
-type envValue struct {
-	literal string
-	known   bool
-}
-
-// environment resolves a container's variables: envFrom ConfigMaps and
-// Secrets, then env (which wins).
-func (c *k8sChecker) environment(where string, ctr *corev1.Container) map[string]envValue {
-	env := map[string]envValue{}
-	for _, from := range ctr.EnvFrom {
-		switch {
-		case from.ConfigMapRef != nil:
-			cm, ok := c.m.configMaps[from.ConfigMapRef.Name]
-			if !ok {
-				c.p.add(where, "envFrom ConfigMap %q is not in the manifests", from.ConfigMapRef.Name)
-				continue
-			}
-			for k, v := range cm.Data {
-				env[from.Prefix+k] = envValue{literal: v, known: true}
-			}
-		case from.SecretRef != nil:
-			keys, ok := c.m.secrets[from.SecretRef.Name]
-			if !ok {
-				c.p.add(where, "envFrom Secret %q is neither in the manifests nor a template given to the check", from.SecretRef.Name)
-				continue
-			}
-			for _, k := range keys {
-				env[from.Prefix+k] = envValue{}
-			}
-		}
-	}
-	for _, e := range ctr.Env {
-		for _, msg := range validation.IsEnvVarName(e.Name) {
-			c.p.add(where, "env %q: %s", e.Name, msg)
-		}
-		switch {
-		case e.ValueFrom == nil:
-			env[e.Name] = envValue{literal: e.Value, known: true}
-		case e.ValueFrom.ConfigMapKeyRef != nil:
-			ref := e.ValueFrom.ConfigMapKeyRef
-			cm, ok := c.m.configMaps[ref.Name]
-			if !ok {
-				c.p.add(where, "env %s: ConfigMap %q is not in the manifests", e.Name, ref.Name)
-				continue
-			}
-			v, ok := cm.Data[ref.Key]
-			if !ok {
-				c.p.add(where, "env %s: ConfigMap %q has no key %q", e.Name, ref.Name, ref.Key)
-			}
-			env[e.Name] = envValue{literal: v, known: ok}
-		case e.ValueFrom.SecretKeyRef != nil:
-			ref := e.ValueFrom.SecretKeyRef
-			keys, ok := c.m.secrets[ref.Name]
-			if !ok {
-				c.p.add(where, "env %s: Secret %q is neither in the manifests, a template given to the check, nor a CloudNativePG Cluster's app secret", e.Name, ref.Name)
-			} else if !slices.Contains(keys, ref.Key) {
-				c.p.add(where, "env %s: Secret %q has no key %q (keys: %s)", e.Name, ref.Name, ref.Key, strings.Join(keys, ", "))
-			}
-			env[e.Name] = envValue{}
-		default:
-			env[e.Name] = envValue{}
-		}
-	}
-	return env
-}
-
-// binaryRules are the rules specific to what each hookhub binary does.
-func (c *k8sChecker) binaryRules(where string, spec *corev1.PodSpec, ctr *corev1.Container, bin string, env map[string]envValue, ports map[string]int32, isJob bool) {
-	prefix := binaries[bin]
-	args := append(slices.Clone(ctr.Command), ctr.Args...)
-	require := func(names ...string) {
-		for _, n := range names {
-			if _, ok := env[n]; !ok {
-				c.p.add(where, "%s is not set", n)
-			}
-		}
-	}
-	duration := func(name string, def time.Duration) time.Duration {
-		v, ok := env[name]
-		if !ok || !v.known {
-			return def
-		}
-		d, err := time.ParseDuration(v.literal)
-		if err != nil {
-			c.p.add(where, "%s=%q is not a duration", name, v.literal)
-			return def
-		}
-		return d
-	}
-	// listenPort checks that the container port named portName is the
-	// port of the variable's listen address (def when unset).
-	listenPort := func(variable, portName string, def int32) {
-		addr := ""
-		if v, ok := env[prefix+variable]; ok && v.known {
-			addr = v.literal
-		}
-		want := def
-		if addr != "" {
-			_, port, err := net.SplitHostPort(addr)
-			n, err2 := strconv.Atoi(port)
-			if err != nil || err2 != nil {
-				c.p.add(where, "%s%s=%q is not host:port", prefix, variable, addr)
-				return
-			}
-			want = int32(n)
-		}
-		if got, ok := ports[portName]; !ok || got != want {
-			c.p.add(where, "container port %q is %d, but the process listens on %d (%s%s)", portName, got, want, prefix, variable)
-		}
-	}
-	httpPort := func(def int32) { listenPort("HTTP_ADDR", "http", def) }
-	grace := int64(30)
-	if spec.TerminationGracePeriodSeconds != nil {
-		grace = *spec.TerminationGracePeriodSeconds
-	}
-	if bin == "hub" && slices.Contains(args, "migrate") {
-		if !isJob {
-			c.p.add(where, "`hub migrate` belongs in a Job")
-		}
-		if !slices.Contains(args, "up") {
-			c.p.add(where, "the migration Job should run `hub migrate up`, got %v", args)
-		}
-		require("HUB_DATABASE_URL")
-		return
-	}
-	if isJob {
-		c.p.add(where, "a Job running %s %v: expected only `hub migrate up`", bin, args)
-		return
-	}
-	require(prefix+"DATABASE_URL", prefix+"NATS_URL")
-	if c.production {
-		c.natsURL(where, prefix+"NATS_URL", env)
-	}
-	if bin == "hub" {
-		if len(args) == 0 || args[0] != "serve" {
-			c.p.add(where, "the hub Deployment should run `hub serve`, got %v", args)
-		}
-		_, paddle := env["HUB_PADDLE_SECRETS"]
-		_, clerk := env["HUB_CLERK_SECRETS"]
-		if !paddle && !clerk {
-			c.p.add(where, "no provider secret (HUB_PADDLE_SECRETS or HUB_CLERK_SECRETS): `hub serve` refuses to start")
-		}
-		httpPort(8080)
-		probePath(c.p, where, "readiness", ctr.ReadinessProbe, "/readyz")
-		probePath(c.p, where, "liveness", ctr.LivenessProbe, "/healthz")
-		// /admin/, /metrics and pprof stay off the webhook port, and the
-		// probes use the admin port, which HUB_MAX_CONNS never fills.
-		if v, ok := env["HUB_ADMIN_ADDR"]; !ok || (v.known && v.literal == "") {
-			c.p.add(where, "HUB_ADMIN_ADDR is not set: /admin/ and /metrics would share the webhook port")
-		} else {
-			listenPort("ADMIN_ADDR", "admin", 0)
-			for _, pr := range []*corev1.Probe{ctr.ReadinessProbe, ctr.LivenessProbe} {
-				if pr != nil && pr.HTTPGet != nil && pr.HTTPGet.Port.StrVal != "admin" {
-					c.p.add(where, "probe of %s uses port %q: probe the admin port", pr.HTTPGet.Path, pr.HTTPGet.Port.String())
-				}
-			}
-		}
-		var pause int64
-		if ctr.Lifecycle == nil || ctr.Lifecycle.PreStop == nil {
-			c.p.add(where, "needs a preStop pause, so endpoints are updated before SIGTERM closes the listener")
-		} else if s := ctr.Lifecycle.PreStop.Sleep; s != nil {
-			pause = s.Seconds
-		} else if e := ctr.Lifecycle.PreStop.Exec; e != nil && len(e.Command) == 2 && e.Command[0] == "sleep" {
-			pause, _ = strconv.ParseInt(e.Command[1], 10, 64)
-		}
-		if pause < 2 || pause > 15 {
-			c.p.add(where, "preStop pause %ds: want 2-15s", pause)
-		}
-		shutdown := duration("HUB_SHUTDOWN_TIMEOUT", 25*time.Second)
-		if need := pause + int64(shutdown/time.Second); grace <= need {
-			c.p.add(where, "terminationGracePeriodSeconds %d must exceed preStop %ds + HUB_SHUTDOWN_TIMEOUT %s", grace, pause, shutdown)
-		}
-		if c.production {
-			if v := env["HUB_STREAM_REPLICAS"]; v.literal != "3" {
-				c.p.add(where, "HUB_STREAM_REPLICAS=%q: production runs R3 streams", v.literal)
-			}
-		}
-		return
-	}
-	// Subscribers.
-	httpPort(map[string]int32{"credits": 9101, "email": 9102, "downgrade": 9103, "destinations": 8085}[bin])
-	probePath(c.p, where, "readiness", ctr.ReadinessProbe, "/healthz")
-	if ctr.LivenessProbe == nil {
-		c.p.add(where, "no liveness probe")
-	}
-	shutdown := duration(prefix+"SHUTDOWN_TIMEOUT", 25*time.Second)
-	if need := int64(shutdown/time.Second) + 5; grace <= need {
-		c.p.add(where, "terminationGracePeriodSeconds %d must exceed %sSHUTDOWN_TIMEOUT %s + 5s of HTTP shutdown", grace, prefix, shutdown)
-	}
-	if bin == "destinations" {
-		c.destinationsFile(where, spec, ctr, env)
-	}
-	if bin == "email" && c.production {
-		if v := env["EMAIL_SMTP_ADDR"]; v.known && (v.literal == "log" || v.literal == "") {
-			c.p.add(where, "EMAIL_SMTP_ADDR=%q: production sends email", v.literal)
-		}
-	}
-}
-
-var natsURLRE = regexp.MustCompile(`^(nats|tls)://[A-Za-z0-9.-]+:[0-9]+$`)
-
-// natsURL checks that a production NATS URL lists every node of the cluster.
-func (c *k8sChecker) natsURL(where, name string, env map[string]envValue) {
-	v := env[name]
-	if !v.known {
-		return
-	}
-	urls := strings.Split(v.literal, ",")
-	hosts := map[string]bool{}
-	for _, u := range urls {
-		if !natsURLRE.MatchString(u) {
-			c.p.add(where, "%s: %q is not nats://host:port", name, u)
-		}
-		hosts[u] = true
-	}
-	if c.natsReplicas > 0 && len(hosts) != c.natsReplicas {
-		c.p.add(where, "%s lists %d distinct server(s); the NATS cluster (deploy/nats/values.yaml) has %d", name, len(hosts), c.natsReplicas)
-	}
-}
-
-func probePath(p *problems, where, kind string, probe *corev1.Probe, path string) {
-	if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != path {
-		p.add(where, "%s probe must be an HTTP GET of %s", kind, path)
-	}
 }
 
 // podsMatching returns the Deployments and Jobs whose pods sel selects.
@@ -691,243 +417,6 @@ func (c *k8sChecker) service(s *corev1.Service) {
 	}
 }
 
-// hubIngress checks that NetworkPolicies keep the hub's admin port (its
-// container port "admin") private and its webhook port ("http") open: some
-// policy selecting the hub's pods isolates them for ingress, a rule admits
-// everyone to the webhook port, and no rule admits everyone to the admin
-// port (a rule without peers, an ipBlock of every address, any pod of any
-// namespace, or any pod of the hub's namespace).
-func (c *k8sChecker) hubIngress(d *appsv1.Deployment) {
-	ports := map[string]int32{}
-	for _, ctr := range d.Spec.Template.Spec.Containers {
-		if binaryOf(ctr.Image) == "hub" {
-			for _, p := range ctr.Ports {
-				ports[p.Name] = p.ContainerPort
-			}
-		}
-	}
-	if _, ok := ports["admin"]; !ok {
-		return
-	}
-	where := "Deployment " + d.Name
-	isolated, webhookOpen := false, false
-	for _, np := range c.m.netpols {
-		sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
-		if err != nil || !sel.Matches(labels.Set(d.Spec.Template.Labels)) || !ingressPolicy(np) {
-			continue
-		}
-		isolated = true
-		for i, r := range np.Spec.Ingress {
-			if len(r.From) > 0 && !slices.ContainsFunc(r.From, openPeer) {
-				continue
-			}
-			if rulePort(r, "admin", ports["admin"]) {
-				c.p.add("NetworkPolicy "+np.Name, "ingress rule %d admits everyone to the hub's admin port %d: list Prometheus and the operators' pods", i+1, ports["admin"])
-			}
-			webhookOpen = webhookOpen || rulePort(r, "http", ports["http"])
-		}
-	}
-	switch {
-	case !isolated:
-		c.p.add(where, "no NetworkPolicy selects its pods for ingress: every pod in the cluster reaches its admin port %d", ports["admin"])
-	case !webhookOpen:
-		c.p.add(where, "its NetworkPolicies admit no one from everywhere to the webhook port %d", ports["http"])
-	}
-}
-
-// egress checks the NetworkPolicies that restrict a Deployment's egress:
-// together they must let its pods resolve names (DNS, 53/UDP) and reach
-// Postgres (5432) and NATS (4222). The destinations' pods must be so
-// restricted (a destination may name any address, private ones included:
-// the policy bounds where events can go) and reach https endpoints (443).
-// Only numeric ports are recognised in egress rules.
-func (c *k8sChecker) egress(d *appsv1.Deployment) {
-	where := "Deployment " + d.Name
-	isDest := false
-	for _, ctr := range d.Spec.Template.Spec.Containers {
-		isDest = isDest || binaryOf(ctr.Image) == "destinations"
-	}
-	var pols []*networkingv1.NetworkPolicy
-	for _, np := range c.m.netpols {
-		sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
-		if err == nil && sel.Matches(labels.Set(d.Spec.Template.Labels)) && egressPolicy(np) {
-			pols = append(pols, np)
-		}
-	}
-	if len(pols) == 0 {
-		if isDest {
-			c.p.add(where, "no NetworkPolicy restricts its egress: a destination may name any address (deploy/k8s/base/destinations.yaml)")
-		}
-		return
-	}
-	allows := func(port int32, proto corev1.Protocol) bool {
-		for _, np := range pols {
-			for _, r := range np.Spec.Egress {
-				if len(r.Ports) == 0 {
-					return true
-				}
-				for _, p := range r.Ports {
-					pp := corev1.ProtocolTCP
-					if p.Protocol != nil {
-						pp = *p.Protocol
-					}
-					if pp != proto {
-						continue
-					}
-					switch {
-					case p.Port == nil:
-						return true
-					case p.Port.Type == intstr.Int && p.Port.IntVal == port:
-						return true
-					case p.Port.Type == intstr.Int && p.EndPort != nil && p.Port.IntVal <= port && port <= *p.EndPort:
-						return true
-					}
-				}
-			}
-		}
-		return false
-	}
-	need := []struct {
-		port  int32
-		proto corev1.Protocol
-		what  string
-	}{{53, corev1.ProtocolUDP, "DNS"}, {5432, corev1.ProtocolTCP, "Postgres"}, {4222, corev1.ProtocolTCP, "NATS"}}
-	if isDest {
-		need = append(need, struct {
-			port  int32
-			proto corev1.Protocol
-			what  string
-		}{443, corev1.ProtocolTCP, "https endpoints"})
-	}
-	for _, n := range need {
-		if !allows(n.port, n.proto) {
-			c.p.add(where, "its egress NetworkPolicies do not allow port %d/%s (%s)", n.port, n.proto, n.what)
-		}
-	}
-}
-
-// egressPolicy reports whether np restricts egress.
-func egressPolicy(np *networkingv1.NetworkPolicy) bool {
-	if len(np.Spec.PolicyTypes) == 0 {
-		return len(np.Spec.Egress) > 0
-	}
-	return slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress)
-}
-
-// destinationsFile checks that DESTINATIONS_FILE is a key of a ConfigMap
-// mounted in the container, and that every variable the file's secret_env
-// fields name is one the container has.
-func (c *k8sChecker) destinationsFile(where string, spec *corev1.PodSpec, ctr *corev1.Container, env map[string]envValue) {
-	v, ok := env["DESTINATIONS_FILE"]
-	if !ok || !v.known || !path.IsAbs(v.literal) {
-		c.p.add(where, "DESTINATIONS_FILE must be the absolute path of the destinations file in a mounted ConfigMap (the default is relative to the working directory)")
-		return
-	}
-	file := path.Clean(v.literal)
-	var cmName, key string
-	for _, vm := range ctr.VolumeMounts {
-		var vol *corev1.Volume
-		for i := range spec.Volumes {
-			if spec.Volumes[i].Name == vm.Name {
-				vol = &spec.Volumes[i]
-			}
-		}
-		if vol == nil {
-			c.p.add(where, "volumeMount %q: no such volume", vm.Name)
-			continue
-		}
-		if vol.ConfigMap == nil {
-			continue
-		}
-		mount := path.Clean(vm.MountPath)
-		var rel string
-		switch {
-		case vm.SubPath != "" && mount == file:
-			rel = vm.SubPath
-		case vm.SubPath == "" && path.Dir(file) == mount:
-			rel = path.Base(file)
-		default:
-			continue
-		}
-		cmName, key = vol.ConfigMap.Name, rel
-		for _, it := range vol.ConfigMap.Items {
-			if it.Path == rel {
-				key = it.Key
-			}
-		}
-	}
-	if cmName == "" {
-		c.p.add(where, "DESTINATIONS_FILE=%s is not in a mounted ConfigMap volume", file)
-		return
-	}
-	cm, ok := c.m.configMaps[cmName]
-	if !ok {
-		c.p.add(where, "ConfigMap %q (DESTINATIONS_FILE) is not in the manifests", cmName)
-		return
-	}
-	data, ok := cm.Data[key]
-	if !ok {
-		c.p.add(where, "ConfigMap %q has no key %q (DESTINATIONS_FILE=%s)", cmName, key, file)
-		return
-	}
-	envs, err := secretEnvs([]byte(data))
-	if err != nil {
-		c.p.add(where, "ConfigMap %s key %s: %v", cmName, key, err)
-		return
-	}
-	for _, d := range slices.Sorted(maps.Keys(envs)) {
-		for _, n := range envs[d] {
-			if _, ok := env[n]; !ok {
-				c.p.add(where, "destination %s: its secret_env %s is not a variable of the container (a key of the Secret it reads with envFrom)", d, n)
-			}
-		}
-	}
-}
-
-// ingressPolicy reports whether np restricts ingress.
-func ingressPolicy(np *networkingv1.NetworkPolicy) bool {
-	return len(np.Spec.PolicyTypes) == 0 || slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeIngress)
-}
-
-// rulePort reports whether the ingress rule r covers the container port
-// named name, number num.
-func rulePort(r networkingv1.NetworkPolicyIngressRule, name string, num int32) bool {
-	if len(r.Ports) == 0 {
-		return true
-	}
-	for _, p := range r.Ports {
-		switch {
-		case p.Port == nil:
-			return true
-		case p.Port.Type == intstr.String && p.Port.StrVal == name:
-			return true
-		case p.Port.Type == intstr.Int && p.Port.IntVal == num:
-			return true
-		case p.Port.Type == intstr.Int && p.EndPort != nil && p.Port.IntVal <= num && num <= *p.EndPort:
-			return true
-		}
-	}
-	return false
-}
-
-// openPeer reports whether a peer admits everyone: every address, any pod
-// of any namespace, or any pod of the policy's namespace (a peer without
-// a pod selector but with a namespace selector of labels is restricted).
-func openPeer(p networkingv1.NetworkPolicyPeer) bool {
-	empty := func(s *metav1.LabelSelector) bool {
-		return s == nil || (len(s.MatchLabels) == 0 && len(s.MatchExpressions) == 0)
-	}
-	if p.IPBlock != nil {
-		_, n, err := net.ParseCIDR(p.IPBlock.CIDR)
-		if err != nil {
-			return false
-		}
-		ones, _ := n.Mask.Size()
-		return ones == 0
-	}
-	return empty(p.PodSelector) && empty(p.NamespaceSelector)
-}
-
 func (c *k8sChecker) pdb(pdb *policyv1.PodDisruptionBudget) {
 	where := "PodDisruptionBudget " + pdb.Name
 	sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
@@ -944,9 +433,7 @@ func (c *k8sChecker) pdb(pdb *policyv1.PodDisruptionBudget) {
 	if ma := pdb.Spec.MinAvailable; ma != nil && ma.Type == 0 && int32(ma.IntValue()) >= n {
 		c.p.add(where, "minAvailable %d with %d replica(s) of %s blocks every eviction (node drains hang)", ma.IntValue(), n, deps[0].Name)
 	}
-	if pdb.Spec.MinAvailable == nil && pdb.Spec.MaxUnavailable == nil {
-		c.p.add(where, "set minAvailable or maxUnavailable")
-	}
+	c.p.check(where, rule{pdb.Spec.MinAvailable == nil && pdb.Spec.MaxUnavailable == nil, "set minAvailable or maxUnavailable"})
 }
 
 func (c *k8sChecker) hpa(h *autoscalingv2.HorizontalPodAutoscaler) {

@@ -76,6 +76,21 @@ func (p *problems) add(where, format string, args ...any) {
 	*p = append(*p, where+": "+fmt.Sprintf(format, args...))
 }
 
+// rule is one line of a table of checks: msg is reported when bad holds.
+type rule struct {
+	bad bool
+	msg string
+}
+
+// check reports, in order, the message of every rule that does not hold.
+func (p *problems) check(where string, rules ...rule) {
+	for _, r := range rules {
+		if r.bad {
+			*p = append(*p, where+": "+r.msg)
+		}
+	}
+}
+
 // envSets are the variable names each binary reads, by binary name.
 type envSets map[string]map[string]bool
 

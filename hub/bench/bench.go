@@ -22,29 +22,15 @@ package bench
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
-	"runtime/pprof"
 	"slices"
-	"strconv"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/valyala/fasthttp"
 
-	"github.com/hookhub/hookhub/hub/provider"
-	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/internal/natsembed"
@@ -188,92 +174,6 @@ type Ratios struct {
 	PostgresCPUVsFirst float64 `json:"postgres_cpu_vs_first_size,omitempty"`
 }
 
-const benchSecret = "pdl_ntfset_01bench000000000000000000000_BenchmarkSecretNotSecret0"
-
-// workload is the pre-built, pre-signed sequence of deliveries; the first
-// warmup of them are the warm-up.
-type workload struct {
-	warmup  int
-	events  int
-	eventOf []int // delivery index → event index
-	bodies  [][]byte
-	// signatures are the deliveries' Paddle-Signature headers; every
-	// request also says Content-Type: application/json.
-	signatures [][]byte
-	bodyBytes  int
-	// paddle signs the deliveries (sign), with the events' bodies.
-	paddle      *provider.Paddle
-	eventBodies [][]byte
-}
-
-// sign signs every delivery at now. Paddle rejects a signature older than
-// the hub's tolerance (5 minutes), and a benchmark with rounds and a
-// preload lasts longer than that: each hub run signs afresh before its
-// load (22,000 HMACs, milliseconds).
-func (w *workload) sign(now time.Time) error {
-	for i, e := range w.eventOf {
-		h, _, err := w.paddle.Sign(eventID(e), "", w.eventBodies[e], now)
-		if err != nil {
-			return err
-		}
-		if len(h) != 1 || h.Get(provider.PaddleSignatureHeader) == "" {
-			return fmt.Errorf("workload: Paddle signs with %d headers, the load generator sends one", len(h))
-		}
-		w.signatures[i] = []byte(h.Get(provider.PaddleSignatureHeader))
-	}
-	return nil
-}
-
-func newWorkload(count int, dupShare float64) (*workload, error) {
-	p, err := provider.NewPaddle([]string{benchSecret}, provider.Options{})
-	if err != nil {
-		return nil, err
-	}
-	w := &workload{eventOf: make([]int, count)}
-	rng := rand.New(rand.NewPCG(1, 2))
-	var eventBodies [][]byte
-	now := time.Now()
-	for i := range count {
-		if w.events > 0 && rng.Float64() < dupShare {
-			w.eventOf[i] = rng.IntN(w.events)
-		} else {
-			body, err := samples.Body(p.Name(), eventID(w.events), "subscription.created", nil, now)
-			if err != nil {
-				return nil, err
-			}
-			eventBodies = append(eventBodies, body)
-			w.eventOf[i] = w.events
-			w.events++
-		}
-	}
-	w.bodies = make([][]byte, count)
-	w.signatures = make([][]byte, count)
-	w.paddle, w.eventBodies = p, eventBodies
-	for i, e := range w.eventOf {
-		w.bodies[i] = eventBodies[e]
-		w.bodyBytes += len(eventBodies[e])
-	}
-	w.bodyBytes /= max(1, count)
-	return w, w.sign(now)
-}
-
-func eventID(i int) string { return "evt_bench_" + strconv.Itoa(i) }
-
-func eventIndex(msgID string) (int, bool) {
-	s, ok := strings.CutPrefix(msgID, "paddle:evt_bench_")
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.Atoi(s)
-	return n, err == nil
-}
-
-// labelled runs f with the pprof label bench=what: every goroutine f
-// starts carries it too.
-func labelled(what string, f func()) {
-	pprof.Do(context.Background(), pprof.Labels("bench", what), func(context.Context) { f() })
-}
-
 // Run runs the benchmark.
 func Run(ctx context.Context, cfg Config) (Report, error) {
 	if cfg.Log == nil {
@@ -304,26 +204,10 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		return rep, err
 	}
 	defer srv.close()
-	rep.Preloads = make([]Preload, len(sizes))
-	for i, n := range sizes {
-		if n == 0 {
-			continue
-		}
-		if j := slices.Index(sizes, n); j < i { // listed twice: one template
-			rep.Preloads[i] = rep.Preloads[j]
-			continue
-		}
-		fmt.Fprintf(cfg.Log, "preloading a template database with %d archive rows …\n", n)
-		pl, err := srv.fillTemplate(ctx, n, cfg.Duplicates, cfg.Log)
-		if err != nil {
-			return rep, err
-		}
-		if cfg.Keep {
-			defer srv.thaw(pl.template)
-		} else {
-			defer srv.drop(pl.template)
-		}
-		rep.Preloads[i] = pl
+	cleanup, err := preloadTemplates(ctx, cfg, srv, sizes, &rep)
+	defer cleanup()
+	if err != nil {
+		return rep, err
 	}
 
 	dir, err := os.MkdirTemp("", "hub-bench-nats-")
@@ -340,30 +224,78 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	defer ns.Shutdown()
 
-	type run struct {
-		name string
-		fn   func(name string) (Result, error)
-	}
-	var runs []run
+	var runs []benchRun
 	for i := range sizes {
 		pl := &rep.Preloads[i]
 		suffix := ""
 		if preloading {
 			suffix = fmt.Sprintf(", archive %d", sizes[i])
 		}
-		runs = append(runs, run{fmt.Sprintf("hub (batch %d)", cfg.BatchMax) + suffix, func(name string) (Result, error) {
+		runs = append(runs, benchRun{fmt.Sprintf("hub (batch %d)", cfg.BatchMax) + suffix, func(name string) (Result, error) {
 			return runHub(ctx, cfg, srv, w, ns.ClientURL(), cfg.BatchMax, pl, name)
 		}})
 		if cfg.Baseline {
-			runs = append(runs, run{"hub (batch 1)" + suffix, func(name string) (Result, error) {
+			runs = append(runs, benchRun{"hub (batch 1)" + suffix, func(name string) (Result, error) {
 				return runHub(ctx, cfg, srv, w, ns.ClientURL(), 1, pl, name)
 			}})
 		}
 		if cfg.Ceiling {
-			runs = append(runs, run{"raw batched insert" + suffix, func(string) (Result, error) { return runCeiling(ctx, cfg, srv, w, pl) }})
+			runs = append(runs, benchRun{"raw batched insert" + suffix, func(string) (Result, error) { return runCeiling(ctx, cfg, srv, w, pl) }})
 		}
 	}
-	perSize := len(runs) / len(sizes)
+	if err := rep.runRounds(cfg, runs, len(sizes)); err != nil {
+		return rep, err
+	}
+	rep.medians(cfg, len(runs), len(sizes))
+	return rep, nil
+}
+
+// preloadTemplates fills a template database for each archive size above
+// 0 (one for a size listed twice) into rep.Preloads. cleanup drops them
+// (or, with cfg.Keep, keeps them usable), also after an error.
+func preloadTemplates(ctx context.Context, cfg Config, srv *server, sizes []int, rep *Report) (cleanup func(), err error) {
+	var undo []func()
+	cleanup = func() {
+		for _, f := range slices.Backward(undo) {
+			f()
+		}
+	}
+	rep.Preloads = make([]Preload, len(sizes))
+	for i, n := range sizes {
+		if n == 0 {
+			continue
+		}
+		if j := slices.Index(sizes, n); j < i { // listed twice: one template
+			rep.Preloads[i] = rep.Preloads[j]
+			continue
+		}
+		fmt.Fprintf(cfg.Log, "preloading a template database with %d archive rows …\n", n)
+		pl, err := srv.fillTemplate(ctx, n, cfg.Duplicates, cfg.Log)
+		if err != nil {
+			return cleanup, err
+		}
+		tmpl := pl.template
+		if cfg.Keep {
+			undo = append(undo, func() { srv.thaw(tmpl) })
+		} else {
+			undo = append(undo, func() { srv.drop(tmpl) })
+		}
+		rep.Preloads[i] = pl
+	}
+	return cleanup, nil
+}
+
+// benchRun is one configuration the rounds measure.
+type benchRun struct {
+	name string
+	fn   func(name string) (Result, error)
+}
+
+// runRounds measures every run cfg.Rounds times, interleaved, into
+// rep.Rounds; runs holds the same runs for each of the sizes archive
+// sizes.
+func (rep *Report) runRounds(cfg Config, runs []benchRun, sizes int) error {
+	perSize := len(runs) / sizes
 	rounds := max(1, cfg.Rounds)
 	rep.NothingLostOrDuped = true
 	for n := range rounds {
@@ -376,7 +308,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 			}
 			res, err := r.fn(r.name)
 			if err != nil {
-				return rep, fmt.Errorf("%s: %w", r.name, err)
+				return fmt.Errorf("%s: %w", r.name, err)
 			}
 			res.Name = r.name
 			round.Runs = append(round.Runs, res)
@@ -386,12 +318,20 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 			round.Sizes = append(round.Sizes, roundRatios(cfg, round.Runs, perSize, i))
 		}
 		round.VsUnbatched, round.VsCeiling = round.Sizes[0].VsUnbatched, round.Sizes[0].VsCeiling
-		if len(sizes) == 1 {
+		if sizes == 1 {
 			round.Sizes = nil
 		}
 		rep.Rounds = append(rep.Rounds, round)
 	}
-	for k := range runs {
+	return nil
+}
+
+// medians fills rep.Runs with each run's median round and rep.Preloads
+// with the median ratios of the rounds, of nruns runs over sizes archive
+// sizes.
+func (rep *Report) medians(cfg Config, nruns, sizes int) {
+	perSize, rounds := nruns/sizes, len(rep.Rounds)
+	for k := range nruns {
 		results := make([]Result, rounds)
 		for n, round := range rep.Rounds {
 			results[n] = round.Runs[k]
@@ -426,7 +366,6 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	if rounds == 1 {
 		rep.Rounds = nil
 	}
-	return rep, nil
 }
 
 // roundRatios compares the runs of one round at archive size i: runs
@@ -466,22 +405,6 @@ func medianOf(rounds []Round, f func(Round) float64) float64 {
 	return vs[len(vs)/2]
 }
 
-// hubEnv is a measured hub's environment: the bench's own (base), what
-// the bench sets, then extra. When a variable is listed twice the last
-// value wins (os/exec), so what must match the bench's own setup never
-// reaches the hub from an operator's shell (its addresses, its database,
-// its single-node JetStream server and stream: HUB_STREAM_REPLICAS 1; no
-// periodic backfill calling providers' APIs), while HUB_* tuning
-// variables do.
-func hubEnv(base []string, dbURL, natsURL, addr, adminAddr string, batchMax int, extra []string) []string {
-	env := append(slices.Clip(base),
-		"HUB_DATABASE_URL="+dbURL, "HUB_NATS_URL="+natsURL, "HUB_HTTP_ADDR="+addr, "HUB_ADMIN_ADDR="+adminAddr,
-		"HUB_STREAM="+schema.DefaultStream, "HUB_STREAM_REPLICAS=1", "HUB_BACKFILL_INTERVAL=0",
-		"HUB_PADDLE_SECRETS="+benchSecret, "HUB_CLERK_SECRETS=", "HUB_LOG_LEVEL=warn",
-		"HUB_BATCH_MAX="+strconv.Itoa(batchMax))
-	return append(env, extra...)
-}
-
 func runHub(ctx context.Context, cfg Config, srv *server, w *workload, natsURL string, batchMax int, pl *Preload, name string) (Result, error) {
 	db, err := srv.create(ctx, fmt.Sprintf("b%d", batchMax), pl.template)
 	if err != nil {
@@ -493,38 +416,24 @@ func runHub(ctx context.Context, cfg Config, srv *server, w *workload, natsURL s
 	if !cfg.Keep {
 		defer srv.drop(db.name)
 	}
-	pcfg, err := pgxpool.ParseConfig(db.url)
-	if err != nil {
-		return Result{}, err
-	}
-	pcfg.MaxConns = 2
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	pool, err := openPool(ctx, db.url)
 	if err != nil {
 		return Result{}, err
 	}
 	defer pool.Close()
 	st := store.New(pool)
-
-	var nc *nats.Conn
-	labelled("nats-client", func() { nc, err = nats.Connect(natsURL) })
+	nc, js, err := connectJS(ctx, natsURL)
 	if err != nil {
 		return Result{}, err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return Result{}, err
-	}
-	if err := js.DeleteStream(ctx, schema.DefaultStream); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-		return Result{}, err
-	}
 
 	hp, err := startHub(ctx, cfg, db.url, natsURL, batchMax)
 	if err != nil {
 		return Result{}, err
 	}
 	defer hp.stop()
-	cmd, base, adminBase := hp.cmd, hp.base, hp.adminBase
+	pid, base, adminBase := hp.cmd.Process.Pid, hp.base, hp.adminBase
 	stream, err := waitStream(ctx, js, 30*time.Second)
 	if err != nil {
 		return Result{}, err
@@ -545,37 +454,23 @@ func runHub(ctx context.Context, cfg Config, srv *server, w *workload, natsURL s
 		stopProfile = cfg.Profile(name)
 	}
 	measuredFrom := time.Now().UnixNano()
-	cpu0, pg0, self0 := cpuTime(cmd.Process.Pid), postgresCPU(), cpuTime(os.Getpid())
+	cpu0 := markCPU(pid)
 	lat, non2xx, elapsed := load(ctx, base, w, cfg.Concurrency, w.warmup, len(w.bodies), noteSent)
-	cpu, pg, self := cpuTime(cmd.Process.Pid)-cpu0, postgresCPU()-pg0, cpuTime(os.Getpid())-self0
+	cpu := cpu0.since(pid)
 	stopProfile()
 	wal1, err := srv.walPosition(ctx)
 	if err != nil {
 		return Result{}, err
 	}
-	peak := peakRSS(cmd.Process.Pid)
-
-	// Wait for the outbox to drain: every event on the stream and none
-	// left in the outbox (the last PubAcks and marks may still be in
-	// flight).
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if info, err := stream.Info(ctx); err == nil && info.State.Msgs >= uint64(w.events) {
-			if b, err := st.OutboxBacklog(ctx); err == nil && b.Pending == 0 {
-				break
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	peak := peakRSS(pid)
+	waitDrained(ctx, stream, st, w.events)
 	res := summarize(lat, elapsed, len(w.bodies)-w.warmup, w.events)
 	res.PreloadRows, res.CopySeconds = pl.ArchiveRows, db.copySeconds
 	res.Non2xx = warmNon2xx + non2xx
 	res.PeakRSSMB = peak
-	if len(lat) > 0 {
-		res.HubCPUus = perDelivery(cpu, len(lat))
-		res.PostgresCPUus = perDelivery(pg, len(lat))
-		res.SelfCPUus = perDelivery(self, len(lat))
-		res.WALBytes = float64(wal1-wal0) / float64(len(lat))
+	if n := len(lat); n > 0 {
+		res.HubCPUus, res.PostgresCPUus, res.SelfCPUus = perDelivery(cpu.proc, n), perDelivery(cpu.pg, n), perDelivery(cpu.self, n)
+		res.WALBytes = float64(wal1-wal0) / float64(n)
 	}
 	if batchMax == 1 {
 		res.MeanCommitBatch = 1
@@ -598,134 +493,9 @@ func runHub(ctx context.Context, cfg Config, srv *server, w *workload, natsURL s
 		}
 	}
 	slices.Sort(e2e)
-	res.E2EP50ms, res.E2EP99ms = ms(pct(e2e, 0.50)), ms(pct(e2e, 0.99))
+	res.E2EP50ms, res.E2EP99ms, _ = percentiles(e2e)
 	return res, nil
 }
-
-// hubProcess is a running hub started by startHub.
-type hubProcess struct {
-	cmd             *exec.Cmd
-	base, adminBase string // http://host:port of its webhook and admin listeners
-}
-
-// startHub starts the hub (cfg.HubCommand serve) on the database dbURL and
-// the NATS server natsURL, and waits until its webhook and admin listeners
-// are ready. stop interrupts it and waits for it to exit.
-func startHub(ctx context.Context, cfg Config, dbURL, natsURL string, batchMax int) (*hubProcess, error) {
-	addr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	adminAddr := cfg.HubAdminAddr
-	if adminAddr == "" {
-		if adminAddr, err = freeAddr(); err != nil {
-			return nil, err
-		}
-	}
-	cmd := exec.CommandContext(ctx, cfg.HubCommand[0], append(cfg.HubCommand[1:], "serve")...)
-	cmd.Env = hubEnv(os.Environ(), dbURL, natsURL, addr, adminAddr, batchMax, cfg.ExtraEnv)
-	cmd.Stdout, cmd.Stderr = cfg.Log, cfg.Log
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start hub: %w", err)
-	}
-	hp := &hubProcess{cmd: cmd, base: "http://" + addr, adminBase: "http://" + adminAddr}
-	if err := waitReady(ctx, hp.base, 30*time.Second); err != nil {
-		hp.stop()
-		return nil, err
-	}
-	if err := waitReady(ctx, hp.adminBase, 5*time.Second); err != nil {
-		hp.stop()
-		return nil, fmt.Errorf("admin listener: %w", err)
-	}
-	fmt.Fprintf(cfg.Log, "hub pid %d: webhooks on %s, admin (/metrics, /debug/pprof/) on %s\n", cmd.Process.Pid, hp.base, hp.adminBase)
-	return hp, nil
-}
-
-func (h *hubProcess) stop() {
-	_ = h.cmd.Process.Signal(os.Interrupt)
-	_ = h.cmd.Wait()
-}
-
-// load sends deliveries [from, to) of w with concurrency clients over
-// keep-alive connections and returns the latencies of the 2xx answers,
-// each from writing the request until its whole answer is read. It uses
-// fasthttp's client, and each client builds its request once and changes
-// only the signature and the body from one delivery to the next: the load
-// generator shares the machine with the hub, Postgres and NATS, and the
-// lighter it is the more the figures say about the hub.
-func load(ctx context.Context, base string, w *workload, concurrency, from, to int, sent func(i int, at time.Time)) ([]time.Duration, int, time.Duration) {
-	client := &fasthttp.HostClient{
-		Addr:               strings.TrimPrefix(base, "http://"),
-		MaxConns:           concurrency,
-		ReadTimeout:        30 * time.Second,
-		WriteTimeout:       30 * time.Second,
-		MaxConnWaitTimeout: 30 * time.Second,
-	}
-	defer client.CloseIdleConnections()
-	url := base + "/webhooks/paddle"
-	var next atomic.Int64
-	next.Store(int64(from))
-	var non2xx atomic.Int64
-	lats := make([][]time.Duration, concurrency)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for c := range concurrency {
-		labelled("loadgen", func() {
-			wg.Go(func() {
-				req := fasthttp.AcquireRequest()
-				resp := fasthttp.AcquireResponse()
-				defer fasthttp.ReleaseRequest(req)
-				defer fasthttp.ReleaseResponse(resp)
-				req.SetRequestURI(url)
-				req.Header.SetMethod(http.MethodPost)
-				req.Header.SetContentType("application/json")
-				lats[c] = make([]time.Duration, 0, (to-from)/concurrency+1)
-				for ctx.Err() == nil {
-					i := int(next.Add(1) - 1)
-					if i >= to {
-						return
-					}
-					req.Header.SetBytesV(provider.PaddleSignatureHeader, w.signatures[i])
-					req.SetBodyRaw(w.bodies[i])
-					t0 := time.Now()
-					sent(i, t0)
-					if err := client.Do(req, resp); err != nil || resp.StatusCode()/100 != 2 {
-						non2xx.Add(1)
-						continue
-					}
-					lats[c] = append(lats[c], time.Since(t0))
-				}
-			})
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	var all []time.Duration
-	for _, l := range lats {
-		all = append(all, l...)
-	}
-	slices.Sort(all)
-	return all, int(non2xx.Load()), elapsed
-}
-
-func summarize(lat []time.Duration, elapsed time.Duration, deliveries, events int) Result {
-	r := Result{Deliveries: deliveries, Events: events, Seconds: elapsed.Seconds()}
-	r.PerSecond = float64(len(lat)) / elapsed.Seconds()
-	r.P50ms, r.P90ms, r.P99ms = ms(pct(lat, .5)), ms(pct(lat, .9)), ms(pct(lat, .99))
-	if len(lat) > 0 {
-		r.MaxMs = ms(lat[len(lat)-1])
-	}
-	return r
-}
-
-func pct(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	return sorted[min(len(sorted)-1, int(float64(len(sorted))*p))]
-}
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // verify checks the tables and the stream after a run: every event
 // recorded once, each on the stream once (hub runs) and none left in the
@@ -782,153 +552,4 @@ func verify(ctx context.Context, r *Result, st *store.Store, since time.Time, js
 		r.Lost += int(max(c.Pending, c.DedupRows-c.Published))
 	}
 	return nil
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
-// commitBatches reads hub_commit_batch_deliveries from /metrics on the
-// hub's admin listener (adminBase): the deliveries and the transactions so
-// far.
-func commitBatches(adminBase string) (sum, count float64, err error) {
-	resp, err := probe.Get(adminBase + "/metrics")
-	if err != nil {
-		return 0, 0, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, 0, err
-	}
-	found := false
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "hub_commit_batch_deliveries_sum "); ok {
-			sum, err = strconv.ParseFloat(v, 64)
-		} else if v, ok := strings.CutPrefix(line, "hub_commit_batch_deliveries_count "); ok {
-			count, err = strconv.ParseFloat(v, 64)
-			found = true
-		}
-		if err != nil {
-			return 0, 0, fmt.Errorf("parse %q: %w", line, err)
-		}
-	}
-	if !found {
-		return 0, 0, errors.New("no hub_commit_batch_deliveries in /metrics")
-	}
-	return sum, count, nil
-}
-
-// probe is the client of the bench's requests to a hub other than the
-// deliveries: a hub that stops answering fails them instead of hanging the
-// bench.
-var probe = &http.Client{Timeout: 10 * time.Second}
-
-func waitReady(ctx context.Context, base string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		resp, err := probe.Get(base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("hub at %s not ready after %s", base, timeout)
-}
-
-func waitStream(ctx context.Context, js jetstream.JetStream, timeout time.Duration) (jetstream.Stream, error) {
-	deadline := time.Now().Add(timeout)
-	for {
-		st, err := js.Stream(ctx, schema.DefaultStream)
-		if err == nil {
-			return st, nil
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("stream %s: %w", schema.DefaultStream, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func perDelivery(d time.Duration, n int) float64 { return float64(d.Microseconds()) / float64(n) }
-
-// postgresCPU sums the CPU time of every process named postgres.
-func postgresCPU() time.Duration {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0
-	}
-	var total time.Duration
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil && strings.TrimSpace(string(comm)) == "postgres" {
-			// With the time of reaped children: a backend or autovacuum
-			// worker that exits during the run moves its time to the
-			// postmaster's instead of taking it out of the sum.
-			total += procCPU(pid, true)
-		}
-	}
-	return total
-}
-
-// cpuTime reads a process's user + system CPU time from /proc.
-func cpuTime(pid int) time.Duration { return procCPU(pid, false) }
-
-// procCPU reads a process's user + system CPU time from /proc, plus that
-// of its reaped children when children is set.
-func procCPU(pid int, children bool) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command name, which is in parentheses and may hold spaces.
-	_, rest, ok := strings.Cut(string(b), ") ")
-	if !ok {
-		return 0
-	}
-	f := strings.Fields(rest)
-	if len(f) < 15 {
-		return 0
-	}
-	fields := f[11:13] // utime, stime
-	if children {
-		fields = f[11:15] // and cutime, cstime
-	}
-	var ticks int64
-	for _, v := range fields {
-		n, _ := strconv.ParseInt(v, 10, 64)
-		ticks += n
-	}
-	const ticksPerSecond = 100 // USER_HZ on Linux
-	return time.Duration(ticks) * time.Second / ticksPerSecond
-}
-
-// peakRSS reads a process's peak resident set (VmHWM), in MB.
-func peakRSS(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
-			return float64(kb) / 1024
-		}
-	}
-	return 0
 }

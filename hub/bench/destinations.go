@@ -5,29 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/valyala/fasthttp"
 
-	"github.com/hookhub/hookhub/hub/provider"
-	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/natsembed"
 	"github.com/hookhub/hookhub/schema"
 )
 
@@ -254,19 +240,11 @@ func destinationRuns(ctx context.Context, cfg DestinationsConfig, srv *server, n
 	if !cfg.Keep {
 		defer srv.drop(db.name)
 	}
-	var nc *nats.Conn
-	labelled("nats-client", func() { nc, err = nats.Connect(natsURL) })
+	nc, js, err := connectJS(ctx, natsURL, jetstream.WithPublishAsyncMaxPending(4096))
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
-	if err != nil {
-		return err
-	}
-	if err := js.DeleteStream(ctx, schema.DefaultStream); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-		return err
-	}
 	stream, err := relay.EnsureStream(ctx, js, relay.StreamConfig{
 		Name: schema.DefaultStream, Providers: []string{"paddle"}, Replicas: 1, DuplicateWindow: 2 * time.Minute,
 	})
@@ -275,20 +253,19 @@ func destinationRuns(ctx context.Context, cfg DestinationsConfig, srv *server, n
 	}
 
 	// The messages: the preload's, then the latency run's at most.
-	pub, err := newPublisher(cfg.Preload + maxLatencyEvents)
-	if err != nil {
+	b := destBench{cfg: cfg, js: js, rep: rep}
+	if b.pub, err = newPublisher(cfg.Preload + maxLatencyEvents); err != nil {
 		return err
 	}
-	rep.BodyBytes = len(pub.body)
-	rc, err := startReceiver(cfg.Preload + maxLatencyEvents)
-	if err != nil {
+	rep.BodyBytes = len(b.pub.body)
+	if b.rc, err = startReceiver(cfg.Preload + maxLatencyEvents); err != nil {
 		return err
 	}
-	defer rc.close()
+	defer b.rc.close()
 
 	fmt.Fprintf(cfg.Log, "drain: publishing %d events with the destinations process stopped …\n", cfg.Preload)
 	pubCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	err = pub.publishAll(pubCtx, js, 0, cfg.Preload)
+	err = b.pub.publishAll(pubCtx, js, 0, cfg.Preload)
 	cancel()
 	if err != nil {
 		return err
@@ -299,81 +276,107 @@ func destinationRuns(ctx context.Context, cfg DestinationsConfig, srv *server, n
 		return fmt.Errorf("the stream holds %d messages after publishing %d", info.State.Msgs, cfg.Preload)
 	}
 
-	dp, err := startDestinations(ctx, cfg, dir, db.url, natsURL, rc.url)
-	if err != nil {
+	if b.dp, err = startDestinations(ctx, cfg, dir, db.url, natsURL, b.rc.url); err != nil {
 		return err
 	}
-	defer dp.stop()
-	fmt.Fprintf(cfg.Log, "destinations pid %d (concurrency %d) started; draining …\n", dp.cmd.Process.Pid, cfg.Concurrency)
+	defer b.dp.stop()
+	fmt.Fprintf(cfg.Log, "destinations pid %d (concurrency %d) started; draining …\n", b.dp.cmd.Process.Pid, cfg.Concurrency)
+	if err := b.drain(ctx); err != nil {
+		return err
+	}
+	if err := b.latency(ctx); err != nil {
+		return err
+	}
+	d, l := &rep.Drain, &rep.Latency
+	rep.PeakRSSMB = peakRSS(b.dp.pid())
+	// A duplicate is counted with the run it arrived in.
+	d.Duplicates, l.Duplicates = int(b.drainDups), int(b.rc.dups.Load()-b.drainDups)
+	rep.NothingLost = rep.NothingLost && d.Received == d.Events && l.Received == l.Events && b.rc.foreign.Load() == 0
+	return nil
+}
 
-	// (a) The drain: CPU from the first receipt to the last.
+// destBench is the destinations process under measurement, with the
+// bench's publisher and receiver.
+type destBench struct {
+	cfg DestinationsConfig
+	js  jetstream.JetStream
+	pub *publisher
+	rc  *receiver
+	dp  *destProcess
+	rep *DestinationsReport
+	// drainDups are the duplicates received until the drain's end.
+	drainDups int64
+}
+
+// drain measures the drain of the preloaded backlog into rep.Drain: CPU
+// from the first receipt to the last.
+func (b *destBench) drain(ctx context.Context) error {
 	select {
-	case <-rc.firstReceipt:
+	case <-b.rc.firstReceipt:
 	case <-time.After(60 * time.Second):
 		return errors.New("drain: nothing received within 60 s of starting the destinations process")
-	case err := <-dp.exited:
+	case err := <-b.dp.exited:
 		return fmt.Errorf("the destinations process exited: %v", err)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	at0 := rc.received.Load()
-	cpu0, pg0, self0 := cpuTime(dp.pid()), postgresCPU(), cpuTime(os.Getpid())
-	if err := rc.waitFor(ctx, 0, cfg.Preload, drainTimeout(cfg.Preload), dp.exited); err != nil {
+	preload := b.cfg.Preload
+	at0 := b.rc.received.Load()
+	cpu0 := markCPU(b.dp.pid())
+	if err := b.rc.waitFor(ctx, 0, preload, drainTimeout(preload), b.dp.exited); err != nil {
 		return fmt.Errorf("drain: %w", err)
 	}
-	cpu, pg, self := cpuTime(dp.pid())-cpu0, postgresCPU()-pg0, cpuTime(os.Getpid())-self0
-	drainDups := rc.dups.Load()
-	first, last := rc.span(0, cfg.Preload)
-	d := &rep.Drain
-	d.Events, d.Received = cfg.Preload, rc.distinct(0, cfg.Preload)
+	cpu := cpu0.since(b.dp.pid())
+	b.drainDups = b.rc.dups.Load()
+	first, last := b.rc.span(0, preload)
+	d := &b.rep.Drain
+	d.Events, d.Received = preload, b.rc.distinct(0, preload)
 	d.Seconds = time.Duration(last - first).Seconds()
 	if d.Seconds > 0 {
-		d.PerSecond = float64(cfg.Preload-1) / d.Seconds
+		d.PerSecond = float64(preload-1) / d.Seconds
 	}
-	n := max(1, cfg.Preload-int(at0))
-	d.DestCPUus, d.PostgresCPUus, d.BenchCPUus = perDelivery(cpu, n), perDelivery(pg, n), perDelivery(self, n)
-	fmt.Fprintf(cfg.Log, "drain: %d events in %.1f s: %.0f deliveries/s\n", d.Events, d.Seconds, d.PerSecond)
+	n := max(1, preload-int(at0))
+	d.DestCPUus, d.PostgresCPUus, d.BenchCPUus = perDelivery(cpu.proc, n), perDelivery(cpu.pg, n), perDelivery(cpu.self, n)
+	fmt.Fprintf(b.cfg.Log, "drain: %d events in %.1f s: %.0f deliveries/s\n", d.Events, d.Seconds, d.PerSecond)
+	return nil
+}
 
-	// (b) The latency at a fixed rate.
-	rate := cfg.LatencyRate
+// latency measures the latency at a fixed publish rate (by default half
+// the drain's) into rep.Latency.
+func (b *destBench) latency(ctx context.Context) error {
+	rate := b.cfg.LatencyRate
 	if rate <= 0 {
-		rate = d.PerSecond / 2
+		rate = b.rep.Drain.PerSecond / 2
 	}
-	events := min(maxLatencyEvents, int(rate*cfg.LatencyFor.Seconds()))
-	l := &rep.Latency
-	if events > 0 {
-		l.Events, l.PerSecond = events, rate
-		fmt.Fprintf(cfg.Log, "latency: publishing %d events at %.0f/s …\n", events, rate)
-		from, to := cfg.Preload, cfg.Preload+events
-		cpu0, pg0, self0 := cpuTime(dp.pid()), postgresCPU(), cpuTime(os.Getpid())
-		start := time.Now()
-		if err := pub.publishPaced(ctx, js, from, to, rate); err != nil {
-			return err
-		}
-		if err := rc.waitFor(ctx, from, to, 60*time.Second, dp.exited); err != nil {
-			return fmt.Errorf("latency: %w", err)
-		}
-		l.Seconds = time.Since(start).Seconds()
-		cpu, pg, self := cpuTime(dp.pid())-cpu0, postgresCPU()-pg0, cpuTime(os.Getpid())-self0
-		l.Received = rc.distinct(from, to)
-		lat := make([]time.Duration, 0, events)
-		for i := from; i < to; i++ {
-			if at := rc.first[i].Load(); at != 0 {
-				lat = append(lat, time.Duration(at-pub.sentAt[i].Load()))
-			}
-		}
-		slices.Sort(lat)
-		l.P50ms, l.P99ms = ms(pct(lat, 0.50)), ms(pct(lat, 0.99))
-		if len(lat) > 0 {
-			l.MaxMs = ms(lat[len(lat)-1])
-		}
-		l.DestCPUus, l.PostgresCPUus, l.BenchCPUus = perDelivery(cpu, events), perDelivery(pg, events), perDelivery(self, events)
-		fmt.Fprintf(cfg.Log, "latency: p50 %.1f ms, p99 %.1f ms, max %.1f ms\n", l.P50ms, l.P99ms, l.MaxMs)
+	events := min(maxLatencyEvents, int(rate*b.cfg.LatencyFor.Seconds()))
+	if events <= 0 {
+		return nil
 	}
-	rep.PeakRSSMB = peakRSS(dp.pid())
-	// A duplicate is counted with the run it arrived in.
-	d.Duplicates, l.Duplicates = int(drainDups), int(rc.dups.Load()-drainDups)
-	rep.NothingLost = rep.NothingLost && d.Received == d.Events && l.Received == l.Events && rc.foreign.Load() == 0
+	l := &b.rep.Latency
+	l.Events, l.PerSecond = events, rate
+	fmt.Fprintf(b.cfg.Log, "latency: publishing %d events at %.0f/s …\n", events, rate)
+	from, to := b.cfg.Preload, b.cfg.Preload+events
+	cpu0 := markCPU(b.dp.pid())
+	start := time.Now()
+	if err := b.pub.publishPaced(ctx, b.js, from, to, rate); err != nil {
+		return err
+	}
+	if err := b.rc.waitFor(ctx, from, to, 60*time.Second, b.dp.exited); err != nil {
+		return fmt.Errorf("latency: %w", err)
+	}
+	l.Seconds = time.Since(start).Seconds()
+	cpu := cpu0.since(b.dp.pid())
+	l.Received = b.rc.distinct(from, to)
+	lat := make([]time.Duration, 0, events)
+	for i := from; i < to; i++ {
+		if at := b.rc.first[i].Load(); at != 0 {
+			lat = append(lat, time.Duration(at-b.pub.sentAt[i].Load()))
+		}
+	}
+	slices.Sort(lat)
+	l.P50ms, l.P99ms, l.MaxMs = percentiles(lat)
+	l.DestCPUus, l.PostgresCPUus, l.BenchCPUus = perDelivery(cpu.proc, events), perDelivery(cpu.pg, events), perDelivery(cpu.self, events)
+	fmt.Fprintf(b.cfg.Log, "latency: p50 %.1f ms, p99 %.1f ms, max %.1f ms\n", l.P50ms, l.P99ms, l.MaxMs)
 	return nil
 }
 
@@ -399,19 +402,11 @@ func runIngest(ctx context.Context, cfg DestinationsConfig, srv *server, natsURL
 	if err := w.sign(since); err != nil {
 		return res, err
 	}
-	var nc *nats.Conn
-	labelled("nats-client", func() { nc, err = nats.Connect(natsURL) })
+	nc, js, err := connectJS(ctx, natsURL)
 	if err != nil {
 		return res, err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return res, err
-	}
-	if err := js.DeleteStream(ctx, schema.DefaultStream); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-		return res, err
-	}
 	hp, err := startHub(ctx, Config{HubCommand: cfg.HubCommand, ExtraEnv: cfg.ExtraEnv, Log: cfg.Log}, db.url, natsURL, 64)
 	if err != nil {
 		return res, err
@@ -438,69 +433,52 @@ func runIngest(ctx context.Context, cfg DestinationsConfig, srv *server, natsURL
 			return res, err
 		}
 	}
-
-	pcfg, err := pgxpool.ParseConfig(db.url)
-	if err != nil {
-		return res, err
-	}
-	pcfg.MaxConns = 2
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	pool, err := openPool(ctx, db.url)
 	if err != nil {
 		return res, err
 	}
 	defer pool.Close()
 
-	var cpu0, dest0, pg0, self0 time.Duration
+	hubPid := hp.cmd.Process.Pid
+	var cpu0 cpuMark
+	var dest0 time.Duration
 	snapshot := func() {
-		cpu0, pg0, self0 = cpuTime(hp.cmd.Process.Pid), postgresCPU(), cpuTime(os.Getpid())
-		if dp != nil {
+		if cpu0 = markCPU(hubPid); dp != nil {
 			dest0 = cpuTime(dp.pid())
 		}
 	}
 	start, lat, non2xx := paced(ctx, hp.base, w, cfg.IngestRate, cfg.IngestClients, snapshot)
 	interval := time.Second / time.Duration(cfg.IngestRate)
-	due := func(i int) int64 { return start.Add(time.Duration(i) * interval).UnixNano() }
 	if rc != nil {
 		if err := rc.waitFor(ctx, 0, w.events, 60*time.Second, dp.exited); err != nil {
 			fmt.Fprintf(cfg.Log, "destination: %v\n", err)
 		}
 	}
-	cpu, pg, self := cpuTime(hp.cmd.Process.Pid)-cpu0, postgresCPU()-pg0, cpuTime(os.Getpid())-self0
+	cpu := cpu0.since(hubPid)
 	res.Seconds = time.Since(start.Add(time.Duration(w.warmup) * interval)).Seconds()
 	n := max(1, res.Deliveries)
-	res.HubCPUus, res.PostgresCPUus, res.BenchCPUus = perDelivery(cpu, n), perDelivery(pg, n), perDelivery(self, n)
-	res.HubPeakRSSMB = peakRSS(hp.cmd.Process.Pid)
+	res.HubCPUus, res.PostgresCPUus, res.BenchCPUus = perDelivery(cpu.proc, n), perDelivery(cpu.pg, n), perDelivery(cpu.self, n)
+	res.HubPeakRSSMB = peakRSS(hubPid)
 	res.Non2xx = non2xx
-	res.P50ms, res.P99ms = ms(pct(lat, 0.50)), ms(pct(lat, 0.99))
-	if len(lat) > 0 {
-		res.MaxMs = ms(lat[len(lat)-1])
-	}
+	res.P50ms, res.P99ms, res.MaxMs = percentiles(lat)
 	if dp != nil {
 		res.DestCPUus = perDelivery(cpuTime(dp.pid())-dest0, n)
 		res.DestPeakRSSMB = peakRSS(dp.pid())
 		res.Forwarded = rc.distinct(0, w.events)
 		res.Lost += w.events - res.Forwarded
 		var fwd []time.Duration
-		for i := w.warmup; i < w.events; i++ { // no duplicates: event i is delivery i
+		for i := w.warmup; i < w.events; i++ { // no duplicates: event i is delivery i, due at start + i·interval
 			if at := rc.first[i].Load(); at != 0 {
-				fwd = append(fwd, time.Duration(at-due(i)))
+				fwd = append(fwd, time.Duration(at-start.Add(time.Duration(i)*interval).UnixNano()))
 			}
 		}
 		slices.Sort(fwd)
-		res.ForwardP50ms, res.ForwardP99ms = ms(pct(fwd, 0.50)), ms(pct(fwd, 0.99))
+		res.ForwardP50ms, res.ForwardP99ms, _ = percentiles(fwd)
 	}
 
 	// Nothing lost by the hub: every event on the stream once, recorded
 	// once, none left in the outbox.
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if info, err := stream.Info(ctx); err == nil && info.State.Msgs >= uint64(w.events) {
-			if b, err := store.New(pool).OutboxBacklog(ctx); err == nil && b.Pending == 0 {
-				break
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitDrained(ctx, stream, store.New(pool), w.events)
 	check := Result{Events: w.events}
 	if err := verify(ctx, &check, store.New(pool), since.Add(-time.Minute), js, nil); err != nil {
 		return res, err
@@ -518,47 +496,24 @@ func runIngest(ctx context.Context, cfg DestinationsConfig, srv *server, natsURL
 // first delivery after the warm-up is due. It returns the start and the
 // sorted latencies of the measured 2xx.
 func paced(ctx context.Context, base string, w *workload, rate, clients int, measured func()) (time.Time, []time.Duration, int) {
-	client := &fasthttp.HostClient{
-		Addr:               strings.TrimPrefix(base, "http://"),
-		MaxConns:           clients,
-		ReadTimeout:        30 * time.Second,
-		WriteTimeout:       30 * time.Second,
-		MaxConnWaitTimeout: 30 * time.Second,
-	}
-	defer client.CloseIdleConnections()
-	url := base + "/webhooks/paddle"
 	interval := time.Second / time.Duration(rate)
 	due := make(chan int, len(w.bodies))
 	var non2xx atomic.Int64
-	lats := make([][]time.Duration, clients)
-	var wg sync.WaitGroup
 	start := time.Now().Add(10 * time.Millisecond)
-	for c := range clients {
-		labelled("loadgen", func() {
-			wg.Go(func() {
-				req := fasthttp.AcquireRequest()
-				resp := fasthttp.AcquireResponse()
-				defer fasthttp.ReleaseRequest(req)
-				defer fasthttp.ReleaseResponse(resp)
-				req.SetRequestURI(url)
-				req.Header.SetMethod(http.MethodPost)
-				req.Header.SetContentType("application/json")
-				for i := range due {
-					req.Header.SetBytesV(provider.PaddleSignatureHeader, w.signatures[i])
-					req.SetBodyRaw(w.bodies[i])
-					if err := client.Do(req, resp); err != nil || resp.StatusCode()/100 != 2 {
-						if i >= w.warmup {
-							non2xx.Add(1)
-						}
-						continue
-					}
-					if i >= w.warmup {
-						lats[c] = append(lats[c], time.Since(start.Add(time.Duration(i)*interval)))
-					}
+	cs := startClients(base, w, clients, func(post func(i int, sending func()) bool) (lat []time.Duration) {
+		for i := range due {
+			if !post(i, nil) {
+				if i >= w.warmup {
+					non2xx.Add(1)
 				}
-			})
-		})
-	}
+				continue
+			}
+			if i >= w.warmup {
+				lat = append(lat, time.Since(start.Add(time.Duration(i)*interval)))
+			}
+		}
+		return lat
+	})
 	labelled("loadgen", func() {
 		for i := range w.bodies {
 			if ctx.Err() != nil {
@@ -575,288 +530,6 @@ func paced(ctx context.Context, base string, w *workload, rate, clients int, mea
 		}
 		close(due)
 	})
-	wg.Wait()
-	var all []time.Duration
-	for _, l := range lats {
-		all = append(all, l...)
-	}
-	slices.Sort(all)
-	return start, all, int(non2xx.Load())
-}
-
-// publisher publishes events straight to the stream in the hub's message
-// shape (schema.Metadata headers, Nats-Msg-Id "paddle:<event id>"), each
-// with the same Paddle sample body, and notes when each was published.
-type publisher struct {
-	body    []byte
-	subject string
-	sentAt  []atomic.Int64 // unix nanos
-}
-
-func newPublisher(n int) (*publisher, error) {
-	subject, err := schema.Subject("paddle", "subscription.created")
-	if err != nil {
-		return nil, err
-	}
-	body, err := samples.Body("paddle", eventID(0), "subscription.created", nil, time.Now())
-	if err != nil {
-		return nil, err
-	}
-	return &publisher{body: body, subject: subject, sentAt: make([]atomic.Int64, n)}, nil
-}
-
-func (p *publisher) msg(i int, now time.Time) *nats.Msg {
-	md := schema.Metadata{
-		MsgID: schema.MsgID("paddle", eventID(i)), EventID: eventID(i), Provider: "paddle",
-		EventType: "subscription.created", ArchiveID: uuid.NewString(), ReceivedAt: now, OccurredAt: now.Add(-time.Second),
-	}
-	return &nats.Msg{Subject: p.subject, Header: md.Header(), Data: p.body}
-}
-
-// publishAll publishes events [from, to) as fast as JetStream takes them.
-func (p *publisher) publishAll(ctx context.Context, js jetstream.JetStream, from, to int) error {
-	for i := from; i < to; i++ {
-		now := time.Now()
-		p.sentAt[i].Store(now.UnixNano())
-		if _, err := js.PublishMsgAsync(p.msg(i, now), jetstream.WithExpectStream(schema.DefaultStream), jetstream.WithStallWait(30*time.Second)); err != nil {
-			return fmt.Errorf("publish: %w", err)
-		}
-	}
-	return p.complete(ctx, js)
-}
-
-// publishPaced publishes events [from, to) at rate per second: event i at
-// its due time, or at once when the publisher is behind.
-func (p *publisher) publishPaced(ctx context.Context, js jetstream.JetStream, from, to int, rate float64) error {
-	interval := time.Duration(float64(time.Second) / rate)
-	start := time.Now()
-	for i := from; i < to; i++ {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if d := time.Until(start.Add(time.Duration(i-from) * interval)); d > 0 {
-			time.Sleep(d)
-		}
-		now := time.Now()
-		p.sentAt[i].Store(now.UnixNano())
-		if _, err := js.PublishMsgAsync(p.msg(i, now), jetstream.WithExpectStream(schema.DefaultStream), jetstream.WithStallWait(30*time.Second)); err != nil {
-			return fmt.Errorf("publish: %w", err)
-		}
-	}
-	return p.complete(ctx, js)
-}
-
-func (p *publisher) complete(ctx context.Context, js jetstream.JetStream) error {
-	select {
-	case <-js.PublishAsyncComplete():
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	if n := js.PublishAsyncPending(); n > 0 {
-		return fmt.Errorf("publish: %d messages not acknowledged", n)
-	}
-	return nil
-}
-
-// receiver is the trivial local endpoint the destination delivers to: it
-// reads each request's body, notes when each webhook-id ("paddle:evt_bench_<i>")
-// first arrived and answers 204. It verifies no signature: its CPU is the
-// bench process's, and is kept small.
-type receiver struct {
-	url          string
-	srv          *http.Server
-	first        []atomic.Int64 // unix nanos of event i's first receipt
-	received     atomic.Int64   // distinct events
-	dups         atomic.Int64   // requests for an event already received
-	foreign      atomic.Int64   // requests with another webhook-id
-	once         sync.Once
-	firstReceipt chan struct{} // closed at the first receipt
-}
-
-func startReceiver(n int) (*receiver, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	rc := &receiver{url: "http://" + l.Addr().String() + "/hook", first: make([]atomic.Int64, n), firstReceipt: make(chan struct{})}
-	rc.srv = &http.Server{Handler: rc, ReadHeaderTimeout: 10 * time.Second}
-	labelled("receiver", func() { go func() { _ = rc.srv.Serve(l) }() })
-	return rc, nil
-}
-
-func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	at := time.Now().UnixNano()
-	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
-	i, ok := eventIndex(r.Header.Get("webhook-id"))
-	switch {
-	case !ok || i >= len(rc.first):
-		rc.foreign.Add(1)
-	case rc.first[i].CompareAndSwap(0, at):
-		rc.received.Add(1)
-		rc.once.Do(func() { close(rc.firstReceipt) })
-	default:
-		rc.dups.Add(1)
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// waitFor waits until every event of [from, to) was received, for at most
-// timeout, or until the destinations process exits.
-func (rc *receiver) waitFor(ctx context.Context, from, to int, timeout time.Duration, exited <-chan error) error {
-	deadline := time.Now().Add(timeout)
-	next := from
-	for {
-		for next < to && rc.first[next].Load() != 0 {
-			next++
-		}
-		if next == to {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of %d events not received after %s", to-from-rc.distinct(from, to), to-from, timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case err := <-exited:
-			return fmt.Errorf("the destinations process exited: %v", err)
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
-
-// distinct counts the events of [from, to) received.
-func (rc *receiver) distinct(from, to int) int {
-	n := 0
-	for i := from; i < to; i++ {
-		if rc.first[i].Load() != 0 {
-			n++
-		}
-	}
-	return n
-}
-
-// span is the first and the last first receipt among [from, to).
-func (rc *receiver) span(from, to int) (first, last int64) {
-	for i := from; i < to; i++ {
-		at := rc.first[i].Load()
-		if at == 0 {
-			continue
-		}
-		if first == 0 || at < first {
-			first = at
-		}
-		last = max(last, at)
-	}
-	return first, last
-}
-
-func (rc *receiver) close() { _ = rc.srv.Close() }
-
-// destProcess is a running destinations process.
-type destProcess struct {
-	cmd    *exec.Cmd
-	exited chan error // receives the process's exit (once)
-	done   chan struct{}
-}
-
-func (d *destProcess) pid() int { return d.cmd.Process.Pid }
-
-// startDestinations writes a destinations file with one destination,
-// forwarding everything the bench publishes (paddle.>) to url, the
-// backlog published before it started included (start: all), and starts
-// the destinations process on it.
-func startDestinations(ctx context.Context, cfg DestinationsConfig, dir, dbURL, natsURL, url string) (*destProcess, error) {
-	file := filepath.Join(dir, "destinations.yaml")
-	spec := fmt.Sprintf("destinations:\n  - name: %s\n    url: %s\n    subjects: [\"paddle.>\"]\n    secret_env: %s\n    concurrency: %d\n    start: all\n",
-		destName, url, destSecretEnv, cfg.Concurrency)
-	if err := os.WriteFile(file, []byte(spec), 0o600); err != nil {
-		return nil, err
-	}
-	httpAddr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.CommandContext(ctx, cfg.DestinationsCommand[0], cfg.DestinationsCommand[1:]...)
-	// The bench's own settings last: when a variable is listed twice the
-	// last value wins.
-	cmd.Env = append(slices.Clip(os.Environ()),
-		"DESTINATIONS_FILE="+file, "DESTINATIONS_DATABASE_URL="+dbURL, "DESTINATIONS_NATS_URL="+natsURL,
-		"DESTINATIONS_STREAM="+schema.DefaultStream, "DESTINATIONS_HTTP_ADDR="+httpAddr,
-		"DESTINATIONS_DATABASE_MAX_CONNS="+strconv.Itoa(cfg.Concurrency+4), "DESTINATIONS_LOG_LEVEL=warn",
-		"DESTINATIONS_OTEL_ENABLED=false", destSecretEnv+"="+destSecret)
-	cmd.Stdout, cmd.Stderr = cfg.Log, cfg.Log
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start destinations: %w", err)
-	}
-	d := &destProcess{cmd: cmd, exited: make(chan error, 1), done: make(chan struct{})}
-	go func() {
-		err := cmd.Wait()
-		d.exited <- err
-		close(d.done)
-	}()
-	return d, nil
-}
-
-// stop interrupts the process and waits for it (killing it after 30 s).
-func (d *destProcess) stop() {
-	_ = d.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-d.done:
-	case <-time.After(30 * time.Second):
-		_ = d.cmd.Process.Kill()
-		<-d.done
-	}
-}
-
-// waitConsumer waits until the stream has the durable consumer name.
-func waitConsumer(ctx context.Context, js jetstream.JetStream, name string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		_, err := js.Consumer(ctx, schema.DefaultStream, name)
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("consumer %s: %w", name, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
-// BuildDestinations builds the destinations command into dir with the go
-// tool, from the module the working directory is in.
-func BuildDestinations(ctx context.Context, dir string) (string, error) {
-	bin := filepath.Join(dir, "destinations")
-	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/hookhub/hookhub/subscribers/destination/cmd/destinations").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build the destinations command (run from the hookhub module, or pass its binary): %w\n%s", err, out)
-	}
-	return bin, nil
-}
-
-// startNATS starts the bench's embedded JetStream server, storing in dir.
-func startNATS(dir string) (ns *natsembed.Server, err error) {
-	labelled("nats-server", func() {
-		ns, err = natsembed.Start(natsembed.Options{Port: -1, StoreDir: dir, MaxStore: 4 << 30})
-	})
-	return ns, err
-}
-
-// loadAverage is the machine's 1-minute load average, or 0 when unknown.
-func loadAverage() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(f[0], 64)
-	return v
+	cs.wg.Wait()
+	return start, cs.latencies(), int(non2xx.Load())
 }

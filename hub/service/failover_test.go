@@ -66,12 +66,7 @@ func TestClusterFailover(t *testing.T) {
 	// it the machine (parallel tests wait until the sequential ones end).
 	logs := &logRecorder{start: time.Now()}
 	ctx := context.Background()
-	defer func() {
-		if t.Failed() {
-			t.Logf("timeline (seconds since start):\n%s", logs.timeline())
-			t.Logf("warnings and errors logged (count, first-last second, source, message):\n%s", logs.summary())
-		}
-	}()
+	defer logs.report(t, "warnings and errors logged (count, first-last second, source, message)")
 
 	// Cleanups run last-in first-out: the cluster stops last, after the
 	// hub and the subscriber (registered later) have stopped.
@@ -698,6 +693,15 @@ type logRec struct {
 	level  slog.Level
 	msg    string
 	attrs  string
+}
+
+// report logs the timeline and the warnings and errors (under title) when
+// the test failed; the tests that record their logs defer it.
+func (l *logRecorder) report(t *testing.T, title string) {
+	if t.Failed() {
+		t.Logf("timeline (seconds since start):\n%s", l.timeline())
+		t.Logf("%s:\n%s", title, l.summary())
+	}
 }
 
 func (l *logRecorder) mark(what, format string, args ...any) {

@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -38,6 +39,7 @@ import (
 	"github.com/hookhub/hookhub/hub/console"
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/ops"
+	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/hub/server"
 	"github.com/hookhub/hookhub/hub/store"
@@ -172,10 +174,53 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 	for _, p := range providers {
 		s.names = append(s.names, p.Name())
 	}
-	tp := deps.TracerProvider
+	tracer, err := s.startTracing(ctx, deps.TracerProvider)
+	if err != nil {
+		return nil, err
+	}
+
+	if err := s.openDatabase(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.connectNATS(ctx); err != nil {
+		return nil, err
+	}
+	s.store = store.New(s.pool)
+	if err := s.newRelay(tracer); err != nil {
+		return nil, err
+	}
+	var ingester server.Ingester = s.store
+	if cfg.BatchMax > 1 {
+		s.batcher = s.store.GroupCommitter(cfg.BatchMax, cfg.BatchCommitters, cfg.CommitTimeout,
+			store.OnCommit(func(n int) { s.metrics.CommitBatch.Observe(float64(n)) }))
+		ingester = s.batcher
+		s.add("group committer", s.batcher)
+	}
+	if err := s.newBackfill(ingester); err != nil {
+		return nil, err
+	}
+	if s.backfill != nil {
+		s.add("backfill", &backfillRunner{s: s})
+	}
+	traffic := server.NewTraffic()
+	byProvider := server.NewProviderTraffic(slices.Clone(s.names))
+	operator, err := s.newConsole(traffic, byProvider)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.newHTTP(providers, ingester, operator, traffic, byProvider, tracer, deps.Registry); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// startTracing sets up tracing (tp when given, else HUB_OTEL_*) and
+// returns the hub's tracer: nil when tracing is off.
+func (s *Service) startTracing(ctx context.Context, tp trace.TracerProvider) (trace.Tracer, error) {
 	if tp == nil {
+		var err error
 		tp, s.stopTracing, err = tracing.Setup(ctx, tracing.Config{
-			Enabled: cfg.OTelEnabled, ServiceName: TracingServiceName, Logger: s.log.With("component", "tracing"),
+			Enabled: s.cfg.OTelEnabled, ServiceName: TracingServiceName, Logger: s.log.With("component", "tracing"),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("tracing: %w", err)
@@ -190,27 +235,25 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 			return nil
 		}))
 	}
-	tracer := tracing.Tracer(tp, TracerName) // nil when off
+	return tracing.Tracer(tp, TracerName), nil // nil when off
+}
 
-	if err := s.openDatabase(ctx); err != nil {
-		return nil, err
-	}
-	if err := s.connectNATS(ctx); err != nil {
-		return nil, err
-	}
-	s.store = store.New(s.pool)
+// newRelay builds the relay (the outbox to JetStream) and the keeper of
+// its stream.
+func (s *Service) newRelay(tracer trace.Tracer) error {
+	var err error
 	s.relay, err = relay.New(s.store, s.js, relay.Config{
-		Stream:          cfg.Stream,
-		DuplicateWindow: cfg.DuplicateWindow,
-		BatchSize:       cfg.RelayBatchSize,
+		Stream:          s.cfg.Stream,
+		DuplicateWindow: s.cfg.DuplicateWindow,
+		BatchSize:       s.cfg.RelayBatchSize,
 		Logger:          s.log.With("component", "relay"),
 		Metrics:         s.metrics,
-		Now:             deps.Now,
+		Now:             s.now,
 		Tracer:          tracer,
-		Workers:         cfg.RelayWorkers,
+		Workers:         s.cfg.RelayWorkers,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.relayUp.Store(s.relay)
 	if s.natsUp.Load() {
@@ -218,86 +261,81 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 	}
 	s.keeper, err = relay.NewKeeper(s.relay, s.js, s.store, relay.KeeperConfig{
 		Stream: relay.StreamConfig{
-			Name:            cfg.Stream,
+			Name:            s.cfg.Stream,
 			Providers:       s.names,
-			Replicas:        cfg.StreamReplicas,
-			DuplicateWindow: cfg.DuplicateWindow,
-			MaxAge:          cfg.StreamMaxAge,
+			Replicas:        s.cfg.StreamReplicas,
+			DuplicateWindow: s.cfg.DuplicateWindow,
+			MaxAge:          s.cfg.StreamMaxAge,
 		},
 		// Interval: relay.DefaultKeeperInterval (HUB_STREAM's description
 		// says 2 s); a publish failing as if the stream were gone checks it
 		// at once.
-		MaxBodyBytes: cfg.MaxBodyBytes,
+		MaxBodyBytes: s.cfg.MaxBodyBytes,
 		Logger:       s.log.With("component", "stream"),
 		Metrics:      s.metrics,
-		Now:          deps.Now,
+		Now:          s.now,
+	})
+	if err != nil {
+		return err
+	}
+	s.add("stream keeper", s.keeper)
+	s.add("relay", s.relay)
+	return nil
+}
+
+// newConsole builds, when an admin token is set, the operations behind
+// /admin/ and the web console; it returns nil (no operator) otherwise.
+func (s *Service) newConsole(traffic *server.Traffic, byProvider *server.ProviderTraffic) (console.Operator, error) {
+	if s.cfg.AdminToken == "" {
+		return nil, nil
+	}
+	o := ops.New(ops.Config{Archive: s.store, Subscribers: s.pool, JetStream: s.js, Stream: s.cfg.Stream,
+		Republisher: s.relay, Now: s.now, Logger: s.log.With("component", "ops"), Metrics: s.metrics,
+		ReadBudget: ops.ReadBudgetOf(s.cfg.ReadMaxAtOnce, int64(s.cfg.ReadRowsPerSecond))})
+	s.add("audit sweep", s.auditSweep(o))
+	oidc := s.cfg.OIDC()
+	if oidc.Issuer != "" {
+		g := s.metrics.ConsoleOIDCDiscovered.WithLabelValues(oidc.Issuer)
+		oidc.OnDiscovery = func(ok bool) {
+			if ok {
+				g.Set(1)
+			} else {
+				g.Set(0)
+			}
+		}
+	}
+	var err error
+	s.console, err = console.New(console.Config{
+		AdminToken:      s.cfg.AdminToken,
+		ReadOnlyToken:   s.cfg.ConsoleReadOnlyToken,
+		Operator:        o,
+		Sessions:        s.store,
+		OIDC:            oidc,
+		StreamState:     func() string { st, _ := s.keeper.Status(); return st },
+		Traffic:         traffic.Minutes,
+		ProviderTraffic: byProvider.Series,
+		Logger:          s.log.With("component", "console"),
+		Now:             s.now,
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.add("stream keeper", s.keeper)
-	s.add("relay", s.relay)
-	var ingester server.Ingester = s.store
-	if cfg.BatchMax > 1 {
-		s.batcher = s.store.GroupCommitter(cfg.BatchMax, cfg.BatchCommitters, cfg.CommitTimeout,
-			store.OnCommit(func(n int) { s.metrics.CommitBatch.Observe(float64(n)) }))
-		ingester = s.batcher
-		s.add("group committer", s.batcher)
-	}
-	if err := s.newBackfill(ingester); err != nil {
-		return nil, err
-	}
-	if s.backfill != nil {
-		s.add("backfill", &backfillRunner{s: s})
-	}
-	var operator console.Operator
-	traffic := server.NewTraffic()
-	names := make([]string, 0, len(providers))
-	for _, p := range providers {
-		names = append(names, p.Name())
-	}
-	byProvider := server.NewProviderTraffic(names)
-	if cfg.AdminToken != "" {
-		o := ops.New(ops.Config{Archive: s.store, Subscribers: s.pool, JetStream: s.js, Stream: cfg.Stream,
-			Republisher: s.relay, Now: deps.Now, Logger: s.log.With("component", "ops"), Metrics: s.metrics,
-			ReadBudget: ops.ReadBudgetOf(cfg.ReadMaxAtOnce, int64(cfg.ReadRowsPerSecond))})
-		operator = o
-		s.add("audit sweep", s.auditSweep(o))
-		oidc := cfg.OIDC()
-		if oidc.Issuer != "" {
-			g := s.metrics.ConsoleOIDCDiscovered.WithLabelValues(oidc.Issuer)
-			oidc.OnDiscovery = func(ok bool) {
-				if ok {
-					g.Set(1)
-				} else {
-					g.Set(0)
-				}
-			}
-		}
-		s.console, err = console.New(console.Config{
-			AdminToken:      cfg.AdminToken,
-			ReadOnlyToken:   cfg.ConsoleReadOnlyToken,
-			Operator:        o,
-			Sessions:        s.store,
-			OIDC:            oidc,
-			StreamState:     func() string { st, _ := s.keeper.Status(); return st },
-			Traffic:         traffic.Minutes,
-			ProviderTraffic: byProvider.Series,
-			Logger:          s.log.With("component", "console"),
-			Now:             deps.Now,
-		})
-		if err != nil {
-			return nil, err
-		}
-		s.add("console", s.console)
-	}
+	s.add("console", s.console)
+	return o, nil
+}
+
+// newHTTP builds the webhook server and the admin handler, and listens on
+// their addresses.
+func (s *Service) newHTTP(providers []provider.Provider, ingester server.Ingester, operator console.Operator,
+	traffic *server.Traffic, byProvider *server.ProviderTraffic, tracer trace.Tracer, gatherer prometheus.Gatherer) error {
+	var err error
 	s.server, err = server.New(server.Config{
 		Traffic:         traffic,
 		ProviderTraffic: byProvider,
 		Providers:       providers,
 		Ingester:        ingester,
-		MaxBodyBytes:    cfg.MaxBodyBytes,
-		CommitTimeout:   cfg.CommitTimeout,
+		MaxBodyBytes:    s.cfg.MaxBodyBytes,
+		CommitTimeout:   s.cfg.CommitTimeout,
 		Ready:           s.ready,
 		StreamStatus: func() (string, bool) {
 			return s.keeper.Status()
@@ -309,51 +347,51 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 			return s.keeper.MaxPublishBytes(s.nc.MaxPayload())
 		},
 		Relay:   s.relay,
-		Now:     deps.Now,
+		Now:     s.now,
 		Logger:  s.log.With("component", "http"),
 		Metrics: s.metrics,
 		Tracer:  tracer,
 
-		MaxInflight: cfg.MaxInflight,
+		MaxInflight: s.cfg.MaxInflight,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.admin, err = admin.New(admin.Config{
-		Token:       cfg.AdminToken,
+		Token:       s.cfg.AdminToken,
 		Operator:    operator,
 		Console:     s.console,
-		Gatherer:    deps.Registry,
+		Gatherer:    gatherer,
 		Bodies:      s.server.Bodies(),
-		OwnListener: cfg.AdminAddr != "",
+		OwnListener: s.cfg.AdminAddr != "",
 		Probes:      s.server.Probes,
-		Pprof:       cfg.AdminAddr != "",
-		MaxConns:    cfg.AdminMaxConns,
+		Pprof:       s.cfg.AdminAddr != "",
+		MaxConns:    s.cfg.AdminMaxConns,
 		Metrics:     s.metrics,
 		Logger:      s.log.With("component", "http"),
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if cfg.AdminAddr == "" {
+	if s.cfg.AdminAddr == "" {
 		s.admin.Mount(s.server.App()) // /metrics and /admin/ on the webhook listener
 	}
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	ln, err := net.Listen("tcp", s.cfg.HTTPAddr)
 	if err != nil {
-		return nil, fmt.Errorf("HUB_HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
+		return fmt.Errorf("HUB_HTTP_ADDR %s: %w", s.cfg.HTTPAddr, err)
 	}
-	s.ln = server.LimitListener(ln, cfg.MaxConns, s.metrics.ConnsRejected.Inc)
+	s.ln = server.LimitListener(ln, s.cfg.MaxConns, s.metrics.ConnsRejected.Inc)
 	// Run has made /readyz fail before the listeners stop (server.Drain).
 	s.add("http", &listener{ln: s.ln, serve: s.server.Serve, shutdown: s.server.Shutdown,
 		failed: s.serveErr, what: "http server"})
-	if cfg.AdminAddr != "" {
-		if s.adminLn, err = net.Listen("tcp", cfg.AdminAddr); err != nil {
-			return nil, fmt.Errorf("HUB_ADMIN_ADDR %s: %w", cfg.AdminAddr, err)
+	if s.cfg.AdminAddr != "" {
+		if s.adminLn, err = net.Listen("tcp", s.cfg.AdminAddr); err != nil {
+			return fmt.Errorf("HUB_ADMIN_ADDR %s: %w", s.cfg.AdminAddr, err)
 		}
 		s.add("admin http", &listener{ln: s.adminLn, serve: s.admin.Serve, shutdown: s.admin.Shutdown,
 			failed: s.serveErr, what: "http server: admin listener"})
 	}
-	return s, nil
+	return nil
 }
 
 // add appends a component New built to s.components, in start order.

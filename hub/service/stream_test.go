@@ -44,12 +44,7 @@ func TestStreamDeletedUnderLoad(t *testing.T) {
 	}
 	logs := &logRecorder{start: time.Now()}
 	ctx := context.Background()
-	defer func() {
-		if t.Failed() {
-			t.Logf("timeline (seconds since start):\n%s", logs.timeline())
-			t.Logf("warnings and errors logged:\n%s", logs.summary())
-		}
-	}()
+	defer logs.report(t, "warnings and errors logged")
 	pool, dbURL := hubdb.Pool(t)
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
@@ -166,12 +161,7 @@ func TestStreamLossSubscriberResumes(t *testing.T) {
 	}
 	logs := &logRecorder{start: time.Now()}
 	ctx := context.Background()
-	defer func() {
-		if t.Failed() {
-			t.Logf("timeline (seconds since start):\n%s", logs.timeline())
-			t.Logf("warnings and errors logged:\n%s", logs.summary())
-		}
-	}()
+	defer logs.report(t, "warnings and errors logged")
 	pool, dbURL := hubdb.Pool(t)
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)

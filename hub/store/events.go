@@ -110,6 +110,40 @@ func (s *Store) ListArchive(ctx context.Context, f hub.ArchiveFilter) ([]hub.Arc
 	// an expression over a join: the planner cannot estimate a filter on
 	// it, and would read whole ranges to find a page), then read through
 	// the view, which has the last word on each row's status.
+	candidates, err := listCandidates(f, &args, where, limit)
+	if err != nil {
+		return nil, err
+	}
+	statusCond := `v.processing_status <> 'SKIPPED'`
+	if f.Status != "" {
+		statusCond = `v.processing_status = ` + args.add(string(f.Status))
+	}
+	sql := `WITH candidates AS (
+    ` + candidates + `
+)
+SELECT ` + deliveryColumns + ` FROM webhook_event_status v
+WHERE v.id IN (SELECT id FROM candidates) AND ` + statusCond + `
+ORDER BY v.created_at DESC, v.id DESC LIMIT ` + limit
+	if f.CountDeliveries {
+		// Counted for the page only, on ix_webhook_events_provider_event_id.
+		sql = `SELECT x.*, (SELECT count(*) FROM webhook_events d WHERE d.provider = x.provider AND d.event_id = x.event_id)
+FROM (` + sql + `) x ORDER BY x.created_at DESC, x.id DESC`
+	}
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list archive: %w", err)
+	}
+	out, err := collectDeliveries(rows, f.CountDeliveries)
+	if err != nil {
+		return nil, fmt.Errorf("list archive: %w", err)
+	}
+	return out, nil
+}
+
+// listCandidates is the query of the ids ListArchive reads a page of, on
+// the tables themselves, as f's entity and status make it best walked;
+// where and limit are the conditions and the LIMIT placeholder.
+func listCandidates(f hub.ArchiveFilter, args *queryArgs, where, limit string) (string, error) {
 	var candidates string
 	switch {
 	case f.Entity != "":
@@ -131,7 +165,7 @@ func (s *Store) ListArchive(ctx context.Context, f hub.ArchiveFilter) ([]hub.Arc
     WHERE x.entity_id = ` + entity + ` AND ` + statusExpr + ` AND ` + where + `
     ORDER BY x.created_at DESC, x.archive_id DESC LIMIT ` + limit
 	case !validStatus(f.Status):
-		return nil, fmt.Errorf("list archive: unknown status %q", f.Status)
+		return "", fmt.Errorf("list archive: unknown status %q", f.Status)
 	}
 	if candidates == "" {
 		switch f.Status {
@@ -169,27 +203,14 @@ func (s *Store) ListArchive(ctx context.Context, f hub.ArchiveFilter) ([]hub.Arc
      ORDER BY a.created_at DESC, a.id DESC LIMIT ` + limit + `)`
 		}
 	}
-	statusCond := `v.processing_status <> 'SKIPPED'`
-	if f.Status != "" {
-		statusCond = `v.processing_status = ` + args.add(string(f.Status))
-	}
-	sql := `WITH candidates AS (
-    ` + candidates + `
-)
-SELECT ` + deliveryColumns + ` FROM webhook_event_status v
-WHERE v.id IN (SELECT id FROM candidates) AND ` + statusCond + `
-ORDER BY v.created_at DESC, v.id DESC LIMIT ` + limit
-	if f.CountDeliveries {
-		// Counted for the page only, on ix_webhook_events_provider_event_id.
-		sql = `SELECT x.*, (SELECT count(*) FROM webhook_events d WHERE d.provider = x.provider AND d.event_id = x.event_id)
-FROM (` + sql + `) x ORDER BY x.created_at DESC, x.id DESC`
-	}
-	rows, err := s.pool.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list archive: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (hub.ArchivedDelivery, error) {
-		if !f.CountDeliveries {
+	return candidates, nil
+}
+
+// collectDeliveries reads archive rows of deliveryColumns, followed by
+// their deliveries' count when count is set.
+func collectDeliveries(rows pgx.Rows, count bool) ([]hub.ArchivedDelivery, error) {
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (hub.ArchivedDelivery, error) {
+		if !count {
 			return scanDelivery(r)
 		}
 		var n int64
@@ -197,10 +218,6 @@ FROM (` + sql + `) x ORDER BY x.created_at DESC, x.id DESC`
 		d.Deliveries = int(n)
 		return d, err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("list archive: %w", err)
-	}
-	return out, nil
 }
 
 // validStatus reports whether st is a status ListArchive filters by ("" for

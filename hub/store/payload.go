@@ -32,43 +32,9 @@ func (s *Store) ScanArchive(ctx context.Context, f hub.ArchiveFilter) (hub.Archi
 		return out, errors.New("scan archive: limit and max scan must be at least 1")
 	}
 	var args queryArgs
-	where := archiveConds(f, &args, "a.created_at", "a.id")
-	if f.Entity != "" {
-		// The entity's index row of each row read, by its primary key.
-		where += ` AND EXISTS (SELECT 1 FROM webhook_event_entities x
-        WHERE x.entity_id = ` + args.add(f.Entity) + ` AND x.created_at = a.created_at AND x.archive_id = a.id)`
-	}
-	var matches []string
-	for _, m := range f.Where {
-		if len(m.Path) == 0 || len(m.Any) == 0 {
-			return out, errors.New("scan archive: a payload match needs a path and a value")
-		}
-		vals := make([]string, len(m.Any))
-		for i, v := range m.Any {
-			vals[i] = string(v)
-		}
-		matches = append(matches, "a.payload #> "+args.add(m.Path)+"::text[] = ANY ("+args.add(vals)+"::text[]::jsonb[])")
-	}
-	// The status: the rows the scan walks (base), and which of them are
-	// of the status (hit), on the tables as ListArchive chooses them.
-	base, join, hit := `a.processing_status IS DISTINCT FROM 'SKIPPED'`, "", "true"
-	const dedup = ` LEFT JOIN processed_webhook_events p ON p.id = a.id AND a.processing_status IS NULL`
-	switch f.Status {
-	case "":
-	case hub.Skipped:
-		base = `a.processing_status = 'SKIPPED'`
-	case hub.Processed:
-		join, hit = dedup, processedSQL
-	case hub.Pending:
-		join, hit = dedup, `(a.processing_status IS NULL AND p.next_attempt_at IS NOT NULL)`
-	case hub.Failed:
-		join, hit = dedup, `(a.processing_status = 'FAILED' OR (a.processing_status IS NULL AND p.next_attempt_at IS NULL
-        AND p.stream_seq IS NULL AND p.publish_error IS NOT NULL))`
-	default:
-		return out, fmt.Errorf("scan archive: unknown status %q", f.Status)
-	}
-	if len(matches) > 0 {
-		hit += " AND " + strings.Join(matches, " AND ")
+	where, join, hit, err := scanConds(f, &args)
+	if err != nil {
+		return out, err
 	}
 	maxScan, limit := args.add(f.MaxScan), args.add(f.Limit)
 	// n numbers the rows read; the last one read comes back whether it
@@ -85,7 +51,7 @@ func (s *Store) ScanArchive(ctx context.Context, f hub.ArchiveFilter) (hub.Archi
     SELECT a.id, a.created_at, row_number() OVER w AS n, COALESCE(` + hit + `, false) AS hit, lead(a.id) OVER w IS NULL AS last,
            COALESCE(sum(pg_column_size(a.payload)) OVER w, 0) AS bytes
     FROM webhook_events a` + join + `
-    WHERE ` + base + ` AND ` + where + `
+    WHERE ` + where + `
     WINDOW w AS (ORDER BY a.created_at DESC, a.id DESC)
     ORDER BY a.created_at DESC, a.id DESC LIMIT ` + maxScan + `
 ) s WHERE hit OR last OR n = ` + maxScan + ` LIMIT ` + limit
@@ -139,17 +105,56 @@ WHERE v.id = ANY ($1::uuid[]) ORDER BY v.created_at DESC, v.id DESC`, ids)
 	if err != nil {
 		return out, fmt.Errorf("scan archive: %w", err)
 	}
-	out.Rows, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (hub.ArchivedDelivery, error) {
-		if !f.CountDeliveries {
-			return scanDelivery(r)
-		}
-		var n int64
-		d, err := scanDelivery(r, &n)
-		d.Deliveries = int(n)
-		return d, err
-	})
+	out.Rows, err = collectDeliveries(rows, f.CountDeliveries)
 	if err != nil {
 		return out, fmt.Errorf("scan archive: %w", err)
 	}
 	return out, nil
+}
+
+// scanConds are ScanArchive's conditions: where, on the rows the scan
+// walks (f's range, entity and status, as ListArchive chooses them on the
+// tables), join for the status, and hit, whether a row walked matches
+// (its status and f.Where).
+func scanConds(f hub.ArchiveFilter, args *queryArgs) (where, join, hit string, err error) {
+	where = archiveConds(f, args, "a.created_at", "a.id")
+	if f.Entity != "" {
+		// The entity's index row of each row read, by its primary key.
+		where += ` AND EXISTS (SELECT 1 FROM webhook_event_entities x
+        WHERE x.entity_id = ` + args.add(f.Entity) + ` AND x.created_at = a.created_at AND x.archive_id = a.id)`
+	}
+	var matches []string
+	for _, m := range f.Where {
+		if len(m.Path) == 0 || len(m.Any) == 0 {
+			return "", "", "", errors.New("scan archive: a payload match needs a path and a value")
+		}
+		vals := make([]string, len(m.Any))
+		for i, v := range m.Any {
+			vals[i] = string(v)
+		}
+		matches = append(matches, "a.payload #> "+args.add(m.Path)+"::text[] = ANY ("+args.add(vals)+"::text[]::jsonb[])")
+	}
+	// The status: the rows the scan walks (base), and which of them are
+	// of the status (hit), on the tables as ListArchive chooses them.
+	base := `a.processing_status IS DISTINCT FROM 'SKIPPED'`
+	hit = "true"
+	const dedup = ` LEFT JOIN processed_webhook_events p ON p.id = a.id AND a.processing_status IS NULL`
+	switch f.Status {
+	case "":
+	case hub.Skipped:
+		base = `a.processing_status = 'SKIPPED'`
+	case hub.Processed:
+		join, hit = dedup, processedSQL
+	case hub.Pending:
+		join, hit = dedup, `(a.processing_status IS NULL AND p.next_attempt_at IS NOT NULL)`
+	case hub.Failed:
+		join, hit = dedup, `(a.processing_status = 'FAILED' OR (a.processing_status IS NULL AND p.next_attempt_at IS NULL
+        AND p.stream_seq IS NULL AND p.publish_error IS NOT NULL))`
+	default:
+		return "", "", "", fmt.Errorf("scan archive: unknown status %q", f.Status)
+	}
+	if len(matches) > 0 {
+		hit += " AND " + strings.Join(matches, " AND ")
+	}
+	return base + " AND " + where, join, hit, nil
 }

@@ -270,6 +270,25 @@ func (s *Subscriber) Run(ctx context.Context) error {
 	workCtx, hardStop := context.WithCancel(context.WithoutCancel(ctx))
 	defer hardStop()
 
+	finished := s.startWork(runCtx, workCtx, stop, cons)
+	<-runCtx.Done()
+	s.state.Store(stateStopping)
+	cause := context.Cause(runCtx)
+	if ctx.Err() != nil {
+		cause = nil // asked to stop: a graceful shutdown
+		s.log.Info("stopping: finishing in-flight messages", "timeout", s.cfg.ShutdownTimeout)
+	} else {
+		s.log.Error("stopping", "error", cause)
+	}
+	return s.awaitStop(finished(), hardStop, cause)
+}
+
+// startWork starts the workers and the fetch loop feeding them, the group
+// committer of effects, the redrive loop and the background tasks. Called
+// once Run stops, finished waits for them all in the background: the
+// channel it returns is closed once they have ended (the committer after
+// the workers, having written what they queued).
+func (s *Subscriber) startWork(runCtx, workCtx context.Context, stop context.CancelCauseFunc, cons jetstream.Consumer) (finished func() <-chan struct{}) {
 	work := make(chan jetstream.Msg)
 	var workers, others sync.WaitGroup
 	// The group committer of effects outlives the workers: it writes
@@ -316,26 +335,25 @@ func (s *Subscriber) Run(ctx context.Context) error {
 			}
 		})
 	}
-
-	<-runCtx.Done()
-	s.state.Store(stateStopping)
-	cause := context.Cause(runCtx)
-	if ctx.Err() != nil {
-		cause = nil // asked to stop: a graceful shutdown
-		s.log.Info("stopping: finishing in-flight messages", "timeout", s.cfg.ShutdownTimeout)
-	} else {
-		s.log.Error("stopping", "error", cause)
+	return func() <-chan struct{} {
+		done := make(chan struct{})
+		go func() {
+			workers.Wait()
+			if s.effQ != nil {
+				close(s.effQ)
+			}
+			<-committed
+			others.Wait()
+			close(done)
+		}()
+		return done
 	}
-	done := make(chan struct{})
-	go func() {
-		workers.Wait()
-		if s.effQ != nil {
-			close(s.effQ)
-		}
-		<-committed
-		others.Wait()
-		close(done)
-	}()
+}
+
+// awaitStop waits up to ShutdownTimeout for done; past it, it cancels the
+// handlers (hardStop), whose transactions roll back and whose messages
+// JetStream redelivers, and gives them a moment to do so.
+func (s *Subscriber) awaitStop(done <-chan struct{}, hardStop context.CancelFunc, cause error) error {
 	timer := time.NewTimer(s.cfg.ShutdownTimeout)
 	defer timer.Stop()
 	select {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -38,40 +39,7 @@ func backfillProviders() string {
 }
 
 func runBackfill(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	fs := newFlags("backfill", `Usage: hub backfill --provider `+backfillProviders()+` [--since T] [--until T] [--dry-run] [--rate N/s] [--restart] [--redeliver] [--json]
-                    [--max-pages N] [--max-events N] [--max-time D]
-       hub backfill --provider `+backfillProviders()+` --release-lease [--force]
-
-Lists the provider's events of the range through its API (Stripe GET /v1/events,
-Paddle GET /events, GitHub the webhook's deliveries), finds those the hub never
-received as webhooks, and ingests them as a webhook is ingested (archive row with
-origin api and no signature, dedup row, outbox), so a late webhook of one of them
-is answered as a duplicate and the stream gets each event once. The running hub's
-relay publishes them within about a second (this command needs no NATS
-connection; without a running hub they wait in the outbox, see `+"`hub status`"+`).
-GitHub's API gives a payload re-encoded, not the bytes GitHub signed; with
---redeliver (GitHub only) the command instead asks GitHub to send each missing
-webhook again, signed and byte for byte, to the hook's URL, and ingests nothing
-itself: fix the endpoint first, or the redeliveries fail like the originals.
-
-Progress is saved after each page: an interrupted run (Ctrl-C, a failure) is
-continued by the next one, on its own range, from the page after the last one
-saved; --restart starts over instead. A missing event found means webhooks are
-failing (wrong secret, endpoint down): look at hub_deliveries_total.
-
-A run is bounded (--max-pages, --max-events, --max-time; defaults
-HUB_BACKFILL_MAX_PAGES, HUB_BACKFILL_MAX_EVENTS, HUB_BACKFILL_MAX_RUN_TIME): past
-one it stops with an error naming it, keeps what it ingested, and the next run
-continues. A run holds the provider's lease while it works (renewed every 40 s);
-one that was killed holds it until it lapses (2 minutes). --release-lease takes
-it back at once: refused while its holder runs on this machine, or, on another
-machine, while it still renews it (unless --force).
-
-Credentials: `+service.BackfillCredentialVars()+`
-(base URLs HUB_*_API_URL); the provider's webhook secrets must be set too. Times
-are durations before now (90m, 36h, 7d) or times (2026-11-30, RFC 3339). Exits 1
-when the run fails or some events could not be ingested.
-`, stdout)
+	fs := newFlags("backfill", backfillUsage(), stdout)
 	name := fs.String("provider", "", "the provider: "+strings.Join(backfill.Providers(), ", ")+" (required)")
 	since := fs.String("since", "72h", "start of the range: when the events occurred")
 	until := fs.String("until", "", "end of the range (default: now)")
@@ -146,17 +114,10 @@ when the run fails or some events could not be ingested.
 	}
 	defer closeDB()
 	log := slog.New(redact.Handler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}), cfg.BackfillSecrets()...))
+	// The flags (not negative) override the configuration when set.
 	bcfg := backfill.Config{Store: st, Ingester: st, MaxBodyBytes: cfg.MaxBodyBytes, Logger: log,
-		MaxPages: cfg.BackfillMaxPages, MaxEvents: cfg.BackfillMaxEvents, MaxRunTime: cfg.BackfillMaxRunTime}
-	if *maxPages > 0 {
-		bcfg.MaxPages = *maxPages
-	}
-	if *maxEvents > 0 {
-		bcfg.MaxEvents = *maxEvents
-	}
-	if *maxTime > 0 {
-		bcfg.MaxRunTime = *maxTime
-	}
+		MaxPages: cmp.Or(*maxPages, cfg.BackfillMaxPages), MaxEvents: cmp.Or(*maxEvents, cfg.BackfillMaxEvents),
+		MaxRunTime: cmp.Or(*maxTime, cfg.BackfillMaxRunTime)}
 	eng, err := backfill.New(bcfg)
 	if err != nil {
 		return err
@@ -175,17 +136,62 @@ when the run fails or some events could not be ingested.
 	} else {
 		printBackfill(stdout, res)
 	}
+	return backfillError(ctx, runErr, res, *name, *redeliver)
+}
+
+// backfillUsage is the help of `hub backfill`.
+func backfillUsage() string {
+	return `Usage: hub backfill --provider ` + backfillProviders() + ` [--since T] [--until T] [--dry-run] [--rate N/s] [--restart] [--redeliver] [--json]
+                    [--max-pages N] [--max-events N] [--max-time D]
+       hub backfill --provider ` + backfillProviders() + ` --release-lease [--force]
+
+Lists the provider's events of the range through its API (Stripe GET /v1/events,
+Paddle GET /events, GitHub the webhook's deliveries), finds those the hub never
+received as webhooks, and ingests them as a webhook is ingested (archive row with
+origin api and no signature, dedup row, outbox), so a late webhook of one of them
+is answered as a duplicate and the stream gets each event once. The running hub's
+relay publishes them within about a second (this command needs no NATS
+connection; without a running hub they wait in the outbox, see ` + "`hub status`" + `).
+GitHub's API gives a payload re-encoded, not the bytes GitHub signed; with
+--redeliver (GitHub only) the command instead asks GitHub to send each missing
+webhook again, signed and byte for byte, to the hook's URL, and ingests nothing
+itself: fix the endpoint first, or the redeliveries fail like the originals.
+
+Progress is saved after each page: an interrupted run (Ctrl-C, a failure) is
+continued by the next one, on its own range, from the page after the last one
+saved; --restart starts over instead. A missing event found means webhooks are
+failing (wrong secret, endpoint down): look at hub_deliveries_total.
+
+A run is bounded (--max-pages, --max-events, --max-time; defaults
+HUB_BACKFILL_MAX_PAGES, HUB_BACKFILL_MAX_EVENTS, HUB_BACKFILL_MAX_RUN_TIME): past
+one it stops with an error naming it, keeps what it ingested, and the next run
+continues. A run holds the provider's lease while it works (renewed every 40 s);
+one that was killed holds it until it lapses (2 minutes). --release-lease takes
+it back at once: refused while its holder runs on this machine, or, on another
+machine, while it still renews it (unless --force).
+
+Credentials: ` + service.BackfillCredentialVars() + `
+(base URLs HUB_*_API_URL); the provider's webhook secrets must be set too. Times
+are durations before now (90m, 36h, 7d) or times (2026-11-30, RFC 3339). Exits 1
+when the run fails or some events could not be ingested.
+`
+}
+
+// backfillError is what `hub backfill` answers to how the run ended: how
+// to go on after an interruption, a busy lease or a bound, and the events
+// that failed.
+func backfillError(ctx context.Context, runErr error, res backfill.Result, name string, redeliver bool) error {
 	switch {
 	case runErr != nil && ctx.Err() != nil:
 		return fmt.Errorf("interrupted after %d pages: run the same command again to continue where it stopped", res.Pages)
 	case errors.Is(runErr, store.ErrBackfillBusy) && res.Pages == 0:
 		return fmt.Errorf("%w: wait for it, or, if it was killed, for its lease to lapse (%s after it last renewed it), or take it back: hub backfill --provider %s --release-lease",
-			runErr, backfill.DefaultLease, *name)
+			runErr, backfill.DefaultLease, name)
 	case errors.Is(runErr, backfill.ErrBound):
 		return fmt.Errorf("%w\nwhat it ingested is kept: run the same command again to continue, or raise the bound (--max-pages, --max-events, --max-time)%s", runErr, failuresText(res))
 	case runErr != nil:
 		return fmt.Errorf("%w%s", runErr, failuresText(res))
-	case res.Failed > 0 && *redeliver:
+	case res.Failed > 0 && redeliver:
 		return fmt.Errorf("%d missing events could not be redelivered; they are tried again by the next run:%s", res.Failed, failuresText(res))
 	case res.Failed > 0:
 		return fmt.Errorf("%d missing events could not be ingested; they are retried by the next run:%s", res.Failed, failuresText(res))

@@ -20,8 +20,8 @@ const (
 	destTargetRatio     = 1.5
 )
 
-func runBenchDestinations(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench destinations", `Usage: hub bench destinations [flags]
+// benchDestUsage is the help of `hub bench destinations`.
+const benchDestUsage = `Usage: hub bench destinations [flags]
 
 Measures the destinations process (subscribers/destination/cmd/destinations)
 on this machine, against an embedded JetStream server and fresh databases
@@ -35,7 +35,7 @@ arrived and answers 204; it verifies nothing).
            to the last.
   latency  the same process, fed at half the drain rate (--latency-rate) for
            --latency-for: p50/p99/max from publishing an event to its receipt.
-  ingest   the hub (this binary's `+"`hub serve`"+`) under a fixed open-loop rate
+  ingest   the hub (this binary's ` + "`hub serve`" + `) under a fixed open-loop rate
            of signed Paddle deliveries (--ingest-rate for --ingest-for, after
            --ingest-warmup), without destinations and with a destinations
            process forwarding every event: the ingest 2xx p50/p99/max, each
@@ -51,7 +51,10 @@ machine's Postgres: run it where nothing else runs. The last line is JSON.
 
 The destinations binary is --destinations-bin, or else built with the go
 tool from the hookhub module the working directory is in.
-`, stdout)
+`
+
+func runBenchDestinations(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("bench destinations", benchDestUsage, stdout)
 	bin := fs.String("destinations-bin", "", "the destinations binary; empty builds it (go build) from the module in the working directory")
 	concurrency := fs.Int("concurrency", 16, "the destination's concurrency (requests in flight), 1..256")
 	preload := fs.Int("preload", 30000, "events on the stream before the destinations process starts (the drain)")
@@ -98,17 +101,9 @@ tool from the hookhub module the working directory is in.
 	if n := float64(*ingestRate) * (*ingestFor + *ingestWarmup).Seconds(); n > maxBenchCount {
 		return usageErr(fmt.Sprintf("--ingest-rate × (--ingest-for + --ingest-warmup) is %.0f deliveries: at most %d", n, maxBenchCount))
 	}
-	cfg, err := loadConfig()
+	cfg, self, logw, err := benchSetup(*asJSON, stdout, stderr)
 	if err != nil {
 		return err
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	logw := stdout
-	if *asJSON {
-		logw = stderr
 	}
 	destCmd := *bin
 	if destCmd == "" {

@@ -20,34 +20,7 @@ import (
 )
 
 func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newEnvFlags("dev", `Usage: hub dev [--no-subscribers] [--destinations FILE]
-
-The quick start: runs the whole hub on embedded defaults.
-  - creates the database named in HUB_DATABASE_URL if it is missing, and migrates it;
-  - listens on 127.0.0.1:8080 (loopback only: its development secrets are public);
-    set HUB_HTTP_ADDR to listen elsewhere;
-  - refuses to start while another hub dev runs with the same HUB_DATA_DIR
-    (it names its pid);
-  - with HUB_NATS_URL empty, embeds a JetStream server on 127.0.0.1:4222
-    (or a free port when 4222 is taken; the URL is logged), store in HUB_DATA_DIR;
-  - records its NATS URL in HUB_DATA_DIR/dev.json while it runs, so that the other
-    commands (status, replay, reconcile, republish, dlq) find it without
-    HUB_NATS_URL (removed on exit; a record left by a killed run is ignored);
-  - uses public development secrets for providers without one (printed);
-  - logs as text unless HUB_LOG_FORMAT is set;
-  - runs the credits, email and downgrade subscribers in-process (emails go to the
-    log unless EMAIL_SMTP_ADDR names an SMTP server), so an event flows from the
-    POST to its side effects;
-  - runs the destinations of a destinations file (--destinations, default
-    HUB_DESTINATIONS_FILE or ./destinations.yaml) when it exists: each event of their
-    subjects is POSTed to their URL, signed (docs/destinations.md); SIGHUP re-reads it;
-  - opens the web console at /console/ (a fresh admin token is made for the run
-    when HUB_ADMIN_TOKEN is not set; the URL and the token are printed);
-  - prints a command that sends a first signed event.
-Stop it with Ctrl-C.
-
-Environment:
-`, stdout)
+	fs := newEnvFlags("dev", devUsage, stdout)
 	noSubscribers := fs.Bool("no-subscribers", false, "do not run the credits, email and downgrade subscribers (nor the destinations) in-process")
 	destFile := fs.String("destinations", defaultDestinationsFile(), "the destinations file to run when it exists (default: HUB_DESTINATIONS_FILE, else destinations.yaml)")
 	if err := parseFlags(fs, args); err != nil {
@@ -79,28 +52,9 @@ Environment:
 	}
 	log := newLogger(cfg, stderr)
 
-	created, err := service.CreateDatabase(ctx, cfg.DatabaseURL)
-	if err != nil {
-		return err
-	}
-	if created {
-		log.Info("created database", "url", cfg.DatabaseURL)
-	}
-	if err := migrateUp(ctx, cfg.DatabaseURL, stdout); err != nil {
-		return err
-	}
-	for _, name := range cfg.WithDevSecrets() {
-		secrets := cfg.ProviderSecrets()[name]
-		fmt.Fprintf(stdout, "dev: HUB_%s_SECRETS not set; using the public development secret %s\n", strings.ToUpper(name), secrets[0])
-	}
 	devToken := cfg.AdminToken == ""
-	if devToken {
-		// The console and /admin/ need a token: one for this run only.
-		var b [24]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return fmt.Errorf("make a development admin token: %w", err)
-		}
-		cfg.AdminToken = hex.EncodeToString(b[:])
+	if err := devPrepare(ctx, &cfg, stdout, log); err != nil {
+		return err
 	}
 	svc, err := service.New(ctx, cfg, service.Deps{Logger: log})
 	if err != nil {
@@ -116,17 +70,7 @@ Environment:
 			return err
 		}
 		if dests != nil {
-			hup := make(chan os.Signal, 1)
-			signal.Notify(hup, syscall.SIGHUP)
-			defer signal.Stop(hup)
-			go func() {
-				for range hup {
-					select {
-					case dests.reload <- struct{}{}:
-					default:
-					}
-				}
-			}()
+			defer reloadOnSIGHUP(dests.reload)()
 		}
 	}
 	consoleAddr := svc.Addr()
@@ -174,6 +118,81 @@ Environment:
 	waitSubs()
 	stopHub()
 	return <-done
+}
+
+// devUsage is the help of `hub dev`.
+const devUsage = `Usage: hub dev [--no-subscribers] [--destinations FILE]
+
+The quick start: runs the whole hub on embedded defaults.
+  - creates the database named in HUB_DATABASE_URL if it is missing, and migrates it;
+  - listens on 127.0.0.1:8080 (loopback only: its development secrets are public);
+    set HUB_HTTP_ADDR to listen elsewhere;
+  - refuses to start while another hub dev runs with the same HUB_DATA_DIR
+    (it names its pid);
+  - with HUB_NATS_URL empty, embeds a JetStream server on 127.0.0.1:4222
+    (or a free port when 4222 is taken; the URL is logged), store in HUB_DATA_DIR;
+  - records its NATS URL in HUB_DATA_DIR/dev.json while it runs, so that the other
+    commands (status, replay, reconcile, republish, dlq) find it without
+    HUB_NATS_URL (removed on exit; a record left by a killed run is ignored);
+  - uses public development secrets for providers without one (printed);
+  - logs as text unless HUB_LOG_FORMAT is set;
+  - runs the credits, email and downgrade subscribers in-process (emails go to the
+    log unless EMAIL_SMTP_ADDR names an SMTP server), so an event flows from the
+    POST to its side effects;
+  - runs the destinations of a destinations file (--destinations, default
+    HUB_DESTINATIONS_FILE or ./destinations.yaml) when it exists: each event of their
+    subjects is POSTed to their URL, signed (docs/destinations.md); SIGHUP re-reads it;
+  - opens the web console at /console/ (a fresh admin token is made for the run
+    when HUB_ADMIN_TOKEN is not set; the URL and the token are printed);
+  - prints a command that sends a first signed event.
+Stop it with Ctrl-C.
+
+Environment:
+`
+
+// devPrepare creates and migrates the database, says which providers use
+// the public development secrets, and makes an admin token for the run
+// when none is set.
+func devPrepare(ctx context.Context, cfg *service.Config, stdout io.Writer, log *slog.Logger) error {
+	created, err := service.CreateDatabase(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	if created {
+		log.Info("created database", "url", cfg.DatabaseURL)
+	}
+	if err := migrateUp(ctx, cfg.DatabaseURL, stdout); err != nil {
+		return err
+	}
+	for _, name := range cfg.WithDevSecrets() {
+		secrets := cfg.ProviderSecrets()[name]
+		fmt.Fprintf(stdout, "dev: HUB_%s_SECRETS not set; using the public development secret %s\n", strings.ToUpper(name), secrets[0])
+	}
+	if cfg.AdminToken == "" {
+		// The console and /admin/ need a token: one for this run only.
+		var b [24]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return fmt.Errorf("make a development admin token: %w", err)
+		}
+		cfg.AdminToken = hex.EncodeToString(b[:])
+	}
+	return nil
+}
+
+// reloadOnSIGHUP asks for a reload on reload at every SIGHUP (one pending
+// at most) until the returned function is called.
+func reloadOnSIGHUP(reload chan<- struct{}) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		for range hup {
+			select {
+			case reload <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return func() { signal.Stop(hup) }
 }
 
 // devReadyTimeout bounds how long `hub dev` waits for its hub's /readyz

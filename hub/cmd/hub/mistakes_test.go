@@ -4,14 +4,10 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookhub/hookhub/hub/internal/hubdb"
-	"github.com/hookhub/hookhub/hub/relay"
-	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
@@ -22,17 +18,11 @@ import (
 // that runs prints the banner.
 func TestMistakesAreOneLine(t *testing.T) {
 	ctx := context.Background()
-	pool, url := hubdb.Pool(t)
-	n := hubtest.JetStream(t)
-	_, js := n.Connect(t)
-	_, err := relay.EnsureStream(ctx, js, relay.StreamConfig{Name: schema.DefaultStream, Providers: []string{"paddle"}, Replicas: 1, DuplicateWindow: time.Minute})
-	require.NoError(t, err)
+	pool, n, js := streamEnv(t)
 	require.NoError(t, subscriber.Migrate(ctx, pool, "flaky", nil))
-	_, err = js.CreateConsumer(ctx, schema.DefaultStream, jetstream.ConsumerConfig{Durable: "flaky",
+	_, err := js.CreateConsumer(ctx, schema.DefaultStream, jetstream.ConsumerConfig{Durable: "flaky",
 		FilterSubjects: []string{"paddle.>", schema.ReplaySubject("flaky", ">")}, AckPolicy: jetstream.AckExplicitPolicy})
 	require.NoError(t, err)
-	t.Setenv("HUB_DATABASE_URL", url)
-	t.Setenv("HUB_NATS_URL", n.URL())
 
 	for _, tc := range []struct {
 		args []string

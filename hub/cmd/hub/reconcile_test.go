@@ -13,10 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
-	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/schema"
 )
 
@@ -28,16 +26,10 @@ import (
 // the transform is gone republishes them to their own subjects.
 func TestReconcileFindsEventsWhereNoSubscriberLooks(t *testing.T) {
 	ctx := context.Background()
-	pool, url := hubdb.Pool(t)
-	n := hubtest.JetStream(t)
-	_, js := n.Connect(t)
-	t.Setenv("HUB_DATABASE_URL", url)
-	t.Setenv("HUB_NATS_URL", n.URL())
+	pool, _, js := streamEnv(t)
 	st := store.New(pool)
-	_, err := relay.EnsureStream(ctx, js, relay.StreamConfig{Name: schema.DefaultStream, Providers: []string{"paddle"}, Replicas: 1, DuplicateWindow: time.Minute})
-	require.NoError(t, err)
 	// A subscriber of subscription.created only.
-	_, err = js.CreateConsumer(ctx, schema.DefaultStream, jetstream.ConsumerConfig{Durable: "credits",
+	_, err := js.CreateConsumer(ctx, schema.DefaultStream, jetstream.ConsumerConfig{Durable: "credits",
 		FilterSubjects: []string{"paddle.subscription.created", schema.ReplaySubject("credits", ">")}, AckPolicy: jetstream.AckExplicitPolicy})
 	require.NoError(t, err)
 	r, err := relay.New(st, js, relay.Config{Stream: schema.DefaultStream, DuplicateWindow: time.Minute})

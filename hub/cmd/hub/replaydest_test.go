@@ -10,11 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
-	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/hub/service/testhub"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/schema"
 )
 
@@ -24,13 +22,7 @@ import (
 // endpoint received all 6 again.
 func TestReplayToADestinationSaysWhatIsSent(t *testing.T) {
 	ctx := context.Background()
-	pool, url := hubdb.Pool(t)
-	n := hubtest.JetStream(t)
-	_, js := n.Connect(t)
-	t.Setenv("HUB_DATABASE_URL", url)
-	t.Setenv("HUB_NATS_URL", n.URL())
-	_, err := relay.EnsureStream(ctx, js, relay.StreamConfig{Name: schema.DefaultStream, Providers: []string{"paddle"}, Replicas: 1, DuplicateWindow: time.Minute})
-	require.NoError(t, err)
+	pool, _, js := streamEnv(t)
 	received := testhub.StartDestination(t, pool, js, "billing")
 
 	st := store.New(pool)

@@ -96,27 +96,12 @@ generic object: pass --data for those.
 	client := &http.Client{Timeout: 15 * time.Second}
 	failed := 0
 	for i := 0; i < *repeat; i++ {
-		// Sign each attempt anew, as providers do on retries.
-		h, target, err := sender.Sign(*eventID, eventType, body, time.Now())
+		status, answer, err := postSigned(ctx, client, sender, base, *eventID, eventType, body)
 		if err != nil {
 			return err
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+target, bytes.NewReader(body))
-		if err != nil {
-			return err
-		}
-		req.Header = h
-		if req.Header.Get("Content-Type") == "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return fmt.Errorf("POST %s: %w (is the hub running? start it with `hub dev`)", req.URL, err)
-		}
-		answer, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		resp.Body.Close()
-		fmt.Fprintf(stdout, "%d %s\n", resp.StatusCode, bytes.TrimSpace(answer))
-		if resp.StatusCode/100 != 2 {
+		fmt.Fprintf(stdout, "%d %s\n", status, answer)
+		if status/100 != 2 {
 			failed++
 		}
 	}
@@ -124,6 +109,30 @@ generic object: pass --data for those.
 		return fmt.Errorf("%d of %d deliveries were not accepted", failed, *repeat)
 	}
 	return nil
+}
+
+// postSigned signs one delivery of the event anew, as providers do on
+// retries, POSTs it to the hub at base and returns its answer.
+func postSigned(ctx context.Context, client *http.Client, sender provider.Signer, base, eventID, eventType string, body []byte) (int, []byte, error) {
+	h, target, err := sender.Sign(eventID, eventType, body, time.Now())
+	if err != nil {
+		return 0, nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+target, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header = h
+	if req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, fmt.Errorf("POST %s: %w (is the hub running? start it with `hub dev`)", req.URL, err)
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	return resp.StatusCode, bytes.TrimSpace(answer), nil
 }
 
 // newEventID returns a fresh id in the provider's style.
