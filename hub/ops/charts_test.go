@@ -11,6 +11,7 @@ import (
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/subscribers/destination"
+	"github.com/hookhub/hookhub/subscribers/destination/deststate"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -36,11 +37,11 @@ func TestProcessingCharts(t *testing.T) {
 	require.NoError(t, subscriber.Migrate(ctx, s.Pool(), "webhooks_out", destination.Migrations("webhooks_out")))
 	now := time.Now()
 	for i, st := range []int{200, 200, 503} {
-		outcome := destination.OutcomeDelivered
+		outcome := deststate.OutcomeDelivered
 		if st != 200 {
-			outcome = destination.OutcomeFailed
+			outcome = deststate.OutcomeFailed
 		}
-		require.NoError(t, destination.RecordAttempt(ctx, s.Pool(), destination.Attempt{Destination: "webhooks_out", Provider: "paddle",
+		require.NoError(t, deststate.RecordAttempt(ctx, s.Pool(), deststate.Attempt{Destination: "webhooks_out", Provider: "paddle",
 			EventID: fmt.Sprint("evt_ops_", i), At: now, Status: st, Latency: time.Duration(i+1) * 10 * time.Millisecond, Outcome: outcome}))
 	}
 

@@ -15,6 +15,7 @@ import (
 	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/subscribers/destination"
+	"github.com/hookhub/hookhub/subscribers/destination/deststate"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -40,8 +41,8 @@ func TestShowEventRedactsAttempts(t *testing.T) {
 		sig    = "K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4="
 	)
 	echo := `{"authorization":"Bearer ` + bearer + `","url":"https://hooks.slack.com/services/T0ABCDEFG/B0ABCDEFG/` + path + `?access=` + query + `","webhook-signature":"v1,` + sig + `"}`
-	require.NoError(t, destination.RecordAttempt(ctx, pool, destination.Attempt{Destination: "billing", Provider: "stripe", EventID: "evt_red",
-		At: time.Now().Add(-time.Minute), Status: 500, Outcome: destination.OutcomeFailed, Response: echo, Error: "HTTP 500: Bearer " + bearer}))
+	require.NoError(t, deststate.RecordAttempt(ctx, pool, deststate.Attempt{Destination: "billing", Provider: "stripe", EventID: "evt_red",
+		At: time.Now().Add(-time.Minute), Status: 500, Outcome: deststate.OutcomeFailed, Response: echo, Error: "HTTP 500: Bearer " + bearer}))
 	// A row as an older version wrote it, unredacted.
 	_, err = pool.Exec(ctx, `INSERT INTO billing.attempts (provider, event_id, attempted_at, status, latency_ms, outcome, error, response)
 		VALUES ('stripe', 'evt_red', now(), 500, 1, 'failed', '', $1)`, echo)

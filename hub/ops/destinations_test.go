@@ -12,6 +12,7 @@ import (
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/subscribers/destination"
+	"github.com/hookhub/hookhub/subscribers/destination/deststate"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -33,14 +34,14 @@ func TestShowEventDestinationAttempts(t *testing.T) {
 	}
 	record := func(dest, eventID string, at time.Time, status int, outcome, errText, response string) {
 		t.Helper()
-		require.NoError(t, destination.RecordAttempt(ctx, pool, destination.Attempt{Destination: dest, Provider: "paddle", EventID: eventID,
+		require.NoError(t, deststate.RecordAttempt(ctx, pool, deststate.Attempt{Destination: dest, Provider: "paddle", EventID: eventID,
 			StreamSeq: 1, At: at, Status: status, Latency: 25 * time.Millisecond, Outcome: outcome, Error: errText, Response: response}))
 	}
-	record("billing", "evt_dest", now.Add(-3*time.Minute), 0, destination.OutcomeFailed, "dial tcp 10.0.0.1:443: connection refused", "")
-	record("billing", "evt_dest", now.Add(-2*time.Minute), 503, destination.OutcomeFailed, "503 Service Unavailable", "<h1>down</h1>")
-	record("billing", "evt_other", now.Add(-time.Minute), 200, destination.OutcomeDelivered, "", "ok") // another event
+	record("billing", "evt_dest", now.Add(-3*time.Minute), 0, deststate.OutcomeFailed, "dial tcp 10.0.0.1:443: connection refused", "")
+	record("billing", "evt_dest", now.Add(-2*time.Minute), 503, deststate.OutcomeFailed, "503 Service Unavailable", "<h1>down</h1>")
+	record("billing", "evt_other", now.Add(-time.Minute), 200, deststate.OutcomeDelivered, "", "ok") // another event
 	for i := range ops.MaxShownAttempts + 5 {
-		record("crm", "evt_many", now.Add(time.Duration(i-100)*time.Second), 500, destination.OutcomeFailed, fmt.Sprint("try ", i), "")
+		record("crm", "evt_many", now.Add(time.Duration(i-100)*time.Second), 500, deststate.OutcomeFailed, fmt.Sprint("try ", i), "")
 	}
 
 	d, err := o.ShowEvent(ctx, "paddle:evt_dest")

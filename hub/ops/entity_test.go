@@ -14,6 +14,7 @@ import (
 	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/subscribers/destination"
+	"github.com/hookhub/hookhub/subscribers/destination/deststate"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -42,8 +43,8 @@ func TestEntityTimeline(t *testing.T) {
 	require.NoError(t, subscriber.Migrate(ctx, pool, "plain", nil))
 	require.NoError(t, subscriber.Migrate(ctx, pool, "billing", destination.Migrations("billing")))
 	for i, status := range []int{500, 503} {
-		require.NoError(t, destination.RecordAttempt(ctx, pool, destination.Attempt{Destination: "billing", Provider: "stripe",
-			EventID: "evt_d", StreamSeq: 4, At: now.Add(time.Duration(i) * time.Second), Status: status, Outcome: destination.OutcomeFailed}))
+		require.NoError(t, deststate.RecordAttempt(ctx, pool, deststate.Attempt{Destination: "billing", Provider: "stripe",
+			EventID: "evt_d", StreamSeq: 4, At: now.Add(time.Duration(i) * time.Second), Status: status, Outcome: deststate.OutcomeFailed}))
 	}
 
 	var got []string
