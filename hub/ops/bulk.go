@@ -220,7 +220,7 @@ func (o *Ops) Bulk(ctx context.Context, req BulkRequest) (BulkResult, error) {
 	err = j.audited(ctx, o, action, target, bulkAuditParams(req, j.res), func() error {
 		var err error
 		if req.Action == BulkReplay {
-			err = o.bulkReplay(ctx, j, req, p.msgs, p.before)
+			err = o.bulkReplay(ctx, j, req, p)
 		} else {
 			err = o.bulkRepublish(ctx, j.at(req.Rate, min(republishPage, int(req.Rate/5))), p.ids)
 		}
@@ -249,6 +249,7 @@ type bulkPlan struct {
 	msgs    []replayMsg
 	ids     []string
 	before  map[subscriber.EventKey]bool
+	counts  ReplayResult // a replay's, as Replay plans them
 	release func()
 }
 
@@ -298,9 +299,11 @@ func (o *Ops) planBulk(ctx context.Context, req *BulkRequest, res *BulkResult) (
 		if p.before, err = o.processedSet(ctx, req.Subscriber, p.msgs); err != nil {
 			return p, err
 		}
-		if err := o.bulkCounts(ctx, req.Subscriber, len(p.before), res); err != nil {
+		p.counts = ReplayResult{RunID: res.RunID, Matched: len(p.msgs)}
+		if err := o.planCounts(ctx, req.Subscriber, len(p.before), &p.counts); err != nil {
 			return p, err
 		}
+		res.Destination, res.AlreadyProcessed, res.ToProcess = p.counts.Destination, len(p.before), p.counts.ToProcess
 	}
 	if req.DryRun {
 		return p, nil
@@ -422,19 +425,16 @@ func (o *Ops) bulkMatch(ctx context.Context, req BulkRequest, permit *Permit, re
 	return out, nil
 }
 
-// bulkReplay replays msgs to the subscriber as Replay does, in a job of
-// its own whose counts are j's.
-func (o *Ops) bulkReplay(ctx context.Context, j *job[BulkResult], req BulkRequest, msgs []replayMsg, before map[subscriber.EventKey]bool) error {
-	rj := newJob(ReplayResult{RunID: j.res.RunID, Matched: len(msgs)}, func(rr ReplayResult) {
+// bulkReplay replays p's messages to the subscriber as Replay does, in a
+// job of its own whose counts are j's.
+func (o *Ops) bulkReplay(ctx context.Context, j *job[BulkResult], req BulkRequest, p bulkPlan) error {
+	rj := newJob(p.counts, func(rr ReplayResult) {
 		res := &j.res
 		res.Published, res.Processed, res.Skipped, res.Resent = rr.Delivered, rr.Processed, rr.Skipped, rr.Resent
 		res.DeadLettered, res.Unsettled = rr.DeadLettered, rr.Unsettled
 		j.report()
 	}).at(req.Rate, 1)
-	if err := o.planCounts(ctx, req.Subscriber, len(before), &rj.res); err != nil {
-		return err
-	}
-	err := o.replayCopies(ctx, rj, req.Subscriber, req.Wait, msgs, before)
+	err := o.replayCopies(ctx, rj, req.Subscriber, req.Wait, p.msgs, p.before)
 	rj.report()
 	return err
 }

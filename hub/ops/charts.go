@@ -142,11 +142,7 @@ func (o *Ops) ProcessingCharts(ctx context.Context, hours int) (pc ProcessingCha
 	defer func() { permit.Scanned(scanned) }()
 	from, until, step := ChartWindow(o.now(), hours)
 	pc = ProcessingCharts{From: from, Until: until, Step: step}
-	subs, err := o.Subscribers(ctx)
-	if err != nil {
-		return pc, err
-	}
-	dests, err := deststate.Names(ctx, o.subs)
+	subs, dests, err := o.subscribersAndDestinations(ctx)
 	if err != nil {
 		return pc, err
 	}

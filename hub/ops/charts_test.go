@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/ops"
-	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/subscribers/destination"
 	"github.com/hookhub/hookhub/subscribers/destination/deststate"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
@@ -22,17 +21,8 @@ import (
 func TestProcessingCharts(t *testing.T) {
 	t.Parallel()
 	s := newSystem(t)
-	s.broken.Store(true)
-	s.startFlaky("flaky")
-	s.startCredits()
 	const events = 10
-	for i := range events {
-		require.False(t, s.deliver(fmt.Sprintf("evt_ops_%d", i)))
-	}
-	s.Eventually(func() bool {
-		return s.Count(`SELECT count(*) FROM flaky.effects`) == events/2 && s.Count(`SELECT count(*) FROM flaky.dead_letters`) == events/2 &&
-			s.Count(`SELECT count(*) FROM credits.processed_messages`) == events
-	}, "credits processed everything, flaky half")
+	s.halfDeadLettered(events)
 	ctx := context.Background()
 	require.NoError(t, subscriber.Migrate(ctx, s.Pool(), "webhooks_out", destination.Migrations("webhooks_out")))
 	now := time.Now()
@@ -98,10 +88,7 @@ func TestProcessingCharts(t *testing.T) {
 // Many subscribers: the chart keeps MaxChartSubscribers and counts the
 // others; none has data, and nothing is NaN or partial.
 func TestProcessingChartsBounded(t *testing.T) {
-	t.Parallel()
-	pool, _ := hubtest.Pool(t)
-	o := newOps(t, pool, nil)
-	ctx := context.Background()
+	ctx, pool, o := newDBOps(t)
 	for i := range ops.MaxChartSubscribers + 2 {
 		require.NoError(t, subscriber.Migrate(ctx, pool, fmt.Sprintf("sub_%02d", i), nil))
 	}

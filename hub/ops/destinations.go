@@ -66,3 +66,13 @@ func (o *Ops) RetryDestinationNow(ctx context.Context, name string) (RetryNowRes
 	})
 	return res, err
 }
+
+// subscribersAndDestinations lists the subscribers (Subscribers) and the
+// destinations among them: those whose tables say so (deststate.Names).
+func (o *Ops) subscribersAndDestinations(ctx context.Context) (subs, dests []string, err error) {
+	if subs, err = o.Subscribers(ctx); err != nil {
+		return nil, nil, err
+	}
+	dests, err = deststate.Names(ctx, o.subs)
+	return subs, dests, err
+}

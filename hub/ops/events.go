@@ -356,11 +356,7 @@ type outcomeEvent struct {
 // index descent per event); otherwise its last MaxShownAttempts of the one
 // event per query.
 func (o *Ops) outcomes(ctx context.Context, events []outcomeEvent, lastOnly bool) ([][]SubscriberOutcome, error) {
-	subs, err := o.Subscribers(ctx)
-	if err != nil {
-		return nil, err
-	}
-	dests, err := deststate.Names(ctx, o.subs)
+	subs, dests, err := o.subscribersAndDestinations(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -26,20 +26,6 @@ func (o *Ops) planCounts(ctx context.Context, sub string, before int, res *Repla
 	return nil
 }
 
-// bulkCounts sets what a bulk replay of res.Eligible events to sub will
-// do, before of them processed by sub already: as planCounts does.
-func (o *Ops) bulkCounts(ctx context.Context, sub string, before int, res *BulkResult) error {
-	var err error
-	if res.Destination, err = o.isDestination(ctx, sub); err != nil {
-		return err
-	}
-	res.AlreadyProcessed, res.ToProcess = before, res.Eligible-before
-	if res.Destination {
-		res.ToProcess = res.Eligible // sent again, not skipped
-	}
-	return nil
-}
-
 // isDestination reports whether sub is an HTTP destination
 // (subscribers/destination): its tables say so.
 func (o *Ops) isDestination(ctx context.Context, sub string) (bool, error) {
