@@ -217,7 +217,7 @@ func (o *Ops) Bulk(ctx context.Context, req BulkRequest) (BulkResult, error) {
 		return j.res, err
 	}
 	j.report()
-	err = j.audited(ctx, o, action, target, bulkAuditParams(req, j.res), func() error {
+	_, err = auditedResult(ctx, o, action, target, bulkAuditParams(req, j.res), func() (BulkResult, error) {
 		var err error
 		if req.Action == BulkReplay {
 			err = o.bulkReplay(ctx, j, req, p)
@@ -225,7 +225,7 @@ func (o *Ops) Bulk(ctx context.Context, req BulkRequest) (BulkResult, error) {
 			err = o.bulkRepublish(ctx, j.at(req.Rate, min(republishPage, int(req.Rate/5))), p.ids)
 		}
 		j.res.Cancelled = ctx.Err() != nil
-		return err
+		return j.res, err
 	})
 	j.report()
 	return j.res, err

@@ -6,9 +6,8 @@
 //
 // Ops owns no table. It reads and purges the hub's tables through the
 // store (Archive: hub/store, their only owner), the subscribers' tables
-// through the subscriber library's functions, a destination's through
-// subscribers/destination/deststate (never the destination runtime), and
-// publishes republished
+// through the subscriber library's functions and deststate (never the
+// destination runtime), and publishes republished
 // copies through the hub's publisher (Republisher: hub/relay), so that a
 // copy is built by the same code as the original message.
 //
@@ -21,10 +20,6 @@
 // writer: callers record what Ops does not run itself (a backfill run, a
 // migration) through RunAudited, and their own refusals through Refuse;
 // ListAudit reads it.
-//
-// A replay and a bulk action run as a job (job.go): its counts and
-// progress, its pace, its cancellation and its one audit record are the
-// job's, the plan and the steps the action's.
 //
 // Every operation is safe to repeat: replays and republishes reach
 // subscribers whose idempotency skips what they already processed, and a

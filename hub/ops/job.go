@@ -7,17 +7,12 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// job runs an operator action that takes a while the one way: a replay,
-// a bulk replay, a bulk republish. Each is a plan (checks, admission,
-// counts: a dry run's whole answer) and steps given to a job, which owns
-// what they share:
-//   - the counts (res) and the progress callback that sees them (report);
-//   - the pace (steps): chunk items a step, at most perSecond items a
-//     second (golang.org/x/time/rate, as `hub backfill --rate`), the
-//     first step at once;
-//   - the cancellation: a step waits for its turn or for ctx's end, and
-//     the steps stop at the first error;
-//   - the audit record (audited): one a run, its result the counts.
+// job runs what a replay, a bulk replay and a bulk republish share, the
+// action giving it a plan and steps: the counts (res) and the progress
+// callback that sees them (report); the pace (steps: chunk items a step,
+// at most perSecond items a second, golang.org/x/time/rate, the first at
+// once); the cancellation (a step waits for its turn or ctx's end); and
+// the one audit record of a run (auditedResult).
 type job[R any] struct {
 	res      R
 	progress func(R)
@@ -81,22 +76,14 @@ func (j *job[R]) wait(ctx context.Context, k int) error {
 	}
 }
 
-// audited runs run under one audit record of action on target with
-// params (Ops.audited), whose result is the counts.
-func (j *job[R]) audited(ctx context.Context, o *Ops, action, target string, params any, run func() error) error {
-	return o.audited(ctx, action, target, params, func() (any, error) {
-		err := run()
-		return j.res, err
-	})
-}
-
 // auditedResult runs run under one audit record of action on target with
 // params (Ops.audited), whose result is run's.
 func auditedResult[R any](ctx context.Context, o *Ops, action, target string, params any, run func() (R, error)) (R, error) {
-	j := newJob(*new(R), nil)
-	err := j.audited(ctx, o, action, target, params, func() (err error) {
-		j.res, err = run()
-		return err
+	var res R
+	err := o.audited(ctx, action, target, params, func() (any, error) {
+		var err error
+		res, err = run()
+		return res, err
 	})
-	return j.res, err
+	return res, err
 }

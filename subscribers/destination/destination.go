@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hookhub/hookhub/subscribers/destination/deststate"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/hookhub/hookhub/internal/buildinfo"
 	"github.com/hookhub/hookhub/schema"
+	"github.com/hookhub/hookhub/subscribers/destination/deststate"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 

@@ -6,7 +6,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"github.com/hookhub/hookhub/subscribers/destination/deststate"
 	"io/fs"
 	"strings"
 	"testing/fstest"
@@ -14,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookhub/hookhub/internal/migrate"
+	"github.com/hookhub/hookhub/subscribers/destination/deststate"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -51,10 +51,8 @@ func Migrations(name string) fs.FS {
 	return out
 }
 
-// DB is what the functions here read and write through: a *pgxpool.Pool,
-// or the pgx.Tx of a handler (a successful attempt is recorded in the
-// transaction that marks the event processed).
-type DB = subscriber.DB
+// DB is deststate.DB.
+type DB = deststate.DB
 
 // GetState returns the destination's state and the reason of the change
 // that led to it: one primary-key read, cheap enough to poll.

@@ -2,9 +2,7 @@ package destination
 
 import "github.com/hookhub/hookhub/subscribers/destination/deststate"
 
-// The destination's tables are read and written through deststate, which
-// hub/ops imports without this runtime; the runtime names its types and
-// constants as before.
+// The tables' types and constants, named here as before (deststate).
 type (
 	State   = deststate.State
 	Attempt = deststate.Attempt
@@ -23,7 +21,6 @@ const (
 	MaxAttemptsLimit    = deststate.MaxAttemptsLimit
 )
 
-// ErrUnknownDestination is deststate.ErrUnknownDestination.
 var ErrUnknownDestination = deststate.ErrUnknownDestination
 
 // states lists every State, in the order metrics show them.

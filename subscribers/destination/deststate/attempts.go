@@ -191,24 +191,8 @@ const (
 // (limit <= 0: DefaultAttemptsLimit; at most MaxAttemptsLimit), oldest
 // first. FirstAttempt gives the first one when there were more.
 func AttemptsFor(ctx context.Context, db DB, dest, provider, eventID string, limit int) ([]Attempt, error) {
-	t, err := Table(dest, "attempts")
-	if err != nil {
-		return nil, err
-	}
-	if limit <= 0 {
-		limit = DefaultAttemptsLimit
-	}
-	limit = min(limit, MaxAttemptsLimit)
 	p, id := eventKey(provider, eventID)
-	rows, err := db.Query(ctx, `SELECT * FROM (
-			SELECT `+attemptColumns+`
-			FROM `+t+` WHERE provider = $1 AND event_id = $2
-			ORDER BY attempted_at DESC, id DESC LIMIT $3) last
-		ORDER BY attempted_at, id`, p, id, limit)
-	if err != nil {
-		return nil, DBError("attempts", dest, err)
-	}
-	return collectAttempts(dest, rows)
+	return newestAttempts(ctx, db, dest, "attempts", `WHERE provider = $2 AND event_id = $3`, limit, p, id)
 }
 
 // RecentAttempts returns the destination's last limit attempts, whatever
@@ -216,6 +200,13 @@ func AttemptsFor(ctx context.Context, db DB, dest, provider, eventID string, lim
 // MaxAttemptsLimit), oldest first: what `hub destinations status` shows.
 // It reads them newest first through the attempted_at index.
 func RecentAttempts(ctx context.Context, db DB, dest string, limit int) ([]Attempt, error) {
+	return newestAttempts(ctx, db, dest, "recent attempts", "", limit)
+}
+
+// newestAttempts returns the destination's newest limit attempts (as
+// AttemptsFor bounds it) that where (on $2, $3... args) selects, oldest
+// first; op names the read in its error.
+func newestAttempts(ctx context.Context, db DB, dest, op, where string, limit int, args ...any) ([]Attempt, error) {
 	t, err := Table(dest, "attempts")
 	if err != nil {
 		return nil, err
@@ -223,13 +214,12 @@ func RecentAttempts(ctx context.Context, db DB, dest string, limit int) ([]Attem
 	if limit <= 0 {
 		limit = DefaultAttemptsLimit
 	}
-	limit = min(limit, MaxAttemptsLimit)
 	rows, err := db.Query(ctx, `SELECT * FROM (
-			SELECT `+attemptColumns+`
-			FROM `+t+` ORDER BY attempted_at DESC, id DESC LIMIT $1) last
-		ORDER BY attempted_at, id`, limit)
+			SELECT `+attemptColumns+` FROM `+t+` `+where+`
+			ORDER BY attempted_at DESC, id DESC LIMIT $1) last
+		ORDER BY attempted_at, id`, append([]any{min(limit, MaxAttemptsLimit)}, args...)...)
 	if err != nil {
-		return nil, DBError("recent attempts", dest, err)
+		return nil, DBError(op, dest, err)
 	}
 	return collectAttempts(dest, rows)
 }

@@ -1,13 +1,7 @@
-// Package deststate reads and writes what a destination's tables hold
-// (subscribers/destination owns them): its state, its attempt log and its
-// parked events' keys. It is the destination runtime's store and the one
-// hub/ops reads destinations through, without the runtime (HTTP client,
-// runner, metrics).
-//
-// Each destination keeps its tables (attempts, destination_state, parked)
-// in its subscriber's schema, named after the destination. Every function
-// here takes the destination's name and refuses one that cannot name a
-// subscriber (subscriber.ValidName) with ErrUnknownDestination.
+// Package deststate reads and writes a destination's tables (state,
+// attempt log, parked events' keys): the runtime (subscribers/destination,
+// their owner) and hub/ops, which must not import the runtime, share it.
+// A name that cannot name a subscriber is ErrUnknownDestination.
 package deststate
 
 import (
@@ -22,9 +16,8 @@ import (
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
-// DB is what the functions here read and write through: a *pgxpool.Pool,
-// or the pgx.Tx of a handler (a successful attempt is recorded in the
-// transaction that marks the event processed).
+// DB is a *pgxpool.Pool, or the pgx.Tx of a handler (a successful
+// attempt is recorded in the transaction that marks the event processed).
 type DB = subscriber.DB
 
 // ErrUnknownDestination is wrapped by the errors of functions given a name
