@@ -149,14 +149,6 @@ func (cn *Console) bulkRun(c *fiber.Ctx, s *session) error {
 	return c.Redirect("/console/bulk/jobs/"+j.ID, fiber.StatusSeeOther)
 }
 
-type bulkJobView struct {
-	J       job
-	Value   int
-	Max     int
-	Percent int
-	Running bool
-}
-
 // bulkJobOf reads the job the path names.
 func (cn *Console) bulkJobOf(c *fiber.Ctx) (job, bool) {
 	id := c.Params("id")
@@ -173,7 +165,7 @@ func (cn *Console) bulkJob(c *fiber.Ctx, s *session) error {
 		return cn.fail(c, s, fiber.StatusNotFound, "No such bulk job (the console keeps the last 20 jobs, until the hub restarts).")
 	}
 	r := j.BulkRes
-	v := bulkJobView{J: j, Running: j.State == jobRunning, Max: max(r.Eligible, 1), Value: min(r.Published, max(r.Eligible, 1))}
+	v := jobView{J: j, Running: j.State == jobRunning, Max: max(r.Eligible, 1), Value: min(r.Published, max(r.Eligible, 1))}
 	if j.State == jobDone {
 		v.Value = v.Max
 	}

@@ -226,6 +226,7 @@ func (cn *Console) replayRun(c *fiber.Ctx, s *session) error {
 	return c.Redirect("/console/replay/jobs/"+j.ID, fiber.StatusSeeOther)
 }
 
+// jobView is a replay or bulk job's page (Finished: a replay's).
 type jobView struct {
 	J        job
 	Value    int
