@@ -53,6 +53,7 @@
 //   - subscribers/downgrade/cmd/downgrade: the downgrade command.
 //   - subscribers/destination: destinations: events POSTed to HTTP endpoints, signed with Standard Webhooks.
 //   - subscribers/destination/cmd/destinations: the destinations command (a file's destinations in one process).
+//   - subscribers/destination/deststate: a destination's tables (state, attempt log, parked keys), read and written without the runtime: hub/ops reads destinations through it.
 //   - subscribers/destination/internal/receivertest: HTTP receivers for the destination tests (Node with the official libraries, and Go).
 //   - subscribers/email: the email subscriber (welcome and cancellation emails through an SMTP outbox).
 //   - subscribers/email/cmd/email: the email command.

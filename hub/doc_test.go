@@ -200,3 +200,14 @@ func TestCodeCitesExistingDocuments(t *testing.T) {
 	})
 	require.NoError(t, err)
 }
+
+// The operator surface reads destinations through deststate, never
+// through the destination runtime (its HTTP client, runner and metrics).
+func TestOperatorSurfaceSkipsDestinationRuntime(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "./hub/ops", "./hub/console")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	require.NoError(t, err, "go list -deps")
+	require.NotContains(t, strings.Fields(string(out)), module+"/subscribers/destination",
+		"hub/ops or hub/console imports the destination runtime: read its tables through subscribers/destination/deststate")
+}

@@ -149,14 +149,6 @@ func (cn *Console) bulkRun(c *fiber.Ctx, s *session) error {
 	return c.Redirect("/console/bulk/jobs/"+j.ID, fiber.StatusSeeOther)
 }
 
-type bulkJobView struct {
-	J       job
-	Value   int
-	Max     int
-	Percent int
-	Running bool
-}
-
 // bulkJobOf reads the job the path names.
 func (cn *Console) bulkJobOf(c *fiber.Ctx) (job, bool) {
 	id := c.Params("id")
@@ -173,7 +165,7 @@ func (cn *Console) bulkJob(c *fiber.Ctx, s *session) error {
 		return cn.fail(c, s, fiber.StatusNotFound, "No such bulk job (the console keeps the last 20 jobs, until the hub restarts).")
 	}
 	r := j.BulkRes
-	v := bulkJobView{J: j, Running: j.State == jobRunning, Max: max(r.Eligible, 1), Value: min(r.Published, max(r.Eligible, 1))}
+	v := jobView{J: j, Running: j.State == jobRunning, Max: max(r.Eligible, 1), Value: min(r.Published, max(r.Eligible, 1))}
 	if j.State == jobDone {
 		v.Value = v.Max
 	}
@@ -200,49 +192,17 @@ func (cn *Console) bulkCancel(c *fiber.Ctx, s *session) error {
 	return c.Redirect("/console/bulk/jobs/"+j.ID+"?flash="+flash, fiber.StatusSeeOther)
 }
 
-// startBulk runs req as a new bulk job unless a job is running (then it
-// returns that one and false). The job's context is cancelled by cancel
-// (its Cancel button) or by stop.
+// startBulk runs req as a new bulk job (start): its Cancel button
+// cancels it.
 func (js *jobs) startBulk(who string, req ops.BulkRequest, now time.Time, run func(context.Context, ops.BulkRequest) (ops.BulkResult, error), done func(*job)) (*job, bool) {
-	js.mu.Lock()
-	defer js.mu.Unlock()
-	for _, j := range js.list {
-		if j.State == jobRunning {
-			return j, false
-		}
-	}
-	ctx, cancel := context.WithCancelCause(js.ctx)
-	j := &job{ID: randomHex(8), Who: who, Kind: jobBulk, Bulk: req, Started: now, State: jobRunning, cancel: cancel}
+	j := &job{Who: who, Kind: jobBulk, Bulk: req, Started: now}
 	j.Bulk.Progress = nil
-	js.list = append(js.list, j)
-	if len(js.list) > keptJobs {
-		js.list = js.list[len(js.list)-keptJobs:]
-	}
-	req.Progress = func(r ops.BulkResult) {
-		js.mu.Lock()
-		j.BulkRes = r
-		js.mu.Unlock()
-	}
-	js.wg.Add(1)
-	go func() {
-		defer js.wg.Done()
-		defer cancel(nil)
+	return js.start(j, func(ctx context.Context) (bool, error) {
+		req.Progress = func(r ops.BulkResult) { js.set(func() { j.BulkRes = r }) }
 		res, err := run(ctx, req)
-		js.mu.Lock()
-		j.BulkRes, j.Finished = res, time.Now()
-		switch {
-		case res.Cancelled || errors.Is(err, context.Canceled):
-			j.State = jobCancelled
-		case err != nil:
-			j.State, j.Err = jobFailed, err.Error()
-		default:
-			j.State = jobDone
-		}
-		snapshot := *j
-		js.mu.Unlock()
-		done(&snapshot)
-	}()
-	return j, true
+		js.set(func() { j.BulkRes = res })
+		return res.Cancelled || errors.Is(err, context.Canceled), err
+	}, done)
 }
 
 // cancelJob cancels job id if it is running, by who (the cause its

@@ -13,18 +13,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/subscribers/destination"
+	"github.com/hookhub/hookhub/subscribers/destination/deststate"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
 // addDestinationAttempts makes a destination's tables (as the destination
 // runner does when it first runs) and records attempts of an event.
-func addDestinationAttempts(t testing.TB, pool *pgxpool.Pool, dest string, attempts ...destination.Attempt) {
+func addDestinationAttempts(t testing.TB, pool *pgxpool.Pool, dest string, attempts ...deststate.Attempt) {
 	t.Helper()
 	ctx := context.Background()
 	require.NoError(t, subscriber.Migrate(ctx, pool, dest, destination.Migrations(dest)))
 	for _, a := range attempts {
 		a.Destination = dest
-		require.NoError(t, destination.RecordAttempt(ctx, pool, a))
+		require.NoError(t, deststate.RecordAttempt(ctx, pool, a))
 	}
 }
 
@@ -37,13 +38,13 @@ func TestEventPageDestinationTimeline(t *testing.T) {
 	ids := seed(t, s.pool, now, 1, 0)
 	at := now.Add(-time.Minute).Truncate(time.Millisecond)
 	addDestinationAttempts(t, s.pool, "billing_node",
-		destination.Attempt{Provider: "paddle", EventID: ids[0], At: at, Latency: 5 * time.Second, Outcome: destination.OutcomeFailed,
+		deststate.Attempt{Provider: "paddle", EventID: ids[0], At: at, Latency: 5 * time.Second, Outcome: deststate.OutcomeFailed,
 			Error: "attempt timed out after 5s"},
-		destination.Attempt{Provider: "paddle", EventID: ids[0], At: at.Add(10 * time.Second), Status: 500, Latency: 42 * time.Millisecond,
-			Outcome: destination.OutcomeFailed, Error: "500 Internal Server Error",
+		deststate.Attempt{Provider: "paddle", EventID: ids[0], At: at.Add(10 * time.Second), Status: 500, Latency: 42 * time.Millisecond,
+			Outcome: deststate.OutcomeFailed, Error: "500 Internal Server Error",
 			Response: `<script>alert("x")</script><img src=x onerror=alert(1)>` + "\x1b[31m" + strings.Repeat("é", 600)},
-		destination.Attempt{Provider: "paddle", EventID: ids[0], At: at.Add(40 * time.Second), Status: 204, Latency: 3200 * time.Microsecond,
-			Outcome: destination.OutcomeDelivered})
+		deststate.Attempt{Provider: "paddle", EventID: ids[0], At: at.Add(40 * time.Second), Status: 204, Latency: 3200 * time.Microsecond,
+			Outcome: deststate.OutcomeDelivered})
 	addDestinationAttempts(t, s.pool, "crm") // a destination that never tried it
 	sc, _ := s.login(readOnlyToken)
 	a := s.do("GET", "/console/event?ref=paddle:"+ids[0], "", []*http.Cookie{sc})
@@ -93,12 +94,12 @@ func testBrowserDestinationTimeline(t *testing.T, s *browserSuite) {
 	at := time.Now().Add(-time.Minute).UTC().Truncate(time.Millisecond)
 	markup := `<b id="injected">maintenance</b><script>document.title="pwned"</script>`
 	addDestinationAttempts(t, h.Pool(), timelineDestination,
-		destination.Attempt{Provider: "paddle", EventID: "evt_timeline", At: at, Latency: 10 * time.Second,
-			Outcome: destination.OutcomeFailed, Error: "attempt timed out"},
-		destination.Attempt{Provider: "paddle", EventID: "evt_timeline", At: at.Add(5 * time.Second), Status: 503, Latency: 87 * time.Millisecond,
-			Outcome: destination.OutcomeFailed, Response: markup + "\n" + strings.Repeat("the endpoint is down for maintenance. ", 60)},
-		destination.Attempt{Provider: "paddle", EventID: "evt_timeline", At: at.Add(25 * time.Second), Status: 204, Latency: 12 * time.Millisecond,
-			Outcome: destination.OutcomeDelivered})
+		deststate.Attempt{Provider: "paddle", EventID: "evt_timeline", At: at, Latency: 10 * time.Second,
+			Outcome: deststate.OutcomeFailed, Error: "attempt timed out"},
+		deststate.Attempt{Provider: "paddle", EventID: "evt_timeline", At: at.Add(5 * time.Second), Status: 503, Latency: 87 * time.Millisecond,
+			Outcome: deststate.OutcomeFailed, Response: markup + "\n" + strings.Repeat("the endpoint is down for maintenance. ", 60)},
+		deststate.Attempt{Provider: "paddle", EventID: "evt_timeline", At: at.Add(25 * time.Second), Status: 204, Latency: 12 * time.Millisecond,
+			Outcome: deststate.OutcomeDelivered})
 
 	b.signIn(consoleAdminToken, "admin")
 	b.openOK("/console/event?ref=" + url.QueryEscape("paddle:evt_timeline"))
@@ -124,7 +125,7 @@ func testBrowserDestinationTimeline(t *testing.T, s *browserSuite) {
 	require.Equal(t, 1, b.count(pre))
 	shown := eval[string](b, fmt.Sprintf("document.querySelector(%s).textContent", jsString(pre)))
 	require.True(t, strings.HasPrefix(shown, markup+"\n"), shown[:80])
-	require.LessOrEqual(t, len(shown), destination.MaxResponseBytes+len("…"), "capped")
+	require.LessOrEqual(t, len(shown), deststate.MaxResponseBytes+len("…"), "capped")
 	require.True(t, strings.HasSuffix(shown, "…"), "cut, and says so")
 	require.True(t, eval[bool](b, fmt.Sprintf("((e) => e.scrollHeight > e.clientHeight && getComputedStyle(e).overflowY === 'auto')(document.querySelector(%s))", jsString(pre))),
 		"a long response scrolls inside its box")
@@ -150,8 +151,8 @@ func TestEventPageHidesEchoedCredentials(t *testing.T) {
 		sig    = "K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4="
 	)
 	echo := `{"authorization":"Bearer ` + bearer + `","url":"https://hooks.slack.com/services/T0ABCDEFG/B0ABCDEFG/` + path + `?access=` + query + `","sig":"v1,` + sig + `"}`
-	addDestinationAttempts(t, s.pool, "billing_node", destination.Attempt{Provider: "paddle", EventID: ids[0],
-		At: now.Add(-time.Minute), Status: 500, Outcome: destination.OutcomeFailed, Response: echo})
+	addDestinationAttempts(t, s.pool, "billing_node", deststate.Attempt{Provider: "paddle", EventID: ids[0],
+		At: now.Add(-time.Minute), Status: 500, Outcome: deststate.OutcomeFailed, Response: echo})
 	_, err := s.pool.Exec(context.Background(), `INSERT INTO billing_node.attempts (provider, event_id, attempted_at, status, latency_ms, outcome, error, response)
 		VALUES ('paddle', $1, $2, 500, 1, 'failed', '', $3)`, ids[0], now.Add(-30*time.Second), echo)
 	require.NoError(t, err)

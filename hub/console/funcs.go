@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/hookhub/hookhub/hub/ops"
-	"github.com/hookhub/hookhub/subscribers/destination"
+	"github.com/hookhub/hookhub/subscribers/destination/deststate"
 )
 
 // funcs are the templates' helpers.
@@ -52,11 +52,11 @@ var funcs = template.FuncMap{
 	// words it.
 	"attemptOutcome": func(o string) string {
 		switch o {
-		case destination.OutcomeDeadLettered:
+		case deststate.OutcomeDeadLettered:
 			return "dead-lettered"
-		case destination.OutcomeGone:
+		case deststate.OutcomeGone:
 			return "gone (410): destination disabled"
-		case destination.OutcomeFailed:
+		case deststate.OutcomeFailed:
 			return "failed: retried"
 		}
 		return o

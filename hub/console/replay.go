@@ -74,35 +74,37 @@ func (js *jobs) stop() {
 	js.wg.Wait()
 }
 
-// start runs req as a new job unless one is running (then it returns
-// that one and false).
-func (js *jobs) start(who string, req ops.ReplayRequest, now time.Time, run func(context.Context, ops.ReplayRequest) (ops.ReplayResult, error), done func(*job)) (*job, bool) {
+// start runs j as a new job unless a job is running (then it returns
+// that one and false). run gets the job's context, cancelled by cancelJob
+// (a bulk job's Cancel button) or by stop, records its counts with set,
+// and says whether it ended cancelled; done gets a copy of the ended job.
+func (js *jobs) start(j *job, run func(ctx context.Context) (cancelled bool, err error), done func(*job)) (*job, bool) {
 	js.mu.Lock()
 	defer js.mu.Unlock()
-	for _, j := range js.list {
-		if j.State == jobRunning {
-			return j, false
+	for _, r := range js.list {
+		if r.State == jobRunning {
+			return r, false
 		}
 	}
-	j := &job{ID: randomHex(8), Who: who, Kind: jobReplay, Req: req, Started: now, State: jobRunning}
+	ctx, cancel := context.WithCancelCause(js.ctx)
+	j.ID, j.State, j.cancel = randomHex(8), jobRunning, cancel
 	js.list = append(js.list, j)
 	if len(js.list) > keptJobs {
 		js.list = js.list[len(js.list)-keptJobs:]
 	}
-	req.Progress = func(r ops.ReplayResult) {
-		js.mu.Lock()
-		j.Res = r
-		js.mu.Unlock()
-	}
 	js.wg.Add(1)
 	go func() {
 		defer js.wg.Done()
-		res, err := run(js.ctx, req)
+		defer cancel(nil)
+		cancelled, err := run(ctx)
 		js.mu.Lock()
-		j.Res, j.Finished = res, time.Now()
-		if err != nil {
+		j.Finished = time.Now()
+		switch {
+		case cancelled:
+			j.State = jobCancelled
+		case err != nil:
 			j.State, j.Err = jobFailed, err.Error()
-		} else {
+		default:
 			j.State = jobDone
 		}
 		snapshot := *j
@@ -110,6 +112,24 @@ func (js *jobs) start(who string, req ops.ReplayRequest, now time.Time, run func
 		done(&snapshot)
 	}()
 	return j, true
+}
+
+// set records a running job's counts.
+func (js *jobs) set(record func()) {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	record()
+}
+
+// startReplay runs req as a new replay job (start).
+func (js *jobs) startReplay(who string, req ops.ReplayRequest, now time.Time, run func(context.Context, ops.ReplayRequest) (ops.ReplayResult, error), done func(*job)) (*job, bool) {
+	j := &job{Who: who, Kind: jobReplay, Req: req, Started: now}
+	return js.start(j, func(ctx context.Context) (bool, error) {
+		req.Progress = func(r ops.ReplayResult) { js.set(func() { j.Res = r }) }
+		res, err := run(ctx, req)
+		js.set(func() { j.Res = res })
+		return false, err
+	}, done)
 }
 
 // get returns a copy of job id.
@@ -192,7 +212,7 @@ func (cn *Console) replayRun(c *fiber.Ctx, s *session) error {
 	run := func(ctx context.Context, req ops.ReplayRequest) (ops.ReplayResult, error) {
 		return cn.cfg.Operator.Replay(hub.WithActor(ctx, actor), req)
 	}
-	j, started := cn.jobs.start(who, req, cn.cfg.Now(), run, func(j *job) {
+	j, started := cn.jobs.startReplay(who, req, cn.cfg.Now(), run, func(j *job) {
 		cn.log.Info("console action", "who", s.role, "token", s.tokenFP(), "name", s.name, "action", "replay finished", "job", j.ID,
 			"state", j.State, "matched", j.Res.Matched, "delivered", j.Res.Delivered, "processed", j.Res.Processed,
 			"skipped", j.Res.Skipped, "dead_lettered", j.Res.DeadLettered, "unsettled", j.Res.Unsettled, "err", j.Err)
@@ -206,6 +226,7 @@ func (cn *Console) replayRun(c *fiber.Ctx, s *session) error {
 	return c.Redirect("/console/replay/jobs/"+j.ID, fiber.StatusSeeOther)
 }
 
+// jobView is a replay or bulk job's page (Finished: a replay's).
 type jobView struct {
 	J        job
 	Value    int

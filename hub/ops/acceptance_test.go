@@ -37,6 +37,23 @@ type system struct {
 
 const paddleSecret = "pdl_ntfset_01opstest00000000000000000000_OpsTestSecret00000000000"
 
+// halfDeadLettered delivers evt_ops_0 to evt_ops_<events-1> to credits
+// and to the flaky subscriber, broken (it dead-letters the odd ones), and
+// waits until both settled them.
+func (s *system) halfDeadLettered(events int) {
+	s.t.Helper()
+	s.broken.Store(true)
+	s.startFlaky("flaky")
+	s.startCredits()
+	for i := range events {
+		require.False(s.t, s.deliver(fmt.Sprintf("evt_ops_%d", i)))
+	}
+	s.Eventually(func() bool {
+		return s.Count(`SELECT count(*) FROM flaky.effects`) == events/2 && s.Count(`SELECT count(*) FROM flaky.dead_letters`) == events/2
+	}, "half the events dead-lettered")
+	s.Eventually(func() bool { return s.Count(`SELECT count(*) FROM credits.ledger`) == events }, "credits processed everything")
+}
+
 func newSystem(t *testing.T) *system {
 	t.Helper()
 	hub := testhub.New(t, service.Deps{}, func(c *service.Config) { c.SetSecrets("paddle", paddleSecret) })
@@ -104,17 +121,8 @@ func (s *system) deliver(eventID string) bool {
 func TestReplayAfterFix(t *testing.T) {
 	t.Parallel()
 	s := newSystem(t)
-	s.broken.Store(true)
-	s.startFlaky("flaky")
-	s.startCredits()
 	const events = 10
-	for i := range events {
-		require.False(t, s.deliver(fmt.Sprintf("evt_ops_%d", i)))
-	}
-	s.Eventually(func() bool {
-		return s.Count(`SELECT count(*) FROM flaky.effects`) == events/2 && s.Count(`SELECT count(*) FROM flaky.dead_letters`) == events/2
-	}, "half the events dead-lettered")
-	s.Eventually(func() bool { return s.Count(`SELECT count(*) FROM credits.ledger`) == events }, "credits processed everything")
+	s.halfDeadLettered(events)
 	creditsBefore := s.subs["credits"].Stats()
 
 	ctx := context.Background()
@@ -350,4 +358,56 @@ func TestShowEventOutcomesFollowConsumerFilters(t *testing.T) {
 	require.Equal(t, map[string]string{"credits": ops.OutcomeProcessed, "flaky": ops.OutcomeProcessed,
 		"wild": ops.OutcomeUnknown, "deep": ops.OutcomeUnknown, "clerkonly": ops.OutcomeUnknown,
 		"updates": ops.OutcomeUnknown, "ghost": ops.OutcomeUnknown, "everything": ops.OutcomeUnknown}, got)
+}
+
+// A replay to a destination sends every event again, those it delivered
+// before too (ResendReplays): the dry run says so (6 to send, 6 of them
+// again, none skipped), and the run counts what was sent, as the
+// receiver saw it. Before, the dry run said "0 to process" and the run "6
+// skipped", while the endpoint received all 6 again.
+func TestReplayToADestinationCountsWhatIsSent(t *testing.T) {
+	t.Parallel()
+	s := newSystem(t)
+	received := testhub.StartDestination(t, s.Pool(), s.JetStream(), "billing")
+
+	const events = 6
+	for i := range events {
+		require.False(t, s.deliver(fmt.Sprintf("evt_dest_%d", i)))
+	}
+	s.Eventually(func() bool { return s.Count(`SELECT count(*) FROM billing.processed_messages`) == events }, "the destination delivered every event")
+	require.EqualValues(t, events, received.Load())
+
+	req := ops.ReplayRequest{Subscriber: "billing", Since: time.Now().Add(-time.Hour), DryRun: true}
+	plan, err := s.ops.Replay(context.Background(), req)
+	require.NoError(t, err)
+	require.True(t, plan.Destination)
+	require.Equal(t, events, plan.Matched)
+	require.Equal(t, events, plan.ToProcess, "a destination sends every event")
+	require.Equal(t, events, plan.Resend, "all of them again")
+	require.Zero(t, plan.Skipped)
+
+	req.DryRun, req.Wait = false, 60*time.Second
+	res, err := s.ops.Replay(context.Background(), req)
+	require.NoError(t, err)
+	require.Equal(t, events, res.Delivered)
+	require.Equal(t, events, res.Resent, "%+v", res)
+	require.Zero(t, res.Skipped)
+	require.Zero(t, res.Processed)
+	require.Zero(t, res.Unsettled)
+	require.EqualValues(t, 2*events, received.Load(), "the endpoint received every event again")
+
+	// A bulk replay counts the same way.
+	breq := ops.BulkRequest{Action: ops.BulkReplay, Subscriber: "billing", DryRun: true, Rate: ops.MaxBulkRate, Wait: 60 * time.Second, Sample: 1,
+		Filter: ops.EventFilter{Since: time.Now().Add(-time.Hour)}}
+	bplan, err := s.ops.Bulk(context.Background(), breq)
+	require.NoError(t, err)
+	require.True(t, bplan.Destination)
+	require.Equal(t, events, bplan.ToProcess)
+	require.Equal(t, events, bplan.AlreadyProcessed)
+	breq.DryRun = false
+	bres, err := s.ops.Bulk(context.Background(), breq)
+	require.NoError(t, err)
+	require.Equal(t, events, bres.Resent, "%+v", bres)
+	require.Zero(t, bres.Skipped)
+	require.EqualValues(t, 3*events, received.Load())
 }

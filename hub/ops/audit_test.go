@@ -15,7 +15,7 @@ import (
 	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/subscribers/destination"
+	"github.com/hookhub/hookhub/subscribers/destination/deststate"
 )
 
 // auditEntries lists the whole trail, oldest first.
@@ -73,7 +73,7 @@ func TestActionsAreAudited(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.ops.Purge(ctx, ops.PurgeRequest{OlderThan: time.Hour, BatchSize: 10})
 	require.ErrorIs(t, err, ops.ErrInvalid)
-	_, err = s.ops.SetDestinationState(ctx, "nowhere", destination.StatePaused, "maintenance")
+	_, err = s.ops.SetDestinationState(ctx, "nowhere", deststate.StatePaused, "maintenance")
 	require.Error(t, err)
 
 	es := auditEntries(t, s.ops)

@@ -196,7 +196,7 @@ func (req *BulkRequest) check(now time.Time) error {
 // filter, over the bounds, a busy hub, an unknown subscriber) as refused,
 // with its reason and counts so far.
 func (o *Ops) Bulk(ctx context.Context, req BulkRequest) (BulkResult, error) {
-	res := BulkResult{RunID: strconv.FormatInt(o.now().UnixNano(), 36), Action: req.Action, Subscriber: req.Subscriber, DryRun: req.DryRun}
+	j := newJob(BulkResult{RunID: strconv.FormatInt(o.now().UnixNano(), 36), Action: req.Action, Subscriber: req.Subscriber, DryRun: req.DryRun}, req.Progress)
 	if req.Filter.Now.IsZero() {
 		// One now for the check and every page of the filter: a range
 		// read as "7d" is exactly the longest a payload filter searches.
@@ -206,37 +206,29 @@ func (o *Ops) Bulk(ctx context.Context, req BulkRequest) (BulkResult, error) {
 	if req.Action == BulkReplay {
 		action, target = ActionBulkReplay, "subscriber "+req.Subscriber
 	}
-	p, err := o.planBulk(ctx, &req, &res)
+	p, err := o.planBulk(ctx, &req, &j.res)
+	if p.release != nil {
+		defer p.release()
+	}
 	if err != nil || req.DryRun {
 		if err != nil && !req.DryRun && !errors.Is(err, ErrAuditUnavailable) {
-			_ = o.Refuse(ctx, action, target, bulkAuditParams(req, res), err)
+			_ = o.Refuse(ctx, action, target, bulkAuditParams(req, j.res), err)
 		}
-		if p.release != nil {
-			p.release()
-		}
-		return res, err
+		return j.res, err
 	}
-	defer p.release()
-	progress := func() {
-		if req.Progress != nil {
-			req.Progress(res)
-		}
-	}
-	progress()
-	err = o.audited(ctx, action, target, bulkAuditParams(req, res), func() (any, error) {
+	j.report()
+	_, err = auditedResult(ctx, o, action, target, bulkAuditParams(req, j.res), func() (BulkResult, error) {
 		var err error
 		if req.Action == BulkReplay {
-			err = o.bulkReplay(ctx, req, p.msgs, p.before, &res, progress)
+			err = o.bulkReplay(ctx, j, req, p)
 		} else {
-			err = o.bulkRepublish(ctx, req, p.ids, &res, progress)
+			err = o.bulkRepublish(ctx, j.at(req.Rate, min(republishPage, int(req.Rate/5))), p.ids)
 		}
-		if ctx.Err() != nil {
-			res.Cancelled = true
-		}
-		return res, err
+		j.res.Cancelled = ctx.Err() != nil
+		return j.res, err
 	})
-	progress()
-	return res, err
+	j.report()
+	return j.res, err
 }
 
 // bulkAuditParams are a bulk run's parameters in the audit trail.
@@ -257,6 +249,7 @@ type bulkPlan struct {
 	msgs    []replayMsg
 	ids     []string
 	before  map[subscriber.EventKey]bool
+	counts  ReplayResult // a replay's, as Replay plans them
 	release func()
 }
 
@@ -306,9 +299,11 @@ func (o *Ops) planBulk(ctx context.Context, req *BulkRequest, res *BulkResult) (
 		if p.before, err = o.processedSet(ctx, req.Subscriber, p.msgs); err != nil {
 			return p, err
 		}
-		if err := o.bulkCounts(ctx, req.Subscriber, len(p.before), res); err != nil {
+		p.counts = ReplayResult{RunID: res.RunID, Matched: len(p.msgs)}
+		if err := o.planCounts(ctx, req.Subscriber, len(p.before), &p.counts); err != nil {
 			return p, err
 		}
+		res.Destination, res.AlreadyProcessed, res.ToProcess = p.counts.Destination, len(p.before), p.counts.ToProcess
 	}
 	if req.DryRun {
 		return p, nil
@@ -430,46 +425,33 @@ func (o *Ops) bulkMatch(ctx context.Context, req BulkRequest, permit *Permit, re
 	return out, nil
 }
 
-// bulkReplay replays msgs to the subscriber as Replay does.
-func (o *Ops) bulkReplay(ctx context.Context, req BulkRequest, msgs []replayMsg, before map[subscriber.EventKey]bool, res *BulkResult, progress func()) error {
-	rr := ReplayResult{RunID: res.RunID, Matched: len(msgs)}
-	if err := o.planCounts(ctx, req.Subscriber, len(before), &rr); err != nil {
-		return err
-	}
-	sync := func() {
+// bulkReplay replays p's messages to the subscriber as Replay does, in a
+// job of its own whose counts are j's.
+func (o *Ops) bulkReplay(ctx context.Context, j *job[BulkResult], req BulkRequest, p bulkPlan) error {
+	rj := newJob(p.counts, func(rr ReplayResult) {
+		res := &j.res
 		res.Published, res.Processed, res.Skipped, res.Resent = rr.Delivered, rr.Processed, rr.Skipped, rr.Resent
 		res.DeadLettered, res.Unsettled = rr.DeadLettered, rr.Unsettled
-		progress()
-	}
-	err := o.replayCopies(ctx, ReplayRequest{Subscriber: req.Subscriber, Rate: req.Rate, Wait: req.Wait}, msgs, before, &rr, sync)
-	sync()
+		j.report()
+	}).at(req.Rate, 1)
+	err := o.replayCopies(ctx, rj, req.Subscriber, req.Wait, p.msgs, p.before)
+	rj.report()
 	return err
 }
 
 // bulkRepublish republishes the events of ids (archive ids) through
-// Republish, in chunks of a fifth of a second's worth at the rate.
-func (o *Ops) bulkRepublish(ctx context.Context, req BulkRequest, ids []string, res *BulkResult, progress func()) error {
-	chunk := max(1, min(republishPage, int(req.Rate/5)))
-	t := time.NewTicker(time.Duration(float64(chunk) / req.Rate * float64(time.Second)))
-	defer t.Stop()
-	for i := 0; i < len(ids); i += chunk {
-		if i > 0 {
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
+// Republish, in the steps of j (a fifth of a second's worth at its rate).
+func (o *Ops) bulkRepublish(ctx context.Context, j *job[BulkResult], ids []string) error {
+	return j.steps(ctx, len(ids), func(lo, hi int) error {
 		// The unaudited republish: the bulk action is recorded once, in Bulk.
-		r, err := o.republish(ctx, RepublishFilter{ArchiveIDs: ids[i:min(i+chunk, len(ids))]})
+		r, err := o.republish(ctx, RepublishFilter{ArchiveIDs: ids[lo:hi]})
 		if err != nil && !errors.Is(err, ErrNotFound) { // purged meanwhile: nothing to publish
 			return err
 		}
-		res.Published += r.Published
-		res.Failed += r.Failed
-		progress()
-	}
-	return nil
+		j.res.Published += r.Published
+		j.res.Failed += r.Failed
+		return nil
+	})
 }
 
 // errGone: a message is no longer on the stream.

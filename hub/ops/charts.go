@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hookhub/hookhub/subscribers/destination"
+	"github.com/hookhub/hookhub/subscribers/destination/deststate"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -142,11 +142,7 @@ func (o *Ops) ProcessingCharts(ctx context.Context, hours int) (pc ProcessingCha
 	defer func() { permit.Scanned(scanned) }()
 	from, until, step := ChartWindow(o.now(), hours)
 	pc = ProcessingCharts{From: from, Until: until, Step: step}
-	subs, err := o.Subscribers(ctx)
-	if err != nil {
-		return pc, err
-	}
-	dests, err := destination.Names(ctx, o.subs)
+	subs, dests, err := o.subscribersAndDestinations(ctx)
 	if err != nil {
 		return pc, err
 	}
@@ -156,7 +152,7 @@ func (o *Ops) ProcessingCharts(ctx context.Context, hours int) (pc ProcessingCha
 	}
 	for _, name := range subs {
 		c, err := o.subscriberChart(ctx, name, slices.Contains(dests, name), from, until, step)
-		if errors.Is(err, subscriber.ErrUnknownSubscriber) || errors.Is(err, destination.ErrUnknownDestination) {
+		if errors.Is(err, subscriber.ErrUnknownSubscriber) || errors.Is(err, deststate.ErrUnknownDestination) {
 			continue // its tables were dropped since the list was read
 		}
 		if err != nil {
@@ -224,7 +220,7 @@ func (o *Ops) subscriberChart(ctx context.Context, name string, dest bool, from,
 	if !dest {
 		return c, nil
 	}
-	ab, partial, err := destination.AttemptActivity(ctx, o.subs, name, from, until, step, MaxChartRows)
+	ab, partial, err := deststate.AttemptActivity(ctx, o.subs, name, from, until, step, MaxChartRows)
 	if err != nil {
 		return c, fmt.Errorf("destination %s: %w", name, err)
 	}

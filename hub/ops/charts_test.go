@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/subscribers/destination"
+	"github.com/hookhub/hookhub/subscribers/destination/deststate"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -21,26 +21,17 @@ import (
 func TestProcessingCharts(t *testing.T) {
 	t.Parallel()
 	s := newSystem(t)
-	s.broken.Store(true)
-	s.startFlaky("flaky")
-	s.startCredits()
 	const events = 10
-	for i := range events {
-		require.False(t, s.deliver(fmt.Sprintf("evt_ops_%d", i)))
-	}
-	s.Eventually(func() bool {
-		return s.Count(`SELECT count(*) FROM flaky.effects`) == events/2 && s.Count(`SELECT count(*) FROM flaky.dead_letters`) == events/2 &&
-			s.Count(`SELECT count(*) FROM credits.processed_messages`) == events
-	}, "credits processed everything, flaky half")
+	s.halfDeadLettered(events)
 	ctx := context.Background()
 	require.NoError(t, subscriber.Migrate(ctx, s.Pool(), "webhooks_out", destination.Migrations("webhooks_out")))
 	now := time.Now()
 	for i, st := range []int{200, 200, 503} {
-		outcome := destination.OutcomeDelivered
+		outcome := deststate.OutcomeDelivered
 		if st != 200 {
-			outcome = destination.OutcomeFailed
+			outcome = deststate.OutcomeFailed
 		}
-		require.NoError(t, destination.RecordAttempt(ctx, s.Pool(), destination.Attempt{Destination: "webhooks_out", Provider: "paddle",
+		require.NoError(t, deststate.RecordAttempt(ctx, s.Pool(), deststate.Attempt{Destination: "webhooks_out", Provider: "paddle",
 			EventID: fmt.Sprint("evt_ops_", i), At: now, Status: st, Latency: time.Duration(i+1) * 10 * time.Millisecond, Outcome: outcome}))
 	}
 
@@ -97,10 +88,7 @@ func TestProcessingCharts(t *testing.T) {
 // Many subscribers: the chart keeps MaxChartSubscribers and counts the
 // others; none has data, and nothing is NaN or partial.
 func TestProcessingChartsBounded(t *testing.T) {
-	t.Parallel()
-	pool, _ := hubdb.Pool(t)
-	o := newOps(t, pool, nil)
-	ctx := context.Background()
+	ctx, pool, o := newDBOps(t)
 	for i := range ops.MaxChartSubscribers + 2 {
 		require.NoError(t, subscriber.Migrate(ctx, pool, fmt.Sprintf("sub_%02d", i), nil))
 	}

@@ -1,17 +1,20 @@
 package ops_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookhub/hookhub/hub/internal/hubdb"
+	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/ops"
+	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/subscribers/destination"
+	"github.com/hookhub/hookhub/subscribers/destination/deststate"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -20,10 +23,7 @@ import (
 // not a destination has none, and a destination that attempted the event
 // without settling it is pending.
 func TestShowEventDestinationAttempts(t *testing.T) {
-	t.Parallel()
-	pool, _ := hubdb.Pool(t)
-	o := newOps(t, pool, nil)
-	ctx := context.Background()
+	ctx, pool, o := newDBOps(t)
 	now := time.Now().Truncate(time.Microsecond)
 	archive(t, pool, now.Add(-time.Hour), "evt_dest", "evt_many")
 	publish(t, pool)
@@ -33,14 +33,14 @@ func TestShowEventDestinationAttempts(t *testing.T) {
 	}
 	record := func(dest, eventID string, at time.Time, status int, outcome, errText, response string) {
 		t.Helper()
-		require.NoError(t, destination.RecordAttempt(ctx, pool, destination.Attempt{Destination: dest, Provider: "paddle", EventID: eventID,
+		require.NoError(t, deststate.RecordAttempt(ctx, pool, deststate.Attempt{Destination: dest, Provider: "paddle", EventID: eventID,
 			StreamSeq: 1, At: at, Status: status, Latency: 25 * time.Millisecond, Outcome: outcome, Error: errText, Response: response}))
 	}
-	record("billing", "evt_dest", now.Add(-3*time.Minute), 0, destination.OutcomeFailed, "dial tcp 10.0.0.1:443: connection refused", "")
-	record("billing", "evt_dest", now.Add(-2*time.Minute), 503, destination.OutcomeFailed, "503 Service Unavailable", "<h1>down</h1>")
-	record("billing", "evt_other", now.Add(-time.Minute), 200, destination.OutcomeDelivered, "", "ok") // another event
+	record("billing", "evt_dest", now.Add(-3*time.Minute), 0, deststate.OutcomeFailed, "dial tcp 10.0.0.1:443: connection refused", "")
+	record("billing", "evt_dest", now.Add(-2*time.Minute), 503, deststate.OutcomeFailed, "503 Service Unavailable", "<h1>down</h1>")
+	record("billing", "evt_other", now.Add(-time.Minute), 200, deststate.OutcomeDelivered, "", "ok") // another event
 	for i := range ops.MaxShownAttempts + 5 {
-		record("crm", "evt_many", now.Add(time.Duration(i-100)*time.Second), 500, destination.OutcomeFailed, fmt.Sprint("try ", i), "")
+		record("crm", "evt_many", now.Add(time.Duration(i-100)*time.Second), 500, deststate.OutcomeFailed, fmt.Sprint("try ", i), "")
 	}
 
 	d, err := o.ShowEvent(ctx, "paddle:evt_dest")
@@ -93,10 +93,7 @@ func TestShowEventDestinationAttempts(t *testing.T) {
 // A destination's event parked for a later retry is recorded as processed
 // by the subscriber library, but its detail says it waits.
 func TestShowEventParkedIsWaiting(t *testing.T) {
-	t.Parallel()
-	pool, _ := hubdb.Pool(t)
-	o := newOps(t, pool, nil)
-	ctx := context.Background()
+	ctx, pool, o := newDBOps(t)
 	archive(t, pool, time.Now().Add(-time.Hour), "evt_parked", "evt_done")
 	publish(t, pool)
 	require.NoError(t, subscriber.Migrate(ctx, pool, "billing", destination.Migrations("billing")))
@@ -113,5 +110,45 @@ func TestShowEventParkedIsWaiting(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, d.Subscribers, 1)
 		require.Equal(t, want, d.Subscribers[0].Outcome, id)
+	}
+}
+
+// TestShowEventRedactsAttempts: what a receiver echoed into the attempt
+// log (a bearer credential, a Slack-style path token, a query token, a
+// signature), in a row written by this version or an older one, never
+// reaches the event view nor the entity timeline that the admin API and
+// the console serve to every role.
+func TestShowEventRedactsAttempts(t *testing.T) {
+	ctx, pool, o := newDBOps(t)
+	cus := hub.Entity{Kind: "customer", ID: "cus_red"}
+	_, err := store.New(pool).Ingest(ctx, []hub.Delivery{{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "stripe", EventID: "evt_red",
+		EventType: "customer.updated", Body: []byte(`{}`), ReceivedAt: time.Now(), Entities: []hub.Entity{cus}}})
+	require.NoError(t, err)
+	require.NoError(t, subscriber.Migrate(ctx, pool, "billing", destination.Migrations("billing")))
+	const (
+		bearer = "eyJhbGciOiJIUzI1NiJ9.c2VjcmV0.sig"
+		path   = "a1B2c3D4e5F6g7H8i9J0k1L2"
+		query  = "qs3cr3tt0ken99"
+		sig    = "K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4="
+	)
+	echo := `{"authorization":"Bearer ` + bearer + `","url":"https://hooks.slack.com/services/T0ABCDEFG/B0ABCDEFG/` + path + `?access=` + query + `","webhook-signature":"v1,` + sig + `"}`
+	require.NoError(t, deststate.RecordAttempt(ctx, pool, deststate.Attempt{Destination: "billing", Provider: "stripe", EventID: "evt_red",
+		At: time.Now().Add(-time.Minute), Status: 500, Outcome: deststate.OutcomeFailed, Response: echo, Error: "HTTP 500: Bearer " + bearer}))
+	// A row as an older version wrote it, unredacted.
+	_, err = pool.Exec(ctx, `INSERT INTO billing.attempts (provider, event_id, attempted_at, status, latency_ms, outcome, error, response)
+		VALUES ('stripe', 'evt_red', now(), 500, 1, 'failed', '', $1)`, echo)
+	require.NoError(t, err)
+
+	d, err := o.ShowEvent(ctx, "stripe:evt_red")
+	require.NoError(t, err)
+	tl, err := o.EntityTimeline(ctx, ops.TimelineQuery{Entity: "cus_red", Limit: 5})
+	require.NoError(t, err)
+	for what, v := range map[string]any{"event view": d, "entity timeline": tl} {
+		b, err := json.Marshal(v)
+		require.NoError(t, err)
+		require.Contains(t, string(b), "authorization", "%s shows the attempts", what)
+		for _, secret := range []string{bearer, path, query, sig[:20]} {
+			require.False(t, strings.Contains(string(b), secret), "%s shows %q: %s", what, secret, b)
+		}
 	}
 }

@@ -65,13 +65,7 @@ type RedriveResult struct {
 // It is recorded in the audit trail (action "redrive").
 func (o *Ops) Redrive(ctx context.Context, req RedriveRequest) (RedriveResult, error) {
 	params := map[string]any{"subscriber": clip(req.Subscriber, maxAuditParam), "id": req.ID, "all": req.All}
-	var res RedriveResult
-	err := o.audited(ctx, ActionRedrive, "subscriber "+req.Subscriber, params, func() (any, error) {
-		var err error
-		res, err = o.redrive(ctx, req)
-		return res, err
-	})
-	return res, err
+	return auditedResult(ctx, o, ActionRedrive, "subscriber "+req.Subscriber, params, func() (RedriveResult, error) { return o.redrive(ctx, req) })
 }
 
 func (o *Ops) redrive(ctx context.Context, req RedriveRequest) (RedriveResult, error) {

@@ -6,7 +6,8 @@
 //
 // Ops owns no table. It reads and purges the hub's tables through the
 // store (Archive: hub/store, their only owner), the subscribers' tables
-// through the subscriber library's functions, and publishes republished
+// through the subscriber library's functions, a destination's through
+// deststate (never the destination runtime), and publishes republished
 // copies through the hub's publisher (Republisher: hub/relay), so that a
 // copy is built by the same code as the original message.
 //

@@ -14,7 +14,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/schema"
-	"github.com/hookhub/hookhub/subscribers/destination"
+	"github.com/hookhub/hookhub/subscribers/destination/deststate"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -193,7 +193,7 @@ type SubscriberOutcome struct {
 	Destination bool `json:"destination,omitempty"`
 	// HTTPAttempts are a destination's attempts to deliver the event, the
 	// last MaxShownAttempts, oldest first: its delivery timeline.
-	HTTPAttempts []destination.Attempt `json:"http_attempts,omitempty"`
+	HTTPAttempts []deststate.Attempt `json:"http_attempts,omitempty"`
 	// HTTPAttemptsTruncated: there were more; the newest are listed.
 	HTTPAttemptsTruncated bool `json:"http_attempts_truncated,omitempty"`
 }
@@ -356,11 +356,7 @@ type outcomeEvent struct {
 // index descent per event); otherwise its last MaxShownAttempts of the one
 // event per query.
 func (o *Ops) outcomes(ctx context.Context, events []outcomeEvent, lastOnly bool) ([][]SubscriberOutcome, error) {
-	subs, err := o.Subscribers(ctx)
-	if err != nil {
-		return nil, err
-	}
-	dests, err := destination.Names(ctx, o.subs)
+	subs, dests, err := o.subscribersAndDestinations(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -463,8 +459,8 @@ func (o *Ops) markWaiting(ctx context.Context, sub string, dests []string, keys 
 	if !slices.Contains(dests, sub) {
 		return nil
 	}
-	parked, err := destination.ParkedOf(ctx, o.subs, sub, keys)
-	if err != nil && !errors.Is(err, destination.ErrUnknownDestination) {
+	parked, err := deststate.ParkedOf(ctx, o.subs, sub, keys)
+	if err != nil && !errors.Is(err, deststate.ErrUnknownDestination) {
 		return err
 	}
 	for k := range parked {
@@ -479,8 +475,8 @@ func (o *Ops) markWaiting(ctx context.Context, sub string, dests []string, keys 
 func (o *Ops) httpAttempts(ctx context.Context, dest string, events []outcomeEvent, keys []subscriber.EventKey,
 	index map[subscriber.EventKey]int, sos []SubscriberOutcome, lastOnly bool) error {
 	if lastOnly {
-		last, err := destination.LastAttempts(ctx, o.subs, dest, keys)
-		if errors.Is(err, destination.ErrUnknownDestination) {
+		last, err := deststate.LastAttempts(ctx, o.subs, dest, keys)
+		if errors.Is(err, deststate.ErrUnknownDestination) {
 			return nil // dropped meanwhile
 		}
 		if err != nil {
@@ -491,15 +487,15 @@ func (o *Ops) httpAttempts(ctx context.Context, dest string, events []outcomeEve
 		}
 		for _, a := range last {
 			if i, ok := index[subscriber.EventKey{Provider: a.Provider, EventID: a.EventID}]; ok {
-				sos[i].HTTPAttempts = []destination.Attempt{a}
+				sos[i].HTTPAttempts = []deststate.Attempt{a}
 			}
 		}
 		return nil
 	}
 	for i, e := range events {
-		attempts, err := destination.AttemptsFor(ctx, o.subs, dest, e.Provider, e.EventID, MaxShownAttempts+1)
+		attempts, err := deststate.AttemptsFor(ctx, o.subs, dest, e.Provider, e.EventID, MaxShownAttempts+1)
 		switch {
-		case errors.Is(err, destination.ErrUnknownDestination): // dropped meanwhile
+		case errors.Is(err, deststate.ErrUnknownDestination): // dropped meanwhile
 			return nil
 		case err != nil:
 			return err

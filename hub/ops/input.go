@@ -193,10 +193,3 @@ func checkRate(r float64) error {
 	}
 	return nil
 }
-
-// rateInterval is the pause between two copies at rate r, which checkRate
-// accepted: between 100µs and 1s.
-func rateInterval(r float64) time.Duration {
-	r = min(max(r, MinReplayRate), MaxReplayRate)
-	return time.Duration(float64(time.Second) / r)
-}

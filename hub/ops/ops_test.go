@@ -2,8 +2,10 @@ package ops_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +21,9 @@ import (
 	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/schema"
+	"github.com/hookhub/hookhub/subscribers/destination"
+	"github.com/hookhub/hookhub/subscribers/destination/deststate"
+	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
 // newOps returns Ops on the hub's store and, with js, its stream WEBHOOKS
@@ -36,6 +41,28 @@ func newOps(t *testing.T, pool *pgxpool.Pool, js jetstream.JetStream) *ops.Ops {
 }
 
 // archive commits deliveries the way the hub does and returns their ids.
+// newDBOps runs t in parallel, with an Ops on a database of its own and
+// no stream.
+func newDBOps(t *testing.T) (context.Context, *pgxpool.Pool, *ops.Ops) {
+	t.Helper()
+	t.Parallel()
+	pool, _ := hubdb.Pool(t)
+	return context.Background(), pool, newOps(t, pool, nil)
+}
+
+// newStreamOps runs t in parallel, with an Ops on a database and a stream
+// (on paddle.>) of its own.
+func newStreamOps(t *testing.T) (context.Context, *pgxpool.Pool, jetstream.JetStream, jetstream.Stream, *ops.Ops) {
+	t.Helper()
+	t.Parallel()
+	pool, _ := hubdb.Pool(t)
+	_, js := hubtest.JetStream(t).Connect(t)
+	ctx := context.Background()
+	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: schema.DefaultStream, Subjects: []string{"paddle.>"}})
+	require.NoError(t, err)
+	return ctx, pool, js, st, newOps(t, pool, js)
+}
+
 func archive(t *testing.T, pool *pgxpool.Pool, at time.Time, eventIDs ...string) []uuid.UUID {
 	t.Helper()
 	var ds []hub.Delivery
@@ -95,10 +122,7 @@ func archiveState(t *testing.T, pool *pgxpool.Pool, at time.Time, status hub.Sta
 }
 
 func TestListAndShowEvents(t *testing.T) {
-	t.Parallel()
-	pool, _ := hubdb.Pool(t)
-	o := newOps(t, pool, nil)
-	ctx := context.Background()
+	ctx, pool, o := newDBOps(t)
 	now := time.Now()
 	ids := archive(t, pool, now.Add(-2*time.Hour), "evt_old")
 	for range 9 {
@@ -161,10 +185,7 @@ func TestListAndShowEvents(t *testing.T) {
 }
 
 func TestPurgeKeepsDedupAndPending(t *testing.T) {
-	t.Parallel()
-	pool, _ := hubdb.Pool(t)
-	o := newOps(t, pool, nil)
-	ctx := context.Background()
+	ctx, pool, o := newDBOps(t)
 	old := time.Now().Add(-100 * 24 * time.Hour)
 	var events []string
 	for i := range 25 {
@@ -220,10 +241,7 @@ func TestStatusWithoutNATS(t *testing.T) {
 // whichever way they got there (published by a relay at once, or after a
 // failed attempt; waiting in the outbox leased, or after a failure).
 func TestOperationsReadStates(t *testing.T) {
-	t.Parallel()
-	pool, _ := hubdb.Pool(t)
-	o := newOps(t, pool, nil)
-	ctx := context.Background()
+	ctx, pool, o := newDBOps(t)
 	old := time.Now().Add(-40 * 24 * time.Hour).Truncate(time.Microsecond)
 	archiveState(t, pool, old, hub.Processed, "evt_older_processed")
 	archiveState(t, pool, old.Add(time.Minute), hub.Pending, "evt_older_pending")
@@ -290,14 +308,7 @@ func TestOperationsReadStates(t *testing.T) {
 // the relay: the copies are the hub's messages, under their own ids, page
 // after page; FAILED, PENDING and SKIPPED events are refused.
 func TestRepublishThroughRelay(t *testing.T) {
-	t.Parallel()
-	pool, _ := hubdb.Pool(t)
-	n := hubtest.JetStream(t)
-	_, js := n.Connect(t)
-	ctx := context.Background()
-	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: schema.DefaultStream, Subjects: []string{"paddle.>"}})
-	require.NoError(t, err)
-	o := newOps(t, pool, js)
+	ctx, pool, _, st, o := newStreamOps(t)
 	at := time.Now().Add(-time.Hour)
 	const events = 530 // more than a page
 	ids := make([]string, events)
@@ -368,4 +379,195 @@ func TestRepublishThroughRelay(t *testing.T) {
 	// Without a publisher, only a dry run.
 	_, err = newOps(t, pool, nil).Republish(ctx, ops.RepublishFilter{Since: at})
 	require.ErrorIs(t, err, ops.ErrNoStream)
+}
+
+func TestCursorRoundTrip(t *testing.T) {
+	for _, c := range []hub.ArchiveCursor{
+		{ReceivedAt: time.Date(2026, 11, 30, 12, 0, 0, 123456000, time.UTC), ArchiveID: uuid.Must(uuid.NewV7())},
+		{ReceivedAt: time.Date(1999, 1, 1, 0, 0, 0, 0, time.UTC), ArchiveID: uuid.Max},
+		{ReceivedAt: time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC), ArchiveID: uuid.Nil},
+		{ReceivedAt: time.Unix(0, 0).UTC(), ArchiveID: uuid.New()},
+	} {
+		s := ops.FormatCursor(c)
+		require.Len(t, s, 32)
+		got, err := ops.ParseCursor("before", s)
+		require.NoError(t, err, s)
+		require.True(t, c.ReceivedAt.Equal(got.ReceivedAt), "%s: %s != %s", s, got.ReceivedAt, c.ReceivedAt)
+		require.Equal(t, c.ArchiveID, got.ArchiveID)
+	}
+	good := ops.FormatCursor(hub.ArchiveCursor{ReceivedAt: time.Now(), ArchiveID: uuid.New()})
+	for _, bad := range []string{
+		"", "x", good[:31], good + "A", strings.Repeat("=", 32), strings.ToUpper(good[:30]) + "+/",
+		good[:31] + "\x00",
+		"f_________wAAAAAAAAAAAAAAAAAAAAA", // year 294247: beyond any archive row
+		"gAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", // before year 1
+		"2026-11-30T12:00:00Z",
+	} {
+		_, err := ops.ParseCursor("before", bad)
+		var input *ops.InputError
+		require.ErrorAs(t, err, &input, "%q", bad)
+		require.Equal(t, "before", input.Field)
+		require.True(t, errors.Is(err, ops.ErrInvalid))
+	}
+}
+
+func FuzzParseCursor(f *testing.F) {
+	f.Add(ops.FormatCursor(hub.ArchiveCursor{ReceivedAt: time.Now(), ArchiveID: uuid.New()}))
+	f.Add("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")
+	f.Add("f_________wAAAAAAAAAAAAAAAAAAAAA")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := ops.ParseCursor("before", s)
+		if err != nil {
+			if !errors.Is(err, ops.ErrInvalid) {
+				t.Fatalf("%q: %v is not an input error", s, err)
+			}
+			if len(err.Error()) > 400 { // the bound every operation keeps (TestOperationsRefuseInputsOutOfBounds)
+				t.Fatalf("%q: the message echoes the input whole: %d bytes", s, len(err.Error()))
+			}
+			return
+		}
+		if y := c.ReceivedAt.Year(); y < 1 || y > 9999 {
+			t.Fatalf("%q: year %d accepted", s, y)
+		}
+		// A cursor that parses is one FormatCursor writes.
+		if again := ops.FormatCursor(c); again != s {
+			t.Fatalf("%q parsed, but formats as %q", s, again)
+		}
+	})
+}
+
+// An entity's timeline lists the events about it across providers, newest
+// first, paged, each with the same subscriber outcomes as the event's own
+// detail (a destination's last attempt only); the events list filters by
+// entity too.
+func TestEntityTimeline(t *testing.T) {
+	ctx, pool, o := newDBOps(t)
+	now := time.Now().Truncate(time.Microsecond)
+	cus := hub.Entity{Kind: "customer", ID: "cus_42"}
+	var ds []hub.Delivery
+	for i, p := range []string{"paddle", "stripe", "paddle", "stripe", "paddle"} {
+		ds = append(ds, hub.Delivery{ArchiveID: uuid.Must(uuid.NewV7()), Provider: p, EventID: "evt_" + string(rune('a'+i)),
+			EventType: "customer.updated", Body: []byte(`{}`), ReceivedAt: now.Add(time.Duration(i-10) * time.Minute),
+			Entities: []hub.Entity{cus}})
+	}
+	ds = append(ds, hub.Delivery{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle", EventID: "evt_other",
+		EventType: "customer.updated", Body: []byte(`{}`), ReceivedAt: now})
+	_, err := store.New(pool).Ingest(ctx, ds)
+	require.NoError(t, err)
+	publish(t, pool, "evt_e") // evt_e waits in the outbox
+	require.NoError(t, subscriber.Migrate(ctx, pool, "plain", nil))
+	require.NoError(t, subscriber.Migrate(ctx, pool, "billing", destination.Migrations("billing")))
+	for i, status := range []int{500, 503} {
+		require.NoError(t, deststate.RecordAttempt(ctx, pool, deststate.Attempt{Destination: "billing", Provider: "stripe",
+			EventID: "evt_d", StreamSeq: 4, At: now.Add(time.Duration(i) * time.Second), Status: status, Outcome: deststate.OutcomeFailed}))
+	}
+
+	var got []string
+	q := ops.TimelineQuery{Entity: "cus_42", Limit: 2}
+	for range 5 {
+		tl, err := o.EntityTimeline(ctx, q)
+		require.NoError(t, err)
+		require.Equal(t, "cus_42", tl.Entity)
+		for _, e := range tl.Events {
+			got = append(got, e.Provider+":"+e.EventID)
+			require.Equal(t, []hub.Entity{cus}, e.Entities)
+			d, err := o.ShowEvent(ctx, e.Provider+":"+e.EventID)
+			require.NoError(t, err)
+			require.Equal(t, []hub.Entity{cus}, d.Entities)
+			for j := range d.Subscribers {
+				switch n := len(d.Subscribers[j].HTTPAttempts); {
+				case n == 0:
+					d.Subscribers[j].HTTPAttempts = nil
+				case n > 1:
+					d.Subscribers[j].HTTPAttempts = d.Subscribers[j].HTTPAttempts[n-1:]
+				}
+			}
+			require.Equal(t, d.Subscribers, e.Subscribers, e.EventID)
+		}
+		if tl.Next == "" {
+			break
+		}
+		q.Before = tl.Next
+	}
+	require.Equal(t, []string{"paddle:evt_e", "stripe:evt_d", "paddle:evt_c", "stripe:evt_b", "paddle:evt_a"}, got)
+
+	tl, err := o.EntityTimeline(ctx, ops.TimelineQuery{Entity: "cus_42"})
+	require.NoError(t, err)
+	require.Len(t, tl.Events, 5)
+	require.Empty(t, tl.Next)
+	byEvent := map[string]map[string]ops.SubscriberOutcome{}
+	for _, e := range tl.Events {
+		byEvent[e.EventID] = map[string]ops.SubscriberOutcome{}
+		for _, so := range e.Subscribers {
+			byEvent[e.EventID][so.Subscriber] = so
+		}
+	}
+	require.Equal(t, "PENDING", tl.Events[0].Status)
+	require.Equal(t, ops.OutcomeNotPublished, byEvent["evt_e"]["plain"].Outcome)
+	billing := byEvent["evt_d"]["billing"]
+	require.True(t, billing.Destination)
+	require.Equal(t, ops.OutcomeNone, billing.Outcome, "attempted, not settled: pending")
+	require.Len(t, billing.HTTPAttempts, 1)
+	require.Equal(t, 503, billing.HTTPAttempts[0].Status, "the last attempt")
+
+	rows, err := o.ListEvents(ctx, ops.EventFilter{Entity: "cus_42", Provider: "stripe", Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, rows, 2)
+	require.Equal(t, []hub.Entity{cus}, rows[0].Entities)
+	tl, err = o.EntityTimeline(ctx, ops.TimelineQuery{Entity: "nobody"})
+	require.NoError(t, err)
+	require.Empty(t, tl.Events)
+}
+
+// A bad entity is refused with the same message wherever it is given.
+func TestEntityInput(t *testing.T) {
+	ctx, _, o := newDBOps(t)
+	for _, c := range []struct{ entity, want string }{
+		{"", "entity: required: an entity id, e.g. cus_123"},
+		{strings.Repeat("x", hub.MaxEntityIDLen+1), "entity: longer than 255 bytes (256)"},
+		{"cus\n1", `entity: "cus\n1" contains control characters`},
+		{"cus\x001", `entity: "cus\x001" contains control characters`},
+		{"\xff", `entity: "\xff" is not valid UTF-8`},
+	} {
+		_, err := o.EntityTimeline(ctx, ops.TimelineQuery{Entity: c.entity})
+		require.ErrorIs(t, err, ops.ErrInvalid, c.entity)
+		require.EqualError(t, err, c.want)
+		require.EqualError(t, ops.CheckEntity(c.entity), c.want)
+		if c.entity != "" {
+			_, err = o.ListEvents(ctx, ops.EventFilter{Entity: c.entity, Limit: 1})
+			require.EqualError(t, err, c.want)
+		}
+	}
+	_, err := o.EntityTimeline(ctx, ops.TimelineQuery{Entity: "cus_1", Limit: ops.MaxTimelineLimit + 1})
+	require.ErrorIs(t, err, ops.ErrInvalid)
+	_, err = o.EntityTimeline(ctx, ops.TimelineQuery{Entity: "cus_1", Before: "nonsense"})
+	require.ErrorIs(t, err, ops.ErrInvalid)
+}
+
+// End to end: a Paddle webhook POSTed to the hub is found by the ids its
+// provider extraction names, with the subscriber's outcome.
+func TestEntityTimelineFromWebhook(t *testing.T) {
+	t.Parallel()
+	s := newSystem(t)
+	ctx := context.Background()
+	s.startCredits()
+	require.False(t, s.deliver("evt_ent_http"), "a first delivery")
+	s.Eventually(func() bool {
+		return s.Count(`SELECT count(*) FROM credits.processed_messages WHERE event_id = 'evt_ent_http'`) == 1
+	}, "credits processed evt_ent_http")
+	d, err := s.ops.ShowEvent(ctx, "paddle:evt_ent_http")
+	require.NoError(t, err)
+	require.NotEmpty(t, d.Entities, "the paddle extraction names the subscription and its customer")
+	for _, e := range d.Entities {
+		tl, err := s.ops.EntityTimeline(ctx, ops.TimelineQuery{Entity: e.ID})
+		require.NoError(t, err)
+		require.Len(t, tl.Events, 1, e.ID)
+		require.Equal(t, "evt_ent_http", tl.Events[0].EventID)
+		outcomes := map[string]string{}
+		for _, so := range tl.Events[0].Subscribers {
+			outcomes[so.Subscriber] = so.Outcome
+		}
+		require.Equal(t, ops.OutcomeProcessed, outcomes["credits"], e.ID)
+	}
 }

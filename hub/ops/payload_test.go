@@ -43,10 +43,7 @@ func eventIDs(rows []ops.EventRow) []string {
 }
 
 func TestPayloadFilterMatches(t *testing.T) {
-	t.Parallel()
-	pool, _ := hubdb.Pool(t)
-	o := newOps(t, pool, nil)
-	ctx := context.Background()
+	ctx, pool, o := newDBOps(t)
 	now := time.Now()
 	archiveBodies(t, pool, now.Add(-time.Hour), "e",
 		`{"data":{"object":{"customer":"cus_1","amount":10,"paid":true,"items":[{"id":"it_a"},{"id":"it_b"}]}}}`, // e000
@@ -86,10 +83,7 @@ func TestPayloadFilterMatches(t *testing.T) {
 }
 
 func TestPayloadFilterRangeBound(t *testing.T) {
-	t.Parallel()
-	pool, _ := hubdb.Pool(t)
-	o := newOps(t, pool, nil)
-	ctx := context.Background()
+	ctx, _, o := newDBOps(t)
 	now := o.Now()
 	w := []ops.PayloadMatch{{"data.id", "x"}}
 	for _, f := range []ops.EventFilter{

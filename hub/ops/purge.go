@@ -79,13 +79,7 @@ func (o *Ops) Purge(ctx context.Context, req PurgeRequest) (PurgeResult, error) 
 		return res, err
 	}
 	params := map[string]any{"older_than": fmtAge(req.OlderThan), "batch": req.BatchSize, "include_failed": req.IncludeFailed}
-	var res PurgeResult
-	err := o.audited(ctx, ActionPurge, "archive", params, func() (any, error) {
-		var err error
-		res, err = o.purge(ctx, req)
-		return res, err
-	})
-	return res, err
+	return auditedResult(ctx, o, ActionPurge, "archive", params, func() (PurgeResult, error) { return o.purge(ctx, req) })
 }
 
 func (o *Ops) purge(ctx context.Context, req PurgeRequest) (PurgeResult, error) {

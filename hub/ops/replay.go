@@ -122,22 +122,23 @@ func (o *Ops) Replay(ctx context.Context, req ReplayRequest) (ReplayResult, erro
 	}
 	params := map[string]any{"subscriber": clip(req.Subscriber, maxAuditParam), "since": auditTime(req.Since),
 		"until": auditTime(req.Until), "subject": clip(req.Subject, maxAuditParam), "rate": req.Rate, "wait": req.Wait.String()}
-	var res ReplayResult
-	err := o.audited(ctx, ActionReplay, "subscriber "+req.Subscriber, params, func() (any, error) {
-		var err error
-		res, err = o.replay(ctx, req)
-		return res, err
+	return auditedResult(ctx, o, ActionReplay, "subscriber "+req.Subscriber, params, func() (ReplayResult, error) {
+		return o.replay(ctx, req)
 	})
-	return res, err
 }
 
 func (o *Ops) replay(ctx context.Context, req ReplayRequest) (ReplayResult, error) {
-	res := ReplayResult{DryRun: req.DryRun, RunID: strconv.FormatInt(o.now().UnixNano(), 36)}
+	// Unpaced, the copies are published and acknowledged a batch at a time.
+	j := newJob(ReplayResult{DryRun: req.DryRun, RunID: strconv.FormatInt(o.now().UnixNano(), 36)}, req.Progress).at(req.Rate, 1)
+	if req.Rate == 0 {
+		j.chunk = replayBatch
+	}
+	res := &j.res
 	if err := req.check(); err != nil {
-		return res, err
+		return *res, err
 	}
 	if err := o.needStream(); err != nil {
-		return res, err
+		return *res, err
 	}
 	// A dry run is a read, a run an action: each in its own pool.
 	pool, what := PoolActions, AdmitReplay
@@ -146,76 +147,73 @@ func (o *Ops) replay(ctx context.Context, req ReplayRequest) (ReplayResult, erro
 	}
 	permit, err := o.admission.admit(pool, what, Cost{})
 	if err != nil {
-		return res, err
+		return *res, err
 	}
 	defer permit.Release()
 	if err := o.checkSubscriber(ctx, req.Subscriber); err != nil {
-		return res, err
+		return *res, err
 	}
 	if !req.DryRun {
 		if err := o.checkNotDiverted(ctx); err != nil {
-			return res, err
+			return *res, err
 		}
 	}
 	filters, err := o.subscriberFilters(ctx, req.Subscriber)
 	if err != nil {
-		return res, err
+		return *res, err
 	}
 	if req.Subject != "" && !slices.ContainsFunc(filters, func(f string) bool { return schema.SubjectsOverlap(f, req.Subject) }) {
-		return res, inputErr("subject", "%s does not consume %s (it consumes %s)", req.Subscriber, req.Subject, strings.Join(filters, ", "))
+		return *res, inputErr("subject", "%s does not consume %s (it consumes %s)", req.Subscriber, req.Subject, strings.Join(filters, ", "))
 	}
 	msgs, err := o.readRange(ctx, filters, req, permit)
 	if err != nil {
-		return res, err
+		return *res, err
 	}
 	res.Matched = len(msgs)
 	if res.Matched == 0 {
-		return res, fmt.Errorf("%w: no message in that range for %s", ErrNotFound, req.Subscriber)
+		return *res, fmt.Errorf("%w: no message in that range for %s", ErrNotFound, req.Subscriber)
 	}
 	res.FirstSeq, res.LastSeq = msgs[0].seq, msgs[len(msgs)-1].seq
 	if !req.DryRun && req.Rate > 0 && req.PublishWithin > 0 {
 		if took := time.Duration(float64(len(msgs)) / req.Rate * float64(time.Second)); took > req.PublishWithin {
-			return res, inputErr("rate", "at %g a second the %d events of the range take %s to publish, more than the %s this API waits: raise the rate (0 is unlimited), narrow the range, or use `hub replay`",
+			return *res, inputErr("rate", "at %g a second the %d events of the range take %s to publish, more than the %s this API waits: raise the rate (0 is unlimited), narrow the range, or use `hub replay`",
 				req.Rate, len(msgs), took.Round(time.Second), req.PublishWithin)
 		}
 	}
 	before, err := o.processedSet(ctx, req.Subscriber, msgs)
 	if err != nil {
-		return res, err
+		return *res, err
 	}
-	if err := o.planCounts(ctx, req.Subscriber, len(before), &res); err != nil {
-		return res, err
+	if err := o.planCounts(ctx, req.Subscriber, len(before), res); err != nil || req.DryRun {
+		return *res, err
 	}
-	if req.DryRun {
-		return res, nil
-	}
-	progress := func() {
-		if req.Progress != nil {
-			req.Progress(res)
-		}
-	}
-	progress()
-	err = o.replayCopies(ctx, req, msgs, before, &res, progress)
-	return res, err
+	j.report()
+	err = o.replayCopies(ctx, j, req.Subscriber, req.Wait, msgs, before)
+	return *res, err
 }
 
-// replayCopies publishes a copy of each of msgs to req.Subscriber
-// (publishReplay) and waits up to req.Wait for the subscriber to settle
-// them, counting into res; before is those of msgs it had processed
-// already. Replay and bulk replays (bulk.go) share it.
-func (o *Ops) replayCopies(ctx context.Context, req ReplayRequest, msgs []replayMsg, before map[subscriber.EventKey]bool, res *ReplayResult, progress func()) error {
+// replayBatch is the copies an unpaced replay publishes before it waits
+// for their acknowledgements.
+const replayBatch = 256
+
+// replayCopies publishes a copy of each of msgs to sub (publishReplay), in
+// the steps of job j, and waits up to wait for sub to settle them,
+// counting into j; before is those of msgs it had processed already.
+// Replay and bulk replays (bulk.go) share it.
+func (o *Ops) replayCopies(ctx context.Context, j *job[ReplayResult], sub string, wait time.Duration, msgs []replayMsg, before map[subscriber.EventKey]bool) error {
+	res := &j.res
 	// Dead letters written from here on are the replay's.
-	lastDeadLetter, err := subscriber.LastDeadLetterID(ctx, o.subs, req.Subscriber)
+	lastDeadLetter, err := subscriber.LastDeadLetterID(ctx, o.subs, sub)
 	if err != nil {
 		return subscriberErr(err)
 	}
 	began := time.Now()
-	if err := o.publishReplay(ctx, req, msgs, res, progress); err != nil {
+	if err := j.steps(ctx, len(msgs), func(lo, hi int) error { return o.publishReplay(ctx, sub, msgs[lo:hi], res) }); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(req.Wait)
+	deadline := time.Now().Add(wait)
 	for {
-		done, dead, err := o.settled(ctx, req.Subscriber, msgs, lastDeadLetter)
+		done, dead, err := o.settled(ctx, sub, msgs, lastDeadLetter)
 		if err != nil {
 			return err
 		}
@@ -223,12 +221,12 @@ func (o *Ops) replayCopies(ctx context.Context, req ReplayRequest, msgs []replay
 		res.DeadLettered = len(dead)
 		res.Unsettled = res.Matched - len(done) - len(dead)
 		if res.Destination {
-			if res.Resent, err = o.resent(ctx, req.Subscriber, before, began); err != nil {
+			if res.Resent, err = o.resent(ctx, sub, before, began); err != nil {
 				return err
 			}
 			res.Unsettled += res.Resend - res.Resent // sent again, or not yet
 		}
-		progress()
+		j.report()
 		if res.Unsettled <= 0 || time.Now().After(deadline) {
 			return nil
 		}
@@ -305,39 +303,11 @@ func (o *Ops) readRange(ctx context.Context, filters []string, req ReplayRequest
 	return out, nil
 }
 
-// publishReplay publishes a copy of each message on the subscriber's
-// replay subject, under a message id of its own, at most req.Rate a second.
-func (o *Ops) publishReplay(ctx context.Context, req ReplayRequest, msgs []replayMsg, res *ReplayResult, progress func()) error {
-	var tick <-chan time.Time
-	if req.Rate > 0 {
-		t := time.NewTicker(rateInterval(req.Rate))
-		defer t.Stop()
-		tick = t.C
-	}
-	futures := make([]jetstream.PubAckFuture, 0, 256)
-	flush := func() error {
-		for _, f := range futures {
-			select {
-			case <-f.Ok():
-				res.Delivered++
-			case err := <-f.Err():
-				return fmt.Errorf("publish replay copy: %w (%d delivered so far; running the replay again is safe)", err, res.Delivered)
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		futures = futures[:0]
-		progress()
-		return nil
-	}
+// publishReplay publishes a copy of each of msgs on sub's replay subject,
+// under a message id of its own, and waits for their acknowledgements.
+func (o *Ops) publishReplay(ctx context.Context, sub string, msgs []replayMsg, res *ReplayResult) error {
+	futures := make([]jetstream.PubAckFuture, 0, len(msgs))
 	for _, m := range msgs {
-		if tick != nil {
-			select {
-			case <-tick:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
 		if m.header == nil {
 			// A bulk replay's message, read now by its sequence.
 			var err error
@@ -349,21 +319,26 @@ func (o *Ops) publishReplay(ctx context.Context, req ReplayRequest, msgs []repla
 		for k, v := range m.header {
 			h[k] = slices.Clone(v)
 		}
-		h.Set(schema.HeaderMsgID, schema.MsgID(m.provider, m.eventID)+":replay:"+req.Subscriber+":"+res.RunID)
+		h.Set(schema.HeaderMsgID, schema.MsgID(m.provider, m.eventID)+":replay:"+sub+":"+res.RunID)
 		h.Set(schema.HeaderReplayOf, strconv.FormatUint(m.seq, 10))
-		f, err := o.js.PublishMsgAsync(&nats.Msg{Subject: schema.ReplaySubject(req.Subscriber, m.subject), Data: m.data, Header: h},
+		f, err := o.js.PublishMsgAsync(&nats.Msg{Subject: schema.ReplaySubject(sub, m.subject), Data: m.data, Header: h},
 			jetstream.WithExpectStream(o.stream))
 		if err != nil {
 			return fmt.Errorf("publish replay copy: %w", err)
 		}
 		futures = append(futures, f)
-		if len(futures) == cap(futures) || tick != nil {
-			if err := flush(); err != nil {
-				return err
-			}
+	}
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+			res.Delivered++
+		case err := <-f.Err():
+			return fmt.Errorf("publish replay copy: %w (%d delivered so far; running the replay again is safe)", err, res.Delivered)
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
-	return flush()
+	return nil
 }
 
 // processedSet returns the events of msgs the subscriber has processed.

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hookhub/hookhub/subscribers/destination"
+	"github.com/hookhub/hookhub/subscribers/destination/deststate"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -26,24 +26,10 @@ func (o *Ops) planCounts(ctx context.Context, sub string, before int, res *Repla
 	return nil
 }
 
-// bulkCounts sets what a bulk replay of res.Eligible events to sub will
-// do, before of them processed by sub already: as planCounts does.
-func (o *Ops) bulkCounts(ctx context.Context, sub string, before int, res *BulkResult) error {
-	var err error
-	if res.Destination, err = o.isDestination(ctx, sub); err != nil {
-		return err
-	}
-	res.AlreadyProcessed, res.ToProcess = before, res.Eligible-before
-	if res.Destination {
-		res.ToProcess = res.Eligible // sent again, not skipped
-	}
-	return nil
-}
-
 // isDestination reports whether sub is an HTTP destination
 // (subscribers/destination): its tables say so.
 func (o *Ops) isDestination(ctx context.Context, sub string) (bool, error) {
-	dests, err := destination.Names(ctx, o.subs)
+	dests, err := deststate.Names(ctx, o.subs)
 	if err != nil {
 		return false, err
 	}
@@ -52,20 +38,20 @@ func (o *Ops) isDestination(ctx context.Context, sub string) (bool, error) {
 
 // resent counts the events of before that destination dest delivered
 // again since began: an attempt of theirs delivered since then (its
-// attempts table), in look-ups of destination.MaxLastAttemptsKeys.
+// attempts table), in look-ups of deststate.MaxLastAttemptsKeys.
 func (o *Ops) resent(ctx context.Context, dest string, before map[subscriber.EventKey]bool, began time.Time) (int, error) {
 	ks := make([]subscriber.EventKey, 0, len(before))
 	for k := range before {
 		ks = append(ks, k)
 	}
 	n := 0
-	for chunk := range slices.Chunk(ks, destination.MaxLastAttemptsKeys) {
-		last, err := destination.LastAttempts(ctx, o.subs, dest, chunk)
+	for chunk := range slices.Chunk(ks, deststate.MaxLastAttemptsKeys) {
+		last, err := deststate.LastAttempts(ctx, o.subs, dest, chunk)
 		if err != nil {
 			return n, err
 		}
 		for _, a := range last {
-			if a.Outcome == destination.OutcomeDelivered && !a.At.Before(began) {
+			if a.Outcome == deststate.OutcomeDelivered && !a.At.Before(began) {
 				n++
 			}
 		}

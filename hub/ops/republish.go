@@ -90,13 +90,7 @@ func (o *Ops) Republish(ctx context.Context, f RepublishFilter) (RepublishResult
 	case f.Provider != "":
 		target = "provider " + f.Provider
 	}
-	var res RepublishResult
-	err := o.audited(ctx, ActionRepublish, target, params, func() (any, error) {
-		var err error
-		res, err = o.republish(ctx, f)
-		return res, err
-	})
-	return res, err
+	return auditedResult(ctx, o, ActionRepublish, target, params, func() (RepublishResult, error) { return o.republish(ctx, f) })
 }
 
 func (o *Ops) republish(ctx context.Context, f RepublishFilter) (RepublishResult, error) {

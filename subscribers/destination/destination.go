@@ -22,6 +22,7 @@ import (
 
 	"github.com/hookhub/hookhub/internal/buildinfo"
 	"github.com/hookhub/hookhub/schema"
+	"github.com/hookhub/hookhub/subscribers/destination/deststate"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -362,7 +363,7 @@ func (r *Runner) recordDelivered(ctx context.Context, tx pgx.Tx, records []any) 
 			return err
 		}
 	}
-	return RecordAttempts(ctx, tx, r.d.Name, as)
+	return deststate.RecordAttempts(ctx, tx, r.d.Name, as)
 }
 
 // eventLog is the logger of a failed attempt (a delivered one logs
@@ -377,7 +378,7 @@ func (r *Runner) eventLog(ev subscriber.Event) *slog.Logger {
 func (r *Runner) record(ctx context.Context, a Attempt, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
-	if err := RecordAttempt(ctx, r.o.Pool, a); err != nil {
+	if err := deststate.RecordAttempt(ctx, r.o.Pool, a); err != nil {
 		log.Warn("cannot record the attempt", "error", err)
 	}
 }
@@ -493,7 +494,7 @@ func (r *Runner) watchBacklog(ctx context.Context) error {
 func (r *Runner) purge(ctx context.Context) error {
 	for {
 		for range 100 { // at most 100 batches a round
-			n, err := PurgeAttempts(ctx, r.o.Pool, r.d.Name, r.o.Now().Add(-r.o.AttemptRetention), purgeBatch)
+			n, err := deststate.PurgeAttempts(ctx, r.o.Pool, r.d.Name, r.o.Now().Add(-r.o.AttemptRetention), purgeBatch)
 			if err != nil {
 				if ctx.Err() == nil {
 					r.log.Warn("cannot purge old attempts", "error", err)

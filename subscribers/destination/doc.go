@@ -37,8 +37,10 @@
 //   - service.go: the Service, a file's destinations in one process, with
 //     reload; readiness.go: each destination's readiness (/readyz,
 //     hookhub_destination_ready).
-//   - state.go, attempts.go, inspect.go: the destination's own tables
-//     (state, attempt log) and what operators read from them.
+//   - state.go, tables.go, inspect.go: the destination's own tables
+//     (migrations, registration, status); the state, the attempt log and
+//     the parked events' keys are read and written through deststate,
+//     which hub/ops uses without this runtime.
 //   - metrics.go: the hookhub_destination_* metrics.
 //
 // # One event
@@ -54,7 +56,7 @@
 //
 //   - on 2xx returns the attempt as delivered: the library writes it in
 //     the transaction that records the event as processed, one
-//     transaction and one INSERT (RecordAttempts) for a batch of events,
+//     transaction and one INSERT (deststate.RecordAttempts) for a batch of events,
 //     then acks them;
 //   - on 410 disables the destination (until `hub destinations resume`)
 //     and asks for the message again later (subscriber.RetryAfter), so
@@ -78,7 +80,7 @@
 // parks it again after a failure, or dead-letters it at the horizon
 // (subscriber.DeadLetterKept, which also deletes its processed row, so a
 // redrive delivers it). A crash mid-send leaves the row to be taken again
-// when its lease ends: at least once, same webhook-id. RetryNow ends every
+// when its lease ends: at least once, same webhook-id. deststate.RetryNow ends every
 // wait; a recovery (the circuit closing) ends the waits that were the
 // hub's own backoff.
 //

@@ -25,6 +25,7 @@ import (
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/subscribers/destination"
+	"github.com/hookhub/hookhub/subscribers/destination/deststate"
 	"github.com/hookhub/hookhub/subscribers/destination/internal/receivertest"
 	"github.com/hookhub/hookhub/subscribers/internal/subtest"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
@@ -176,7 +177,7 @@ func metric(t *testing.T, reg prometheus.Gatherer, name string, labels map[strin
 func attempts(t *testing.T, h *harness, dest, webhookID string) []destination.Attempt {
 	t.Helper()
 	prov, eventID, _ := strings.Cut(webhookID, ":")
-	as, err := destination.AttemptsFor(context.Background(), h.env.Pool, dest, prov, eventID, 100)
+	as, err := deststate.AttemptsFor(context.Background(), h.env.Pool, dest, prov, eventID, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +402,7 @@ func TestGoneDisables(t *testing.T) {
 	}
 
 	rcv.Control(t, receivertest.Control{})
-	if _, err := destination.SetState(ctx, h.env.Pool, name, destination.StateActive, "resumed by the test"); err != nil {
+	if _, err := deststate.SetState(ctx, h.env.Pool, name, destination.StateActive, "resumed by the test"); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "every event delivered after resume", func() bool { return rcv.Accepted(t) == len(ids) })
@@ -814,7 +815,7 @@ func TestPausedSendsNothing(t *testing.T) {
 	ctx := context.Background()
 	h.publish(t, "before", 1)
 	eventually(t, "the first event accepted", func() bool { return rcv.Accepted(t) == 1 })
-	if _, err := destination.SetState(ctx, h.env.Pool, name, destination.StatePaused, "paused by the test"); err != nil {
+	if _, err := deststate.SetState(ctx, h.env.Pool, name, destination.StatePaused, "paused by the test"); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the runner sees the pause", func() bool {
@@ -825,7 +826,7 @@ func TestPausedSendsNothing(t *testing.T) {
 	if n := len(rcv.Received(t)); n != 1 {
 		t.Errorf("%d requests while paused", n-1)
 	}
-	if _, err := destination.SetState(ctx, h.env.Pool, name, destination.StateActive, "resumed by the test"); err != nil {
+	if _, err := deststate.SetState(ctx, h.env.Pool, name, destination.StateActive, "resumed by the test"); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "every event delivered after resume", func() bool { return rcv.Accepted(t) == 5 })

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hookhub/hookhub/subscribers/credits"
 	"github.com/hookhub/hookhub/subscribers/destination"
+	"github.com/hookhub/hookhub/subscribers/destination/deststate"
 	"github.com/hookhub/hookhub/subscribers/destination/internal/receivertest"
 	"github.com/hookhub/hookhub/subscribers/downgrade"
 	"github.com/hookhub/hookhub/subscribers/email"
@@ -114,12 +115,12 @@ func TestAttemptLogHidesCredentials(t *testing.T) {
 		VALUES ('paddle', 'legacy', now(), 500, 1, 'failed', '', $1)`, `{"authorization":"Bearer `+staticBearer+`","url":"`+url+`","sig":"v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4="}`); err != nil {
 		t.Fatal(err)
 	}
-	legacy, err := destination.AttemptsFor(context.Background(), h.env.Pool, "echo_dest", "paddle", "legacy", 10)
+	legacy, err := deststate.AttemptsFor(context.Background(), h.env.Pool, "echo_dest", "paddle", "legacy", 10)
 	if err != nil || len(legacy) != 1 {
 		t.Fatalf("legacy attempts = %v, %v", legacy, err)
 	}
 	check("legacy response", legacy[0].Response)
-	recent, err := destination.RecentAttempts(context.Background(), h.env.Pool, "echo_dest", 100)
+	recent, err := deststate.RecentAttempts(context.Background(), h.env.Pool, "echo_dest", 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hookhub/hookhub/subscribers/destination/deststate"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -42,11 +43,11 @@ const Window = time.Hour
 // row, the newest attempt and the newest success, and the last hour's
 // attempts (Window); and the parked events (Waiting), counted.
 func GetStatus(ctx context.Context, db DB, name string) (Status, error) {
-	attempts, err := table(name, "attempts")
+	attempts, err := deststate.Table(name, "attempts")
 	if err != nil {
 		return Status{}, err
 	}
-	state, _ := table(name, "destination_state")
+	state, _ := deststate.Table(name, "destination_state")
 	st := Status{Name: name}
 	var s, url, reason *string
 	var changedAt, lastSuccess, lastAttempt *time.Time
@@ -64,7 +65,7 @@ func GetStatus(ctx context.Context, db DB, name string) (Status, error) {
 		Window.Seconds()).Scan(&s, &reason, &changedAt, &url, &st.Subjects,
 		&lastSuccess, &lastAttempt, &st.Attempts1h, &st.Failures1h, &p99)
 	if err != nil {
-		return Status{}, dbError("status", name, err)
+		return Status{}, deststate.DBError("status", name, err)
 	}
 	st.State = StateActive
 	if s != nil {
@@ -76,7 +77,7 @@ func GetStatus(ctx context.Context, db DB, name string) (Status, error) {
 	st.LastSuccess = deref(lastSuccess)
 	st.LastAttempt = deref(lastAttempt)
 	if p99 != nil {
-		st.P99 = msDuration(*p99)
+		st.P99 = time.Duration(*p99 * float64(time.Millisecond))
 	}
 	if st.Waiting, err = GetWaiting(ctx, db, name); err != nil {
 		return Status{}, err
@@ -96,7 +97,7 @@ func deref[T any](p *T) T {
 // (every schema with a destination_state and an attempts table, whose name
 // can name a subscriber), sorted by name.
 func List(ctx context.Context, db DB) ([]Status, error) {
-	names, err := Names(ctx, db)
+	names, err := deststate.Names(ctx, db)
 	if err != nil {
 		return nil, err
 	}

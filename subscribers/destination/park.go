@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/hookhub/hookhub/schema"
+	"github.com/hookhub/hookhub/subscribers/destination/deststate"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -61,7 +62,7 @@ type Parked struct {
 // park writes ps in tx, with one INSERT; an event parked already (a
 // replay copy of it failed too) keeps its row.
 func park(ctx context.Context, tx pgx.Tx, dest string, ps []parked) error {
-	t, err := table(dest, "parked")
+	t, err := deststate.Table(dest, "parked")
 	if err != nil {
 		return err
 	}
@@ -95,7 +96,7 @@ func park(ctx context.Context, tx pgx.Tx, dest string, ps []parked) error {
 		ON CONFLICT (provider, event_id) DO NOTHING`,
 		providers, ids, subjects, seqs, headers, data, ats, dues, attempts, asked, reasons)
 	if err != nil {
-		return dbError("park events", dest, err)
+		return deststate.DBError("park events", dest, err)
 	}
 	return nil
 }
@@ -106,7 +107,7 @@ func park(ctx context.Context, tx pgx.Tx, dest string, ps []parked) error {
 // ordered, only the head (the first parked) is taken, and only when it is
 // due: nothing overtakes it.
 func claimParked(ctx context.Context, db DB, dest string, ordered bool, now, leaseEnd time.Time, limit int) ([]Parked, error) {
-	t, err := table(dest, "parked")
+	t, err := deststate.Table(dest, "parked")
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +121,7 @@ func claimParked(ctx context.Context, db DB, dest string, ordered bool, now, lea
 		RETURNING p.id, p.provider, p.event_id, p.subject, COALESCE(p.stream_seq, 0), p.headers, p.data, p.attempts, p.receiver_asked`,
 		now, leaseEnd, limit)
 	if err != nil {
-		return nil, dbError("claim parked events", dest, err)
+		return nil, deststate.DBError("claim parked events", dest, err)
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Parked, error) {
 		var p Parked
@@ -147,46 +148,46 @@ func claimParked(ctx context.Context, db DB, dest string, ordered bool, now, lea
 		return p, nil
 	})
 	if err != nil {
-		return nil, dbError("claim parked events", dest, err)
+		return nil, deststate.DBError("claim parked events", dest, err)
 	}
 	return out, nil
 }
 
 // unpark deletes the parked event id (delivered, or dead-lettered).
 func unpark(ctx context.Context, db DB, dest string, id int64) error {
-	t, err := table(dest, "parked")
+	t, err := deststate.Table(dest, "parked")
 	if err != nil {
 		return err
 	}
 	if _, err := db.Exec(ctx, `DELETE FROM `+t+` WHERE id = $1`, id); err != nil {
-		return dbError("unpark event", dest, err)
+		return deststate.DBError("unpark event", dest, err)
 	}
 	return nil
 }
 
 // repark sets the parked event id's next due time after a failed attempt.
 func repark(ctx context.Context, db DB, dest string, id int64, due time.Time, attempts int, receiverAsked bool, reason string) error {
-	t, err := table(dest, "parked")
+	t, err := deststate.Table(dest, "parked")
 	if err != nil {
 		return err
 	}
 	_, err = db.Exec(ctx, `UPDATE `+t+` SET due_at = $2, attempts = $3, receiver_asked = $4, reason = $5 WHERE id = $1`,
 		id, due, int32(min(attempts, math.MaxInt32)), receiverAsked, subscriber.SanitizeText(reason, MaxErrorBytes))
 	if err != nil {
-		return dbError("repark event", dest, err)
+		return deststate.DBError("repark event", dest, err)
 	}
 	return nil
 }
 
 // hasParked reports whether the destination has a parked event.
 func hasParked(ctx context.Context, db DB, dest string) (bool, error) {
-	t, err := table(dest, "parked")
+	t, err := deststate.Table(dest, "parked")
 	if err != nil {
 		return false, err
 	}
 	var ok bool
 	if err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+t+`)`).Scan(&ok); err != nil {
-		return false, dbError("look for parked events", dest, err)
+		return false, deststate.DBError("look for parked events", dest, err)
 	}
 	return ok, nil
 }
@@ -195,30 +196,13 @@ func hasParked(ctx context.Context, db DB, dest string) (bool, error) {
 // backoff (not a receiver's Retry-After) due at now: the runner calls it
 // when its endpoint recovered from an outage (the circuit closed).
 func shortenWaits(ctx context.Context, db DB, dest string, now time.Time) (int64, error) {
-	t, err := table(dest, "parked")
+	t, err := deststate.Table(dest, "parked")
 	if err != nil {
 		return 0, err
 	}
 	tag, err := db.Exec(ctx, `UPDATE `+t+` SET due_at = $1 WHERE due_at > $1 AND NOT receiver_asked AND attempts > 0`, now)
 	if err != nil {
-		return 0, dbError("shorten waits", dest, err)
-	}
-	return tag.RowsAffected(), nil
-}
-
-// RetryNow makes every parked event of the destination name due now (its
-// running process sends them within ParkPollInterval, at its rate limit
-// and concurrency; an ordered destination in order) and returns how many
-// were waiting for a later time. `hub destinations retry-now`, through
-// hub/ops, which audits it.
-func RetryNow(ctx context.Context, db DB, name string) (int64, error) {
-	t, err := table(name, "parked")
-	if err != nil {
-		return 0, err
-	}
-	tag, err := db.Exec(ctx, `UPDATE `+t+` SET due_at = NOW() WHERE due_at > NOW()`)
-	if err != nil {
-		return 0, dbError("retry now", name, err)
+		return 0, deststate.DBError("shorten waits", dest, err)
 	}
 	return tag.RowsAffected(), nil
 }
@@ -234,7 +218,7 @@ type Waiting struct {
 // GetWaiting reads the destination's waiting events. A destination whose
 // tables predate the parked table (a process not yet upgraded) has none.
 func GetWaiting(ctx context.Context, db DB, name string) (Waiting, error) {
-	t, err := table(name, "parked")
+	t, err := deststate.Table(name, "parked")
 	if err != nil {
 		return Waiting{}, err
 	}
@@ -248,7 +232,7 @@ func GetWaiting(ctx context.Context, db DB, name string) (Waiting, error) {
 		return Waiting{}, nil
 	}
 	if err != nil {
-		return Waiting{}, dbError("waiting events", name, err)
+		return Waiting{}, deststate.DBError("waiting events", name, err)
 	}
 	w.NextDue = deref(next)
 	return w, nil
@@ -256,51 +240,14 @@ func GetWaiting(ctx context.Context, db DB, name string) (Waiting, error) {
 
 // countWaiting counts the parked events, at most maxWaitingCount.
 func countWaiting(ctx context.Context, db DB, dest string) (int64, error) {
-	t, err := table(dest, "parked")
+	t, err := deststate.Table(dest, "parked")
 	if err != nil {
 		return 0, err
 	}
 	var n int64
 	err = db.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM `+t+` LIMIT $1) w`, maxWaitingCount).Scan(&n)
 	if err != nil {
-		return 0, dbError("count waiting events", dest, err)
+		return 0, deststate.DBError("count waiting events", dest, err)
 	}
 	return n, nil
-}
-
-// ParkedOf returns which of keys the destination has parked (waiting for
-// a retry, or behind one): one query, at most MaxLastAttemptsKeys keys
-// (more are not looked up). A destination whose tables predate the
-// parked table has none.
-func ParkedOf(ctx context.Context, db DB, dest string, keys []subscriber.EventKey) (map[subscriber.EventKey]bool, error) {
-	t, err := table(dest, "parked")
-	if err != nil {
-		return nil, err
-	}
-	if len(keys) == 0 {
-		return nil, nil
-	}
-	providers, ids := lookupKeys(keys)
-	rows, err := db.Query(ctx, `SELECT p.provider, p.event_id FROM `+t+` p
-		JOIN unnest($1::text[], $2::text[]) AS k(provider, event_id) ON p.provider = k.provider AND p.event_id = k.event_id`, providers, ids)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table
-		return nil, nil
-	}
-	if err != nil {
-		return nil, dbError("parked events", dest, err)
-	}
-	got, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (subscriber.EventKey, error) {
-		var k subscriber.EventKey
-		err := row.Scan(&k.Provider, &k.EventID)
-		return k, err
-	})
-	if err != nil {
-		return nil, dbError("parked events", dest, err)
-	}
-	out := make(map[subscriber.EventKey]bool, len(got))
-	for _, k := range got {
-		out[k] = true
-	}
-	return out, nil
 }

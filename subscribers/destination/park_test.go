@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hookhub/hookhub/subscribers/destination"
+	"github.com/hookhub/hookhub/subscribers/destination/deststate"
 	"github.com/hookhub/hookhub/subscribers/destination/internal/receivertest"
 	"github.com/hookhub/hookhub/subscribers/internal/subtest"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
@@ -146,7 +147,7 @@ func TestLongRetryAfterDoesNotHoldTheWindow(t *testing.T) {
 				return metric(t, h.reg, destination.MetricWaiting, map[string]string{"destination": name}) == n
 			})
 			keys := []subscriber.EventKey{{Provider: "paddle", EventID: "wait-0"}, {Provider: "paddle", EventID: "wait-999"}, {Provider: "paddle", EventID: "other"}}
-			if got, err := destination.ParkedOf(context.Background(), h.env.Pool, name, keys); err != nil || len(got) != 2 || !got[keys[0]] || !got[keys[1]] {
+			if got, err := deststate.ParkedOf(context.Background(), h.env.Pool, name, keys); err != nil || len(got) != 2 || !got[keys[0]] || !got[keys[1]] {
 				t.Errorf("ParkedOf = %v, %v; want the two waiting events", got, err)
 			}
 			st, err := destination.GetStatus(context.Background(), h.env.Pool, name)
@@ -165,7 +166,7 @@ func TestLongRetryAfterDoesNotHoldTheWindow(t *testing.T) {
 					t.Fatalf("%d events delivered while the head waits", c)
 				}
 				recovered = time.Now()
-				if _, err := destination.RetryNow(context.Background(), h.env.Pool, name); err != nil {
+				if _, err := deststate.RetryNow(context.Background(), h.env.Pool, name); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -182,7 +183,7 @@ func TestLongRetryAfterDoesNotHoldTheWindow(t *testing.T) {
 					t.Fatalf("%d accepted, %d waiting: the waiting events wait for their time or retry-now", c, waiting(t, h, name).Events)
 				}
 				start := time.Now()
-				if got, err := destination.RetryNow(context.Background(), h.env.Pool, name); err != nil || got != n {
+				if got, err := deststate.RetryNow(context.Background(), h.env.Pool, name); err != nil || got != n {
 					t.Fatalf("RetryNow = %d, %v; want %d", got, err, n)
 				}
 				eventuallyWithin(t, 3*subtest.Timeout, "the waiting events delivered", func() bool { _, ok := th.lastAccepted(waitingIDs); return ok })
@@ -347,7 +348,7 @@ func TestParkedEventOutlivesACrashedScheduler(t *testing.T) {
 
 	e.fail.Store(0)
 	blocking.Store(true)
-	if _, err := destination.RetryNow(context.Background(), h.env.Pool, name); err != nil {
+	if _, err := deststate.RetryNow(context.Background(), h.env.Pool, name); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the parked event sent", func() bool { return e.requests.Load() == 2 })

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hookhub/hookhub/subscribers/destination/deststate"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -91,7 +92,7 @@ func (r *Runner) gone(ctx context.Context, a Attempt, log *slog.Logger) {
 	r.disabling.Store(true)
 	r.record(ctx, a, log)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
-	if _, err := SetState(wctx, r.o.Pool, name, StateDisabled, reason); err != nil {
+	if _, err := deststate.SetState(wctx, r.o.Pool, name, StateDisabled, reason); err != nil {
 		log.Error("cannot record that the destination is disabled", "error", err)
 	}
 	cancel()
@@ -109,7 +110,7 @@ func (r *Runner) failed(ctx context.Context, ev subscriber.Event, a *Attempt, re
 	r.circuit.Report(false)
 	r.o.Metrics.SetCircuitOpen(r.d.Name, r.circuit.State() != CircuitClosed)
 	now := a.At
-	first, seen, err := FirstAttempt(ctx, r.o.Pool, r.d.Name, ev.Provider, ev.EventID)
+	first, seen, err := deststate.FirstAttempt(ctx, r.o.Pool, r.d.Name, ev.Provider, ev.EventID)
 	if err != nil {
 		r.eventLog(ev).Warn("cannot read the event's first attempt", "error", err)
 	}
@@ -219,7 +220,7 @@ func (r *Runner) sendParked(ctx context.Context, p Parked) {
 			if err := unpark(wctx, tx, r.d.Name, p.ID); err != nil {
 				return err
 			}
-			return RecordAttempts(wctx, tx, r.d.Name, []Attempt{a})
+			return deststate.RecordAttempts(wctx, tx, r.d.Name, []Attempt{a})
 		})
 		if err != nil {
 			log.Warn("delivered, but cannot record it: it is sent again after its lease", "error", err)
@@ -271,7 +272,7 @@ func (r *Runner) giveUp(ctx context.Context, p Parked, a Attempt, cause string, 
 		if a.Outcome == "" {
 			return nil
 		}
-		return RecordAttempts(ctx, tx, r.d.Name, []Attempt{a})
+		return deststate.RecordAttempts(ctx, tx, r.d.Name, []Attempt{a})
 	})
 	if err != nil {
 		log.Error("cannot dead-letter the parked event: it is tried again after its lease", "error", err, "cause", cause)

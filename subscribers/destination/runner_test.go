@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hookhub/hookhub/subscribers/destination"
+	"github.com/hookhub/hookhub/subscribers/destination/deststate"
 	"github.com/hookhub/hookhub/subscribers/destination/internal/receivertest"
 	"github.com/hookhub/hookhub/subscribers/internal/subtest"
 )
@@ -153,7 +154,7 @@ func TestDeliversEveryEvent(t *testing.T) {
 			t.Errorf("%s never received", id)
 		}
 		prov, eventID, _ := strings.Cut(id, ":")
-		as, err := destination.AttemptsFor(context.Background(), h.env.Pool, "node_dest", prov, eventID, 10)
+		as, err := deststate.AttemptsFor(context.Background(), h.env.Pool, "node_dest", prov, eventID, 10)
 		if err != nil || len(as) != 1 || as[0].Outcome != destination.OutcomeDelivered || as[0].Status != 200 {
 			t.Errorf("%s attempts = %+v, %v; want one delivered 200", id, as, err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/internal/migrate"
 	"github.com/hookhub/hookhub/subscribers/destination"
+	"github.com/hookhub/hookhub/subscribers/destination/deststate"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -94,15 +95,15 @@ func TestStoreUnknownDestination(t *testing.T) {
 			calls := map[string]error{
 				"GetState": func() error { _, _, err := destination.GetState(ctx, pool, name); return err }(),
 				"SetState": func() error {
-					_, err := destination.SetState(ctx, pool, name, destination.StatePaused, "")
+					_, err := deststate.SetState(ctx, pool, name, destination.StatePaused, "")
 					return err
 				}(),
 				"Register":      destination.Register(ctx, pool, name, "https://x.test/", []string{"a.>"}),
 				"GetStatus":     func() error { _, err := destination.GetStatus(ctx, pool, name); return err }(),
-				"RecordAttempt": destination.RecordAttempt(ctx, pool, destination.Attempt{Destination: name, Provider: "p", EventID: "e", Outcome: destination.OutcomeFailed}),
-				"FirstAttempt":  func() error { _, _, err := destination.FirstAttempt(ctx, pool, name, "p", "e"); return err }(),
-				"AttemptsFor":   func() error { _, err := destination.AttemptsFor(ctx, pool, name, "p", "e", 0); return err }(),
-				"PurgeAttempts": func() error { _, err := destination.PurgeAttempts(ctx, pool, name, time.Now(), 0); return err }(),
+				"RecordAttempt": deststate.RecordAttempt(ctx, pool, destination.Attempt{Destination: name, Provider: "p", EventID: "e", Outcome: destination.OutcomeFailed}),
+				"FirstAttempt":  func() error { _, _, err := deststate.FirstAttempt(ctx, pool, name, "p", "e"); return err }(),
+				"AttemptsFor":   func() error { _, err := deststate.AttemptsFor(ctx, pool, name, "p", "e", 0); return err }(),
+				"PurgeAttempts": func() error { _, err := deststate.PurgeAttempts(ctx, pool, name, time.Now(), 0); return err }(),
 			}
 			for fn, err := range calls {
 				require.ErrorIs(t, err, destination.ErrUnknownDestination, fn)
@@ -142,7 +143,7 @@ func TestStoreState(t *testing.T) {
 		{destination.StateDisabled, "410 Gone from https://x.test/\x00" + strings.Repeat("é", 300), true, ""},
 		{destination.StateActive, "resumed by alice", true, "resumed by alice"},
 	} {
-		changed, err := destination.SetState(ctx, pool, "billing", step.state, step.reason)
+		changed, err := deststate.SetState(ctx, pool, "billing", step.state, step.reason)
 		require.NoError(t, err, i)
 		require.Equal(t, step.changed, changed, i)
 		s, reason, err := destination.GetState(ctx, pool, "billing")
@@ -161,13 +162,13 @@ func TestStoreState(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, after.ChangedAt.After(before.ChangedAt), "changed_at moves with the state")
 
-	_, err = destination.SetState(ctx, pool, "billing", "sleeping", "")
-	require.ErrorIs(t, err, destination.ErrInvalidState)
+	_, err = deststate.SetState(ctx, pool, "billing", "sleeping", "")
+	require.ErrorIs(t, err, deststate.ErrInvalidState)
 
 	// Inside a transaction, rolled back: nothing changed.
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
-	changed, err := destination.SetState(ctx, tx, "billing", destination.StatePaused, "tx")
+	changed, err := deststate.SetState(ctx, tx, "billing", destination.StatePaused, "tx")
 	require.NoError(t, err)
 	require.True(t, changed)
 	require.NoError(t, tx.Rollback(ctx))
@@ -180,7 +181,7 @@ func TestStoreRegister(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	pool := storeDB(t, "billing")
-	_, err := destination.SetState(ctx, pool, "billing", destination.StatePaused, "ops")
+	_, err := deststate.SetState(ctx, pool, "billing", destination.StatePaused, "ops")
 	require.NoError(t, err)
 	require.NoError(t, destination.Register(ctx, pool, "billing", "https://a.test/hooks", []string{"paddle.>", "stripe.invoice.*"}))
 	require.NoError(t, destination.Register(ctx, pool, "billing", "https://b.test/hooks", []string{"clerk.>"}))
@@ -214,7 +215,7 @@ func TestStoreAttempts(t *testing.T) {
 	pool := storeDB(t, "billing", "crm")
 	t0 := time.Now().Add(-10 * time.Minute).Truncate(time.Microsecond)
 
-	_, found, err := destination.FirstAttempt(ctx, pool, "billing", "paddle", "evt_1")
+	_, found, err := deststate.FirstAttempt(ctx, pool, "billing", "paddle", "evt_1")
 	require.NoError(t, err)
 	require.False(t, found)
 
@@ -228,9 +229,9 @@ func TestStoreAttempts(t *testing.T) {
 			Outcome: destination.OutcomeDelivered},
 	}
 	for _, a := range in {
-		require.NoError(t, destination.RecordAttempt(ctx, pool, a))
+		require.NoError(t, deststate.RecordAttempt(ctx, pool, a))
 	}
-	first, found, err := destination.FirstAttempt(ctx, pool, "billing", "paddle", "evt_1")
+	first, found, err := deststate.FirstAttempt(ctx, pool, "billing", "paddle", "evt_1")
 	require.NoError(t, err)
 	require.True(t, found)
 	require.True(t, first.Equal(t0), "%v != %v", first, t0)
@@ -238,32 +239,32 @@ func TestStoreAttempts(t *testing.T) {
 	// with it, or not at all.
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
-	require.NoError(t, destination.RecordAttempt(ctx, tx, destination.Attempt{Destination: "billing", Provider: "paddle", EventID: "evt_1",
+	require.NoError(t, deststate.RecordAttempt(ctx, tx, destination.Attempt{Destination: "billing", Provider: "paddle", EventID: "evt_1",
 		StreamSeq: 7, At: t0.Add(2 * time.Minute), Status: 204, Latency: 40 * time.Millisecond, Outcome: destination.OutcomeDelivered}))
 	require.NoError(t, tx.Rollback(ctx))
 	tx, err = pool.Begin(ctx)
 	require.NoError(t, err)
-	require.NoError(t, destination.RecordAttempt(ctx, tx, destination.Attempt{Destination: "billing", Provider: "paddle", EventID: "evt_1",
+	require.NoError(t, deststate.RecordAttempt(ctx, tx, destination.Attempt{Destination: "billing", Provider: "paddle", EventID: "evt_1",
 		StreamSeq: 9, At: t0.Add(3 * time.Minute), Status: 204, Latency: 40 * time.Millisecond, Outcome: destination.OutcomeDelivered}))
 	require.NoError(t, tx.Commit(ctx))
 
 	// Delivered: a new round (a replay) starts its horizon afresh.
-	_, found, err = destination.FirstAttempt(ctx, pool, "billing", "paddle", "evt_1")
+	_, found, err = deststate.FirstAttempt(ctx, pool, "billing", "paddle", "evt_1")
 	require.NoError(t, err)
 	require.False(t, found, "the round ended with the delivery")
-	require.NoError(t, destination.RecordAttempt(ctx, pool, destination.Attempt{Destination: "billing", Provider: "paddle", EventID: "evt_1",
+	require.NoError(t, deststate.RecordAttempt(ctx, pool, destination.Attempt{Destination: "billing", Provider: "paddle", EventID: "evt_1",
 		StreamSeq: 12, At: t0.Add(4 * time.Minute), Status: 500, Outcome: destination.OutcomeFailed}))
-	first, found, err = destination.FirstAttempt(ctx, pool, "billing", "paddle", "evt_1")
+	first, found, err = deststate.FirstAttempt(ctx, pool, "billing", "paddle", "evt_1")
 	require.NoError(t, err)
 	require.True(t, found)
 	require.True(t, first.Equal(t0.Add(4*time.Minute)), "%v: the replay's round starts at its first attempt", first)
 	_, err = pool.Exec(ctx, `DELETE FROM billing.attempts WHERE stream_seq = 12`)
 	require.NoError(t, err)
-	_, found, err = destination.FirstAttempt(ctx, pool, "crm", "paddle", "evt_1")
+	_, found, err = deststate.FirstAttempt(ctx, pool, "crm", "paddle", "evt_1")
 	require.NoError(t, err)
 	require.False(t, found, "each destination has its own log")
 
-	got, err := destination.AttemptsFor(ctx, pool, "billing", "paddle", "evt_1", 0)
+	got, err := deststate.AttemptsFor(ctx, pool, "billing", "paddle", "evt_1", 0)
 	require.NoError(t, err)
 	require.Len(t, got, 3)
 	require.Equal(t, 0, got[0].Status, "no answer")
@@ -281,7 +282,7 @@ func TestStoreAttempts(t *testing.T) {
 	require.True(t, subscriber.Storable(got[1].Response))
 
 	// The limit keeps the newest, oldest first.
-	got, err = destination.AttemptsFor(ctx, pool, "billing", "paddle", "evt_1", 2)
+	got, err = deststate.AttemptsFor(ctx, pool, "billing", "paddle", "evt_1", 2)
 	require.NoError(t, err)
 	require.Len(t, got, 2)
 	require.Equal(t, []int{503, 204}, []int{got[0].Status, got[1].Status})
@@ -290,7 +291,7 @@ func TestStoreAttempts(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, `SELECT status FROM billing.attempts WHERE status IS NULL`).Scan(&status))
 	require.Nil(t, status, "status 0 is stored as NULL")
 
-	err = destination.RecordAttempt(ctx, pool, destination.Attempt{Destination: "billing", Provider: "p", EventID: "e", Outcome: "maybe"})
+	err = deststate.RecordAttempt(ctx, pool, destination.Attempt{Destination: "billing", Provider: "p", EventID: "e", Outcome: "maybe"})
 	require.ErrorContains(t, err, `invalid outcome "maybe"`)
 }
 
@@ -302,7 +303,7 @@ func TestStoreStatus(t *testing.T) {
 	now := time.Now()
 	record := func(dest string, at time.Time, status int, latency time.Duration, outcome string) {
 		t.Helper()
-		require.NoError(t, destination.RecordAttempt(ctx, pool, destination.Attempt{
+		require.NoError(t, deststate.RecordAttempt(ctx, pool, destination.Attempt{
 			Destination: dest, Provider: "paddle", EventID: fmt.Sprint("evt_", at.UnixNano()), At: at, Status: status, Latency: latency, Outcome: outcome}))
 	}
 	// Outside the window: counted in neither figure, but the last success.
@@ -325,7 +326,7 @@ func TestStoreStatus(t *testing.T) {
 		lastAttempt = now.Add(-time.Duration(101-i) * 10 * time.Second).Truncate(time.Microsecond)
 		record("billing", lastAttempt, status, time.Duration(i)*time.Millisecond, outcome)
 	}
-	_, err := destination.SetState(ctx, pool, "crm", destination.StatePaused, "ops")
+	_, err := deststate.SetState(ctx, pool, "crm", destination.StatePaused, "ops")
 	require.NoError(t, err)
 
 	st, err := destination.GetStatus(ctx, pool, "billing")
@@ -375,14 +376,14 @@ func TestStorePurge(t *testing.T) {
 		for _, dest := range []string{"billing", "crm"} {
 			old := destination.Attempt{Destination: dest, Provider: "paddle", EventID: fmt.Sprint("old_", i),
 				At: cutoff.Add(-time.Duration(i+1) * time.Minute), Outcome: destination.OutcomeFailed}
-			require.NoError(t, destination.RecordAttempt(ctx, pool, old))
+			require.NoError(t, deststate.RecordAttempt(ctx, pool, old))
 		}
 		fresh := destination.Attempt{Destination: "billing", Provider: "paddle", EventID: fmt.Sprint("new_", i),
 			At: cutoff.Add(time.Duration(i+1) * time.Minute), Outcome: destination.OutcomeDelivered, Status: 200}
-		require.NoError(t, destination.RecordAttempt(ctx, pool, fresh))
+		require.NoError(t, deststate.RecordAttempt(ctx, pool, fresh))
 	}
 	// Batches of 10: 10, 10, 5.
-	n, err := destination.PurgeAttempts(ctx, pool, "billing", cutoff, 10)
+	n, err := deststate.PurgeAttempts(ctx, pool, "billing", cutoff, 10)
 	require.NoError(t, err)
 	require.Equal(t, int64(25), n)
 	var old, fresh, other int
@@ -393,18 +394,18 @@ func TestStorePurge(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM crm.attempts`).Scan(&other))
 	require.Equal(t, 25, other, "another destination's log is untouched")
 
-	n, err = destination.PurgeAttempts(ctx, pool, "billing", cutoff, 10)
+	n, err = deststate.PurgeAttempts(ctx, pool, "billing", cutoff, 10)
 	require.NoError(t, err)
 	require.Zero(t, n)
 
 	// A batch exactly as large as what is left ends with one empty batch.
-	n, err = destination.PurgeAttempts(ctx, pool, "crm", cutoff, 25)
+	n, err = deststate.PurgeAttempts(ctx, pool, "crm", cutoff, 25)
 	require.NoError(t, err)
 	require.Equal(t, int64(25), n)
 
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	_, err = destination.PurgeAttempts(cctx, pool, "billing", now, 1)
+	_, err = deststate.PurgeAttempts(cctx, pool, "billing", now, 1)
 	require.ErrorIs(t, err, context.Canceled)
 }
 
@@ -427,13 +428,13 @@ func TestStoreRecordAttempts(t *testing.T) {
 		}
 	}
 	for _, a := range batch("one_by_one") {
-		require.NoError(t, destination.RecordAttempt(ctx, pool, a))
+		require.NoError(t, deststate.RecordAttempt(ctx, pool, a))
 	}
-	require.NoError(t, destination.RecordAttempts(ctx, pool, "batched", batch("batched")))
-	require.NoError(t, destination.RecordAttempts(ctx, pool, "batched", nil))
-	want, err := destination.AttemptsFor(ctx, pool, "one_by_one", "paddle", "evt_1", 10)
+	require.NoError(t, deststate.RecordAttempts(ctx, pool, "batched", batch("batched")))
+	require.NoError(t, deststate.RecordAttempts(ctx, pool, "batched", nil))
+	want, err := deststate.AttemptsFor(ctx, pool, "one_by_one", "paddle", "evt_1", 10)
 	require.NoError(t, err)
-	got, err := destination.AttemptsFor(ctx, pool, "batched", "paddle", "evt_1", 10)
+	got, err := deststate.AttemptsFor(ctx, pool, "batched", "paddle", "evt_1", 10)
 	require.NoError(t, err)
 	require.Len(t, got, 3)
 	for i := range want {
@@ -443,11 +444,11 @@ func TestStoreRecordAttempts(t *testing.T) {
 
 	bad := batch("batched")
 	bad[1].Outcome = "maybe"
-	require.Error(t, destination.RecordAttempts(ctx, pool, "batched", bad))
+	require.Error(t, deststate.RecordAttempts(ctx, pool, "batched", bad))
 	other := batch("batched")
 	other[2].Destination = "one_by_one"
-	require.Error(t, destination.RecordAttempts(ctx, pool, "batched", other))
-	got, err = destination.AttemptsFor(ctx, pool, "batched", "paddle", "evt_1", 10)
+	require.Error(t, deststate.RecordAttempts(ctx, pool, "batched", other))
+	got, err = deststate.AttemptsFor(ctx, pool, "batched", "paddle", "evt_1", 10)
 	require.NoError(t, err)
 	require.Len(t, got, 3, "nothing written for a batch with an invalid attempt")
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/destination"
+	"github.com/hookhub/hookhub/subscribers/destination/deststate"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -327,7 +328,7 @@ event; `+"`hub events show`"+` has one event's).
 	v := viewOf(st)
 	newBacklogReader(env).fill(ctx, &v)
 	if *n > 0 {
-		if v.RecentAttempts, err = destination.RecentAttempts(ctx, env.pool, name, *n); err != nil {
+		if v.RecentAttempts, err = deststate.RecentAttempts(ctx, env.pool, name, *n); err != nil {
 			return err
 		}
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/destination"
+	"github.com/hookhub/hookhub/subscribers/destination/deststate"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -91,9 +92,9 @@ func TestDestinationsCommands(t *testing.T) {
 		{Provider: "paddle", EventID: "evt_2", Latency: 5 * time.Second, Outcome: destination.OutcomeFailed, Error: "attempt timed out"},
 	} {
 		a.Destination, a.At = "billing", now.Add(time.Duration(i-3)*time.Minute)
-		require.NoError(t, destination.RecordAttempt(ctx, pool, a))
+		require.NoError(t, deststate.RecordAttempt(ctx, pool, a))
 	}
-	_, err := destination.SetState(ctx, pool, "crm", destination.StateDisabled, "410 Gone from the endpoint at 2026-12-03T10:00:00Z")
+	_, err := deststate.SetState(ctx, pool, "crm", destination.StateDisabled, "410 Gone from the endpoint at 2026-12-03T10:00:00Z")
 	require.NoError(t, err)
 	_, js := n.Connect(t)
 	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: schema.DefaultStream, Subjects: []string{"paddle.>"}})
@@ -431,7 +432,7 @@ func TestDestinationsEventsShow(t *testing.T) {
 		{Status: 204, Latency: 4 * time.Millisecond, Outcome: destination.OutcomeDelivered},
 	} {
 		a.Destination, a.Provider, a.EventID, a.At = "billing", "paddle", "evt_tl", at.Add(time.Duration(i)*time.Minute)
-		require.NoError(t, destination.RecordAttempt(ctx, pool, a))
+		require.NoError(t, deststate.RecordAttempt(ctx, pool, a))
 	}
 	runCases(t, []cliCase{
 		{args: []string{"events", "show", "paddle:evt_tl"}, out: []string{

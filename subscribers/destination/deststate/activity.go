@@ -1,4 +1,4 @@
-package destination
+package deststate
 
 import (
 	"context"
@@ -24,7 +24,7 @@ type AttemptBucket struct {
 // partial is true when that bound was reached (the oldest buckets are
 // then short).
 func AttemptActivity(ctx context.Context, db DB, dest string, from, until time.Time, step time.Duration, maxRows int) (buckets []AttemptBucket, partial bool, err error) {
-	attempts, err := table(dest, "attempts")
+	attempts, err := Table(dest, "attempts")
 	if err != nil {
 		return nil, false, err
 	}
@@ -43,7 +43,7 @@ func AttemptActivity(ctx context.Context, db DB, dest string, from, until time.T
 			WHERE attempted_at >= $2 AND attempted_at < $3 ORDER BY attempted_at DESC LIMIT $4) r
 		GROUP BY 1`, step.Seconds(), from, until, maxRows)
 	if err != nil {
-		return nil, false, dbError("attempts", dest, err)
+		return nil, false, DBError("attempts", dest, err)
 	}
 	var total int64
 	var b time.Time
@@ -63,7 +63,7 @@ func AttemptActivity(ctx context.Context, db DB, dest string, from, until time.T
 		return nil
 	})
 	if err != nil {
-		return nil, false, dbError("attempts", dest, err)
+		return nil, false, DBError("attempts", dest, err)
 	}
 	return buckets, total >= int64(maxRows), nil
 }

@@ -1,4 +1,4 @@
-package destination
+package deststate
 
 import (
 	"context"
@@ -68,7 +68,7 @@ func eventKey(provider, eventID string) (string, string) {
 // 1 KiB. db is the handler's transaction for a success, so the record
 // commits with the event's; a pool otherwise.
 func RecordAttempt(ctx context.Context, db DB, a Attempt) error {
-	t, err := table(a.Destination, "attempts")
+	t, err := Table(a.Destination, "attempts")
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func RecordAttempt(ctx context.Context, db DB, a Attempt) error {
 		provider, eventID, seq, at, status, latency, a.Outcome,
 		storedText(a.Error, MaxErrorBytes), storedText(a.Response, MaxResponseBytes))
 	if err != nil {
-		return dbError("record attempt", a.Destination, err)
+		return DBError("record attempt", a.Destination, err)
 	}
 	return nil
 }
@@ -108,7 +108,7 @@ func RecordAttempts(ctx context.Context, db DB, dest string, as []Attempt) error
 	if len(as) == 0 {
 		return nil
 	}
-	t, err := table(dest, "attempts")
+	t, err := Table(dest, "attempts")
 	if err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ func RecordAttempts(ctx context.Context, db DB, dest string, as []Attempt) error
 		SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::timestamptz[], $5::int[], $6::double precision[], $7::text[], $8::text[], $9::text[])`,
 		providers, ids, seqs, ats, statuses, latencies, outcomes, errs, responses)
 	if err != nil {
-		return dbError("record attempts", dest, err)
+		return DBError("record attempts", dest, err)
 	}
 	return nil
 }
@@ -161,7 +161,7 @@ func RecordAttempts(ctx context.Context, db DB, dest string, as []Attempt) error
 // false if it never did (or the record was purged): the start of the
 // event's retry horizon. One index lookup.
 func FirstAttempt(ctx context.Context, db DB, dest, provider, eventID string) (time.Time, bool, error) {
-	t, err := table(dest, "attempts")
+	t, err := Table(dest, "attempts")
 	if err != nil {
 		return time.Time{}, false, err
 	}
@@ -173,7 +173,7 @@ func FirstAttempt(ctx context.Context, db DB, dest, provider, eventID string) (t
 	if err := db.QueryRow(ctx, `SELECT min(attempted_at) FROM `+t+` WHERE provider = $1 AND event_id = $2
 		AND attempted_at > coalesce((SELECT max(attempted_at) FROM `+t+` WHERE provider = $1 AND event_id = $2
 			AND outcome IN ('`+OutcomeDelivered+`', '`+OutcomeDeadLettered+`')), '-infinity')`, p, id).Scan(&first); err != nil {
-		return time.Time{}, false, dbError("first attempt", dest, err)
+		return time.Time{}, false, DBError("first attempt", dest, err)
 	}
 	if first == nil {
 		return time.Time{}, false, nil
@@ -191,24 +191,8 @@ const (
 // (limit <= 0: DefaultAttemptsLimit; at most MaxAttemptsLimit), oldest
 // first. FirstAttempt gives the first one when there were more.
 func AttemptsFor(ctx context.Context, db DB, dest, provider, eventID string, limit int) ([]Attempt, error) {
-	t, err := table(dest, "attempts")
-	if err != nil {
-		return nil, err
-	}
-	if limit <= 0 {
-		limit = DefaultAttemptsLimit
-	}
-	limit = min(limit, MaxAttemptsLimit)
 	p, id := eventKey(provider, eventID)
-	rows, err := db.Query(ctx, `SELECT * FROM (
-			SELECT `+attemptColumns+`
-			FROM `+t+` WHERE provider = $1 AND event_id = $2
-			ORDER BY attempted_at DESC, id DESC LIMIT $3) last
-		ORDER BY attempted_at, id`, p, id, limit)
-	if err != nil {
-		return nil, dbError("attempts", dest, err)
-	}
-	return collectAttempts(dest, rows)
+	return newestAttempts(ctx, db, dest, "attempts", `WHERE provider = $2 AND event_id = $3`, limit, p, id)
 }
 
 // RecentAttempts returns the destination's last limit attempts, whatever
@@ -216,20 +200,26 @@ func AttemptsFor(ctx context.Context, db DB, dest, provider, eventID string, lim
 // MaxAttemptsLimit), oldest first: what `hub destinations status` shows.
 // It reads them newest first through the attempted_at index.
 func RecentAttempts(ctx context.Context, db DB, dest string, limit int) ([]Attempt, error) {
-	t, err := table(dest, "attempts")
+	return newestAttempts(ctx, db, dest, "recent attempts", "", limit)
+}
+
+// newestAttempts returns the destination's newest limit attempts (as
+// AttemptsFor bounds it) that where (on $2, $3... args) selects, oldest
+// first; op names the read in its error.
+func newestAttempts(ctx context.Context, db DB, dest, op, where string, limit int, args ...any) ([]Attempt, error) {
+	t, err := Table(dest, "attempts")
 	if err != nil {
 		return nil, err
 	}
 	if limit <= 0 {
 		limit = DefaultAttemptsLimit
 	}
-	limit = min(limit, MaxAttemptsLimit)
 	rows, err := db.Query(ctx, `SELECT * FROM (
-			SELECT `+attemptColumns+`
-			FROM `+t+` ORDER BY attempted_at DESC, id DESC LIMIT $1) last
-		ORDER BY attempted_at, id`, limit)
+			SELECT `+attemptColumns+` FROM `+t+` `+where+`
+			ORDER BY attempted_at DESC, id DESC LIMIT $1) last
+		ORDER BY attempted_at, id`, append([]any{min(limit, MaxAttemptsLimit)}, args...)...)
 	if err != nil {
-		return nil, dbError("recent attempts", dest, err)
+		return nil, DBError(op, dest, err)
 	}
 	return collectAttempts(dest, rows)
 }
@@ -252,7 +242,7 @@ func collectAttempts(dest string, rows pgx.Rows) ([]Attempt, error) {
 		return a, err
 	})
 	if err != nil {
-		return nil, dbError("attempts", dest, err)
+		return nil, DBError("attempts", dest, err)
 	}
 	return out, nil
 }
@@ -273,7 +263,7 @@ const (
 // each its own statement, so no statement holds many locks or runs long.
 // It returns how many it deleted, also when ctx ends it early.
 func PurgeAttempts(ctx context.Context, db DB, dest string, olderThan time.Time, batch int) (int64, error) {
-	t, err := table(dest, "attempts")
+	t, err := Table(dest, "attempts")
 	if err != nil {
 		return 0, err
 	}
@@ -289,7 +279,7 @@ func PurgeAttempts(ctx context.Context, db DB, dest string, olderThan time.Time,
 		tag, err := db.Exec(ctx, `DELETE FROM `+t+` WHERE id IN (
 			SELECT id FROM `+t+` WHERE attempted_at < $1 ORDER BY attempted_at LIMIT $2)`, olderThan, batch)
 		if err != nil {
-			return total, dbError("purge attempts", dest, err)
+			return total, DBError("purge attempts", dest, err)
 		}
 		total += tag.RowsAffected()
 		// Rows older than olderThan are not written any more: the loop
