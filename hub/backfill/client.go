@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hookhub/hookhub/internal/loopback"
+	"github.com/hookhub/hookhub/internal/outbound"
 	"github.com/hookhub/hookhub/internal/redact"
 	"github.com/hookhub/hookhub/schema"
 )
@@ -24,12 +25,15 @@ var ErrRedirect = errors.New("provider api redirected off its configured origin"
 // maxRedirects bounds the redirects followed within the origin.
 const maxRedirects = 10
 
-// clientOr returns c, or a client with a 30 s timeout.
+// clientOr returns c, or the outbound client of the sources: a 30 s
+// timeout, the proxy environment honoured, redirects followed (newAPI
+// keeps them within the API's origin).
 func clientOr(c *http.Client) *http.Client {
 	if c != nil {
 		return c
 	}
-	return &http.Client{Timeout: 30 * time.Second}
+	return outbound.New(outbound.Config{Timeout: 30 * time.Second, ProxyFromEnvironment: true,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return nil }})
 }
 
 // CheckAPIURL checks a configured API base URL (a source's SettingAPIURL)
