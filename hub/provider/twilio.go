@@ -19,6 +19,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/internal/jsontext"
+	"github.com/hookhub/hookhub/schema"
 )
 
 // Header names of Twilio webhook requests, in canonical form.
@@ -673,31 +674,17 @@ func firstNonEmpty(a, b string) string {
 
 // PayloadJSON returns the JSON view of a body Verify accepted, for
 // the archive's payload column: a JSON body (the bodySHA256 variant) as
-// is, a form body as a JSON object of its parameters, each a string, or an
-// array of strings for a repeated name ({"CallSid":"CA…","Digits":"1234"}).
-// A name that is not valid UTF-8, or holds a '%', appears URL-escaped
-// ("%FF"), so that distinct names stay distinct keys (JSON would turn
-// every invalid byte into U+FFFD).
+// is, a form body as schema.FormJSON has it, the rule the destinations'
+// envelope follows too.
 func (t *Twilio) PayloadJSON(body []byte) ([]byte, error) {
 	if c := jsontext.FirstNonSpace(body); (c == '{' || c == '[') && json.Valid(body) {
 		return body, nil
 	}
-	form, err := url.ParseQuery(string(body))
+	obj, err := schema.FormJSON(body)
 	if err != nil {
 		return nil, fmt.Errorf("%w: body is neither JSON nor a form: %v", ErrPayload, err)
 	}
-	obj := make(map[string]any, len(form))
-	for name, values := range form {
-		if !utf8.ValidString(name) || strings.Contains(name, "%") {
-			name = url.QueryEscape(name) // holds a '%', which no other name does
-		}
-		if len(values) == 1 {
-			obj[name] = values[0]
-		} else {
-			obj[name] = values
-		}
-	}
-	return json.Marshal(obj)
+	return obj, nil
 }
 
 // sign returns the X-Twilio-Signature (HMAC-SHA1, first secret) for body
