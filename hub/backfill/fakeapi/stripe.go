@@ -173,24 +173,7 @@ func (s *StripeAPI) serve(w http.ResponseWriter, r *http.Request, fail int, retr
 		writeList(w, data, map[string]any{"object": "list", "has_more": true, "url": "/v1/events"})
 		return 200
 	}
-	loop := s.loop
-	list := make([]stripeEvent, 0, len(s.events))
-	for i := len(s.events) - 1; i >= 0; i-- { // newest added first among equal created
-		ev := s.events[i]
-		if t, ok := bounds["gt"]; ok && ev.created <= t {
-			continue
-		}
-		if t, ok := bounds["gte"]; ok && ev.created < t {
-			continue
-		}
-		if t, ok := bounds["lt"]; ok && ev.created >= t {
-			continue
-		}
-		if t, ok := bounds["lte"]; ok && ev.created > t {
-			continue
-		}
-		list = append(list, ev)
-	}
+	loop, list := s.loop, s.withinLocked(bounds)
 	s.mu.Unlock()
 	slices.SortStableFunc(list, func(a, b stripeEvent) int { return -cmpInt(a.created, b.created) })
 	start, end := 0, len(list)
@@ -223,6 +206,29 @@ func (s *StripeAPI) serve(w http.ResponseWriter, r *http.Request, fail int, retr
 		URL     string `json:"url"`
 	}{"list", loop || start+len(page) < len(list), "/v1/events"})
 	return 200
+}
+
+// withinLocked returns the events created within bounds ("gt", "gte",
+// "lt", "lte" of created), newest added first.
+func (s *StripeAPI) withinLocked(bounds map[string]int64) []stripeEvent {
+	list := make([]stripeEvent, 0, len(s.events))
+	for i := len(s.events) - 1; i >= 0; i-- { // newest added first among equal created
+		ev := s.events[i]
+		if t, ok := bounds["gt"]; ok && ev.created <= t {
+			continue
+		}
+		if t, ok := bounds["gte"]; ok && ev.created < t {
+			continue
+		}
+		if t, ok := bounds["lt"]; ok && ev.created >= t {
+			continue
+		}
+		if t, ok := bounds["lte"]; ok && ev.created > t {
+			continue
+		}
+		list = append(list, ev)
+	}
+	return list
 }
 
 // fabricateLocked makes n new events created inside bounds (the newest
