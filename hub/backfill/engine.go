@@ -583,20 +583,24 @@ func (c *Counts) add(o Counts) {
 	c.WouldRedeliver += o.WouldRedeliver
 }
 
+// checkpointCounts is a checkpoint's totals.
+func checkpointCounts(cp hub.BackfillCheckpoint) Counts {
+	return Counts{Pages: cp.Pages, Listed: cp.Listed, Already: cp.Already, Ingested: cp.Ingested,
+		Redelivered: cp.Redelivered, Failed: cp.Failed}
+}
+
+// addCounts adds c to a checkpoint's totals.
 func addCounts(cp *hub.BackfillCheckpoint, c Counts) {
-	cp.Pages += c.Pages
-	cp.Listed += c.Listed
-	cp.Already += c.Already
-	cp.Ingested += c.Ingested
-	cp.Redelivered += c.Redelivered
-	cp.Failed += c.Failed
+	t := checkpointCounts(*cp)
+	t.add(c)
+	cp.Pages, cp.Listed, cp.Already, cp.Ingested, cp.Redelivered, cp.Failed = t.Pages, t.Listed, t.Already, t.Ingested, t.Redelivered, t.Failed
 }
 
 // finish adds the checkpoint's totals to a resumed run's result.
 func (e *Engine) finish(res Result, cp hub.BackfillCheckpoint) Result {
 	if res.Resumed {
-		res.Total = &Counts{Pages: cp.Pages, Listed: cp.Listed, Already: cp.Already, Ingested: cp.Ingested,
-			Redelivered: cp.Redelivered, Failed: cp.Failed}
+		t := checkpointCounts(cp)
+		res.Total = &t
 	}
 	return res
 }
