@@ -8,16 +8,12 @@ import (
 	"unicode/utf8"
 )
 
-// FormJSON returns a form body (application/x-www-form-urlencoded, as
-// url.ParseQuery reads it: Twilio's webhooks) as a JSON object of its
-// parameters, names in byte order: each a string, or an array of strings
-// for a repeated name, in body order ({"CallSid":"CA…","Digits":"1234"}).
-// A name that is not valid UTF-8, or holds a '%', appears URL-escaped
-// ("%FF"), so that distinct names stay distinct keys; a value's invalid
-// UTF-8 reads as U+FFFD. HTML characters are not escaped. It is the one
-// rule of both the hub's archive (the payload column) and the
-// destinations' envelope, so that a destination delivers every form the
-// hub accepted. The error is url.ParseQuery's (a bad escape, a ';').
+// FormJSON returns a form body (as url.ParseQuery reads it: Twilio's) as
+// a JSON object: each parameter a string, or an array of strings when
+// repeated ({"CallSid":"CA…","Digits":["1","2"]}); a name that is not
+// UTF-8 or holds a '%' URL-escaped ("%FF"), so names stay distinct; HTML
+// not escaped. The one rule of the hub's archive and the destinations'
+// envelope. The error is url.ParseQuery's (a bad escape, a ';').
 func FormJSON(body []byte) ([]byte, error) {
 	form, err := url.ParseQuery(string(body))
 	if err != nil {

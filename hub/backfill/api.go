@@ -2,6 +2,7 @@ package backfill
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -80,13 +81,7 @@ func (a *api) call(ctx context.Context, method, path string, body any, out any) 
 }
 
 func (a *api) send(ctx context.Context, method, path string, body any, out any, last *answer) error {
-	retries, maxWait := a.retries, a.maxWait
-	if retries == 0 {
-		retries = 5
-	}
-	if maxWait == 0 {
-		maxWait = time.Minute
-	}
+	retries, maxWait := cmp.Or(a.retries, 5), cmp.Or(a.maxWait, time.Minute)
 	sleep := a.sleep
 	if sleep == nil {
 		sleep = backoff.Sleep

@@ -123,6 +123,40 @@ func hasSpaceOrControl(s string) bool {
 	return strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) })
 }
 
+// APIConfig configures a source listing a provider's API with a bearer
+// key (StripeConfig, PaddleConfig).
+type APIConfig struct {
+	// BaseURL is the API's base URL (default: the provider's). https
+	// only, but for localhost.
+	BaseURL string
+	// Key is the API key. Sent as a bearer token, never logged.
+	Key string
+	// PageSize is the events per page (default: the provider's most).
+	PageSize int
+	// Client sends the requests (default: a client with a 30 s timeout).
+	Client *http.Client
+	// Now is the clock events' times are judged plausible by (default
+	// time.Now).
+	Now func() time.Time
+	// Names names the settings (SettingAPIKey, SettingAPIURL) in errors.
+	Names Names
+}
+
+// lister is what a source listing a bearer-key API holds (Stripe,
+// Paddle): the API's client, the events a page asks for, the clock.
+type lister struct {
+	api      *api
+	pageSize int
+	now      func() time.Time
+}
+
+// newLister returns the lister of cfg (bearerAPI; the page size within
+// 1..most, most by default).
+func newLister(cfg APIConfig, what, defaultBase, appended string, most int) (lister, error) {
+	a, err := bearerAPI(cfg.Key, cfg.Names, what, cfg.BaseURL, defaultBase, appended, cfg.Client)
+	return lister{api: a, pageSize: pageSize(cfg.PageSize, most), now: nowOr(cfg.Now)}, err
+}
+
 // bearerAPI returns the client of an API authenticated by a bearer key
 // (Stripe, Paddle): the key (SettingAPIKey) is required (its name, from
 // names, and what it must be are said when empty), the base URL

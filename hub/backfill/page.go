@@ -10,9 +10,6 @@ import (
 	"github.com/hookhub/hookhub/hub/provider"
 )
 
-// One page of a run: the events missing from the hub, and their
-// ingestion or redelivery.
-
 // failed counts an event of the page the run cannot ingest (or redeliver):
 // logged with its id and the reason, listed in the Result (the first
 // MaxFailuresListed), counted in hub_backfill_failed_total.

@@ -7,12 +7,10 @@ import (
 	"github.com/hookhub/hookhub/internal/jsontext"
 )
 
-// objectScanner walks the members of the JSON object that data starts
-// with (after any whitespace): the one member scanner of the package.
-// Strict, it validates each value with the grammar encoding/json accepts
-// (jsontext); otherwise it only delimits values (skipFast), for bodies
-// already validated. The zero value with data set is ready: open, then
-// name, value and next for each member until closed.
+// objectScanner walks the members of the JSON object data starts with:
+// the package's one member scanner. Strict, it validates values as
+// encoding/json would (jsontext); otherwise it only delimits them
+// (skipFast). Call open, then name, value and next until closed.
 type objectScanner struct {
 	data   []byte
 	i      int
@@ -20,8 +18,7 @@ type objectScanner struct {
 	closed bool // the object's '}' was read; i is past it
 }
 
-// open reads the object's '{' (and a '}' right after: closed), false
-// when data does not start with an object.
+// open reads the object's '{' (and a '}' right after: closed).
 func (s *objectScanner) open() bool {
 	i := skipSpace(s.data, 0)
 	if i == len(s.data) || s.data[i] != '{' {
@@ -34,10 +31,8 @@ func (s *objectScanner) open() bool {
 	return true
 }
 
-// name reads the next member's name and the ':' after it: the name's raw
-// bytes, unescaped or not, and, strict, whether it has no escape (plain).
-// Names without a backslash compare as bytes: an escaped name never
-// equals a wanted one.
+// name reads a member's name (raw bytes: an escaped one never equals a
+// wanted one) and its ':'; strict, plain says it has no escape.
 func (s *objectScanner) name() (key []byte, plain, ok bool) {
 	d, end := s.data, 0
 	if s.i == len(d) || d[s.i] != '"' {
@@ -75,8 +70,7 @@ func (s *objectScanner) value() ([]byte, bool) {
 	return s.data[start:end], true
 }
 
-// next reads what follows a value: a ',' (another member follows) or the
-// object's '}' (closed).
+// next reads the ',' or the '}' (closed) after a value.
 func (s *objectScanner) next() bool {
 	i := skipSpace(s.data, s.i)
 	switch {

@@ -1,8 +1,7 @@
 // Package outbound holds what the hub and the subscribers share when they
-// call another party's HTTP server: one client constructor (timeouts,
-// redirect policy, header cap, proxy choice) and one reading of the
-// Retry-After an answer carries. The backfill's provider API client and
-// the destinations' client are built with it.
+// call another party's HTTP server: one client constructor and one
+// reading of Retry-After. The backfill's provider API client and the
+// destinations' client are built with it.
 package outbound
 
 import (
@@ -23,44 +22,33 @@ const MaxHeaderBytes = 64 << 10
 
 // Config configures a client (New). Zero fields take defaults.
 type Config struct {
-	// Timeout bounds a whole request (http.Client.Timeout); 0 for none,
-	// when the caller bounds each request with its context.
-	Timeout time.Duration
-	// ConnectTimeout bounds the TCP connect, and the TLS handshake on its
-	// own (default 10 s).
-	ConnectTimeout time.Duration
-	// RootCAs verifies servers; nil means the system roots. TLS 1.2 at
-	// least.
-	RootCAs *x509.CertPool
-	// MaxConns is how many idle keep-alive connections are kept, per host
-	// and in all (default 100 in all, net/http's 2 per host).
+	Timeout        time.Duration  // a whole request; 0: none (the caller's context bounds it)
+	ConnectTimeout time.Duration  // the TCP connect, and the TLS handshake on its own (default 10 s)
+	RootCAs        *x509.CertPool // nil: the system roots; TLS 1.2 at least
+	// MaxConns is how many idle connections are kept, per host and in all
+	// (default 100 in all, 2 per host).
 	MaxConns int
-	// MaxBody cuts every answer's body after that many bytes (0: not
-	// cut); what is left unread closes the connection.
+	// MaxBody cuts every answer's body after that many bytes (0: not cut);
+	// what is left unread closes the connection.
 	MaxBody int64
-	// ProxyFromEnvironment uses HTTP_PROXY, HTTPS_PROXY and NO_PROXY; off,
-	// the client connects directly.
+	// ProxyFromEnvironment uses HTTP_PROXY, HTTPS_PROXY and NO_PROXY;
+	// otherwise the client connects directly.
 	ProxyFromEnvironment bool
-	// Control is the dialer's hook, to refuse addresses at connect time
-	// (nil: none).
+	// Control is the dialer's hook, to refuse addresses at connect time.
 	Control func(network, address string, c syscall.RawConn) error
-	// CheckRedirect is the redirect policy (nil: a 3xx is the answer, not
-	// followed).
+	// CheckRedirect is the redirect policy (nil: a 3xx is the answer).
 	CheckRedirect func(req *http.Request, via []*http.Request) error
-	// DisableCompression sends no Accept-Encoding: the answer's bytes are
-	// the server's.
+	// DisableCompression sends no Accept-Encoding: the bytes are the server's.
 	DisableCompression bool
 }
 
 // New returns a client with its own connection pool, as c says.
 // Client.CloseIdleConnections closes the pool's idle connections.
 func New(c Config) *http.Client {
-	if c.ConnectTimeout <= 0 {
-		c.ConnectTimeout = 10 * time.Second
-	}
 	if c.CheckRedirect == nil {
 		c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	}
+	c.ConnectTimeout = cmp.Or(max(c.ConnectTimeout, 0), 10*time.Second)
 	dialer := &net.Dialer{Timeout: c.ConnectTimeout, KeepAlive: 30 * time.Second, Control: c.Control}
 	tr := &http.Transport{
 		DialContext:            dialer.DialContext,
@@ -92,14 +80,22 @@ type cut struct {
 func (t cut) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.Transport.RoundTrip(req)
 	if err == nil {
-		resp.Body = cutBody{io.LimitReader(resp.Body, t.n), resp.Body}
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.LimitReader(resp.Body, t.n), resp.Body}
 	}
 	return resp, err
 }
 
-type cutBody struct {
-	io.Reader
-	io.Closer
+// TransportOf returns the transport under a client New returned (nil for
+// another client's), for checks.
+func TransportOf(c *http.Client) *http.Transport {
+	if t, ok := c.Transport.(cut); ok {
+		return t.Transport
+	}
+	t, _ := c.Transport.(*http.Transport)
+	return t
 }
 
 // RetryAfter reads a Retry-After value (RFC 9110, 10.2.3): delta-seconds
@@ -126,16 +122,4 @@ func RetryAfter(v string, now time.Time, most time.Duration) (time.Duration, boo
 		return 0, false
 	}
 	return min(max(t.Sub(now), 0), most), true
-}
-
-// TransportOf returns the transport under a client New returned (nil for
-// another client's): its settings, for checks.
-func TransportOf(c *http.Client) *http.Transport {
-	switch t := c.Transport.(type) {
-	case *http.Transport:
-		return t
-	case cut:
-		return t.Transport
-	}
-	return nil
 }

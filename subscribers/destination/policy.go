@@ -38,18 +38,11 @@ type Policy struct {
 // (Result.RetryAfter) wins when it is longer, up to p.MaxRetryAfter.
 // Until caps the result at the horizon.
 func (p Policy) Delay(attempt int, retryAfter time.Duration) time.Duration {
-	base := p.Base
-	if base <= 0 {
-		base = DefaultBackoffBase
+	base, f := cmp.Or(max(p.Base, 0), DefaultBackoffBase), p.Rand
+	if f == nil {
+		f = rand.Float64
 	}
-	if p.Max <= 0 {
-		p.Max = DefaultBackoffMax
-	}
-	f := rand.Float64
-	if p.Rand != nil {
-		f = p.Rand
-	}
-	d := backoff.Jitter(backoff.Exp(base, max(p.Max, base), attempt-1), f())
+	d := backoff.Jitter(backoff.Exp(base, max(cmp.Or(max(p.Max, 0), DefaultBackoffMax), base), attempt-1), f())
 	if retryAfter > d {
 		d = min(retryAfter, cmp.Or(p.MaxRetryAfter, DefaultMaxRetryAfter))
 	}
@@ -76,9 +69,5 @@ func (p Policy) Expired(first, now time.Time) bool {
 	if first.IsZero() {
 		return false
 	}
-	retryFor := p.RetryFor
-	if retryFor <= 0 {
-		retryFor = DefaultRetryFor
-	}
-	return now.Sub(first) >= retryFor
+	return now.Sub(first) >= cmp.Or(max(p.RetryFor, 0), DefaultRetryFor)
 }

@@ -2,6 +2,7 @@ package destination
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/x509"
 	"errors"
@@ -66,19 +67,9 @@ type Client struct {
 // followed: a 3xx is the answer (Result.Status), and not a delivery.
 // Responses are not decompressed (no Accept-Encoding is sent).
 func NewClient(c ClientConfig) *Client {
-	if c.Timeout <= 0 {
-		c.Timeout = DefaultTimeout
-	}
-	if c.ConnectTimeout <= 0 {
-		c.ConnectTimeout = DefaultConnectTimeout
-	}
-	c.ConnectTimeout = min(c.ConnectTimeout, c.Timeout)
-	if c.MaxBody <= 0 {
-		c.MaxBody = DefaultMaxBody
-	}
-	if c.MaxConns <= 0 {
-		c.MaxConns = DefaultConcurrency
-	}
+	c.Timeout = cmp.Or(max(c.Timeout, 0), DefaultTimeout)
+	c.ConnectTimeout = min(cmp.Or(max(c.ConnectTimeout, 0), DefaultConnectTimeout), c.Timeout)
+	c.MaxBody, c.MaxConns = cmp.Or(max(c.MaxBody, 0), DefaultMaxBody), cmp.Or(max(c.MaxConns, 0), DefaultConcurrency)
 	return &Client{
 		hc: outbound.New(outbound.Config{ConnectTimeout: c.ConnectTimeout, RootCAs: c.RootCAs, MaxConns: c.MaxConns,
 			MaxBody: c.MaxBody, Control: dialControl(c.AllowLinkLocal), DisableCompression: true}),

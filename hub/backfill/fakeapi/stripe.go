@@ -106,15 +106,7 @@ func stripeFail(w http.ResponseWriter, status int, e stripeError) {
 }
 
 // ServeHTTP answers the API.
-func (s *StripeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	n, fail, retryAfter, throttled := s.record(r)
-	if status := s.intercept(w, r, n); status != 0 {
-		s.setStatus(n, status)
-		return
-	}
-	status := s.serve(w, r, fail, retryAfter, throttled)
-	s.setStatus(n, status)
-}
+func (s *StripeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handle(w, r, s.serve) }
 
 func (s *StripeAPI) serve(w http.ResponseWriter, r *http.Request, fail int, retryAfter time.Duration, throttled bool) int {
 	auth := r.Header.Get("Authorization")
