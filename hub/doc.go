@@ -72,6 +72,7 @@
 //   - internal/loopback: whether a host names this machine (plain http:// allowed, `hub dev` record trusted).
 //   - internal/migrate: the Migrator (goose over pgx under an advisory lock) of the hub's and the subscribers' embedded migrations; embeds no SQL.
 //   - internal/natsembed: the embedded nats-server of `hub dev` and the tests.
+//   - internal/outbound: the one outbound HTTP client constructor (timeouts, redirect policy, body and header caps) and Retry-After parser, of the backfill's provider APIs and the destinations.
 //   - internal/pgurl: edits Postgres URLs (databases next to a configured one) and hides their passwords.
 //   - internal/redact: hides credentials in text the hub did not write itself (API answers, errors); a Redactor does it for one party (a destination: its configured values, signatures, URL query and path tokens).
 //     Terminal, the one writer every CLI output and log line passes through, escapes what could drive a terminal.

@@ -1,6 +1,10 @@
 package hub
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/hookhub/hookhub/schema"
+)
 
 // Entity is a business object an event is about, as its provider names
 // it: a Stripe customer (Kind "customer", ID "cus_123"), a Paddle
@@ -15,22 +19,19 @@ import "strings"
 // GitHub's owner/name), so one search follows a customer across
 // providers when their payloads carry the same id (a Clerk user id in a
 // Stripe customer's metadata.user_id).
-type Entity struct {
-	Kind string `json:"kind"` // what the id names: "customer", "subscription", "user", ...; [a-z_]{1,32}
-	ID   string `json:"id"`   // the id, as the provider writes it; CheckText, at most MaxEntityIDLen bytes
-}
+//
+// It is schema.Entity, the type the stream's Hookhub-Entity header
+// carries, with its bounds: one type and one set of limits for the hub
+// and the subscribers.
+type Entity = schema.Entity
 
-// Bounds on an event's entities. An entity that does not fit is left out;
-// it never fails a delivery.
+// Bounds on an event's entities (schema's). An entity that does not fit
+// is left out; it never fails a delivery.
 const (
-	MaxEntities      = 8
-	MaxEntityIDLen   = 255
-	MaxEntityKindLen = 32
+	MaxEntities      = schema.MaxEntities
+	MaxEntityIDLen   = schema.MaxEntityIDLen
+	MaxEntityKindLen = schema.MaxEntityKindLen
 )
-
-// String returns the entity as the archive and the stream write it,
-// "<kind>:<id>".
-func (e Entity) String() string { return e.Kind + ":" + e.ID }
 
 // ParseEntity reads an entity written by Entity.String: the kind is what
 // comes before the first ':'. ok is false when s has no ':'.

@@ -15,19 +15,22 @@ import (
 const HeaderEntity = "Hookhub-Entity"
 
 // Entity is a business object an event is about, as the hub's provider
-// extraction names it (the hub's hub.Entity, which this package cannot
-// import): Kind says what the id names ("customer", "subscription",
+// extraction names it (hub.Entity is this type): Kind says what the id names ("customer", "subscription",
 // "user", "repository", "pull_request", "order", "message", …) and ID is
 // the id as the provider writes it ("cus_123", "octo/hello#12",
 // "gid://shopify/Order/1"). docs/providers.md lists what each provider
 // names.
 type Entity struct {
-	Kind string
-	ID   string
+	Kind string `json:"kind"` // [a-z_]{1,32}
+	ID   string `json:"id"`   // at most MaxEntityIDLen bytes
 }
 
-// Bounds on entities, the hub's (hub.MaxEntities, hub.MaxEntityIDLen,
-// hub.MaxEntityKindLen).
+// String returns the entity as the archive and the stream write it,
+// "<kind>:<id>" (FormatEntity).
+func (e Entity) String() string { return FormatEntity(e.Kind, e.ID) }
+
+// Bounds on entities, the hub's and the subscribers'. An entity that does
+// not fit is left out; it never fails a delivery.
 const (
 	MaxEntities      = 8
 	MaxEntityIDLen   = 255

@@ -2,19 +2,18 @@ package backfill
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hookhub/hookhub/internal/backoff"
 	"github.com/hookhub/hookhub/internal/buildinfo"
+	"github.com/hookhub/hookhub/internal/outbound"
 	"github.com/hookhub/hookhub/internal/redact"
 )
 
@@ -82,13 +81,7 @@ func (a *api) call(ctx context.Context, method, path string, body any, out any) 
 }
 
 func (a *api) send(ctx context.Context, method, path string, body any, out any, last *answer) error {
-	retries, maxWait := a.retries, a.maxWait
-	if retries == 0 {
-		retries = 5
-	}
-	if maxWait == 0 {
-		maxWait = time.Minute
-	}
+	retries, maxWait := cmp.Or(a.retries, 5), cmp.Or(a.maxWait, time.Minute)
 	sleep := a.sleep
 	if sleep == nil {
 		sleep = backoff.Sleep
@@ -163,7 +156,7 @@ func (a *api) send(ctx context.Context, method, path string, body any, out any, 
 			wait := delays.Next()
 			if limited {
 				wait = ruled
-			} else if ra, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+			} else if ra, ok := outbound.RetryAfter(resp.Header.Get("Retry-After"), time.Now(), maxWait); ok {
 				wait = ra
 			}
 			wait = min(wait, maxWait)
@@ -177,25 +170,6 @@ func (a *api) send(ctx context.Context, method, path string, body any, out any, 
 			return fmt.Errorf("%s %s answered %d: %s", method, path, code, a.snippet(data))
 		}
 	}
-}
-
-// retryAfter parses a Retry-After header: delay-seconds or an HTTP date.
-func retryAfter(v string, now time.Time) (time.Duration, bool) {
-	if v == "" {
-		return 0, false
-	}
-	if s, err := strconv.ParseInt(v, 10, 64); err == nil && s >= 0 {
-		// Beyond a Duration's range the product would wrap (negative: a
-		// retry at once); the caller caps the wait anyway.
-		return time.Duration(min(s, int64(math.MaxInt64/time.Second))) * time.Second, true
-	}
-	if strings.Trim(v, "0123456789") == "" {
-		return math.MaxInt64, true // digits beyond an int64
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true
-	}
-	return 0, false
 }
 
 // snippet is the start of an API's answer for an error message: at most

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hookhub/hookhub/internal/loopback"
+	"github.com/hookhub/hookhub/internal/outbound"
 	"github.com/hookhub/hookhub/internal/redact"
 	"github.com/hookhub/hookhub/schema"
 )
@@ -24,12 +25,15 @@ var ErrRedirect = errors.New("provider api redirected off its configured origin"
 // maxRedirects bounds the redirects followed within the origin.
 const maxRedirects = 10
 
-// clientOr returns c, or a client with a 30 s timeout.
+// clientOr returns c, or the outbound client of the sources: a 30 s
+// timeout, the proxy environment honoured, redirects followed (newAPI
+// keeps them within the API's origin).
 func clientOr(c *http.Client) *http.Client {
 	if c != nil {
 		return c
 	}
-	return &http.Client{Timeout: 30 * time.Second}
+	return outbound.New(outbound.Config{Timeout: 30 * time.Second, ProxyFromEnvironment: true,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return nil }})
 }
 
 // CheckAPIURL checks a configured API base URL (a source's SettingAPIURL)
@@ -117,6 +121,40 @@ func validCursor(s string) bool {
 // (cursors, tokens).
 func hasSpaceOrControl(s string) bool {
 	return strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) })
+}
+
+// APIConfig configures a source listing a provider's API with a bearer
+// key (StripeConfig, PaddleConfig).
+type APIConfig struct {
+	// BaseURL is the API's base URL (default: the provider's). https
+	// only, but for localhost.
+	BaseURL string
+	// Key is the API key. Sent as a bearer token, never logged.
+	Key string
+	// PageSize is the events per page (default: the provider's most).
+	PageSize int
+	// Client sends the requests (default: a client with a 30 s timeout).
+	Client *http.Client
+	// Now is the clock events' times are judged plausible by (default
+	// time.Now).
+	Now func() time.Time
+	// Names names the settings (SettingAPIKey, SettingAPIURL) in errors.
+	Names Names
+}
+
+// lister is what a source listing a bearer-key API holds (Stripe,
+// Paddle): the API's client, the events a page asks for, the clock.
+type lister struct {
+	api      *api
+	pageSize int
+	now      func() time.Time
+}
+
+// newLister returns the lister of cfg (bearerAPI; the page size within
+// 1..most, most by default).
+func newLister(cfg APIConfig, what, defaultBase, appended string, most int) (lister, error) {
+	a, err := bearerAPI(cfg.Key, cfg.Names, what, cfg.BaseURL, defaultBase, appended, cfg.Client)
+	return lister{api: a, pageSize: pageSize(cfg.PageSize, most), now: nowOr(cfg.Now)}, err
 }
 
 // bearerAPI returns the client of an API authenticated by a bearer key

@@ -15,7 +15,6 @@ import (
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/metrics"
-	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/internal/redact"
 )
 
@@ -407,6 +406,15 @@ func (e *Engine) Run(ctx context.Context, src Source, req Request) (res Result, 
 			}
 		}()
 	}
+	err = e.list(runCtx, src, req, &res, &cp)
+	return e.finish(res, cp), err
+}
+
+// list is Run's listing: page after page from cp's cursor, each ingested
+// (page), then saved in cp (save), until the listing ends, a cursor comes
+// round again or a bound is reached.
+func (e *Engine) list(ctx context.Context, src Source, req Request, res *Result, cp *hub.BackfillCheckpoint) error {
+	name := src.Provider()
 	cursor, covered := cp.Cursor, 0.0
 	// The cursors read, as hashes: an API's cursor may be long.
 	seen := map[[sha256.Size]byte]struct{}{}
@@ -415,9 +423,9 @@ func (e *Engine) Run(ctx context.Context, src Source, req Request) (res Result, 
 	}
 	var events int64
 	for pages := 1; ; pages++ {
-		page, err := src.List(runCtx, res.Since, res.Until, cursor)
+		page, err := src.List(ctx, res.Since, res.Until, cursor)
 		if err != nil {
-			return e.finish(res, cp), err
+			return err
 		}
 		events += int64(len(page.Events))
 		if pastWindow(page, res.Since) {
@@ -430,25 +438,14 @@ func (e *Engine) Run(ctx context.Context, src Source, req Request) (res Result, 
 		_, cycle := seen[next]
 		cycle = cycle && page.Next != ""
 		seen[next] = struct{}{}
-		pc, oldest, err := e.page(runCtx, src, req, &res, page)
+		pc, oldest, err := e.page(ctx, src, req, res, page)
 		res.Counts.add(pc)
 		if err != nil {
-			return e.finish(res, cp), err
+			return err
 		}
 		if !req.DryRun && !cycle {
-			addCounts(&cp, pc)
-			cp.Cursor = page.Next
-			if page.Next == "" {
-				cp.CompletedAt = e.cfg.Now()
-			}
-			// Saved even when the run is being stopped (its time is up,
-			// Ctrl-C): the page is ingested, and the checkpoint says so.
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(runCtx), ingestTimeout)
-			err := e.cfg.Store.SaveBackfill(sctx, e.cfg.Owner, cp, e.cfg.Lease)
-			cancel()
-			if err != nil {
-				cp.CompletedAt = time.Time{}
-				return e.finish(res, cp), err
+			if err := e.save(ctx, cp, pc, page.Next); err != nil {
+				return err
 			}
 		}
 		switch {
@@ -463,19 +460,38 @@ func (e *Engine) Run(ctx context.Context, src Source, req Request) (res Result, 
 		switch {
 		case page.Next == "":
 			res.Complete = true
-			return e.finish(res, cp), nil
+			return nil
 		case cycle:
-			return e.finish(res, cp), fmt.Errorf("%w: %s: page %d gave the cursor %q, which this run has already read",
+			return fmt.Errorf("%w: %s: page %d gave the cursor %q, which this run has already read",
 				ErrCursorCycle, name, pages, snippet([]byte(page.Next)))
 		case pages >= e.cfg.MaxPages:
-			return e.finish(res, cp), fmt.Errorf("%w: %s: read %d pages, the most a run may (max pages); the next run continues from there",
+			return fmt.Errorf("%w: %s: read %d pages, the most a run may (max pages); the next run continues from there",
 				ErrBound, name, pages)
 		case events >= int64(e.cfg.MaxEvents):
-			return e.finish(res, cp), fmt.Errorf("%w: %s: the api listed %d events, the most a run may (max events); the next run continues from there",
+			return fmt.Errorf("%w: %s: the api listed %d events, the most a run may (max events); the next run continues from there",
 				ErrBound, name, events)
 		}
 		cursor = page.Next
 	}
+}
+
+// save adds a page's counts pc to cp and saves it with the cursor of the
+// next page (none: the run is complete). It saves even when the run is
+// being stopped (its time is up, Ctrl-C): the page is ingested, and the
+// checkpoint says so.
+func (e *Engine) save(ctx context.Context, cp *hub.BackfillCheckpoint, pc Counts, next string) error {
+	addCounts(cp, pc)
+	cp.Cursor = next
+	if next == "" {
+		cp.CompletedAt = e.cfg.Now()
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ingestTimeout)
+	defer cancel()
+	if err := e.cfg.Store.SaveBackfill(sctx, e.cfg.Owner, *cp, e.cfg.Lease); err != nil {
+		cp.CompletedAt = time.Time{}
+		return err
+	}
+	return nil
 }
 
 // pastWindow reports whether every event of page occurred before since
@@ -567,20 +583,24 @@ func (c *Counts) add(o Counts) {
 	c.WouldRedeliver += o.WouldRedeliver
 }
 
+// checkpointCounts is a checkpoint's totals.
+func checkpointCounts(cp hub.BackfillCheckpoint) Counts {
+	return Counts{Pages: cp.Pages, Listed: cp.Listed, Already: cp.Already, Ingested: cp.Ingested,
+		Redelivered: cp.Redelivered, Failed: cp.Failed}
+}
+
+// addCounts adds c to a checkpoint's totals.
 func addCounts(cp *hub.BackfillCheckpoint, c Counts) {
-	cp.Pages += c.Pages
-	cp.Listed += c.Listed
-	cp.Already += c.Already
-	cp.Ingested += c.Ingested
-	cp.Redelivered += c.Redelivered
-	cp.Failed += c.Failed
+	t := checkpointCounts(*cp)
+	t.add(c)
+	cp.Pages, cp.Listed, cp.Already, cp.Ingested, cp.Redelivered, cp.Failed = t.Pages, t.Listed, t.Already, t.Ingested, t.Redelivered, t.Failed
 }
 
 // finish adds the checkpoint's totals to a resumed run's result.
 func (e *Engine) finish(res Result, cp hub.BackfillCheckpoint) Result {
 	if res.Resumed {
-		res.Total = &Counts{Pages: cp.Pages, Listed: cp.Listed, Already: cp.Already, Ingested: cp.Ingested,
-			Redelivered: cp.Redelivered, Failed: cp.Failed}
+		t := checkpointCounts(cp)
+		res.Total = &t
 	}
 	return res
 }
@@ -602,195 +622,4 @@ func (e *Engine) observeRun(name string, res Result, err error, skipped bool) {
 	if err == nil && res.Complete {
 		m.BackfillLastSuccess.WithLabelValues(name).Set(float64(e.cfg.Now().Unix()))
 	}
-}
-
-// failed counts an event of the page the run cannot ingest (or redeliver):
-// logged with its id and the reason, listed in the Result (the first
-// MaxFailuresListed), counted in hub_backfill_failed_total.
-func (e *Engine) failed(res *Result, c *Counts, name, id, msg string, reason error) {
-	c.Failed++
-	e.cfg.Logger.Warn("backfill: "+msg, "provider", name, "event_id", id, "err", reason)
-	if len(res.Failures) < MaxFailuresListed {
-		res.Failures = append(res.Failures, Failure{EventID: id, Reason: msg + ": " + reason.Error()})
-	}
-	if e.cfg.Metrics != nil {
-		e.cfg.Metrics.BackfillFailed.WithLabelValues(name).Inc()
-	}
-}
-
-// page handles one page: which events of the window are missing, their
-// bodies when the listing lacks them, and their ingestion in one
-// transaction. It returns the page's counts and the oldest time it saw.
-func (e *Engine) page(ctx context.Context, src Source, req Request, res *Result, page Page) (Counts, time.Time, error) {
-	name := src.Provider()
-	c := Counts{Pages: 1}
-	var oldest time.Time
-	inWindow := make([]Event, 0, len(page.Events))
-	for _, ev := range page.Events {
-		if !ev.OccurredAt.IsZero() {
-			if oldest.IsZero() || ev.OccurredAt.Before(oldest) {
-				oldest = ev.OccurredAt
-			}
-			if ev.OccurredAt.Before(res.Since) || !ev.OccurredAt.Before(res.Until) {
-				continue
-			}
-		}
-		inWindow = append(inWindow, ev)
-	}
-	c.Listed = int64(len(inWindow))
-	ids := make([]string, 0, len(inWindow))
-	for _, ev := range inWindow {
-		if provider.CheckEventID(ev.ID) == nil {
-			ids = append(ids, ev.ID)
-		}
-	}
-	known, err := e.cfg.Store.KnownEvents(ctx, name, ids)
-	if err != nil {
-		return c, oldest, err
-	}
-	var missing []Event
-	for _, ev := range inWindow {
-		if err := provider.CheckEventID(ev.ID); err != nil {
-			if ev.Invalid != nil {
-				err = ev.Invalid // the provider's own reading says why
-			}
-			e.failed(res, &c, name, "", "an event the api listed has no usable id", err)
-			continue
-		}
-		if known[ev.ID] {
-			c.Already++
-			continue
-		}
-		known[ev.ID] = true // listed twice: the second is present by then
-		if ev.Invalid != nil {
-			e.failed(res, &c, name, ev.ID, "the api's copy of the event is malformed", ev.Invalid)
-			continue
-		}
-		missing = append(missing, ev)
-	}
-	if e.cfg.Metrics != nil && len(missing) > 0 {
-		e.cfg.Metrics.BackfillMissing.WithLabelValues(name).Add(float64(len(missing)))
-	}
-	if len(missing) > 0 {
-		e.cfg.Logger.Warn("backfill: events the hub never received as webhooks", "provider", name, "missing", len(missing))
-	}
-	if req.DryRun {
-		for _, ev := range missing {
-			if req.Redeliver {
-				c.WouldRedeliver++
-			} else {
-				c.WouldIngest++
-			}
-			if len(res.Missing) < req.MaxListed {
-				res.Missing = append(res.Missing, MissingEvent{EventID: ev.ID, EventType: ev.Type, OccurredAt: ev.OccurredAt})
-			}
-		}
-		return c, oldest, nil
-	}
-	if req.Redeliver {
-		err := e.redeliver(ctx, src.(Redeliverer), name, missing, res, &c)
-		return c, oldest, err
-	}
-	now := e.cfg.Now()
-	ds := make([]hub.Delivery, 0, len(missing))
-	for _, ev := range missing {
-		if f, ok := src.(Fetcher); ok && len(ev.Body) == 0 {
-			full, err := f.Fetch(ctx, ev)
-			switch {
-			case err != nil && fatal(ctx, err):
-				return c, oldest, err
-			case err != nil:
-				e.failed(res, &c, name, ev.ID, "fetch an event's body", err)
-				continue
-			}
-			ev = full
-		}
-		d, err := e.delivery(name, ev, now)
-		if err != nil {
-			e.failed(res, &c, name, ev.ID, "event not ingested", err)
-			continue
-		}
-		ds = append(ds, d)
-	}
-	if len(ds) == 0 {
-		return c, oldest, nil
-	}
-	// Not cut off by the run being stopped (a bound, Ctrl-C): a commit
-	// cancelled mid-way may still land, uncounted; the page's ingestion
-	// finishes (or fails) on its own, bounded by ingestTimeout.
-	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ingestTimeout)
-	// Committed, a publishable event is in the relay's hands.
-	outs, err := e.ingest.Ingest(ictx, ds)
-	cancel()
-	if err != nil {
-		return c, oldest, fmt.Errorf("%s: ingest: %w", name, err)
-	}
-	for i, out := range outs {
-		switch {
-		case out.Duplicate:
-			c.Already++ // its webhook arrived meanwhile
-		case out.Status == hub.Failed:
-			e.failed(res, &c, name, ds[i].EventID, "event archived FAILED", errors.New(ds[i].Error))
-		default:
-			c.Ingested++
-		}
-	}
-	if e.cfg.Metrics != nil {
-		e.cfg.Metrics.BackfillIngested.WithLabelValues(name).Add(float64(c.Ingested))
-	}
-	return c, oldest, nil
-}
-
-// redeliver asks the provider to send each of missing's webhooks again,
-// counting them in c.
-func (e *Engine) redeliver(ctx context.Context, r Redeliverer, name string, missing []Event, res *Result, c *Counts) error {
-	for _, ev := range missing {
-		err := r.Redeliver(ctx, ev)
-		switch {
-		case err != nil && fatal(ctx, err):
-			return err
-		case err != nil:
-			e.failed(res, c, name, ev.ID, "redeliver an event's webhook", err)
-		default:
-			c.Redelivered++
-		}
-	}
-	if c.Redelivered > 0 {
-		e.cfg.Logger.Info("backfill: the provider was asked to send missing webhooks again", "provider", name, "redelivered", c.Redelivered)
-	}
-	return nil
-}
-
-// fatal reports whether an error about one event ends the run: ctx done,
-// refused credentials, a rate limit that outlasted the retries or a
-// redirect off the API's origin (every further request would fail the
-// same way).
-func fatal(ctx context.Context, err error) bool {
-	return ctx.Err() != nil || errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrRateLimited) || errors.Is(err, ErrRedirect)
-}
-
-// delivery builds the hub.Delivery of an API event (hub.NewDelivery, as
-// the HTTP server builds a webhook's), with origin api and no signature,
-// when its type and body are what a webhook's must be.
-func (e *Engine) delivery(name string, ev Event, now time.Time) (hub.Delivery, error) {
-	if err := provider.CheckEventType(ev.Type); err != nil {
-		return hub.Delivery{}, err
-	}
-	limit := e.cfg.MaxBodyBytes
-	if e.cfg.MaxPublishBytes != nil {
-		if m := e.cfg.MaxPublishBytes(); m > 0 && m < limit {
-			limit = m
-		}
-	}
-	switch {
-	case len(ev.Body) == 0:
-		return hub.Delivery{}, errors.New("no body")
-	case len(ev.Body) > limit:
-		return hub.Delivery{}, fmt.Errorf("body of %d bytes, over the %d a delivery may have", len(ev.Body), limit)
-	}
-	occurred := ev.OccurredAt
-	if ev.OccurredAtAPIOnly {
-		occurred = time.Time{} // its webhook's copy has none either
-	}
-	return hub.NewDelivery(hub.OriginAPI, name, hub.Event{ID: ev.ID, Type: ev.Type, OccurredAt: occurred, Entities: ev.Entities}, ev.Body, now)
 }

@@ -30,6 +30,3 @@ func ParseGitHubDeliveries(b []byte) (int, error) {
 	items, err := parseGitHubDeliveries(b)
 	return len(items), err
 }
-
-// RetryAfter is retryAfter.
-func RetryAfter(v string, now time.Time) (time.Duration, bool) { return retryAfter(v, now) }

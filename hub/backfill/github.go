@@ -17,6 +17,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/internal/jsontext"
+	"github.com/hookhub/hookhub/internal/outbound"
 )
 
 const (
@@ -621,7 +622,7 @@ func githubRateLimit(ans answer, body []byte, now time.Time) (time.Duration, boo
 // else until x-ratelimit-reset (epoch seconds) when x-ratelimit-remaining
 // is 0; else a minute when the message says it is a secondary rate limit.
 func githubRateLimitWait(h http.Header, body []byte, now time.Time) (time.Duration, bool) {
-	if d, ok := retryAfter(h.Get("Retry-After"), now); ok {
+	if d, ok := outbound.RetryAfter(h.Get("Retry-After"), now, math.MaxInt64); ok {
 		return d, true
 	}
 	if strings.TrimSpace(h.Get("X-RateLimit-Remaining")) == "0" {

@@ -19,24 +19,11 @@ const PaddleDefaultBaseURL = "https://api.paddle.com"
 // PaddleMaxPage is the largest page GET /events returns (per_page).
 const PaddleMaxPage = 200
 
-// PaddleConfig configures a Paddle source.
-type PaddleConfig struct {
-	// BaseURL is https://api.paddle.com (the default), or
-	// https://sandbox-api.paddle.com for a sandbox account.
-	BaseURL string
-	// Key is an API key with the event.read permission. Sent as a bearer
-	// token, never logged.
-	Key string
-	// PageSize is the events per page, 1..200 (default 200).
-	PageSize int
-	// Client sends the requests (default: a client with a 30 s timeout).
-	Client *http.Client
-	// Now is the clock events' times are judged plausible by (default
-	// time.Now).
-	Now func() time.Time
-	// Names names the settings (SettingAPIKey, SettingAPIURL) in errors.
-	Names Names
-}
+// PaddleConfig configures a Paddle source: BaseURL is
+// https://api.paddle.com by default, or https://sandbox-api.paddle.com
+// for a sandbox account, Key an API key with the event.read permission,
+// PageSize 1..200 (default 200).
+type PaddleConfig = APIConfig
 
 // Paddle lists Paddle Billing events: GET /events?order_by=id[DESC]
 // &per_page=..&after=<cursor>, newest first, while meta.pagination.has_more.
@@ -44,23 +31,18 @@ type PaddleConfig struct {
 // lies outside the window and stops paging at the first page whose oldest
 // event occurred before it. The body of each event is the event entity's
 // bytes as the API returned them in the data array.
-type Paddle struct {
-	api      *api
-	pageSize int
-	now      func() time.Time
-}
+type Paddle struct{ lister }
 
 var _ Source = (*Paddle)(nil)
 
 // NewPaddle returns a Paddle source; it fails when the key is empty or the
 // base URL is not an absolute http(s) URL.
 func NewPaddle(cfg PaddleConfig) (*Paddle, error) {
-	a, err := bearerAPI(cfg.Key, cfg.Names, "a Paddle API key with the event.read permission",
-		cfg.BaseURL, PaddleDefaultBaseURL, "", cfg.Client)
+	l, err := newLister(cfg, "a Paddle API key with the event.read permission", PaddleDefaultBaseURL, "", PaddleMaxPage)
 	if err != nil {
 		return nil, err
 	}
-	return &Paddle{api: a, pageSize: pageSize(cfg.PageSize, PaddleMaxPage), now: nowOr(cfg.Now)}, nil
+	return &Paddle{l}, nil
 }
 
 // Provider returns "paddle".

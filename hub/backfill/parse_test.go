@@ -153,18 +153,3 @@ func containsSpaceOrControl(s string) bool {
 	}
 	return false
 }
-
-// Retry-After is untrusted: a delay too large for a time.Duration is the
-// longest one (then capped by the client's maxWait), never a wrapped,
-// negative one that would retry at once.
-func TestRetryAfterHuge(t *testing.T) {
-	now := time.Now()
-	for _, v := range []string{"100000000000", "9223372036854775807", "9999999999", "99999999999999999999999999"} {
-		d, ok := backfill.RetryAfter(v, now)
-		require.True(t, ok, v)
-		require.GreaterOrEqual(t, d, time.Hour, v)
-	}
-	d, ok := backfill.RetryAfter("30", now)
-	require.True(t, ok)
-	require.Equal(t, 30*time.Second, d)
-}

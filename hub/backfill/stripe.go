@@ -19,47 +19,29 @@ const StripeDefaultBaseURL = "https://api.stripe.com"
 // StripeMaxPage is the largest page GET /v1/events returns (limit).
 const StripeMaxPage = 100
 
-// StripeConfig configures a Stripe source.
-type StripeConfig struct {
-	// BaseURL is the API's base URL, https://api.stripe.com (the default;
-	// a trailing /v1, as Stripe's documentation writes it, is dropped: the
-	// source appends it). https only, but for localhost.
-	BaseURL string
-	// Key is a secret or restricted key (sk_..., rk_...) with read access
-	// to events. Sent as a bearer token, never logged.
-	Key string
-	// PageSize is the events per page, 1..100 (default 100).
-	PageSize int
-	// Client sends the requests (default: a client with a 30 s timeout).
-	Client *http.Client
-	// Now is the clock events' times are judged plausible by (default
-	// time.Now).
-	Now func() time.Time
-	// Names names the settings (SettingAPIKey, SettingAPIURL) in errors.
-	Names Names
-}
+// StripeConfig configures a Stripe source: BaseURL is
+// https://api.stripe.com by default (a trailing /v1, as Stripe's
+// documentation writes it, is dropped: the source appends it), Key a
+// secret or restricted key (sk_..., rk_...) with read access to events,
+// PageSize 1..100 (default 100).
+type StripeConfig = APIConfig
 
 // Stripe lists Stripe events: GET /v1/events?created[gte]=..&created[lt]=..
 // &limit=..&starting_after=<id>, newest first, while has_more. The body of
 // each event is the event object's bytes as the API returned them in the
 // data array.
-type Stripe struct {
-	api      *api
-	pageSize int
-	now      func() time.Time
-}
+type Stripe struct{ lister }
 
 var _ Source = (*Stripe)(nil)
 
 // NewStripe returns a Stripe source; it fails when the key is empty or
 // the base URL is not an absolute http(s) URL.
 func NewStripe(cfg StripeConfig) (*Stripe, error) {
-	a, err := bearerAPI(cfg.Key, cfg.Names, "a Stripe secret or restricted key with read access to events",
-		cfg.BaseURL, StripeDefaultBaseURL, "/v1", cfg.Client)
+	l, err := newLister(cfg, "a Stripe secret or restricted key with read access to events", StripeDefaultBaseURL, "/v1", StripeMaxPage)
 	if err != nil {
 		return nil, err
 	}
-	return &Stripe{api: a, pageSize: pageSize(cfg.PageSize, StripeMaxPage), now: nowOr(cfg.Now)}, nil
+	return &Stripe{l}, nil
 }
 
 // Provider returns "stripe".

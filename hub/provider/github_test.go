@@ -120,9 +120,7 @@ func TestGitHubMalformedHeader(t *testing.T) {
 	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := g.Verify(Request{Header: githubHeader(tt.header, "pull_request", githubDelivery), Body: githubTestBody, Now: time.Time{}})
-			require.ErrorIs(t, err, ErrInvalidSignature)
-			require.EqualError(t, err, "invalid signature: "+tt.wantDetail)
+			requireInvalidSignature(t, g, Request{Header: githubHeader(tt.header, "pull_request", githubDelivery), Body: githubTestBody, Now: time.Time{}}, tt.wantDetail)
 		})
 	}
 }

@@ -195,3 +195,12 @@ func refSortJS(ss []string) []string {
 	})
 	return out
 }
+
+// requireInvalidSignature checks that p refuses r with ErrInvalidSignature
+// and the detail.
+func requireInvalidSignature(t *testing.T, p Provider, r Request, detail string) {
+	t.Helper()
+	_, err := p.Verify(r)
+	require.ErrorIs(t, err, ErrInvalidSignature)
+	require.EqualError(t, err, "invalid signature: "+detail)
+}

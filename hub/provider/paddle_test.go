@@ -104,9 +104,7 @@ func TestPaddleMalformedHeader(t *testing.T) {
 	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := p.Verify(Request{Header: paddleHeader(tt.header), Body: paddleTestBody, Now: time.Unix(paddleTS, 0)})
-			require.ErrorIs(t, err, ErrInvalidSignature)
-			require.EqualError(t, err, "invalid signature: "+tt.wantDetail)
+			requireInvalidSignature(t, p, Request{Header: paddleHeader(tt.header), Body: paddleTestBody, Now: time.Unix(paddleTS, 0)}, tt.wantDetail)
 		})
 	}
 }

@@ -111,9 +111,7 @@ func TestShopifyMalformedHeader(t *testing.T) {
 	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := s.Verify(Request{Header: shopifyHeaders(false, tt.header, "1", "orders/create"), Body: shopifyTestBody, Now: time.Time{}})
-			require.ErrorIs(t, err, ErrInvalidSignature)
-			require.EqualError(t, err, "invalid signature: "+tt.wantDetail)
+			requireInvalidSignature(t, s, Request{Header: shopifyHeaders(false, tt.header, "1", "orders/create"), Body: shopifyTestBody, Now: time.Time{}}, tt.wantDetail)
 		})
 	}
 }

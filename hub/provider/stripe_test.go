@@ -140,9 +140,7 @@ func TestStripeMalformedHeader(t *testing.T) {
 	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := s.Verify(Request{Header: stripeHeader(tt.header), Body: stripeTestBody, Now: time.Unix(stripeTS, 0)})
-			require.ErrorIs(t, err, ErrInvalidSignature)
-			require.EqualError(t, err, "invalid signature: "+tt.wantDetail)
+			requireInvalidSignature(t, s, Request{Header: stripeHeader(tt.header), Body: stripeTestBody, Now: time.Unix(stripeTS, 0)}, tt.wantDetail)
 		})
 	}
 }

@@ -1,7 +1,8 @@
 // Package backoff computes the delays of retries that double from a first
 // delay up to a cap: the one backoff of the hub and the subscribers.
 //
-// Exp gives the delay for a retry number (a relay attempt, an email send),
+// Exp gives the delay for a retry number (a relay attempt, an email send,
+// a destination's attempt, spread by Jitter),
 // Doubling the successive delays of one retry loop (reconnecting,
 // recreating a consumer, calling a rate-limited API).
 package backoff
@@ -19,6 +20,15 @@ func Exp(first, max time.Duration, n int) time.Duration {
 		d = double(d, max)
 	}
 	return min(d, max)
+}
+
+// Jitter spreads d uniformly over [d/2, d] by r, a number in [0, 1)
+// (math/rand/v2.Float64): d/2 at 0. An r out of range (NaN) counts as 0.
+func Jitter(d time.Duration, r float64) time.Duration {
+	if !(r >= 0 && r < 1) {
+		r = 0
+	}
+	return d/2 + time.Duration(r*float64(d-d/2))
 }
 
 // Doubling hands out the delays of one retry loop: first, then each delay

@@ -2,6 +2,7 @@ package backoff_test
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -54,4 +55,24 @@ func TestSleep(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	require.ErrorIs(t, backoff.Sleep(ctx, time.Hour), context.Canceled)
+}
+
+func TestJitter(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		d    time.Duration
+		r    float64
+		want time.Duration
+	}{
+		{10 * time.Second, 0, 5 * time.Second},
+		{10 * time.Second, 0.5, 7500 * time.Millisecond},
+		{10 * time.Second, 0.999999, 9999995 * time.Microsecond},
+		{10 * time.Second, 1, 5 * time.Second},
+		{10 * time.Second, -0.1, 5 * time.Second},
+		{10 * time.Second, math.NaN(), 5 * time.Second},
+		{3, 0.9, 2},
+		{0, 0.5, 0},
+	} {
+		require.Equal(t, c.want, backoff.Jitter(c.d, c.r), "Jitter(%v, %v)", c.d, c.r)
+	}
 }

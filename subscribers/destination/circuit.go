@@ -89,7 +89,7 @@ func NewCircuit(c CircuitConfig) *Circuit {
 	if c.MaxCooldown <= 0 {
 		c.MaxCooldown = DefaultCircuitMaxCooldown
 	}
-	c.MaxCooldown = maxDuration(c.MaxCooldown, c.Cooldown)
+	c.MaxCooldown = max(c.MaxCooldown, c.Cooldown)
 	if c.ProbeTimeout <= 0 {
 		c.ProbeTimeout = DefaultTimeout + probeMargin
 	}

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"net/url"
 	"time"
-	"unicode/utf8"
 
+	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -26,21 +26,21 @@ const (
 //
 // timestamp is when the event occurred if the provider says so
 // (ev.OccurredAt), else when the hub received it (ev.ReceivedAt), else
-// now. data is ev.Data byte for byte when it is a JSON value; a form body
-// (Twilio's application/x-www-form-urlencoded) becomes an object of its
-// fields, each a string, or an array of strings when repeated. A body
-// that is neither cannot be enveloped: the error wraps
-// subscriber.ErrDecode and is permanent (subscriber.Permanent).
+// now. data is ev.Data byte for byte when it is a JSON value; any other
+// body is a form (Twilio's application/x-www-form-urlencoded) and becomes
+// the object schema.FormJSON makes of it, as the hub's archive has it. A
+// body that is not even a form (a bad escape) cannot be enveloped: the
+// error wraps subscriber.ErrDecode and is permanent (subscriber.Permanent).
 func Body(p Payload, ev subscriber.Event) ([]byte, error) {
 	if p == PayloadRaw {
 		return ev.Data, nil
 	}
 	data := bytes.TrimSpace(ev.Data)
 	if !json.Valid(data) {
-		form, ok := formObject(ev.Data)
-		if !ok {
-			return nil, subscriber.Permanent(fmt.Errorf("%w: %s %s: the body is neither JSON nor a form, and cannot be enveloped (payload: raw sends it as it is)",
-				subscriber.ErrDecode, ev.Provider, ev.EventID))
+		form, err := schema.FormJSON(ev.Data)
+		if err != nil {
+			return nil, subscriber.Permanent(fmt.Errorf("%w: %s %s: the body is neither JSON nor a form (%v), and cannot be enveloped (payload: raw sends it as it is)",
+				subscriber.ErrDecode, ev.Provider, ev.EventID, err))
 		}
 		data = form
 	}
@@ -92,65 +92,12 @@ func jsonString(s string) []byte {
 }
 
 // isForm reports whether body looks like application/x-www-form-urlencoded
-// text: non-empty, printable ASCII without spaces, every field "name=value"
-// with a non-empty name, valid escapes, and UTF-8 once decoded.
+// text, as a form on the wire is: non-empty, printable ASCII without
+// spaces, and a form to schema.FormJSON.
 func isForm(body []byte) bool {
-	_, ok := parseForm(body)
-	return ok
-}
-
-func parseForm(body []byte) (url.Values, bool) {
-	if len(body) == 0 {
-		return nil, false
+	if len(body) == 0 || bytes.ContainsFunc(body, func(r rune) bool { return r <= ' ' || r >= 0x7f }) {
+		return false
 	}
-	for _, c := range body {
-		if c <= ' ' || c >= 0x7f {
-			return nil, false
-		}
-	}
-	for _, field := range bytes.Split(body, []byte("&")) {
-		name, _, ok := bytes.Cut(field, []byte("="))
-		if !ok || len(name) == 0 {
-			return nil, false
-		}
-	}
-	v, err := url.ParseQuery(string(body))
-	if err != nil {
-		return nil, false
-	}
-	for k, vs := range v {
-		if k == "" || !utf8.ValidString(k) {
-			return nil, false
-		}
-		for _, s := range vs {
-			if !utf8.ValidString(s) {
-				return nil, false
-			}
-		}
-	}
-	return v, true
-}
-
-// formObject renders a form body as a JSON object: a field's value, or an
-// array of its values when it is repeated (in body order).
-func formObject(body []byte) ([]byte, bool) {
-	v, ok := parseForm(body)
-	if !ok {
-		return nil, false
-	}
-	obj := make(map[string]any, len(v))
-	for k, vs := range v {
-		if len(vs) == 1 {
-			obj[k] = vs[0]
-		} else {
-			obj[k] = vs
-		}
-	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(obj); err != nil {
-		return nil, false
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), true
+	_, err := url.ParseQuery(string(body))
+	return err == nil
 }

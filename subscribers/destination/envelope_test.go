@@ -132,10 +132,13 @@ func TestEnvelopeForm(t *testing.T) {
 	}
 }
 
-// A body that is neither JSON nor a form cannot be enveloped: a permanent
-// decode error. A raw destination still gets it, exactly.
+// A body that is not even a form (a bad escape, a ';') cannot be
+// enveloped: a permanent decode error. A raw destination still gets it,
+// exactly. Any other body is a form, read as the hub's archive reads it
+// (schema.FormJSON): lenient, so that a destination delivers every
+// Twilio event the hub accepted.
 func TestEnvelopeRefusesOtherBodies(t *testing.T) {
-	for _, data := range []string{"", "hello world", "\xff\xfe", "a=b&&c=d", "=x", "a=%zz", "a=%ff", "{not json", "a=b\n"} {
+	for _, data := range []string{"a=%zz", "%", "a;b=1", "{not json%"} {
 		ev := event("p", "t", []byte(data), time.Now(), time.Time{})
 		_, err := destination.Body(destination.PayloadEnvelope, ev)
 		if !errors.Is(err, subscriber.ErrDecode) || !subscriber.IsPermanent(err) {
@@ -144,6 +147,21 @@ func TestEnvelopeRefusesOtherBodies(t *testing.T) {
 		raw, err := destination.Body(destination.PayloadRaw, ev)
 		if err != nil || string(raw) != data {
 			t.Errorf("raw Body(%q) = %q, %v", data, raw, err)
+		}
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for data, want := range map[string]string{
+		"":            `{}`,
+		"hello world": `{"hello world":""}`,
+		"\xff\xfe":    `{"%FF%FE":""}`,
+		"A=b&&C=d":    `{"A":"b","C":"d"}`,
+		"=x":          `{"":"x"}`,
+		"A=%ff":       `{"A":"\ufffd"}`,
+		"A=b\n":       `{"A":"b\n"}`,
+	} {
+		env, err := destination.Body(destination.PayloadEnvelope, event("p", "t", []byte(data), at, time.Time{}))
+		if err != nil || string(env) != `{"type":"p.t","timestamp":"2026-01-02T03:04:05Z","data":`+want+`}` {
+			t.Errorf("Body(%q) = %s, %v; want data %s", data, env, err, want)
 		}
 	}
 }

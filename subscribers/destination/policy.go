@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"math/rand/v2"
 	"time"
+
+	"github.com/hookhub/hookhub/internal/backoff"
 )
 
 // Defaults of a Policy.
@@ -36,32 +38,11 @@ type Policy struct {
 // (Result.RetryAfter) wins when it is longer, up to p.MaxRetryAfter.
 // Until caps the result at the horizon.
 func (p Policy) Delay(attempt int, retryAfter time.Duration) time.Duration {
-	base, max := p.Base, p.Max
-	if base <= 0 {
-		base = DefaultBackoffBase
+	base, f := cmp.Or(max(p.Base, 0), DefaultBackoffBase), p.Rand
+	if f == nil {
+		f = rand.Float64
 	}
-	if max <= 0 {
-		max = DefaultBackoffMax
-	}
-	max = maxDuration(max, base)
-	d := base
-	for i := 1; i < attempt && d < max; i++ { // at most ~63 doublings
-		if d > max/2 {
-			d = max
-			break
-		}
-		d *= 2
-	}
-	d = min(d, max)
-	f := rand.Float64
-	if p.Rand != nil {
-		f = p.Rand
-	}
-	r := f()
-	if !(r >= 0 && r < 1) { // NaN or out of range from a custom Rand
-		r = 0
-	}
-	d = d/2 + time.Duration(r*float64(d-d/2))
+	d := backoff.Jitter(backoff.Exp(base, max(cmp.Or(max(p.Max, 0), DefaultBackoffMax), base), attempt-1), f())
 	if retryAfter > d {
 		d = min(retryAfter, cmp.Or(p.MaxRetryAfter, DefaultMaxRetryAfter))
 	}
@@ -88,16 +69,5 @@ func (p Policy) Expired(first, now time.Time) bool {
 	if first.IsZero() {
 		return false
 	}
-	retryFor := p.RetryFor
-	if retryFor <= 0 {
-		retryFor = DefaultRetryFor
-	}
-	return now.Sub(first) >= retryFor
-}
-
-func maxDuration(a, b time.Duration) time.Duration {
-	if a > b {
-		return a
-	}
-	return b
+	return now.Sub(first) >= cmp.Or(max(p.RetryFor, 0), DefaultRetryFor)
 }

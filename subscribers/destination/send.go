@@ -2,19 +2,18 @@ package destination
 
 import (
 	"bytes"
+	"cmp"
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/hookhub/hookhub/internal/outbound"
 	"github.com/hookhub/hookhub/internal/redact"
 )
 
@@ -22,9 +21,8 @@ import (
 const (
 	DefaultMaxBody         = 64 << 10 // bytes of a response body read
 	MaxResponseSnippet     = 1 << 10  // bytes of it kept in Result.Response
-	MaxResponseHeaderBytes = 64 << 10
+	MaxResponseHeaderBytes = outbound.MaxHeaderBytes
 	MaxRetryAfter          = 24 * time.Hour
-	idleConnTimeout        = 90 * time.Second
 )
 
 // ErrTimeout is wrapped by Result.Err when the attempt's Timeout ended it.
@@ -58,9 +56,7 @@ type ClientConfig struct {
 // Client POSTs to one destination. It is safe for concurrent use.
 type Client struct {
 	hc      *http.Client
-	tr      *http.Transport
 	timeout time.Duration
-	maxBody int64
 	redact  *redact.Redactor
 }
 
@@ -71,48 +67,19 @@ type Client struct {
 // followed: a 3xx is the answer (Result.Status), and not a delivery.
 // Responses are not decompressed (no Accept-Encoding is sent).
 func NewClient(c ClientConfig) *Client {
-	if c.Timeout <= 0 {
-		c.Timeout = DefaultTimeout
-	}
-	if c.ConnectTimeout <= 0 {
-		c.ConnectTimeout = DefaultConnectTimeout
-	}
-	c.ConnectTimeout = min(c.ConnectTimeout, c.Timeout)
-	if c.MaxBody <= 0 {
-		c.MaxBody = DefaultMaxBody
-	}
-	if c.MaxConns <= 0 {
-		c.MaxConns = DefaultConcurrency
-	}
-	dialer := &net.Dialer{Timeout: c.ConnectTimeout, KeepAlive: 30 * time.Second, Control: dialControl(c.AllowLinkLocal)}
-	tr := &http.Transport{
-		Proxy:                  nil, // never from the environment: see above
-		DialContext:            dialer.DialContext,
-		TLSClientConfig:        &tls.Config{RootCAs: c.RootCAs, MinVersion: tls.VersionTLS12},
-		TLSHandshakeTimeout:    c.ConnectTimeout,
-		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
-		MaxIdleConns:           c.MaxConns,
-		MaxIdleConnsPerHost:    c.MaxConns,
-		IdleConnTimeout:        idleConnTimeout,
-		DisableCompression:     true,
-		ForceAttemptHTTP2:      true,
-	}
+	c.Timeout = cmp.Or(max(c.Timeout, 0), DefaultTimeout)
+	c.ConnectTimeout = min(cmp.Or(max(c.ConnectTimeout, 0), DefaultConnectTimeout), c.Timeout)
+	c.MaxBody, c.MaxConns = cmp.Or(max(c.MaxBody, 0), DefaultMaxBody), cmp.Or(max(c.MaxConns, 0), DefaultConcurrency)
 	return &Client{
-		hc: &http.Client{
-			Transport: tr,
-			CheckRedirect: func(*http.Request, []*http.Request) error {
-				return http.ErrUseLastResponse
-			},
-		},
-		tr:      tr,
+		hc: outbound.New(outbound.Config{ConnectTimeout: c.ConnectTimeout, RootCAs: c.RootCAs, MaxConns: c.MaxConns,
+			MaxBody: c.MaxBody, Control: dialControl(c.AllowLinkLocal), DisableCompression: true}),
 		timeout: c.Timeout,
-		maxBody: c.MaxBody,
 		redact:  c.Redact,
 	}
 }
 
 // Close closes the idle connections.
-func (c *Client) Close() { c.tr.CloseIdleConnections() }
+func (c *Client) Close() { c.hc.CloseIdleConnections() }
 
 // Result is the outcome of one attempt.
 type Result struct {
@@ -173,7 +140,7 @@ func (c *Client) Do(ctx context.Context, url string, h http.Header, body []byte)
 	}
 	defer resp.Body.Close() // unread bytes left: the connection is closed, not reused
 	r := Result{Status: resp.StatusCode}
-	buf, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBody))
+	buf, err := io.ReadAll(resp.Body) // cut at MaxBody by the client
 	r.Latency = time.Since(start)
 	if err != nil {
 		r.Err = c.redact.Error(attemptError(ctx, "read response body", err))
@@ -181,7 +148,7 @@ func (c *Client) Do(ctx context.Context, url string, h http.Header, body []byte)
 	// Redacted before the cut, so that no part of a secret survives it.
 	r.Response = c.redact.Answer(buf[:min(len(buf), 4*MaxResponseSnippet)], MaxResponseSnippet-len("…"))
 	if r.Status == http.StatusTooManyRequests || r.Status == http.StatusServiceUnavailable {
-		if d, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+		if d, ok := outbound.RetryAfter(resp.Header.Get("Retry-After"), time.Now(), MaxRetryAfter); ok {
 			r.RetryAfter = d
 		}
 	}
@@ -205,39 +172,4 @@ func stripURL(err error) error {
 		return ue.Err
 	}
 	return err
-}
-
-// ParseRetryAfter reads a Retry-After header value (RFC 9110, 10.2.3):
-// delta-seconds or an HTTP-date, as a delay from now within [0,
-// MaxRetryAfter] (longer ones are cut, past dates are 0). ok is false for
-// an empty or invalid value.
-func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" || len(v) > 64 {
-		return 0, false
-	}
-	if v[0] >= '0' && v[0] <= '9' {
-		for i := 0; i < len(v); i++ {
-			if v[i] < '0' || v[i] > '9' {
-				return 0, false
-			}
-		}
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil || n > uint64(MaxRetryAfter/time.Second) { // out of range: many digits
-			return MaxRetryAfter, true
-		}
-		return time.Duration(n) * time.Second, true
-	}
-	t, err := http.ParseTime(v)
-	if err != nil {
-		return 0, false
-	}
-	d := t.Sub(now)
-	switch {
-	case d < 0:
-		return 0, true
-	case d > MaxRetryAfter:
-		return MaxRetryAfter, true
-	}
-	return d, true
 }

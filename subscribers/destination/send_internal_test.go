@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"net/url"
 	"testing"
+
+	"github.com/hookhub/hookhub/internal/outbound"
 )
 
 // The client connects directly whatever the environment says: a proxy
@@ -12,13 +14,13 @@ import (
 func TestClientIgnoresProxyEnvironment(t *testing.T) {
 	t.Setenv("HTTP_PROXY", "http://proxy.invalid:3128")
 	t.Setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
-	c := NewClient(ClientConfig{})
-	if c.tr.Proxy != nil {
+	tr := outbound.TransportOf(NewClient(ClientConfig{}).hc)
+	if tr.Proxy != nil {
 		u, _ := url.Parse("https://billing.example/hooks")
-		p, err := c.tr.Proxy(&http.Request{URL: u})
+		p, err := tr.Proxy(&http.Request{URL: u})
 		t.Fatalf("the transport has a proxy function: %v, %v", p, err)
 	}
-	if c.tr.TLSClientConfig.MinVersion < 0x0303 || c.tr.MaxResponseHeaderBytes != MaxResponseHeaderBytes {
-		t.Fatalf("transport %+v", c.tr)
+	if tr.TLSClientConfig.MinVersion < 0x0303 || tr.MaxResponseHeaderBytes != MaxResponseHeaderBytes {
+		t.Fatalf("transport %+v", tr)
 	}
 }

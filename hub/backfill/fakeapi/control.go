@@ -50,6 +50,17 @@ func (c *fakeControl) record(r *http.Request) (n, fail int, retryAfter time.Dura
 	return n, c.failures[n], 0, false
 }
 
+// handle records a request and answers it, as a gateway when a test asked
+// for one, else with serve, and notes the status it answered.
+func (c *fakeControl) handle(w http.ResponseWriter, r *http.Request, serve func(w http.ResponseWriter, r *http.Request, fail int, retryAfter time.Duration, throttled bool) int) {
+	n, fail, retryAfter, throttled := c.record(r)
+	status := c.intercept(w, r, n)
+	if status == 0 {
+		status = serve(w, r, fail, retryAfter, throttled)
+	}
+	c.setStatus(n, status)
+}
+
 func (c *fakeControl) setStatus(n, status int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -82,15 +82,7 @@ func requestID() string {
 }
 
 // ServeHTTP answers the API.
-func (p *PaddleAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	n, fail, retryAfter, throttled := p.record(r)
-	if status := p.intercept(w, r, n); status != 0 {
-		p.setStatus(n, status)
-		return
-	}
-	status := p.serve(w, r, fail, retryAfter, throttled)
-	p.setStatus(n, status)
-}
+func (p *PaddleAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) { p.handle(w, r, p.serve) }
 
 func (p *PaddleAPI) serve(w http.ResponseWriter, r *http.Request, fail int, retryAfter time.Duration, throttled bool) int {
 	auth := r.Header.Get("Authorization")

@@ -106,15 +106,7 @@ func stripeFail(w http.ResponseWriter, status int, e stripeError) {
 }
 
 // ServeHTTP answers the API.
-func (s *StripeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	n, fail, retryAfter, throttled := s.record(r)
-	if status := s.intercept(w, r, n); status != 0 {
-		s.setStatus(n, status)
-		return
-	}
-	status := s.serve(w, r, fail, retryAfter, throttled)
-	s.setStatus(n, status)
-}
+func (s *StripeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handle(w, r, s.serve) }
 
 func (s *StripeAPI) serve(w http.ResponseWriter, r *http.Request, fail int, retryAfter time.Duration, throttled bool) int {
 	auth := r.Header.Get("Authorization")
@@ -173,24 +165,7 @@ func (s *StripeAPI) serve(w http.ResponseWriter, r *http.Request, fail int, retr
 		writeList(w, data, map[string]any{"object": "list", "has_more": true, "url": "/v1/events"})
 		return 200
 	}
-	loop := s.loop
-	list := make([]stripeEvent, 0, len(s.events))
-	for i := len(s.events) - 1; i >= 0; i-- { // newest added first among equal created
-		ev := s.events[i]
-		if t, ok := bounds["gt"]; ok && ev.created <= t {
-			continue
-		}
-		if t, ok := bounds["gte"]; ok && ev.created < t {
-			continue
-		}
-		if t, ok := bounds["lt"]; ok && ev.created >= t {
-			continue
-		}
-		if t, ok := bounds["lte"]; ok && ev.created > t {
-			continue
-		}
-		list = append(list, ev)
-	}
+	loop, list := s.loop, s.withinLocked(bounds)
 	s.mu.Unlock()
 	slices.SortStableFunc(list, func(a, b stripeEvent) int { return -cmpInt(a.created, b.created) })
 	start, end := 0, len(list)
@@ -223,6 +198,29 @@ func (s *StripeAPI) serve(w http.ResponseWriter, r *http.Request, fail int, retr
 		URL     string `json:"url"`
 	}{"list", loop || start+len(page) < len(list), "/v1/events"})
 	return 200
+}
+
+// withinLocked returns the events created within bounds ("gt", "gte",
+// "lt", "lte" of created), newest added first.
+func (s *StripeAPI) withinLocked(bounds map[string]int64) []stripeEvent {
+	list := make([]stripeEvent, 0, len(s.events))
+	for i := len(s.events) - 1; i >= 0; i-- { // newest added first among equal created
+		ev := s.events[i]
+		if t, ok := bounds["gt"]; ok && ev.created <= t {
+			continue
+		}
+		if t, ok := bounds["gte"]; ok && ev.created < t {
+			continue
+		}
+		if t, ok := bounds["lt"]; ok && ev.created >= t {
+			continue
+		}
+		if t, ok := bounds["lte"]; ok && ev.created > t {
+			continue
+		}
+		list = append(list, ev)
+	}
+	return list
 }
 
 // fabricateLocked makes n new events created inside bounds (the newest

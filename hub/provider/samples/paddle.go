@@ -62,7 +62,6 @@ func paddleID(prefix, seed string) string {
 func paddleSampleData(eventID, eventType string, now time.Time) any {
 	entity, action, _ := strings.Cut(eventType, ".")
 	created := now.Add(-30 * 24 * time.Hour)
-	cycle := map[string]any{"interval": "month", "frequency": 1}
 	product := map[string]any{
 		"id":           paddleID("pro", eventID),
 		"name":         "Pro plan",
@@ -76,90 +75,9 @@ func paddleSampleData(eventID, eventType string, now time.Time) any {
 		"created_at":   paddleTime(created),
 		"updated_at":   paddleTime(created),
 	}
-	// price is a price entity; a subscription's item carries it without
-	// its timestamps.
-	price := func(withTimes bool) map[string]any {
-		p := map[string]any{
-			"id":                   paddleID("pri", eventID),
-			"product_id":           paddleID("pro", eventID),
-			"description":          "Pro plan, monthly",
-			"type":                 "standard",
-			"name":                 "Monthly",
-			"billing_cycle":        cycle,
-			"trial_period":         nil,
-			"tax_mode":             "account_setting",
-			"unit_price":           map[string]any{"amount": "1000", "currency_code": "USD"},
-			"unit_price_overrides": []any{},
-			"quantity":             map[string]any{"minimum": 1, "maximum": 1},
-			"status":               "active",
-			"custom_data":          nil,
-			"import_meta":          nil,
-		}
-		if withTimes {
-			p["created_at"], p["updated_at"] = paddleTime(created), paddleTime(created)
-		}
-		return p
-	}
 	switch entity {
 	case "subscription":
-		status := "active"
-		switch action {
-		case "canceled", "paused", "past_due", "trialing":
-			status = action
-		}
-		var canceledAt, pausedAt, nextBilledAt any
-		nextBilledAt = paddleTime(now.AddDate(0, 1, 0))
-		switch status {
-		case "canceled":
-			canceledAt, nextBilledAt = paddleTime(now), nil
-		case "paused":
-			pausedAt, nextBilledAt = paddleTime(now), nil
-		}
-		credits := 1000
-		sub := map[string]any{
-			"id":              paddleID("sub", eventID),
-			"status":          status,
-			"customer_id":     paddleID("ctm", eventID),
-			"address_id":      paddleID("add", eventID),
-			"business_id":     nil,
-			"currency_code":   "USD",
-			"created_at":      paddleTime(created),
-			"updated_at":      paddleTime(now),
-			"started_at":      paddleTime(created),
-			"first_billed_at": paddleTime(created),
-			"next_billed_at":  nextBilledAt,
-			"paused_at":       pausedAt,
-			"canceled_at":     canceledAt,
-			"discount":        nil,
-			"collection_mode": "automatic",
-			"billing_details": nil,
-			"current_billing_period": map[string]any{
-				"starts_at": paddleTime(now),
-				"ends_at":   paddleTime(now.AddDate(0, 1, 0)),
-			},
-			"billing_cycle":    cycle,
-			"scheduled_change": nil,
-			"items": []any{map[string]any{
-				"status":               "active",
-				"quantity":             1,
-				"recurring":            true,
-				"created_at":           paddleTime(created),
-				"updated_at":           paddleTime(now),
-				"previously_billed_at": paddleTime(now),
-				"next_billed_at":       nextBilledAt,
-				"trial_dates":          nil,
-				"price":                price(false),
-				"product":              product,
-			}},
-			"custom_data": map[string]any{"plan": "pro", "credits": credits, "email": sampleEmail(eventID)},
-			"import_meta": nil,
-		}
-		if action == "created" {
-			// Only subscription.created names the transaction that
-			// created the subscription.
-			sub["transaction_id"] = paddleID("txn", eventID)
-		}
-		return sub
+		return paddleSubscription(eventID, action, now, product)
 	case "customer":
 		return map[string]any{
 			"id":                paddleID("ctm", eventID),
@@ -174,7 +92,7 @@ func paddleSampleData(eventID, eventType string, now time.Time) any {
 			"marketing_consent": false,
 		}
 	case "transaction":
-		return paddleTransaction(eventID, action, now, price(true), product)
+		return paddleTransaction(eventID, action, now, paddlePrice(eventID, now, true), product)
 	default:
 		return map[string]any{
 			"id":         paddleID(entityPrefix(entity), eventID),
@@ -183,6 +101,101 @@ func paddleSampleData(eventID, eventType string, now time.Time) any {
 			"updated_at": paddleTime(now),
 		}
 	}
+}
+
+// paddleCycle is the samples' billing cycle.
+func paddleCycle() map[string]any { return map[string]any{"interval": "month", "frequency": 1} }
+
+// paddlePrice builds a price entity, created 30 days before now; a
+// subscription's item carries it without its timestamps (withTimes
+// false).
+func paddlePrice(eventID string, now time.Time, withTimes bool) map[string]any {
+	p := map[string]any{
+		"id":                   paddleID("pri", eventID),
+		"product_id":           paddleID("pro", eventID),
+		"description":          "Pro plan, monthly",
+		"type":                 "standard",
+		"name":                 "Monthly",
+		"billing_cycle":        paddleCycle(),
+		"trial_period":         nil,
+		"tax_mode":             "account_setting",
+		"unit_price":           map[string]any{"amount": "1000", "currency_code": "USD"},
+		"unit_price_overrides": []any{},
+		"quantity":             map[string]any{"minimum": 1, "maximum": 1},
+		"status":               "active",
+		"custom_data":          nil,
+		"import_meta":          nil,
+	}
+	if withTimes {
+		created := paddleTime(now.Add(-30 * 24 * time.Hour))
+		p["created_at"], p["updated_at"] = created, created
+	}
+	return p
+}
+
+// paddleSubscription builds a subscription entity after action (its
+// status when it names one), created 30 days before now, with one item of
+// product.
+func paddleSubscription(eventID, action string, now time.Time, product map[string]any) map[string]any {
+	created := now.Add(-30 * 24 * time.Hour)
+	status := "active"
+	switch action {
+	case "canceled", "paused", "past_due", "trialing":
+		status = action
+	}
+	var canceledAt, pausedAt, nextBilledAt any
+	nextBilledAt = paddleTime(now.AddDate(0, 1, 0))
+	switch status {
+	case "canceled":
+		canceledAt, nextBilledAt = paddleTime(now), nil
+	case "paused":
+		pausedAt, nextBilledAt = paddleTime(now), nil
+	}
+	credits := 1000
+	sub := map[string]any{
+		"id":              paddleID("sub", eventID),
+		"status":          status,
+		"customer_id":     paddleID("ctm", eventID),
+		"address_id":      paddleID("add", eventID),
+		"business_id":     nil,
+		"currency_code":   "USD",
+		"created_at":      paddleTime(created),
+		"updated_at":      paddleTime(now),
+		"started_at":      paddleTime(created),
+		"first_billed_at": paddleTime(created),
+		"next_billed_at":  nextBilledAt,
+		"paused_at":       pausedAt,
+		"canceled_at":     canceledAt,
+		"discount":        nil,
+		"collection_mode": "automatic",
+		"billing_details": nil,
+		"current_billing_period": map[string]any{
+			"starts_at": paddleTime(now),
+			"ends_at":   paddleTime(now.AddDate(0, 1, 0)),
+		},
+		"billing_cycle":    paddleCycle(),
+		"scheduled_change": nil,
+		"items": []any{map[string]any{
+			"status":               "active",
+			"quantity":             1,
+			"recurring":            true,
+			"created_at":           paddleTime(created),
+			"updated_at":           paddleTime(now),
+			"previously_billed_at": paddleTime(now),
+			"next_billed_at":       nextBilledAt,
+			"trial_dates":          nil,
+			"price":                paddlePrice(eventID, now, false),
+			"product":              product,
+		}},
+		"custom_data": map[string]any{"plan": "pro", "credits": credits, "email": sampleEmail(eventID)},
+		"import_meta": nil,
+	}
+	if action == "created" {
+		// Only subscription.created names the transaction that
+		// created the subscription.
+		sub["transaction_id"] = paddleID("txn", eventID)
+	}
+	return sub
 }
 
 // paddleTransaction builds a transaction entity after action: one item of

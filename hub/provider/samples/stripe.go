@@ -73,48 +73,7 @@ func stripeSampleObject(eventID, eventType string, now time.Time) any {
 	customer := stripeID("cus", eventID)
 	switch {
 	case strings.HasPrefix(eventType, "customer.subscription."):
-		status := "active"
-		switch strings.TrimPrefix(eventType, "customer.subscription.") {
-		case "deleted":
-			status = "canceled"
-		case "paused":
-			status = "paused"
-		case "trial_will_end":
-			status = "trialing"
-		}
-		price := map[string]any{
-			"id": stripeID("price", eventID), "object": "price", "active": true, "currency": "usd",
-			"product": stripeID("prod", eventID), "unit_amount": 1000, "type": "recurring",
-			"recurring": map[string]any{"interval": "month", "interval_count": 1, "usage_type": "licensed"},
-		}
-		return map[string]any{
-			"id":                     stripeID("sub", eventID),
-			"object":                 "subscription",
-			"billing_cycle_anchor":   created,
-			"cancel_at_period_end":   false,
-			"canceled_at":            nil,
-			"collection_method":      "charge_automatically",
-			"created":                created,
-			"currency":               "usd",
-			"current_period_start":   now.Unix(),
-			"current_period_end":     now.AddDate(0, 1, 0).Unix(),
-			"customer":               customer,
-			"default_payment_method": stripeID("pm", eventID),
-			"items": map[string]any{
-				"object": "list",
-				"data": []any{map[string]any{
-					"id": stripeID("si", eventID), "object": "subscription_item", "created": created,
-					"price": price, "quantity": 1,
-				}},
-				"has_more": false,
-				"url":      "/v1/subscription_items?subscription=" + stripeID("sub", eventID),
-			},
-			"latest_invoice": stripeID("in", eventID),
-			"livemode":       false,
-			"metadata":       map[string]any{"plan": "pro", "credits": "1000", "email": sampleEmail(eventID)},
-			"start_date":     created,
-			"status":         status,
-		}
+		return stripeSubscription(eventID, strings.TrimPrefix(eventType, "customer.subscription."), created, now)
 	case strings.HasPrefix(eventType, "customer."):
 		return map[string]any{
 			"id": customer, "object": "customer", "address": nil, "balance": 0, "created": created,
@@ -170,5 +129,52 @@ func stripeSampleObject(eventID, eventType string, now time.Time) any {
 			"id": stripeID(entityPrefix(entity), eventID), "object": entity, "created": created,
 			"livemode": false, "metadata": map[string]any{},
 		}
+	}
+}
+
+// stripeSubscription is a subscription object after action ("deleted":
+// canceled, "paused", "trial_will_end": trialing), created at created.
+func stripeSubscription(eventID, action string, created int64, now time.Time) map[string]any {
+	status := "active"
+	switch action {
+	case "deleted":
+		status = "canceled"
+	case "paused":
+		status = "paused"
+	case "trial_will_end":
+		status = "trialing"
+	}
+	price := map[string]any{
+		"id": stripeID("price", eventID), "object": "price", "active": true, "currency": "usd",
+		"product": stripeID("prod", eventID), "unit_amount": 1000, "type": "recurring",
+		"recurring": map[string]any{"interval": "month", "interval_count": 1, "usage_type": "licensed"},
+	}
+	return map[string]any{
+		"id":                     stripeID("sub", eventID),
+		"object":                 "subscription",
+		"billing_cycle_anchor":   created,
+		"cancel_at_period_end":   false,
+		"canceled_at":            nil,
+		"collection_method":      "charge_automatically",
+		"created":                created,
+		"currency":               "usd",
+		"current_period_start":   now.Unix(),
+		"current_period_end":     now.AddDate(0, 1, 0).Unix(),
+		"customer":               stripeID("cus", eventID),
+		"default_payment_method": stripeID("pm", eventID),
+		"items": map[string]any{
+			"object": "list",
+			"data": []any{map[string]any{
+				"id": stripeID("si", eventID), "object": "subscription_item", "created": created,
+				"price": price, "quantity": 1,
+			}},
+			"has_more": false,
+			"url":      "/v1/subscription_items?subscription=" + stripeID("sub", eventID),
+		},
+		"latest_invoice": stripeID("in", eventID),
+		"livemode":       false,
+		"metadata":       map[string]any{"plan": "pro", "credits": "1000", "email": sampleEmail(eventID)},
+		"start_date":     created,
+		"status":         status,
 	}
 }
