@@ -2,8 +2,6 @@ package admin
 
 import (
 	"bufio"
-	"fmt"
-	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -18,14 +16,12 @@ import (
 func (s *Server) mountAudit(admin fiber.Router) {
 	op := s.cfg.Operator
 	admin.Get("/audit", func(c *fiber.Ctx) error {
-		f := ops.AuditFilter{Actor: c.Query("actor"), Action: c.Query("action"), Before: c.Query("before"), Limit: ops.DefaultAuditLimit}
-		var err error
-		if l := c.Query("limit"); l != "" {
-			if f.Limit, err = strconv.Atoi(l); err != nil {
-				return s.answer(c, nil, &ops.InputError{Field: "limit", Reason: fmt.Sprintf("not a whole number (1..%d)", ops.MaxAuditLimit)})
-			}
+		v, err := s.values(c, nil)
+		if err != nil {
+			return s.answer(c, nil, err)
 		}
-		if f.Since, f.Until, err = ops.ParseWindow(c.Query("since"), c.Query("until"), op.Now()); err != nil {
+		f, err := ops.DecodeAudit(v, op.Now())
+		if err != nil {
 			return s.answer(c, nil, err)
 		}
 		switch c.Query("format") {
