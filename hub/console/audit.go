@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"net/url"
 	"slices"
+	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -39,9 +40,9 @@ type auditView struct {
 func parseAudit(q url.Values, cn *Console) (auditQuery, ops.AuditFilter, error) {
 	in := auditQuery{Since: displayable(q.Get("since")), Until: displayable(q.Get("until")), Actor: displayable(q.Get("actor")),
 		Action: displayable(q.Get("action")), Before: displayable(q.Get("before"))}
-	f := ops.AuditFilter{Actor: q.Get("actor"), Action: q.Get("action"), Before: q.Get("before"), Limit: auditPageSize}
-	var err error
-	f.Since, f.Until, err = ops.ParseWindow(q.Get("since"), q.Get("until"), cn.cfg.Operator.Now())
+	v := opsValues(q)
+	v.Set("limit", strconv.Itoa(auditPageSize))
+	f, err := ops.DecodeAudit(v, cn.cfg.Operator.Now())
 	return in, f, err
 }
 
