@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -37,12 +38,12 @@ type auditView struct {
 }
 
 // parseAudit reads the audit page's query into a filter.
-func parseAudit(q url.Values, cn *Console) (auditQuery, ops.AuditFilter, error) {
+func parseAudit(q url.Values, now time.Time) (auditQuery, ops.AuditFilter, error) {
 	in := auditQuery{Since: displayable(q.Get("since")), Until: displayable(q.Get("until")), Actor: displayable(q.Get("actor")),
 		Action: displayable(q.Get("action")), Before: displayable(q.Get("before"))}
 	v := opsValues(q)
 	v.Set("limit", strconv.Itoa(auditPageSize))
-	f, err := ops.DecodeAudit(v, cn.cfg.Operator.Now())
+	f, err := ops.DecodeAudit(v, now)
 	return in, f, err
 }
 
@@ -63,7 +64,7 @@ func (cn *Console) auditPage(c *fiber.Ctx, s *session) error {
 	if err != nil {
 		return cn.auditError(c, s, v, err)
 	}
-	in, f, err := parseAudit(q, cn)
+	in, f, err := parseAudit(q, cn.cfg.Operator.Now())
 	v.Q = in
 	v.Filtered = in != (auditQuery{})
 	if err != nil {
@@ -103,7 +104,7 @@ func (cn *Console) auditExport(c *fiber.Ctx, s *session) error {
 	if err != nil {
 		return cn.failErr(c, s, err)
 	}
-	_, f, err := parseAudit(q, cn)
+	_, f, err := parseAudit(q, cn.cfg.Operator.Now())
 	if err != nil {
 		return cn.failErr(c, s, err)
 	}

@@ -111,13 +111,14 @@ func opsValues(q url.Values) ops.Values {
 	v := ops.Values{}
 	for k, vals := range q {
 		for _, val := range vals {
-			if val == "" {
-				continue
+			if val != "" && k != "where1" && k != "where2" {
+				v.Add(k, val)
 			}
-			if k == "where1" || k == "where2" {
-				k = "where"
-			}
-			v.Add(k, val)
+		}
+	}
+	for _, w := range []string{q.Get("where1"), q.Get("where2")} {
+		if w != "" {
+			v.Add("where", w)
 		}
 	}
 	return v

@@ -83,15 +83,15 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fs.NArg() > 0 {
 		return usageErr("audit list takes no arguments; filters are flags")
 	}
+	f, err := ops.DecodeAudit(flagValues(fs), time.Now())
+	if err != nil {
+		return flagErr(err)
+	}
 	env, _, err := connectOps(ctx, natsOptional, io.Discard)
 	if err != nil {
 		return err
 	}
 	defer env.Close()
-	f, err := ops.DecodeAudit(flagValues(fs), env.ops.Now())
-	if err != nil {
-		return flagErr(err)
-	}
 	entries, err := env.ops.ListAudit(ctx, f)
 	if err != nil {
 		return err
