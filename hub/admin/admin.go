@@ -140,7 +140,7 @@ func (s *Server) routes() []route {
 			res, err := op.Purge(ctx, req)
 			out := purgeAnswer{PurgeResult: res}
 			if req.DryRun {
-				out.Note = `dry run: nothing was deleted; send "dry_run": false to delete`
+				out.Note = ops.DryRunNote(`send "dry_run": false to delete`)
 			}
 			return out, err
 		}},

@@ -1,9 +1,6 @@
 package admin
 
 import (
-	"fmt"
-	"strconv"
-
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/hookhub/hookhub/hub"
@@ -18,12 +15,13 @@ import (
 func (s *Server) mountSessions(admin fiber.Router) {
 	op := s.cfg.Operator
 	admin.Get("/sessions", func(c *fiber.Ctx) error {
-		f := ops.SessionFilter{Name: c.Query("name"), Before: c.Query("before"), Limit: ops.DefaultSessionLimit}
-		if l := c.Query("limit"); l != "" {
-			var err error
-			if f.Limit, err = strconv.Atoi(l); err != nil {
-				return s.answer(c, nil, &ops.InputError{Field: "limit", Reason: fmt.Sprintf("not a whole number (1..%d)", ops.MaxSessionLimit)})
-			}
+		v, err := s.values(c, nil)
+		if err != nil {
+			return s.answer(c, nil, err)
+		}
+		f, err := ops.DecodeSessions(v)
+		if err != nil {
+			return s.answer(c, nil, err)
 		}
 		list, err := op.ListSessions(c.UserContext(), f)
 		if err != nil {

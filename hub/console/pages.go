@@ -41,7 +41,7 @@ func flashOf(q url.Values) string {
 		if err != nil || n < 0 {
 			return ""
 		}
-		return fmt.Sprintf("Done: redrive requested for %d dead letter(s); the subscriber picks them up within seconds.", n)
+		return "Done: " + ops.RedriveText(int64(n), q.Get("subscriber")) + "."
 	}
 	return ""
 }

@@ -242,3 +242,12 @@ func statusField(v Values) (hub.Status, error) {
 	}
 	return "", nil
 }
+
+// DecodeSessions reads a query of console sessions: name, id, before and
+// limit (DefaultSessionLimit).
+func DecodeSessions(v Values) (SessionFilter, error) {
+	f := SessionFilter{Name: v.Get("name"), ID: v.Get("id"), Before: v.Get("before")}
+	var err error
+	f.Limit, err = wholeField(v, "limit", DefaultSessionLimit, MaxSessionLimit)
+	return f, err
+}

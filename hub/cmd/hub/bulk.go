@@ -162,11 +162,7 @@ func printBulk(w io.Writer, r ops.BulkResult, wait time.Duration) {
 	}
 	fmt.Fprintf(w, "published %d", r.Published)
 	if r.Action == ops.BulkReplay {
-		if r.Destination {
-			fmt.Fprintf(w, ", %d sent: %d not delivered before, %d already delivered (sent again); %d dead-lettered", r.Processed+r.Resent, r.Processed, r.Resent, r.DeadLettered)
-		} else {
-			fmt.Fprintf(w, ", %d processed, %d skipped as already processed, %d dead-lettered", r.Processed, r.Skipped, r.DeadLettered)
-		}
+		fmt.Fprint(w, ", "+ops.SettledText(r.Destination, r.Processed, r.Skipped, r.Resent, r.DeadLettered))
 		if r.Unsettled > 0 {
 			fmt.Fprintf(w, ", %d not settled after %s", r.Unsettled, wait)
 		}

@@ -81,7 +81,7 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if *asJSON {
 			return printJSON(stdout, res)
 		}
-		fmt.Fprintf(stdout, "requested a redrive of %d dead letter(s) of %s; the running subscriber picks them up within seconds (see `hub dlq list --subscriber %s`)\n", res.Requested, *sub, *sub)
+		fmt.Fprintf(stdout, "%s (see `hub dlq list --subscriber %s`)\n", ops.RedriveText(res.Requested, *sub), *sub)
 		return nil
 	}
 }

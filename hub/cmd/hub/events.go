@@ -283,18 +283,8 @@ func printAttempts(w io.Writer, attempts []destination.Attempt, withEvent bool) 
 	_ = tw.Flush()
 }
 
-// formatLatency rounds d for a table: 3.2ms, 120ms, 1.5s.
-func formatLatency(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return "-"
-	case d < 10*time.Millisecond:
-		return d.Round(100 * time.Microsecond).String()
-	case d < 10*time.Second:
-		return d.Round(time.Millisecond).String()
-	}
-	return d.Round(100 * time.Millisecond).String()
-}
+// formatLatency rounds d for a table (ops.Latency), "-" for none.
+func formatLatency(d time.Duration) string { return orDash(ops.Latency(d)) }
 
 // originText explains an event's origin.
 func originText(o string) string {

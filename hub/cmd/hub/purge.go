@@ -74,7 +74,7 @@ in batches. Without --yes it is a dry run: it counts what it would delete.
 	}
 	fmt.Fprintln(stdout, ")")
 	if res.DryRun {
-		fmt.Fprintln(stdout, "nothing deleted; run again with --yes to delete")
+		fmt.Fprintln(stdout, ops.DryRunNote("run again with --yes to delete"))
 	}
 	return nil
 }

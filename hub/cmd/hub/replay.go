@@ -76,11 +76,11 @@ the running `+"`hub dev`"+` recorded in HUB_DATA_DIR, or 127.0.0.1:4222 (it says
 			res.Matched, res.FirstSeq, res.LastSeq, *sub, res.Skipped, res.ToProcess)
 		return nil
 	case res.Destination:
-		fmt.Fprintf(stdout, "replayed to the destination %s: %d published (stream seq %d..%d), %d sent: %d not delivered before, %d already delivered (sent again); %d dead-lettered",
-			*sub, res.Delivered, res.FirstSeq, res.LastSeq, res.Processed+res.Resent, res.Processed, res.Resent, res.DeadLettered)
+		fmt.Fprintf(stdout, "replayed to the destination %s: %d published (stream seq %d..%d), %s",
+			*sub, res.Delivered, res.FirstSeq, res.LastSeq, ops.SettledText(true, res.Processed, res.Skipped, res.Resent, res.DeadLettered))
 	default:
-		fmt.Fprintf(stdout, "replayed to %s: %d delivered (stream seq %d..%d), %d processed, %d skipped as already processed, %d dead-lettered again",
-			*sub, res.Delivered, res.FirstSeq, res.LastSeq, res.Processed, res.Skipped, res.DeadLettered)
+		fmt.Fprintf(stdout, "replayed to %s: %d delivered (stream seq %d..%d), %s again",
+			*sub, res.Delivered, res.FirstSeq, res.LastSeq, ops.SettledText(false, res.Processed, res.Skipped, res.Resent, res.DeadLettered))
 	}
 	if res.Unsettled > 0 {
 		fmt.Fprintf(stdout, ", %d not settled after %s (is the subscriber running?)\n", res.Unsettled, *wait)
