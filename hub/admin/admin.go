@@ -73,11 +73,15 @@ func (s *Server) mountAPI(r fiber.Router) {
 				return s.answer(c, nil, err)
 			}
 			res, err := rt.run(c.UserContext(), v)
+			if w, ok := res.(jsonlExport); ok && err == nil {
+				c.Set(fiber.HeaderContentType, "application/x-ndjson")
+				c.Set(fiber.HeaderContentDisposition, `attachment; filename="hookhub-audit.jsonl"`)
+				c.Context().SetBodyStreamWriter(fasthttp.StreamWriter(w))
+				return nil
+			}
 			return s.answer(c, res, err)
 		})
 	}
-	s.mountAudit(admin)
-	s.mountSessions(admin)
 }
 
 // route is one of the admin API's operations.
@@ -132,6 +136,9 @@ func (s *Server) routes() []route {
 			}
 			return op.Redrive(ctx, reqs[0])
 		}},
+		{get, "/audit", nil, s.listAudit},
+		{get, "/sessions", nil, s.listSessions},
+		{post, "/sessions/revoke", revokeFields, s.revokeSessions},
 		{post, "/purge", ops.PurgeFields, func(ctx context.Context, v ops.Values) (any, error) {
 			req, err := ops.DecodePurge(v)
 			if err != nil {
