@@ -100,18 +100,12 @@ func (s *Server) routes() []route {
 		{get, "/events/:ref", nil, func(ctx context.Context, v ops.Values) (any, error) { return op.ShowEvent(ctx, v.Get("ref")) }},
 		{post, "/replay", ops.ReplayFields, func(ctx context.Context, v ops.Values) (any, error) {
 			req, err := ops.DecodeReplay(v, op.Now())
-			if err != nil {
-				return nil, err
-			}
 			req.Wait, req.PublishWithin = replayWait, replayPublish
-			return op.Replay(ctx, req)
+			return unless(err, func() (any, error) { return op.Replay(ctx, req) })
 		}},
 		{post, "/republish", ops.RepublishFields, func(ctx context.Context, v ops.Values) (any, error) {
 			f, err := ops.DecodeRepublish(v, op.Now())
-			if err != nil {
-				return nil, err
-			}
-			return op.Republish(ctx, f)
+			return unless(err, func() (any, error) { return op.Republish(ctx, f) })
 		}},
 		// A bulk action: a plan (dry_run, the default) or a run, bounded
 		// in time as a replay is (it waits replayWait for the subscriber,
@@ -120,21 +114,15 @@ func (s *Server) routes() []route {
 		// audit entry (actor: the token) is ops.Bulk's.
 		{post, "/bulk", ops.BulkFields, func(ctx context.Context, v ops.Values) (any, error) {
 			req, err := ops.DecodeBulk(v, op.Now())
-			if err != nil {
-				return nil, err
-			}
 			req.Wait, req.PublishWithin = replayWait, replayPublish
-			return op.Bulk(ctx, req)
+			return unless(err, func() (any, error) { return op.Bulk(ctx, req) })
 		}},
 		{get, "/dlq/:subscriber", nil, func(ctx context.Context, v ops.Values) (any, error) {
 			return op.DeadLetters(ctx, v.Get("subscriber"))
 		}},
 		{post, "/dlq/:subscriber/redrive", ops.RedriveFields, func(ctx context.Context, v ops.Values) (any, error) {
 			reqs, err := ops.DecodeRedrive(v)
-			if err != nil {
-				return nil, err
-			}
-			return op.Redrive(ctx, reqs[0])
+			return unless(err, func() (any, error) { return op.Redrive(ctx, reqs[0]) })
 		}},
 		{get, "/audit", nil, s.listAudit},
 		{get, "/sessions", nil, s.listSessions},
@@ -152,6 +140,14 @@ func (s *Server) routes() []route {
 			return out, err
 		}},
 	}
+}
+
+// unless is run's answer, unless err refused the request first.
+func unless(err error, run func() (any, error)) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	return run()
 }
 
 // listEvents answers GET /admin/events. Payload filters (?where=path=value,
