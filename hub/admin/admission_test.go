@@ -66,7 +66,6 @@ func TestAdminReadsRefused429WithRetryAfter(t *testing.T) {
 		require.Empty(t, resp.Header.Get(fiber.HeaderRetryAfter), r.what)
 	}
 }
-)
 
 func validConfig() admin.Config {
 	reg := prometheus.NewRegistry()
