@@ -129,6 +129,8 @@ func DecodeBulk(v Values, now time.Time) (BulkRequest, error) {
 	return req, err
 }
 
+var errExactlyOne = inputErr("id", "give exactly one of id (one dead letter), ids (a plan) or all (every one waiting)")
+
 // DecodeRedrive reads a redrive of a subscriber's dead letters: one (id),
 // every one waiting (all), or the ids of a plan (ids, comma-separated, at
 // most MaxRedrivePlan), one request each.
@@ -142,11 +144,13 @@ func DecodeRedrive(v Values) ([]RedriveRequest, error) {
 				return nil, inputErr("id", "must be a dead letter's id (a positive number)")
 			}
 		}
-		req.All, err = boolField(v, "all", false)
+		if req.All, err = boolField(v, "all", false); err == nil && req.ID == 0 && !req.All {
+			err = errExactlyOne
+		}
 		return []RedriveRequest{req}, err
 	}
 	if v.Has("id") || v.Has("all") {
-		return nil, inputErr("id", "give exactly one of id (one dead letter), ids (a plan) or all (every one waiting)")
+		return nil, errExactlyOne
 	}
 	var reqs []RedriveRequest
 	seen := map[int64]bool{}
