@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -58,75 +59,45 @@ const MaxRedrivePlan = 500
 // (repeatable, path=value). now is taken once by the caller: a since of
 // "7d" is then exactly a payload filter's longest range.
 func DecodeEventFilter(v Values, now time.Time) (EventFilter, error) {
-	f := EventFilter{Provider: v.Get("provider"), Type: v.Get("type"), EventID: v.Get("event_id"), Entity: v.Get("entity"),
-		Before: v.Get("before"), Now: now}
+	d := decoder{v: v}
 	if v.Has("entity") {
-		if err := CheckEntity(f.Entity); err != nil {
-			return f, err
-		}
+		d.err = CheckEntity(v.Get("entity"))
 	}
-	var err error
-	if f.Where, err = ParseWheres("where", v["where"]); err != nil {
-		return f, err
-	}
-	if f.Limit, err = wholeField(v, "limit", DefaultListLimit, MaxListLimit); err != nil {
-		return f, err
-	}
-	if f.Status, err = statusField(v); err != nil {
-		return f, err
-	}
-	f.Since, f.Until, err = ParseWindow(v.Get("since"), v.Get("until"), now)
-	return f, err
+	f := EventFilter{Provider: v.Get("provider"), Type: v.Get("type"), EventID: v.Get("event_id"), Entity: v.Get("entity"),
+		Before: v.Get("before"), Where: d.wheres(), Limit: d.whole("limit", DefaultListLimit, MaxListLimit), Status: d.status(), Now: now}
+	f.Since, f.Until = d.window(now)
+	return f, d.err
 }
 
 // DecodeReplay reads a replay: subscriber, since, until (absent: up to
 // now), subject, dry_run and rate. Its wait is the face's (the admin API
 // bounds it below its write timeout).
 func DecodeReplay(v Values, now time.Time) (ReplayRequest, error) {
-	req := ReplayRequest{Subscriber: v.Get("subscriber"), Subject: v.Get("subject"), Wait: DefaultReplayWait}
-	var err error
-	if req.DryRun, err = boolField(v, "dry_run", false); err != nil {
-		return req, err
-	}
-	if req.Rate, err = rateField(v); err != nil {
-		return req, err
-	}
-	req.Since, req.Until, err = ParseWindow(v.Get("since"), v.Get("until"), now)
-	return req, err
+	d := decoder{v: v}
+	req := ReplayRequest{Subscriber: v.Get("subscriber"), Subject: v.Get("subject"), Wait: DefaultReplayWait,
+		DryRun: d.bool("dry_run", false), Rate: d.rate()}
+	req.Since, req.Until = d.window(now)
+	return req, d.err
 }
 
 // DecodeRepublish reads a republish: provider, status, since, until,
 // event and dry_run.
 func DecodeRepublish(v Values, now time.Time) (RepublishFilter, error) {
-	f := RepublishFilter{Provider: v.Get("provider"), Event: v.Get("event")}
-	var err error
-	if f.DryRun, err = boolField(v, "dry_run", false); err != nil {
-		return f, err
-	}
-	if f.Status, err = statusField(v); err != nil {
-		return f, err
-	}
-	f.Since, f.Until, err = ParseWindow(v.Get("since"), v.Get("until"), now)
-	return f, err
+	d := decoder{v: v}
+	f := RepublishFilter{Provider: v.Get("provider"), Event: v.Get("event"), DryRun: d.bool("dry_run", false), Status: d.status()}
+	f.Since, f.Until = d.window(now)
+	return f, d.err
 }
 
 // DecodeBulk reads a bulk action: action, subscriber, the event filter's
 // fields, dry_run (absent: a dry run), rate and sample (absent: ops.Bulk's
 // defaults). A republish's subscriber is refused by ops.Bulk.
 func DecodeBulk(v Values, now time.Time) (BulkRequest, error) {
-	req := BulkRequest{Action: v.Get("action"), Subscriber: v.Get("subscriber"), Wait: DefaultReplayWait}
-	var err error
-	if req.Filter, err = DecodeEventFilter(v, now); err != nil {
-		return req, err
-	}
-	if req.DryRun, err = boolField(v, "dry_run", true); err != nil {
-		return req, err
-	}
-	if req.Rate, err = rateField(v); err != nil {
-		return req, err
-	}
-	req.Sample, err = wholeField(v, "sample", 0, MaxBulkSample)
-	return req, err
+	f, err := DecodeEventFilter(v, now)
+	d := decoder{v: v, err: err}
+	req := BulkRequest{Action: v.Get("action"), Subscriber: v.Get("subscriber"), Filter: f, Wait: DefaultReplayWait,
+		DryRun: d.bool("dry_run", true), Rate: d.rate(), Sample: d.whole("sample", 0, MaxBulkSample)}
+	return req, d.err
 }
 
 var errExactlyOne = inputErr("id", "give exactly one of id (one dead letter), ids (a plan) or all (every one waiting)")
@@ -135,19 +106,13 @@ var errExactlyOne = inputErr("id", "give exactly one of id (one dead letter), id
 // every one waiting (all), or the ids of a plan (ids, comma-separated, at
 // most MaxRedrivePlan), one request each.
 func DecodeRedrive(v Values) ([]RedriveRequest, error) {
-	sub := v.Get("subscriber")
+	sub, d := v.Get("subscriber"), decoder{v: v}
 	if !v.Has("ids") {
-		req := RedriveRequest{Subscriber: sub}
-		var err error
-		if v.Get("id") != "" {
-			if req.ID, err = strconv.ParseInt(v.Get("id"), 10, 64); err != nil {
-				return nil, inputErr("id", "must be a dead letter's id (a positive number)")
-			}
+		req := RedriveRequest{Subscriber: sub, ID: d.int64("id", "must be a dead letter's id (a positive number)"), All: d.bool("all", false)}
+		if d.err == nil && req.ID == 0 && !req.All {
+			d.err = errExactlyOne
 		}
-		if req.All, err = boolField(v, "all", false); err == nil && req.ID == 0 && !req.All {
-			err = errExactlyOne
-		}
-		return []RedriveRequest{req}, err
+		return []RedriveRequest{req}, d.err
 	}
 	if v.Has("id") || v.Has("all") {
 		return nil, errExactlyOne
@@ -173,85 +138,98 @@ func DecodeRedrive(v Values) ([]RedriveRequest, error) {
 // DecodePurge reads a purge: older_than (required), dry_run (absent: a dry
 // run), include_failed and batch (DefaultPurgeBatch).
 func DecodePurge(v Values) (PurgeRequest, error) {
-	var req PurgeRequest
-	var err error
-	if req.OlderThan, err = ParseAge(v.Get("older_than")); err != nil {
-		return req, fmt.Errorf("older_than: %w", err)
+	age, err := ParseAge(v.Get("older_than"))
+	if err != nil {
+		return PurgeRequest{}, fmt.Errorf("older_than: %w", err)
 	}
-	if req.DryRun, err = boolField(v, "dry_run", true); err != nil {
-		return req, err
-	}
-	if req.IncludeFailed, err = boolField(v, "include_failed", false); err != nil {
-		return req, err
-	}
-	req.BatchSize, err = wholeField(v, "batch", DefaultPurgeBatch, MaxPurgeBatch)
-	return req, err
+	d := decoder{v: v}
+	req := PurgeRequest{OlderThan: age, DryRun: d.bool("dry_run", true), IncludeFailed: d.bool("include_failed", false),
+		BatchSize: d.whole("batch", DefaultPurgeBatch, MaxPurgeBatch)}
+	return req, d.err
 }
 
 // DecodeAudit reads an audit trail query: since, until, actor, action,
 // before and limit (DefaultAuditLimit).
 func DecodeAudit(v Values, now time.Time) (AuditFilter, error) {
-	f := AuditFilter{Actor: v.Get("actor"), Action: v.Get("action"), Before: v.Get("before")}
-	var err error
-	if f.Limit, err = wholeField(v, "limit", DefaultAuditLimit, MaxAuditLimit); err != nil {
-		return f, err
-	}
-	f.Since, f.Until, err = ParseWindow(v.Get("since"), v.Get("until"), now)
-	return f, err
-}
-
-// wholeField reads a whole number (absent: def); its bounds are the
-// operation's to check.
-func wholeField(v Values, field string, def, max int) (int, error) {
-	s := v.Get(field)
-	if s == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return 0, inputErr(field, "not a whole number (1..%d)", max)
-	}
-	return n, nil
-}
-
-// boolField reads true or false (absent: def).
-func boolField(v Values, field string, def bool) (bool, error) {
-	if v.Get(field) == "" {
-		return def, nil
-	}
-	b, err := strconv.ParseBool(v.Get(field))
-	if err != nil {
-		return false, inputErr(field, "not true or false")
-	}
-	return b, nil
-}
-
-// rateField reads a rate in events a second (absent: 0, the operation's
-// default).
-func rateField(v Values) (float64, error) {
-	if v.Get("rate") == "" {
-		return 0, nil
-	}
-	r, err := strconv.ParseFloat(v.Get("rate"), 64)
-	if err != nil {
-		return 0, inputErr("rate", "not a number of events a second")
-	}
-	return r, nil
-}
-
-// statusField reads an archive status (empty: any).
-func statusField(v Values) (hub.Status, error) {
-	if s := v.Get("status"); s != "" {
-		return ParseStatus("status", s)
-	}
-	return "", nil
+	d := decoder{v: v}
+	f := AuditFilter{Actor: v.Get("actor"), Action: v.Get("action"), Before: v.Get("before"), Limit: d.whole("limit", DefaultAuditLimit, MaxAuditLimit)}
+	f.Since, f.Until = d.window(now)
+	return f, d.err
 }
 
 // DecodeSessions reads a query of console sessions: name, id, before and
 // limit (DefaultSessionLimit).
 func DecodeSessions(v Values) (SessionFilter, error) {
-	f := SessionFilter{Name: v.Get("name"), ID: v.Get("id"), Before: v.Get("before")}
-	var err error
-	f.Limit, err = wholeField(v, "limit", DefaultSessionLimit, MaxSessionLimit)
-	return f, err
+	d := decoder{v: v}
+	f := SessionFilter{Name: v.Get("name"), ID: v.Get("id"), Before: v.Get("before"), Limit: d.whole("limit", DefaultSessionLimit, MaxSessionLimit)}
+	return f, d.err
+}
+
+// decoder reads the fields of v, keeping the first error: once it has
+// one, every field is its default. An absent or empty field is its
+// default; its bounds are the operation's to check.
+type decoder struct {
+	v   Values
+	err error
+}
+
+// parse reads field with p; a value p refuses is an InputError saying
+// reason, or p's own.
+func parse[T any](d *decoder, field string, def T, p func(string) (T, error), reason string) T {
+	s := d.v.Get(field)
+	if d.err != nil || s == "" {
+		return def
+	}
+	x, err := p(s)
+	var input *InputError
+	switch {
+	case errors.As(err, &input):
+		d.err = err
+	case err != nil:
+		d.err = inputErr(field, "%s", reason)
+	}
+	if err != nil {
+		return def
+	}
+	return x
+}
+
+func (d *decoder) whole(field string, def, max int) int {
+	return parse(d, field, def, strconv.Atoi, fmt.Sprintf("not a whole number (1..%d)", max))
+}
+
+func (d *decoder) int64(field, reason string) int64 {
+	return parse(d, field, 0, func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }, reason)
+}
+
+func (d *decoder) bool(field string, def bool) bool {
+	return parse(d, field, def, strconv.ParseBool, "not true or false")
+}
+
+// rate reads a rate in events a second (absent: 0, the operation's default).
+func (d *decoder) rate() float64 {
+	return parse(d, "rate", 0, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }, "not a number of events a second")
+}
+
+// status reads an archive status (empty: any).
+func (d *decoder) status() hub.Status {
+	return parse(d, "status", "", func(s string) (hub.Status, error) { return ParseStatus("status", s) }, "")
+}
+
+// wheres reads the payload conditions (where, repeatable).
+func (d *decoder) wheres() []PayloadMatch {
+	if d.err != nil {
+		return nil
+	}
+	ms, err := ParseWheres("where", d.v["where"])
+	d.err = err
+	return ms
+}
+
+// window reads since and until against now (ParseWindow).
+func (d *decoder) window(now time.Time) (since, until time.Time) {
+	if d.err == nil {
+		since, until, d.err = ParseWindow(d.v.Get("since"), d.v.Get("until"), now)
+	}
+	return since, until
 }

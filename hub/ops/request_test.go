@@ -29,7 +29,7 @@ func TestDecodeRedrive(t *testing.T) {
 		{v: ops.Values{"all": {"yes"}}, err: "all: not true or false"},
 		{v: ops.Values{"ids": {"1,1"}}, err: "ids: 1 is given twice"},
 		{v: ops.Values{"ids": {"1,-2"}}, err: "ids: must be dead letter ids"},
-		{v: ops.Values{"ids": {strings.Repeat("9,", 2)[:1]}}, want: []int64{9}},
+		{v: ops.Values{"ids": {"9"}}, want: []int64{9}},
 		{v: ops.Values{"ids": {manyIDs(ops.MaxRedrivePlan + 1)}}, err: "ids: more than 500 dead letters"},
 	} {
 		c.v.Set("subscriber", "credits")
