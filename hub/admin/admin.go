@@ -194,7 +194,7 @@ func (s *Server) values(c *fiber.Ctx, body ops.Fields) (ops.Values, error) {
 }
 
 // kindWords says what a field of each kind wants.
-var kindWords = map[ops.Kind]string{ops.Text: "a string", ops.Bool: "true or false", ops.Number: "a number", ops.List: "an array of strings"}
+var kindWords = map[ops.Kind]string{ops.Text: "a string", ops.Bool: "true or false", ops.Number: "a number", ops.Whole: "a whole number", ops.List: "an array of strings"}
 
 // bodyValue adds the body's field name to v; null is no value.
 func bodyValue(v ops.Values, fields ops.Fields, name string, msg json.RawMessage) error {
@@ -215,12 +215,14 @@ func bodyValue(v ops.Values, fields ops.Fields, name string, msg json.RawMessage
 		var b bool
 		err = json.Unmarshal(msg, &b)
 		v.Set(name, strconv.FormatBool(b))
-	case ops.Number:
-		var n json.Number
-		if err = json.Unmarshal(msg, &n); err == nil && msg[0] == '"' {
-			err = errors.New("a string")
-		}
-		v.Set(name, n.String())
+	case ops.Number: // a JSON number within float64's range, its literal kept
+		var f float64
+		err = json.Unmarshal(msg, &f)
+		v.Set(name, string(msg))
+	case ops.Whole:
+		var n int64
+		err = json.Unmarshal(msg, &n)
+		v.Set(name, string(msg))
 	case ops.List:
 		var l []string
 		err = json.Unmarshal(msg, &l)

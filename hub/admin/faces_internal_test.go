@@ -69,7 +69,7 @@ func jsonBody(t *testing.T, v ops.Values, fields ops.Fields) string {
 		switch fields[name] {
 		case ops.Bool:
 			obj[name] = vals[0] == "true"
-		case ops.Number:
+		case ops.Number, ops.Whole:
 			obj[name] = json.Number(vals[0])
 			if _, err := strconv.ParseFloat(vals[0], 64); err != nil {
 				obj[name] = vals[0]

@@ -31,7 +31,8 @@ type Kind int
 const (
 	Text   Kind = iota // a JSON string
 	Bool               // true or false
-	Number             // a JSON number, in the field's own syntax (whole, or not)
+	Number             // a JSON number
+	Whole              // a JSON number without a fraction or exponent, an int64
 	List               // repeatable: a JSON array of strings
 )
 
@@ -45,8 +46,8 @@ var (
 	ReplayFields    = Fields{"subscriber": Text, "since": Text, "until": Text, "subject": Text, "dry_run": Bool, "rate": Number}
 	RepublishFields = Fields{"provider": Text, "status": Text, "since": Text, "until": Text, "event": Text, "dry_run": Bool}
 	BulkFields      = Fields{"action": Text, "subscriber": Text, "provider": Text, "type": Text, "entity": Text, "status": Text,
-		"since": Text, "until": Text, "where": List, "dry_run": Bool, "rate": Number, "sample": Number}
-	RedriveFields = Fields{"id": Number, "all": Bool}
+		"since": Text, "until": Text, "where": List, "dry_run": Bool, "rate": Number, "sample": Whole}
+	RedriveFields = Fields{"id": Whole, "all": Bool}
 	PurgeFields   = Fields{"older_than": Text, "dry_run": Bool, "include_failed": Bool}
 )
 
