@@ -2,6 +2,7 @@ package admin
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -59,195 +60,186 @@ func unauthorized(resp *fasthttp.Response) {
 
 // mountAPI serves the operator's tools under /admin/, behind a bearer
 // token (authorized). On the admin listener a request without it is
-// refused before its body is read (bodyLimit).
+// refused before its body is read (bodyLimit). Each route reads its
+// request into ops.Values (the query, the JSON body, the path's
+// parameters) and decodes it with hub/ops, as the console and the command
+// line do.
 func (s *Server) mountAPI(r fiber.Router) {
-	op := s.cfg.Operator
 	admin := r.Group("/admin", s.authenticate)
-	admin.Get("/status", func(c *fiber.Ctx) error {
-		st, err := op.Status(c.UserContext())
-		return s.answer(c, st, err)
-	})
-	admin.Get("/events", func(c *fiber.Ctx) error {
-		f := ops.EventFilter{Provider: c.Query("provider"), Type: c.Query("type"), Entity: c.Query("entity"),
-			Before: c.Query("before"), Limit: ops.DefaultListLimit}
-		if c.Context().QueryArgs().Has("entity") {
-			if err := ops.CheckEntity(f.Entity); err != nil {
+	for _, rt := range s.routes() {
+		admin.Add(rt.method, rt.path, func(c *fiber.Ctx) error {
+			v, err := s.values(c, rt.body)
+			if err != nil {
 				return s.answer(c, nil, err)
 			}
+			res, err := rt.run(c.UserContext(), v)
+			if w, ok := res.(jsonlExport); ok && err == nil {
+				c.Set(fiber.HeaderContentType, "application/x-ndjson")
+				c.Set(fiber.HeaderContentDisposition, `attachment; filename="hookhub-audit.jsonl"`)
+				c.Context().SetBodyStreamWriter(fasthttp.StreamWriter(w))
+				return nil
+			}
+			return s.answer(c, res, err)
+		})
+	}
+}
+
+// route is one of the admin API's operations.
+type route struct {
+	method, path string
+	body         ops.Fields // a POST's JSON body
+	run          func(ctx context.Context, v ops.Values) (any, error)
+}
+
+func (s *Server) routes() []route {
+	op := s.cfg.Operator
+	get, post := fiber.MethodGet, fiber.MethodPost
+	return []route{
+		{get, "/status", nil, func(ctx context.Context, _ ops.Values) (any, error) { return op.Status(ctx) }},
+		{get, "/events", nil, s.listEvents},
+		{get, "/events/:ref", nil, func(ctx context.Context, v ops.Values) (any, error) { return op.ShowEvent(ctx, v.Get("ref")) }},
+		{post, "/replay", ops.ReplayFields, func(ctx context.Context, v ops.Values) (any, error) {
+			req, err := ops.DecodeReplay(v, op.Now())
+			req.Wait, req.PublishWithin = replayWait, replayPublish
+			return unless(err, func() (any, error) { return op.Replay(ctx, req) })
+		}},
+		{post, "/republish", ops.RepublishFields, func(ctx context.Context, v ops.Values) (any, error) {
+			f, err := ops.DecodeRepublish(v, op.Now())
+			return unless(err, func() (any, error) { return op.Republish(ctx, f) })
+		}},
+		// A bulk action: a plan (dry_run, the default) or a run, bounded
+		// in time as a replay is (it waits replayWait for the subscriber,
+		// and refuses a rate that would publish for longer than
+		// replayPublish: larger runs are the console's or the CLI's). Its
+		// audit entry (actor: the token) is ops.Bulk's.
+		{post, "/bulk", ops.BulkFields, func(ctx context.Context, v ops.Values) (any, error) {
+			req, err := ops.DecodeBulk(v, op.Now())
+			req.Wait, req.PublishWithin = replayWait, replayPublish
+			return unless(err, func() (any, error) { return op.Bulk(ctx, req) })
+		}},
+		{get, "/dlq/:subscriber", nil, func(ctx context.Context, v ops.Values) (any, error) {
+			return op.DeadLetters(ctx, v.Get("subscriber"))
+		}},
+		{post, "/dlq/:subscriber/redrive", ops.RedriveFields, func(ctx context.Context, v ops.Values) (any, error) {
+			reqs, err := ops.DecodeRedrive(v)
+			return unless(err, func() (any, error) { return op.Redrive(ctx, reqs[0]) })
+		}},
+		{get, "/audit", nil, s.listAudit},
+		{get, "/sessions", nil, s.listSessions},
+		{post, "/sessions/revoke", revokeFields, s.revokeSessions},
+		{post, "/purge", ops.PurgeFields, func(ctx context.Context, v ops.Values) (any, error) {
+			req, err := ops.DecodePurge(v)
+			if err != nil {
+				return nil, err
+			}
+			res, err := op.Purge(ctx, req)
+			out := purgeAnswer{PurgeResult: res}
+			if req.DryRun {
+				out.Note = ops.DryRunNote(`send "dry_run": false to delete`)
+			}
+			return out, err
+		}},
+	}
+}
+
+// unless is run's answer, unless err refused the request first.
+func unless(err error, run func() (any, error)) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	return run()
+}
+
+// listEvents answers GET /admin/events. Payload filters (?where=path=value,
+// repeatable) answer a page object (events, next, scanned, truncated): the
+// page may stop at its scan bound, which a bare list could not say.
+func (s *Server) listEvents(ctx context.Context, v ops.Values) (any, error) {
+	op := s.cfg.Operator
+	f, err := ops.DecodeEventFilter(v, op.Now())
+	switch {
+	case err != nil:
+		return nil, err
+	case len(f.Where) > 0:
+		return op.ListEventPage(ctx, f)
+	}
+	return op.ListEvents(ctx, f)
+}
+
+// values reads a request into ops.Values: its query (every value of a
+// repeated name), the JSON body of a POST (strictly: only the fields of
+// body, each of its kind) and the path's parameters.
+func (s *Server) values(c *fiber.Ctx, body ops.Fields) (ops.Values, error) {
+	v := ops.Values{}
+	if body == nil {
+		c.Context().QueryArgs().VisitAll(func(k, val []byte) { v.Add(string(k), string(val)) })
+	} else {
+		var raw map[string]json.RawMessage
+		if err := s.decodeBody(c, &raw); err != nil {
+			return nil, err
 		}
-		var err error
-		if l := c.Query("limit"); l != "" {
-			if f.Limit, err = strconv.Atoi(l); err != nil {
-				return s.answer(c, nil, &ops.InputError{Field: "limit", Reason: fmt.Sprintf("not a whole number (1..%d)", ops.MaxListLimit)})
+		for name, msg := range raw {
+			if err := bodyValue(v, body, name, msg); err != nil {
+				return nil, err
 			}
 		}
-		if st := c.Query("status"); st != "" {
-			if f.Status, err = ops.ParseStatus("status", st); err != nil {
-				return s.answer(c, nil, err)
-			}
-		}
-		f.Now = op.Now() // taken once: "?since=7d" is exactly a payload filter's longest range
-		if f.Since, f.Until, err = ops.ParseWindow(c.Query("since"), c.Query("until"), f.Now); err != nil {
-			return s.answer(c, nil, err)
-		}
-		// Payload filters (?where=path=value, repeatable) answer a page
-		// object (events, next, scanned, truncated): the page may stop at
-		// its scan bound, which a bare list could not say.
-		if wheres := c.Context().QueryArgs().PeekMulti("where"); len(wheres) > 0 {
-			ws := make([]string, len(wheres))
-			for i, w := range wheres {
-				ws[i] = string(w)
-			}
-			if f.Where, err = ops.ParseWheres("where", ws); err != nil {
-				return s.answer(c, nil, err)
-			}
-			page, err := op.ListEventPage(c.UserContext(), f)
-			return s.answer(c, page, err)
-		}
-		rows, err := op.ListEvents(c.UserContext(), f)
-		return s.answer(c, rows, err)
-	})
-	admin.Get("/events/:ref", func(c *fiber.Ctx) error {
-		ref, err := pathParam(c, "ref")
+	}
+	for _, name := range c.Route().Params {
+		p, err := pathParam(c, name)
 		if err != nil {
-			return s.answer(c, nil, err)
+			return nil, err
 		}
-		d, err := op.ShowEvent(c.UserContext(), ref)
-		return s.answer(c, d, err)
-	})
-	admin.Post("/replay", func(c *fiber.Ctx) error {
-		var in struct {
-			Subscriber string  `json:"subscriber"`
-			Since      string  `json:"since"`
-			Until      string  `json:"until"`
-			Subject    string  `json:"subject"`
-			DryRun     bool    `json:"dry_run"`
-			Rate       float64 `json:"rate"`
-		}
-		if err := s.decodeBody(c, &in); err != nil {
-			return s.answer(c, nil, err)
-		}
-		req := ops.ReplayRequest{Subscriber: in.Subscriber, Subject: in.Subject, DryRun: in.DryRun, Rate: in.Rate,
-			Wait: replayWait, PublishWithin: replayPublish}
-		var err error
-		if req.Since, req.Until, err = ops.ParseWindow(in.Since, in.Until, op.Now()); err != nil {
-			return s.answer(c, nil, err)
-		}
-		res, err := op.Replay(c.UserContext(), req)
-		return s.answer(c, res, err)
-	})
-	admin.Post("/republish", func(c *fiber.Ctx) error {
-		var in struct {
-			Provider string `json:"provider"`
-			Status   string `json:"status"`
-			Since    string `json:"since"`
-			Until    string `json:"until"`
-			Event    string `json:"event"`
-			DryRun   bool   `json:"dry_run"`
-		}
-		if err := s.decodeBody(c, &in); err != nil {
-			return s.answer(c, nil, err)
-		}
-		f := ops.RepublishFilter{Provider: in.Provider, Event: in.Event, DryRun: in.DryRun}
-		var err error
-		if in.Status != "" {
-			if f.Status, err = ops.ParseStatus("status", in.Status); err != nil {
-				return s.answer(c, nil, err)
-			}
-		}
-		if f.Since, f.Until, err = ops.ParseWindow(in.Since, in.Until, op.Now()); err != nil {
-			return s.answer(c, nil, err)
-		}
-		res, err := op.Republish(c.UserContext(), f)
-		return s.answer(c, res, err)
-	})
-	// A bulk action (issue 21): a plan (dry_run, the default) or a run,
-	// bounded in time as a replay is (it waits replayWait for the
-	// subscriber, and refuses a rate that would publish for longer than
-	// replayPublish: larger runs are the console's or the CLI's).
-	admin.Post("/bulk", func(c *fiber.Ctx) error {
-		var in struct {
-			Action     string   `json:"action"`
-			Subscriber string   `json:"subscriber"`
-			Provider   string   `json:"provider"`
-			Type       string   `json:"type"`
-			Entity     string   `json:"entity"`
-			Status     string   `json:"status"`
-			Since      string   `json:"since"`
-			Until      string   `json:"until"`
-			Where      []string `json:"where"`
-			DryRun     *bool    `json:"dry_run"` // missing: a dry run
-			Rate       float64  `json:"rate"`
-			Sample     int      `json:"sample"`
-		}
-		if err := s.decodeBody(c, &in); err != nil {
-			return s.answer(c, nil, err)
-		}
-		req := ops.BulkRequest{Action: in.Action, Subscriber: in.Subscriber, DryRun: in.DryRun == nil || *in.DryRun, Rate: in.Rate,
-			Sample: in.Sample, Wait: replayWait, PublishWithin: replayPublish, Filter: ops.EventFilter{Provider: in.Provider, Type: in.Type, Entity: in.Entity}}
-		var err error
-		if req.Filter.Where, err = ops.ParseWheres("where", in.Where); err != nil {
-			return s.answer(c, nil, err)
-		}
-		if in.Status != "" {
-			if req.Filter.Status, err = ops.ParseStatus("status", in.Status); err != nil {
-				return s.answer(c, nil, err)
-			}
-		}
-		req.Filter.Now = op.Now() // taken once, as for /admin/events
-		if req.Filter.Since, req.Filter.Until, err = ops.ParseWindow(in.Since, in.Until, req.Filter.Now); err != nil {
-			return s.answer(c, nil, err)
-		}
-		// audit: the admin API's bulk action (actor: the token) is recorded by ops.Bulk's markers.
-		res, err := op.Bulk(c.UserContext(), req)
-		return s.answer(c, res, err)
-	})
-	admin.Get("/dlq/:subscriber", func(c *fiber.Ctx) error {
-		sub, err := pathParam(c, "subscriber")
-		if err != nil {
-			return s.answer(c, nil, err)
-		}
-		dls, err := op.DeadLetters(c.UserContext(), sub)
-		return s.answer(c, dls, err)
-	})
-	admin.Post("/dlq/:subscriber/redrive", func(c *fiber.Ctx) error {
-		var in struct {
-			ID  int64 `json:"id"`
-			All bool  `json:"all"`
-		}
-		if err := s.decodeBody(c, &in); err != nil {
-			return s.answer(c, nil, err)
-		}
-		sub, err := pathParam(c, "subscriber")
-		if err != nil {
-			return s.answer(c, nil, err)
-		}
-		res, err := op.Redrive(c.UserContext(), ops.RedriveRequest{Subscriber: sub, ID: in.ID, All: in.All})
-		return s.answer(c, res, err)
-	})
-	s.mountAudit(admin)
-	s.mountSessions(admin)
-	admin.Post("/purge", func(c *fiber.Ctx) error {
-		var in struct {
-			OlderThan     string `json:"older_than"`
-			DryRun        *bool  `json:"dry_run"` // missing: a dry run
-			IncludeFailed bool   `json:"include_failed"`
-		}
-		if err := s.decodeBody(c, &in); err != nil {
-			return s.answer(c, nil, err)
-		}
-		age, err := ops.ParseAge(in.OlderThan)
-		if err != nil {
-			return s.answer(c, nil, fmt.Errorf("older_than: %w", err))
-		}
-		req := ops.PurgeRequest{OlderThan: age, BatchSize: ops.DefaultPurgeBatch, DryRun: in.DryRun == nil || *in.DryRun, IncludeFailed: in.IncludeFailed}
-		res, err := op.Purge(c.UserContext(), req)
-		out := purgeAnswer{PurgeResult: res}
-		if req.DryRun {
-			out.Note = `dry run: nothing was deleted; send "dry_run": false to delete`
-		}
-		return s.answer(c, out, err)
-	})
+		v.Set(name, p)
+	}
+	return v, nil
+}
+
+// kindWords says what a field of each kind wants.
+var kindWords = map[ops.Kind]string{ops.Text: "a string", ops.Bool: "true or false", ops.Number: "a number", ops.Whole: "a whole number", ops.List: "an array of strings"}
+
+// bodyValue adds the body's field name to v; null is no value.
+func bodyValue(v ops.Values, fields ops.Fields, name string, msg json.RawMessage) error {
+	kind, ok := fields[name]
+	if !ok {
+		return bodyErr(fmt.Sprintf("unknown field %q", name))
+	}
+	if string(msg) == "null" {
+		return nil
+	}
+	var err error
+	switch kind {
+	case ops.Text:
+		var t string
+		err = json.Unmarshal(msg, &t)
+		v.Set(name, t)
+	case ops.Bool:
+		var b bool
+		err = json.Unmarshal(msg, &b)
+		v.Set(name, strconv.FormatBool(b))
+	case ops.Number: // a JSON number within float64's range, its literal kept
+		var f float64
+		err = json.Unmarshal(msg, &f)
+		v.Set(name, string(msg))
+	case ops.Whole:
+		var n int64
+		err = json.Unmarshal(msg, &n)
+		v.Set(name, string(msg))
+	case ops.List:
+		var l []string
+		err = json.Unmarshal(msg, &l)
+		v[name] = l
+	}
+	if err != nil {
+		return bodyErr(fmt.Sprintf("%s: want %s", name, kindWords[kind]))
+	}
+	return nil
+}
+
+// bodyErr is a body that is not the JSON object a route takes.
+func bodyErr(msg string) error {
+	if len(msg) > maxBodyErr {
+		msg = msg[:maxBodyErr] + "…"
+	}
+	return &ops.InputError{Field: "body", Reason: "want one JSON object: " + strings.ToValidUTF8(msg, "?")}
 }
 
 // purgeAnswer is a purge's result, with a word when it was a dry run.
@@ -310,11 +302,7 @@ func (s *Server) decodeBody(c *fiber.Ctx, v any) error {
 		}
 	}
 	if err != nil {
-		msg := strings.TrimPrefix(err.Error(), "json: ")
-		if len(msg) > maxBodyErr {
-			msg = msg[:maxBodyErr] + "…"
-		}
-		return &ops.InputError{Field: "body", Reason: "want one JSON object: " + strings.ToValidUTF8(msg, "?")}
+		return bodyErr(strings.TrimPrefix(err.Error(), "json: "))
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
@@ -130,7 +131,13 @@ func (a *adminServer) do(t *testing.T, method, path, auth, contentType, body str
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	resp, err := a.srv.App().Test(req, -1)
+	return testRequest(t, a.srv.App(), req)
+}
+
+// testRequest sends req to app and returns the answer's status and body.
+func testRequest(t *testing.T, app *fiber.App, req *http.Request) (int, string) {
+	t.Helper()
+	resp, err := app.Test(req, -1)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
@@ -271,13 +278,9 @@ func TestAdminPathParametersAreDecoded(t *testing.T) {
 	req := httptest.NewRequest(http.MethodGet, "/admin/events/x", nil)
 	req.RequestURI = "/admin/events/paddle:evt%zz"
 	req.Header.Set("Authorization", auth)
-	resp, err := a.srv.App().Test(req, -1)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", raw)
-	require.Contains(t, string(raw), "ref: bad percent-encoding")
+	code, raw := testRequest(t, a.srv.App(), req)
+	require.Equal(t, http.StatusBadRequest, code, "%s", raw)
+	require.Contains(t, raw, "ref: bad percent-encoding")
 }
 
 // GET /admin/events?entity= filters by entity; a given entity is checked

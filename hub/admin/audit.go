@@ -2,49 +2,38 @@ package admin
 
 import (
 	"bufio"
-	"fmt"
-	"strconv"
-
-	"github.com/gofiber/fiber/v2"
+	"context"
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/ops"
 )
 
-// mountAudit serves the audit trail, read-only: GET /admin/audit lists
-// entries (JSON, newest first, with the cursor of the next page), and
-// ?format=jsonl exports them as JSON lines. No route writes to it: only
+// listAudit answers GET /admin/audit, the audit trail, read-only: entries
+// (JSON, newest first, with the cursor of the next page), or with
+// ?format=jsonl their export as JSON lines. No route writes to it: only
 // the actions themselves do (hub/ops).
-func (s *Server) mountAudit(admin fiber.Router) {
+func (s *Server) listAudit(ctx context.Context, v ops.Values) (any, error) {
 	op := s.cfg.Operator
-	admin.Get("/audit", func(c *fiber.Ctx) error {
-		f := ops.AuditFilter{Actor: c.Query("actor"), Action: c.Query("action"), Before: c.Query("before"), Limit: ops.DefaultAuditLimit}
-		var err error
-		if l := c.Query("limit"); l != "" {
-			if f.Limit, err = strconv.Atoi(l); err != nil {
-				return s.answer(c, nil, &ops.InputError{Field: "limit", Reason: fmt.Sprintf("not a whole number (1..%d)", ops.MaxAuditLimit)})
-			}
-		}
-		if f.Since, f.Until, err = ops.ParseWindow(c.Query("since"), c.Query("until"), op.Now()); err != nil {
-			return s.answer(c, nil, err)
-		}
-		switch c.Query("format") {
-		case "", "json":
-		case "jsonl":
-			return s.exportAudit(c, f)
-		default:
-			return s.answer(c, nil, &ops.InputError{Field: "format", Reason: "json (the default) or jsonl"})
-		}
-		entries, err := op.ListAudit(c.UserContext(), f)
-		if err != nil {
-			return s.answer(c, nil, err)
-		}
-		page := auditPage{Entries: entries}
-		if len(entries) == f.Limit {
-			page.Next = ops.AuditCursor(entries[len(entries)-1])
-		}
-		return s.answer(c, page, nil)
-	})
+	f, err := ops.DecodeAudit(v, op.Now())
+	if err != nil {
+		return nil, err
+	}
+	switch v.Get("format") {
+	case "", "json":
+	case "jsonl":
+		return s.exportAudit(ctx, f)
+	default:
+		return nil, &ops.InputError{Field: "format", Reason: "json (the default) or jsonl"}
+	}
+	entries, err := op.ListAudit(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	page := auditPage{Entries: entries}
+	if len(entries) == f.Limit {
+		page.Next = ops.AuditCursor(entries[len(entries)-1])
+	}
+	return page, nil
 }
 
 // auditPage is one page of the audit trail.
@@ -54,21 +43,18 @@ type auditPage struct {
 	Next string `json:"next,omitempty"`
 }
 
+// jsonlExport writes an answer of JSON lines, as a download.
+type jsonlExport func(w *bufio.Writer)
+
 // exportAudit streams the entries f selects as JSON lines, newest first,
 // a page at a time, at most ops.MaxAuditExport. The first page is read before
 // the answer starts, so a bad filter is still a 400.
-func (s *Server) exportAudit(c *fiber.Ctx, f ops.AuditFilter) error {
+func (s *Server) exportAudit(ctx context.Context, f ops.AuditFilter) (any, error) {
 	op := s.cfg.Operator
-	ctx := c.UserContext()
 	f.Limit = ops.MaxAuditLimit
 	first, err := op.AuditExportPage(ctx, f)
 	if err != nil {
-		return s.answer(c, nil, err)
+		return nil, err
 	}
-	c.Set(fiber.HeaderContentType, "application/x-ndjson")
-	c.Set(fiber.HeaderContentDisposition, `attachment; filename="hookhub-audit.jsonl"`)
-	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
-		ops.WriteAuditJSONL(ctx, w, op.AuditExportPage, f, first)
-	})
-	return nil
+	return jsonlExport(func(w *bufio.Writer) { ops.WriteAuditJSONL(ctx, w, op.AuditExportPage, f, first) }), nil
 }

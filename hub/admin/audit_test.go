@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -41,12 +40,7 @@ func adminOnDB(t *testing.T) (*pgxpool.Pool, *admin.Server, *ops.Ops, func(token
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
-		resp, err := adm.App().Test(req, -1)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		raw, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp.StatusCode, string(raw)
+		return testRequest(t, adm.App(), req)
 	}
 }
 

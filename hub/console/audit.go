@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"net/url"
 	"slices"
+	"strconv"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -36,12 +38,12 @@ type auditView struct {
 }
 
 // parseAudit reads the audit page's query into a filter.
-func parseAudit(q url.Values, cn *Console) (auditQuery, ops.AuditFilter, error) {
+func parseAudit(q url.Values, now time.Time) (auditQuery, ops.AuditFilter, error) {
 	in := auditQuery{Since: displayable(q.Get("since")), Until: displayable(q.Get("until")), Actor: displayable(q.Get("actor")),
 		Action: displayable(q.Get("action")), Before: displayable(q.Get("before"))}
-	f := ops.AuditFilter{Actor: q.Get("actor"), Action: q.Get("action"), Before: q.Get("before"), Limit: auditPageSize}
-	var err error
-	f.Since, f.Until, err = ops.ParseWindow(q.Get("since"), q.Get("until"), cn.cfg.Operator.Now())
+	v := opsValues(q)
+	v.Set("limit", strconv.Itoa(auditPageSize))
+	f, err := ops.DecodeAudit(v, now)
 	return in, f, err
 }
 
@@ -62,7 +64,7 @@ func (cn *Console) auditPage(c *fiber.Ctx, s *session) error {
 	if err != nil {
 		return cn.auditError(c, s, v, err)
 	}
-	in, f, err := parseAudit(q, cn)
+	in, f, err := parseAudit(q, cn.cfg.Operator.Now())
 	v.Q = in
 	v.Filtered = in != (auditQuery{})
 	if err != nil {
@@ -102,7 +104,7 @@ func (cn *Console) auditExport(c *fiber.Ctx, s *session) error {
 	if err != nil {
 		return cn.failErr(c, s, err)
 	}
-	_, f, err := parseAudit(q, cn)
+	_, f, err := parseAudit(q, cn.cfg.Operator.Now())
 	if err != nil {
 		return cn.failErr(c, s, err)
 	}

@@ -28,22 +28,16 @@ type bulkForm struct {
 
 // parseBulk turns the filter and the choices into an ops request (a dry
 // run unless run).
-func parseBulk(v url.Values, now time.Time, run bool) (eventsQuery, bulkForm, ops.BulkRequest, error) {
-	in, f, err := parseEvents(v, now)
-	form := bulkForm{Action: displayable(v.Get("action")), Subscriber: displayable(v.Get("subscriber")), Rate: displayable(v.Get("rate"))}
-	req := ops.BulkRequest{Action: v.Get("action"), Subscriber: v.Get("subscriber"), Filter: f, DryRun: !run, Sample: ops.DefaultBulkSample}
-	if err != nil {
-		return in, form, req, err
+func parseBulk(q url.Values, now time.Time, run bool) (eventsQuery, bulkForm, ops.BulkRequest, error) {
+	in, _, _ := parseEvents(q, now)
+	form := bulkForm{Action: displayable(q.Get("action")), Subscriber: displayable(q.Get("subscriber")), Rate: displayable(q.Get("rate"))}
+	v := opsValues(q)
+	v.Set("dry_run", strconv.FormatBool(!run))
+	if v.Get("action") == ops.BulkRepublish {
+		v.Del("subscriber") // the form's select is for a replay
 	}
-	if req.Action == ops.BulkRepublish {
-		req.Subscriber = "" // the form's select is for a replay
-	}
-	if r := v.Get("rate"); r != "" {
-		if req.Rate, err = strconv.ParseFloat(r, 64); err != nil {
-			return in, form, req, &ops.InputError{Field: "rate", Reason: "not a number of events a second"}
-		}
-	}
-	return in, form, req, nil
+	req, err := ops.DecodeBulk(v, now)
+	return in, form, req, err
 }
 
 type bulkView struct {

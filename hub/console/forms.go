@@ -104,44 +104,46 @@ type eventsQuery struct {
 
 const defaultPageSize = 50
 
+// opsValues is a query's or a form's fields as ops.Values: an empty field
+// is not given (a form sends every field), and the payload filter's fields
+// (where1, where2) are where.
+func opsValues(q url.Values) ops.Values {
+	v := ops.Values{}
+	for k, vals := range q {
+		for _, val := range vals {
+			if val != "" && k != "where1" && k != "where2" {
+				v.Add(k, val)
+			}
+		}
+	}
+	for _, w := range []string{q.Get("where1"), q.Get("where2")} {
+		if w != "" {
+			v.Add("where", w)
+		}
+	}
+	return v
+}
+
 // parseEvents turns the events page's query into an ops filter, and
 // returns what was typed made displayable for the form (the filter keeps
-// the bytes, for ops to judge).
+// the bytes, for ops to judge). Now is taken once, by the caller: a since
+// of "7d" is then exactly a payload filter's longest range.
 func parseEvents(q url.Values, now time.Time) (eventsQuery, ops.EventFilter, error) {
-	in, f, err := parseEventsQuery(q, now)
+	in := eventsQuery{Provider: q.Get("provider"), Type: q.Get("type"), Status: q.Get("status"), Since: q.Get("since"),
+		Until: q.Get("until"), EventID: q.Get("event_id"), Entity: q.Get("entity"), Before: q.Get("before"), Limit: q.Get("limit"),
+		Where1: q.Get("where1"), Where2: q.Get("where2")}
+	v := opsValues(q)
+	if !v.Has("limit") {
+		v.Set("limit", strconv.Itoa(defaultPageSize))
+	}
+	f, err := ops.DecodeEventFilter(v, now)
+	if f.Status != "" {
+		in.Status = string(f.Status)
+	}
 	for _, p := range []*string{&in.Provider, &in.Type, &in.Status, &in.Since, &in.Until, &in.EventID, &in.Entity, &in.Before, &in.Limit, &in.Where1, &in.Where2} {
 		*p = displayable(*p)
 	}
 	return in, f, err
-}
-
-func parseEventsQuery(q url.Values, now time.Time) (eventsQuery, ops.EventFilter, error) {
-	in := eventsQuery{Provider: q.Get("provider"), Type: q.Get("type"), Status: q.Get("status"), Since: q.Get("since"),
-		Until: q.Get("until"), EventID: q.Get("event_id"), Entity: q.Get("entity"), Before: q.Get("before"), Limit: q.Get("limit"),
-		Where1: q.Get("where1"), Where2: q.Get("where2")}
-	// Now is taken once, by the caller: a since of "7d" is then exactly a
-	// payload filter's longest range.
-	f := ops.EventFilter{Provider: in.Provider, Type: in.Type, EventID: in.EventID, Entity: in.Entity, Before: in.Before, Limit: defaultPageSize, Now: now}
-
-	var err error
-	if f.Where, err = parseWheres(in.Where1, in.Where2); err != nil {
-		return in, f, err
-	}
-	if in.Limit != "" {
-		if f.Limit, err = strconv.Atoi(in.Limit); err != nil {
-			return in, f, &ops.InputError{Field: "limit", Reason: fmt.Sprintf("not a whole number (1..%d)", ops.MaxListLimit)}
-		}
-	}
-	if in.Status != "" {
-		if f.Status, err = ops.ParseStatus("status", in.Status); err != nil {
-			return in, f, err
-		}
-		in.Status = string(f.Status)
-	}
-	if f.Since, f.Until, err = ops.ParseWindow(in.Since, in.Until, now); err != nil {
-		return in, f, err
-	}
-	return in, f, nil
 }
 
 // replayForm is a replay's inputs as typed.
@@ -151,77 +153,26 @@ type replayForm struct {
 
 // parseReplay turns the replay form into an ops request (a dry run unless
 // run). An empty until is now: a plan and its run cover the same range.
-func parseReplay(v url.Values, now time.Time, run bool) (replayForm, ops.ReplayRequest, error) {
-	in := replayForm{Subscriber: v.Get("subscriber"), Since: v.Get("since"), Until: v.Get("until"), Subject: v.Get("subject")}
-	req := ops.ReplayRequest{Subscriber: in.Subscriber, Subject: in.Subject, DryRun: !run, Wait: ops.DefaultReplayWait}
-	var err error
-	if req.Since, req.Until, err = ops.ParseWindow(in.Since, in.Until, now); err != nil {
-		return in, req, err
-	}
+func parseReplay(q url.Values, now time.Time, run bool) (replayForm, ops.ReplayRequest, error) {
+	in := replayForm{Subscriber: q.Get("subscriber"), Since: q.Get("since"), Until: q.Get("until"), Subject: q.Get("subject")}
+	v := opsValues(q)
+	v.Set("dry_run", strconv.FormatBool(!run))
+	req, err := ops.DecodeReplay(v, now)
 	if req.Until.IsZero() {
 		req.Until = now
 	}
-	return in, req, nil
+	return in, req, err
 }
 
-// maxRedrivePlan bounds the dead letters one redrive plan holds (its
-// confirmation form carries their ids: at most ~10 KiB).
-const maxRedrivePlan = 500
-
-// redriveForm is a redrive form: one dead letter (id, a row's button), or
-// the ids of a confirmed plan (ids, comma-separated).
-type redriveForm struct {
-	Subscriber string
-	IDs        []int64
-}
-
-// parseRedrive reads a redrive form. "Every one waiting" (all) is not
-// taken: the plan (GET /console/dead-letters/redrive) resolves it to ids
-// first, so that the operator sees what is redriven.
-func parseRedrive(v url.Values) (redriveForm, error) {
-	f := redriveForm{Subscriber: v.Get("subscriber")}
-	id, ids := v.Get("id"), v.Get("ids")
-	switch {
-	case v.Has("all") && id == "" && ids == "":
-		return f, &ops.InputError{Field: "all", Reason: "redrive every dead letter waiting through its plan (the Redrive all button), which lists them first"}
-	case (id == "") == (ids == "") || v.Has("all"):
-		return f, &ops.InputError{Field: "id", Reason: "give exactly one of id (one dead letter) or ids (a confirmed plan)"}
-	case id != "":
-		n, err := strconv.ParseInt(id, 10, 64)
-		if err != nil || n <= 0 {
-			return f, &ops.InputError{Field: "id", Reason: "must be a dead letter's id (a positive number)"}
-		}
-		f.IDs = []int64{n}
-		return f, nil
+// parseRedrive reads a redrive form: one dead letter (id, a row's button),
+// or the ids of a confirmed plan (ids, comma-separated). "Every one
+// waiting" (all) is not taken: the plan (GET /console/dead-letters/redrive)
+// resolves it to ids first, so that the operator sees what is redriven.
+func parseRedrive(q url.Values) ([]ops.RedriveRequest, error) {
+	if q.Has("all") {
+		return nil, &ops.InputError{Field: "all", Reason: "redrive every dead letter waiting through its plan (the Redrive all button), which lists them first"}
 	}
-	seen := map[int64]bool{}
-	for part := range strings.SplitSeq(ids, ",") {
-		n, err := strconv.ParseInt(part, 10, 64)
-		if err != nil || n <= 0 {
-			return f, &ops.InputError{Field: "ids", Reason: "must be dead letter ids (positive numbers) separated by commas"}
-		}
-		if seen[n] {
-			return f, &ops.InputError{Field: "ids", Reason: fmt.Sprintf("%d is given twice", n)}
-		}
-		if len(seen) == maxRedrivePlan {
-			return f, &ops.InputError{Field: "ids", Reason: fmt.Sprintf("more than %d dead letters in one plan", maxRedrivePlan)}
-		}
-		seen[n] = true
-		f.IDs = append(f.IDs, n)
-	}
-	return f, nil
-}
-
-// parseWheres reads the payload filter fields (empty ones are no
-// condition) as `hub events list --where` does.
-func parseWheres(ws ...string) ([]ops.PayloadMatch, error) {
-	var given []string
-	for _, w := range ws {
-		if w != "" {
-			given = append(given, w)
-		}
-	}
-	return ops.ParseWheres("where", given)
+	return ops.DecodeRedrive(opsValues(q))
 }
 
 // Values is the filter as a query (the fields typed), for links.

@@ -32,17 +32,7 @@ var funcs = template.FuncMap{
 	},
 	"inc": func(i int) int { return i + 1 },
 	// latency rounds an attempt's latency: 3.2ms, 120ms, 1.5s.
-	"latency": func(d time.Duration) string {
-		switch {
-		case d <= 0:
-			return ""
-		case d < 10*time.Millisecond:
-			return d.Round(100 * time.Microsecond).String()
-		case d < 10*time.Second:
-			return d.Round(time.Millisecond).String()
-		}
-		return d.Round(100 * time.Millisecond).String()
-	},
+	"latency": ops.Latency,
 	// snippet is text an endpoint sent (a response, an error quoting it)
 	// as safeText, cut to at most n bytes: html/template escapes it.
 	"snippet": func(s string, n int) string {

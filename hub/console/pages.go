@@ -41,7 +41,7 @@ func flashOf(q url.Values) string {
 		if err != nil || n < 0 {
 			return ""
 		}
-		return fmt.Sprintf("Done: redrive requested for %d dead letter(s); the subscriber picks them up within seconds.", n)
+		return "Done: " + ops.RedriveText(int64(n), q.Get("subscriber")) + "."
 	}
 	return ""
 }
@@ -353,27 +353,28 @@ func (cn *Console) deadLetters(c *fiber.Ctx, s *session) error {
 // a confirmed plan, each through ops.Redrive. A letter redriven since the
 // plan was shown is passed over (counted, not an error).
 func (cn *Console) redrive(c *fiber.Ctx, s *session) error {
-	f, err := parseRedrive(formOf(c))
+	reqs, err := parseRedrive(formOf(c))
+	sub := formOf(c).Get("subscriber")
 	if err != nil {
-		cn.audit(c, s, "redrive", "subscriber", f.Subscriber, "err", err)
+		cn.audit(c, s, "redrive", "subscriber", sub, "err", err)
 		return cn.failErr(c, s, err)
 	}
 	var requested int64
 	var passed int
-	for _, id := range f.IDs {
-		res, err := cn.cfg.Operator.Redrive(actx(c, s), ops.RedriveRequest{Subscriber: f.Subscriber, ID: id})
-		if len(f.IDs) > 1 && errors.Is(err, ops.ErrNotFound) {
+	for _, req := range reqs {
+		res, err := cn.cfg.Operator.Redrive(actx(c, s), req)
+		if len(reqs) > 1 && errors.Is(err, ops.ErrNotFound) {
 			passed++
 			continue
 		}
 		if err != nil {
-			cn.audit(c, s, "redrive", "subscriber", f.Subscriber, "ids", len(f.IDs), "requested", requested, "failed_id", id, "err", err)
+			cn.audit(c, s, "redrive", "subscriber", sub, "ids", len(reqs), "requested", requested, "failed_id", req.ID, "err", err)
 			return cn.failErr(c, s, err)
 		}
 		requested += res.Requested
 	}
-	cn.audit(c, s, "redrive", "subscriber", f.Subscriber, "ids", len(f.IDs), "first_id", f.IDs[0], "requested", requested, "passed_over", passed)
-	return c.Redirect("/console/dead-letters?"+url.Values{"subscriber": {f.Subscriber}, "flash": {"redrive"},
+	cn.audit(c, s, "redrive", "subscriber", sub, "ids", len(reqs), "first_id", reqs[0].ID, "requested", requested, "passed_over", passed)
+	return c.Redirect("/console/dead-letters?"+url.Values{"subscriber": {sub}, "flash": {"redrive"},
 		"n": {strconv.FormatInt(requested, 10)}}.Encode(), fiber.StatusSeeOther)
 }
 
@@ -381,7 +382,7 @@ type redrivePlanView struct {
 	Subscriber string
 	Letters    []ops.DeadLetter // the plan: waiting, oldest first
 	IDs        string           // what the confirmation posts
-	More       int              // waiting letters past maxRedrivePlan, left for a next plan
+	More       int              // waiting letters past ops.MaxRedrivePlan, left for a next plan
 }
 
 // redrivePlan shows the dead letters "Redrive all" would redrive, and a
@@ -397,12 +398,12 @@ func (cn *Console) redrivePlan(c *fiber.Ctx, s *session) error {
 	if err != nil {
 		return cn.failErr(c, s, err)
 	}
-	ids := make([]string, 0, min(len(letters), maxRedrivePlan))
+	ids := make([]string, 0, min(len(letters), ops.MaxRedrivePlan))
 	for _, d := range letters {
 		if d.RedrivenAt != nil {
 			continue
 		}
-		if len(v.Letters) == maxRedrivePlan {
+		if len(v.Letters) == ops.MaxRedrivePlan {
 			v.More++
 			continue
 		}

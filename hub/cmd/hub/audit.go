@@ -70,12 +70,12 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageErr(fmt.Sprintf("unknown audit action %q: want list", action))
 	}
 	fs := newFlags("audit list", auditUsage+"\nTimes are durations before now (90m, 36h, 7d) or times (2026-11-30, RFC 3339).\n", stdout)
-	since := fs.String("since", "", "started at or after")
-	until := fs.String("until", "", "started before")
-	actor := fs.String("actor", "", `only this actor, exactly as listed ("alice@example.com", "token 1a2b3c4d", "alice@ops-1")`)
-	act := fs.String("action", "", "only this action: replay, republish, redrive, purge, destination.pause, destination.resume, destination.retry_now, bulk.replay, bulk.republish")
-	limit := fs.Int("limit", ops.DefaultAuditLimit, fmt.Sprintf("at most this many entries (1..%d)", ops.MaxAuditLimit))
-	before := fs.String("before", "", "the next page: entries after the one of this cursor (printed at the end of a full page)")
+	fs.String("since", "", "started at or after")
+	fs.String("until", "", "started before")
+	fs.String("actor", "", `only this actor, exactly as listed ("alice@example.com", "token 1a2b3c4d", "alice@ops-1")`)
+	fs.String("action", "", "only this action: replay, republish, redrive, purge, destination.pause, destination.resume, destination.retry_now, bulk.replay, bulk.republish")
+	fs.Int("limit", ops.DefaultAuditLimit, fmt.Sprintf("at most this many entries (1..%d)", ops.MaxAuditLimit))
+	fs.String("before", "", "the next page: entries after the one of this cursor (printed at the end of a full page)")
 	asJSON := fs.Bool("json", false, "one JSON object per line")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -83,15 +83,15 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fs.NArg() > 0 {
 		return usageErr("audit list takes no arguments; filters are flags")
 	}
+	f, err := ops.DecodeAudit(flagValues(fs), time.Now())
+	if err != nil {
+		return flagErr(err)
+	}
 	env, _, err := connectOps(ctx, natsOptional, io.Discard)
 	if err != nil {
 		return err
 	}
 	defer env.Close()
-	f := ops.AuditFilter{Actor: *actor, Action: *act, Limit: *limit, Before: *before}
-	if f.Since, f.Until, err = parseWindow(*since, *until, env.ops.Now()); err != nil {
-		return err
-	}
 	entries, err := env.ops.ListAudit(ctx, f)
 	if err != nil {
 		return err

@@ -35,19 +35,19 @@ first events.
 		return usageErr(fmt.Sprintf("unknown bulk action %q: want replay or republish", action))
 	}
 	fs := newFlags("bulk "+action, usage, stdout)
-	sub := fs.String("subscriber", "", "replay: the subscriber or destination to replay to (required)")
-	provider := fs.String("provider", "", "only this provider")
-	typ := fs.String("type", "", "only this event type")
-	entity := fs.String("entity", "", "only the events about this entity id (exact), e.g. cus_123")
-	status := fs.String("status", "", "PROCESSED (default: every first delivery; unpublished ones are counted and left out)")
-	since := fs.String("since", "", "received at or after (required)")
-	until := fs.String("until", "", "received before (default: now)")
+	fs.String("subscriber", "", "replay: the subscriber or destination to replay to (required)")
+	fs.String("provider", "", "only this provider")
+	fs.String("type", "", "only this event type")
+	fs.String("entity", "", "only the events about this entity id (exact), e.g. cus_123")
+	fs.String("status", "", "PROCESSED (default: every first delivery; unpublished ones are counted and left out)")
+	fs.String("since", "", "received at or after (required)")
+	fs.String("until", "", "received before (default: now)")
 	var where whereFlag
 	fs.Var(&where, "where", fmt.Sprintf("PATH=VALUE: the payload's JSON value at PATH equals VALUE (repeatable, at most %d)", ops.MaxPayloadMatches))
 	dryRun := fs.Bool("dry-run", false, "print the plan; publish nothing")
-	rate := fs.Float64("rate", ops.DefaultBulkRate, fmt.Sprintf("events a second, %g..%g", ops.MinReplayRate, ops.MaxBulkRate))
+	fs.Float64("rate", ops.DefaultBulkRate, fmt.Sprintf("events a second, %g..%g", ops.MinReplayRate, ops.MaxBulkRate))
 	wait := fs.Duration("wait", ops.DefaultReplayWait, fmt.Sprintf("replay: how long to wait for the subscriber to settle the copies (%s..%s)", ops.MinReplayWait, ops.MaxReplayWait))
-	sample := fs.Int("sample", 10, fmt.Sprintf("the plan lists this many events (1..%d)", ops.MaxBulkSample))
+	fs.Int("sample", 10, fmt.Sprintf("the plan lists this many events (1..%d)", ops.MaxBulkSample))
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -56,20 +56,14 @@ first events.
 		return usageErr("bulk takes no arguments; the filter is flags")
 	}
 	// A mistake is decided before connecting, and is one line on stderr.
-	req := ops.BulkRequest{Action: action, Subscriber: *sub, DryRun: *dryRun, Rate: *rate, Wait: *wait, Sample: *sample,
-		Filter: ops.EventFilter{Provider: *provider, Type: *typ, Entity: *entity}}
-	if req.Filter.Where, err = ops.ParseWheres("where", where); err != nil {
-		return err
+	// Now is taken once: "--since 7d" is exactly a payload filter's longest range.
+	v := flagValues(fs)
+	v.Set("action", action)
+	req, err := ops.DecodeBulk(v, time.Now())
+	if err != nil {
+		return flagErr(err)
 	}
-	if *status != "" {
-		if req.Filter.Status, err = ops.ParseStatus("status", *status); err != nil {
-			return err
-		}
-	}
-	req.Filter.Now = time.Now() // taken once: "--since 7d" is exactly a payload filter's longest range
-	if req.Filter.Since, req.Filter.Until, err = parseWindow(*since, *until, req.Filter.Now); err != nil {
-		return err
-	}
+	req.Wait = *wait
 	env, _, err := connectOps(ctx, natsRequired, stderr)
 	if err != nil {
 		return err
@@ -168,11 +162,7 @@ func printBulk(w io.Writer, r ops.BulkResult, wait time.Duration) {
 	}
 	fmt.Fprintf(w, "published %d", r.Published)
 	if r.Action == ops.BulkReplay {
-		if r.Destination {
-			fmt.Fprintf(w, ", %d sent: %d not delivered before, %d already delivered (sent again); %d dead-lettered", r.Processed+r.Resent, r.Processed, r.Resent, r.DeadLettered)
-		} else {
-			fmt.Fprintf(w, ", %d processed, %d skipped as already processed, %d dead-lettered", r.Processed, r.Skipped, r.DeadLettered)
-		}
+		fmt.Fprint(w, ", "+ops.SettledText(r.Destination, r.Processed, r.Skipped, r.Resent, r.DeadLettered))
 		if r.Unsettled > 0 {
 			fmt.Fprintf(w, ", %d not settled after %s", r.Unsettled, wait)
 		}

@@ -23,8 +23,8 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	fs := newFlags("dlq "+action, "Usage: hub dlq "+action+" --subscriber NAME ...\n", stdout)
 	sub := fs.String("subscriber", "", "the subscriber (credits, email, downgrade, ...)")
-	id := fs.Int64("id", 0, "redrive: this dead letter")
-	all := fs.Bool("all", false, "redrive: every dead letter not yet redriven")
+	fs.Int64("id", 0, "redrive: this dead letter")
+	fs.Bool("all", false, "redrive: every dead letter not yet redriven")
 	asJSON := fs.Bool("json", false, "one JSON object per line")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -70,14 +70,18 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		return tw.Flush()
 	default: // redrive
-		res, err := env.ops.Redrive(ctx, ops.RedriveRequest{Subscriber: *sub, ID: *id, All: *all})
+		reqs, err := ops.DecodeRedrive(flagValues(fs))
+		if err != nil {
+			return err
+		}
+		res, err := env.ops.Redrive(ctx, reqs[0])
 		if err != nil {
 			return err
 		}
 		if *asJSON {
 			return printJSON(stdout, res)
 		}
-		fmt.Fprintf(stdout, "requested a redrive of %d dead letter(s) of %s; the running subscriber picks them up within seconds (see `hub dlq list --subscriber %s`)\n", res.Requested, *sub, *sub)
+		fmt.Fprintf(stdout, "%s (see `hub dlq list --subscriber %s`)\n", ops.RedriveText(res.Requested, *sub), *sub)
 		return nil
 	}
 }

@@ -39,14 +39,14 @@ Run `+"`hub events list --help`"+` for the filters.
 
 func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlags("events list", "Usage: hub events list [--provider P] [--type T] [--entity ID] [--status S] [--since T] [--until T] [--where PATH=VALUE]... [--limit N] [--before CURSOR] [--json]\n\nNewest first. Times are durations before now (90m, 36h, 7d) or times (2026-11-30, 2026-11-30T08:00:00Z).\nA full page ends with the --before cursor of the next one (with --json, every row has its \"cursor\").\n--where filters on the payload (data.object.customer=cus_1, items[0].id=x): it needs --since within 7d\nof --until (or now), and reads at most 20,000 archive rows a page; a page that stopped there says so.\n", stdout)
-	provider := fs.String("provider", "", "only this provider")
-	typ := fs.String("type", "", "only this event type, e.g. subscription.created")
-	entity := fs.String("entity", "", fmt.Sprintf("only the events about this entity id (exact), e.g. cus_123, across providers, each with what every subscriber and destination did with it (--limit at most %d)", ops.MaxTimelineLimit))
-	status := fs.String("status", "", "PENDING, PROCESSED, SKIPPED or FAILED (default: all but SKIPPED)")
-	since := fs.String("since", "", "received at or after")
-	until := fs.String("until", "", "received before")
+	fs.String("provider", "", "only this provider")
+	fs.String("type", "", "only this event type, e.g. subscription.created")
+	fs.String("entity", "", fmt.Sprintf("only the events about this entity id (exact), e.g. cus_123, across providers, each with what every subscriber and destination did with it (--limit at most %d)", ops.MaxTimelineLimit))
+	fs.String("status", "", "PENDING, PROCESSED, SKIPPED or FAILED (default: all but SKIPPED)")
+	fs.String("since", "", "received at or after")
+	fs.String("until", "", "received before")
 	limit := fs.Int("limit", ops.DefaultListLimit, fmt.Sprintf("at most this many rows (1..%d)", ops.MaxListLimit))
-	before := fs.String("before", "", "the next page: rows listed after the row of this cursor (printed at the end of a full page)")
+	fs.String("before", "", "the next page: rows listed after the row of this cursor (printed at the end of a full page)")
 	asJSON := fs.Bool("json", false, "one JSON object per line")
 	var where whereFlag
 	fs.Var(&where, "where", fmt.Sprintf("PATH=VALUE: the payload's JSON value at PATH equals VALUE (repeatable, at most %d)", ops.MaxPayloadMatches))
@@ -57,27 +57,13 @@ func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {
 		return usageErr("events list takes no arguments; filters are flags")
 	}
 	withOutcomes := flagGiven(fs, "entity")
-	if withOutcomes {
-		if err := ops.CheckEntity(*entity); err != nil {
-			return err
-		}
-		if *limit > ops.MaxTimelineLimit {
-			return usageErr(fmt.Sprintf("--limit: at most %d with --entity (each event's outcomes are read), got %d", ops.MaxTimelineLimit, *limit))
-		}
+	if withOutcomes && *limit > ops.MaxTimelineLimit {
+		return usageErr(fmt.Sprintf("--limit: at most %d with --entity (each event's outcomes are read), got %d", ops.MaxTimelineLimit, *limit))
 	}
-	f := ops.EventFilter{Provider: *provider, Type: *typ, Entity: *entity, Limit: *limit, Before: *before}
-	var err error
-	if f.Where, err = ops.ParseWheres("where", where); err != nil {
-		return err
-	}
-	if *status != "" {
-		if f.Status, err = ops.ParseStatus("status", *status); err != nil {
-			return err
-		}
-	}
-	f.Now = time.Now() // taken once: "--since 7d" is exactly a payload filter's longest range
-	if f.Since, f.Until, err = parseWindow(*since, *until, f.Now); err != nil {
-		return err
+	// Now is taken once: "--since 7d" is exactly a payload filter's longest range.
+	f, err := ops.DecodeEventFilter(flagValues(fs), time.Now())
+	if err != nil {
+		return flagErr(err)
 	}
 	env, _, err := connectOps(ctx, natsOptional, io.Discard)
 	if err != nil {
@@ -297,18 +283,8 @@ func printAttempts(w io.Writer, attempts []destination.Attempt, withEvent bool) 
 	_ = tw.Flush()
 }
 
-// formatLatency rounds d for a table: 3.2ms, 120ms, 1.5s.
-func formatLatency(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return "-"
-	case d < 10*time.Millisecond:
-		return d.Round(100 * time.Microsecond).String()
-	case d < 10*time.Second:
-		return d.Round(time.Millisecond).String()
-	}
-	return d.Round(100 * time.Millisecond).String()
-}
+// formatLatency rounds d for a table (ops.Latency), "-" for none.
+func formatLatency(d time.Duration) string { return orDash(ops.Latency(d)) }
 
 // originText explains an event's origin.
 func originText(o string) string {

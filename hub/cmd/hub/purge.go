@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/hookhub/hookhub/hub/ops"
@@ -27,8 +28,8 @@ in batches. Without --yes it is a dry run: it counts what it would delete.
 	olderThan := fs.String("older-than", "", "age of the rows to delete: 90d, 12w, 2160h (required)")
 	yes := fs.Bool("yes", false, "delete; without it the purge is a dry run")
 	dryRun := fs.Bool("dry-run", false, "count the rows without deleting them (the default; contradicts --yes)")
-	includeFailed := fs.Bool("include-failed", false, "delete FAILED rows too")
-	batch := fs.Int("batch", ops.DefaultPurgeBatch, fmt.Sprintf("rows per delete transaction (1..%d)", ops.MaxPurgeBatch))
+	fs.Bool("include-failed", false, "delete FAILED rows too")
+	fs.Int("batch", ops.DefaultPurgeBatch, fmt.Sprintf("rows per delete transaction (1..%d)", ops.MaxPurgeBatch))
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -42,16 +43,18 @@ in batches. Without --yes it is a dry run: it counts what it would delete.
 	if *yes && *dryRun {
 		return usageErr("--yes and --dry-run contradict each other")
 	}
-	age, err := parseAge("older-than", *olderThan)
+	v := flagValues(fs)
+	v.Set("dry_run", strconv.FormatBool(!*yes))
+	req, err := ops.DecodePurge(v)
 	if err != nil {
-		return err
+		return flagErr(err)
 	}
 	env, _, err := connectOps(ctx, natsOptional, stderr)
 	if err != nil {
 		return err
 	}
 	defer env.Close()
-	res, err := env.ops.Purge(ctx, ops.PurgeRequest{OlderThan: age, BatchSize: *batch, DryRun: !*yes, IncludeFailed: *includeFailed})
+	res, err := env.ops.Purge(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -71,7 +74,7 @@ in batches. Without --yes it is a dry run: it counts what it would delete.
 	}
 	fmt.Fprintln(stdout, ")")
 	if res.DryRun {
-		fmt.Fprintln(stdout, "nothing deleted; run again with --yes to delete")
+		fmt.Fprintln(stdout, ops.DryRunNote("run again with --yes to delete"))
 	}
 	return nil
 }

@@ -27,10 +27,10 @@ the running `+"`hub dev`"+` recorded in HUB_DATA_DIR, or 127.0.0.1:4222 (it says
 `, stdout)
 	sub := fs.String("subscriber", "", "the subscriber to replay to (required)")
 	since := fs.String("since", "", "start of the range (required)")
-	until := fs.String("until", "", "end of the range (default: now)")
-	subject := fs.String("subject", "", "only this subject (wildcards * and > allowed)")
-	dryRun := fs.Bool("dry-run", false, "count what would be replayed and what would be skipped")
-	rate := fs.Float64("rate", 0, fmt.Sprintf("at most N copies a second, %g..%g (default: unlimited)", ops.MinReplayRate, ops.MaxReplayRate))
+	fs.String("until", "", "end of the range (default: now)")
+	fs.String("subject", "", "only this subject (wildcards * and > allowed)")
+	fs.Bool("dry-run", false, "count what would be replayed and what would be skipped")
+	fs.Float64("rate", 0, fmt.Sprintf("at most N copies a second, %g..%g (default: unlimited)", ops.MinReplayRate, ops.MaxReplayRate))
 	wait := fs.Duration("wait", ops.DefaultReplayWait, fmt.Sprintf("how long to wait for the subscriber to settle the copies (%s..%s)", ops.MinReplayWait, ops.MaxReplayWait))
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := parseFlags(fs, args); err != nil {
@@ -43,11 +43,11 @@ the running `+"`hub dev`"+` recorded in HUB_DATA_DIR, or 127.0.0.1:4222 (it says
 		return usageErr("--subscriber and --since are required (see `hub replay --help`)")
 	}
 	// A mistake is decided before connecting, and is one line on stderr.
-	req := ops.ReplayRequest{Subscriber: *sub, Subject: *subject, DryRun: *dryRun, Rate: *rate, Wait: *wait}
-	var err error
-	if req.Since, req.Until, err = parseWindow(*since, *until, time.Now()); err != nil {
-		return err
+	req, err := ops.DecodeReplay(flagValues(fs), time.Now())
+	if err != nil {
+		return flagErr(err)
 	}
+	req.Wait = *wait
 	env, _, err := connectOps(ctx, natsRequired, stderr)
 	if err != nil {
 		return err
@@ -76,11 +76,11 @@ the running `+"`hub dev`"+` recorded in HUB_DATA_DIR, or 127.0.0.1:4222 (it says
 			res.Matched, res.FirstSeq, res.LastSeq, *sub, res.Skipped, res.ToProcess)
 		return nil
 	case res.Destination:
-		fmt.Fprintf(stdout, "replayed to the destination %s: %d published (stream seq %d..%d), %d sent: %d not delivered before, %d already delivered (sent again); %d dead-lettered",
-			*sub, res.Delivered, res.FirstSeq, res.LastSeq, res.Processed+res.Resent, res.Processed, res.Resent, res.DeadLettered)
+		fmt.Fprintf(stdout, "replayed to the destination %s: %d published (stream seq %d..%d), %s",
+			*sub, res.Delivered, res.FirstSeq, res.LastSeq, ops.SettledText(true, res.Processed, res.Skipped, res.Resent, res.DeadLettered))
 	default:
-		fmt.Fprintf(stdout, "replayed to %s: %d delivered (stream seq %d..%d), %d processed, %d skipped as already processed, %d dead-lettered again",
-			*sub, res.Delivered, res.FirstSeq, res.LastSeq, res.Processed, res.Skipped, res.DeadLettered)
+		fmt.Fprintf(stdout, "replayed to %s: %d delivered (stream seq %d..%d), %s again",
+			*sub, res.Delivered, res.FirstSeq, res.LastSeq, ops.SettledText(false, res.Processed, res.Skipped, res.Resent, res.DeadLettered))
 	}
 	if res.Unsettled > 0 {
 		fmt.Fprintf(stdout, ", %d not settled after %s (is the subscriber running?)\n", res.Unsettled, *wait)

@@ -18,11 +18,11 @@ headers under the message id <provider>:<event_id>:republish:<run>, which the
 duplicate window cannot drop. Every subscriber receives it; their idempotency
 skips what they already processed, so side effects stay single.
 `, stdout)
-	provider := fs.String("provider", "", "only this provider")
-	status := fs.String("status", "PROCESSED", "PROCESSED, the only status that can be republished (FAILED events cannot form a subject)")
-	since := fs.String("since", "", "received at or after (90m, 7d, 2026-11-30, RFC 3339)")
-	until := fs.String("until", "", "received before")
-	event := fs.String("event", "", "just this event")
+	fs.String("provider", "", "only this provider")
+	fs.String("status", "PROCESSED", "PROCESSED, the only status that can be republished (FAILED events cannot form a subject)")
+	fs.String("since", "", "received at or after (90m, 7d, 2026-11-30, RFC 3339)")
+	fs.String("until", "", "received before")
+	fs.String("event", "", "just this event")
 	dryRun := fs.Bool("dry-run", false, "count what would be published")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := parseFlags(fs, args); err != nil {
@@ -31,13 +31,9 @@ skips what they already processed, so side effects stay single.
 	if fs.NArg() > 0 {
 		return usageErr("republish takes no arguments; filters are flags")
 	}
-	f := ops.RepublishFilter{Provider: *provider, Event: *event, DryRun: *dryRun}
-	var err error
-	if f.Status, err = ops.ParseStatus("status", *status); err != nil {
-		return err
-	}
-	if f.Since, f.Until, err = parseWindow(*since, *until, time.Now()); err != nil {
-		return err
+	f, err := ops.DecodeRepublish(flagValues(fs), time.Now())
+	if err != nil {
+		return flagErr(err)
 	}
 	mode := natsRequired
 	if *dryRun {

@@ -44,9 +44,9 @@ func runSessions(ctx context.Context, args []string, stdout, stderr io.Writer) e
 
 func runSessionsList(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlags("sessions list", sessionsUsage, stdout)
-	name := fs.String("name", "", `only the sessions of this name, exactly as listed ("alice@example.com", "token 1a2b3c4d")`)
-	limit := fs.Int("limit", ops.DefaultSessionLimit, fmt.Sprintf("at most this many sessions (1..%d)", ops.MaxSessionLimit))
-	before := fs.String("before", "", "the next page: sessions after the one of this cursor (printed at the end of a full page)")
+	fs.String("name", "", `only the sessions of this name, exactly as listed ("alice@example.com", "token 1a2b3c4d")`)
+	fs.Int("limit", ops.DefaultSessionLimit, fmt.Sprintf("at most this many sessions (1..%d)", ops.MaxSessionLimit))
+	fs.String("before", "", "the next page: sessions after the one of this cursor (printed at the end of a full page)")
 	asJSON := fs.Bool("json", false, "one JSON object per line")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -54,12 +54,15 @@ func runSessionsList(ctx context.Context, args []string, stdout io.Writer) error
 	if fs.NArg() > 0 {
 		return usageErr("sessions list takes no arguments; filters are flags")
 	}
+	f, err := ops.DecodeSessions(flagValues(fs))
+	if err != nil {
+		return err
+	}
 	env, _, err := connectOps(ctx, natsOptional, io.Discard)
 	if err != nil {
 		return err
 	}
 	defer env.Close()
-	f := ops.SessionFilter{Name: *name, Limit: *limit, Before: *before}
 	list, err := env.ops.ListSessions(ctx, f)
 	if err != nil {
 		return err

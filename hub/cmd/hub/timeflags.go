@@ -2,6 +2,8 @@ package main
 
 import (
 	"errors"
+	"flag"
+	"strings"
 	"time"
 
 	"github.com/hookhub/hookhub/hub/ops"
@@ -14,21 +16,40 @@ import (
 // usage error naming its flag.
 func parseWindow(since, until string, now time.Time) (time.Time, time.Time, error) {
 	s, u, err := ops.ParseWindow(since, until, now)
-	switch {
-	case errors.Is(err, ops.ErrInvalid):
-		return s, u, usageErr("--until must be after --since")
-	case err != nil:
-		return s, u, usageErr("--" + err.Error())
-	}
-	return s, u, nil
+	return s, u, flagErr(err)
 }
 
-// parseAge reads an age flag (--older-than 90d); a bad value is a usage
-// error naming the flag.
-func parseAge(name, v string) (time.Duration, error) {
-	age, err := ops.ParseAge(v)
-	if err != nil {
-		return 0, usageErr("--" + name + ": " + err.Error())
+// flagErr is a decoder's error as the command line says it: a time flag's
+// is a usage error naming the flag (exit 2); any other input error names
+// its flag when it is printed (exitCode).
+func flagErr(err error) error {
+	var input *ops.InputError
+	switch {
+	case errors.Is(err, ops.ErrBadTime):
+		field, rest, _ := strings.Cut(err.Error(), ":")
+		return usageErr(flagName(field) + ":" + rest)
+	case errors.As(err, &input) && input.Field == "until":
+		return usageErr("--until must be after --since")
 	}
-	return age, nil
+	return err
+}
+
+// flagValues is a command's flags as ops.Values, named as the admin API
+// names them (--older-than is older_than): each flag given, and each other
+// one with a default (a bool's false too), so that the command line's
+// defaults hold. Repeated --where flags are each a where value.
+func flagValues(fs *flag.FlagSet) ops.Values {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	v := ops.Values{}
+	fs.VisitAll(func(f *flag.Flag) {
+		name := strings.ReplaceAll(f.Name, "-", "_")
+		switch w, isWhere := f.Value.(*whereFlag); {
+		case isWhere:
+			v[name] = *w
+		case given[f.Name] || f.DefValue != "":
+			v.Set(name, f.Value.String())
+		}
+	})
+	return v
 }
