@@ -83,8 +83,8 @@ type Options struct {
 	// attempts (Policy). Zero means DefaultBackoffBase, DefaultBackoffMax.
 	RetryBase, RetryMax time.Duration
 	// Circuit tunes the circuit breaker (Threshold, Cooldown,
-	// MaxCooldown); zero fields get the defaults. Its ProbeTimeout and
-	// clock are the runner's.
+	// MaxCooldown); zero fields get the defaults. Its ProbeTimeout is
+	// the runner's.
 	Circuit CircuitConfig
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
@@ -155,7 +155,7 @@ func New(d Destination, o Options) (*Runner, error) {
 		changed: make(chan struct{}),
 	}
 	cc := o.Circuit
-	cc.ProbeTimeout, cc.Now, cc.After = time.Duration(d.Timeout)+5*time.Second, o.Now, nil
+	cc.ProbeTimeout = time.Duration(d.Timeout) + 5*time.Second
 	r.circuit = NewCircuit(cc)
 	r.maxCooldown = cmp.Or(cc.MaxCooldown, DefaultCircuitMaxCooldown)
 	if d.RateLimit > 0 {
