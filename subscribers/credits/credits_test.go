@@ -20,6 +20,9 @@ func start(t *testing.T, env *subtest.Env, opts credits.Options) *subscriber.Sub
 	t.Helper()
 	cfg := env.Config(t, credits.Name)
 	cfg.Migrations = credits.Migrations
+	// The tests count attempts: no redelivery because a slow machine held
+	// a delivery (its dead letter's insert, say) past a short AckWait.
+	cfg.AckWait = subtest.Timeout
 	sub, err := subscriber.New(cfg)
 	require.NoError(t, err)
 	require.NoError(t, credits.Register(sub, opts))
