@@ -76,20 +76,19 @@ type Circuit struct {
 
 // NewCircuit returns a closed Circuit.
 func NewCircuit(c CircuitConfig) *Circuit {
-	if c.Threshold <= 0 {
-		c.Threshold = DefaultCircuitThreshold
-	}
-	if c.Cooldown <= 0 {
-		c.Cooldown = DefaultCircuitCooldown
-	}
-	if c.MaxCooldown <= 0 {
-		c.MaxCooldown = DefaultCircuitMaxCooldown
-	}
-	c.MaxCooldown = maxDuration(c.MaxCooldown, c.Cooldown)
-	if c.ProbeTimeout <= 0 {
-		c.ProbeTimeout = DefaultTimeout + probeMargin
-	}
+	c.Threshold = positiveOr(c.Threshold, DefaultCircuitThreshold)
+	c.Cooldown = positiveOr(c.Cooldown, DefaultCircuitCooldown)
+	c.MaxCooldown = maxDuration(positiveOr(c.MaxCooldown, DefaultCircuitMaxCooldown), c.Cooldown)
+	c.ProbeTimeout = positiveOr(c.ProbeTimeout, DefaultTimeout+probeMargin)
 	return &Circuit{cfg: c, cooldown: c.Cooldown, changed: make(chan struct{})}
+}
+
+// positiveOr returns v, or def when v is not positive.
+func positiveOr[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // Admit returns nil when an attempt may go: at once while the circuit is

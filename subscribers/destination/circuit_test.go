@@ -22,6 +22,20 @@ func newTestCircuit() *destination.Circuit {
 	})
 }
 
+// openCircuit returns a test circuit opened by 3 failures, now.
+func openCircuit() *destination.Circuit {
+	c := newTestCircuit()
+	fail(c, 3)
+	return c
+}
+
+// fail reports n failures.
+func fail(c *destination.Circuit, n int) {
+	for range n {
+		c.Report(false)
+	}
+}
+
 // advance moves the bubble's clock by d and lets the goroutines it woke
 // run until they block again.
 func advance(d time.Duration) {
@@ -105,9 +119,7 @@ func TestCircuitOpensProbesAndCloses(t *testing.T) {
 		if c.State() != destination.CircuitClosed || blocked(c) {
 			t.Fatalf("state %v after a successful probe", c.State())
 		}
-		for range 3 {
-			c.Report(false)
-		}
+		fail(c, 3)
 		advance(5 * time.Second)
 		if blocked(c) {
 			t.Fatal("the cooldown was not reset by the success")
@@ -118,10 +130,7 @@ func TestCircuitOpensProbesAndCloses(t *testing.T) {
 // A probe slot never reported is freed after ProbeTimeout.
 func TestCircuitFreesAnUnreportedProbe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newTestCircuit()
-		for range 3 {
-			c.Report(false)
-		}
+		c := openCircuit()
 		advance(5 * time.Second)
 		if blocked(c) {
 			t.Fatal("no probe")
@@ -144,10 +153,7 @@ func TestCircuitFreesAnUnreportedProbe(t *testing.T) {
 // through as the probe, and the others only once it is reported.
 func TestCircuitOneProbeAmongMany(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newTestCircuit()
-		for range 3 {
-			c.Report(false)
-		}
+		c := openCircuit()
 		var admitted atomic.Int32
 		var wg sync.WaitGroup
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -180,10 +186,7 @@ func TestCircuitOneProbeAmongMany(t *testing.T) {
 }
 
 func TestCircuitAdmitEndsWithContext(t *testing.T) {
-	c := newTestCircuit()
-	for range 3 {
-		c.Report(false)
-	}
+	c := openCircuit()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := c.Admit(ctx); !errors.Is(err, context.Canceled) {

@@ -114,8 +114,7 @@ func TestHandleRejects(t *testing.T) {
 // /healthz follows Run; /metrics serves the subscriber's counters from
 // the registry it was given.
 func TestServeMux(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	reg := prometheus.NewRegistry()
 	sub := newSub(t, env, "web", func(c *subscriber.Config) { c.Registerer = reg })
 	sub.Handle("paddle.subscription.created", effectHandler("web", &calls{}))

@@ -58,8 +58,7 @@ func TestRetryAfterError(t *testing.T) {
 // own delay, and never dead-lettered for MaxDeliver; Permanent still wins;
 // a RetryError whose cause's Error panics keeps its delay.
 func TestRetryAfter(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	const name = "retryafter"
 	const delay, failures = 300 * time.Millisecond, 10
 	var c calls
@@ -123,8 +122,7 @@ func TestRetryAfter(t *testing.T) {
 // While every worker waits in Admit, no handler is called; once Admit lets
 // them through, everything is processed.
 func TestAdmitBlocks(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	const name, total = "admitblocks", 3
 	var c calls
 	open := make(chan struct{})
@@ -161,8 +159,7 @@ func TestAdmitBlocks(t *testing.T) {
 // An Admit that lets one worker through at a time (a semaphore released
 // when the handler returns) means one handler call at a time.
 func TestAdmitOneAtATime(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	const name, total = "admitone", 8
 	sem := make(chan struct{}, 1)
 	var active, maxActive atomic.Int32
@@ -221,8 +218,7 @@ func (b *syncBuffer) String() string {
 // An Admit that panics is logged and treated as "not now": the subscriber
 // goes on and processes once Admit recovers.
 func TestAdmitPanics(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	const name = "admitpanics"
 	var c calls
 	var admits atomic.Int32

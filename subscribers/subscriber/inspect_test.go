@@ -21,8 +21,7 @@ import (
 // processed events and dead letters, before and after a redrive, and find
 // the subscribers of a database by their tables.
 func TestInspection(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	ctx := context.Background()
 	const name = "inspected"
 	var c calls
@@ -126,8 +125,7 @@ func TestInspection(t *testing.T) {
 // Every inspection function refuses a name that cannot be a subscriber's
 // and reports a subscriber without tables as unknown.
 func TestInspectionUnknownSubscriber(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	ctx := context.Background()
 	keys := []subscriber.EventKey{{Provider: "paddle", EventID: "evt_1"}}
 	for _, name := range []string{"nobody", `x"; DROP TABLE y; --`, "", "pg_catalog", "Caps"} {
@@ -150,8 +148,7 @@ func TestInspectionUnknownSubscriber(t *testing.T) {
 // processed rows per step, and says Partial when a table had more rows in
 // the window than MaxRows.
 func TestReadActivity(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	ctx := context.Background()
 	const name = "charted"
 	require.NoError(t, subscriber.Migrate(ctx, env.Pool, name, nil))
@@ -203,8 +200,7 @@ func TestReadActivity(t *testing.T) {
 // reads its occurred-at: the valid values in order, a damaged one skipped
 // without failing the message, and none when the hub sent none.
 func TestEventEntities(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	sub := newSub(t, env, "entities", nil)
 	var mu sync.Mutex
 	seen := map[string]subscriber.Event{}

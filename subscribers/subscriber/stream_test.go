@@ -25,8 +25,7 @@ import (
 // that it has no consumer meanwhile, recreates its durable consumer and
 // processes what is published next, once.
 func TestStreamRecreated(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	const name = "recreated"
 	var c calls
 	reg := newRegistry()
@@ -66,8 +65,7 @@ func TestStreamRecreated(t *testing.T) {
 // its consumer's info), recreate the consumer on the recreated stream and
 // process what is published next.
 func TestStreamDeletedWhileWorkersAreBusy(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	const name = "busydelete"
 	var c calls
 	release := make(chan struct{})
@@ -112,8 +110,7 @@ func TestStreamDeletedWhileWorkersAreBusy(t *testing.T) {
 // letter, and counts it. Before, it was dead-lettered as "invalid hub
 // headers", firing the dead-letter alerts.
 func TestServerDeleteMarkerIsAckedNotDeadLettered(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), subtest.Timeout)
 	defer cancel()
 	stream, err := env.JS.Stream(ctx, subtest.Stream)

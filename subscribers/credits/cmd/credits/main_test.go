@@ -31,8 +31,7 @@ func TestUsage(t *testing.T) {
 // service's insert wait on the unique index. The test rolls it back only
 // after the service has logged that it is stopping.
 func TestSIGTERMFinishesInFlightAndExitsZero(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	ctx := context.Background()
 	require.NoError(t, subscriber.Migrate(ctx, env.Pool, credits.Name, credits.Migrations))
 	blocker, err := env.Pool.Begin(ctx)

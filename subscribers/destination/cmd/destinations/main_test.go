@@ -62,8 +62,7 @@ func TestUsage(t *testing.T) {
 // starts delivering), refuses a broken one and keeps delivering with the
 // running set; SIGTERM then exits 0.
 func TestSIGHUPReloads(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	var got [2]atomic.Int64
 	recv := func(i int) *httptest.Server {
 		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -106,8 +105,7 @@ func TestSIGHUPReloads(t *testing.T) {
 // other destination delivering; /readyz answers 503 naming it, and
 // hookhub_destination_ready is 0 for it, 1 for the other.
 func TestOneBrokenDestinationKeepsHealthz(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	_, err := env.Pool.Exec(context.Background(), `CREATE SCHEMA d1; CREATE TABLE d1.not_a_destination (id int)`)
 	require.NoError(t, err)
 	var got atomic.Int64
@@ -151,8 +149,7 @@ func TestOneBrokenDestinationKeepsHealthz(t *testing.T) {
 // tables, naming it and the field; without a reachable database it says
 // the names were not checked there.
 func TestCheckRefusesATakenName(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	_, err := env.Pool.Exec(context.Background(), `CREATE SCHEMA d1; CREATE TABLE d1.processed_messages (id int)`)
 	require.NoError(t, err)
 	path := file(t, filepath.Join(t.TempDir(), "destinations.yaml"), "http://127.0.0.1:1/", "http://127.0.0.1:2/")

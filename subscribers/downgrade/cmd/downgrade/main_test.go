@@ -21,8 +21,7 @@ func TestUsage(t *testing.T) {
 // The command runs with no arguments, downgrades a canceled subscription,
 // and exits 0 on SIGTERM.
 func TestRunsAndExitsZeroOnSIGTERM(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	p := env.StartService(t, "DOWNGRADE")
 	p.WaitOutput(t, "msg=consuming")
 	env.Publish(t, subtest.PaddleSubscription(t, "evt_c", schema.PaddleSubscriptionCreated, time.Now().Add(-time.Hour), "sub_x", "ctm_x", map[string]any{"plan": "pro"}))

@@ -23,8 +23,7 @@ func TestUsage(t *testing.T) {
 // The command runs with no arguments, logs emails with EMAIL_SMTP_ADDR=log
 // (as `hub dev` does), and exits 0 on SIGTERM.
 func TestRunsAndExitsZeroOnSIGTERM(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	p := env.StartService(t, "EMAIL", "EMAIL_SMTP_ADDR=log", "EMAIL_SEND_INTERVAL=50ms")
 	p.WaitOutput(t, "msg=consuming")
 	env.Publish(t, subtest.PaddleSubscription(t, "evt_bye", schema.PaddleSubscriptionCanceled, time.Now(), "sub_bye", "ctm_bye", map[string]any{"email": "bye@example.com"}))
