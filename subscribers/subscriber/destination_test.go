@@ -4,7 +4,6 @@ package subscriber_test
 // builds on: RetryAfter, Config.Admit and Config.ResendReplays.
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -19,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/internal/subtest"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
@@ -197,24 +197,6 @@ func TestAdmitOneAtATime(t *testing.T) {
 	require.EqualValues(t, 1, maxActive.Load(), "handler calls overlapped")
 }
 
-// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // An Admit that panics is logged and treated as "not now": the subscriber
 // goes on and processes once Admit recovers.
 func TestAdmitPanics(t *testing.T) {
@@ -222,7 +204,7 @@ func TestAdmitPanics(t *testing.T) {
 	const name = "admitpanics"
 	var c calls
 	var admits atomic.Int32
-	var logs syncBuffer
+	var logs hubtest.SyncBuffer
 	sub := newSub(t, env, name, func(cfg *subscriber.Config) {
 		cfg.Concurrency = 1
 		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
