@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 
+	"github.com/hookhub/hookhub/internal/backoff"
 	"github.com/hookhub/hookhub/internal/buildinfo"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
@@ -449,7 +450,7 @@ func (r *Runner) watchState(ctx context.Context) error {
 		} else if ctx.Err() == nil {
 			r.log.Warn("cannot register the destination yet", "error", err)
 		}
-		if !sleep(ctx, StatePollInterval) {
+		if backoff.Sleep(ctx, StatePollInterval) != nil {
 			return nil
 		}
 	}
@@ -462,7 +463,7 @@ func (r *Runner) watchState(ctx context.Context) error {
 		case ctx.Err() == nil:
 			r.log.Warn("cannot read the destination's state", "error", err)
 		}
-		if !sleep(ctx, StatePollInterval) {
+		if backoff.Sleep(ctx, StatePollInterval) != nil {
 			return nil
 		}
 	}
@@ -483,7 +484,7 @@ func (r *Runner) watchBacklog(ctx context.Context) error {
 		}
 		r.refreshWaiting(ictx)
 		cancel()
-		if !sleep(ctx, BacklogPollInterval) {
+		if backoff.Sleep(ctx, BacklogPollInterval) != nil {
 			return nil
 		}
 	}
@@ -504,20 +505,8 @@ func (r *Runner) purge(ctx context.Context) error {
 				break
 			}
 		}
-		if !sleep(ctx, PurgeInterval) {
+		if backoff.Sleep(ctx, PurgeInterval) != nil {
 			return nil
 		}
-	}
-}
-
-// sleep waits d or until ctx is done; it reports whether d elapsed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
