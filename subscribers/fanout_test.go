@@ -22,8 +22,7 @@ import (
 // event, two subscribers), each through its own durable consumer, and
 // re-publications change nothing.
 func TestFanOut(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	reg := prometheus.NewRegistry()
 	newSub := func(name string) *subscriber.Subscriber {
 		cfg := env.Config(t, name)

@@ -182,6 +182,7 @@ func TestBulkRepublishRate(t *testing.T) {
 	s.Eventually(func() bool { return s.Count(`SELECT count(*) FROM bx.effects`) == 6 }, "processed")
 	s.waitPublished(6)
 	before := len(s.StreamMsgIDs())
+	skipped := s.subs["bx"].Stats().SkippedDuplicate
 	start := time.Now()
 	res, err := s.ops.Bulk(context.Background(), ops.BulkRequest{Action: ops.BulkRepublish, Rate: 4,
 		Filter: ops.EventFilter{Since: time.Now().Add(-time.Hour), Where: []ops.PayloadMatch{{Path: "data.customer_id", Value: "ctm_r"}}}})
@@ -189,6 +190,6 @@ func TestBulkRepublishRate(t *testing.T) {
 	require.Equal(t, 6, res.Published)
 	require.GreaterOrEqual(t, time.Since(start), 1200*time.Millisecond, "6 events at 4 a second: chunks of 1, a quarter second apart")
 	require.Equal(t, before+6, len(s.StreamMsgIDs()))
-	time.Sleep(500 * time.Millisecond)
+	s.Eventually(func() bool { return s.subs["bx"].Stats().SkippedDuplicate == skipped+6 }, "bx settled the 6 copies")
 	require.Equal(t, 6, s.Count(`SELECT count(*) FROM bx.effects`), "the dedup skipped every copy")
 }

@@ -67,13 +67,9 @@ func goroutines() int {
 // MaxIdleWorkerDuration (10 s), hence the long bound.
 func requireGoroutinesSettle(t *testing.T, baseline int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for goroutines() > baseline {
-		if time.Now().After(deadline) {
-			_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
-			t.Fatalf("%d goroutines still run, %d before the hub", goroutines(), baseline)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := hubtest.Until(30*time.Second, func() bool { return goroutines() <= baseline }); err != nil {
+		_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
+		t.Fatalf("%d goroutines still run, %d before the hub", goroutines(), baseline)
 	}
 }
 

@@ -162,8 +162,14 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(200 * time.Millisecond) // let load build up; not waiting for a condition
-	h.stop()                           // Run must return nil
+	// Stop under load: once some deliveries are accepted, with others in
+	// flight.
+	hubtest.Eventually(t, 60*time.Second, "8 deliveries accepted", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(accepted) >= 8
+	})
+	h.stop() // Run must return nil
 	wg.Wait()
 	require.NotEmpty(t, accepted)
 	// Every accepted delivery was committed, and the relay drained before

@@ -12,6 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 // keeperInterval is relay.DefaultKeeperInterval, the hub's (spelled out so
@@ -36,12 +38,8 @@ func (h *testHub) readyzWithin(status int, stream string) {
 		last = fmt.Sprintf("%d %s", resp.StatusCode, raw)
 		return resp.StatusCode == status && body["stream"] == stream
 	}
-	deadline := time.Now().Add(keeperInterval + 2*time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			h.t.Fatalf("/readyz did not answer %d with stream %q within a keeper interval; last: %s", status, stream, last)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := hubtest.Until(keeperInterval+2*time.Second, ok); err != nil {
+		h.t.Fatalf("/readyz did not answer %d with stream %q within a keeper interval; last: %s", status, stream, last)
 	}
 }
 

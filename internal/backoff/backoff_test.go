@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -49,12 +50,27 @@ func TestDoubling(t *testing.T) {
 	require.Equal(t, 300*time.Millisecond, b.Next())
 }
 
+// Sleep waits exactly d of the bubble's fake time, and ends at once with
+// its context, however long d is.
 func TestSleep(t *testing.T) {
 	t.Parallel()
-	require.NoError(t, backoff.Sleep(context.Background(), time.Millisecond))
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	require.ErrorIs(t, backoff.Sleep(ctx, time.Hour), context.Canceled)
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		require.NoError(t, backoff.Sleep(context.Background(), time.Hour))
+		require.Equal(t, time.Hour, time.Since(start))
+
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		start = time.Now()
+		require.ErrorIs(t, backoff.Sleep(ctx, time.Hour), context.Canceled)
+		require.Zero(t, time.Since(start))
+
+		ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		start = time.Now()
+		require.ErrorIs(t, backoff.Sleep(ctx, time.Hour), context.DeadlineExceeded)
+		require.Equal(t, time.Minute, time.Since(start), "ended by its context, not by d")
+	})
 }
 
 func TestJitter(t *testing.T) {

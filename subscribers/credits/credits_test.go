@@ -42,8 +42,7 @@ func ledgerRows(t *testing.T, env *subtest.Env, eventID string) int {
 // and re-publications under new message ids) leaves exactly one ledger row;
 // other subjects of the stream are not consumed.
 func TestEachEventGrantsOnce(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	sub := start(t, env, credits.Options{})
 	msgs := []subtest.Message{
 		created(t, "evt_a", "ctm_1", map[string]any{"credits": 250}),
@@ -81,8 +80,7 @@ func TestEachEventGrantsOnce(t *testing.T) {
 }
 
 func TestGrantAmounts(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	sub := start(t, env, credits.Options{DefaultGrant: 7})
 	cases := []struct {
 		eventID string
@@ -125,8 +123,7 @@ func TestGrantAmounts(t *testing.T) {
 }
 
 func TestRegisterChecksName(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	sub, err := subscriber.New(env.Config(t, "credits_v2"))
 	require.NoError(t, err)
 	require.ErrorContains(t, credits.Register(sub, credits.Options{}), `must be named "credits"`)
@@ -137,8 +134,7 @@ func TestRegisterChecksName(t *testing.T) {
 // attempt with a readable error, instead of failing in Postgres on every
 // attempt; the other events flow.
 func TestUnstorablePayloadsAreDeadLettered(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	sub := start(t, env, credits.Options{}, subtest.OneDelivery)
 	now := time.Now()
 	bad := map[string]string{

@@ -53,10 +53,6 @@ type CircuitConfig struct {
 	// next caller becomes the probe. Default DefaultTimeout + 5s; give it
 	// the destination's attempt timeout + 5s.
 	ProbeTimeout time.Duration
-	// Now and After are the clock (default time.Now and a time.Timer);
-	// tests give a fake one.
-	Now   func() time.Time
-	After func(time.Duration) <-chan time.Time
 }
 
 // Circuit is a circuit breaker in front of one destination: after
@@ -80,26 +76,19 @@ type Circuit struct {
 
 // NewCircuit returns a closed Circuit.
 func NewCircuit(c CircuitConfig) *Circuit {
-	if c.Threshold <= 0 {
-		c.Threshold = DefaultCircuitThreshold
-	}
-	if c.Cooldown <= 0 {
-		c.Cooldown = DefaultCircuitCooldown
-	}
-	if c.MaxCooldown <= 0 {
-		c.MaxCooldown = DefaultCircuitMaxCooldown
-	}
-	c.MaxCooldown = max(c.MaxCooldown, c.Cooldown)
-	if c.ProbeTimeout <= 0 {
-		c.ProbeTimeout = DefaultTimeout + probeMargin
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.After == nil {
-		c.After = time.After
-	}
+	c.Threshold = positiveOr(c.Threshold, DefaultCircuitThreshold)
+	c.Cooldown = positiveOr(c.Cooldown, DefaultCircuitCooldown)
+	c.MaxCooldown = max(positiveOr(c.MaxCooldown, DefaultCircuitMaxCooldown), c.Cooldown)
+	c.ProbeTimeout = positiveOr(c.ProbeTimeout, DefaultTimeout+probeMargin)
 	return &Circuit{cfg: c, cooldown: c.Cooldown, changed: make(chan struct{})}
+}
+
+// positiveOr returns v, or def when v is not positive.
+func positiveOr[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // Admit returns nil when an attempt may go: at once while the circuit is
@@ -116,7 +105,7 @@ func (c *Circuit) Admit(ctx context.Context) error {
 			c.mu.Unlock()
 			return nil
 		case CircuitOpen:
-			now := c.cfg.Now()
+			now := time.Now()
 			if !now.Before(c.openUntil) {
 				c.state = CircuitProbing
 				c.probeEnd = now.Add(c.cfg.ProbeTimeout)
@@ -126,7 +115,7 @@ func (c *Circuit) Admit(ctx context.Context) error {
 			}
 			wait = c.openUntil.Sub(now)
 		case CircuitProbing:
-			now := c.cfg.Now()
+			now := time.Now()
 			if !now.Before(c.probeEnd) { // the probe was never reported: this caller probes
 				c.probeEnd = now.Add(c.cfg.ProbeTimeout)
 				c.notify()
@@ -144,7 +133,7 @@ func (c *Circuit) Admit(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-changed:
-		case <-c.cfg.After(wait):
+		case <-time.After(wait):
 		}
 	}
 }
@@ -183,7 +172,7 @@ func (c *Circuit) Report(ok bool) {
 func (c *Circuit) open(cooldown time.Duration) {
 	c.state = CircuitOpen
 	c.cooldown = cooldown
-	c.openUntil = c.cfg.Now().Add(cooldown)
+	c.openUntil = time.Now().Add(cooldown)
 	c.notify()
 }
 

@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 
+	"github.com/hookhub/hookhub/internal/backoff"
 	"github.com/hookhub/hookhub/internal/buildinfo"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/destination/deststate"
@@ -84,8 +85,8 @@ type Options struct {
 	// attempts (Policy). Zero means DefaultBackoffBase, DefaultBackoffMax.
 	RetryBase, RetryMax time.Duration
 	// Circuit tunes the circuit breaker (Threshold, Cooldown,
-	// MaxCooldown); zero fields get the defaults. Its ProbeTimeout and
-	// clock are the runner's.
+	// MaxCooldown); zero fields get the defaults. Its ProbeTimeout is
+	// the runner's.
 	Circuit CircuitConfig
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
@@ -156,7 +157,7 @@ func New(d Destination, o Options) (*Runner, error) {
 		changed: make(chan struct{}),
 	}
 	cc := o.Circuit
-	cc.ProbeTimeout, cc.Now, cc.After = time.Duration(d.Timeout)+5*time.Second, o.Now, nil
+	cc.ProbeTimeout = time.Duration(d.Timeout) + 5*time.Second
 	r.circuit = NewCircuit(cc)
 	r.maxCooldown = cmp.Or(cc.MaxCooldown, DefaultCircuitMaxCooldown)
 	if d.RateLimit > 0 {
@@ -450,7 +451,7 @@ func (r *Runner) watchState(ctx context.Context) error {
 		} else if ctx.Err() == nil {
 			r.log.Warn("cannot register the destination yet", "error", err)
 		}
-		if !sleep(ctx, StatePollInterval) {
+		if backoff.Sleep(ctx, StatePollInterval) != nil {
 			return nil
 		}
 	}
@@ -463,7 +464,7 @@ func (r *Runner) watchState(ctx context.Context) error {
 		case ctx.Err() == nil:
 			r.log.Warn("cannot read the destination's state", "error", err)
 		}
-		if !sleep(ctx, StatePollInterval) {
+		if backoff.Sleep(ctx, StatePollInterval) != nil {
 			return nil
 		}
 	}
@@ -484,7 +485,7 @@ func (r *Runner) watchBacklog(ctx context.Context) error {
 		}
 		r.refreshWaiting(ictx)
 		cancel()
-		if !sleep(ctx, BacklogPollInterval) {
+		if backoff.Sleep(ctx, BacklogPollInterval) != nil {
 			return nil
 		}
 	}
@@ -505,20 +506,8 @@ func (r *Runner) purge(ctx context.Context) error {
 				break
 			}
 		}
-		if !sleep(ctx, PurgeInterval) {
+		if backoff.Sleep(ctx, PurgeInterval) != nil {
 			return nil
 		}
-	}
-}
-
-// sleep waits d or until ctx is done; it reports whether d elapsed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }

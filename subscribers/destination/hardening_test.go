@@ -101,10 +101,15 @@ func TestAttemptLogHidesCredentials(t *testing.T) {
 			check("attempt "+a.Outcome+" error", a.Error)
 		}
 	}
-	st, err := destination.GetStatus(context.Background(), h.env.Pool, "echo_dest")
-	if err != nil {
-		t.Fatal(err)
-	}
+	var st destination.Status
+	eventually(t, "the destination is registered", func() bool { // by the runner, beside the deliveries
+		var err error
+		st, err = destination.GetStatus(context.Background(), h.env.Pool, "echo_dest")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.URL != ""
+	})
 	check("registered URL", st.URL)
 	if !strings.Contains(st.URL, "/services/T0ABCDEFG/B0ABCDEFG/REDACTED?token=REDACTED") {
 		t.Errorf("registered URL %q", st.URL)

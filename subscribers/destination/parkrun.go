@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookhub/hookhub/subscribers/destination/deststate"
+	"github.com/hookhub/hookhub/internal/backoff"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -141,7 +142,7 @@ func (r *Runner) watchParked(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if (n == 0 || err != nil) && !sleep(ctx, ParkPollInterval) {
+		if (n == 0 || err != nil) && backoff.Sleep(ctx, ParkPollInterval) != nil {
 			return nil
 		}
 	}

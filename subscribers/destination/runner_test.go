@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/subscribers/destination"
 	"github.com/hookhub/hookhub/subscribers/destination/deststate"
 	"github.com/hookhub/hookhub/subscribers/destination/internal/receivertest"
@@ -119,13 +120,7 @@ func eventually(t testing.TB, what string, cond func() bool) {
 // phases that handle 1,000 events one at a time).
 func eventuallyWithin(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting until %s", d, what)
-		}
-		time.Sleep(subtest.Tick)
-	}
+	hubtest.Eventually(t, d, what, cond)
 }
 
 // TestDeliversEveryEvent: every event reaches a Node receiver once,

@@ -193,7 +193,7 @@ func (s *Service) keepRunning(ctx context.Context, run *running) {
 		run.mu.Unlock()
 		delay := delays.Next()
 		s.o.Logger.Error("destination stopped; starting it again", "destination", r.Name(), "error", err, "retry_in", delay)
-		if !sleep(ctx, delay) {
+		if backoff.Sleep(ctx, delay) != nil {
 			return
 		}
 		next, nerr := New(r.Destination(), s.o)

@@ -51,8 +51,7 @@ func planChanges(t *testing.T, env *subtest.Env, where string, args ...any) int 
 // Acceptance: created and canceled, each delivered 10 times, make exactly
 // one plan change (pro → free), whatever order the 4 workers apply them in.
 func TestEachCancellationDowngradesOnce(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	sub := start(t, env, 4)
 	created := ev(t, "evt_created", schema.PaddleSubscriptionCreated, t0, "sub_1", map[string]any{"plan": "pro"})
 	canceled := ev(t, "evt_canceled", schema.PaddleSubscriptionCanceled, t0.Add(time.Hour), "sub_1", map[string]any{"plan": "pro"})
@@ -75,8 +74,7 @@ func TestEachCancellationDowngradesOnce(t *testing.T) {
 // update already applied) does not change the plan; a late, older
 // subscription.updated does not re-activate a canceled subscription.
 func TestStaleEventsDoNotChangeThePlan(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	sub := start(t, env, 1)
 	steps := []struct {
 		msg       subtest.Message
@@ -109,8 +107,7 @@ func TestStaleEventsDoNotChangeThePlan(t *testing.T) {
 }
 
 func TestPlans(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	sub := start(t, env, 1)
 	cases := []struct {
 		name        string
@@ -179,8 +176,7 @@ func TestPlans(t *testing.T) {
 // dead-lettered at its first attempt with a readable error; the account
 // of another subscription is updated meanwhile.
 func TestUnstorablePayloadsAreDeadLettered(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	sub := start(t, env, 2, subtest.OneDelivery)
 	bad := map[string]string{
 		"evt_nul_id":   "data.id",

@@ -180,8 +180,7 @@ func TestLogSender(t *testing.T) {
 }
 
 func TestRegisterValidates(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	sub, err := subscriber.New(env.Config(t, email.Name))
 	require.NoError(t, err)
 	require.ErrorContains(t, email.Register(sub, email.Options{Pool: env.Pool}), "Sender is required")

@@ -17,12 +17,12 @@ import (
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
-// withFirstName returns m (a Clerk user.created) with data.first_name set.
-func withFirstName(t *testing.T, m subtest.Message, name string) subtest.Message {
+// withData returns m with its body's data.<key> set to value.
+func withData(t *testing.T, m subtest.Message, key string, value any) subtest.Message {
 	t.Helper()
 	var body map[string]any
 	require.NoError(t, json.Unmarshal(m.Body, &body))
-	body["data"].(map[string]any)["first_name"] = name
+	body["data"].(map[string]any)[key] = value
 	b, err := json.Marshal(body)
 	require.NoError(t, err)
 	m.Body = b
@@ -36,8 +36,8 @@ func TestUnstorablePayloadText(t *testing.T) {
 	t.Parallel()
 	f := setup(t, nil)
 	cancel := canceled(t, "evt_nul_id", map[string]any{"email": "nul@example.com"})
-	cancel = subtestWithSubID(t, cancel, "sub_\x00x")
-	welcome := withFirstName(t, subtest.ClerkUserCreated(t, "msg_nul_name", "user_n", "ada@example.com", time.Now()), "A\x00da"+strings.Repeat("!", 1000))
+	cancel = withData(t, cancel, "id", "sub_\x00x")
+	welcome := withData(t, subtest.ClerkUserCreated(t, "msg_nul_name", "user_n", "ada@example.com", time.Now()), "first_name", "A\x00da"+strings.Repeat("!", 1000))
 	badAddr := canceled(t, "evt_nul_addr", map[string]any{"email": "nul\x00@example.com"})
 	for _, m := range []subtest.Message{cancel, welcome, badAddr} {
 		f.env.Publish(t, m)
@@ -57,17 +57,6 @@ func TestUnstorablePayloadText(t *testing.T) {
 	require.True(t, strings.HasPrefix(welcomeBody, "Hi A\uFFFDda!!!"), welcomeBody[:20])
 	require.Less(t, len(welcomeBody), 600, "the name is bounded")
 	require.Len(t, f.smtp.messages(), 2)
-}
-
-func subtestWithSubID(t *testing.T, m subtest.Message, subID string) subtest.Message {
-	t.Helper()
-	var body map[string]any
-	require.NoError(t, json.Unmarshal(m.Body, &body))
-	body["data"].(map[string]any)["id"] = subID
-	b, err := json.Marshal(body)
-	require.NoError(t, err)
-	m.Body = b
-	return m
 }
 
 // rawErrorSender fails for one recipient with err as it is.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
@@ -19,13 +20,20 @@ import (
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
-func TestNewValidatesConfig(t *testing.T) {
-	t.Parallel()
-	// Neither is used by New: the pool connects lazily, the server is idle.
+// idleDeps returns a pool and a JetStream a subscriber can be built on
+// but never uses: the pool connects lazily (to nothing), the server idles.
+func idleDeps(t *testing.T) (*pgxpool.Pool, jetstream.JetStream) {
+	t.Helper()
 	pool, err := pgxpool.New(context.Background(), "postgres://nobody@127.0.0.1:1/none")
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	_, js := hubtest.JetStream(t).Connect(t)
+	return pool, js
+}
+
+func TestNewValidatesConfig(t *testing.T) {
+	t.Parallel()
+	pool, js := idleDeps(t)
 	valid := func() subscriber.Config {
 		return subscriber.Config{Name: "credits", Pool: pool, JetStream: js}
 	}
@@ -73,10 +81,7 @@ func TestNewValidatesConfig(t *testing.T) {
 
 func TestHandleRejects(t *testing.T) {
 	t.Parallel()
-	pool, err := pgxpool.New(context.Background(), "postgres://nobody@127.0.0.1:1/none")
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	_, js := hubtest.JetStream(t).Connect(t)
+	pool, js := idleDeps(t)
 	h := func(context.Context, pgx.Tx, subscriber.Event) error { return nil }
 	cases := []struct {
 		name     string
@@ -114,8 +119,7 @@ func TestHandleRejects(t *testing.T) {
 // /healthz follows Run; /metrics serves the subscriber's counters from
 // the registry it was given.
 func TestServeMux(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	reg := prometheus.NewRegistry()
 	sub := newSub(t, env, "web", func(c *subscriber.Config) { c.Registerer = reg })
 	sub.Handle("paddle.subscription.created", effectHandler("web", &calls{}))
@@ -160,14 +164,11 @@ func TestServeMux(t *testing.T) {
 // zero fields fail until WithDefaults fills them in, as New does.
 func TestValidateNamesFields(t *testing.T) {
 	t.Parallel()
-	pool, err := pgxpool.New(context.Background(), "postgres://nobody@127.0.0.1:1/none")
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	_, js := hubtest.JetStream(t).Connect(t)
+	pool, js := idleDeps(t)
 	cfg := subscriber.Config{Name: "credits", Pool: pool, JetStream: js}
 	require.NoError(t, cfg.WithDefaults().Validate())
 
-	err = cfg.Validate()
+	err := cfg.Validate()
 	require.ErrorIs(t, err, subscriber.ErrInvalidConfig)
 	var fields []string
 	for _, fe := range subscriber.InvalidFields(err) {

@@ -112,8 +112,7 @@ func runChildSubscriber(cfg subscriber.Config, register func(*subscriber.Subscri
 // crashes again is given up the same way instead of being claimed at
 // every start.
 func TestCrashLoopIsDeadLettered(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	goods := []subtest.Message{event(t, "evt_good_1"), event(t, "evt_good_2")}
 	env.Publish(t, event(t, crashEventID))
 	for _, m := range goods {

@@ -4,7 +4,6 @@ package subscriber_test
 // builds on: RetryAfter, Config.Admit and Config.ResendReplays.
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -19,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/internal/subtest"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
@@ -58,8 +58,7 @@ func TestRetryAfterError(t *testing.T) {
 // own delay, and never dead-lettered for MaxDeliver; Permanent still wins;
 // a RetryError whose cause's Error panics keeps its delay.
 func TestRetryAfter(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	const name = "retryafter"
 	const delay, failures = 300 * time.Millisecond, 10
 	var c calls
@@ -123,8 +122,7 @@ func TestRetryAfter(t *testing.T) {
 // While every worker waits in Admit, no handler is called; once Admit lets
 // them through, everything is processed.
 func TestAdmitBlocks(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	const name, total = "admitblocks", 3
 	var c calls
 	open := make(chan struct{})
@@ -161,8 +159,7 @@ func TestAdmitBlocks(t *testing.T) {
 // An Admit that lets one worker through at a time (a semaphore released
 // when the handler returns) means one handler call at a time.
 func TestAdmitOneAtATime(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	const name, total = "admitone", 8
 	sem := make(chan struct{}, 1)
 	var active, maxActive atomic.Int32
@@ -200,33 +197,14 @@ func TestAdmitOneAtATime(t *testing.T) {
 	require.EqualValues(t, 1, maxActive.Load(), "handler calls overlapped")
 }
 
-// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // An Admit that panics is logged and treated as "not now": the subscriber
 // goes on and processes once Admit recovers.
 func TestAdmitPanics(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	const name = "admitpanics"
 	var c calls
 	var admits atomic.Int32
-	var logs syncBuffer
+	var logs hubtest.SyncBuffer
 	sub := newSub(t, env, name, func(cfg *subscriber.Config) {
 		cfg.Concurrency = 1
 		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))

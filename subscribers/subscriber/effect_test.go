@@ -43,8 +43,7 @@ func countingEffect(c *calls) subscriber.EffectFunc {
 // first delivery was recorded): the effect runs once per event, duplicates are skipped without calling it, and the
 // processed rows were written in batches of more than one event.
 func TestEffectOnceInBatches(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	const name, events = "effect_once", 40
 	const together = 16 // the first calls wait for one another, so they finish together
 	var c calls
@@ -188,8 +187,7 @@ func TestEffectErrors(t *testing.T) {
 // handler_attempts, as a crashed process leaves them) is dead-lettered on
 // its redelivery without calling the effect.
 func TestEffectCrashLoop(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	const name = "effect_crash"
 	var c calls
 	sub := newSub(t, env, name, func(cfg *subscriber.Config) { cfg.RecordBatch = recordEffects(name) })
@@ -215,8 +213,7 @@ func TestEffectCrashLoop(t *testing.T) {
 // A batch whose transaction fails (its records refused) is retried: the
 // events are naked, their effects run again, and they are processed later.
 func TestEffectBatchCommitFails(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	const name, events = "effect_commit", 8
 	var c calls
 	var failures atomic.Int32
@@ -255,8 +252,7 @@ func TestEffectBatchCommitFails(t *testing.T) {
 // Run returns only once the events whose effect succeeded are recorded
 // and acked: the committer flushes its queue on shutdown.
 func TestEffectShutdownFlushes(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	const name, events = "effect_flush", 12
 	var c calls
 	entered, release := make(chan struct{}), make(chan struct{})
@@ -297,8 +293,7 @@ func TestEffectShutdownFlushes(t *testing.T) {
 // A dead letter of an effect's subject is redriven through the effect:
 // processed and redriven in one transaction, with its record.
 func TestEffectRedrive(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	const name = "effect_redrive"
 	var c calls
 	var fixed atomic.Bool

@@ -37,16 +37,12 @@ func (e *exampleEnv) run(sub *subscriber.Subscriber, n uint64) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- sub.Run(ctx) }()
-	deadline := time.Now().Add(subtest.Timeout)
-	for {
+	err := hubtest.Until(subtest.Timeout, func() bool {
 		s := sub.Stats()
-		if s.Processed+s.SkippedDuplicate+s.SkippedStale >= n {
-			break
-		}
-		if time.Now().After(deadline) {
-			panic("example: the subscriber did not handle its messages")
-		}
-		time.Sleep(subtest.Tick) // poll the condition
+		return s.Processed+s.SkippedDuplicate+s.SkippedStale >= n
+	})
+	if err != nil {
+		panic("example: the subscriber did not handle its messages")
 	}
 	cancel()
 	if err := <-done; err != nil {

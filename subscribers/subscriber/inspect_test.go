@@ -2,12 +2,17 @@ package subscriber_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/internal/subtest"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
@@ -16,8 +21,7 @@ import (
 // processed events and dead letters, before and after a redrive, and find
 // the subscribers of a database by their tables.
 func TestInspection(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	ctx := context.Background()
 	const name = "inspected"
 	var c calls
@@ -121,8 +125,7 @@ func TestInspection(t *testing.T) {
 // Every inspection function refuses a name that cannot be a subscriber's
 // and reports a subscriber without tables as unknown.
 func TestInspectionUnknownSubscriber(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	ctx := context.Background()
 	keys := []subscriber.EventKey{{Provider: "paddle", EventID: "evt_1"}}
 	for _, name := range []string{"nobody", `x"; DROP TABLE y; --`, "", "pg_catalog", "Caps"} {
@@ -138,4 +141,101 @@ func TestInspectionUnknownSubscriber(t *testing.T) {
 	names, err := subscriber.ListSubscribers(ctx, env.Pool)
 	require.NoError(t, err)
 	require.Empty(t, names)
+}
+
+// ReadActivity counts processed rows and dead letters per step of its
+// window (and nothing outside it), samples at most SamplesPerStep
+// processed rows per step, and says Partial when a table had more rows in
+// the window than MaxRows.
+func TestReadActivity(t *testing.T) {
+	env := subtest.NewParallel(t)
+	ctx := context.Background()
+	const name = "charted"
+	require.NoError(t, subscriber.Migrate(ctx, env.Pool, name, nil))
+	from := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	until := from.Add(time.Hour)
+	step := 20 * time.Minute
+	for i, at := range []time.Time{from, from.Add(time.Minute), from.Add(2 * time.Minute), from.Add(50 * time.Minute),
+		from.Add(-time.Second), until} { // the last two: outside the window
+		_, err := env.Pool.Exec(ctx, `INSERT INTO charted.processed_messages (subscriber, provider, event_id, subject, processed_at, outcome)
+			VALUES ($1, 'paddle', $2, 'paddle.x', $3, 'processed')`, name, fmt.Sprint("evt_", i), at)
+		require.NoError(t, err)
+	}
+	for _, at := range []time.Time{from.Add(-time.Hour), from.Add(30 * time.Minute), from.Add(31 * time.Minute)} {
+		_, err := env.Pool.Exec(ctx, `INSERT INTO charted.dead_letters (subscriber, provider, event_id, subject, headers, data, error, attempts, created_at)
+			VALUES ($1, 'paddle', 'evt_dl', 'paddle.x', '{}', '\x7b7d', 'boom', 1, $2)`, name, at)
+		require.NoError(t, err)
+	}
+	w := subscriber.ActivityWindow{From: from, Until: until, Step: step, MaxRows: 100, SamplesPerStep: 2}
+	a, err := subscriber.ReadActivity(ctx, env.Pool, name, w)
+	require.NoError(t, err)
+	require.False(t, a.Partial)
+	require.Equal(t, []subscriber.ActivityBucket{
+		{Start: from, Processed: 3},
+		{Start: from.Add(step), DeadLettered: 2},
+		{Start: from.Add(2 * step), Processed: 1},
+	}, a.Buckets)
+	require.Len(t, a.Samples, 3, "two of the first step (its newest), one of the last")
+	require.Equal(t, "evt_2", a.Samples[0].EventID)
+	require.Equal(t, "evt_1", a.Samples[1].EventID)
+	require.Equal(t, "evt_3", a.Samples[2].EventID)
+
+	w.MaxRows = 2
+	a, err = subscriber.ReadActivity(ctx, env.Pool, name, w)
+	require.NoError(t, err)
+	require.True(t, a.Partial, "more rows in the window than MaxRows")
+	require.Equal(t, []int64{1, 0, 1}, []int64{a.Buckets[0].Processed, a.Buckets[1].Processed, a.Buckets[2].Processed},
+		"only the newest two processed rows counted")
+
+	_, err = subscriber.ReadActivity(ctx, env.Pool, "no_such", w)
+	require.ErrorIs(t, err, subscriber.ErrUnknownSubscriber)
+	_, err = subscriber.ReadActivity(ctx, env.Pool, `bad"name`, w)
+	require.ErrorIs(t, err, subscriber.ErrUnknownSubscriber)
+	w.Step = 0
+	_, err = subscriber.ReadActivity(ctx, env.Pool, name, w)
+	require.Error(t, err)
+}
+
+// A handler reads the event's entities (Hookhub-Entity) from Event, as it
+// reads its occurred-at: the valid values in order, a damaged one skipped
+// without failing the message, and none when the hub sent none.
+func TestEventEntities(t *testing.T) {
+	env := subtest.NewParallel(t)
+	sub := newSub(t, env, "entities", nil)
+	var mu sync.Mutex
+	seen := map[string]subscriber.Event{}
+	sub.Handle("clerk.>", func(ctx context.Context, tx pgx.Tx, ev subscriber.Event) error {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[ev.EventID] = ev
+		return nil
+	})
+	subtest.Start(t, sub)
+
+	m := subtest.ClerkUserCreated(t, "msg_1", "user_1", "ada@example.com", time.Now())
+	m.Entities = []schema.Entity{{Kind: "user", ID: "user_1"}, {Kind: "organization", ID: "org_1"}}
+	env.Publish(t, m)
+	none := subtest.ClerkUserCreated(t, "msg_2", "user_2", "bob@example.com", time.Now())
+	env.Publish(t, none)
+	damaged := subtest.ClerkUserCreated(t, "msg_3", "user_3", "cy@example.com", time.Now())
+	subject, err := schema.Subject(damaged.Provider, damaged.EventType)
+	require.NoError(t, err)
+	h := schema.Metadata{MsgID: schema.MsgID(damaged.Provider, damaged.EventID), EventID: damaged.EventID,
+		Provider: damaged.Provider, EventType: damaged.EventType, ArchiveID: "0193", ReceivedAt: time.Now()}.Header()
+	for _, v := range []string{"junk", "user:", "User:user_3", "user:user_3", "user:user_3"} {
+		h.Add(schema.HeaderEntity, v)
+	}
+	env.PublishRaw(t, &nats.Msg{Subject: subject, Data: damaged.Body, Header: h})
+	eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 3 })
+
+	mu.Lock()
+	defer mu.Unlock()
+	ev := seen["msg_1"]
+	require.Equal(t, []schema.Entity{{Kind: "user", ID: "user_1"}, {Kind: "organization", ID: "org_1"}}, ev.Entities)
+	require.Equal(t, "user_1", ev.Entity("user"))
+	require.Equal(t, "org_1", ev.Entity("organization"))
+	require.Empty(t, ev.Entity("customer"))
+	require.Nil(t, seen["msg_2"].Entities)
+	require.Equal(t, []schema.Entity{{Kind: "user", ID: "user_3"}}, seen["msg_3"].Entities, "damaged values skipped, not fatal")
+	require.Zero(t, sub.Stats().Failed)
 }

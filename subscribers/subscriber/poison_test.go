@@ -63,8 +63,7 @@ func storedDeadLetter(t *testing.T, env *subtest.Env, name string) subscriber.De
 // error. Before, the dead letter's insert failed and the message was
 // retried forever.
 func TestPoisonErrorsAreDeadLettered(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	insertNUL := func(ctx context.Context, tx pgx.Tx, ev subscriber.Event) error {
 		id := "sub_\x00"
 		_, err := tx.Exec(ctx, "INSERT INTO "+pgx.Identifier{"poison_8"}.Sanitize()+".entities (id, value) VALUES ($1, 'x')", id)
@@ -130,8 +129,7 @@ func failWith(err error) subscriber.HandlerFunc {
 // sanitized, in the dead letter of a message that failed, which can be
 // redriven after the fix.
 func TestPoisonHeaders(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	hub := func(eventID string) nats.Header {
 		return schema.Metadata{MsgID: "paddle:" + eventID, EventID: eventID, Provider: "paddle", EventType: "subscription.created", ReceivedAt: time.Now()}.Header()
 	}
@@ -206,8 +204,7 @@ func TestPoisonHeaders(t *testing.T) {
 // A redrive whose handler fails again with an unstorable error records a
 // storable redrive_error, clears the request and is not retried.
 func TestPoisonRedriveError(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	const name = "poison_redrive"
 	var c calls
 	sub := newSub(t, env, name, nil)
@@ -252,8 +249,7 @@ func TestPoisonRedriveError(t *testing.T) {
 // operator added; in the wild a database whose encoding is not UTF-8), it
 // is stored bare: no headers or ids, ASCII text, the exact body.
 func TestDeadLetterStoredBare(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	const name = "bare"
 	sub := newSub(t, env, name, nil)
 	sub.Handle("paddle.subscription.created", failWith(subscriber.Permanentf("rejected é")))
@@ -283,8 +279,7 @@ func TestDeadLetterStoredBare(t *testing.T) {
 // is stored. Being delivered far more than MaxDeliver times this way is
 // not mistaken for a crash loop.
 func TestDeadLetterCannotBeStored(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	const name = "stuck"
 	reg := newRegistry()
 	sub := newSub(t, env, name, func(cfg *subscriber.Config) { cfg.Registerer = reg })
@@ -317,8 +312,7 @@ func TestDeadLetterCannotBeStored(t *testing.T) {
 // A handler that ends its goroutine (runtime.Goexit, as t.FailNow does)
 // fails its attempt like a panic; the worker goes on.
 func TestHandlerGoexit(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	const name = "goexit"
 	var c calls
 	sub := newSub(t, env, name, func(cfg *subscriber.Config) { cfg.Concurrency = 1 })

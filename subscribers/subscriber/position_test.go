@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/subscribers/internal/subtest"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
@@ -61,8 +62,14 @@ func TestStartAndWildcardFilter(t *testing.T) {
 	env := subtest.New(t)
 	old := event(t, "evt_history")
 	oldSeq := env.Publish(t, old)
-	time.Sleep(20 * time.Millisecond) // the start time below is after old's
-	from := time.Now()
+	st, err := env.JS.Stream(context.Background(), subtest.Stream)
+	require.NoError(t, err)
+	stored, err := st.GetMsg(context.Background(), oldSeq)
+	require.NoError(t, err)
+	// The start time is after old's stream time; later is published once
+	// the clock has passed it.
+	from := stored.Time.Add(time.Microsecond)
+	hubtest.Eventually(t, subtest.Timeout, "the clock passes the start time", func() bool { return time.Now().After(from) })
 	later := event(t, "evt_after_from")
 	env.Publish(t, later)
 
@@ -84,6 +91,9 @@ func TestStartAndWildcardFilter(t *testing.T) {
 	eventually(t, func() bool {
 		return subs["wild_new"].has(clerk.EventID) && subs["wild_all"].has(clerk.EventID) && subs["wild_time"].has(clerk.EventID)
 	}, "every subscriber receives the new clerk event")
+	for name := range subs {
+		env.WaitAllAcked(t, name) // its workers may finish in any order
+	}
 	require.True(t, subs["wild_all"].has(old.EventID) && subs["wild_all"].has(later.EventID), "start all: the history")
 	require.True(t, subs["wild_time"].has(later.EventID), "start at a time: what came since")
 	require.False(t, subs["wild_time"].has(old.EventID), "start at a time: nothing before it")

@@ -435,7 +435,7 @@ func (s *Subscriber) admit(ctx context.Context) bool {
 		} else {
 			s.log.Debug("not admitted", "error", ErrorText(err, maxErrorLen), "retry_in", delay)
 		}
-		if !sleep(ctx, delay) {
+		if backoff.Sleep(ctx, delay) != nil {
 			return false
 		}
 	}
@@ -483,7 +483,7 @@ func (s *Subscriber) ensureConsumer(ctx context.Context) (jetstream.Consumer, er
 		}
 		delay := delays.Next()
 		s.log.Warn("cannot create consumer yet; retrying", "stream", s.cfg.Stream, "error", err, "retry_in", delay)
-		if !sleep(ctx, delay) {
+		if backoff.Sleep(ctx, delay) != nil {
 			return nil, ctx.Err()
 		}
 	}
@@ -517,7 +517,7 @@ func (s *Subscriber) fetch(ctx context.Context, cons jetstream.Consumer, work ch
 		s.setNoConsumer(reason)
 		delay := delays.Next()
 		s.log.Warn("consumer stopped; recreating it", "error", reason, "retry_in", delay)
-		if !sleep(ctx, delay) {
+		if backoff.Sleep(ctx, delay) != nil {
 			return nil
 		}
 		if cons, err = s.ensureConsumer(ctx); err != nil {
@@ -597,7 +597,7 @@ func (s *Subscriber) pump(ctx context.Context, cons jetstream.Consumer, it jetst
 			// Missed heartbeats, leadership changes, reconnects: the
 			// iterator recovers by itself.
 			s.log.Debug("pull", "error", err)
-			if !sleep(ctx, 50*time.Millisecond) {
+			if backoff.Sleep(ctx, 50*time.Millisecond) != nil {
 				return nil
 			}
 			continue
@@ -646,17 +646,5 @@ func (s *Subscriber) handOver(ctx context.Context, msg jetstream.Msg, work chan<
 func (s *Subscriber) release(msg jetstream.Msg) {
 	if err := msg.Nak(); err != nil {
 		s.log.Debug("release message", "subject", msg.Subject(), "error", err)
-	}
-}
-
-// sleep waits d or until ctx is done; it reports whether d elapsed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }

@@ -26,8 +26,7 @@ import (
 // subscriber share the durable consumer. Each event's handler runs once
 // and leaves one effect row.
 func TestEachEventProcessedOnce(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	const name, events = "once", 6
 	var c calls
 	var dropped atomic.Bool
@@ -77,8 +76,7 @@ func TestEachEventProcessedOnce(t *testing.T) {
 // has committed. A new subscriber (the restart) gets the redelivery after
 // AckWait and skips it: the handler ran once.
 func TestKilledAfterCommitBeforeAck(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	const name = "killed_after"
 	var c calls
 
@@ -109,8 +107,7 @@ func TestKilledAfterCommitBeforeAck(t *testing.T) {
 // is written, JetStream redelivers after AckWait and the restarted
 // subscriber processes the event, once.
 func TestKilledBeforeCommit(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	const name = "killed_before"
 	var c calls
 
@@ -144,8 +141,7 @@ func TestKilledBeforeCommit(t *testing.T) {
 // processes it once; a second redrive request finds nothing to do; and a
 // redrive of an event processed meanwhile is a skip.
 func TestDeadLetterAndRedrive(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	const name = "dlq"
 	var c calls
 	var broken atomic.Bool
@@ -340,8 +336,7 @@ func TestDeadLetterCases(t *testing.T) {
 // applied to the same entity is recorded as skipped_stale, its writes
 // undone, and the entity keeps the newer state.
 func TestStaleEventsAreSkipped(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	const name = "ordering"
 	sub := newSub(t, env, name, func(cfg *subscriber.Config) { cfg.Concurrency = 1 })
 	sub.Handle("paddle.subscription.*", func(ctx context.Context, tx pgx.Tx, ev subscriber.Event) error {
@@ -426,8 +421,7 @@ func TestApplyIfNewerErrors(t *testing.T) {
 // subscriber processes the rest and sees no redelivery of the finished
 // ones (they were acked).
 func TestGracefulShutdownFinishesInFlight(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	const name, total, concurrency = "graceful", 12, 4
 	var c calls
 	started := make(chan string, total)
@@ -494,8 +488,7 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 // ErrShutdownTimeout; the message is rolled back and processed by the next
 // run.
 func TestShutdownTimeout(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	const name = "timeout"
 	var c calls
 	started := make(chan struct{}, 1)
@@ -522,8 +515,7 @@ func TestShutdownTimeout(t *testing.T) {
 // A handler slower than AckWait keeps its message: InProgress every
 // AckWait/3 stops JetStream from redelivering it meanwhile.
 func TestSlowHandlerKeepsItsMessage(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	const name = "slow"
 	var c calls
 	var deliveries atomic.Int64
@@ -551,8 +543,7 @@ func TestSlowHandlerKeepsItsMessage(t *testing.T) {
 // Background tasks run while Run runs and stop with it; one that fails
 // stops Run with its error.
 func TestBackground(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	t.Run("stops with Run", func(t *testing.T) {
 		sub := newSub(t, env, "bg_ok", nil)
 		sub.Handle("clerk.user.created", effectHandler("bg_ok", &calls{}))
@@ -599,8 +590,7 @@ func TestBackground(t *testing.T) {
 // The tables are created once however many replicas migrate at once, and
 // migrating again changes nothing.
 func TestMigrateConcurrentReplicas(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	const name = "replicas"
 	errs := make(chan error, 3)
 	for range cap(errs) {
@@ -619,8 +609,7 @@ func TestMigrateConcurrentReplicas(t *testing.T) {
 }
 
 func TestDeadLetterFunctionsUnknownSubscriber(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	ctx := context.Background()
 	_, err := subscriber.ListDeadLetters(ctx, env.Pool, "nobody")
 	require.ErrorIs(t, err, subscriber.ErrUnknownSubscriber)
@@ -636,8 +625,7 @@ func TestDeadLetterFunctionsUnknownSubscriber(t *testing.T) {
 // subscriber: the connection reconnects, the pull resumes, and events
 // published after the restart are processed.
 func TestSurvivesNATSRestart(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	const name = "restart"
 	var c calls
 	sub := newSub(t, env, name, nil)
@@ -659,8 +647,7 @@ func TestSurvivesNATSRestart(t *testing.T) {
 // A subscriber started before the hub created the stream waits for it
 // (unhealthy meanwhile) and consumes once it exists.
 func TestWaitsForTheStream(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	ctx := context.Background()
 	require.NoError(t, env.JS.DeleteStream(ctx, subtest.Stream))
 	const name = "early"

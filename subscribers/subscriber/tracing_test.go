@@ -24,8 +24,7 @@ import (
 // gets, and that records what became of the message: processed, retried,
 // dead-lettered.
 func TestProcessSpans(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	const name = "traced"
 	rec := tracetest.NewSpanRecorder()
 	sub := newSub(t, env, name, func(c *subscriber.Config) {
@@ -105,8 +104,7 @@ func TestProcessSpans(t *testing.T) {
 // Nil or a no-op provider: no tracer at all, and a handler's context
 // carries no span.
 func TestProcessWithoutTracing(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	env.Publish(t, event(t, "evt_plain")) // each subscriber's consumer delivers it
 	for _, tp := range []trace.TracerProvider{nil, noop.NewTracerProvider()} {
 		name := "untraced_nil"

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 type nilDeref struct{ s string }
@@ -174,13 +176,7 @@ func TestRunAbandonedBounded(t *testing.T) {
 	}
 	close(block)
 	released = true
-	deadline := time.Now().Add(10 * time.Second)
-	for abandoned.Load() > base {
-		if time.Now().After(deadline) {
-			t.Fatalf("abandoned = %d after the calls returned", abandoned.Load())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	hubtest.Eventually(t, 10*time.Second, "the abandoned calls return", func() bool { return abandoned.Load() <= base })
 	if v, f := run(time.Hour, func() string { return "ok" }); f != nil || v != "ok" {
 		t.Fatalf("run = %q, %+v after the calls returned", v, f)
 	}

@@ -117,8 +117,7 @@ func badErrorsMain() {
 // such error killed it, this test fails instead of crashing the test
 // binary.
 func TestBrokenHandlerErrorsAreDeadLettered(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	for i := range badErrorCases {
 		env.Publish(t, badErrorMessage(t, i))
 	}

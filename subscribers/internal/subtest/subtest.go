@@ -65,6 +65,13 @@ func New(t testing.TB) *Env {
 	return &Env{Pool: pool, DBURL: url, NATS: n, NC: nc, JS: js}
 }
 
+// NewParallel marks t parallel (t.Parallel) and returns New(t).
+func NewParallel(t *testing.T) *Env {
+	t.Helper()
+	t.Parallel()
+	return New(t)
+}
+
 // Connect opens a separate NATS connection (closed when t ends), for a
 // subscriber the test may "kill" by closing it.
 func (e *Env) Connect(t testing.TB) (*nats.Conn, jetstream.JetStream) {

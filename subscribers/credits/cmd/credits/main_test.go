@@ -3,51 +3,26 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/credits"
 	"github.com/hookhub/hookhub/subscribers/internal/subtest"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
-func TestMain(m *testing.M) {
-	hubtest.RunMainIfChild(main)
-	// The developer's CREDITS_* variables must not configure the processes the
-	// tests start: each test passes its own.
-	hubtest.ClearEnv("CREDITS_")
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { subtest.CommandMain(m, main, "CREDITS") }
 
 func TestUsage(t *testing.T) {
-	t.Parallel()
-	cases := []struct {
-		name     string
-		args     []string
-		env      []string
-		wantCode int
-		want     []string
-	}{
+	subtest.RunUsage(t, []subtest.Usage{
 		{"help", []string{"--help"}, nil, 0, []string{"CREDITS_DATABASE_URL", "CREDITS_NATS_URL", "CREDITS_STREAM", "CREDITS_HTTP_ADDR", ":9101", "CREDITS_CONCURRENCY", "CREDITS_MAX_DELIVER", "CREDITS_DEFAULT_GRANT", "WEBHOOKS"}},
 		{"unexpected argument", []string{"serve"}, nil, 2, []string{`unexpected argument "serve"`}},
 		{"bad variable", nil, []string{"CREDITS_CONCURRENCY=0", "CREDITS_DEFAULT_GRANT=-1"}, 2, []string{"CREDITS_CONCURRENCY must be between", "CREDITS_DEFAULT_GRANT must not be negative"}},
 		{"unparsable variable", nil, []string{"CREDITS_ACK_WAIT=soon"}, 2, []string{"CREDITS_ACK_WAIT"}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			p := hubtest.StartMain(t, c.env, c.args...)
-			require.Equal(t, c.wantCode, p.ExitCode(t), p.Output())
-			for _, w := range c.want {
-				require.Contains(t, p.Output(), w)
-			}
-		})
-	}
+	})
 }
 
 // Acceptance: SIGTERM with a message in flight → it is finished and acked,
@@ -56,8 +31,7 @@ func TestUsage(t *testing.T) {
 // service's insert wait on the unique index. The test rolls it back only
 // after the service has logged that it is stopping.
 func TestSIGTERMFinishesInFlightAndExitsZero(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	ctx := context.Background()
 	require.NoError(t, subscriber.Migrate(ctx, env.Pool, credits.Name, credits.Migrations))
 	blocker, err := env.Pool.Begin(ctx)
@@ -74,7 +48,7 @@ func TestSIGTERMFinishesInFlightAndExitsZero(t *testing.T) {
 		env.Publish(t, subtest.PaddleSubscription(t, id, schema.PaddleSubscriptionCreated, time.Now(), "sub_"+id, "ctm_"+id, nil))
 	}
 
-	p := hubtest.StartMain(t, env.ServiceEnv("CREDITS"))
+	p := env.StartService(t, "CREDITS")
 	require.Eventually(t, func() bool { return env.Count(t, "SELECT count(*) FROM credits.ledger") == others }, subtest.Timeout, subtest.Tick)
 	require.EqualValues(t, 1, env.ConsumerInfo(t, credits.Name).NumAckPending, "the blocked message is in flight")
 

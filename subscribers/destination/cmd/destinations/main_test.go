@@ -22,13 +22,7 @@ import (
 	"github.com/hookhub/hookhub/subscribers/internal/subtest"
 )
 
-func TestMain(m *testing.M) {
-	hubtest.RunMainIfChild(main)
-	// The developer's DESTINATIONS_* variables must not configure the
-	// processes the tests start: each test passes its own.
-	hubtest.ClearEnv("DESTINATIONS_")
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { subtest.CommandMain(m, main, "DESTINATIONS") }
 
 const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
@@ -46,17 +40,10 @@ func file(t *testing.T, path string, urls ...string) string {
 }
 
 func TestUsage(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
 	require.NoError(t, os.WriteFile(bad, []byte("destinations:\n  - name: billing\n    url: ftp://x\n    subjects: [\"paddle.>\"]\n    secret_env: NOT_SET_ANYWHERE\n"), 0o600))
-	for _, c := range []struct {
-		name     string
-		args     []string
-		env      []string
-		wantCode int
-		want     []string
-	}{
+	subtest.RunUsage(t, []subtest.Usage{
 		{"help", []string{"--help"}, nil, 0, []string{"DESTINATIONS_FILE", "DESTINATIONS_DATABASE_URL", "DESTINATIONS_NATS_URL", "DESTINATIONS_HTTP_ADDR", ":8085", "DESTINATIONS_ATTEMPT_RETENTION", "secret_env"}},
 		{"unexpected argument", []string{"serve"}, nil, 2, []string{`unexpected argument "serve"`}},
 		{"bad variables", nil, []string{"DESTINATIONS_LOG_LEVEL=loud", "DESTINATIONS_ATTEMPT_RETENTION=1m"}, 2, []string{"DESTINATIONS_LOG_LEVEL must be", "DESTINATIONS_ATTEMPT_RETENTION must be at least 1h"}},
@@ -68,24 +55,14 @@ func TestUsage(t *testing.T) {
 			2, []string{"DESTINATIONS_DATABASE_MAX_CONNS (4) must be at least the number of destinations + 2 (5)"}},
 		{"retention below a horizon", nil, []string{"DESTINATIONS_FILE=" + file(t, filepath.Join(dir, "ok.yaml"), "http://127.0.0.1:1/"), "DEST_SECRET=" + secret, "DESTINATIONS_ATTEMPT_RETENTION=2h"}, 2,
 			[]string{`DESTINATIONS_ATTEMPT_RETENTION (2h0m0s) is shorter than destination "d0"'s retry_for (72h0m0s)`}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			p := hubtest.StartMain(t, c.env, c.args...)
-			require.Equal(t, c.wantCode, p.ExitCode(t), p.Output())
-			for _, w := range c.want {
-				require.Contains(t, p.Output(), w)
-			}
-		})
-	}
+	})
 }
 
 // TestSIGHUPReloads: SIGHUP applies an edited file (a destination added
 // starts delivering), refuses a broken one and keeps delivering with the
 // running set; SIGTERM then exits 0.
 func TestSIGHUPReloads(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	var got [2]atomic.Int64
 	recv := func(i int) *httptest.Server {
 		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -99,7 +76,7 @@ func TestSIGHUPReloads(t *testing.T) {
 	}
 	r0, r1 := recv(0), recv(1)
 	path := file(t, filepath.Join(t.TempDir(), "destinations.yaml"), r0.URL)
-	p := hubtest.StartMain(t, append(env.ServiceEnv("DESTINATIONS"), "DESTINATIONS_FILE="+path, "DEST_SECRET="+secret))
+	p := env.StartService(t, "DESTINATIONS", "DESTINATIONS_FILE="+path, "DEST_SECRET="+secret)
 	publish := func(id string) {
 		env.Publish(t, subtest.PaddleSubscription(t, id, schema.PaddleSubscriptionCreated, time.Now(), "sub_"+id, "ctm_"+id, nil))
 	}
@@ -128,8 +105,7 @@ func TestSIGHUPReloads(t *testing.T) {
 // other destination delivering; /readyz answers 503 naming it, and
 // hookhub_destination_ready is 0 for it, 1 for the other.
 func TestOneBrokenDestinationKeepsHealthz(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	_, err := env.Pool.Exec(context.Background(), `CREATE SCHEMA d1; CREATE TABLE d1.not_a_destination (id int)`)
 	require.NoError(t, err)
 	var got atomic.Int64
@@ -139,7 +115,7 @@ func TestOneBrokenDestinationKeepsHealthz(t *testing.T) {
 	}))
 	t.Cleanup(s.Close)
 	path := file(t, filepath.Join(t.TempDir(), "destinations.yaml"), s.URL, s.URL)
-	p := hubtest.StartMain(t, append(env.ServiceEnv("DESTINATIONS"), "DESTINATIONS_FILE="+path, "DEST_SECRET="+secret))
+	p := env.StartService(t, "DESTINATIONS", "DESTINATIONS_FILE="+path, "DEST_SECRET="+secret)
 	p.WaitOutput(t, `msg="serving metrics and health"`)
 	m := regexp.MustCompile(`msg="serving metrics and health" service=destinations addr=(\S+)`).FindStringSubmatch(p.Output())
 	require.NotNil(t, m, p.Output())
@@ -173,8 +149,7 @@ func TestOneBrokenDestinationKeepsHealthz(t *testing.T) {
 // tables, naming it and the field; without a reachable database it says
 // the names were not checked there.
 func TestCheckRefusesATakenName(t *testing.T) {
-	t.Parallel()
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	_, err := env.Pool.Exec(context.Background(), `CREATE SCHEMA d1; CREATE TABLE d1.processed_messages (id int)`)
 	require.NoError(t, err)
 	path := file(t, filepath.Join(t.TempDir(), "destinations.yaml"), "http://127.0.0.1:1/", "http://127.0.0.1:2/")
