@@ -13,18 +13,16 @@ import (
 	"github.com/hookhub/hookhub/subscribers/destination"
 )
 
-// TestBrowserEntity is the entity acceptance test (issue 21), on a browser
-// suite of its own: search an entity from the Events page and see its
+// Entity: search an entity from the Events page and see its
 // events from two providers, newest first, with each subscriber's outcome.
 //
 // The events carry their entities at ingest through the store (the hub's
 // ingest API, as a provider's extraction fills hub.Delivery.Entities);
 // the running hub's relay publishes them and a real subscriber consumes
 // them.
-func TestBrowserEntity(t *testing.T) {
-	s := newBrowserSuite(t)
+func testBrowserEntity(t *testing.T, s *browserSuite) {
 	b := s.newBrowser(t)
-	h := s.startHub(t, b)
+	h := s.startHub(t)
 	h.startFlaky() // takes paddle.>
 	h.failOn("evt_ent_paddle_bad", true)
 	ctx := context.Background()

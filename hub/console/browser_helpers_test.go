@@ -13,6 +13,7 @@ import (
 	"image/png"
 	"log/slog"
 	"maps"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -25,7 +26,6 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/jackc/pgx/v5"
@@ -98,28 +98,42 @@ func missingBrowser(t *testing.T, why string) {
 }
 
 // browserSuite is what the browser tests share: one hub (on one database
-// and JetStream server) and one headless Chromium process, started once by
-// TestBrowser. Each test has its own browser context (a fresh profile: no
-// cookies) and starts on a hub reset to empty (resetHub).
+// and JetStream server), the OpenID Connect provider its console signs
+// operators in with, and one headless Chromium process, started once by
+// TestBrowser. Each test opens its own tabs, each in a browser context of
+// its own (a fresh profile: no cookies), and starts on a hub reset to
+// empty (startHub); the ids of its events are its own.
 type browserSuite struct {
 	hub    *testhub.Hub
 	logs   *hubtest.SyncBuffer
 	chrome context.Context // the Chromium process's first tab
 }
 
-// newBrowserSuite starts Chromium and the hub for t and its subtests.
-// Chromium first: without it the tests are skipped at once.
+// newBrowserSuite starts Chromium, the provider and the hub for t and its
+// subtests. Chromium first: without it the tests are skipped at once.
 func newBrowserSuite(t *testing.T) *browserSuite {
 	t.Helper()
 	s := &browserSuite{chrome: startChromium(t), logs: &hubtest.SyncBuffer{}}
+	// The admin listener's address is fixed first: the provider must know
+	// the console's callback before the hub starts.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	adminAddr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	callback := "http://" + adminAddr + "/console/oidc/callback"
+	opLn, opURL := listen(t)
+	startOP(t, opLn, opURL, callback)
+
 	_, url := hubtest.Pool(t)
 	n := hubtest.JetStream(t)
 	cfg := testhub.Config(t, url, n.URL())
-	cfg.AdminAddr = "127.0.0.1:0"
+	cfg.AdminAddr = adminAddr
 	cfg.AdminToken, cfg.ConsoleReadOnlyToken = consoleAdminToken, consoleReadOnlyToken
 	cfg.SetSecrets("paddle", browserPaddleSecret)
 	cfg.SetSecrets("clerk", browserClerkSecret)
 	cfg.BatchCommitters, cfg.RelayWorkers = 2, 2
+	cfg.ConsoleOIDCIssuer, cfg.ConsoleOIDCClientID, cfg.ConsoleOIDCClientSecret = opURL, consoleClientID, consoleClientSecret
+	cfg.ConsoleOIDCRedirectURL, cfg.ConsoleOIDCAdmins, cfg.ConsoleOIDCReaders = callback, oidcAdmins, oidcReaders
 	logger := slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	// Registered before the hub's own cleanup, so it runs after the hub
 	// has stopped: no log line may carry a token.
@@ -129,6 +143,7 @@ func newBrowserSuite(t *testing.T) *browserSuite {
 		require.NotContains(t, out, consoleReadOnlyToken, "the read-only token was logged")
 	})
 	s.hub = testhub.Start(t, cfg, service.Deps{Logger: logger})
+	require.Equal(t, "http://"+adminAddr, s.hub.AdminURL)
 	s.hub.WaitStream(s.hub.JetStream(), cfg.Stream)
 	return s
 }
@@ -154,17 +169,24 @@ func startChromium(t *testing.T) context.Context {
 		cancel()
 		cancelAlloc()
 	})
-	// The first call starts the browser and binds its life to ctx (no
-	// timeout there); it must not hang the test forever either.
-	started := make(chan error, 1)
-	go func() { started <- chromedp.Do(ctx) }()
-	select {
-	case err := <-started:
-		require.NoError(t, err, "start %s", path)
-	case <-time.After(2 * stepTimeout):
-		t.Fatalf("browser %s did not start within %s", path, 2*stepTimeout)
-	}
+	openTab(t, ctx, "start "+path)
 	return ctx
+}
+
+// openTab makes the first call on a chromedp context, which starts its
+// browser or opens its tab and binds the tab's life to ctx: a first call
+// under a step's timeout would close the tab when the step ends. It must
+// not hang the test forever either.
+func openTab(t *testing.T, ctx context.Context, what string) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- chromedp.Do(ctx) }()
+	select {
+	case err := <-done:
+		require.NoError(t, err, what)
+	case <-time.After(2 * stepTimeout):
+		t.Fatalf("%s: not done within %s", what, 2*stepTimeout)
+	}
 }
 
 // browser is one Chromium tab driven through chromedp.
@@ -174,24 +196,15 @@ type browser struct {
 	base string // the console's origin, e.g. http://127.0.0.1:4711
 }
 
-// newBrowser gives the test the shared Chromium's tab, as a fresh profile
-// would be: no cookies, on a blank page. (A tab of its own would be
-// cleaner, but chromedp's navigations to the console hang in a second
-// tab of one process.)
+// newBrowser opens a tab for the test in a browser context of its own (a
+// fresh profile: no cookies) of the suite's Chromium, closed when the test
+// ends. A test that needs two sessions at once opens two.
 func (s *browserSuite) newBrowser(t *testing.T) *browser {
 	t.Helper()
-	b := &browser{t: t, ctx: s.chrome, base: s.hub.AdminURL}
-	_, err := chromedp.Call(s.chrome, network.ClearBrowserCookies, cdp.Empty{})
-	require.NoError(t, err, "clear the cookies")
-	b.do(chromedp.Navigate("about:blank"), chromedp.EmulateViewport(laptopWidth, laptopHeight))
-	return b
-}
-
-// secondBrowser starts another Chromium process for the test, closed when
-// it ends: for a test that needs two sessions at once.
-func (s *browserSuite) secondBrowser(t *testing.T) *browser {
-	t.Helper()
-	b := &browser{t: t, ctx: startChromium(t), base: s.hub.AdminURL}
+	ctx, cancel := chromedp.NewContext(s.chrome, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	openTab(t, ctx, "open a tab")
+	b := &browser{t: t, ctx: ctx, base: s.hub.AdminURL}
 	b.do(chromedp.EmulateViewport(laptopWidth, laptopHeight))
 	return b
 }
@@ -320,9 +333,11 @@ func (b *browser) location() string {
 // page reloads (a page that refreshes itself).
 func (b *browser) waitUntil(cond, msg string) {
 	b.t.Helper()
-	deadline := time.Now().Add(waitTimeout)
+	deadline := time.After(waitTimeout)
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
 	var last error
-	for time.Now().Before(deadline) {
+	for {
 		ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
 		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+cond+")"))
 		cancel()
@@ -330,9 +345,12 @@ func (b *browser) waitUntil(cond, msg string) {
 			return
 		}
 		last = err
-		time.Sleep(250 * time.Millisecond)
+		select {
+		case <-tick.C:
+		case <-deadline:
+			b.t.Fatalf("%s: %s still false after %s (last error: %v); %s", msg, cond, waitTimeout, last, b.errorText())
+		}
 	}
-	b.t.Fatalf("%s: %s still false after %s (last error: %v); %s", msg, cond, waitTimeout, last, b.errorText())
 }
 
 // cookie is the browser's cookie of that name for the console, nil if
@@ -358,6 +376,14 @@ func (b *browser) signIn(token, role string) {
 	b.setValue("#token", token)
 	b.clickOK("#sign-in")
 	require.Equal(b.t, role, b.text("#who"), "signed in as %s at %s", role, b.location())
+}
+
+// auditedAfter is an attribute of each row of the audit page newer than
+// entry after (the suite's tests share the trail), newest first.
+func (b *browser) auditedAfter(after int64, attr string) []string {
+	b.t.Helper()
+	return eval[[]string](b, fmt.Sprintf(`Array.from(document.querySelectorAll("#audit tr.audit-entry")).
+		filter((e) => Number(e.dataset.id) > %d).map((e) => e.getAttribute(%s) || "")`, after, jsString(attr)))
 }
 
 // csrf is the CSRF token of the page's first form that has one.
@@ -472,21 +498,40 @@ type testHub struct {
 	*testhub.Hub
 	t    *testing.T
 	logs *hubtest.SyncBuffer
+	// audited is the last audit trail entry before the test: the trail is
+	// append-only, so a test reads only the entries after it.
+	audited int64
 
 	mu      sync.Mutex
 	failing map[string]bool // event ids the flaky subscriber fails on
 }
 
-// startHub gives the test the shared hub reset to empty (resetHub), for
-// the browsers given.
-func (s *browserSuite) startHub(t *testing.T, browsers ...*browser) *testHub {
+// startHub gives the test the shared hub reset to empty (reset).
+func (s *browserSuite) startHub(t *testing.T) *testHub {
 	t.Helper()
 	h := &testHub{Hub: s.hub.For(t), t: t, logs: s.logs, failing: map[string]bool{}}
 	h.reset()
-	for _, b := range browsers {
-		b.base = h.AdminURL
-	}
+	require.NoError(t, h.Pool().QueryRow(t.Context(), `SELECT COALESCE(max(id), 0) FROM audit_log`).Scan(&h.audited))
 	return h
+}
+
+// holds requires cond to be true now and to stay true for d: that
+// something does not happen. A slow machine can only make it miss a
+// defect, never fail a correct hub.
+func (h *testHub) holds(d time.Duration, cond func() bool, msg string, args ...any) {
+	h.t.Helper()
+	end := time.After(d)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		require.True(h.t, cond(), append([]any{msg}, args...)...)
+		select {
+		case <-tick.C:
+		case <-end:
+			require.True(h.t, cond(), append([]any{msg}, args...)...)
+			return
+		}
+	}
 }
 
 // reset empties the hub as if it had just started on a new database and
@@ -494,7 +539,8 @@ func (s *browserSuite) startHub(t *testing.T, browsers ...*browser) *testHub {
 // purged, every table of the hub's schema (but its migrations' version
 // table) truncated. Event ids are never reused between tests, so the
 // stream's duplicate window cannot tell. The hub's in-memory state (console
-// sessions, sign-in limits) stays; each test has its own browser context.
+// sessions, sign-in limits, the charts' request counts) stays: each test
+// has its own browser contexts, and the charts test runs first.
 func (h *testHub) reset() {
 	h.t.Helper()
 	ctx := h.t.Context()

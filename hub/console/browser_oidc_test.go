@@ -2,8 +2,6 @@ package console_test
 
 import (
 	"fmt"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -11,10 +9,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/hookhub/hookhub/hub/service"
-	"github.com/hookhub/hookhub/hub/service/testhub"
-	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 // signInOIDC signs in through the local provider's login page in the
@@ -39,32 +33,9 @@ func (b *browser) signInOIDC(user, name, role string) {
 // Two operators sign in through a real OpenID Connect provider on a whole
 // hub: the admin (by e-mail) acts; the read-only one (by domain) sees
 // every page, no action, and is refused every action it posts.
-func TestBrowserOIDC(t *testing.T) {
-	chrome := startChromium(t)
-	// The admin listener's address is fixed first: the provider must know
-	// the console's callback before the hub starts.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	adminAddr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	callback := "http://" + adminAddr + "/console/oidc/callback"
-	opLn, opURL := listen(t)
-	startOP(t, opLn, opURL, callback)
-
-	_, dbURL := hubtest.Pool(t)
-	n := hubtest.JetStream(t)
-	cfg := testhub.Config(t, dbURL, n.URL())
-	cfg.AdminAddr, cfg.AdminToken = adminAddr, consoleAdminToken
-	cfg.SetSecrets("paddle", browserPaddleSecret)
-	cfg.BatchCommitters, cfg.RelayWorkers = 2, 2
-	cfg.ConsoleOIDCIssuer, cfg.ConsoleOIDCClientID, cfg.ConsoleOIDCClientSecret = opURL, consoleClientID, consoleClientSecret
-	cfg.ConsoleOIDCRedirectURL, cfg.ConsoleOIDCAdmins, cfg.ConsoleOIDCReaders = callback, oidcAdmins, oidcReaders
-	logs := &hubtest.SyncBuffer{}
-	th := testhub.Start(t, cfg, service.Deps{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	th.WaitStream(th.JetStream(), cfg.Stream)
-	h := &testHub{Hub: th, t: t, logs: logs, failing: map[string]bool{}}
-	require.Equal(t, "http://"+adminAddr, h.AdminURL)
-
+func testBrowserOIDC(t *testing.T, s *browserSuite) {
+	ro, admin := s.newBrowser(t), s.newBrowser(t)
+	h := s.startHub(t)
 	h.startFlaky()
 	h.failOn("evt_oidc_dead", true)
 	h.Deliver("paddle", "evt_oidc", "subscription.created")
@@ -76,9 +47,7 @@ func TestBrowserOIDC(t *testing.T) {
 	h.failOn("evt_oidc_dead", false)
 	msgs := h.StreamInfo().State.Msgs
 
-	ro := &browser{t: t, ctx: chrome, base: h.AdminURL}
 	ro.signInOIDC("bob", "bob@example.org", "read-only")
-	admin := &browser{t: t, ctx: startChromium(t), base: h.AdminURL}
 	admin.signInOIDC("alice", "alice@example.com", "admin")
 
 	for _, p := range []struct {
@@ -108,8 +77,7 @@ func TestBrowserOIDC(t *testing.T) {
 	ro.openOK("/console/")
 	csrf := ro.csrf()
 	refusesEveryAction(t, ro, csrf, "paddle:evt_oidc", id)
-	time.Sleep(time.Second)
-	require.Equal(t, msgs, h.StreamInfo().State.Msgs, "nothing republished or replayed")
+	h.holds(time.Second, func() bool { return h.StreamInfo().State.Msgs == msgs }, "nothing republished or replayed")
 	require.Zero(t, h.effects("evt_oidc_dead"), "nothing redriven")
 
 	// The admin acts: a redrive of the dead letter, processed.
@@ -132,10 +100,10 @@ func TestBrowserOIDC(t *testing.T) {
 	// they ran no action.
 	for _, b := range []*browser{admin, ro} {
 		b.openOK("/console/audit")
-		actions := b.attrs("#audit tr.audit-entry", "data-action")
+		actions := b.auditedAfter(h.audited, "data-action")
 		require.Greater(t, len(actions), 1)
 		require.Equal(t, "redrive", actions[0])
-		actors, outcomes := b.attrs("#audit tr.audit-entry", "data-actor"), b.attrs("#audit tr.audit-entry", "data-outcome")
+		actors, outcomes := b.auditedAfter(h.audited, "data-actor"), b.auditedAfter(h.audited, "data-outcome")
 		require.Equal(t, "alice@example.com", actors[0])
 		require.Equal(t, "ok", outcomes[0])
 		for i := 1; i < len(actions); i++ {

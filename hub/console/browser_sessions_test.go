@@ -15,7 +15,7 @@ import (
 // and the audit trail lists the revocation under the admin's token.
 func testBrowserSessions(t *testing.T, s *browserSuite) {
 	b := s.newBrowser(t)
-	h := s.startHub(t, b)
+	h := s.startHub(t)
 	b.signIn(consoleAdminToken, "admin")
 	other := &hubSystem{Hub: h.Hub, t: t, browser: &http.Client{Timeout: 30 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
