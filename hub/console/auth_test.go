@@ -191,10 +191,7 @@ var actionRE = regexp.MustCompile(`class="([^"]* )?action( [^"]*)?"`)
 
 func TestReadOnly(t *testing.T) {
 	t.Parallel()
-	s := newSite(t)
-	ids := seed(t, s.pool, s.clock.Now(), 3, 1)
-	addDeadLetter(t, s.pool, "credits", "paddle", ids[0])
-	sc, csrf := s.login(readOnlyToken)
+	s, ids, sc, csrf := signedInSite(t, 3, 1, readOnlyToken)
 	pages := []string{"/console/", "/console/events", "/console/event?ref=paddle:" + ids[0], "/console/dead-letters?subscriber=credits", "/console/replay"}
 	for _, p := range pages {
 		a := s.do("GET", p, "", []*http.Cookie{sc})
@@ -224,10 +221,7 @@ func TestReadOnly(t *testing.T) {
 
 func TestCSRFRefused(t *testing.T) {
 	t.Parallel()
-	s := newSite(t)
-	ids := seed(t, s.pool, s.clock.Now(), 2, 0)
-	addDeadLetter(t, s.pool, "credits", "paddle", ids[0])
-	sc, csrf := s.login(adminToken)
+	s, _, sc, csrf := signedInSite(t, 2, 0, adminToken)
 	for name, tc := range map[string]struct {
 		form   url.Values
 		header []string

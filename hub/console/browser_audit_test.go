@@ -23,13 +23,7 @@ import (
 func testBrowserAudit(t *testing.T, s *browserSuite) {
 	b := s.newBrowser(t)
 	h := s.startHub(t)
-	h.startFlaky()
-
-	h.Deliver("paddle", "evt_au1", "subscription.created")
-	h.failOn("evt_au2", true)
-	h.Deliver("paddle", "evt_au2", "subscription.created")
-	h.Eventually(func() bool { return h.Count(`SELECT count(*) FROM flaky.dead_letters`) == 1 }, "evt_au2 dead-lettered")
-	h.Eventually(func() bool { return h.effects("evt_au1") == 1 }, "evt_au1 processed")
+	h.processedAndDead("evt_au1", "evt_au2")
 	h.WaitPublished()
 	b.signIn(consoleAdminToken, "admin")
 

@@ -15,6 +15,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -222,24 +223,39 @@ func (b *browser) do(actions ...chromedp.Action[chromedp.Void]) {
 	require.NoError(b.t, chromedp.Do(ctx, actions...))
 }
 
-// eval evaluates a JavaScript expression on the page.
-func eval[T any](b *browser, expr string) T {
+// run runs one browser step and returns its result.
+func run[T any](b *browser, action chromedp.Action[T], what string) T {
 	b.t.Helper()
 	ctx, cancel := b.step()
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
-	require.NoError(b.t, err, "evaluate %s", expr)
+	v, err := chromedp.Run(ctx, action)
+	require.NoError(b.t, err, what)
 	return v
+}
+
+// eval evaluates a JavaScript expression on the page.
+func eval[T any](b *browser, expr string) T {
+	b.t.Helper()
+	return run(b, chromedp.Evaluate[T](expr), "evaluate "+expr)
+}
+
+// load runs steps that load a document (a click on a link or a button, a
+// form's submission) and returns its final response (after redirects).
+func (b *browser) load(what string, steps ...chromedp.Action[chromedp.Void]) *network.Response {
+	b.t.Helper()
+	ctx, cancel := b.step()
+	defer cancel()
+	resp, err := chromedp.RunResponse(ctx, steps...)
+	require.NoError(b.t, err, what)
+	require.NotNil(b.t, resp, "%s: no document loaded", what)
+	return resp
 }
 
 // open navigates to a console path and returns the document's final
 // response (after redirects).
 func (b *browser) open(path string) *network.Response {
 	b.t.Helper()
-	ctx, cancel := b.step()
-	defer cancel()
-	resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(b.base+path))
-	require.NoError(b.t, err, "open %s", path)
+	resp := run(b, chromedp.NavigateResponse(b.base+path), "open "+path)
 	require.NotNil(b.t, resp, "open %s: no response", path)
 	return resp
 }
@@ -255,12 +271,7 @@ func (b *browser) openOK(path string) {
 // click loads (a form submission, a link) and returns its final response.
 func (b *browser) click(sel string) *network.Response {
 	b.t.Helper()
-	ctx, cancel := b.step()
-	defer cancel()
-	resp, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(sel), chromedp.NodeVisible))
-	require.NoError(b.t, err, "click %s", sel)
-	require.NotNil(b.t, resp, "click %s: no document loaded", sel)
-	return resp
+	return b.load("click "+sel, chromedp.Click(chromedp.CSS(sel), chromedp.NodeVisible))
 }
 
 // clickOK clicks and requires the loaded page to answer 200.
@@ -424,11 +435,7 @@ func (b *browser) post(path string, fields map[string]string) posted {
 		document.body.appendChild(f);
 		f.submit();
 	})()`, jsString(path), raw)
-	ctx, cancel := b.step()
-	defer cancel()
-	resp, err := chromedp.RunResponse(ctx, chromedp.Evaluate[chromedp.Void](expr))
-	require.NoError(b.t, err, "POST %s", path)
-	require.NotNil(b.t, resp, "POST %s: no document loaded", path)
+	resp := b.load("POST "+path, chromedp.Evaluate[chromedp.Void](expr))
 	return posted{Status: int(resp.Status), URL: resp.URL, Error: b.text("#error")}
 }
 
@@ -606,6 +613,25 @@ func (h *testHub) startFlaky() *subscriber.Subscriber {
 	return sub
 }
 
+// processedAndDead starts the flaky subscriber and delivers it two paddle
+// events: ok, which it processes, and dead, which it dead-letters (it
+// fails on dead until failOn says otherwise). It returns the dead letter's
+// id.
+func (h *testHub) processedAndDead(ok, dead string) int64 {
+	h.t.Helper()
+	h.startFlaky()
+	h.failOn(dead, true)
+	h.Deliver("paddle", ok, "subscription.created")
+	h.Deliver("paddle", dead, "subscription.created")
+	h.Eventually(func() bool {
+		return h.Count(`SELECT count(*) FROM flaky.dead_letters WHERE event_id = $1`, dead) == 1
+	}, "%s dead-lettered", dead)
+	h.Eventually(func() bool { return h.effects(ok) == 1 }, "%s processed", ok)
+	var id int64
+	require.NoError(h.t, h.Pool().QueryRow(h.t.Context(), `SELECT id FROM flaky.dead_letters WHERE event_id = $1`, dead).Scan(&id))
+	return id
+}
+
 // run runs sub until the test ends, and waits until it is healthy.
 func (h *testHub) run(sub *subscriber.Subscriber, name string) {
 	h.t.Helper()
@@ -732,12 +758,43 @@ func paletted(img image.Image) *image.Paletted {
 	return out
 }
 
-// refusesEveryAction checks that a read-only operator's browser, posting
-// with its own session's CSRF token, is refused each action: republishing
-// ref, redriving dead letter id (and all) of flaky, planning and running a
-// replay.
-func refusesEveryAction(t *testing.T, ro *browser, csrf, ref string, id int64) {
+// noActionForReadOnly opens each page of the console as the admin, who
+// sees actions where the page has some, and as the read-only operator, who
+// sees none and no form that posts but sign-out; then also(path) checks
+// more of the read-only operator's page. ref names an event.
+func noActionForReadOnly(t *testing.T, admin, ro *browser, ref string, also func(path string)) {
 	t.Helper()
+	for _, p := range []struct {
+		path        string
+		adminAction bool // the admin sees an action here
+	}{
+		{"/console/", false},
+		{"/console/events", false},
+		{"/console/event?ref=" + url.QueryEscape(ref), true},
+		{"/console/dead-letters?subscriber=flaky", true},
+		{"/console/replay", true},
+		{"/console/event/republish?ref=" + url.QueryEscape(ref), true},
+		{"/console/dead-letters/redrive?subscriber=flaky", true},
+	} {
+		admin.openOK(p.path)
+		if p.adminAction {
+			require.Positive(t, admin.count(".action"), "%s: the admin's page has actions (the check below can fail)", p.path)
+		}
+		ro.openOK(p.path)
+		require.Zero(t, ro.count(".action"), "%s: no .action element for the read-only operator", p.path)
+		require.Zero(t, ro.count(`form[method=post i]:not([action="/console/logout"])`), "%s: no form but sign-out posts", p.path)
+		also(p.path)
+	}
+}
+
+// refusesEveryAction checks that a read-only operator's browser, posting
+// with its own session's CSRF token (which it returns), is refused each
+// action: republishing ref, redriving dead letter id (and all) of flaky,
+// planning and running a replay.
+func refusesEveryAction(t *testing.T, ro *browser, ref string, id int64) string {
+	t.Helper()
+	ro.openOK("/console/")
+	csrf := ro.csrf()
 	for _, c := range []struct {
 		path string
 		form map[string]string
@@ -754,4 +811,5 @@ func refusesEveryAction(t *testing.T, ro *browser, csrf, ref string, id int64) {
 		require.Contains(t, p.Error, "read-only", c.path)
 		ro.openOK("/console/")
 	}
+	return csrf
 }

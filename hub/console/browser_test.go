@@ -298,18 +298,8 @@ func testBrowserEventDeliveredTenTimes(t *testing.T, s *browserSuite) {
 func testBrowserRedriveDeadLetter(t *testing.T, s *browserSuite) {
 	b := s.newBrowser(t)
 	h := s.startHub(t)
-	h.startFlaky()
-
-	h.failOn("evt_dead", true)
-	h.Deliver("paddle", "evt_ok", "subscription.created")
-	h.Deliver("paddle", "evt_dead", "subscription.created")
 	h.Deliver("clerk", "msg_other", "user.created") // flaky does not consume clerk
-	h.Eventually(func() bool {
-		return h.Count(`SELECT count(*) FROM flaky.dead_letters WHERE event_id = 'evt_dead'`) == 1
-	}, "evt_dead dead-lettered")
-	h.Eventually(func() bool { return h.effects("evt_ok") == 1 }, "evt_ok processed")
-	var id int64
-	require.NoError(t, h.Pool().QueryRow(t.Context(), `SELECT id FROM flaky.dead_letters WHERE event_id = 'evt_dead'`).Scan(&id))
+	id := h.processedAndDead("evt_ok", "evt_dead")
 
 	b.signIn(consoleAdminToken, "admin")
 	// The overview points at the stuck subscriber.
@@ -469,50 +459,22 @@ func testBrowserReadOnly(t *testing.T, s *browserSuite) {
 	ro := s.newBrowser(t)
 	admin := s.newBrowser(t)
 	h := s.startHub(t)
-	h.startFlaky()
-	h.failOn("evt_ro_dead", true)
-	h.Deliver("paddle", "evt_ro", "subscription.created")
-	h.Deliver("paddle", "evt_ro_dead", "subscription.created")
-	h.Eventually(func() bool { return h.Count(`SELECT count(*) FROM flaky.dead_letters`) == 1 }, "evt_ro_dead dead-lettered")
-	h.Eventually(func() bool { return h.effects("evt_ro") == 1 }, "evt_ro processed")
-	var id int64
-	require.NoError(t, h.Pool().QueryRow(t.Context(), `SELECT id FROM flaky.dead_letters`).Scan(&id))
+	id := h.processedAndDead("evt_ro", "evt_ro_dead")
 	h.failOn("evt_ro_dead", false)
 	msgs := h.StreamInfo().State.Msgs
 
-	pages := []struct {
-		path        string
-		adminAction bool // the admin sees an action here
-	}{
-		{"/console/", false},
-		{"/console/events", false},
-		{"/console/event?ref=" + url.QueryEscape("paddle:evt_ro"), true},
-		{"/console/dead-letters?subscriber=flaky", true},
-		{"/console/replay", true},
-		{"/console/event/republish?ref=" + url.QueryEscape("paddle:evt_ro"), true},
-		{"/console/dead-letters/redrive?subscriber=flaky", true},
-	}
 	admin.signIn(consoleAdminToken, "admin")
 	ro.signIn(consoleReadOnlyToken, "read-only")
-	for _, p := range pages {
-		admin.openOK(p.path)
-		if p.adminAction {
-			require.Positive(t, admin.count(".action"), "%s: the admin's page has actions (the check below can fail)", p.path)
-		}
-		ro.openOK(p.path)
-		require.Equal(t, "read-only", ro.text("#who"), p.path)
-		require.Zero(t, ro.count(".action"), "%s: no .action element for the read-only token", p.path)
-		require.Zero(t, ro.count(`form[method=post i]:not([action="/console/logout"])`), "%s: no form but sign-out posts", p.path)
-		require.Zero(t, ro.count(".redrive-button, #redrive-all, #republish, #dry-run, #confirm-replay, #confirm-republish, #confirm-redrive"), p.path)
-		if strings.HasPrefix(p.path, "/console/dead-letters?") {
+	noActionForReadOnly(t, admin, ro, "paddle:evt_ro", func(path string) {
+		require.Equal(t, "read-only", ro.text("#who"), path)
+		require.Zero(t, ro.count(".redrive-button, #redrive-all, #republish, #dry-run, #confirm-replay, #confirm-republish, #confirm-redrive"), path)
+		if strings.HasPrefix(path, "/console/dead-letters?") {
 			require.Equal(t, 1, ro.count(`tr.dead-letter`), "the read-only token sees the dead letter")
 		}
-	}
+	})
 
 	// Its POSTs, with a valid CSRF token from its own session.
-	ro.openOK("/console/")
-	csrf := ro.csrf()
-	refusesEveryAction(t, ro, csrf, "paddle:evt_ro", id)
+	csrf := refusesEveryAction(t, ro, "paddle:evt_ro", id)
 	h.holds(time.Second, func() bool { return h.StreamInfo().State.Msgs == msgs }, "nothing republished or replayed")
 	require.Equal(t, 1, h.Count(`SELECT count(*) FROM flaky.dead_letters WHERE redrive_requested_at IS NULL AND redriven_at IS NULL`),
 		"no redrive requested")
