@@ -124,31 +124,29 @@ func TestOIDCRefused(t *testing.T) {
 		b.jar.SetCookies(u, []*http.Cookie{{Name: "hookhub_oidc", Value: cb.Query().Get("state"), Path: "/console/oidc/"}})
 		refused(b, b.finish(cb), http.StatusBadRequest, "expired or was already used")
 	})
-	t.Run("sign-in too slow", func(t *testing.T) {
-		a := newAgent(t)
-		cb := a.login(a.start(s, ""), "alice")
-		s.clock.Add(11 * time.Minute)
-		refused(a, a.finish(cb), http.StatusBadRequest, "expired or was already used")
-	})
-	t.Run("wrong PKCE verifier", func(t *testing.T) {
-		a := newAgent(t)
-		cb := a.login(a.start(s, ""), "alice")
-		setLogin("verifier", strings.Repeat("x", 43))
-		refused(a, a.finish(cb), http.StatusUnauthorized, "did not accept the sign-in&#39;s code")
-	})
-	t.Run("no PKCE verifier", func(t *testing.T) {
-		a := newAgent(t)
-		cb := a.login(a.start(s, ""), "alice")
-		setLogin("verifier", "")
-		refused(a, a.finish(cb), http.StatusUnauthorized, "did not accept the sign-in&#39;s code")
-	})
-	t.Run("other nonce", func(t *testing.T) {
-		a := newAgent(t)
-		cb := a.login(a.start(s, ""), "alice")
-		setLogin("nonce", strings.Repeat("cd", 32))
-		refused(a, a.finish(cb), http.StatusUnauthorized, "ID token is not valid for this console")
-		require.Contains(t, s.logText(), "reason=nonce")
-	})
+	// Between the provider's login and the callback, something changes.
+	for _, c := range []struct {
+		name   string
+		change func()
+		code   int
+		msg    string
+		logged string
+	}{
+		{"sign-in too slow", func() { s.clock.Add(11 * time.Minute) }, http.StatusBadRequest, "expired or was already used", ""},
+		{"wrong PKCE verifier", func() { setLogin("verifier", strings.Repeat("x", 43)) }, http.StatusUnauthorized,
+			"did not accept the sign-in&#39;s code", ""},
+		{"no PKCE verifier", func() { setLogin("verifier", "") }, http.StatusUnauthorized, "did not accept the sign-in&#39;s code", ""},
+		{"other nonce", func() { setLogin("nonce", strings.Repeat("cd", 32)) }, http.StatusUnauthorized,
+			"ID token is not valid for this console", "reason=nonce"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := newAgent(t)
+			cb := a.login(a.start(s, ""), "alice")
+			c.change()
+			refused(a, a.finish(cb), c.code, c.msg)
+			require.Contains(t, s.logText(), c.logged)
+		})
+	}
 	t.Run("expired ID token", func(t *testing.T) {
 		s.op.setIDTokenLifetime(time.Second)
 		defer s.op.setIDTokenLifetime(0)
