@@ -525,17 +525,17 @@ func (s *browserSuite) startHub(t *testing.T) *testHub {
 // holds requires cond to be true now and to stay true for d: that
 // something does not happen. A slow machine can only make it miss a
 // defect, never fail a correct hub.
-func (h *testHub) holds(d time.Duration, cond func() bool, msg string, args ...any) {
-	h.t.Helper()
+func holds(t testing.TB, d time.Duration, cond func() bool, msg string, args ...any) {
+	t.Helper()
 	end := time.After(d)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		require.True(h.t, cond(), append([]any{msg}, args...)...)
+		require.True(t, cond(), append([]any{msg}, args...)...)
 		select {
 		case <-tick.C:
 		case <-end:
-			require.True(h.t, cond(), append([]any{msg}, args...)...)
+			require.True(t, cond(), append([]any{msg}, args...)...)
 			return
 		}
 	}

@@ -93,7 +93,7 @@ func testBrowserCharts(t *testing.T, s *browserSuite) {
 	require.Contains(t, b.errorText(), "hours: must be a whole number of hours from 1 to 24")
 }
 
-// The Sessions page (issue 27): an admin sees every session, theirs
+// The Sessions page: an admin sees every session, theirs
 // marked, plans the revocation of another (a read-only token's, signed in
 // elsewhere), confirms it; that session is refused at its next request,
 // and the audit trail lists the revocation under the admin's token.
@@ -131,7 +131,7 @@ func testBrowserSessions(t *testing.T, s *browserSuite) {
 	require.True(t, strings.HasPrefix(b.texts("#audit tr.audit-entry td.audit-target")[0], "session "))
 }
 
-// The audit trail in the browser (issue 21): an operator replays,
+// The audit trail in the browser: an operator replays,
 // republishes and redrives from the console; the audit page lists those
 // actions with the right names (the action, the token's fingerprint, the
 // console), newest first, filters them, and exports them as JSON lines.
@@ -425,7 +425,7 @@ func testBrowserPayloadFilterBulkReplay(t *testing.T, s *browserSuite) {
 	}
 	require.Equal(t, 6, h.Count(`SELECT count(*) FROM flaky.effects`), "nothing outside the set")
 	require.Equal(t, msgs+3, h.StreamInfo().State.Msgs, "three copies, on flaky's replay subjects")
-	h.holds(500*time.Millisecond, func() bool {
+	holds(t, 500*time.Millisecond, func() bool {
 		return h.Count(`SELECT count(*) FROM bystander.effects`) == 6 && by.Stats() == byStats
 	}, "the bystander saw none of the copies")
 
@@ -440,7 +440,7 @@ func testBrowserPayloadFilterBulkReplay(t *testing.T, s *browserSuite) {
 	b.waitUntil(`document.querySelector("#job") && document.querySelector("#job").dataset.state === "cancelled"`, "the bulk job is cancelled")
 	require.Less(t, b.number("#result-published"), 3)
 	published := h.StreamInfo().State.Msgs
-	h.holds(1500*time.Millisecond, func() bool { return h.StreamInfo().State.Msgs == published }, "nothing published after the cancel")
+	holds(t, 1500*time.Millisecond, func() bool { return h.StreamInfo().State.Msgs == published }, "nothing published after the cancel")
 	require.Equal(t, byStats, by.Stats(), "the bystander still saw nothing")
 
 	// A read-only session sees the plan but no button, and its POSTs are
@@ -520,7 +520,7 @@ func testBrowserOIDC(t *testing.T, s *browserSuite) {
 	// Every action the read-only operator posts, with its own session's
 	// CSRF token, is refused.
 	csrf := refusesEveryAction(t, ro, "paddle:evt_oidc", id)
-	h.holds(time.Second, func() bool { return h.StreamInfo().State.Msgs == msgs }, "nothing republished or replayed")
+	holds(t, time.Second, func() bool { return h.StreamInfo().State.Msgs == msgs }, "nothing republished or replayed")
 	require.Zero(t, h.effects("evt_oidc_dead"), "nothing redriven")
 
 	// The admin acts: a redrive of the dead letter, processed.

@@ -1,6 +1,6 @@
 package console_test
 
-// The acceptance tests of the console (issue 13), in a real headless
+// The acceptance tests of the console, in a real headless
 // Chromium (Debian's package, driven with chromedp) against a whole hub on
 // real Postgres and an embedded JetStream server. Run them with
 //
@@ -331,7 +331,7 @@ func testBrowserRedriveDeadLetter(t *testing.T, s *browserSuite) {
 	require.Equal(t, 1, h.effects("evt_dead"), "processed once")
 	require.Equal(t, 1, h.Count(`SELECT count(*) FROM flaky.processed_messages WHERE event_id = 'evt_dead' AND dead_letter_id = $1`, id))
 	// And stays processed once: nothing else redelivers it.
-	h.holds(2*time.Second, func() bool { return h.effects("evt_dead") == 1 }, "still processed once")
+	holds(t, 2*time.Second, func() bool { return h.effects("evt_dead") == 1 }, "still processed once")
 	require.Equal(t, 1, h.effects("evt_ok"))
 
 	// The action is logged with who did it.
@@ -378,7 +378,7 @@ func testBrowserReplay(t *testing.T, s *browserSuite) {
 	b.screenshot("replay-plan")
 
 	// The dry run changed nothing.
-	h.holds(time.Second, func() bool { return h.StreamInfo().State.Msgs == msgs }, "the dry run published nothing")
+	holds(t, time.Second, func() bool { return h.StreamInfo().State.Msgs == msgs }, "the dry run published nothing")
 	require.Equal(t, processedRows, h.Count(`SELECT count(*) FROM flaky.processed_messages`))
 	require.Equal(t, len(ids)-len(lost), h.Count(`SELECT count(*) FROM flaky.effects`))
 
@@ -442,7 +442,7 @@ func testBrowserCSRF(t *testing.T, s *browserSuite) {
 		require.Equal(t, http.StatusForbidden, p.Status, "POST %s without csrf: %s", path, p.Error)
 		require.Contains(t, p.Error, "CSRF", path)
 	}
-	h.holds(time.Second, func() bool { return h.StreamInfo().State.Msgs == msgs }, "nothing was republished")
+	holds(t, time.Second, func() bool { return h.StreamInfo().State.Msgs == msgs }, "nothing was republished")
 	b.openOK("/console/")
 	require.Equal(t, "admin", b.text("#who"), "the refused sign-out left the session alone")
 
@@ -475,7 +475,7 @@ func testBrowserReadOnly(t *testing.T, s *browserSuite) {
 
 	// Its POSTs, with a valid CSRF token from its own session.
 	csrf := refusesEveryAction(t, ro, "paddle:evt_ro", id)
-	h.holds(time.Second, func() bool { return h.StreamInfo().State.Msgs == msgs }, "nothing republished or replayed")
+	holds(t, time.Second, func() bool { return h.StreamInfo().State.Msgs == msgs }, "nothing republished or replayed")
 	require.Equal(t, 1, h.Count(`SELECT count(*) FROM flaky.dead_letters WHERE redrive_requested_at IS NULL AND redriven_at IS NULL`),
 		"no redrive requested")
 	require.Zero(t, h.effects("evt_ro_dead"))
@@ -601,11 +601,11 @@ func testBrowserConfirmActions(t *testing.T, s *browserSuite) {
 	require.Equal(t, 1, b.number("#plan-subscribers"), "flaky takes its subject")
 	require.Equal(t, []string{"paddle:evt_rp"}, b.attrs(`#confirm-republish input[name=ref]`, "value"), "the confirmation carries the plan")
 	b.screenshot("republish-plan")
-	h.holds(time.Second, func() bool { return h.StreamInfo().State.Msgs == msgs }, "the plan published nothing")
+	holds(t, time.Second, func() bool { return h.StreamInfo().State.Msgs == msgs }, "the plan published nothing")
 	b.clickOK("#confirm-republish-button")
 	require.Contains(t, b.text("#flash"), "republished")
 	h.Eventually(func() bool { return h.StreamInfo().State.Msgs == msgs+1 }, "the confirmation republishes")
-	h.holds(time.Second, func() bool { return h.StreamInfo().State.Msgs == msgs+1 }, "once")
+	holds(t, time.Second, func() bool { return h.StreamInfo().State.Msgs == msgs+1 }, "once")
 	require.Equal(t, 1, h.effects("evt_rp"), "flaky skipped the copy")
 
 	// Redrive all: the dead letters page's button shows the plan.
@@ -618,12 +618,12 @@ func testBrowserConfirmActions(t *testing.T, s *browserSuite) {
 	ids := b.attrs("#plan-letters tr.planned", "data-id")
 	require.Equal(t, []string{strings.Join(ids, ",")}, b.attrs(`#confirm-redrive input[name=ids]`, "value"), "the confirmation carries the plan's ids")
 	b.screenshot("redrive-plan")
-	h.holds(time.Second, func() bool {
+	holds(t, time.Second, func() bool {
 		return h.Count(`SELECT count(*) FROM flaky.dead_letters WHERE redrive_requested_at IS NOT NULL`) == 0
 	}, "the plan requested nothing")
 	require.Zero(t, h.effects("evt_d1")+h.effects("evt_d2"))
 	b.clickOK("#confirm-redrive-button")
 	require.Contains(t, b.text("#flash"), "redrive requested for 2 dead letter(s)")
 	h.Eventually(func() bool { return h.effects("evt_d1") == 1 && h.effects("evt_d2") == 1 }, "both redriven")
-	h.holds(time.Second, func() bool { return h.effects("evt_d1") == 1 && h.effects("evt_d2") == 1 }, "each once")
+	holds(t, time.Second, func() bool { return h.effects("evt_d1") == 1 && h.effects("evt_d2") == 1 }, "each once")
 }
