@@ -27,8 +27,10 @@ import (
 // TestBrowser runs every browser test of the console on one hub and one
 // Chromium process (a browser suite): each test in its own browser
 // contexts, on the hub reset to empty, with event ids of its own. Run one
-// alone with -run 'TestBrowser/Replay'.
+// alone with -run 'TestBrowser/Replay'. The suite runs beside the
+// package's other tests; its own tests run one at a time.
 func TestBrowser(t *testing.T) {
+	t.Parallel()
 	s := newBrowserSuite(t)
 	for _, c := range []struct {
 		name string
