@@ -24,6 +24,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// republishButton is the republish plan's confirmation button.
+const republishButton = `#confirm-republish-button`
+
 // TestBrowser runs every browser test of the console on one hub and one
 // Chromium process (a browser suite): each test in its own browser
 // contexts, on the hub reset to empty, with event ids of its own. Run one
@@ -400,9 +403,6 @@ func testBrowserReplay(t *testing.T, s *browserSuite) {
 	}
 	require.Equal(t, len(ids), h.Count(`SELECT count(*) FROM flaky.processed_messages`))
 }
-
-// republishButton is the republish plan's confirmation button.
-const republishButton = `#confirm-republish-button`
 
 // A state-changing form posted without its CSRF token (or with a wrong one)
 // is refused with 403 and does nothing; the same form intact works.
