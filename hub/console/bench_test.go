@@ -14,7 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/store"
+	"github.com/hookhub/hookhub/subscribers/destination"
+	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
 // benchRows is the archive the events page is measured on.
@@ -25,18 +28,12 @@ const benchRows = 1_000_000
 // status), a page far back (a cursor 900,000 rows deep) and an event id.
 // The target is under 200 ms a page.
 func BenchmarkEventsPage(b *testing.B) {
-	s := newSite(b)
-	ctx := context.Background()
-	end := time.Now().Add(-time.Minute)
-	start := time.Now()
-	archived, _, err := store.New(s.pool).ImportPublished(ctx, benchEvents(benchRows, end))
-	require.NoError(b, err)
-	require.EqualValues(b, benchRows, archived)
+	s, end, start := benchSite(b, benchEvents)
 	for _, table := range []string{"webhook_events", "processed_webhook_events"} {
-		_, err = s.pool.Exec(ctx, "VACUUM ANALYZE "+table)
+		_, err := s.pool.Exec(context.Background(), "VACUUM ANALYZE "+table)
 		require.NoError(b, err)
 	}
-	b.Logf("preloaded %d archive rows in %s", archived, time.Since(start).Round(time.Second))
+	b.Logf("preloaded %d archive rows in %s", benchRows, time.Since(start).Round(time.Second))
 	sc, _ := s.login(adminToken)
 	cookies := []*http.Cookie{sc}
 
@@ -68,6 +65,19 @@ func BenchmarkEventsPage(b *testing.B) {
 
 // benchEvents makes rows events received 100 ms apart up to end, over
 // three providers and four types each, published.
+// benchSite is a new site whose archive holds benchRows events, imported
+// as published; the newest was received at end, a minute ago. start is
+// when the import began.
+func benchSite(b *testing.B, events func(rows int, end time.Time) iter.Seq[store.ImportedEvent]) (s *site, end, start time.Time) {
+	b.Helper()
+	s = newSite(b)
+	end, start = time.Now().Add(-time.Minute), time.Now()
+	archived, _, err := store.New(s.pool).ImportPublished(context.Background(), events(benchRows, end))
+	require.NoError(b, err)
+	require.EqualValues(b, benchRows, archived)
+	return s, end, start
+}
+
 func benchEvents(rows int, end time.Time) iter.Seq[store.ImportedEvent] {
 	providers := []string{"paddle", "clerk", "stripe"}
 	types := map[string][]string{
@@ -94,5 +104,108 @@ func benchEvents(rows int, end time.Time) iter.Seq[store.ImportedEvent] {
 				return
 			}
 		}
+	}
+}
+
+// entityBenchEvents is benchEvents with entities: every event is about
+// its own object (obj_<n>: one event each) and one of 100,000 customers
+// (cus_<n mod 100000>: ten events each), and every tenth also about
+// cus_hot (100,000 events).
+func entityBenchEvents(rows int, end time.Time) iter.Seq[store.ImportedEvent] {
+	return func(yield func(store.ImportedEvent) bool) {
+		i := 0
+		for ev := range benchEvents(rows, end) {
+			ev.First.Entities = []hub.Entity{{Kind: "object", ID: fmt.Sprintf("obj_%07d", i)},
+				{Kind: "customer", ID: fmt.Sprintf("cus_%d", i%100_000)}}
+			if i%10 == 0 {
+				ev.First.Entities = append(ev.First.Entities, hub.Entity{Kind: "customer", ID: "cus_hot"})
+			}
+			i++
+			if !yield(ev) {
+				return
+			}
+		}
+	}
+}
+
+// BenchmarkEntityPage measures the entity look-up (ops.EntityTimeline: the
+// index look-up and every subscriber's outcome of a 50-event page) and the
+// console's entity page (an HTTP round trip, rendered) on an archive of a
+// million deliveries, with a subscriber that processed every event and a
+// destination that attempted every tenth: an id with 100,000 events (its
+// newest page, and a page 50,000 events back), one with 10, one with 1,
+// and an unknown one. The target is under 200 ms.
+func BenchmarkEntityPage(b *testing.B) {
+	s, _, start := benchSite(b, entityBenchEvents)
+	ctx := context.Background()
+	require.NoError(b, subscriber.Migrate(ctx, s.pool, "credits", nil))
+	require.NoError(b, subscriber.Migrate(ctx, s.pool, "crm", destination.Migrations("crm")))
+	_, err := s.pool.Exec(ctx, `INSERT INTO credits.processed_messages (subscriber, provider, event_id, subject, stream_seq, processed_at, outcome)
+		SELECT 'credits', provider, event_id, provider || '.' || event_type, stream_seq, published_at, 'processed' FROM processed_webhook_events`)
+	require.NoError(b, err)
+	_, err = s.pool.Exec(ctx, `INSERT INTO crm.attempts (provider, event_id, stream_seq, attempted_at, status, latency_ms, outcome, error, response)
+		SELECT provider, event_id, stream_seq, published_at, 200, 12, 'delivered', '', '' FROM processed_webhook_events
+		WHERE right(event_id, 1) = '0'`)
+	require.NoError(b, err)
+	for _, table := range []string{"credits.processed_messages", "crm.attempts", "webhook_event_entities"} {
+		_, err = s.pool.Exec(ctx, "VACUUM ANALYZE "+table)
+		require.NoError(b, err)
+	}
+	var indexed int
+	require.NoError(b, s.pool.QueryRow(ctx, `SELECT count(*) FROM webhook_event_entities`).Scan(&indexed))
+	b.Logf("preloaded %d archive rows (%d entity index rows) in %s", benchRows, indexed, time.Since(start).Round(time.Second))
+
+	o := ops.New(ops.Config{Archive: store.New(s.pool), Subscribers: s.pool})
+	// A cursor 50,000 events of cus_hot back.
+	var deep string
+	{
+		var at time.Time
+		require.NoError(b, s.pool.QueryRow(ctx, `SELECT created_at FROM webhook_event_entities WHERE entity_id = 'cus_hot'
+			ORDER BY created_at DESC OFFSET 50000 LIMIT 1`).Scan(&at))
+		rows, err := o.ListEvents(ctx, ops.EventFilter{Entity: "cus_hot", Until: at.Add(time.Nanosecond), Limit: 1})
+		require.NoError(b, err)
+		require.Len(b, rows, 1)
+		deep = rows[0].Cursor
+	}
+	cases := []struct {
+		name, id, before string
+		events           int
+	}{
+		{"hot", "cus_hot", "", 50},
+		{"hot_deep", "cus_hot", deep, 50},
+		{"ten", "cus_4242", "", 10},
+		{"one", "obj_0500000", "", 1},
+		{"none", "cus_nobody", "", 0},
+	}
+	for _, bc := range cases {
+		b.Run("lookup_"+bc.name, func(b *testing.B) {
+			for b.Loop() {
+				tl, err := o.EntityTimeline(ctx, ops.TimelineQuery{Entity: bc.id, Before: bc.before})
+				if err != nil || len(tl.Events) != bc.events {
+					b.Fatalf("%d events, %v", len(tl.Events), err)
+				}
+				for _, e := range tl.Events {
+					if len(e.Subscribers) != 2 {
+						b.Fatalf("%s: outcomes %+v", e.EventID, e.Subscribers)
+					}
+				}
+			}
+		})
+	}
+	sc, _ := s.login(adminToken)
+	cookies := []*http.Cookie{sc}
+	for _, bc := range cases {
+		b.Run("page_"+bc.name, func(b *testing.B) {
+			q := "/console/entity?id=" + bc.id
+			if bc.before != "" {
+				q += "&before=" + bc.before
+			}
+			for b.Loop() {
+				a := s.do("GET", q, "", cookies)
+				if a.status != 200 || strings.Count(a.body, `<li class="timeline-event"`) != bc.events {
+					b.Fatalf("%d: %.300s", a.status, a.body)
+				}
+			}
+		})
 	}
 }

@@ -13,7 +13,9 @@ import (
 	"image/png"
 	"log/slog"
 	"maps"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,7 +27,6 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/jackc/pgx/v5"
@@ -99,28 +100,42 @@ func missingBrowser(t *testing.T, why string) {
 }
 
 // browserSuite is what the browser tests share: one hub (on one database
-// and JetStream server) and one headless Chromium process, started once by
-// TestBrowser. Each test has its own browser context (a fresh profile: no
-// cookies) and starts on a hub reset to empty (resetHub).
+// and JetStream server), the OpenID Connect provider its console signs
+// operators in with, and one headless Chromium process, started once by
+// TestBrowser. Each test opens its own tabs, each in a browser context of
+// its own (a fresh profile: no cookies), and starts on a hub reset to
+// empty (startHub); the ids of its events are its own.
 type browserSuite struct {
 	hub    *testhub.Hub
 	logs   *hubtest.SyncBuffer
 	chrome context.Context // the Chromium process's first tab
 }
 
-// newBrowserSuite starts Chromium and the hub for t and its subtests.
-// Chromium first: without it the tests are skipped at once.
+// newBrowserSuite starts Chromium, the provider and the hub for t and its
+// subtests. Chromium first: without it the tests are skipped at once.
 func newBrowserSuite(t *testing.T) *browserSuite {
 	t.Helper()
 	s := &browserSuite{chrome: startChromium(t), logs: &hubtest.SyncBuffer{}}
+	// The admin listener's address is fixed first: the provider must know
+	// the console's callback before the hub starts.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	adminAddr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	callback := "http://" + adminAddr + "/console/oidc/callback"
+	opLn, opURL := listen(t)
+	startOP(t, opLn, opURL, callback)
+
 	_, url := hubdb.Pool(t)
 	n := hubtest.JetStream(t)
 	cfg := testhub.Config(t, url, n.URL())
-	cfg.AdminAddr = "127.0.0.1:0"
+	cfg.AdminAddr = adminAddr
 	cfg.AdminToken, cfg.ConsoleReadOnlyToken = consoleAdminToken, consoleReadOnlyToken
 	cfg.SetSecrets("paddle", browserPaddleSecret)
 	cfg.SetSecrets("clerk", browserClerkSecret)
 	cfg.BatchCommitters, cfg.RelayWorkers = 2, 2
+	cfg.ConsoleOIDCIssuer, cfg.ConsoleOIDCClientID, cfg.ConsoleOIDCClientSecret = opURL, consoleClientID, consoleClientSecret
+	cfg.ConsoleOIDCRedirectURL, cfg.ConsoleOIDCAdmins, cfg.ConsoleOIDCReaders = callback, oidcAdmins, oidcReaders
 	logger := slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	// Registered before the hub's own cleanup, so it runs after the hub
 	// has stopped: no log line may carry a token.
@@ -130,6 +145,7 @@ func newBrowserSuite(t *testing.T) *browserSuite {
 		require.NotContains(t, out, consoleReadOnlyToken, "the read-only token was logged")
 	})
 	s.hub = testhub.Start(t, cfg, service.Deps{Logger: logger})
+	require.Equal(t, "http://"+adminAddr, s.hub.AdminURL)
 	s.hub.WaitStream(s.hub.JetStream(), cfg.Stream)
 	return s
 }
@@ -155,17 +171,24 @@ func startChromium(t *testing.T) context.Context {
 		cancel()
 		cancelAlloc()
 	})
-	// The first call starts the browser and binds its life to ctx (no
-	// timeout there); it must not hang the test forever either.
-	started := make(chan error, 1)
-	go func() { started <- chromedp.Do(ctx) }()
-	select {
-	case err := <-started:
-		require.NoError(t, err, "start %s", path)
-	case <-time.After(2 * stepTimeout):
-		t.Fatalf("browser %s did not start within %s", path, 2*stepTimeout)
-	}
+	openTab(t, ctx, "start "+path)
 	return ctx
+}
+
+// openTab makes the first call on a chromedp context, which starts its
+// browser or opens its tab and binds the tab's life to ctx: a first call
+// under a step's timeout would close the tab when the step ends. It must
+// not hang the test forever either.
+func openTab(t *testing.T, ctx context.Context, what string) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- chromedp.Do(ctx) }()
+	select {
+	case err := <-done:
+		require.NoError(t, err, what)
+	case <-time.After(2 * stepTimeout):
+		t.Fatalf("%s: not done within %s", what, 2*stepTimeout)
+	}
 }
 
 // browser is one Chromium tab driven through chromedp.
@@ -175,24 +198,15 @@ type browser struct {
 	base string // the console's origin, e.g. http://127.0.0.1:4711
 }
 
-// newBrowser gives the test the shared Chromium's tab, as a fresh profile
-// would be: no cookies, on a blank page. (A tab of its own would be
-// cleaner, but chromedp's navigations to the console hang in a second
-// tab of one process.)
+// newBrowser opens a tab for the test in a browser context of its own (a
+// fresh profile: no cookies) of the suite's Chromium, closed when the test
+// ends. A test that needs two sessions at once opens two.
 func (s *browserSuite) newBrowser(t *testing.T) *browser {
 	t.Helper()
-	b := &browser{t: t, ctx: s.chrome, base: s.hub.AdminURL}
-	_, err := chromedp.Call(s.chrome, network.ClearBrowserCookies, cdp.Empty{})
-	require.NoError(t, err, "clear the cookies")
-	b.do(chromedp.Navigate("about:blank"), chromedp.EmulateViewport(laptopWidth, laptopHeight))
-	return b
-}
-
-// secondBrowser starts another Chromium process for the test, closed when
-// it ends: for a test that needs two sessions at once.
-func (s *browserSuite) secondBrowser(t *testing.T) *browser {
-	t.Helper()
-	b := &browser{t: t, ctx: startChromium(t), base: s.hub.AdminURL}
+	ctx, cancel := chromedp.NewContext(s.chrome, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	openTab(t, ctx, "open a tab")
+	b := &browser{t: t, ctx: ctx, base: s.hub.AdminURL}
 	b.do(chromedp.EmulateViewport(laptopWidth, laptopHeight))
 	return b
 }
@@ -210,24 +224,39 @@ func (b *browser) do(actions ...chromedp.Action[chromedp.Void]) {
 	require.NoError(b.t, chromedp.Do(ctx, actions...))
 }
 
-// eval evaluates a JavaScript expression on the page.
-func eval[T any](b *browser, expr string) T {
+// run runs one browser step and returns its result.
+func run[T any](b *browser, action chromedp.Action[T], what string) T {
 	b.t.Helper()
 	ctx, cancel := b.step()
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
-	require.NoError(b.t, err, "evaluate %s", expr)
+	v, err := chromedp.Run(ctx, action)
+	require.NoError(b.t, err, what)
 	return v
+}
+
+// eval evaluates a JavaScript expression on the page.
+func eval[T any](b *browser, expr string) T {
+	b.t.Helper()
+	return run(b, chromedp.Evaluate[T](expr), "evaluate "+expr)
+}
+
+// load runs steps that load a document (a click on a link or a button, a
+// form's submission) and returns its final response (after redirects).
+func (b *browser) load(what string, steps ...chromedp.Action[chromedp.Void]) *network.Response {
+	b.t.Helper()
+	ctx, cancel := b.step()
+	defer cancel()
+	resp, err := chromedp.RunResponse(ctx, steps...)
+	require.NoError(b.t, err, what)
+	require.NotNil(b.t, resp, "%s: no document loaded", what)
+	return resp
 }
 
 // open navigates to a console path and returns the document's final
 // response (after redirects).
 func (b *browser) open(path string) *network.Response {
 	b.t.Helper()
-	ctx, cancel := b.step()
-	defer cancel()
-	resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(b.base+path))
-	require.NoError(b.t, err, "open %s", path)
+	resp := run(b, chromedp.NavigateResponse(b.base+path), "open "+path)
 	require.NotNil(b.t, resp, "open %s: no response", path)
 	return resp
 }
@@ -243,12 +272,7 @@ func (b *browser) openOK(path string) {
 // click loads (a form submission, a link) and returns its final response.
 func (b *browser) click(sel string) *network.Response {
 	b.t.Helper()
-	ctx, cancel := b.step()
-	defer cancel()
-	resp, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(sel), chromedp.NodeVisible))
-	require.NoError(b.t, err, "click %s", sel)
-	require.NotNil(b.t, resp, "click %s: no document loaded", sel)
-	return resp
+	return b.load("click "+sel, chromedp.Click(chromedp.CSS(sel), chromedp.NodeVisible))
 }
 
 // clickOK clicks and requires the loaded page to answer 200.
@@ -321,9 +345,11 @@ func (b *browser) location() string {
 // page reloads (a page that refreshes itself).
 func (b *browser) waitUntil(cond, msg string) {
 	b.t.Helper()
-	deadline := time.Now().Add(waitTimeout)
+	deadline := time.After(waitTimeout)
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
 	var last error
-	for time.Now().Before(deadline) {
+	for {
 		ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
 		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+cond+")"))
 		cancel()
@@ -331,9 +357,12 @@ func (b *browser) waitUntil(cond, msg string) {
 			return
 		}
 		last = err
-		time.Sleep(250 * time.Millisecond)
+		select {
+		case <-tick.C:
+		case <-deadline:
+			b.t.Fatalf("%s: %s still false after %s (last error: %v); %s", msg, cond, waitTimeout, last, b.errorText())
+		}
 	}
-	b.t.Fatalf("%s: %s still false after %s (last error: %v); %s", msg, cond, waitTimeout, last, b.errorText())
 }
 
 // cookie is the browser's cookie of that name for the console, nil if
@@ -359,6 +388,14 @@ func (b *browser) signIn(token, role string) {
 	b.setValue("#token", token)
 	b.clickOK("#sign-in")
 	require.Equal(b.t, role, b.text("#who"), "signed in as %s at %s", role, b.location())
+}
+
+// auditedAfter is an attribute of each row of the audit page newer than
+// entry after (the suite's tests share the trail), newest first.
+func (b *browser) auditedAfter(after int64, attr string) []string {
+	b.t.Helper()
+	return eval[[]string](b, fmt.Sprintf(`Array.from(document.querySelectorAll("#audit tr.audit-entry")).
+		filter((e) => Number(e.dataset.id) > %d).map((e) => e.getAttribute(%s) || "")`, after, jsString(attr)))
 }
 
 // csrf is the CSRF token of the page's first form that has one.
@@ -399,11 +436,7 @@ func (b *browser) post(path string, fields map[string]string) posted {
 		document.body.appendChild(f);
 		f.submit();
 	})()`, jsString(path), raw)
-	ctx, cancel := b.step()
-	defer cancel()
-	resp, err := chromedp.RunResponse(ctx, chromedp.Evaluate[chromedp.Void](expr))
-	require.NoError(b.t, err, "POST %s", path)
-	require.NotNil(b.t, resp, "POST %s: no document loaded", path)
+	resp := b.load("POST "+path, chromedp.Evaluate[chromedp.Void](expr))
 	return posted{Status: int(resp.Status), URL: resp.URL, Error: b.text("#error")}
 }
 
@@ -473,21 +506,40 @@ type testHub struct {
 	*testhub.Hub
 	t    *testing.T
 	logs *hubtest.SyncBuffer
+	// audited is the last audit trail entry before the test: the trail is
+	// append-only, so a test reads only the entries after it.
+	audited int64
 
 	mu      sync.Mutex
 	failing map[string]bool // event ids the flaky subscriber fails on
 }
 
-// startHub gives the test the shared hub reset to empty (resetHub), for
-// the browsers given.
-func (s *browserSuite) startHub(t *testing.T, browsers ...*browser) *testHub {
+// startHub gives the test the shared hub reset to empty (reset).
+func (s *browserSuite) startHub(t *testing.T) *testHub {
 	t.Helper()
 	h := &testHub{Hub: s.hub.For(t), t: t, logs: s.logs, failing: map[string]bool{}}
 	h.reset()
-	for _, b := range browsers {
-		b.base = h.AdminURL
-	}
+	require.NoError(t, h.Pool().QueryRow(t.Context(), `SELECT COALESCE(max(id), 0) FROM audit_log`).Scan(&h.audited))
 	return h
+}
+
+// holds requires cond to be true now and to stay true for d: that
+// something does not happen. A slow machine can only make it miss a
+// defect, never fail a correct hub.
+func holds(t testing.TB, d time.Duration, cond func() bool, msg string, args ...any) {
+	t.Helper()
+	end := time.After(d)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		require.True(t, cond(), append([]any{msg}, args...)...)
+		select {
+		case <-tick.C:
+		case <-end:
+			require.True(t, cond(), append([]any{msg}, args...)...)
+			return
+		}
+	}
 }
 
 // reset empties the hub as if it had just started on a new database and
@@ -495,7 +547,8 @@ func (s *browserSuite) startHub(t *testing.T, browsers ...*browser) *testHub {
 // purged, every table of the hub's schema (but its migrations' version
 // table) truncated. Event ids are never reused between tests, so the
 // stream's duplicate window cannot tell. The hub's in-memory state (console
-// sessions, sign-in limits) stays; each test has its own browser context.
+// sessions, sign-in limits, the charts' request counts) stays: each test
+// has its own browser contexts, and the charts test runs first.
 func (h *testHub) reset() {
 	h.t.Helper()
 	ctx := h.t.Context()
@@ -559,6 +612,25 @@ func (h *testHub) startFlaky() *subscriber.Subscriber {
 	})
 	h.run(sub, flaky)
 	return sub
+}
+
+// processedAndDead starts the flaky subscriber and delivers it two paddle
+// events: ok, which it processes, and dead, which it dead-letters (it
+// fails on dead until failOn says otherwise). It returns the dead letter's
+// id.
+func (h *testHub) processedAndDead(ok, dead string) int64 {
+	h.t.Helper()
+	h.startFlaky()
+	h.failOn(dead, true)
+	h.Deliver("paddle", ok, "subscription.created")
+	h.Deliver("paddle", dead, "subscription.created")
+	h.Eventually(func() bool {
+		return h.Count(`SELECT count(*) FROM flaky.dead_letters WHERE event_id = $1`, dead) == 1
+	}, "%s dead-lettered", dead)
+	h.Eventually(func() bool { return h.effects(ok) == 1 }, "%s processed", ok)
+	var id int64
+	require.NoError(h.t, h.Pool().QueryRow(h.t.Context(), `SELECT id FROM flaky.dead_letters WHERE event_id = $1`, dead).Scan(&id))
+	return id
 }
 
 // run runs sub until the test ends, and waits until it is healthy.
@@ -687,12 +759,43 @@ func paletted(img image.Image) *image.Paletted {
 	return out
 }
 
-// refusesEveryAction checks that a read-only operator's browser, posting
-// with its own session's CSRF token, is refused each action: republishing
-// ref, redriving dead letter id (and all) of flaky, planning and running a
-// replay.
-func refusesEveryAction(t *testing.T, ro *browser, csrf, ref string, id int64) {
+// noActionForReadOnly opens each page of the console as the admin, who
+// sees actions where the page has some, and as the read-only operator, who
+// sees none and no form that posts but sign-out; then also(path) checks
+// more of the read-only operator's page. ref names an event.
+func noActionForReadOnly(t *testing.T, admin, ro *browser, ref string, also func(path string)) {
 	t.Helper()
+	for _, p := range []struct {
+		path        string
+		adminAction bool // the admin sees an action here
+	}{
+		{"/console/", false},
+		{"/console/events", false},
+		{"/console/event?ref=" + url.QueryEscape(ref), true},
+		{"/console/dead-letters?subscriber=flaky", true},
+		{"/console/replay", true},
+		{"/console/event/republish?ref=" + url.QueryEscape(ref), true},
+		{"/console/dead-letters/redrive?subscriber=flaky", true},
+	} {
+		admin.openOK(p.path)
+		if p.adminAction {
+			require.Positive(t, admin.count(".action"), "%s: the admin's page has actions (the check below can fail)", p.path)
+		}
+		ro.openOK(p.path)
+		require.Zero(t, ro.count(".action"), "%s: no .action element for the read-only operator", p.path)
+		require.Zero(t, ro.count(`form[method=post i]:not([action="/console/logout"])`), "%s: no form but sign-out posts", p.path)
+		also(p.path)
+	}
+}
+
+// refusesEveryAction checks that a read-only operator's browser, posting
+// with its own session's CSRF token (which it returns), is refused each
+// action: republishing ref, redriving dead letter id (and all) of flaky,
+// planning and running a replay.
+func refusesEveryAction(t *testing.T, ro *browser, ref string, id int64) string {
+	t.Helper()
+	ro.openOK("/console/")
+	csrf := ro.csrf()
 	for _, c := range []struct {
 		path string
 		form map[string]string
@@ -709,4 +812,5 @@ func refusesEveryAction(t *testing.T, ro *browser, csrf, ref string, id int64) {
 		require.Contains(t, p.Error, "read-only", c.path)
 		ro.openOK("/console/")
 	}
+	return csrf
 }

@@ -1,6 +1,6 @@
 package console_test
 
-// The acceptance tests of the console (issue 13), in a real headless
+// The acceptance tests of the console, in a real headless
 // Chromium (Debian's package, driven with chromedp) against a whole hub on
 // real Postgres and an embedded JetStream server. Run them with
 //
@@ -24,15 +24,22 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestBrowser runs the browser tests on one hub and one Chromium process
-// (a browser suite): each test in its own browser context, on the hub reset
-// to empty.
+// republishButton is the republish plan's confirmation button.
+const republishButton = `#confirm-republish-button`
+
+// TestBrowser runs every browser test of the console on one hub and one
+// Chromium process (a browser suite): each test in its own browser
+// contexts, on the hub reset to empty, with event ids of its own. Run one
+// alone with -run 'TestBrowser/Replay'. The suite runs beside the
+// package's other tests; its own tests run one at a time.
 func TestBrowser(t *testing.T) {
+	t.Parallel()
 	s := newBrowserSuite(t)
 	for _, c := range []struct {
 		name string
 		test func(*testing.T, *browserSuite)
 	}{
+		{"Charts", testBrowserCharts}, // first: see testBrowserCharts
 		{"SignIn", testBrowserSignIn},
 		{"WrongToken", testBrowserWrongToken},
 		{"EventsFilter", testBrowserEventsFilter},
@@ -45,6 +52,10 @@ func TestBrowser(t *testing.T) {
 		{"ConfirmActions", testBrowserConfirmActions},
 		{"DestinationTimeline", testBrowserDestinationTimeline},
 		{"Sessions", testBrowserSessions},
+		{"Audit", testBrowserAudit},
+		{"BulkReplay", testBrowserPayloadFilterBulkReplay},
+		{"Entity", testBrowserEntity},
+		{"OIDC", testBrowserOIDC},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, s) })
 	}
@@ -55,7 +66,7 @@ func TestBrowser(t *testing.T) {
 // signing out ends the session on the server, not just in the browser.
 func testBrowserSignIn(t *testing.T, s *browserSuite) {
 	b := s.newBrowser(t)
-	s.startHub(t, b)
+	s.startHub(t)
 
 	// Without a session every page leads to the sign-in form.
 	for _, path := range []string{"/console/", "/console/events", "/console/dead-letters", "/console/replay"} {
@@ -114,7 +125,7 @@ func testBrowserSignIn(t *testing.T, s *browserSuite) {
 // A wrong token is refused: 401, an error on the form, no session.
 func testBrowserWrongToken(t *testing.T, s *browserSuite) {
 	b := s.newBrowser(t)
-	h := s.startHub(t, b)
+	h := s.startHub(t)
 
 	for _, token := range []string{"wrong", consoleAdminToken + "x", strings.ToUpper(consoleAdminToken), consoleReadOnlyToken[:len(consoleReadOnlyToken)-1]} {
 		b.openOK("/console/login")
@@ -145,7 +156,7 @@ func testBrowserWrongToken(t *testing.T, s *browserSuite) {
 // id, and pages newest first with #next-page.
 func testBrowserEventsFilter(t *testing.T, s *browserSuite) {
 	b := s.newBrowser(t)
-	h := s.startHub(t, b)
+	h := s.startHub(t)
 
 	before := time.Now().Add(-time.Second).UTC()
 	// In order of receipt; the list shows them newest first.
@@ -252,7 +263,7 @@ func testBrowserEventsFilter(t *testing.T, s *browserSuite) {
 // signature header, and the exact body.
 func testBrowserEventDeliveredTenTimes(t *testing.T, s *browserSuite) {
 	b := s.newBrowser(t)
-	h := s.startHub(t, b)
+	h := s.startHub(t)
 	h.startFlaky()
 
 	w := h.Sign("paddle", "evt_ten", "subscription.created")
@@ -291,19 +302,9 @@ func testBrowserEventDeliveredTenTimes(t *testing.T, s *browserSuite) {
 // fix, and processed exactly once.
 func testBrowserRedriveDeadLetter(t *testing.T, s *browserSuite) {
 	b := s.newBrowser(t)
-	h := s.startHub(t, b)
-	h.startFlaky()
-
-	h.failOn("evt_dead", true)
-	h.Deliver("paddle", "evt_ok", "subscription.created")
-	h.Deliver("paddle", "evt_dead", "subscription.created")
+	h := s.startHub(t)
 	h.Deliver("clerk", "msg_other", "user.created") // flaky does not consume clerk
-	h.Eventually(func() bool {
-		return h.Count(`SELECT count(*) FROM flaky.dead_letters WHERE event_id = 'evt_dead'`) == 1
-	}, "evt_dead dead-lettered")
-	h.Eventually(func() bool { return h.effects("evt_ok") == 1 }, "evt_ok processed")
-	var id int64
-	require.NoError(t, h.Pool().QueryRow(t.Context(), `SELECT id FROM flaky.dead_letters WHERE event_id = 'evt_dead'`).Scan(&id))
+	id := h.processedAndDead("evt_ok", "evt_dead")
 
 	b.signIn(consoleAdminToken, "admin")
 	// The overview points at the stuck subscriber.
@@ -335,8 +336,7 @@ func testBrowserRedriveDeadLetter(t *testing.T, s *browserSuite) {
 	require.Equal(t, 1, h.effects("evt_dead"), "processed once")
 	require.Equal(t, 1, h.Count(`SELECT count(*) FROM flaky.processed_messages WHERE event_id = 'evt_dead' AND dead_letter_id = $1`, id))
 	// And stays processed once: nothing else redelivers it.
-	time.Sleep(2 * time.Second)
-	require.Equal(t, 1, h.effects("evt_dead"), "still processed once")
+	holds(t, 2*time.Second, func() bool { return h.effects("evt_dead") == 1 }, "still processed once")
 	require.Equal(t, 1, h.effects("evt_ok"))
 
 	// The action is logged with who did it.
@@ -353,7 +353,7 @@ func testBrowserRedriveDeadLetter(t *testing.T, s *browserSuite) {
 // processes only the events the subscriber had not processed.
 func testBrowserReplay(t *testing.T, s *browserSuite) {
 	b := s.newBrowser(t)
-	h := s.startHub(t, b)
+	h := s.startHub(t)
 	h.startFlaky()
 
 	ids := []string{"evt_r0", "evt_r1", "evt_r2", "evt_r3", "evt_r4", "evt_r5"}
@@ -383,8 +383,7 @@ func testBrowserReplay(t *testing.T, s *browserSuite) {
 	b.screenshot("replay-plan")
 
 	// The dry run changed nothing.
-	time.Sleep(time.Second)
-	require.Equal(t, msgs, h.StreamInfo().State.Msgs, "the dry run published nothing")
+	holds(t, time.Second, func() bool { return h.StreamInfo().State.Msgs == msgs }, "the dry run published nothing")
 	require.Equal(t, processedRows, h.Count(`SELECT count(*) FROM flaky.processed_messages`))
 	require.Equal(t, len(ids)-len(lost), h.Count(`SELECT count(*) FROM flaky.effects`))
 
@@ -405,14 +404,11 @@ func testBrowserReplay(t *testing.T, s *browserSuite) {
 	require.Equal(t, len(ids), h.Count(`SELECT count(*) FROM flaky.processed_messages`))
 }
 
-// republishButton is the republish plan's confirmation button.
-const republishButton = `#confirm-republish-button`
-
 // A state-changing form posted without its CSRF token (or with a wrong one)
 // is refused with 403 and does nothing; the same form intact works.
 func testBrowserCSRF(t *testing.T, s *browserSuite) {
 	b := s.newBrowser(t)
-	h := s.startHub(t, b)
+	h := s.startHub(t)
 	h.Deliver("paddle", "evt_csrf", "subscription.created")
 	h.WaitPublished()
 	msgs := h.StreamInfo().State.Msgs
@@ -448,8 +444,7 @@ func testBrowserCSRF(t *testing.T, s *browserSuite) {
 		require.Equal(t, http.StatusForbidden, p.Status, "POST %s without csrf: %s", path, p.Error)
 		require.Contains(t, p.Error, "CSRF", path)
 	}
-	time.Sleep(time.Second)
-	require.Equal(t, msgs, h.StreamInfo().State.Msgs, "nothing was republished")
+	holds(t, time.Second, func() bool { return h.StreamInfo().State.Msgs == msgs }, "nothing was republished")
 	b.openOK("/console/")
 	require.Equal(t, "admin", b.text("#who"), "the refused sign-out left the session alone")
 
@@ -464,54 +459,25 @@ func testBrowserCSRF(t *testing.T, s *browserSuite) {
 // refused even with a valid CSRF token of its own session.
 func testBrowserReadOnly(t *testing.T, s *browserSuite) {
 	ro := s.newBrowser(t)
-	admin := s.secondBrowser(t)
-	h := s.startHub(t, ro, admin)
-	h.startFlaky()
-	h.failOn("evt_ro_dead", true)
-	h.Deliver("paddle", "evt_ro", "subscription.created")
-	h.Deliver("paddle", "evt_ro_dead", "subscription.created")
-	h.Eventually(func() bool { return h.Count(`SELECT count(*) FROM flaky.dead_letters`) == 1 }, "evt_ro_dead dead-lettered")
-	h.Eventually(func() bool { return h.effects("evt_ro") == 1 }, "evt_ro processed")
-	var id int64
-	require.NoError(t, h.Pool().QueryRow(t.Context(), `SELECT id FROM flaky.dead_letters`).Scan(&id))
+	admin := s.newBrowser(t)
+	h := s.startHub(t)
+	id := h.processedAndDead("evt_ro", "evt_ro_dead")
 	h.failOn("evt_ro_dead", false)
 	msgs := h.StreamInfo().State.Msgs
 
-	pages := []struct {
-		path        string
-		adminAction bool // the admin sees an action here
-	}{
-		{"/console/", false},
-		{"/console/events", false},
-		{"/console/event?ref=" + url.QueryEscape("paddle:evt_ro"), true},
-		{"/console/dead-letters?subscriber=flaky", true},
-		{"/console/replay", true},
-		{"/console/event/republish?ref=" + url.QueryEscape("paddle:evt_ro"), true},
-		{"/console/dead-letters/redrive?subscriber=flaky", true},
-	}
 	admin.signIn(consoleAdminToken, "admin")
 	ro.signIn(consoleReadOnlyToken, "read-only")
-	for _, p := range pages {
-		admin.openOK(p.path)
-		if p.adminAction {
-			require.Positive(t, admin.count(".action"), "%s: the admin's page has actions (the check below can fail)", p.path)
-		}
-		ro.openOK(p.path)
-		require.Equal(t, "read-only", ro.text("#who"), p.path)
-		require.Zero(t, ro.count(".action"), "%s: no .action element for the read-only token", p.path)
-		require.Zero(t, ro.count(`form[method=post i]:not([action="/console/logout"])`), "%s: no form but sign-out posts", p.path)
-		require.Zero(t, ro.count(".redrive-button, #redrive-all, #republish, #dry-run, #confirm-replay, #confirm-republish, #confirm-redrive"), p.path)
-		if strings.HasPrefix(p.path, "/console/dead-letters?") {
+	noActionForReadOnly(t, admin, ro, "paddle:evt_ro", func(path string) {
+		require.Equal(t, "read-only", ro.text("#who"), path)
+		require.Zero(t, ro.count(".redrive-button, #redrive-all, #republish, #dry-run, #confirm-replay, #confirm-republish, #confirm-redrive"), path)
+		if strings.HasPrefix(path, "/console/dead-letters?") {
 			require.Equal(t, 1, ro.count(`tr.dead-letter`), "the read-only token sees the dead letter")
 		}
-	}
+	})
 
 	// Its POSTs, with a valid CSRF token from its own session.
-	ro.openOK("/console/")
-	csrf := ro.csrf()
-	refusesEveryAction(t, ro, csrf, "paddle:evt_ro", id)
-	time.Sleep(time.Second)
-	require.Equal(t, msgs, h.StreamInfo().State.Msgs, "nothing republished or replayed")
+	csrf := refusesEveryAction(t, ro, "paddle:evt_ro", id)
+	holds(t, time.Second, func() bool { return h.StreamInfo().State.Msgs == msgs }, "nothing republished or replayed")
 	require.Equal(t, 1, h.Count(`SELECT count(*) FROM flaky.dead_letters WHERE redrive_requested_at IS NULL AND redriven_at IS NULL`),
 		"no redrive requested")
 	require.Zero(t, h.effects("evt_ro_dead"))
@@ -557,7 +523,7 @@ func (b *browser) eventsLayout() layout {
 // title and on the event page); on a phone the status column is on screen.
 func testBrowserEventsLayout(t *testing.T, s *browserSuite) {
 	b := s.newBrowser(t)
-	h := s.startHub(t, b)
+	h := s.startHub(t)
 
 	longID := "evt_" + strings.Repeat("0123456789abcdef", 12) // 196 characters
 	longType := "subscription." + strings.Repeat("unbrokentoken", 8) + " created"
@@ -614,7 +580,7 @@ func testBrowserEventsLayout(t *testing.T, s *browserSuite) {
 // confirmation does it, once.
 func testBrowserConfirmActions(t *testing.T, s *browserSuite) {
 	b := s.newBrowser(t)
-	h := s.startHub(t, b)
+	h := s.startHub(t)
 	h.startFlaky()
 
 	h.Deliver("paddle", "evt_rp", "subscription.created")
@@ -637,13 +603,11 @@ func testBrowserConfirmActions(t *testing.T, s *browserSuite) {
 	require.Equal(t, 1, b.number("#plan-subscribers"), "flaky takes its subject")
 	require.Equal(t, []string{"paddle:evt_rp"}, b.attrs(`#confirm-republish input[name=ref]`, "value"), "the confirmation carries the plan")
 	b.screenshot("republish-plan")
-	time.Sleep(time.Second) // a click that published would show by now
-	require.Equal(t, msgs, h.StreamInfo().State.Msgs, "the plan published nothing")
+	holds(t, time.Second, func() bool { return h.StreamInfo().State.Msgs == msgs }, "the plan published nothing")
 	b.clickOK("#confirm-republish-button")
 	require.Contains(t, b.text("#flash"), "republished")
 	h.Eventually(func() bool { return h.StreamInfo().State.Msgs == msgs+1 }, "the confirmation republishes")
-	time.Sleep(time.Second)
-	require.Equal(t, msgs+1, h.StreamInfo().State.Msgs, "once")
+	holds(t, time.Second, func() bool { return h.StreamInfo().State.Msgs == msgs+1 }, "once")
 	require.Equal(t, 1, h.effects("evt_rp"), "flaky skipped the copy")
 
 	// Redrive all: the dead letters page's button shows the plan.
@@ -656,13 +620,12 @@ func testBrowserConfirmActions(t *testing.T, s *browserSuite) {
 	ids := b.attrs("#plan-letters tr.planned", "data-id")
 	require.Equal(t, []string{strings.Join(ids, ",")}, b.attrs(`#confirm-redrive input[name=ids]`, "value"), "the confirmation carries the plan's ids")
 	b.screenshot("redrive-plan")
-	time.Sleep(time.Second)
-	require.Zero(t, h.Count(`SELECT count(*) FROM flaky.dead_letters WHERE redrive_requested_at IS NOT NULL`), "the plan requested nothing")
+	holds(t, time.Second, func() bool {
+		return h.Count(`SELECT count(*) FROM flaky.dead_letters WHERE redrive_requested_at IS NOT NULL`) == 0
+	}, "the plan requested nothing")
 	require.Zero(t, h.effects("evt_d1")+h.effects("evt_d2"))
 	b.clickOK("#confirm-redrive-button")
 	require.Contains(t, b.text("#flash"), "redrive requested for 2 dead letter(s)")
 	h.Eventually(func() bool { return h.effects("evt_d1") == 1 && h.effects("evt_d2") == 1 }, "both redriven")
-	time.Sleep(time.Second)
-	require.Equal(t, 1, h.effects("evt_d1"), "once")
-	require.Equal(t, 1, h.effects("evt_d2"), "once")
+	holds(t, time.Second, func() bool { return h.effects("evt_d1") == 1 && h.effects("evt_d2") == 1 }, "each once")
 }

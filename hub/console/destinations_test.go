@@ -88,7 +88,7 @@ const timelineDestination = "billing_node"
 // endpoint's response as text in a capped box, never as markup.
 func testBrowserDestinationTimeline(t *testing.T, s *browserSuite) {
 	b := s.newBrowser(t)
-	h := s.startHub(t, b)
+	h := s.startHub(t)
 	h.Deliver("paddle", "evt_timeline", "subscription.created")
 	h.WaitPublished()
 	at := time.Now().Add(-time.Minute).UTC().Truncate(time.Millisecond)

@@ -40,40 +40,23 @@ var funcs = template.FuncMap{
 	},
 	// attemptOutcome is an HTTP attempt's outcome as the event page
 	// words it.
-	"attemptOutcome": func(o string) string {
-		switch o {
-		case deststate.OutcomeDeadLettered:
-			return "dead-lettered"
-		case deststate.OutcomeGone:
-			return "gone (410): destination disabled"
-		case deststate.OutcomeFailed:
-			return "failed: retried"
-		}
-		return o
-	},
+	"attemptOutcome": wording(map[string]string{
+		deststate.OutcomeDeadLettered: "dead-lettered",
+		deststate.OutcomeGone:         "gone (410): destination disabled",
+		deststate.OutcomeFailed:       "failed: retried",
+	}),
 	"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	// outcome is a subscriber's outcome as the event page words it.
-	"outcome": func(o string) string {
-		switch o {
-		case ops.OutcomeNone:
-			return "pending"
-		case ops.OutcomeNotPublished:
-			return "not published"
-		case ops.OutcomeWaiting:
-			return "waiting for its retry"
-		case ops.OutcomeNoConsumer:
-			return "no consumer on the stream"
-		case ops.OutcomeUnknown:
-			return "unknown (stream not reachable)"
-		case ops.OutcomeDeadLettered:
-			return "dead-lettered"
-		case ops.OutcomeProcessedAfterRedrive:
-			return "processed after redrive"
-		case ops.OutcomeSkippedStale:
-			return "skipped (stale)"
-		}
-		return o
-	},
+	"outcome": wording(map[string]string{
+		ops.OutcomeNone:                  "pending",
+		ops.OutcomeNotPublished:          "not published",
+		ops.OutcomeWaiting:               "waiting for its retry",
+		ops.OutcomeNoConsumer:            "no consumer on the stream",
+		ops.OutcomeUnknown:               "unknown (stream not reachable)",
+		ops.OutcomeDeadLettered:          "dead-lettered",
+		ops.OutcomeProcessedAfterRedrive: "processed after redrive",
+		ops.OutcomeSkippedStale:          "skipped (stale)",
+	}),
 	"lower": func(s string) string {
 		b := []byte(s)
 		for i, c := range b {
@@ -83,4 +66,15 @@ var funcs = template.FuncMap{
 		}
 		return string(b)
 	},
+}
+
+// wording is a template func that words a value as words says, and any
+// other value as it is.
+func wording(words map[string]string) func(string) string {
+	return func(v string) string {
+		if w, ok := words[v]; ok {
+			return w
+		}
+		return v
+	}
 }

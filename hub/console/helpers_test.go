@@ -235,6 +235,18 @@ func seed(t testing.TB, pool *pgxpool.Pool, now time.Time, n, dups int) []string
 
 // addDeadLetter makes a subscriber's tables (as the subscriber library
 // does when it first runs) and writes one dead letter of an event.
+// signedInSite is a new site with n events (and dups duplicate deliveries,
+// as seed), a dead letter of credits for the first, and a session signed
+// in with token: its cookie and CSRF token.
+func signedInSite(t testing.TB, n, dups int, token string) (s *site, ids []string, sc *http.Cookie, csrf string) {
+	t.Helper()
+	s = newSite(t)
+	ids = seed(t, s.pool, s.clock.Now(), n, dups)
+	addDeadLetter(t, s.pool, "credits", "paddle", ids[0])
+	sc, csrf = s.login(token)
+	return s, ids, sc, csrf
+}
+
 func addDeadLetter(t testing.TB, pool *pgxpool.Pool, sub, provider, eventID string) {
 	t.Helper()
 	require.NoError(t, subscriber.Migrate(context.Background(), pool, sub, nil))

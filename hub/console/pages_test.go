@@ -159,10 +159,7 @@ func TestHostileBodies(t *testing.T) {
 
 func TestBadInputs(t *testing.T) {
 	t.Parallel()
-	s := newSite(t)
-	ids := seed(t, s.pool, s.clock.Now(), 2, 0)
-	addDeadLetter(t, s.pool, "credits", "paddle", ids[0])
-	sc, csrf := s.login(adminToken)
+	s, ids, sc, csrf := signedInSite(t, 2, 0, adminToken)
 	for _, tc := range []struct {
 		path   string
 		status int
