@@ -34,6 +34,7 @@
 //   - hub/ops: the operator's tools behind the CLI, /admin/ and the console: events, replay, republish, dlq, purge, status, reconcile.
 //   - hub/admin: operator HTTP: the admin API under /admin/, the console it mounts, /metrics, pprof, the admin listener and its limits.
 //   - hub/console: the operator web console under /console/ (server-rendered pages, sessions, CSRF).
+//   - hub/internal/hubhttp: what both HTTP listeners share: the one table of error codes (hub.ErrorCode) to statuses, connection and body limits, panic recovery.
 //   - hub/bench: `hub bench`: the whole path measured end to end against batching disabled and the raw ceiling; `hub bench destinations`: the destinations process.
 //   - hub/service: wiring, configuration (HUB_*), startup in order and graceful shutdown.
 //   - hub/service/testhub: a whole hub in-process for a test: the one way a test runs a hub.
@@ -61,7 +62,6 @@
 //
 //   - internal/backoff: the one backoff of retries that double up to a cap.
 //   - internal/buildinfo: the version `hub version` prints and the HTTP clients' User-Agent.
-//   - internal/hubhttp: what both HTTP listeners share: the one table of error codes to statuses, connection and body limits, panic recovery.
 //   - internal/hubtest: a fresh Postgres database and an embedded JetStream server per test.
 //   - internal/jsontext: reads the shape of JSON text without decoding it:
 //     the one JSON scanner (hub/provider reads a body's members with it,

@@ -13,10 +13,10 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubhttp"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/server"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubhttp"
 )
 
 // Operator is the operator's tools (hub/ops's *Ops), as the console and
