@@ -15,6 +15,9 @@
 // Every package of the module, by path from the module root, with what it
 // provides (TestPackageMapIsComplete keeps this list equal to `go list
 // ./...`). docs/where-to-work.md says which of them a change starts in.
+// Imports run one way (TestImportsRunOneWay, tests included): internal/
+// imports nothing of hub/ or migrations, the subscriber side nothing of
+// hub/, schema neither.
 //
 // The hub, from the request to the stream:
 //
@@ -24,7 +27,7 @@
 //   - hub/provider/internal/derive: identifiers that look real but depend only on a seed (sample ids, Shopify's event id).
 //   - hub/provider/samples: realistic signed deliveries per provider, for `hub send`, the bench and the tests.
 //   - hub/store: the Postgres adapter, the only code that reads or writes the hub's tables (ingest, group commit, outbox, operators' queries).
-//   - hub/relay: every publish to JetStream: the fast path, the claiming relay, republished copies, the stream look-up.
+//   - hub/relay: the publishes of the outbox to JetStream: the fast path, the claiming relay, republished copies, the stream look-up (a replay's copies, for one subscriber, are published by hub/ops).
 //   - hub/metrics: the hub's Prometheus metrics.
 //
 // Around it:
@@ -43,7 +46,7 @@
 // The contract, the schema, and the subscriber side:
 //
 //   - schema: the hub ↔ subscriber contract: subjects, headers, payload types, JSON Schemas.
-//   - migrations: the hub's SQL migrations (one v0.1.0 schema so far), embedded in the hub binary only.
+//   - migrations: the hub's SQL migrations (v0.1.0's schema and the additive ones after it, docs/migrations.md), embedded in the hub binary only.
 //   - subscribers: the subscriber side's overview (library, example services, process runner).
 //   - subscribers/subscriber: the subscriber library: durable consumer, idempotency, dead letters, replay subjects.
 //   - subscribers/service: runs a subscriber service as a process (config, logging, connections, health, signals).

@@ -200,3 +200,40 @@ func TestCodeCitesExistingDocuments(t *testing.T) {
 	})
 	require.NoError(t, err)
 }
+
+// issueNumber is a citation of a tracker's issue by its number: the word
+// issue (or issues), a space or hyphen, an optional # and digits.
+var issueNumber = regexp.MustCompile(`(?i)\bissues?[ -]#?\d+`)
+
+// The code, the migrations and the documents (the CHANGELOG too) describe
+// behaviour, never cite an internal issue number, which tells a reader
+// outside the tracker nothing. Test data (providers' payloads) is left out.
+func TestNoIssueNumbers(t *testing.T) {
+	text := map[string]bool{".go": true, ".md": true, ".sql": true, ".yml": true, ".yaml": true, ".sh": true,
+		".mjs": true, ".js": true, ".html": true, ".tmpl": true, ".css": true, ".txt": true}
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !text[filepath.Ext(path)] {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(src), "\n") {
+			if m := issueNumber.FindString(line); m != "" {
+				t.Errorf("%s:%d cites %q: describe the behaviour instead", path, i+1, m)
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -105,6 +108,30 @@ func upTo(t *testing.T, ctx context.Context, pool *pgxpool.Pool, v int64) *migra
 	return m
 }
 
+// rollingCase is the rolling deploy across one migration.
+type rollingCase struct {
+	version int64
+	// added are the tables (or "table.column") the migration adds, kept
+	// the tables its Down keeps, changed the columns it changes in a way
+	// the previous release's statements still write.
+	added, kept, changed []string
+	// old are the previous release's statements, new those of the release
+	// that brought the migration (nil: none touch what it changes).
+	old, new statements
+}
+
+// rollingCases cover every migration after v0.1.0's schema
+// (TestEveryMigrationIsDocumentedAndRollingTested).
+var rollingCases = []rollingCase{
+	{version: 2, added: []string{"webhook_events.entities", "webhook_event_entities", "webhook_event_status.entities"}},
+	{version: 3, added: []string{"console_sessions", "console_oidc_logins"}, new: sessions00003},
+	{version: 4, added: []string{"audit_log"}, kept: []string{"audit_log"}, old: sessions00003, new: audit00004},
+	{version: 5, added: []string{"audit_log.heartbeat_at"}, kept: []string{"audit_log"},
+		changed: []string{"audit_log.params", "audit_log.result"}, old: audit00004},
+	{version: 6, added: []string{"console_sessions.ref", "console_sessions.token_sum", "console_sessions.identity"},
+		old: sessions00003},
+}
+
 // A rolling deploy across each migration (docs/migrations.md): the hubs of
 // the previous release go on running their own statements on the migrated
 // schema (every column they had is as it was), the hubs of the release that
@@ -114,19 +141,7 @@ func upTo(t *testing.T, ctx context.Context, pool *pgxpool.Pool, v int64) *migra
 // one again, apart from what the migration's Down keeps on purpose, and the
 // old statements still run.
 func TestRollingDeployAcrossMigrations(t *testing.T) {
-	for _, tc := range []struct {
-		version int64
-		// added are the tables (or "table.column") the migration adds,
-		// kept the tables its Down keeps, changed the columns it changes in
-		// a way the previous release's statements still write.
-		added, kept, changed []string
-		old, new             statements
-	}{
-		{version: 3, added: []string{"console_sessions", "console_oidc_logins"}, new: sessions00003},
-		{version: 4, added: []string{"audit_log"}, kept: []string{"audit_log"}, old: sessions00003, new: audit00004},
-		{version: 5, added: []string{"audit_log.heartbeat_at"}, kept: []string{"audit_log"},
-			changed: []string{"audit_log.params", "audit_log.result"}, old: audit00004},
-	} {
+	for _, tc := range rollingCases {
 		t.Run(migrationName(t, tc.version), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
@@ -191,4 +206,23 @@ func migrationName(t *testing.T, v int64) string {
 	require.NoError(t, err)
 	require.Len(t, names, 1, "migration %d", v)
 	return names[0]
+}
+
+// Every migration has its row in docs/migrations.md's table and, after
+// v0.1.0's schema, its rolling-deploy case (rollingCases).
+func TestEveryMigrationIsDocumentedAndRollingTested(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "migrations.md"))
+	require.NoError(t, err)
+	tested := map[int64]bool{}
+	for _, c := range rollingCases {
+		tested[c.version] = true
+	}
+	names, err := fs.Glob(migrations.Files(), "*.sql")
+	require.NoError(t, err)
+	for _, n := range names {
+		require.True(t, strings.Contains(string(doc), "\n| `"+n+"` |"), "docs/migrations.md's table has no row for %s", n)
+		v, err := strconv.ParseInt(n[:5], 10, 64)
+		require.NoError(t, err, n)
+		require.True(t, v == 1 || tested[v], "%s has no rolling-deploy case: add it to rollingCases", n)
+	}
 }

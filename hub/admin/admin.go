@@ -161,7 +161,7 @@ func (s *Server) mountAPI(r fiber.Router) {
 		res, err := op.Republish(c.UserContext(), f)
 		return s.answer(c, res, err)
 	})
-	// A bulk action (issue 21): a plan (dry_run, the default) or a run,
+	// A bulk action: a plan (dry_run, the default) or a run,
 	// bounded in time as a replay is (it waits replayWait for the
 	// subscriber, and refuses a rate that would publish for longer than
 	// replayPublish: larger runs are the console's or the CLI's).

@@ -13,7 +13,7 @@ import (
 	"github.com/hookhub/hookhub/hub"
 )
 
-// The audit trail in the browser (issue 21): an operator replays,
+// The audit trail in the browser: an operator replays,
 // republishes and redrives from the console; the audit page lists those
 // actions with the right names (the action, the token's fingerprint, the
 // console), newest first, filters them, and exports them as JSON lines.

@@ -13,7 +13,7 @@ import (
 	"github.com/hookhub/hookhub/subscribers/destination"
 )
 
-// TestBrowserEntity is the entity acceptance test (issue 21), on a browser
+// TestBrowserEntity is the entity acceptance test, on a browser
 // suite of its own: search an entity from the Events page and see its
 // events from two providers, newest first, with each subscriber's outcome.
 //

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The Sessions page (issue 27): an admin sees every session, theirs
+// The Sessions page: an admin sees every session, theirs
 // marked, plans the revocation of another (a read-only token's, signed in
 // elsewhere), confirms it; that session is refused at its next request,
 // and the audit trail lists the revocation under the admin's token.

@@ -1,6 +1,6 @@
 package console_test
 
-// The acceptance tests of the console (issue 13), in a real headless
+// The acceptance tests of the console, in a real headless
 // Chromium (Debian's package, driven with chromedp) against a whole hub on
 // real Postgres and an embedded JetStream server. Run them with
 //

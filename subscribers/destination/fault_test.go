@@ -29,7 +29,7 @@ import (
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
-// Fault tests (issue 20, Acceptance "Faults"): real Postgres, embedded
+// Fault tests: real Postgres, embedded
 // JetStream and real HTTP receivers; the faults are the receivers'.
 
 // endpoint is a receiver's handler the test switches between answering
