@@ -21,6 +21,15 @@ func emptyPool(t *testing.T) *pgxpool.Pool {
 	return pool
 }
 
+// hubMigrator is the hub's Migrator on pool, closed when the test ends.
+func hubMigrator(t *testing.T, pool *pgxpool.Pool) *migrate.Migrator {
+	t.Helper()
+	m, err := migrations.Hub(pool)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close() })
+	return m
+}
+
 // The hub's migrations (v0.1.0's squashed schema and those after it):
 // applied, checked, rolled back and
 // applied again on an empty database.
@@ -28,9 +37,7 @@ func TestHubSchema(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := emptyPool(t)
-	m, err := migrations.Hub(pool)
-	require.NoError(t, err)
-	defer m.Close()
+	m := hubMigrator(t, pool)
 	require.ErrorIs(t, m.Check(ctx), migrate.ErrPending)
 	files, err := fs.Glob(migrations.Files(), "*.sql")
 	require.NoError(t, err)
@@ -83,9 +90,7 @@ func TestDownKeepsAuditTrail(t *testing.T) {
 	pool, err := pgxpool.New(ctx, url)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	m, err := migrations.Hub(pool)
-	require.NoError(t, err)
-	defer m.Close()
+	m := hubMigrator(t, pool)
 	_, err = m.Up(ctx)
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, `INSERT INTO audit_log (at, actor_kind, actor_name, actor_role, via, action, params)
@@ -147,9 +152,7 @@ func TestPreReleaseDatabaseRefused(t *testing.T) {
 			publish_attempts integer NOT NULL DEFAULT 0, next_attempt_at timestamptz, stream_seq bigint)`)
 	require.NoError(t, err)
 
-	m, err := migrations.Hub(pool)
-	require.NoError(t, err)
-	defer m.Close()
+	m := hubMigrator(t, pool)
 	want := "this database was created by a pre-release hookhub; recreate it (its hub_schema_version records pre-release version 8"
 	err = m.Check(ctx)
 	require.ErrorIs(t, err, migrations.ErrPreRelease)
@@ -177,10 +180,8 @@ func TestSessionCredentialsMigrationEndsExistingSessions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := emptyPool(t)
-	m, err := migrations.Hub(pool)
-	require.NoError(t, err)
-	defer m.Close()
-	_, err = m.Up(ctx)
+	m := hubMigrator(t, pool)
+	_, err := m.Up(ctx)
 	require.NoError(t, err)
 	for {
 		ss, err := m.Status(ctx)

@@ -146,9 +146,7 @@ func TestRollingDeployAcrossMigrations(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			pool := emptyPool(t)
-			all, err := migrations.Hub(pool)
-			require.NoError(t, err)
-			defer all.Close()
+			all := hubMigrator(t, pool)
 			in := func(col string, list []string) bool {
 				for _, p := range list {
 					if col == p || strings.HasPrefix(col, p+".") {
@@ -182,7 +180,7 @@ func TestRollingDeployAcrossMigrations(t *testing.T) {
 			run(tc.old)
 			run(tc.new)
 
-			_, err = m.Down(ctx)
+			_, err := m.Down(ctx)
 			require.NoError(t, err)
 			back := columns(t, ctx, pool)
 			for col, def := range before {
