@@ -79,7 +79,7 @@ type ArchiveFilter struct {
 	// per row).
 	CountDeliveries bool
 
-	// Payload filters (issue 21, hub/payload.go): only ScanArchive reads
+	// Payload filters (hub/payload.go): only ScanArchive reads
 	// them; ListArchive refuses a filter with Where.
 	//
 	// Where are conditions on the payload, all of which a row meets.

@@ -15,6 +15,9 @@
 // Every package of the module, by path from the module root, with what it
 // provides (TestPackageMapIsComplete keeps this list equal to `go list
 // ./...`). docs/where-to-work.md says which of them a change starts in.
+// Imports run one way (TestImportsRunOneWay, tests included): internal/
+// imports nothing of hub/ or migrations, the subscriber side nothing of
+// hub/, schema neither.
 //
 // The hub, from the request to the stream:
 //
@@ -24,7 +27,7 @@
 //   - hub/provider/internal/derive: identifiers that look real but depend only on a seed (sample ids, Shopify's event id).
 //   - hub/provider/samples: realistic signed deliveries per provider, for `hub send`, the bench and the tests.
 //   - hub/store: the Postgres adapter, the only code that reads or writes the hub's tables (ingest, group commit, outbox, operators' queries).
-//   - hub/relay: every publish to JetStream: the fast path, the claiming relay, republished copies, the stream look-up.
+//   - hub/relay: the publishes of the outbox to JetStream: the fast path, the claiming relay, republished copies, the stream look-up (a replay's copies, for one subscriber, are published by hub/ops).
 //   - hub/metrics: the hub's Prometheus metrics.
 //
 // Around it:
@@ -34,6 +37,7 @@
 //   - hub/ops: the operator's tools behind the CLI, /admin/ and the console: events, replay, republish, dlq, purge, status, reconcile.
 //   - hub/admin: operator HTTP: the admin API under /admin/, the console it mounts, /metrics, pprof, the admin listener and its limits.
 //   - hub/console: the operator web console under /console/ (server-rendered pages, sessions, CSRF).
+//   - hub/internal/hubhttp: what both HTTP listeners share: the one table of error codes (hub.ErrorCode) to statuses, connection and body limits, panic recovery.
 //   - hub/bench: `hub bench`: the whole path measured end to end against batching disabled and the raw ceiling; `hub bench destinations`: the destinations process.
 //   - hub/service: wiring, configuration (HUB_*), startup in order and graceful shutdown.
 //   - hub/service/testhub: a whole hub in-process for a test: the one way a test runs a hub.
@@ -43,7 +47,7 @@
 // The contract, the schema, and the subscriber side:
 //
 //   - schema: the hub ↔ subscriber contract: subjects, headers, payload types, JSON Schemas.
-//   - migrations: the hub's SQL migrations (one v0.1.0 schema so far), embedded in the hub binary only.
+//   - migrations: the hub's SQL migrations (v0.1.0's schema and the additive ones after it, docs/migrations.md), embedded in the hub binary only.
 //   - subscribers: the subscriber side's overview (library, example services, process runner).
 //   - subscribers/subscriber: the subscriber library: durable consumer, idempotency, dead letters, replay subjects.
 //   - subscribers/service: runs a subscriber service as a process (config, logging, connections, health, signals).
@@ -63,7 +67,6 @@
 //
 //   - internal/backoff: the one backoff of retries that double up to a cap.
 //   - internal/buildinfo: the version `hub version` prints and the HTTP clients' User-Agent.
-//   - internal/hubhttp: what both HTTP listeners share: the one table of error codes to statuses, connection and body limits, panic recovery.
 //   - internal/hubtest: a fresh Postgres database and an embedded JetStream server per test.
 //   - internal/jsontext: reads the shape of JSON text without decoding it:
 //     the one JSON scanner (hub/provider reads a body's members with it,

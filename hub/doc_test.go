@@ -152,6 +152,34 @@ func TestDocumentLinksResolve(t *testing.T) {
 	}
 }
 
+// walkSources calls fn with the path and text of each file of the
+// repository whose extension is in exts, leaving out hidden directories,
+// test data and node_modules.
+func walkSources(t *testing.T, exts map[string]bool, fn func(path string, src []byte)) {
+	t.Helper()
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !exts[filepath.Ext(path)] {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		fn(path, src)
+		return nil
+	})
+	require.NoError(t, err)
+}
+
 var (
 	// docReference is a document named in a comment or a string of Go code.
 	docReference = regexp.MustCompile(`\b(?:docs/[A-Za-z0-9_.-]+\.md|[a-z/]*README\.md)`)
@@ -172,23 +200,7 @@ func TestCodeCitesExistingDocuments(t *testing.T) {
 		invariants[m[1]] = true
 	}
 	require.NotEmpty(t, invariants, "docs/DESIGN.md lists no invariants")
-	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") {
-			return nil
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
+	walkSources(t, map[string]bool{".go": true}, func(path string, src []byte) {
 		for _, ref := range docReference.FindAllString(string(src), -1) {
 			_, err := os.Stat(filepath.Join(root, ref))
 			require.NoError(t, err, "%s cites %s, which is not in the repository", path, ref)
@@ -196,9 +208,26 @@ func TestCodeCitesExistingDocuments(t *testing.T) {
 		for _, m := range invariantReference.FindAllStringSubmatch(string(src), -1) {
 			require.True(t, invariants[m[1]], "%s cites DESIGN invariant %s, which docs/DESIGN.md does not list", path, m[1])
 		}
-		return nil
 	})
-	require.NoError(t, err)
+}
+
+// issueNumber is a citation of a tracker's issue by its number: the word
+// issue (or issues), a space or hyphen, an optional # and digits.
+var issueNumber = regexp.MustCompile(`(?i)\bissues?[ -]#?\d+`)
+
+// The code, the migrations and the documents (the CHANGELOG too) describe
+// behaviour, never cite an internal issue number, which tells a reader
+// outside the tracker nothing. Test data (providers' payloads) is left out.
+func TestNoIssueNumbers(t *testing.T) {
+	text := map[string]bool{".go": true, ".md": true, ".sql": true, ".yml": true, ".yaml": true, ".sh": true,
+		".mjs": true, ".js": true, ".html": true, ".tmpl": true, ".css": true, ".txt": true}
+	walkSources(t, text, func(path string, src []byte) {
+		for i, line := range strings.Split(string(src), "\n") {
+			if m := issueNumber.FindString(line); m != "" {
+				t.Errorf("%s:%d cites %q: describe the behaviour instead", path, i+1, m)
+			}
+		}
+	})
 }
 
 // The operator surface reads destinations through deststate, never

@@ -2,7 +2,7 @@ package hub
 
 import "encoding/json"
 
-// Payload filters (issue 21): a condition on an archived event's JSON body,
+// Payload filters: a condition on an archived event's JSON body,
 // read over a bounded time range of the archive (no index on the payload).
 
 // PayloadMatch is one condition on the payload: the JSON value at Path

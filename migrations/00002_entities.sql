@@ -1,5 +1,5 @@
 -- +goose Up
--- Entities (issue 21): the business objects an event is about, as its
+-- Entities: the business objects an event is about, as its
 -- provider names them (hub.Entity), so that "every event about cus_123,
 -- newest first" is an index lookup.
 --

@@ -1,5 +1,5 @@
 -- +goose Up
--- The audit trail, whole and finished (issue 27; docs/operations.md,
+-- The audit trail, whole and finished (docs/operations.md,
 -- "Audit trail"; docs/security.md, "Database roles"):
 --
 --   * params and result are stored as the exact bytes hub/ops measured

@@ -1,5 +1,5 @@
 -- +goose Up
--- Issue 27: a console session lasts only as long as what granted it. Each
+-- A console session lasts only as long as what granted it. Each
 -- session is bound to its credential, and every request re-checks it
 -- against the configuration of the replica that serves it (hub/console):
 --   token_sum  the SHA-256 of the token a token session signed in with

@@ -18,6 +18,15 @@ func emptyPool(t *testing.T) *pgxpool.Pool {
 	return hubtest.NewPool(t, hubtest.DatabaseURL(t))
 }
 
+// hubMigrator is the hub's Migrator on pool, closed when the test ends.
+func hubMigrator(t *testing.T, pool *pgxpool.Pool) *migrate.Migrator {
+	t.Helper()
+	m, err := migrations.Hub(pool)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close() })
+	return m
+}
+
 // The hub's migrations (v0.1.0's squashed schema and those after it):
 // applied, checked, rolled back and
 // applied again on an empty database.
@@ -25,9 +34,7 @@ func TestHubSchema(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := emptyPool(t)
-	m, err := migrations.Hub(pool)
-	require.NoError(t, err)
-	defer m.Close()
+	m := hubMigrator(t, pool)
 	require.ErrorIs(t, m.Check(ctx), migrate.ErrPending)
 	files, err := fs.Glob(migrations.Files(), "*.sql")
 	require.NoError(t, err)
@@ -78,10 +85,8 @@ func TestDownKeepsAuditTrail(t *testing.T) {
 	ctx := context.Background()
 	url := hubtest.DatabaseURL(t)
 	pool := hubtest.NewPool(t, url)
-	m, err := migrations.Hub(pool)
-	require.NoError(t, err)
-	defer m.Close()
-	_, err = m.Up(ctx)
+	m := hubMigrator(t, pool)
+	_, err := m.Up(ctx)
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, `INSERT INTO audit_log (at, actor_kind, actor_name, actor_role, via, action, params)
 		VALUES (now(), 'cli', 'alice@ops-1', 'admin', 'cli', 'purge', '{"older_than":"720h"}')`)
@@ -142,9 +147,7 @@ func TestPreReleaseDatabaseRefused(t *testing.T) {
 			publish_attempts integer NOT NULL DEFAULT 0, next_attempt_at timestamptz, stream_seq bigint)`)
 	require.NoError(t, err)
 
-	m, err := migrations.Hub(pool)
-	require.NoError(t, err)
-	defer m.Close()
+	m := hubMigrator(t, pool)
 	want := "this database was created by a pre-release hookhub; recreate it (its hub_schema_version records pre-release version 8"
 	err = m.Check(ctx)
 	require.ErrorIs(t, err, migrations.ErrPreRelease)
@@ -172,10 +175,8 @@ func TestSessionCredentialsMigrationEndsExistingSessions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := emptyPool(t)
-	m, err := migrations.Hub(pool)
-	require.NoError(t, err)
-	defer m.Close()
-	_, err = m.Up(ctx)
+	m := hubMigrator(t, pool)
+	_, err := m.Up(ctx)
 	require.NoError(t, err)
 	for {
 		ss, err := m.Status(ctx)

@@ -18,8 +18,8 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubhttp"
 	"github.com/hookhub/hookhub/hub/ops"
-	"github.com/hookhub/hookhub/internal/hubhttp"
 )
 
 const (

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubhttp"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/relay"
-	"github.com/hookhub/hookhub/internal/hubhttp"
 )
 
 func TestOpsErrorStatus(t *testing.T) {

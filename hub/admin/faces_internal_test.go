@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubhttp"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/ops/opstest"
-	"github.com/hookhub/hookhub/internal/hubhttp"
 )
 
 // The admin API decodes every operator request as the console and the

@@ -9,7 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/hookhub/hookhub/hub/console"
-	"github.com/hookhub/hookhub/internal/hubhttp"
+	"github.com/hookhub/hookhub/hub/internal/hubhttp"
 )
 
 // The admin listener (Serve) has bounds of its own, sized to its real

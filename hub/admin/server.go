@@ -17,8 +17,8 @@ import (
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/console"
+	"github.com/hookhub/hookhub/hub/internal/hubhttp"
 	"github.com/hookhub/hookhub/hub/metrics"
-	"github.com/hookhub/hookhub/internal/hubhttp"
 )
 
 // Config configures a Server. Zero fields take the defaults

@@ -18,7 +18,7 @@ import (
 )
 
 // DestinationsConfig configures Destinations: the benchmark of the
-// destinations process (issue 20).
+// destinations process.
 type DestinationsConfig struct {
 	AdminURL   string   // a Postgres URL; bench databases are created next to it
 	HubCommand []string // how to start the hub; "serve" is appended

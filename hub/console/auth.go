@@ -15,8 +15,8 @@ import (
 	"github.com/gofiber/fiber/v2/utils"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubhttp"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubhttp"
 )
 
 // Session bounds: a session ends SessionLifetime after sign-in, or after

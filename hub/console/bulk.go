@@ -15,7 +15,7 @@ import (
 	"github.com/hookhub/hookhub/hub/ops"
 )
 
-// Bulk actions (issue 21): from the Events page's filter, "Bulk action…"
+// Bulk actions: from the Events page's filter, "Bulk action…"
 // (GET /console/bulk: choose replay to one subscriber or republish, and
 // see the plan: a dry run), then confirm (POST /console/bulk/run, admin),
 // then the job page with its progress and a Cancel button (POST). A bulk

@@ -13,10 +13,10 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubhttp"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/server"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubhttp"
 )
 
 // Operator is the operator's tools (hub/ops's *Ops), as the console and
@@ -242,12 +242,12 @@ func (cn *Console) Mount(r fiber.Router) {
 	g.Get("/audit", cn.authed(cn.auditPage))
 	g.Get("/audit.jsonl", cn.authed(cn.auditExport))
 	g.Get("/charts", cn.authed(cn.charts))
-	// The console's sessions (issue 27): listed by anyone signed in;
+	// The console's sessions: listed by anyone signed in;
 	// a revocation is planned (GET) and done by an admin (POST).
 	g.Get("/sessions", cn.authed(cn.sessionsPage))
 	g.Get("/sessions/revoke", cn.authed(cn.revokePlan))
 	g.Post("/sessions/revoke", cn.authed(cn.revoke))
-	// Bulk actions on the Events page's filter (issue 21): plan (GET, a
+	// Bulk actions on the Events page's filter: plan (GET, a
 	// dry run), run (POST), the job and its Cancel (POST).
 	g.Get("/bulk", cn.authed(cn.bulkPage))
 	g.Post("/bulk/run", cn.authed(cn.bulkRun))

@@ -15,7 +15,7 @@ import (
 	"github.com/hookhub/hookhub/hub/service/testhub"
 )
 
-// Issue 27: a session lasts only as long as what granted it.
+// A session lasts only as long as what granted it.
 
 const rotatedToken = "rotated-admin-token-0123456789abcdef0123456789"
 

@@ -184,7 +184,7 @@ type eventsView struct {
 	Rows     []ops.EventRow
 	Next     string // href of the next page; empty: none
 	Filtered bool
-	// Payload filters (issue 21): Truncated, the page stopped at its scan
+	// Payload filters: Truncated, the page stopped at its scan
 	// bound after reading Scanned rows; BulkHref starts a bulk action on
 	// the filter (it needs since).
 	Truncated bool

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/hookhub/hookhub/internal/hubhttp"
+	"github.com/hookhub/hookhub/hub/internal/hubhttp"
 )
 
 // safeText shows bytes as text an operator can read and a browser cannot

@@ -10,7 +10,7 @@ import (
 	"github.com/hookhub/hookhub/internal/backoff"
 )
 
-// Admission (issue 27): every expensive operation of Ops is admitted by
+// Admission: every expensive operation of Ops is admitted by
 // its cost before it runs, from whichever face calls it (the command
 // line, the admin API, the console). There are two pools, each with a
 // budget of its own:

@@ -28,7 +28,7 @@ import (
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
-// Figures of BenchmarkReadsBesideIngest (issue 27): webhooks arrive at
+// Figures of BenchmarkReadsBesideIngest: webhooks arrive at
 // benchRate a second for benchPhase, first alone, then while
 // benchSessions read-only sessions loop the most expensive reads (an
 // admin replay starts in the middle of it), benchRounds times, after an unmeasured warm-up phase.

@@ -17,7 +17,7 @@ import (
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
-// Bulk actions (issue 21): replay the events an EventFilter matches to one
+// Bulk actions: replay the events an EventFilter matches to one
 // subscriber (or destination: destinations are subscribers), or republish
 // them. A bulk action is planned first (a dry run: what matches, what the
 // subscriber processed already, the first events), then run at a bounded

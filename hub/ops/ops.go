@@ -60,7 +60,7 @@ const DefaultMaxReplayBytesHeld = 2 * MaxReplayBytes
 type Archive interface {
 	OutboxBacklog(ctx context.Context) (hub.Backlog, error)
 	ListArchive(ctx context.Context, f hub.ArchiveFilter) ([]hub.ArchivedDelivery, error)
-	// ScanArchive lists with payload filters, a bounded scan (issue 21).
+	// ScanArchive lists with payload filters, a bounded scan.
 	ScanArchive(ctx context.Context, f hub.ArchiveFilter) (hub.ArchiveScan, error)
 	FindEvent(ctx context.Context, archiveID uuid.UUID) (provider, eventID string, found bool, err error)
 	Event(ctx context.Context, provider, eventID string) (hub.EventRecord, bool, error)
@@ -150,7 +150,7 @@ type Ops struct {
 	// interrupted (InterruptStaleAudit), before this process's first.
 	swept atomic.Bool
 	log   *slog.Logger
-	// payloadScanRows bounds one page of a payload filter (issue 21);
+	// payloadScanRows bounds one page of a payload filter;
 	// payloadScanBytes its payload bytes, read payloadScanChunk rows a
 	// statement (MaxPayloadScanBytes, payloadScanChunk; tests lower them).
 	payloadScanRows  int

@@ -11,7 +11,7 @@ import (
 	"github.com/hookhub/hookhub/hub"
 )
 
-// Payload filters (issue 21): EventFilter.Where.
+// Payload filters: EventFilter.Where.
 //
 // A path is dot-separated object keys from the payload's root, each key
 // optionally followed by array indexes: data.object.customer,

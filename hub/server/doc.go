@@ -25,7 +25,7 @@
 // A request answered with its bytes unread (408, 413, 431, a connection
 // past the cap) is answered, then its connection lingers half-closed
 // (limits.go; the mechanism, shared with the admin listener, is
-// internal/hubhttp's).
+// hub/internal/hubhttp's).
 //
 // No 2xx is ever sent before the commit that contains the delivery. The
 // webhook's status mapping lives in errors.go (classify): the refusals of

@@ -6,9 +6,9 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubhttp"
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/provider"
-	"github.com/hookhub/hookhub/internal/hubhttp"
 )
 
 // Errors the handler returns for requests it refuses before verification.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/hookhub/hookhub/internal/hubhttp"
+	"github.com/hookhub/hookhub/hub/internal/hubhttp"
 )
 
 // Overload protection of the webhook listener. Four bounds keep a flood of

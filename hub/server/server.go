@@ -16,9 +16,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/internal/hubhttp"
 	"github.com/hookhub/hookhub/hub/metrics"
 	"github.com/hookhub/hookhub/hub/provider"
-	"github.com/hookhub/hookhub/internal/hubhttp"
 )
 
 // Ingester commits verified deliveries: the store, or a group committer in

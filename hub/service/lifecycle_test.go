@@ -17,6 +17,7 @@ import (
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/store"
+	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/internal/startstop"
 	"github.com/hookhub/hookhub/schema"
 )

@@ -15,7 +15,7 @@ import (
 	"github.com/hookhub/hookhub/hub"
 )
 
-// Payload filters (issue 21). A payload filter has no index: the scan
+// Payload filters. A payload filter has no index: the scan
 // walks ix_webhook_events_created_at backwards from the cursor (or Until)
 // as a listing does, and evaluates each condition (payload #> path =
 // ANY(values), jsonb equality) as a filter on the rows it reads, so

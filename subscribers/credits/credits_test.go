@@ -129,7 +129,7 @@ func TestRegisterChecksName(t *testing.T) {
 	require.ErrorContains(t, credits.Register(sub, credits.Options{}), `must be named "credits"`)
 }
 
-// Issue 11: a Paddle body whose data.id (or customer_id) holds \u0000
+// A Paddle body whose data.id (or customer_id) holds \u0000
 // cannot be written to the ledger. It is dead-lettered at its first
 // attempt with a readable error, instead of failing in Postgres on every
 // attempt; the other events flow.

@@ -5,28 +5,52 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hookhub/hookhub/hub/provider"
-	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/destination"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
-// sampleTypes is an event type of every provider the hub knows.
-var sampleTypes = map[string]string{
-	"paddle":            "subscription.created",
-	"clerk":             "user.created",
-	"stripe":            "customer.subscription.created",
-	"github":            "pull_request.opened",
-	"shopify":           "orders.create",
-	"standard-webhooks": "email.delivered",
-	"twilio":            "sms.status",
+// sample is a body of the hub's samples (hub/provider/samples) for one
+// provider and event type.
+type sample struct {
+	provider, eventType string
+	body                []byte
+}
+
+// hubSamples returns the samples of every provider the hub knows, sorted:
+// testdata/samples.json, which the hub's TestDestinationSamplesAreCurrent
+// keeps equal to what hub/provider/samples builds (the subscriber side
+// imports nothing from hub/).
+func hubSamples(t testing.TB) []sample {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", "samples.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var byProvider map[string]map[string]string
+	if err := json.Unmarshal(raw, &byProvider); err != nil {
+		t.Fatal(err)
+	}
+	var out []sample
+	for _, prov := range slices.Sorted(maps.Keys(byProvider)) {
+		for _, typ := range slices.Sorted(maps.Keys(byProvider[prov])) {
+			out = append(out, sample{prov, typ, []byte(byProvider[prov][typ])})
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("testdata/samples.json holds no sample")
+	}
+	return out
 }
 
 func event(prov, typ string, data []byte, received, occurred time.Time) subscriber.Event {
@@ -47,16 +71,9 @@ func TestEnvelopeOfEverySample(t *testing.T) {
 	sch := loadSchema(t, "jsonschema/destination-envelope.json")
 	now := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
 	received := now.Add(2 * time.Second)
-	for _, name := range provider.Names() {
-		typ, ok := sampleTypes[name]
-		if !ok {
-			t.Fatalf("no sample type for provider %s", name)
-		}
-		t.Run(name, func(t *testing.T) {
-			body, err := samples.Body(name, "evt_1", typ, nil, now)
-			if err != nil {
-				t.Fatal(err)
-			}
+	for _, smp := range hubSamples(t) {
+		name, typ, body := smp.provider, smp.eventType, smp.body
+		t.Run(name+"."+typ, func(t *testing.T) {
 			for _, occurred := range []time.Time{{}, now} {
 				ev := event(name, typ, body, received, occurred)
 				env, err := destination.Body(destination.PayloadEnvelope, ev)

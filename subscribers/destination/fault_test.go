@@ -22,7 +22,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/subscribers/destination"
 	"github.com/hookhub/hookhub/subscribers/destination/deststate"
@@ -31,7 +30,7 @@ import (
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
-// Fault tests (issue 20, Acceptance "Faults"): real Postgres, embedded
+// Fault tests: real Postgres, embedded
 // JetStream and real HTTP receivers; the faults are the receivers'.
 
 // endpoint is a receiver's handler the test switches between answering
@@ -668,28 +667,9 @@ func TestReplayResendsOnlyThatRange(t *testing.T) {
 		t.Fatalf("%d requests before the replay, want 20", n)
 	}
 
-	// The hub's own replay (hub/ops Ops.Replay), selecting sequences 3..6
-	// by their stream times: [time of 3, time of 7).
-	ctx := context.Background()
-	stream, err := h.env.JS.Stream(ctx, subtest.Stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	at := func(seq uint64) time.Time {
-		m, err := stream.GetMsg(ctx, seq)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m.Time
-	}
-	res, err := ops.New(ops.Config{Subscribers: h.env.Pool, JetStream: h.env.JS, Stream: subtest.Stream}).Replay(ctx, ops.ReplayRequest{
-		Subscriber: "replay_a", Since: at(3), Until: at(7), Wait: ops.MinReplayWait,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Matched != 4 || res.Delivered != 4 || res.FirstSeq != 3 || res.LastSeq != 6 {
-		t.Fatalf("replay %+v, want 4 events, sequences 3..6", res)
+	// Copies of sequences 3..6 for A alone, as the hub's replay publishes them.
+	for seq := uint64(3); seq <= 6; seq++ {
+		h.env.PublishReplayCopy(t, "replay_a", seq, "run1")
 	}
 	eventually(t, "A receives the 4 events again", func() bool { return len(rcvA.Received(t)) >= 14 })
 	time.Sleep(500 * time.Millisecond) // and nothing more, to A or B

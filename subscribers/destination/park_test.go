@@ -109,7 +109,7 @@ func ackPending(t *testing.T, h *harness, dest string) int {
 	return info.NumAckPending + int(info.NumPending)
 }
 
-// TestLongRetryAfterDoesNotHoldTheWindow (issue 27): 1,000 events
+// TestLongRetryAfterDoesNotHoldTheWindow: 1,000 events
 // answered 429 Retry-After: 86400 are parked out of the stream (their
 // messages acked: the window is free), waiting for max_retry_after (1h
 // by default), not 24h. The receiver back, new events are delivered
@@ -245,7 +245,7 @@ func TestRetryAfterCappedByTheHorizon(t *testing.T) {
 	eventually(t, "the redriven event delivered", func() bool { _, ok := th.lastAccepted(ids); return ok })
 }
 
-// TestRateLimitFromTheFirstRequest (issue 27): rate_limit 5 with
+// TestRateLimitFromTheFirstRequest: rate_limit 5 with
 // concurrency 8 and idle workers: a burst of 50 events goes out at 5 a
 // second from its first request (the bucket's burst of 5, then its
 // rate), by the receiver's arrival times. Before, idle workers held

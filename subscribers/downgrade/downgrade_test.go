@@ -172,7 +172,7 @@ func TestPlans(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, rec.Code)
 }
 
-// Issue 11: a Paddle body whose data.id or plan holds \u0000 is
+// A Paddle body whose data.id or plan holds \u0000 is
 // dead-lettered at its first attempt with a readable error; the account
 // of another subscription is updated meanwhile.
 func TestUnstorablePayloadsAreDeadLettered(t *testing.T) {

@@ -29,7 +29,7 @@ func withData(t *testing.T, m subtest.Message, key string, value any) subtest.Me
 	return m
 }
 
-// Issue 11: payload text holding \u0000 (a Paddle data.id, a Clerk first
+// Payload text holding \u0000 (a Paddle data.id, a Clerk first
 // name) is sanitized into the email, which is queued and sent once; an
 // address holding one is skipped as invalid. Nothing loops.
 func TestUnstorablePayloadText(t *testing.T) {
@@ -169,7 +169,7 @@ func (s *errorsSender) Send(ctx context.Context, m email.Message) error {
 	return s.next.Send(ctx, m)
 }
 
-// Issue 18, item 2: a Sender's error is user code too. A typed nil (a nil
+// A Sender's error is user code too. A typed nil (a nil
 // *PermanentError, whose Error dereferences it) or an error whose Error
 // panics is a failed send with a fixed text (retried, then given up; at
 // once when it says it is permanent); the process lives on and the other

@@ -15,11 +15,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/internal/hubtest"
-	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/internal/subtest"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
@@ -311,7 +309,7 @@ func TestResendReplays(t *testing.T) {
 			seq := env.Publish(t, m)
 			eventually(t, func() bool { return sub.Stats().Processed == 1 })
 
-			publishReplayCopy(t, env, name, seq, "run1")
+			env.PublishReplayCopy(t, name, seq, "run1")
 			if resend {
 				eventually(t, func() bool { return sub.Stats().Resent == 1 })
 				require.Equal(t, 2, c.get(m.EventID))
@@ -331,27 +329,4 @@ func TestResendReplays(t *testing.T) {
 			require.Equal(t, 1, env.Count(t, "SELECT count(*) FROM "+name+".processed_messages WHERE event_id = $1 AND outcome = 'processed'", m.EventID))
 		})
 	}
-}
-
-// publishReplayCopy publishes a copy of the stream's message seq on the
-// subscriber's replay subject, with the header rules of hub/ops/replay.go:
-// every header kept, Nats-Msg-Id "<msgid>:replay:<subscriber>:<run>" and
-// Hub-Replay-Of the original's sequence.
-func publishReplayCopy(t *testing.T, env *subtest.Env, sub string, seq uint64, run string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), subtest.Timeout)
-	defer cancel()
-	stream, err := env.JS.Stream(ctx, subtest.Stream)
-	require.NoError(t, err)
-	orig, err := stream.GetMsg(ctx, seq)
-	require.NoError(t, err)
-	md, err := schema.ParseMetadata(orig.Header)
-	require.NoError(t, err)
-	h := nats.Header{}
-	for k, v := range orig.Header {
-		h[k] = append([]string(nil), v...)
-	}
-	h.Set(schema.HeaderMsgID, schema.MsgID(md.Provider, md.EventID)+":replay:"+sub+":"+run)
-	h.Set(schema.HeaderReplayOf, strconv.FormatUint(seq, 10))
-	env.PublishRaw(t, &nats.Msg{Subject: schema.ReplaySubject(sub, orig.Subject), Data: orig.Data, Header: h})
 }

@@ -56,7 +56,7 @@ func storedDeadLetter(t *testing.T, env *subtest.Env, name string) subscriber.De
 	return d
 }
 
-// Acceptance (issue 11, item 4): a handler error holding NUL bytes or
+// A handler error holding NUL bytes or
 // invalid UTF-8, or one longer than 8 KiB whose cut falls inside a
 // character, and a panic with such a value, are dead-lettered within
 // MaxDeliver attempts, and the dead letter reads back with a valid UTF-8

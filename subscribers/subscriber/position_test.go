@@ -87,7 +87,7 @@ func TestStartAndWildcardFilter(t *testing.T) {
 	}
 	clerk := subtest.ClerkUserCreated(t, "msg_new_clerk", "user_1", "a@example.com", time.Now())
 	env.Publish(t, clerk)
-	publishReplayCopy(t, env, "someone_else", oldSeq, "r1")
+	env.PublishReplayCopy(t, "someone_else", oldSeq, "r1")
 	eventually(t, func() bool {
 		return subs["wild_new"].has(clerk.EventID) && subs["wild_all"].has(clerk.EventID) && subs["wild_time"].has(clerk.EventID)
 	}, "every subscriber receives the new clerk event")
@@ -100,7 +100,7 @@ func TestStartAndWildcardFilter(t *testing.T) {
 	require.False(t, subs["wild_new"].has(old.EventID) || subs["wild_new"].has(later.EventID), "start new: no history")
 
 	// Its own replay copy reaches it; someone_else's never did.
-	publishReplayCopy(t, env, "wild_new", oldSeq, "r2")
+	env.PublishReplayCopy(t, "wild_new", oldSeq, "r2")
 	eventually(t, func() bool { return subs["wild_new"].has(old.EventID) }, "the replay copy")
 	info := env.ConsumerInfo(t, "wild_new")
 	require.Equal(t, jetstream.DeliverNewPolicy, info.Config.DeliverPolicy)

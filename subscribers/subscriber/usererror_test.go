@@ -108,7 +108,7 @@ func badErrorsMain() {
 	})
 }
 
-// Acceptance (issue 18, item 2): a handler error whose methods are broken
+// A handler error whose methods are broken
 // (a typed nil whose Error dereferences it, an Error that panics or calls
 // runtime.Goexit, an Unwrap that panics, a panic value that cannot be
 // printed) is a failed attempt with a fixed text, dead-lettered within

@@ -12,7 +12,7 @@ import (
 	"github.com/hookhub/hookhub/hub/bench"
 )
 
-// Targets of issue 20's benchmark, printed next to the figures.
+// Targets of the destinations benchmark, printed next to the figures.
 const (
 	destTargetPerSecond = 3000
 	destTargetP99ms     = 50
@@ -169,7 +169,7 @@ func printDestinationsReport(w io.Writer, rep bench.DestinationsReport) {
 			fmt.Fprintf(w, "round %d: ingest p99 %.1f ms without, %.1f ms with destinations: %.2fx%s\n", n+1, round[0].P99ms, round[1].P99ms, ratioOf(round[1].P99ms, round[0].P99ms), mark)
 		}
 	}
-	fmt.Fprintln(w, "\nagainst issue 20's targets:")
+	fmt.Fprintln(w, "\nagainst the targets:")
 	verdict := func(ok bool) string {
 		if ok {
 			return "met"

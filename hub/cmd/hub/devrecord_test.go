@@ -42,7 +42,7 @@ func hold4222(t *testing.T) {
 	t.Cleanup(func() { l.Close() })
 }
 
-// Acceptance (issue 18, item 13): with 4222 taken, `hub dev` runs its NATS
+// With 4222 taken, `hub dev` runs its NATS
 // on another port and records it under HUB_DATA_DIR; status and replay,
 // without HUB_NATS_URL, reach that server and say so (stderr, or the
 // "nats" field of --json). The record is removed when hub dev stops. A

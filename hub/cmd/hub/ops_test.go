@@ -134,12 +134,12 @@ func TestOperatorCommands(t *testing.T) {
 		{[]string{"bench", "destinations", "extra"}, 2, "", "takes no arguments"},
 		{[]string{"bench", "destinations", "--help"}, 0, "trivial receiver", ""},
 		{[]string{"replay", "--help"}, 0, "private replay subjects", ""},
-		// Payload filters and bulk actions (issue 21).
+		// Payload filters and bulk actions.
 		{[]string{"events", "list", "--where", "a=1", "--since", "1h"}, 0, "evt_cli", ""},
 		{[]string{"events", "list", "--where", "a=2", "--since", "1h"}, 0, "no events match", ""},
 		{[]string{"events", "list", "--where", "a=1"}, 0, "evt_cli", ""}, // the last 7 days
 		{[]string{"events", "list", "--where", "a=1", "--since", "8d"}, 2, "", "--since: a payload filter searches at most 7d"},
-		// Exactly the longest range: "now" is taken once (issue 27).
+		// Exactly the longest range: "now" is taken once.
 		{[]string{"events", "list", "--where", "a=1", "--since", "7d"}, 0, "evt_cli", ""},
 		{[]string{"bulk", "republish", "--since", "7d", "--where", "a=1", "--dry-run", "--json"}, 0, `"not_published":1`, ""},
 		{[]string{"events", "list", "--where", "nope", "--since", "1h"}, 2, "", `--where: "nope" is not path=value`},

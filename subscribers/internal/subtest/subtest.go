@@ -1,7 +1,7 @@
 // Package subtest gives the subscriber tests their real components (a
 // fresh Postgres database, an embedded JetStream server with the hub's
 // stream) and publishes messages shaped exactly like the hub's: the
-// provider's body (built by hub/provider/samples) as data, Nats-Msg-Id
+// provider's body (in the contract's shapes, package schema) as data, Nats-Msg-Id
 // "<provider>:<event_id>" and the Hub-* headers of schema.Metadata.
 package subtest
 
@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,7 +23,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
@@ -140,6 +140,28 @@ func (e *Env) Republish(t testing.TB, m Message, n int) {
 	}
 }
 
+// PublishReplayCopy publishes a copy of stream sequence seq for subscriber
+// sub alone, as the hub's replay does: on schema.ReplaySubject, with the
+// original's headers, Hub-Replay-Of and a message id of the replay run.
+func (e *Env) PublishReplayCopy(t testing.TB, sub string, seq uint64, run string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	stream, err := e.JS.Stream(ctx, Stream)
+	require.NoError(t, err)
+	orig, err := stream.GetMsg(ctx, seq)
+	require.NoError(t, err)
+	md, err := schema.ParseMetadata(orig.Header)
+	require.NoError(t, err)
+	h := nats.Header{}
+	for k, v := range orig.Header {
+		h[k] = append([]string(nil), v...)
+	}
+	h.Set(schema.HeaderMsgID, schema.MsgID(md.Provider, md.EventID)+":replay:"+sub+":"+run)
+	h.Set(schema.HeaderReplayOf, strconv.FormatUint(seq, 10))
+	e.PublishRaw(t, &nats.Msg{Subject: schema.ReplaySubject(sub, orig.Subject), Data: orig.Data, Header: h})
+}
+
 // Rewind resets the durable consumer to the stream's first message, as an
 // operator replay does: every message is delivered again.
 func (e *Env) Rewind(t testing.TB, consumer string) {
@@ -181,13 +203,14 @@ func (e *Env) Count(t testing.TB, query string, args ...any) int {
 	return n
 }
 
-// PaddleBody returns a Paddle Billing notification body (samples.Body)
-// carrying data.
+// PaddleBody returns a Paddle Billing notification body (the contract's
+// schema.PaddleEvent) carrying data.
 func PaddleBody(t testing.TB, eventID, eventType string, occurredAt time.Time, data any) []byte {
 	t.Helper()
 	d, err := json.Marshal(data)
 	require.NoError(t, err)
-	b, err := samples.Body("paddle", eventID, eventType, d, occurredAt)
+	b, err := json.Marshal(schema.PaddleEvent{EventID: eventID, EventType: eventType,
+		OccurredAt: occurredAt.UTC().Truncate(time.Microsecond), NotificationID: "ntf_" + eventID, Data: d})
 	require.NoError(t, err)
 	return b
 }
@@ -237,7 +260,8 @@ func ClerkUserCreated(t testing.TB, svixID, userID, email string, at time.Time) 
 	}
 	d, err := json.Marshal(data)
 	require.NoError(t, err)
-	body, err := samples.Body("clerk", svixID, schema.ClerkUserCreated, d, at)
+	body, err := json.Marshal(schema.ClerkEvent{Type: schema.ClerkUserCreated, Object: "event",
+		Timestamp: at.UnixMilli(), InstanceID: "ins_subtest", Data: d})
 	require.NoError(t, err)
 	return Message{Provider: "clerk", EventType: schema.ClerkUserCreated, EventID: svixID, Body: body, OccurredAt: at.Truncate(time.Millisecond)}
 }

@@ -2,8 +2,8 @@
 // tests: Node, a Node process (testdata/receiver/receiver.mjs of
 // subscribers/destination) verifying each delivery with the official npm
 // packages standardwebhooks and svix, and Go, an in-process receiver
-// verifying with the hub's own Standard Webhooks verifier
-// (provider.NewStandardWebhooks) that also offers fault knobs (Hang,
+// verifying with Verify (the official libraries' rule, written apart from
+// the destination's signer) that also offers fault knobs (Hang,
 // EndlessBody, RedirectLoop, Handler).
 //
 // Both share one contract (Receiver): they verify with the first secret
@@ -16,6 +16,6 @@
 // `npm ci --prefix subscribers/destination/testdata/receiver`; without them
 // it skips the test, unless HOOKHUB_REQUIRE_SDK=1 (CI) makes it fail.
 //
-// It is test support: it imports hub/provider, which the destination
-// package itself must not.
+// It is test support of the subscriber side: like the destination package,
+// it imports nothing from hub/.
 package receivertest

@@ -2,24 +2,24 @@ package receivertest
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/hookhub/hookhub/hub/provider"
 )
 
-// GoReceiver is Node's contract in process: it verifies with the hub's
-// Standard Webhooks verifier, which reads the svix-* spellings as the svix
-// package does, so VerifiedStd and VerifiedSvix are its one verdict.
+// GoReceiver is Node's contract in process: it verifies with Verify,
+// which reads the svix-* spellings as the svix package does, so
+// VerifiedStd and VerifiedSvix are its one verdict.
 type GoReceiver struct {
-	srv      *httptest.Server
-	verifier *provider.StandardWebhooks
-	stop     chan struct{} // closed when the test ends: releases Hang and EndlessBody
+	srv    *httptest.Server
+	secret string
+	stop   chan struct{} // closed when the test ends: releases Hang and EndlessBody
 
 	mu       sync.Mutex
 	control  Control
@@ -35,11 +35,10 @@ func Go(t testing.TB, secrets ...string) *GoReceiver {
 	if len(secrets) == 0 {
 		t.Fatal("receivertest.Go: no secret")
 	}
-	v, err := provider.NewStandardWebhooks(secrets[:1], provider.Options{})
-	if err != nil {
-		t.Fatalf("receivertest.Go: %v", err)
+	if _, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secrets[0], "whsec_")); err != nil {
+		t.Fatalf("receivertest.Go: secret: %v", err)
 	}
-	g := &GoReceiver{verifier: v, stop: make(chan struct{}),
+	g := &GoReceiver{secret: secrets[0], stop: make(chan struct{}),
 		attempts: map[string]int{}, accepted: map[string]bool{}}
 	g.srv = httptest.NewServer(http.HandlerFunc(g.serve))
 	t.Cleanup(func() {
@@ -91,7 +90,7 @@ func (g *GoReceiver) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec := record(r, body)
-	_, verr := g.verifier.Verify(provider.Request{Header: r.Header, Body: body, URI: r.URL.RequestURI(), Now: time.Now()})
+	verr := Verify(g.secret, r.Header, body, time.Now())
 	rec.VerifiedStd, rec.VerifiedSvix = verr == nil, verr == nil
 
 	g.mu.Lock()

@@ -96,7 +96,12 @@ func TestGoReceiverFaults(t *testing.T) {
 				t.Fatalf("hang: err %v, want a client timeout", err)
 			}
 			tc.check(t, resp, err)
+			// The client may give up (hang) before the receiver records
+			// the request: wait for the record, within a deadline.
 			got := r.Received(t)
+			for deadline := time.Now().Add(10 * time.Second); len(got) == 0 && time.Now().Before(deadline); got = r.Received(t) {
+				time.Sleep(10 * time.Millisecond)
+			}
 			if len(got) != 1 || !got[0].VerifiedStd || got[0].ID != "stripe:evt_"+tc.name {
 				t.Fatalf("received %+v", got)
 			}

@@ -1,4 +1,4 @@
-package tracing_test
+package service_test
 
 import (
 	"bytes"
@@ -71,7 +71,7 @@ func TestTraceEndToEnd(t *testing.T) {
 	_, _ = rand.Read(caller.SpanID[:])
 	caller.TraceFlags = trace.FlagsSampled
 	callerSC := trace.NewSpanContext(caller)
-	post(t, hub.URL, "evt_trace_e2e", tracing.TraceParent(callerSC))
+	postTraced(t, hub.URL, "evt_trace_e2e", tracing.TraceParent(callerSC))
 
 	var inHandler trace.SpanContext
 	select {
@@ -133,7 +133,7 @@ func TestTraceEndToEnd(t *testing.T) {
 	require.Equal(t, tracing.TraceParent(publish.SpanContext()), msg.Header.Get(schema.HeaderTraceParent))
 }
 
-func post(t *testing.T, base, eventID, traceparent string) {
+func postTraced(t *testing.T, base, eventID, traceparent string) {
 	t.Helper()
 	p, err := provider.New("paddle", []string{e2eSecret}, provider.Options{})
 	require.NoError(t, err)
