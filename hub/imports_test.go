@@ -30,8 +30,7 @@ var importRules = []importRule{
 
 // importAllowed are imports the rules forbid that are let through for now,
 // as "from -> to".
-var importAllowed = map[string]bool{
-}
+var importAllowed = map[string]bool{}
 
 // under reports whether path is dir or below it.
 func under(path, dir string) bool {
