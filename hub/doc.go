@@ -35,6 +35,7 @@
 //   - hub/backfill: lists a provider's events through its API and ingests those whose webhooks never arrived.
 //   - hub/backfill/fakeapi: local fakes of the providers' event APIs, for backfill's tests.
 //   - hub/ops: the operator's tools behind the CLI, /admin/ and the console: events, replay, republish, dlq, purge, status, reconcile.
+//   - hub/ops/opstest: the cases every operator face (admin API, console, CLI) decodes alike, shared by their tests.
 //   - hub/admin: operator HTTP: the admin API under /admin/, the console it mounts, /metrics, pprof, the admin listener and its limits.
 //   - hub/console: the operator web console under /console/ (server-rendered pages, sessions, CSRF).
 //   - hub/internal/hubhttp: what both HTTP listeners share: the one table of error codes (hub.ErrorCode) to statuses, connection and body limits, panic recovery.

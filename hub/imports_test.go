@@ -113,7 +113,7 @@ func TestImportRulesCatchViolations(t *testing.T) {
 		{"internal/hubhttp", "hub", true},
 		{"internal/tracing", "hub/service/testhub", true},
 		{"internal/pgurl", "migrations", true},
-		{"internal/hubtest", "migrations", false}, // the temporary allowance
+		{"internal/hubtest", "migrations", true},
 		{"subscribers/internal/subtest", "hub/provider/samples", true},
 		{"subscribers/destination/internal/receivertest", "hub/provider", true},
 		{"subscribers/destination", "hub/ops", true},
