@@ -275,9 +275,7 @@ func buildHub(t *testing.T) string { return hubtest.Build(t, "../cmd/hub") }
 // and HUB_HTTP_ADDR are taken: the hubs get their own, /metrics is read
 // from their admin listeners, and the preload is in no run's counts.
 func TestRunPreloadedWhateverTheEnvironment(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the hub binary")
-	}
+	hubtest.Soak(t) // six benchmark runs of the built hub binary
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc")
 	}

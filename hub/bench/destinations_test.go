@@ -20,9 +20,7 @@ import (
 // JetStream. It checks the machinery (every event received once, every
 // figure measured), never the speed.
 func TestDestinationsBench(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the hub and destinations binaries")
-	}
+	hubtest.Soak(t) // the destinations benchmark, end to end on the built binaries
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc")
 	}

@@ -11,7 +11,8 @@ import (
 const SoakEnv = "HOOKHUB_SOAK"
 
 // Soak skips the calling soak test (a load held for a while, a flood of
-// connections, a memory ceiling measured on a process) unless HOOKHUB_SOAK
+// connections, a memory ceiling measured on a process, a benchmark run end
+// to end on the built binaries) unless HOOKHUB_SOAK
 // is 1 or -run names the test, and in -short mode: the default run stays
 // fast and does not depend on an idle machine. Run them on purpose, alone
 // on the machine.
