@@ -169,10 +169,11 @@ func parseReplay(q url.Values, now time.Time, run bool) (replayForm, ops.ReplayR
 // waiting" (all) is not taken: the plan (GET /console/dead-letters/redrive)
 // resolves it to ids first, so that the operator sees what is redriven.
 func parseRedrive(q url.Values) ([]ops.RedriveRequest, error) {
-	if q.Has("all") {
+	reqs, err := ops.DecodeRedrive(opsValues(q))
+	if err == nil && q.Has("all") {
 		return nil, &ops.InputError{Field: "all", Reason: "redrive every dead letter waiting through its plan (the Redrive all button), which lists them first"}
 	}
-	return ops.DecodeRedrive(opsValues(q))
+	return reqs, err
 }
 
 // Values is the filter as a query (the fields typed), for links.

@@ -110,7 +110,7 @@ func DecodeRedrive(v Values) ([]RedriveRequest, error) {
 	sub, d := v.Get("subscriber"), decoder{v: v}
 	if !v.Has("ids") {
 		req := RedriveRequest{Subscriber: sub, ID: d.int64("id", "must be a dead letter's id (a positive number)"), All: d.bool("all", false)}
-		if d.err == nil && req.ID == 0 && !req.All {
+		if d.err == nil && (req.ID == 0) == !req.All {
 			d.err = errExactlyOne
 		}
 		return []RedriveRequest{req}, d.err
