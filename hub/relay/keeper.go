@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -94,18 +95,9 @@ type KeeperConfig struct {
 // WithDefaults returns a copy of c with every zero field that has a
 // default set to it. NewKeeper calls it, then Validate.
 func (c KeeperConfig) WithDefaults() KeeperConfig {
-	if c.Interval == 0 {
-		c.Interval = DefaultKeeperInterval
-	}
-	if c.RestoreBatch == 0 {
-		c.RestoreBatch = DefaultRestoreBatch
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	c.Interval = cmp.Or(c.Interval, DefaultKeeperInterval)
+	c.RestoreBatch = cmp.Or(c.RestoreBatch, DefaultRestoreBatch)
+	c.Logger, c.Now = clockDefaults(c.Logger, c.Now)
 	return c
 }
 
@@ -131,12 +123,7 @@ func (c KeeperConfig) Validate() error {
 	if c.MaxBodyBytes < 0 {
 		bad("MaxBodyBytes", "must not be negative, got %d", c.MaxBodyBytes)
 	}
-	if c.Logger == nil {
-		bad("Logger", "is required")
-	}
-	if c.Now == nil {
-		bad("Now", "is required")
-	}
+	checkClock(bad, c.Logger, c.Now)
 	return errors.Join(errs...)
 }
 
