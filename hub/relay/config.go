@@ -99,10 +99,8 @@ func (c Config) WithDefaults() Config {
 // Validate checks c as it is (a zero field that has a default fails until
 // WithDefaults fills it in) and names every field at fault.
 func (c Config) Validate() error {
-	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("relay: %s %s", field, fmt.Sprintf(format, args...)))
-	}
+	f := faults{what: "relay"}
+	bad := f.bad
 	if c.Stream == "" {
 		bad("Stream", "is required")
 	}
@@ -133,8 +131,7 @@ func (c Config) Validate() error {
 	if c.Workers < 1 {
 		bad("Workers", "must be at least 1, got %d", c.Workers)
 	}
-	checkClock(bad, c.Logger, c.Now)
-	return errors.Join(errs...)
+	return f.clock(c.Logger, c.Now)
 }
 
 // fastMaxAge is the age past which the fast path leaves a row to the
@@ -155,12 +152,23 @@ func clockDefaults(l *slog.Logger, now func() time.Time) (*slog.Logger, func() t
 	return l, now
 }
 
-// checkClock reports an unset logger or clock to bad.
-func checkClock(bad func(field, format string, args ...any), l *slog.Logger, now func() time.Time) {
+// faults gathers what a config's Validate finds, each naming its field.
+type faults struct {
+	what string // whose config: the errors' prefix
+	errs []error
+}
+
+func (f *faults) bad(field, format string, args ...any) {
+	f.errs = append(f.errs, fmt.Errorf("%s: %s %s", f.what, field, fmt.Sprintf(format, args...)))
+}
+
+// clock adds an unset logger or clock to the faults and returns them all.
+func (f *faults) clock(l *slog.Logger, now func() time.Time) error {
 	if l == nil {
-		bad("Logger", "is required")
+		f.bad("Logger", "is required")
 	}
 	if now == nil {
-		bad("Now", "is required")
+		f.bad("Now", "is required")
 	}
+	return errors.Join(f.errs...)
 }

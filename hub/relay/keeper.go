@@ -104,10 +104,8 @@ func (c KeeperConfig) WithDefaults() KeeperConfig {
 // Validate checks c as it is (a zero field that has a default fails until
 // WithDefaults fills it in) and names every field at fault.
 func (c KeeperConfig) Validate() error {
-	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("keeper: %s %s", field, fmt.Sprintf(format, args...)))
-	}
+	f := faults{what: "keeper"}
+	bad := f.bad
 	if c.Stream.Name == "" {
 		bad("Stream.Name", "is required")
 	}
@@ -123,8 +121,7 @@ func (c KeeperConfig) Validate() error {
 	if c.MaxBodyBytes < 0 {
 		bad("MaxBodyBytes", "must not be negative, got %d", c.MaxBodyBytes)
 	}
-	checkClock(bad, c.Logger, c.Now)
-	return errors.Join(errs...)
+	return f.clock(c.Logger, c.Now)
 }
 
 // The restore's bounds.
