@@ -60,11 +60,7 @@ func (in auditQuery) filterValues() url.Values {
 
 func (cn *Console) auditPage(c *fiber.Ctx, s *session) error {
 	v := auditView{Actions: auditActions}
-	q, err := queryValues(c)
-	if err != nil {
-		return cn.auditError(c, s, v, err)
-	}
-	in, f, err := parseAudit(q, cn.cfg.Operator.Now())
+	in, f, err := parseQuery(c, cn.cfg.Operator.Now(), parseAudit)
 	v.Q = in
 	v.Filtered = in != (auditQuery{})
 	if err != nil {
@@ -100,11 +96,7 @@ func (cn *Console) auditError(c *fiber.Ctx, s *session, v auditView, err error) 
 // ops.MaxAuditExport, as a download. The first page is read before the
 // answer starts, so a bad filter is shown as the page's error.
 func (cn *Console) auditExport(c *fiber.Ctx, s *session) error {
-	q, err := queryValues(c)
-	if err != nil {
-		return cn.failErr(c, s, err)
-	}
-	_, f, err := parseAudit(q, cn.cfg.Operator.Now())
+	_, f, err := parseQuery(c, cn.cfg.Operator.Now(), parseAudit)
 	if err != nil {
 		return cn.failErr(c, s, err)
 	}

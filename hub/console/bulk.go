@@ -58,11 +58,7 @@ type bulkView struct {
 }
 
 func (cn *Console) bulkPage(c *fiber.Ctx, s *session) error {
-	q, err := queryValues(c)
-	if err != nil {
-		return cn.failErr(c, s, err)
-	}
-	subs, err := cn.cfg.Operator.Subscribers(c.UserContext())
+	q, subs, err := cn.querySubscribers(c)
 	if err != nil {
 		return cn.failErr(c, s, err)
 	}

@@ -83,6 +83,28 @@ func queryValues(c *fiber.Ctx) (url.Values, error) {
 	return parseForm(string(c.Request().URI().QueryString()))
 }
 
+// parseQuery reads the query string with parse; on an unreadable query
+// the parsed values are zero.
+func parseQuery[Q, F any](c *fiber.Ctx, now time.Time, parse func(url.Values, time.Time) (Q, F, error)) (Q, F, error) {
+	q, err := queryValues(c)
+	if err != nil {
+		var in Q
+		var f F
+		return in, f, err
+	}
+	return parse(q, now)
+}
+
+// querySubscribers is the query string and the subscribers a page offers.
+func (cn *Console) querySubscribers(c *fiber.Ctx) (url.Values, []string, error) {
+	q, err := queryValues(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	subs, err := cn.cfg.Operator.Subscribers(c.UserContext())
+	return q, subs, err
+}
+
 // displayable makes text of untrusted origin fit to echo into a page:
 // valid UTF-8 without control characters (each replaced by U+FFFD).
 func displayable(s string) string {

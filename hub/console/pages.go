@@ -196,11 +196,7 @@ var statuses = []string{"PENDING", "PROCESSED", "SKIPPED", "FAILED"}
 
 func (cn *Console) events(c *fiber.Ctx, s *session) error {
 	v := eventsView{Statuses: statuses}
-	q, err := queryValues(c)
-	if err != nil {
-		return cn.eventsError(c, s, v, err)
-	}
-	in, f, err := parseEvents(q, cn.cfg.Operator.Now())
+	in, f, err := parseQuery(c, cn.cfg.Operator.Now(), parseEvents)
 	v.Q = in
 	if err != nil {
 		return cn.eventsError(c, s, v, err)
@@ -324,11 +320,7 @@ type deadLettersView struct {
 }
 
 func (cn *Console) deadLetters(c *fiber.Ctx, s *session) error {
-	q, err := queryValues(c)
-	if err != nil {
-		return cn.failErr(c, s, err)
-	}
-	subs, err := cn.cfg.Operator.Subscribers(c.UserContext())
+	q, subs, err := cn.querySubscribers(c)
 	if err != nil {
 		return cn.failErr(c, s, err)
 	}

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -80,55 +81,26 @@ type Config struct {
 // WithDefaults returns a copy of c with every zero field that has a
 // default set to it. New calls it, then Validate.
 func (c Config) WithDefaults() Config {
-	if c.BatchSize == 0 {
-		c.BatchSize = DefaultBatchSize
-	}
-	if c.PublishTimeout == 0 {
-		c.PublishTimeout = DefaultPublishTimeout
-	}
-	if c.Lease == 0 {
-		c.Lease = 3 * c.PublishTimeout
-	}
-	if c.FastPublishTimeout == 0 {
-		c.FastPublishTimeout = min(DefaultFastPublishTimeout, c.PublishTimeout)
-	}
-	if c.MinBackoff == 0 {
-		c.MinBackoff = DefaultMinBackoff
-	}
-	if c.MaxBackoff == 0 {
-		c.MaxBackoff = max(c.MinBackoff, min(DefaultMaxBackoff, c.DuplicateWindow/4))
-	}
-	if c.PollInterval == 0 {
-		c.PollInterval = DefaultPollInterval
-	}
-	if c.MarkDelay == 0 {
-		c.MarkDelay = DefaultMarkDelay
-	}
-	if c.MarkBatch == 0 {
-		c.MarkBatch = DefaultMarkBatch
-	}
-	if c.Workers == 0 {
-		c.Workers = DefaultWorkers
-	}
-	if c.Grace == 0 {
-		c.Grace = DefaultGrace
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	c.BatchSize = cmp.Or(c.BatchSize, DefaultBatchSize)
+	c.PublishTimeout = cmp.Or(c.PublishTimeout, DefaultPublishTimeout)
+	c.Lease = cmp.Or(c.Lease, 3*c.PublishTimeout)
+	c.FastPublishTimeout = cmp.Or(c.FastPublishTimeout, min(DefaultFastPublishTimeout, c.PublishTimeout))
+	c.MinBackoff = cmp.Or(c.MinBackoff, DefaultMinBackoff)
+	c.MaxBackoff = cmp.Or(c.MaxBackoff, max(c.MinBackoff, min(DefaultMaxBackoff, c.DuplicateWindow/4)))
+	c.PollInterval = cmp.Or(c.PollInterval, DefaultPollInterval)
+	c.MarkDelay = cmp.Or(c.MarkDelay, DefaultMarkDelay)
+	c.MarkBatch = cmp.Or(c.MarkBatch, DefaultMarkBatch)
+	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
+	c.Grace = cmp.Or(c.Grace, DefaultGrace)
+	c.Logger, c.Now = clockDefaults(c.Logger, c.Now)
 	return c
 }
 
 // Validate checks c as it is (a zero field that has a default fails until
 // WithDefaults fills it in) and names every field at fault.
 func (c Config) Validate() error {
-	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("relay: %s %s", field, fmt.Sprintf(format, args...)))
-	}
+	f := faults{what: "relay"}
+	bad := f.bad
 	if c.Stream == "" {
 		bad("Stream", "is required")
 	}
@@ -159,13 +131,7 @@ func (c Config) Validate() error {
 	if c.Workers < 1 {
 		bad("Workers", "must be at least 1, got %d", c.Workers)
 	}
-	if c.Logger == nil {
-		bad("Logger", "is required")
-	}
-	if c.Now == nil {
-		bad("Now", "is required")
-	}
-	return errors.Join(errs...)
+	return f.clock(c.Logger, c.Now)
 }
 
 // fastMaxAge is the age past which the fast path leaves a row to the
@@ -173,4 +139,36 @@ func (c Config) Validate() error {
 // window.
 func fastMaxAge(grace, window time.Duration) time.Duration {
 	return min(grace-grace/5, window/2)
+}
+
+// clockDefaults is a logger that discards and the wall clock, where unset.
+func clockDefaults(l *slog.Logger, now func() time.Time) (*slog.Logger, func() time.Time) {
+	if l == nil {
+		l = slog.New(slog.DiscardHandler)
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return l, now
+}
+
+// faults gathers what a config's Validate finds, each naming its field.
+type faults struct {
+	what string // whose config: the errors' prefix
+	errs []error
+}
+
+func (f *faults) bad(field, format string, args ...any) {
+	f.errs = append(f.errs, fmt.Errorf("%s: %s %s", f.what, field, fmt.Sprintf(format, args...)))
+}
+
+// clock adds an unset logger or clock to the faults and returns them all.
+func (f *faults) clock(l *slog.Logger, now func() time.Time) error {
+	if l == nil {
+		f.bad("Logger", "is required")
+	}
+	if now == nil {
+		f.bad("Now", "is required")
+	}
+	return errors.Join(f.errs...)
 }

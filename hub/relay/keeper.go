@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -94,28 +95,17 @@ type KeeperConfig struct {
 // WithDefaults returns a copy of c with every zero field that has a
 // default set to it. NewKeeper calls it, then Validate.
 func (c KeeperConfig) WithDefaults() KeeperConfig {
-	if c.Interval == 0 {
-		c.Interval = DefaultKeeperInterval
-	}
-	if c.RestoreBatch == 0 {
-		c.RestoreBatch = DefaultRestoreBatch
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	c.Interval = cmp.Or(c.Interval, DefaultKeeperInterval)
+	c.RestoreBatch = cmp.Or(c.RestoreBatch, DefaultRestoreBatch)
+	c.Logger, c.Now = clockDefaults(c.Logger, c.Now)
 	return c
 }
 
 // Validate checks c as it is (a zero field that has a default fails until
 // WithDefaults fills it in) and names every field at fault.
 func (c KeeperConfig) Validate() error {
-	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("keeper: %s %s", field, fmt.Sprintf(format, args...)))
-	}
+	f := faults{what: "keeper"}
+	bad := f.bad
 	if c.Stream.Name == "" {
 		bad("Stream.Name", "is required")
 	}
@@ -131,13 +121,7 @@ func (c KeeperConfig) Validate() error {
 	if c.MaxBodyBytes < 0 {
 		bad("MaxBodyBytes", "must not be negative, got %d", c.MaxBodyBytes)
 	}
-	if c.Logger == nil {
-		bad("Logger", "is required")
-	}
-	if c.Now == nil {
-		bad("Now", "is required")
-	}
-	return errors.Join(errs...)
+	return f.clock(c.Logger, c.Now)
 }
 
 // The restore's bounds.

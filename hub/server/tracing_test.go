@@ -10,7 +10,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
-	"github.com/valyala/fasthttp"
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -143,54 +142,9 @@ func TestDeliverySpanWithoutParentAndRefused(t *testing.T) {
 // of a span per delivery. Compare with BenchmarkRequestPath/paddle, which
 // runs with tracing off.
 func BenchmarkRequestPathTraced(b *testing.B) {
-	p, err := provider.New("paddle", []string{traceTestSecret}, provider.Options{Tolerance: time.Hour})
-	if err != nil {
-		b.Fatal(err)
-	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(discardProcessor{}))
-	reg := prometheus.NewRegistry()
-	srv, err := server.New(server.Config{
-		Providers: []provider.Provider{p},
-		Ingester:  memoryIngester{},
-		Ready:     func(context.Context) error { return nil },
-		Metrics:   metrics.New(reg),
-		Tracer:    tracing.Tracer(tp, "bench"),
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := p.(provider.Signer)
-	now := time.Now()
-	body, err := samples.Body(s.Name(), "evt_bench", "subscription.created", nil, now)
-	if err != nil {
-		b.Fatal(err)
-	}
-	hdr, _, err := s.Sign("evt_bench", "", body, now)
-	if err != nil {
-		b.Fatal(err)
-	}
-	handler := srv.App().Handler()
-	var ctx fasthttp.RequestCtx
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		// As the fasthttp server does between requests: the user context
-		// (the span's) lives in the user values.
-		ctx.ResetUserValues()
-		ctx.Request.Reset()
-		ctx.Response.Reset()
-		ctx.Request.Header.SetMethod(fasthttp.MethodPost)
-		ctx.Request.SetRequestURI("/webhooks/paddle")
-		for k, v := range hdr {
-			ctx.Request.Header.Set(k, v[0])
-		}
-		ctx.Request.Header.Set("traceparent", "00-"+incomingTrace+"-"+incomingSpan+"-01")
-		ctx.Request.SetBodyRaw(body)
-		handler(&ctx)
-		if ctx.Response.StatusCode() != fasthttp.StatusOK {
-			b.Fatalf("status %d: %s", ctx.Response.StatusCode(), ctx.Response.Body())
-		}
-	}
+	benchmarkWebhook(b, tracing.Tracer(tp, "bench"), "paddle", traceTestSecret, "subscription.created",
+		map[string]string{"traceparent": "00-" + incomingTrace + "-" + incomingSpan + "-01"})
 }
 
 // discardProcessor records spans and drops them when they end.

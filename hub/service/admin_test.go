@@ -19,8 +19,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/internal/hubdb"
-	"github.com/hookhub/hookhub/hub/provider"
-	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/hub/service/testhub"
 	"github.com/hookhub/hookhub/internal/hubtest"
@@ -426,19 +424,9 @@ func startFuzzHub(f *testing.F) (string, *pgxpool.Pool) {
 	})
 	require.Eventually(f, func() bool { return sub.Healthy() == nil }, 30*time.Second, 10*time.Millisecond)
 
-	pp, err := provider.New("paddle", []string{paddleSecret}, provider.Options{})
-	require.NoError(f, err)
-	p := pp.(provider.Signer)
+	p := mustSender(f, "paddle", paddleSecret)
 	for i := range 4 {
-		id := fmt.Sprintf("evt_fuzz_%d", i)
-		raw, err := samples.Body(p.Name(), id, "subscription.created", nil, time.Now())
-		require.NoError(f, err)
-		hdr, _, err := p.Sign(id, "", raw, time.Now())
-		require.NoError(f, err)
-		req, err := http.NewRequest(http.MethodPost, base+"/webhooks/paddle", bytes.NewReader(raw))
-		require.NoError(f, err)
-		req.Header = hdr
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := http.DefaultClient.Do(signedPost(f, p, base, fmt.Sprintf("evt_fuzz_%d", i)))
 		require.NoError(f, err)
 		resp.Body.Close()
 		require.Equal(f, http.StatusOK, resp.StatusCode)

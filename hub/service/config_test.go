@@ -209,40 +209,51 @@ func TestBackfillSourceNamesTheVariable(t *testing.T) {
 	require.ErrorContains(t, err, "HUB_GITHUB_TOKEN")
 	_, err = cfg.BackfillSource("clerk", nil)
 	require.ErrorContains(t, err, "no backfill for provider")
-	cfg.SetBackfillSetting("stripe", backfill.SettingAPIKey, "sk_test_x")
-	_, err = cfg.BackfillSource("stripe", nil)
-	require.ErrorContains(t, err, "HUB_STRIPE_SECRETS")
-	cfg.SetSecrets("stripe", "whsec_x")
-	cfg.SetBackfillSetting("stripe", backfill.SettingAPIURL, "api.stripe.com")
-	_, err = cfg.BackfillSource("stripe", nil)
-	require.ErrorContains(t, err, "HUB_STRIPE_API_URL")
-	cfg.SetBackfillSetting("stripe", backfill.SettingAPIURL, "https://api.stripe.com/")
-	src, err := cfg.BackfillSource("stripe", nil)
-	require.NoError(t, err)
-	require.Equal(t, "stripe", src.Provider())
-	srcs, err := cfg.BackfillSources(nil)
-	require.NoError(t, err)
-	require.Len(t, srcs, 1)
-
-	// GitHub: the token and the hook, and the webhook secrets; its source
-	// fetches payloads and can redeliver.
-	cfg.SetBackfillSetting("github", backfill.SettingToken, "ghp_x")
-	cfg.SetBackfillSetting("github", backfill.SettingHook, "repos/octo/hello/hooks/1")
-	_, err = cfg.BackfillSource("github", nil)
-	require.ErrorContains(t, err, "HUB_GITHUB_SECRETS")
-	cfg.SetSecrets("github", "gh_secret")
-	cfg.SetBackfillSetting("github", backfill.SettingHook, "hooks/1")
-	_, err = cfg.BackfillSource("github", nil)
-	require.ErrorContains(t, err, "HUB_GITHUB_HOOK")
-	cfg.SetBackfillSetting("github", backfill.SettingHook, "repos/octo/hello/hooks/1")
-	src, err = cfg.BackfillSource("github", nil)
-	require.NoError(t, err)
-	require.Equal(t, "github", src.Provider())
+	// Each step sets what the last one's error named; the source comes
+	// once nothing is missing (want empty), then BackfillSources has
+	// sources of them. GitHub needs the token and the hook, and the
+	// webhook secrets; its source fetches payloads and can redeliver.
+	var src backfill.Source
+	for _, step := range []struct {
+		provider string
+		set      func(*service.Config)
+		want     string
+		sources  int
+	}{
+		{"stripe", func(c *service.Config) { c.SetBackfillSetting("stripe", backfill.SettingAPIKey, "sk_test_x") }, "HUB_STRIPE_SECRETS", 0},
+		{"stripe", func(c *service.Config) {
+			c.SetSecrets("stripe", "whsec_x")
+			c.SetBackfillSetting("stripe", backfill.SettingAPIURL, "api.stripe.com")
+		}, "HUB_STRIPE_API_URL", 0},
+		{"stripe", func(c *service.Config) {
+			c.SetBackfillSetting("stripe", backfill.SettingAPIURL, "https://api.stripe.com/")
+		}, "", 1},
+		{"github", func(c *service.Config) {
+			c.SetBackfillSetting("github", backfill.SettingToken, "ghp_x")
+			c.SetBackfillSetting("github", backfill.SettingHook, "repos/octo/hello/hooks/1")
+		}, "HUB_GITHUB_SECRETS", 0},
+		{"github", func(c *service.Config) {
+			c.SetSecrets("github", "gh_secret")
+			c.SetBackfillSetting("github", backfill.SettingHook, "hooks/1")
+		}, "HUB_GITHUB_HOOK", 0},
+		{"github", func(c *service.Config) {
+			c.SetBackfillSetting("github", backfill.SettingHook, "repos/octo/hello/hooks/1")
+		}, "", 2},
+	} {
+		step.set(&cfg)
+		src, err = cfg.BackfillSource(step.provider, nil)
+		if step.want != "" {
+			require.ErrorContains(t, err, step.want)
+			continue
+		}
+		require.NoError(t, err)
+		require.Equal(t, step.provider, src.Provider())
+		srcs, err := cfg.BackfillSources(nil)
+		require.NoError(t, err)
+		require.Len(t, srcs, step.sources)
+	}
 	require.Implements(t, (*backfill.Fetcher)(nil), src)
 	require.Implements(t, (*backfill.Redeliverer)(nil), src)
-	srcs, err = cfg.BackfillSources(nil)
-	require.NoError(t, err)
-	require.Len(t, srcs, 2)
 }
 
 // Each built-in provider's HUB_<NAME>_SECRETS is derived from the provider
@@ -329,4 +340,33 @@ func TestBackfillVariablesFromTheRegistry(t *testing.T) {
 	t.Setenv("HUB_GITHUB_HOOK", "")
 	_, err = service.LoadConfig()
 	require.ErrorContains(t, err, "HUB_GITHUB_HOOK is required with HUB_GITHUB_TOKEN: the webhook whose deliveries to backfill")
+}
+
+// The configuration refuses a backfill API URL that would send a key in
+// clear (http:// to a host other than loopback), naming the variable;
+// loopback http stays allowed for local tests.
+func TestValidateBackfillAPIURLs(t *testing.T) {
+	var cfg service.Config
+	require.NoError(t, envconfig.Process("", &cfg))
+	cfg.DatabaseURL = "postgres://postgres@127.0.0.1:5432/x"
+	require.NoError(t, cfg.Validate())
+	for _, c := range []struct {
+		set  func(*service.Config, string)
+		name string
+	}{
+		{func(c *service.Config, u string) { c.SetBackfillSetting("stripe", backfill.SettingAPIURL, u) }, "HUB_STRIPE_API_URL"},
+		{func(c *service.Config, u string) { c.SetBackfillSetting("paddle", backfill.SettingAPIURL, u) }, "HUB_PADDLE_API_URL"},
+		{func(c *service.Config, u string) { c.SetBackfillSetting("github", backfill.SettingAPIURL, u) }, "HUB_GITHUB_API_URL"},
+	} {
+		bad := cfg
+		c.set(&bad, "http://api.example.com")
+		err := bad.Validate()
+		require.ErrorContains(t, err, c.name)
+		require.ErrorContains(t, err, "plain http")
+		for _, ok := range []string{"http://127.0.0.1:12111", "http://localhost:8080/", "https://api.example.com/api/v3"} {
+			good := cfg
+			c.set(&good, ok)
+			require.NoError(t, good.Validate(), ok)
+		}
+	}
 }

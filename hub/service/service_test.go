@@ -47,6 +47,15 @@ type testHub struct {
 
 func newTestHub(t *testing.T, mod ...func(*service.Config)) *testHub {
 	t.Helper()
+	h := newUnstartedHub(t, mod...)
+	h.start()
+	return h
+}
+
+// newUnstartedHub is a hub's database, NATS server and configuration
+// (newTestConfig's, then mod), not started yet.
+func newUnstartedHub(t *testing.T, mod ...func(*service.Config)) *testHub {
+	t.Helper()
 	pool, url := hubdb.Pool(t)
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
@@ -54,11 +63,8 @@ func newTestHub(t *testing.T, mod ...func(*service.Config)) *testHub {
 	for _, m := range mod {
 		m(&cfg)
 	}
-	h := &testHub{t: t, cfg: cfg, pool: pool, nats: n, js: js}
-	h.paddle = mustSender(t, "paddle", paddleSecret)
-	h.clerk = mustSender(t, "clerk", clerkSecret)
-	h.start()
-	return h
+	return &testHub{t: t, cfg: cfg, pool: pool, nats: n, js: js,
+		paddle: mustSender(t, "paddle", paddleSecret), clerk: mustSender(t, "clerk", clerkSecret)}
 }
 
 // newTestConfig is the hub's default configuration (testhub.Config,
@@ -76,10 +82,24 @@ func newTestConfig(t testing.TB, dbURL, natsURL string) service.Config {
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
-func mustSender(t *testing.T, name, secret string) provider.Signer {
+func mustSender(t testing.TB, name, secret string) provider.Signer {
 	p, err := provider.New(name, []string{secret}, provider.Options{})
 	require.NoError(t, err)
 	return p.(provider.Signer)
+}
+
+// signedPost is a POST to the hub at base of a sample
+// subscription.created event that s signed.
+func signedPost(t testing.TB, s provider.Signer, base, eventID string) *http.Request {
+	t.Helper()
+	body, err := samples.Body(s.Name(), eventID, "subscription.created", nil, time.Now())
+	require.NoError(t, err)
+	hdr, _, err := s.Sign(eventID, "", body, time.Now())
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodPost, base+"/webhooks/"+s.Name(), bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header = hdr
+	return req
 }
 
 func (h *testHub) start() {

@@ -45,12 +45,8 @@ func TestStreamDeletedUnderLoad(t *testing.T) {
 	logs := &logRecorder{start: time.Now()}
 	ctx := context.Background()
 	defer logs.report(t, "warnings and errors logged")
-	pool, dbURL := hubdb.Pool(t)
-	n := hubtest.JetStream(t)
-	_, js := n.Connect(t)
-	cfg := newTestConfig(t, dbURL, n.URL())
-	h := &testHub{t: t, cfg: cfg, pool: pool, nats: n, js: js,
-		paddle: mustSender(t, "paddle", paddleSecret), clerk: mustSender(t, "clerk", clerkSecret)}
+	h := newUnstartedHub(t)
+	js, cfg := h.js, h.cfg
 	reg := prometheus.NewRegistry()
 	h.startWithDeps(service.Deps{Logger: slog.New(logs.handler("hub")), Registry: reg})
 	h.waitStream()
@@ -162,14 +158,11 @@ func TestStreamLossSubscriberResumes(t *testing.T) {
 	logs := &logRecorder{start: time.Now()}
 	ctx := context.Background()
 	defer logs.report(t, "warnings and errors logged")
-	pool, dbURL := hubdb.Pool(t)
-	n := hubtest.JetStream(t)
-	_, js := n.Connect(t)
-	h := &testHub{t: t, cfg: newTestConfig(t, dbURL, n.URL()), pool: pool, nats: n, js: js,
-		paddle: mustSender(t, "paddle", paddleSecret), clerk: mustSender(t, "clerk", clerkSecret)}
+	h := newUnstartedHub(t)
+	js := h.js
 	h.startWithDeps(service.Deps{Logger: slog.New(logs.handler("hub"))})
 	h.waitStream()
-	_, subJS := n.Connect(t)
+	_, subJS := h.nats.Connect(t)
 	sub := startFailoverCredits(t, h, subJS, slog.New(logs.handler("credits")))
 
 	load := startFailoverLoad(h)

@@ -1,7 +1,6 @@
 package service_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"io"
@@ -16,8 +15,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/hookhub/hookhub/hub/provider"
-	"github.com/hookhub/hookhub/hub/provider/samples"
 	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/hub/service/testhub"
 	"github.com/hookhub/hookhub/internal/tracing"
@@ -135,16 +132,7 @@ func TestTraceEndToEnd(t *testing.T) {
 
 func postTraced(t *testing.T, base, eventID, traceparent string) {
 	t.Helper()
-	p, err := provider.New("paddle", []string{e2eSecret}, provider.Options{})
-	require.NoError(t, err)
-	s := p.(provider.Signer)
-	body, err := samples.Body(s.Name(), eventID, "subscription.created", nil, time.Now())
-	require.NoError(t, err)
-	hdr, _, err := s.Sign(eventID, "", body, time.Now())
-	require.NoError(t, err)
-	req, err := http.NewRequest(http.MethodPost, base+"/webhooks/paddle", bytes.NewReader(body))
-	require.NoError(t, err)
-	req.Header = hdr
+	req := signedPost(t, mustSender(t, "paddle", e2eSecret), base, eventID)
 	req.Header.Set(schema.HeaderTraceParent, traceparent)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
