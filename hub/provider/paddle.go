@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
 	"time"
@@ -111,12 +110,9 @@ func PaddleEvent(entity []byte) (Event, error) { return parsePaddleBody(entity) 
 // parsePaddleBody reads the event of a Paddle event entity: a
 // notification's body (Verify) or an API's element (PaddleEvent).
 func parsePaddleBody(body []byte) (Event, error) {
-	var b paddleBody
-	if !b.decodeFast(body) {
-		b = paddleBody{}
-		if err := json.Unmarshal(body, &b); err != nil {
-			return Event{}, jsonPayloadError(err)
-		}
+	b, err := decodeBody[paddleBody](body)
+	if err != nil {
+		return Event{}, err
 	}
 	if err := checkText("body has no event_id", "event_id", b.EventID, maxEventIDLen); err != nil {
 		return Event{}, err

@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -130,12 +129,9 @@ func StripeEvent(object []byte) (Event, error) { return parseStripeBody(object) 
 // parseStripeBody reads the event of a Stripe event object: a webhook's
 // body (Verify) or an API's element (StripeEvent).
 func parseStripeBody(body []byte) (Event, error) {
-	var b stripeBody
-	if !b.decodeFast(body) {
-		b = stripeBody{}
-		if err := json.Unmarshal(body, &b); err != nil {
-			return Event{}, jsonPayloadError(err)
-		}
+	b, err := decodeBody[stripeBody](body)
+	if err != nil {
+		return Event{}, err
 	}
 	if err := checkText("body has no id", "id", b.ID, maxEventIDLen); err != nil {
 		return Event{}, err
