@@ -158,6 +158,7 @@ func (s *timedHMAC) sign(body []byte, now time.Time) (http.Header, error) {
 // HMAC-SHA256 of the raw body, keyed with each secret's bytes; no
 // timestamp is signed, and the event id and type travel in headers.
 type bodyHMAC struct {
+	name string // provider name
 	keys []*macKey
 	// hexPrefix, when not empty, makes the signature hexPrefix and 64 hex
 	// digits (GitHub's "sha256="); otherwise it is the canonical padded
@@ -173,8 +174,11 @@ func newBodyHMAC(name string, secrets []string, hexPrefix string, noHeader, malf
 	if err != nil {
 		return nil, err
 	}
-	return &bodyHMAC{keys: keys, hexPrefix: hexPrefix, noHeader: noHeader, malform: malform, mismatch: mismatch}, nil
+	return &bodyHMAC{name: name, keys: keys, hexPrefix: hexPrefix, noHeader: noHeader, malform: malform, mismatch: mismatch}, nil
 }
+
+// Name returns the provider's name.
+func (s *bodyHMAC) Name() string { return s.name }
 
 // verify authenticates body against header, the signature header's value.
 func (s *bodyHMAC) verify(header string, body []byte) error {

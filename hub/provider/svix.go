@@ -49,6 +49,12 @@ type svixScheme struct {
 	sigHeader string
 }
 
+// Name returns the provider's name: the name the verifier was built with.
+func (s *svixScheme) Name() string { return s.name }
+
+// Tolerance returns the timestamp tolerance in effect.
+func (s *svixScheme) Tolerance() time.Duration { return s.tolerance }
+
 // The header names Verify reads, in canonical form: for each header, the
 // svix- spelling first, then the webhook- one (firstSvixHeader).
 var (
