@@ -204,3 +204,43 @@ func requireInvalidSignature(t *testing.T, p Provider, r Request, detail string)
 	require.ErrorIs(t, err, ErrInvalidSignature)
 	require.EqualError(t, err, "invalid signature: "+detail)
 }
+
+// payloadCase is a body a provider signs and verifies, and what its
+// Verify answers.
+type payloadCase struct {
+	name, body, wantErr string // wantErr "" means the body is valid
+	wantType, wantID    string // "" means any non-empty type; the signed event id
+	wantOcc             time.Time
+}
+
+// testPayloads signs each case's body with p at now under eventID and
+// checks what p's Verify says of it.
+func testPayloads(t *testing.T, p interface {
+	Provider
+	Signer
+}, eventID string, now time.Time, tests []payloadCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, _, err := p.Sign(eventID, "", []byte(tt.body), now)
+			require.NoError(t, err)
+			ev, err := p.Verify(Request{Header: h, Body: []byte(tt.body), Now: now})
+			if tt.wantErr != "" {
+				require.ErrorIs(t, err, ErrPayload)
+				require.EqualError(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			if tt.wantID == "" {
+				tt.wantID = eventID
+			}
+			require.Equal(t, tt.wantID, ev.ID)
+			if tt.wantType == "" {
+				require.NotEmpty(t, ev.Type)
+			} else {
+				require.Equal(t, tt.wantType, ev.Type)
+			}
+			require.True(t, tt.wantOcc.Equal(ev.OccurredAt), "OccurredAt %v", ev.OccurredAt)
+		})
+	}
+}
