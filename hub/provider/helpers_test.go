@@ -244,3 +244,25 @@ func testPayloads(t *testing.T, p interface {
 		})
 	}
 }
+
+// deterministicSample returns the sample body of provider name for the
+// event, checking that samples.Body answers the same bytes twice.
+func deterministicSample(t *testing.T, name, eventID, eventType string, now time.Time) []byte {
+	t.Helper()
+	body, err := samples.Body(name, eventID, eventType, nil, now)
+	require.NoError(t, err)
+	again, err := samples.Body(name, eventID, eventType, nil, now)
+	require.NoError(t, err)
+	require.Equal(t, body, again, "Sample is deterministic")
+	return body
+}
+
+// requireRejectedBy checks that a verifier built by newP with secret
+// alone (not the one that signed h) rejects the delivery as forged.
+func requireRejectedBy[P Provider](t *testing.T, newP func([]string, Options) (P, error), secret string, o Options, h http.Header, body []byte, now time.Time) {
+	t.Helper()
+	other, err := newP([]string{secret}, o)
+	require.NoError(t, err)
+	_, err = other.Verify(Request{Header: h, Body: body, Now: now})
+	require.ErrorIs(t, err, ErrInvalidSignature)
+}
