@@ -31,27 +31,6 @@ func githubHeader(sig, event, delivery string) http.Header {
 	return h
 }
 
-func TestNewGitHub(t *testing.T) {
-	for _, tt := range []struct {
-		name    string
-		secrets []string
-		wantErr string
-	}{
-		{"two", []string{githubSecret, githubOldSecret}, ""},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			g, err := NewGitHub(tt.secrets, Options{})
-			if tt.wantErr != "" {
-				require.EqualError(t, err, tt.wantErr)
-				require.Nil(t, g)
-				return
-			}
-			require.NoError(t, err)
-			require.Equal(t, "github", g.Name())
-		})
-	}
-}
-
 func TestGitHubVerify(t *testing.T) {
 	good := githubSig(githubSecret, githubTestBody)
 	form := []byte("payload=" + url.QueryEscape(string(githubTestBody)))

@@ -35,16 +35,6 @@ func shopifyHeaders(unprefixed bool, hmac, id, topic string) http.Header {
 	return h
 }
 
-func TestNewShopify(t *testing.T) {
-	_, err := NewShopify(nil, Options{})
-	require.EqualError(t, err, "shopify: no secret configured")
-	_, err = NewShopify([]string{""}, Options{})
-	require.EqualError(t, err, "shopify: secret 0 is empty")
-	s, err := NewShopify([]string{shopifySecret, shopifyOldSecret}, Options{})
-	require.NoError(t, err)
-	require.Equal(t, "shopify", s.Name())
-}
-
 func TestShopifyVerify(t *testing.T) {
 	good := shopifySig(shopifySecret, shopifyTestBody)
 	const id = "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043"

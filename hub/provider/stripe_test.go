@@ -27,31 +27,6 @@ func stripeHeader(value string) http.Header {
 	return h
 }
 
-func TestNewStripe(t *testing.T) {
-	tests := []struct {
-		name    string
-		secrets []string
-		tol     time.Duration
-		wantErr string
-		wantTol time.Duration
-	}{
-		{"a secret that is not base64 is fine", []string{"whsec_test_secret!"}, 0, "", 300 * time.Second},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s, err := NewStripe(tt.secrets, Options{Tolerance: tt.tol})
-			if tt.wantErr != "" {
-				require.EqualError(t, err, tt.wantErr)
-				require.Nil(t, s)
-				return
-			}
-			require.NoError(t, err)
-			require.Equal(t, "stripe", s.Name())
-			require.Equal(t, tt.wantTol, s.Tolerance())
-		})
-	}
-}
-
 func TestStripeVerify(t *testing.T) {
 	ts := strconv.FormatInt(stripeTS, 10)
 	good := refStripeV1(stripeSecret, ts, stripeTestBody)
