@@ -22,13 +22,7 @@ func githubSig(secret string, body []byte) string {
 }
 
 func githubHeader(sig, event, delivery string) http.Header {
-	h := http.Header{}
-	for name, v := range map[string]string{"X-Hub-Signature-256": sig, "X-GitHub-Event": event, "X-GitHub-Delivery": delivery} {
-		if v != "" {
-			h.Set(name, v)
-		}
-	}
-	return h
+	return headerOf("X-Hub-Signature-256", sig, "X-GitHub-Event", event, "X-GitHub-Delivery", delivery)
 }
 
 func TestGitHubVerify(t *testing.T) {

@@ -42,22 +42,22 @@ func refSvixV1(secret, id, ts string, body []byte) string {
 	return base64.StdEncoding.EncodeToString(m.Sum(nil))
 }
 
-func paddleHeader(value string) http.Header {
+// headerOf returns a header holding each name and value pair of kv whose
+// value is not empty.
+func headerOf(kv ...string) http.Header {
 	h := http.Header{}
-	if value != "" {
-		h.Set("Paddle-Signature", value)
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			h.Set(kv[i], kv[i+1])
+		}
 	}
 	return h
 }
 
+func paddleHeader(value string) http.Header { return headerOf("Paddle-Signature", value) }
+
 func svixHeader(id, ts, sig string) http.Header {
-	h := http.Header{}
-	for name, v := range map[string]string{"svix-id": id, "svix-timestamp": ts, "svix-signature": sig} {
-		if v != "" {
-			h.Set(name, v)
-		}
-	}
-	return h
+	return headerOf("svix-id", id, "svix-timestamp", ts, "svix-signature", sig)
 }
 
 // Test secrets of the newer providers: the current one and an older one

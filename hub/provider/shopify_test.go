@@ -22,17 +22,11 @@ func shopifySig(secret string, body []byte) string {
 // shopifyHeaders returns classic X-Shopify-* headers, or the unprefixed
 // lowercase shopify-* ones of events webhooks.
 func shopifyHeaders(unprefixed bool, hmac, id, topic string) http.Header {
-	h := http.Header{}
-	prefix := "X-Shopify-"
+	p := "X-Shopify-"
 	if unprefixed {
-		prefix = "shopify-"
+		p = "shopify-"
 	}
-	for name, v := range map[string]string{"Hmac-Sha256": hmac, "Webhook-Id": id, "Topic": topic, "Shop-Domain": "shop1.myshopify.io", "API-Version": "2025-07"} {
-		if v != "" {
-			h.Set(prefix+name, v)
-		}
-	}
-	return h
+	return headerOf(p+"Hmac-Sha256", hmac, p+"Webhook-Id", id, p+"Topic", topic, p+"Shop-Domain", "shop1.myshopify.io", p+"API-Version", "2025-07")
 }
 
 func TestShopifyVerify(t *testing.T) {

@@ -21,13 +21,7 @@ const (
 var standardTestBody = []byte(`{"type":"contact.created","timestamp":"2022-11-03T20:26:10.344522Z","data":{"id":"1f81eb52-5198-4599-803e-771906343485","email":"ada@example.com"}}`)
 
 func standardHeader(id, ts, sig string) http.Header {
-	h := http.Header{}
-	for name, v := range map[string]string{"webhook-id": id, "webhook-timestamp": ts, "webhook-signature": sig} {
-		if v != "" {
-			h.Set(name, v)
-		}
-	}
-	return h
+	return headerOf("webhook-id", id, "webhook-timestamp", ts, "webhook-signature", sig)
 }
 
 func TestStandardWebhooksVerify(t *testing.T) {

@@ -19,13 +19,7 @@ const stripeTS = int64(1700000000)
 
 var stripeTestBody = []byte(`{"id":"evt_1NG8Du2eZvKYlo2CUI79vXWy","object":"event","api_version":"2024-06-20","created":1686089970,"data":{"object":{"id":"cus_O2Dnbgvaj1YZJv","object":"customer","email":"ada@example.com"}},"livemode":false,"pending_webhooks":1,"request":{"id":"req_a1b2c3","idempotency_key":"f0e1d2c3"},"type":"customer.created"}`)
 
-func stripeHeader(value string) http.Header {
-	h := http.Header{}
-	if value != "" {
-		h.Set("Stripe-Signature", value)
-	}
-	return h
-}
+func stripeHeader(value string) http.Header { return headerOf("Stripe-Signature", value) }
 
 func TestStripeVerify(t *testing.T) {
 	ts := strconv.FormatInt(stripeTS, 10)
