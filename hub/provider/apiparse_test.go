@@ -27,19 +27,26 @@ type apiParserCase struct {
 	want    Event
 }
 
+// requireParsed checks what an API parser answered: the error wantErr,
+// wrapping ErrPayload, and no event; or, when wantErr is "", want.
+func requireParsed(t *testing.T, ev Event, err error, wantErr string, want Event) {
+	t.Helper()
+	if wantErr != "" {
+		require.ErrorIs(t, err, ErrPayload)
+		require.EqualError(t, err, wantErr)
+		require.Zero(t, ev)
+		return
+	}
+	require.NoError(t, err)
+	require.Equal(t, want, ev)
+}
+
 func runAPIParserCases(t *testing.T, parse func([]byte) (Event, error), tests []apiParserCase) {
 	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ev, err := parse([]byte(tt.body))
-			if tt.wantErr != "" {
-				require.ErrorIs(t, err, ErrPayload)
-				require.EqualError(t, err, tt.wantErr)
-				require.Zero(t, ev)
-				return
-			}
-			require.NoError(t, err)
-			require.Equal(t, tt.want, ev)
+			requireParsed(t, ev, err, tt.wantErr, tt.want)
 		})
 	}
 }
@@ -107,14 +114,7 @@ func TestGitHubEvent(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ev, err := GitHubEvent(tt.h, []byte(tt.payload))
-			if tt.wantErr != "" {
-				require.ErrorIs(t, err, ErrPayload)
-				require.EqualError(t, err, tt.wantErr)
-				require.Zero(t, ev)
-				return
-			}
-			require.NoError(t, err)
-			require.Equal(t, tt.want, ev)
+			requireParsed(t, ev, err, tt.wantErr, tt.want)
 		})
 	}
 }
