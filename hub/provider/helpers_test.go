@@ -266,3 +266,18 @@ func requireRejectedBy[P Provider](t *testing.T, newP func([]string, Options) (P
 	_, err = other.Verify(Request{Header: h, Body: body, Now: now})
 	require.ErrorIs(t, err, ErrInvalidSignature)
 }
+
+// requireVerify verifies r with p and checks that it fails with wantErr,
+// returning no event, or, when wantErr is nil, succeeds. ok reports
+// whether it succeeded.
+func requireVerify(t *testing.T, p Provider, r Request, wantErr error) (ev Event, ok bool) {
+	t.Helper()
+	ev, err := p.Verify(r)
+	if wantErr != nil {
+		require.ErrorIs(t, err, wantErr)
+		require.Equal(t, Event{}, ev)
+		return ev, false
+	}
+	require.NoError(t, err)
+	return ev, true
+}
