@@ -32,7 +32,7 @@ const ClerkDefaultTolerance = 5 * time.Minute
 //
 // A Clerk is safe for concurrent use. It implements Provider and Signer.
 type Clerk struct {
-	svix *svixScheme
+	*svixScheme
 }
 
 var (
@@ -44,7 +44,7 @@ var (
 // of secrets (several during a rotation; the first one signs in Sign). A
 // secret is "whsec_" followed by the standard base64 of the key; the prefix
 // may be omitted. o.Tolerance bounds |now - svix-timestamp|; 0 means
-// ClerkDefaultTolerance. It fails when secrets is empty, a secret is not
+// ClerkDefaultTolerance. Its Name is "clerk". It fails when secrets is empty, a secret is not
 // valid base64 or decodes to an empty key (the error names the secret's
 // index, never its value), or the tolerance is negative.
 func NewClerk(secrets []string, o Options) (*Clerk, error) {
@@ -52,14 +52,8 @@ func NewClerk(secrets []string, o Options) (*Clerk, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Clerk{svix: s}, nil
+	return &Clerk{s}, nil
 }
-
-// Name returns "clerk".
-func (c *Clerk) Name() string { return "clerk" }
-
-// Tolerance returns the timestamp tolerance in effect.
-func (c *Clerk) Tolerance() time.Duration { return c.svix.tolerance }
 
 // Verify authenticates a Clerk (Svix) delivery and returns its event. The
 // signature is checked before the timestamp, so a forged delivery reports
@@ -67,8 +61,7 @@ func (c *Clerk) Tolerance() time.Duration { return c.svix.tolerance }
 // ErrTimestamp. OccurredAt comes from the body's "timestamp", integer
 // milliseconds.
 func (c *Clerk) Verify(r Request) (Event, error) {
-	h, body, now := r.Header, r.Body, r.Now
-	return c.svix.verify(h, body, now, clerkOccurredAt, clerkEntities)
+	return c.verify(r.Header, r.Body, r.Now, clerkOccurredAt, clerkEntities)
 }
 
 func clerkOccurredAt(t svixTime) time.Time { return t.millis }
@@ -118,7 +111,7 @@ func clerkEntities(typ string, body []byte) []hub.Entity {
 // The target is "/webhooks/clerk"; the type is in the body, so eventType
 // is unused.
 func (c *Clerk) Sign(eventID, eventType string, body []byte, now time.Time) (http.Header, string, error) {
-	h, err := c.svix.sign(eventID, body, now)
+	h, err := c.sign(eventID, body, now)
 	if err != nil {
 		return nil, "", err
 	}

@@ -45,7 +45,7 @@ const (
 // A GitHub is safe for concurrent use. It implements Provider, Signer
 // and Payloader.
 type GitHub struct {
-	hmac *bodyHMAC
+	*bodyHMAC
 }
 
 var (
@@ -56,18 +56,15 @@ var (
 
 // NewGitHub returns a GitHub verifier that accepts a signature made with
 // any of secrets (the first one signs in Sign). It fails when secrets is
-// empty or a secret is the empty string. GitHub signs no timestamp, so it
+// empty or a secret is the empty string. Its Name is "github". GitHub signs no timestamp, so it
 // ignores o.
 func NewGitHub(secrets []string, o Options) (*GitHub, error) {
 	s, err := newBodyHMAC("github", secrets, githubSigPrefix, errGitHubNoHeader, errGitHubMalformed, errGitHubMismatch)
 	if err != nil {
 		return nil, err
 	}
-	return &GitHub{hmac: s}, nil
+	return &GitHub{s}, nil
 }
-
-// Name returns "github".
-func (g *GitHub) Name() string { return "github" }
 
 // Static errors of the GitHub verifier.
 var (
@@ -81,7 +78,7 @@ var (
 // Verify authenticates a GitHub delivery and returns its event.
 func (g *GitHub) Verify(r Request) (Event, error) {
 	header := r.Header.Get(GitHubSignatureHeader)
-	if err := g.hmac.verify(header, r.Body); err != nil {
+	if err := g.verify(header, r.Body); err != nil {
 		return Event{}, err
 	}
 	ev, err := githubEvent(r.Header, r.Body)
@@ -255,7 +252,7 @@ func (g *GitHub) Sign(eventID, eventType string, body []byte, now time.Time) (ht
 	if eventID == "" || len(eventID) > maxEventIDLen || hasControl(eventID) {
 		return nil, "", errors.New("github: event id is not a valid delivery id")
 	}
-	mac := g.hmac.sign(body)
+	mac := g.sign(body)
 	h := http.Header{}
 	h.Set("User-Agent", "GitHub-Hookshot/a2c3b5e")
 	h.Set("Content-Type", "application/json")

@@ -42,22 +42,22 @@ func refSvixV1(secret, id, ts string, body []byte) string {
 	return base64.StdEncoding.EncodeToString(m.Sum(nil))
 }
 
-func paddleHeader(value string) http.Header {
+// headerOf returns a header holding each name and value pair of kv whose
+// value is not empty.
+func headerOf(kv ...string) http.Header {
 	h := http.Header{}
-	if value != "" {
-		h.Set("Paddle-Signature", value)
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			h.Set(kv[i], kv[i+1])
+		}
 	}
 	return h
 }
 
+func paddleHeader(value string) http.Header { return headerOf("Paddle-Signature", value) }
+
 func svixHeader(id, ts, sig string) http.Header {
-	h := http.Header{}
-	for name, v := range map[string]string{"svix-id": id, "svix-timestamp": ts, "svix-signature": sig} {
-		if v != "" {
-			h.Set(name, v)
-		}
-	}
-	return h
+	return headerOf("svix-id", id, "svix-timestamp", ts, "svix-signature", sig)
 }
 
 // Test secrets of the newer providers: the current one and an older one
@@ -203,4 +203,81 @@ func requireInvalidSignature(t *testing.T, p Provider, r Request, detail string)
 	_, err := p.Verify(r)
 	require.ErrorIs(t, err, ErrInvalidSignature)
 	require.EqualError(t, err, "invalid signature: "+detail)
+}
+
+// payloadCase is a body a provider signs and verifies, and what its
+// Verify answers.
+type payloadCase struct {
+	name, body, wantErr string // wantErr "" means the body is valid
+	wantType, wantID    string // "" means any non-empty type; the signed event id
+	wantOcc             time.Time
+}
+
+// testPayloads signs each case's body with p at now under eventID and
+// checks what p's Verify says of it.
+func testPayloads(t *testing.T, p interface {
+	Provider
+	Signer
+}, eventID string, now time.Time, tests []payloadCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, _, err := p.Sign(eventID, "", []byte(tt.body), now)
+			require.NoError(t, err)
+			ev, err := p.Verify(Request{Header: h, Body: []byte(tt.body), Now: now})
+			if tt.wantErr != "" {
+				require.ErrorIs(t, err, ErrPayload)
+				require.EqualError(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			if tt.wantID == "" {
+				tt.wantID = eventID
+			}
+			require.Equal(t, tt.wantID, ev.ID)
+			if tt.wantType == "" {
+				require.NotEmpty(t, ev.Type)
+			} else {
+				require.Equal(t, tt.wantType, ev.Type)
+			}
+			require.True(t, tt.wantOcc.Equal(ev.OccurredAt), "OccurredAt %v", ev.OccurredAt)
+		})
+	}
+}
+
+// deterministicSample returns the sample body of provider name for the
+// event, checking that samples.Body answers the same bytes twice.
+func deterministicSample(t *testing.T, name, eventID, eventType string, now time.Time) []byte {
+	t.Helper()
+	body, err := samples.Body(name, eventID, eventType, nil, now)
+	require.NoError(t, err)
+	again, err := samples.Body(name, eventID, eventType, nil, now)
+	require.NoError(t, err)
+	require.Equal(t, body, again, "Sample is deterministic")
+	return body
+}
+
+// requireRejectedBy checks that a verifier built by newP with secret
+// alone (not the one that signed h) rejects the delivery as forged.
+func requireRejectedBy[P Provider](t *testing.T, newP func([]string, Options) (P, error), secret string, o Options, h http.Header, body []byte, now time.Time) {
+	t.Helper()
+	other, err := newP([]string{secret}, o)
+	require.NoError(t, err)
+	_, err = other.Verify(Request{Header: h, Body: body, Now: now})
+	require.ErrorIs(t, err, ErrInvalidSignature)
+}
+
+// requireVerify verifies r with p and checks that it fails with wantErr,
+// returning no event, or, when wantErr is nil, succeeds. ok reports
+// whether it succeeded.
+func requireVerify(t *testing.T, p Provider, r Request, wantErr error) (ev Event, ok bool) {
+	t.Helper()
+	ev, err := p.Verify(r)
+	if wantErr != nil {
+		require.ErrorIs(t, err, wantErr)
+		require.Equal(t, Event{}, ev)
+		return ev, false
+	}
+	require.NoError(t, err)
+	return ev, true
 }

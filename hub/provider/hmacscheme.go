@@ -1,7 +1,9 @@
 package provider
 
 import (
+	"encoding/hex"
 	"errors"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -19,16 +21,31 @@ import (
 // "<timestamp><sep><raw body>", keyed with each secret's bytes; the body
 // carries the event.
 type timedHMAC struct {
+	*timedHeader
 	name      string // provider name, the prefix of Sign's errors
 	keys      []*macKey
 	tolerance time.Duration
-	sep       byte // ':' for Paddle, '.' for Stripe
-	mismatch  error
+}
+
+// timedHeader is how a timedHMAC provider lays out its signature header:
+// parts "<tsKey>=<unix>" and "<sigKey>=<hex>" separated by partSep, and
+// the errors that name what is wrong with it.
+type timedHeader struct {
+	name            string // the header's name
+	partSep         string // ";" for Paddle, "," for Stripe
+	sep             byte   // between timestamp and body in what is signed: ':' for Paddle, '.' for Stripe
+	tsKey, sigKey   string
+	noHeader, noTS  error
+	dupTS, badTS    error
+	noSig, mismatch error
+	// signedTS, when not nil, returns the timestamp's text as signed;
+	// otherwise it is signed as written.
+	signedTS func(header string, unix int64) string
 }
 
 // newTimedHMAC builds the scheme for provider name: one key per secret,
 // used as bytes, and tolerance (def when 0). See NewPaddle for the rules.
-func newTimedHMAC(name string, secrets []string, tolerance, def time.Duration, sep byte, mismatch error) (*timedHMAC, error) {
+func newTimedHMAC(name string, secrets []string, tolerance, def time.Duration, h *timedHeader) (*timedHMAC, error) {
 	keys, err := rawKeys(name, secrets)
 	if err != nil {
 		return nil, err
@@ -36,23 +53,85 @@ func newTimedHMAC(name string, secrets []string, tolerance, def time.Duration, s
 	if tolerance, err = timestampTolerance(name, tolerance, def); err != nil {
 		return nil, err
 	}
-	return &timedHMAC{name: name, keys: keys, tolerance: tolerance, sep: sep, mismatch: mismatch}, nil
+	return &timedHMAC{timedHeader: h, name: name, keys: keys, tolerance: tolerance}, nil
 }
 
-// verify authenticates body against sigs, the signatures parsed from
-// header, over ts (the signed timestamp's text) and checks unix against
-// the tolerance at now, signature first: a forged delivery reports
+// Name returns the provider's name.
+func (s *timedHMAC) Name() string { return s.name }
+
+// Tolerance returns the timestamp tolerance in effect.
+func (s *timedHMAC) Tolerance() time.Duration { return s.tolerance }
+
+// parse parses a signature header value: partSep-separated key=value
+// parts, with optional spaces or tabs around each part. It returns the
+// timestamp exactly as written (1 to 20 ASCII digits) and its value, and
+// every well-formed signature (64 hex digits, at most maxSignatures of
+// them) decoded, appended to dst. Unknown keys, parts without '=' and
+// malformed signatures are skipped. It fails, with an error wrapping
+// ErrInvalidSignature, when the timestamp is missing, repeated or not a
+// unix time, or when no signature is well-formed.
+func (l *timedHeader) parse(header string, dst [][macSize]byte) (ts string, unix int64, sigs [][macSize]byte, err error) {
+	sigs = dst
+	haveTS := false
+	for rest := header; rest != ""; {
+		var part string
+		part, rest, _ = strings.Cut(rest, l.partSep)
+		key, value, ok := strings.Cut(trimOWS(part), "=")
+		if !ok {
+			continue
+		}
+		switch key {
+		case l.tsKey:
+			if haveTS {
+				return "", 0, nil, l.dupTS
+			}
+			haveTS, ts = true, value
+		case l.sigKey:
+			var sig [macSize]byte
+			if len(sigs)-len(dst) < maxSignatures && decodeHexMAC(&sig, value) {
+				sigs = append(sigs, sig)
+			}
+		}
+	}
+	if !haveTS {
+		return "", 0, nil, l.noTS
+	}
+	unix, ok := parseUnixDigits(ts)
+	if !ok {
+		return "", 0, nil, l.badTS
+	}
+	if len(sigs) == 0 {
+		return "", 0, nil, l.noSig
+	}
+	return ts, unix, sigs, nil
+}
+
+// verify authenticates r against the signatures of its signature header,
+// over the signed timestamp, and checks that timestamp against the
+// tolerance at r.Now, signature first: a forged delivery reports
 // ErrInvalidSignature and an authentic but stale (or future) one
 // ErrTimestamp. It then reads the event from the body with parseBody.
-func (s *timedHMAC) verify(header, ts string, unix int64, sigs [][macSize]byte, body []byte, now time.Time, parseBody func([]byte) (Event, error)) (Event, error) {
-	if !authenticate(s.keys, sigs, body, s.sep, ts) {
+func (s *timedHMAC) verify(r Request, parseBody func([]byte) (Event, error)) (Event, error) {
+	header := r.Header.Get(s.timedHeader.name)
+	if header == "" {
+		return Event{}, s.noHeader
+	}
+	var buf [4][macSize]byte
+	ts, unix, sigs, err := s.parse(header, buf[:0])
+	if err != nil {
+		return Event{}, err
+	}
+	if s.signedTS != nil {
+		ts = s.signedTS(header, unix)
+	}
+	if !authenticate(s.keys, sigs, r.Body, s.sep, ts) {
 		return Event{}, s.mismatch
 	}
 	signedAt := time.Unix(unix, 0)
-	if !withinTolerance(signedAt, now, s.tolerance) {
-		return Event{}, timestampError(signedAt, now, s.tolerance)
+	if !withinTolerance(signedAt, r.Now, s.tolerance) {
+		return Event{}, timestampError(signedAt, r.Now, s.tolerance)
 	}
-	ev, err := parseBody(body)
+	ev, err := parseBody(r.Body)
 	if err != nil {
 		return Event{}, err
 	}
@@ -61,21 +140,25 @@ func (s *timedHMAC) verify(header, ts string, unix int64, sigs [][macSize]byte, 
 	return ev, nil
 }
 
-// sign returns the timestamp of now, as signed, and the MAC of body under
-// the first secret.
-func (s *timedHMAC) sign(body []byte, now time.Time) (ts string, mac [macSize]byte, err error) {
+// sign returns the signature header for body, signed with the first
+// secret at now: "<tsKey>=<unix><partSep><sigKey>=<hex>".
+func (s *timedHMAC) sign(body []byte, now time.Time) (http.Header, error) {
 	if now.Unix() < 0 {
-		return "", mac, errors.New(s.name + ": cannot sign before 1970")
+		return nil, errors.New(s.name + ": cannot sign before 1970")
 	}
-	ts = strconv.FormatInt(now.Unix(), 10)
+	var mac [macSize]byte
+	ts := strconv.FormatInt(now.Unix(), 10)
 	s.keys[0].sum(&mac, body, s.sep, ts)
-	return ts, mac, nil
+	h := http.Header{}
+	h.Set(s.timedHeader.name, s.tsKey+"="+ts+s.partSep+s.sigKey+"="+hex.EncodeToString(mac[:]))
+	return h, nil
 }
 
 // bodyHMAC is the scheme of GitHub and Shopify: one header carries one
 // HMAC-SHA256 of the raw body, keyed with each secret's bytes; no
 // timestamp is signed, and the event id and type travel in headers.
 type bodyHMAC struct {
+	name string // provider name
 	keys []*macKey
 	// hexPrefix, when not empty, makes the signature hexPrefix and 64 hex
 	// digits (GitHub's "sha256="); otherwise it is the canonical padded
@@ -91,8 +174,11 @@ func newBodyHMAC(name string, secrets []string, hexPrefix string, noHeader, malf
 	if err != nil {
 		return nil, err
 	}
-	return &bodyHMAC{keys: keys, hexPrefix: hexPrefix, noHeader: noHeader, malform: malform, mismatch: mismatch}, nil
+	return &bodyHMAC{name: name, keys: keys, hexPrefix: hexPrefix, noHeader: noHeader, malform: malform, mismatch: mismatch}, nil
 }
+
+// Name returns the provider's name.
+func (s *bodyHMAC) Name() string { return s.name }
 
 // verify authenticates body against header, the signature header's value.
 func (s *bodyHMAC) verify(header string, body []byte) error {

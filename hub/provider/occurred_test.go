@@ -14,32 +14,28 @@ import (
 // provider: an absurd time is dropped, never an error.
 func TestVerifyDeliveryOccurredAt(t *testing.T) {
 	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	absurd := []struct {
-		name string
-		at   time.Time
+	tests := []struct {
+		name      string
+		at        time.Time
+		plausible bool // kept; otherwise dropped
 	}{
-		{"1e16 ms", time.UnixMilli(1e16)},
-		{"3e14 ms (year 11476)", time.UnixMilli(3e14)},
-		{"3e11 s", time.Unix(3e11, 0)},
-		{"negative", time.Unix(-86400, 0)},
-		{"unix 0", time.Unix(0, 0)},
-		{"year 1", time.Date(1, 1, 1, 0, 0, 1, 0, time.UTC)},
-		{"1999", time.Date(1999, 12, 31, 23, 59, 59, 0, time.UTC)},
-		{"two days ahead", now.Add(48 * time.Hour)},
-		{"year 9999", time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)},
-	}
-	plausible := []struct {
-		name string
-		at   time.Time
-	}{
-		{"a minute ago", now.Add(-time.Minute)},
-		{"2000-01-01", time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)},
-		{"23 hours ahead", now.Add(23 * time.Hour)},
+		{"1e16 ms", time.UnixMilli(1e16), false},
+		{"3e14 ms (year 11476)", time.UnixMilli(3e14), false},
+		{"3e11 s", time.Unix(3e11, 0), false},
+		{"negative", time.Unix(-86400, 0), false},
+		{"unix 0", time.Unix(0, 0), false},
+		{"year 1", time.Date(1, 1, 1, 0, 0, 1, 0, time.UTC), false},
+		{"1999", time.Date(1999, 12, 31, 23, 59, 59, 0, time.UTC), false},
+		{"two days ahead", now.Add(48 * time.Hour), false},
+		{"year 9999", time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC), false},
+		{"a minute ago", now.Add(-time.Minute), true},
+		{"2000-01-01", time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), true},
+		{"23 hours ahead", now.Add(23 * time.Hour), true},
 	}
 	for _, name := range Names() {
 		t.Run(name, func(t *testing.T) {
 			p := newTestProvider(t, name, testSecrets[name][0])
-			for _, tt := range absurd {
+			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
 					d, ok := occurredAtDelivery(t, p, tt.at, now)
 					if !ok {
@@ -47,19 +43,12 @@ func TestVerifyDeliveryOccurredAt(t *testing.T) {
 					}
 					ev, err := VerifyDelivery(p, Request{Header: d.header, Body: d.body, URI: d.target, Now: now})
 					require.NoError(t, err, "accepted")
+					if tt.plausible {
+						require.True(t, tt.at.Truncate(time.Second).Equal(ev.OccurredAt.Truncate(time.Second)), "OccurredAt %v, want %v", ev.OccurredAt, tt.at)
+						return
+					}
 					require.True(t, ev.OccurredAt.IsZero(), "OccurredAt %v", ev.OccurredAt)
 					require.NotEmpty(t, ev.ID)
-				})
-			}
-			for _, tt := range plausible {
-				t.Run(tt.name, func(t *testing.T) {
-					d, ok := occurredAtDelivery(t, p, tt.at, now)
-					if !ok {
-						t.Skipf("%s carries no occurred-at", name)
-					}
-					ev, err := VerifyDelivery(p, Request{Header: d.header, Body: d.body, URI: d.target, Now: now})
-					require.NoError(t, err)
-					require.True(t, tt.at.Truncate(time.Second).Equal(ev.OccurredAt.Truncate(time.Second)), "OccurredAt %v, want %v", ev.OccurredAt, tt.at)
 				})
 			}
 		})

@@ -1,8 +1,6 @@
 package provider
 
 import (
-	"encoding/hex"
-	"encoding/json"
 	"net/http"
 	"strings"
 	"time"
@@ -29,7 +27,7 @@ const PaddleDefaultTolerance = 5 * time.Second
 //
 // A Paddle is safe for concurrent use. It implements Provider and Signer.
 type Paddle struct {
-	hmac *timedHMAC
+	*timedHMAC
 }
 
 var (
@@ -41,91 +39,40 @@ var (
 // of secrets (several during a rotation; the first one signs in Sign).
 // o.Tolerance bounds |now - ts|; 0 means PaddleDefaultTolerance. It fails
 // when secrets is empty, a secret is the empty string, or the tolerance is
-// negative.
+// negative. Its Name is "paddle".
 func NewPaddle(secrets []string, o Options) (*Paddle, error) {
-	s, err := newTimedHMAC("paddle", secrets, o.Tolerance, PaddleDefaultTolerance, ':', errPaddleMismatch)
+	s, err := newTimedHMAC("paddle", secrets, o.Tolerance, PaddleDefaultTolerance, &paddleLayout)
 	if err != nil {
 		return nil, err
 	}
-	return &Paddle{hmac: s}, nil
+	return &Paddle{s}, nil
 }
 
-// Name returns "paddle".
-func (p *Paddle) Name() string { return "paddle" }
-
-// Tolerance returns the timestamp tolerance in effect.
-func (p *Paddle) Tolerance() time.Duration { return p.hmac.tolerance }
-
-// Static errors of the Paddle verifier.
-var (
-	errPaddleNoHeader = errSig("missing Paddle-Signature header")
-	errPaddleNoTS     = errSig("Paddle-Signature has no ts")
-	errPaddleDupTS    = errSig("Paddle-Signature has more than one ts")
-	errPaddleBadTS    = errSig("Paddle-Signature ts is not a unix time")
-	errPaddleNoH1     = errSig("Paddle-Signature has no well-formed h1")
-	errPaddleMismatch = errSig("no h1 matches any secret")
-)
+// paddleLayout is the layout of the Paddle-Signature header, and its
+// errors.
+var paddleLayout = timedHeader{
+	name: PaddleSignatureHeader, partSep: ";", sep: ':', tsKey: "ts", sigKey: "h1",
+	noHeader: errSig("missing Paddle-Signature header"),
+	noTS:     errSig("Paddle-Signature has no ts"),
+	dupTS:    errSig("Paddle-Signature has more than one ts"),
+	badTS:    errSig("Paddle-Signature ts is not a unix time"),
+	noSig:    errSig("Paddle-Signature has no well-formed h1"),
+	mismatch: errSig("no h1 matches any secret"),
+}
 
 // Verify authenticates a Paddle notification and returns its event. The
 // signature is checked before the timestamp, so a forged delivery reports
 // ErrInvalidSignature and an authentic but stale (or future) one
 // ErrTimestamp.
-func (p *Paddle) Verify(r Request) (Event, error) {
-	header := r.Header.Get(PaddleSignatureHeader)
-	if header == "" {
-		return Event{}, errPaddleNoHeader
-	}
-	var buf [4][macSize]byte
-	ts, sigs, err := parsePaddleSignature(header, buf[:0])
-	if err != nil {
-		return Event{}, err
-	}
-	unix, _ := parseUnixDigits(ts) // checked by parsePaddleSignature
-	return p.hmac.verify(header, ts, unix, sigs, r.Body, r.Now, parsePaddleBody)
-}
+func (p *Paddle) Verify(r Request) (Event, error) { return p.verify(r, parsePaddleBody) }
 
 // parsePaddleSignature parses a Paddle-Signature header value:
-// ';'-separated key=value parts, with optional spaces or tabs around each
-// part. It returns the ts value exactly as written (1 to 20 ASCII digits)
-// and every well-formed h1 (64 hex digits, at most maxSignatures of them)
-// decoded, appended to dst. Unknown keys, parts without '=' and malformed
-// h1 entries are skipped. It fails, with an error wrapping
-// ErrInvalidSignature, when ts is missing, repeated or not a unix time, or
-// when no h1 is well-formed.
+// ';'-separated key=value parts (timedHeader.parse). It returns the ts
+// value exactly as written and every well-formed h1 decoded, appended to
+// dst; unknown keys and malformed h1 entries are skipped.
 func parsePaddleSignature(header string, dst [][macSize]byte) (ts string, sigs [][macSize]byte, err error) {
-	sigs = dst
-	haveTS := false
-	for rest := header; rest != ""; {
-		var part string
-		part, rest, _ = strings.Cut(rest, ";")
-		key, value, ok := strings.Cut(trimOWS(part), "=")
-		if !ok {
-			continue
-		}
-		switch key {
-		case "ts":
-			if haveTS {
-				return "", nil, errPaddleDupTS
-			}
-			haveTS = true
-			ts = value
-		case "h1":
-			var sig [macSize]byte
-			if len(sigs)-len(dst) < maxSignatures && decodeHexMAC(&sig, value) {
-				sigs = append(sigs, sig)
-			}
-		}
-	}
-	if !haveTS {
-		return "", nil, errPaddleNoTS
-	}
-	if _, ok := parseUnixDigits(ts); !ok {
-		return "", nil, errPaddleBadTS
-	}
-	if len(sigs) == 0 {
-		return "", nil, errPaddleNoH1
-	}
-	return ts, sigs, nil
+	ts, _, sigs, err = paddleLayout.parse(header, dst)
+	return ts, sigs, err
 }
 
 // paddleBody is the part of a Paddle notification the hub reads.
@@ -163,12 +110,9 @@ func PaddleEvent(entity []byte) (Event, error) { return parsePaddleBody(entity) 
 // parsePaddleBody reads the event of a Paddle event entity: a
 // notification's body (Verify) or an API's element (PaddleEvent).
 func parsePaddleBody(body []byte) (Event, error) {
-	var b paddleBody
-	if !b.decodeFast(body) {
-		b = paddleBody{}
-		if err := json.Unmarshal(body, &b); err != nil {
-			return Event{}, jsonPayloadError(err)
-		}
+	b, err := decodeBody[paddleBody](body)
+	if err != nil {
+		return Event{}, err
 	}
 	if err := checkText("body has no event_id", "event_id", b.EventID, maxEventIDLen); err != nil {
 		return Event{}, err
@@ -216,11 +160,9 @@ func paddleEntities(typ string, body []byte) []hub.Entity {
 // secret at now, and the target "/webhooks/paddle". Paddle carries the
 // event id and type in the body, so eventID and eventType are unused.
 func (p *Paddle) Sign(eventID, eventType string, body []byte, now time.Time) (http.Header, string, error) {
-	ts, mac, err := p.hmac.sign(body, now)
+	h, err := p.sign(body, now)
 	if err != nil {
 		return nil, "", err
 	}
-	h := http.Header{}
-	h.Set(PaddleSignatureHeader, "ts="+ts+";h1="+hex.EncodeToString(mac[:]))
 	return h, "/webhooks/paddle", nil
 }

@@ -43,7 +43,7 @@ const (
 //
 // A Shopify is safe for concurrent use. It implements Provider and Signer.
 type Shopify struct {
-	hmac *bodyHMAC
+	*bodyHMAC
 }
 
 var (
@@ -54,17 +54,14 @@ var (
 // NewShopify returns a Shopify verifier that accepts a signature made with
 // any of secrets (app client secrets, used as bytes; the first one signs
 // in Sign). It fails when secrets is empty or a secret is the empty
-// string. Shopify signs no timestamp, so it ignores o.
+// string. Its Name is "shopify". Shopify signs no timestamp, so it ignores o.
 func NewShopify(secrets []string, o Options) (*Shopify, error) {
 	s, err := newBodyHMAC("shopify", secrets, "", errShopifyNoHeader, errShopifyMalformed, errShopifyMismatch)
 	if err != nil {
 		return nil, err
 	}
-	return &Shopify{hmac: s}, nil
+	return &Shopify{s}, nil
 }
-
-// Name returns "shopify".
-func (s *Shopify) Name() string { return "shopify" }
 
 // Static errors of the Shopify verifier.
 var (
@@ -86,7 +83,7 @@ func shopifyGet(h Header, classic, unprefixed string) string {
 func (s *Shopify) Verify(r Request) (Event, error) {
 	h, body := r.Header, r.Body
 	header := shopifyGet(h, ShopifyHmacHeader, "Shopify-Hmac-Sha256")
-	if err := s.hmac.verify(header, body); err != nil {
+	if err := s.verify(header, body); err != nil {
 		return Event{}, err
 	}
 	id := shopifyGet(h, ShopifyWebhookIDHeader, "Shopify-Webhook-Id")
@@ -184,7 +181,7 @@ func (s *Shopify) Sign(eventID, eventType string, body []byte, now time.Time) (h
 	if eventID == "" || len(eventID) > maxEventIDLen || hasControl(eventID) {
 		return nil, "", errors.New("shopify: event id is not a valid webhook id")
 	}
-	mac := s.hmac.sign(body)
+	mac := s.sign(body)
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", "Shopify-Captain-Hook")

@@ -43,7 +43,7 @@ const StandardWebhooksDefaultTolerance = 5 * time.Minute
 // A StandardWebhooks is safe for concurrent use. It implements Provider
 // and Signer.
 type StandardWebhooks struct {
-	svix *svixScheme
+	*svixScheme
 }
 
 var (
@@ -78,22 +78,15 @@ func NewStandardWebhooks(secrets []string, o Options) (*StandardWebhooks, error)
 	if err != nil {
 		return nil, err
 	}
-	return &StandardWebhooks{svix: s}, nil
+	return &StandardWebhooks{s}, nil
 }
-
-// Name returns the name the verifier was built with.
-func (s *StandardWebhooks) Name() string { return s.svix.name }
-
-// Tolerance returns the timestamp tolerance in effect.
-func (s *StandardWebhooks) Tolerance() time.Duration { return s.svix.tolerance }
 
 // Verify authenticates a Standard Webhooks delivery and returns its event.
 // The signature is checked before the timestamp, so a forged delivery
 // reports ErrInvalidSignature and an authentic but stale (or future) one
 // ErrTimestamp.
 func (s *StandardWebhooks) Verify(r Request) (Event, error) {
-	h, body, now := r.Header, r.Body, r.Now
-	return s.svix.verify(h, body, now, standardOccurredAt, nil)
+	return s.verify(r.Header, r.Body, r.Now, standardOccurredAt, nil)
 }
 
 func standardOccurredAt(t svixTime) time.Time { return t.rfc3339 }
@@ -105,10 +98,10 @@ func standardOccurredAt(t svixTime) time.Time { return t.rfc3339 }
 // target is "/webhooks/<name>"; the type is in the body, so eventType is
 // unused.
 func (s *StandardWebhooks) Sign(eventID, eventType string, body []byte, now time.Time) (http.Header, string, error) {
-	h, err := s.svix.sign(eventID, body, now)
+	h, err := s.sign(eventID, body, now)
 	if err != nil {
 		return nil, "", err
 	}
 	h.Set("Content-Type", "application/json")
-	return h, "/webhooks/" + s.svix.name, nil
+	return h, "/webhooks/" + s.name, nil
 }

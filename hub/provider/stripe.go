@@ -1,8 +1,6 @@
 package provider
 
 import (
-	"encoding/hex"
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -34,7 +32,7 @@ const StripeDefaultTolerance = 300 * time.Second
 //
 // A Stripe is safe for concurrent use. It implements Provider and Signer.
 type Stripe struct {
-	hmac *timedHMAC
+	*timedHMAC
 }
 
 var (
@@ -47,47 +45,33 @@ var (
 // signs in Sign). Each secret is used as is (whsec_… as bytes).
 // o.Tolerance bounds |now - t|; 0 means StripeDefaultTolerance. It fails
 // when secrets is empty, a secret is the empty string, or the tolerance is
-// negative.
+// negative. Its Name is "stripe".
 func NewStripe(secrets []string, o Options) (*Stripe, error) {
-	s, err := newTimedHMAC("stripe", secrets, o.Tolerance, StripeDefaultTolerance, '.', errStripeMismatch)
+	s, err := newTimedHMAC("stripe", secrets, o.Tolerance, StripeDefaultTolerance, &stripeLayout)
 	if err != nil {
 		return nil, err
 	}
-	return &Stripe{hmac: s}, nil
+	return &Stripe{s}, nil
 }
 
-// Name returns "stripe".
-func (s *Stripe) Name() string { return "stripe" }
-
-// Tolerance returns the timestamp tolerance in effect.
-func (s *Stripe) Tolerance() time.Duration { return s.hmac.tolerance }
-
-// Static errors of the Stripe verifier.
-var (
-	errStripeNoHeader = errSig("missing Stripe-Signature header")
-	errStripeNoT      = errSig("Stripe-Signature has no t")
-	errStripeDupT     = errSig("Stripe-Signature has more than one t")
-	errStripeBadT     = errSig("Stripe-Signature t is not a unix time")
-	errStripeNoV1     = errSig("Stripe-Signature has no well-formed v1")
-	errStripeMismatch = errSig("no v1 matches any secret")
-)
+// stripeLayout is the layout of the Stripe-Signature header, and its
+// errors. t is signed in its decimal form (canonicalStripeT).
+var stripeLayout = timedHeader{
+	name: StripeSignatureHeader, partSep: ",", sep: '.', tsKey: "t", sigKey: "v1",
+	noHeader: errSig("missing Stripe-Signature header"),
+	noTS:     errSig("Stripe-Signature has no t"),
+	dupTS:    errSig("Stripe-Signature has more than one t"),
+	badTS:    errSig("Stripe-Signature t is not a unix time"),
+	noSig:    errSig("Stripe-Signature has no well-formed v1"),
+	mismatch: errSig("no v1 matches any secret"),
+	signedTS: canonicalStripeT,
+}
 
 // Verify authenticates a Stripe event and returns it. The signature is
 // checked before the timestamp, so a forged delivery reports
 // ErrInvalidSignature and an authentic but stale (or future) one
 // ErrTimestamp.
-func (s *Stripe) Verify(r Request) (Event, error) {
-	header := r.Header.Get(StripeSignatureHeader)
-	if header == "" {
-		return Event{}, errStripeNoHeader
-	}
-	var buf [4][macSize]byte
-	unix, sigs, err := parseStripeSignature(header, buf[:0])
-	if err != nil {
-		return Event{}, err
-	}
-	return s.hmac.verify(header, canonicalStripeT(header, unix), unix, sigs, r.Body, r.Now, parseStripeBody)
-}
+func (s *Stripe) Verify(r Request) (Event, error) { return s.verify(r, parseStripeBody) }
 
 // canonicalStripeT returns the decimal form of t, which is what stripe-go
 // signs whatever the header's spelling (t=0017… is signed as 17…). It
@@ -103,47 +87,12 @@ func canonicalStripeT(header string, unix int64) string {
 }
 
 // parseStripeSignature parses a Stripe-Signature header value:
-// ','-separated key=value pairs, with optional spaces or tabs around each.
-// It returns t (1 to 20 ASCII digits) and every well-formed v1 (64 hex
-// digits, at most maxSignatures of them) decoded, appended to dst. v0,
-// unknown keys, pairs without '=' and malformed v1 entries are skipped. It
-// fails, with an error wrapping ErrInvalidSignature, when t is missing,
-// repeated or not a unix time, or when no v1 is well-formed.
+// ','-separated key=value pairs (timedHeader.parse). It returns t and
+// every well-formed v1 decoded, appended to dst; v0, unknown keys and
+// malformed v1 entries are skipped.
 func parseStripeSignature(header string, dst [][macSize]byte) (unix int64, sigs [][macSize]byte, err error) {
-	sigs = dst
-	var ts string
-	haveT := false
-	for rest := header; rest != ""; {
-		var part string
-		part, rest, _ = strings.Cut(rest, ",")
-		key, value, ok := strings.Cut(trimOWS(part), "=")
-		if !ok {
-			continue
-		}
-		switch key {
-		case "t":
-			if haveT {
-				return 0, nil, errStripeDupT
-			}
-			haveT, ts = true, value
-		case "v1":
-			var sig [macSize]byte
-			if len(sigs)-len(dst) < maxSignatures && decodeHexMAC(&sig, value) {
-				sigs = append(sigs, sig)
-			}
-		}
-	}
-	if !haveT {
-		return 0, nil, errStripeNoT
-	}
-	unix, ok := parseUnixDigits(ts)
-	if !ok {
-		return 0, nil, errStripeBadT
-	}
-	if len(sigs) == 0 {
-		return 0, nil, errStripeNoV1
-	}
-	return unix, sigs, nil
+	_, unix, sigs, err = stripeLayout.parse(header, dst)
+	return unix, sigs, err
 }
 
 // stripeBody is the part of a Stripe event the hub reads.
@@ -180,12 +129,9 @@ func StripeEvent(object []byte) (Event, error) { return parseStripeBody(object) 
 // parseStripeBody reads the event of a Stripe event object: a webhook's
 // body (Verify) or an API's element (StripeEvent).
 func parseStripeBody(body []byte) (Event, error) {
-	var b stripeBody
-	if !b.decodeFast(body) {
-		b = stripeBody{}
-		if err := json.Unmarshal(body, &b); err != nil {
-			return Event{}, jsonPayloadError(err)
-		}
+	b, err := decodeBody[stripeBody](body)
+	if err != nil {
+		return Event{}, err
 	}
 	if err := checkText("body has no id", "id", b.ID, maxEventIDLen); err != nil {
 		return Event{}, err
@@ -276,12 +222,10 @@ func (l *lenientSecond) UnmarshalJSON(b []byte) error {
 // The target is "/webhooks/stripe". Stripe carries the event id and type
 // in the body, so eventID and eventType are unused.
 func (s *Stripe) Sign(eventID, eventType string, body []byte, now time.Time) (http.Header, string, error) {
-	ts, mac, err := s.hmac.sign(body, now)
+	h, err := s.sign(body, now)
 	if err != nil {
 		return nil, "", err
 	}
-	h := http.Header{}
-	h.Set(StripeSignatureHeader, "t="+ts+",v1="+hex.EncodeToString(mac[:]))
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	return h, "/webhooks/stripe", nil
 }

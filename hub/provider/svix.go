@@ -2,7 +2,6 @@ package provider
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -49,6 +48,12 @@ type svixScheme struct {
 	tsHeader  string
 	sigHeader string
 }
+
+// Name returns the provider's name: the name the verifier was built with.
+func (s *svixScheme) Name() string { return s.name }
+
+// Tolerance returns the timestamp tolerance in effect.
+func (s *svixScheme) Tolerance() time.Duration { return s.tolerance }
 
 // The header names Verify reads, in canonical form: for each header, the
 // svix- spelling first, then the webhook- one (firstSvixHeader).
@@ -152,12 +157,9 @@ func (s *svixScheme) verify(h Header, body []byte, now time.Time, occurred func(
 	if !withinTolerance(signedAt, now, s.tolerance) {
 		return Event{}, timestampError(signedAt, now, s.tolerance)
 	}
-	var b svixBody
-	if !b.decodeFast(body) {
-		b = svixBody{}
-		if err := json.Unmarshal(body, &b); err != nil {
-			return Event{}, jsonPayloadError(err)
-		}
+	b, err := decodeBody[svixBody](body)
+	if err != nil {
+		return Event{}, err
 	}
 	if err := checkText("body has no type", "type", b.Type, maxEventTypeLen); err != nil {
 		return Event{}, err

@@ -178,6 +178,23 @@ func timestampError(signedAt, now time.Time, tol time.Duration) error {
 	return fmt.Errorf("%w: signed %v in the future, tolerance %v", ErrTimestamp, -d, tol)
 }
 
+// decodeBody decodes a JSON object body into a B: with its decodeFast
+// when that answers for the body, with json.Unmarshal otherwise.
+func decodeBody[B any, P interface {
+	*B
+	decodeFast([]byte) bool
+}](body []byte) (B, error) {
+	var b B
+	if P(&b).decodeFast(body) {
+		return b, nil
+	}
+	var full B
+	if err := json.Unmarshal(body, &full); err != nil {
+		return full, jsonPayloadError(err)
+	}
+	return full, nil
+}
+
 // jsonPayloadError turns a json.Unmarshal error into an ErrPayload with a
 // precise message.
 func jsonPayloadError(err error) error {

@@ -2,7 +2,6 @@ package samples
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 	"time"
 
@@ -27,16 +26,9 @@ func clerkID(prefix, seed string) string {
 // output is deterministic given its inputs. data, when not nil, must be
 // valid JSON.
 func clerk(eventID, eventType string, data []byte, now time.Time) ([]byte, error) {
-	if eventID == "" || eventType == "" {
-		return nil, errors.New("clerk: sample needs an event id and type")
-	}
-	if data == nil {
-		var err error
-		if data, err = json.Marshal(clerkSampleData(eventID, eventType, now)); err != nil {
-			return nil, err
-		}
-	} else if !json.Valid(data) {
-		return nil, errors.New("clerk: sample data is not valid JSON")
+	data, err := sampleData("clerk", eventID, eventType, data, func() any { return clerkSampleData(eventID, eventType, now) })
+	if err != nil {
+		return nil, err
 	}
 	type httpRequest struct {
 		ClientIP  string `json:"client_ip"`

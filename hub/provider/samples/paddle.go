@@ -2,7 +2,6 @@ package samples
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 	"time"
 
@@ -17,16 +16,9 @@ import (
 // (ntf_…, sub_…, ctm_…) is a function of eventID, so the output is
 // deterministic given its inputs. data, when not nil, must be valid JSON.
 func paddle(eventID, eventType string, data []byte, now time.Time) ([]byte, error) {
-	if eventID == "" || eventType == "" {
-		return nil, errors.New("paddle: sample needs an event id and type")
-	}
-	if data == nil {
-		var err error
-		if data, err = json.Marshal(paddleSampleData(eventID, eventType, now)); err != nil {
-			return nil, err
-		}
-	} else if !json.Valid(data) {
-		return nil, errors.New("paddle: sample data is not valid JSON")
+	data, err := sampleData("paddle", eventID, eventType, data, func() any { return paddleSampleData(eventID, eventType, now) })
+	if err != nil {
+		return nil, err
 	}
 	return json.Marshal(struct {
 		Data           json.RawMessage `json:"data"`

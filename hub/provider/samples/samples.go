@@ -1,6 +1,8 @@
 package samples
 
 import (
+	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 )
@@ -76,4 +78,20 @@ func Sign(s Signer, eventID, eventType string, body []byte, now time.Time) (Deli
 		return Delivery{}, err
 	}
 	return Delivery{Header: h, Target: target, Body: body}, nil
+}
+
+// sampleData checks a sample's event id and type, then returns data, which
+// must be valid JSON, or, when data is nil, the JSON of build(). provider
+// prefixes the errors.
+func sampleData(provider, eventID, eventType string, data []byte, build func() any) ([]byte, error) {
+	if eventID == "" || eventType == "" {
+		return nil, errors.New(provider + ": sample needs an event id and type")
+	}
+	if data == nil {
+		return json.Marshal(build())
+	}
+	if !json.Valid(data) {
+		return nil, errors.New(provider + ": sample data is not valid JSON")
+	}
+	return data, nil
 }

@@ -1,8 +1,6 @@
 package samples
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -27,16 +25,7 @@ func shopifyNumber(seed string) int64 {
 // given its inputs. data, when not nil, must be valid JSON and is the
 // whole body.
 func shopify(eventID, eventType string, data []byte, now time.Time) ([]byte, error) {
-	if eventID == "" || eventType == "" {
-		return nil, errors.New("shopify: sample needs an event id and type")
-	}
-	if data != nil {
-		if !json.Valid(data) {
-			return nil, errors.New("shopify: sample data is not valid JSON")
-		}
-		return data, nil
-	}
-	return json.Marshal(shopifySampleResource(eventID, eventType, now))
+	return sampleData("shopify", eventID, eventType, data, func() any { return shopifySampleResource(eventID, eventType, now) })
 }
 
 func shopifySampleResource(eventID, eventType string, now time.Time) any {

@@ -2,8 +2,6 @@ package samples
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -17,16 +15,9 @@ import (
 // object otherwise. Derived ids depend only on eventID, so the output is
 // deterministic given its inputs. data, when not nil, must be valid JSON.
 func standard(name, eventID, eventType string, data []byte, now time.Time) ([]byte, error) {
-	if eventID == "" || eventType == "" {
-		return nil, fmt.Errorf("%s: sample needs an event id and type", name)
-	}
-	if data == nil {
-		var err error
-		if data, err = json.Marshal(standardSampleData(eventID, eventType, now)); err != nil {
-			return nil, err
-		}
-	} else if !json.Valid(data) {
-		return nil, errors.New(name + ": sample data is not valid JSON")
+	data, err := sampleData(name, eventID, eventType, data, func() any { return standardSampleData(eventID, eventType, now) })
+	if err != nil {
+		return nil, err
 	}
 	return json.Marshal(struct {
 		Type      string          `json:"type"`

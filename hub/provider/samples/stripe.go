@@ -2,7 +2,6 @@ package samples
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 	"time"
 
@@ -28,16 +27,9 @@ func stripeID(prefix, seed string) string {
 // the output is deterministic given its inputs. data, when not nil, must
 // be valid JSON and becomes data.object.
 func stripe(eventID, eventType string, data []byte, now time.Time) ([]byte, error) {
-	if eventID == "" || eventType == "" {
-		return nil, errors.New("stripe: sample needs an event id and type")
-	}
-	if data == nil {
-		var err error
-		if data, err = json.Marshal(stripeSampleObject(eventID, eventType, now)); err != nil {
-			return nil, err
-		}
-	} else if !json.Valid(data) {
-		return nil, errors.New("stripe: sample data is not valid JSON")
+	data, err := sampleData("stripe", eventID, eventType, data, func() any { return stripeSampleObject(eventID, eventType, now) })
+	if err != nil {
+		return nil, err
 	}
 	type request struct {
 		ID             string `json:"id"`
