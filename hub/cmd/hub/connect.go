@@ -49,6 +49,18 @@ func (e *opsEnv) Close() {
 	e.pool.Close()
 }
 
+// opsCall is an operator command's one operation: connect (NATS as mode
+// says, its problems to stderr), call the operation, close.
+func opsCall[T any](ctx context.Context, mode natsMode, stderr io.Writer, call func(*ops.Ops) (T, error)) (T, error) {
+	env, _, err := connectOps(ctx, mode, stderr)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	defer env.Close()
+	return call(env.ops)
+}
+
 // natsMode is how much an operator command needs NATS.
 type natsMode int
 

@@ -51,23 +51,10 @@ recorded in HUB_DATA_DIR, or 127.0.0.1:4222): without NATS, list and status say 
 `
 
 func runDestinations(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	action, args, err := parseAction(args, destinationsUsage, "destinations needs list, status, pause, resume, retry-now or test", stdout, stderr)
-	if err != nil {
-		return err
-	}
-	switch action {
-	case "list":
-		return runDestinationsList(ctx, args, stdout, stderr)
-	case "status":
-		return runDestinationsStatus(ctx, args, stdout, stderr)
-	case "pause", "resume":
-		return runDestinationsSetState(ctx, action, args, stdout)
-	case "retry-now":
-		return runDestinationsRetryNow(ctx, args, stdout)
-	case "test":
-		return runDestinationsTest(ctx, args, stdout, stderr)
-	}
-	return usageErr(fmt.Sprintf("unknown destinations action %q: want list, status, pause, resume, retry-now or test", action))
+	return runAction(ctx, args, "destinations", destinationsUsage, []command{
+		{name: "list", run: runDestinationsList}, {name: "status", run: runDestinationsStatus},
+		{name: "pause", run: destinationsSetState("pause")}, {name: "resume", run: destinationsSetState("resume")},
+		{name: "retry-now", run: runDestinationsRetryNow}, {name: "test", run: runDestinationsTest}}, stdout, stderr)
 }
 
 // destinationView is a destination as list and status print it (--json:

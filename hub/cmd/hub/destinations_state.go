@@ -29,6 +29,13 @@ type stateChange struct {
 	PreviousSince  time.Time `json:"previous_since,omitzero"`
 }
 
+// destinationsSetState is the run of destinations pause or resume, as action says.
+func destinationsSetState(action string) func(context.Context, []string, io.Writer, io.Writer) error {
+	return func(ctx context.Context, args []string, stdout, _ io.Writer) error {
+		return runDestinationsSetState(ctx, action, args, stdout)
+	}
+}
+
 func runDestinationsSetState(ctx context.Context, action string, args []string, stdout io.Writer) error {
 	usage := `Usage: hub destinations pause NAME [--reason TEXT] [--json]
 
@@ -136,7 +143,7 @@ type retryNow struct {
 	Events int64 `json:"events"`
 }
 
-func runDestinationsRetryNow(ctx context.Context, args []string, stdout io.Writer) error {
+func runDestinationsRetryNow(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs := newFlags("destinations retry-now", `Usage: hub destinations retry-now NAME [--json]
 
 Ends the wait of the destination's waiting events (parked for a retry: a backoff, or a

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -116,4 +117,27 @@ func parseAction(args []string, usage, missing string, stdout, stderr io.Writer)
 		return "", nil, flag.ErrHelp
 	}
 	return args[0], args[1:], nil
+}
+
+// runAction runs the action of a command of actions (events list, events
+// show): the one args[0] names, or a usage error naming them all.
+func runAction(ctx context.Context, args []string, name, usage string, actions []command, stdout, stderr io.Writer) error {
+	names := make([]string, len(actions))
+	for i, a := range actions {
+		names[i] = a.name
+	}
+	want := names[0]
+	if n := len(names); n > 1 {
+		want = strings.Join(names[:n-1], ", ") + " or " + names[n-1]
+	}
+	action, args, err := parseAction(args, usage, name+" needs "+want, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	for _, a := range actions {
+		if a.name == action {
+			return a.run(ctx, args, stdout, stderr)
+		}
+	}
+	return usageErr(fmt.Sprintf("unknown %s action %q: want %s", name, action, want))
 }
