@@ -73,11 +73,8 @@ func runAuditList(ctx context.Context, args []string, stdout, _ io.Writer) error
 	fs.Int("limit", ops.DefaultAuditLimit, fmt.Sprintf("at most this many entries (1..%d)", ops.MaxAuditLimit))
 	fs.String("before", "", "the next page: entries after the one of this cursor (printed at the end of a full page)")
 	asJSON := fs.Bool("json", false, "one JSON object per line")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args, "audit list takes no arguments; filters are flags"); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr("audit list takes no arguments; filters are flags")
 	}
 	f, err := ops.DecodeAudit(flagValues(fs), time.Now())
 	if err != nil {

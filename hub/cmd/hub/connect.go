@@ -61,6 +61,24 @@ func opsCall[T any](ctx context.Context, mode natsMode, stderr io.Writer, call f
 	return call(env.ops)
 }
 
+// streamCall is opsCall for an operation on the stream: after it, the
+// banner (which NATS server and stream) on stderr unless quiet or the
+// operation found the operator's mistake; an error from the server says
+// what it lacks; and the NATS target, for --json.
+func streamCall[T any](ctx context.Context, mode natsMode, stderr io.Writer, quiet bool, call func(*opsEnv) (T, error)) (T, natsTarget, error) {
+	env, _, err := connectOps(ctx, mode, stderr)
+	if err != nil {
+		var zero T
+		return zero, natsTarget{}, err
+	}
+	defer env.Close()
+	res, err := call(env)
+	if !quiet {
+		env.announceUnlessMistake(stderr, err)
+	}
+	return res, env.nats, env.explain(err)
+}
+
 // natsMode is how much an operator command needs NATS.
 type natsMode int
 

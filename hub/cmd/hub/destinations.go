@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -250,8 +251,12 @@ func agoText(d time.Duration) string {
 	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
 }
 
-// destinationName reads the one NAME argument of an action.
-func destinationName(action string, pos []string) (string, error) {
+// destinationArg parses an action's flags and its one NAME argument.
+func destinationArg(fs *flag.FlagSet, args []string, action string) (string, error) {
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return "", err
+	}
 	if len(pos) != 1 {
 		return "", usageErr(fmt.Sprintf("destinations %s needs exactly one destination NAME (see `hub destinations list`)", action))
 	}
@@ -289,11 +294,7 @@ event; `+"`hub events show`"+` has one event's).
 `, stdout)
 	n := fs.Int("attempts", defaultStatusAttempts, fmt.Sprintf("show the last N attempts (0..%d)", maxStatusAttempts))
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return err
-	}
-	name, err := destinationName("status", pos)
+	name, err := destinationArg(fs, args, "status")
 	if err != nil {
 		return err
 	}
@@ -409,11 +410,7 @@ of each signature.
 `, stdout)
 	file := fs.String("file", "", "the destinations file (default: HUB_DESTINATIONS_FILE, else destinations.yaml)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return err
-	}
-	name, err := destinationName("test", pos)
+	name, err := destinationArg(fs, args, "test")
 	if err != nil {
 		return err
 	}

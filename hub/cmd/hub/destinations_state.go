@@ -56,11 +56,7 @@ process delivers the waiting events within seconds (it reads its state every ` +
 	fs := newFlags("destinations "+action, usage, stdout)
 	reason := fs.String("reason", "", fmt.Sprintf("why (shown by status; at most %d bytes)", maxReasonBytes))
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return err
-	}
-	name, err := destinationName(action, pos)
+	name, err := destinationArg(fs, args, action)
 	if err != nil {
 		return err
 	}
@@ -152,11 +148,7 @@ receiver's Retry-After, capped by max_retry_after): its running process sends th
 event refused again waits again. Recorded in the audit trail.
 `, stdout)
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return err
-	}
-	name, err := destinationName("retry-now", pos)
+	name, err := destinationArg(fs, args, "retry-now")
 	if err != nil {
 		return err
 	}

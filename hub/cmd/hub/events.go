@@ -40,11 +40,8 @@ func runEventsList(ctx context.Context, args []string, stdout, _ io.Writer) erro
 	asJSON := fs.Bool("json", false, "one JSON object per line")
 	var where whereFlag
 	fs.Var(&where, "where", fmt.Sprintf("PATH=VALUE: the payload's JSON value at PATH equals VALUE (repeatable, at most %d)", ops.MaxPayloadMatches))
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args, "events list takes no arguments; filters are flags"); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr("events list takes no arguments; filters are flags")
 	}
 	withOutcomes := flagGiven(fs, "entity")
 	if withOutcomes && *limit > ops.MaxTimelineLimit {

@@ -57,6 +57,18 @@ func newEnvFlags(name, usage string, stdout io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// parseNoArgs is parseFlags for a command that takes no arguments: one
+// is the usage mistake msg.
+func parseNoArgs(fs *flag.FlagSet, args []string, msg string) error {
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErr(msg)
+	}
+	return nil
+}
+
 // parseFlags parses args into fs. --help prints the usage on stdout; a
 // bad flag is a usage error (exit 2, its message on stderr), so stdout
 // carries nothing but the command's output (JSON lines with --json).

@@ -37,11 +37,8 @@ func runSessionsList(ctx context.Context, args []string, stdout, _ io.Writer) er
 	fs.Int("limit", ops.DefaultSessionLimit, fmt.Sprintf("at most this many sessions (1..%d)", ops.MaxSessionLimit))
 	fs.String("before", "", "the next page: sessions after the one of this cursor (printed at the end of a full page)")
 	asJSON := fs.Bool("json", false, "one JSON object per line")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args, "sessions list takes no arguments; filters are flags"); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr("sessions list takes no arguments; filters are flags")
 	}
 	f, err := ops.DecodeSessions(flagValues(fs))
 	if err != nil {
