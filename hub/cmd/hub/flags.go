@@ -18,11 +18,13 @@ import (
 //		return err // --help: usage on stdout, exit 0; a bad flag: exit 2
 //	}
 //
-// then refuses bad input with usageErr, naming the flag (exit 2), prints
-// --json with printJSON or printJSONLines, and returns any other error
+// (parseNoArgs when it takes no arguments), then refuses bad input with
+// usageErr, naming the flag (exit 2), connects and calls its operation
+// with opsCall (streamCall on the stream), prints --json with printJSON
+// or printJSONLines (a list: printRows), and returns any other error
 // (exit 1). A command made of actions (hub events list, hub dlq redrive)
-// reads its action with parseAction first. run maps the errors to exit
-// codes, in one place.
+// reads its action with runAction or parseAction first. run maps the
+// errors to exit codes, in one place.
 
 // errUsage marks an error whose message already explains the usage; the
 // exit code is 2.
