@@ -8,7 +8,6 @@ import (
 	"os/user"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/hookhub/hookhub/hub"
@@ -62,13 +61,10 @@ who, when, the parameters and the result. Newest first. Dry runs are not recorde
 `
 
 func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	action, args, err := parseAction(args, auditUsage, "audit needs list", stdout, stderr)
-	if err != nil {
-		return err
-	}
-	if action != "list" {
-		return usageErr(fmt.Sprintf("unknown audit action %q: want list", action))
-	}
+	return runAction(ctx, args, "audit", auditUsage, []command{{name: "list", run: runAuditList}}, stdout, stderr)
+}
+
+func runAuditList(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs := newFlags("audit list", auditUsage+"\nTimes are durations before now (90m, 36h, 7d) or times (2026-11-30, RFC 3339).\n", stdout)
 	fs.String("since", "", "started at or after")
 	fs.String("until", "", "started before")
@@ -77,40 +73,23 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Int("limit", ops.DefaultAuditLimit, fmt.Sprintf("at most this many entries (1..%d)", ops.MaxAuditLimit))
 	fs.String("before", "", "the next page: entries after the one of this cursor (printed at the end of a full page)")
 	asJSON := fs.Bool("json", false, "one JSON object per line")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args, "audit list takes no arguments; filters are flags"); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr("audit list takes no arguments; filters are flags")
 	}
 	f, err := ops.DecodeAudit(flagValues(fs), time.Now())
 	if err != nil {
 		return flagErr(err)
 	}
-	env, _, err := connectOps(ctx, natsOptional, io.Discard)
+	entries, err := opsCall(ctx, natsOptional, io.Discard, func(o *ops.Ops) ([]hub.AuditEntry, error) { return o.ListAudit(ctx, f) })
 	if err != nil {
 		return err
 	}
-	defer env.Close()
-	entries, err := env.ops.ListAudit(ctx, f)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSONLines(stdout, entries)
-	}
-	if len(entries) == 0 {
-		fmt.Fprintln(stdout, "no audit entries match")
-		return nil
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "AT\tACTOR\tROLE\tVIA\tACTION\tTARGET\tOUTCOME\tTOOK\tPARAMS\tRESULT\tERROR")
-	for _, e := range entries {
+	err = printRows(stdout, *asJSON, entries, "no audit entries match", "AT\tACTOR\tROLE\tVIA\tACTION\tTARGET\tOUTCOME\tTOOK\tPARAMS\tRESULT\tERROR", func(tw io.Writer, e hub.AuditEntry) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.At.UTC().Format(time.RFC3339), oneLine(e.Actor.Name, 40),
 			e.Actor.Role, e.Actor.Via, e.Action, oneLine(e.Target, 40), e.Outcome, (time.Duration(e.DurationMS) * time.Millisecond).String(),
 			oneLine(string(e.Params), 80), oneLine(string(e.Result), 80), oneLine(e.Error, 60))
-	}
-	if err := tw.Flush(); err != nil {
+	})
+	if err != nil || *asJSON || len(entries) == 0 {
 		return err
 	}
 	if len(entries) == f.Limit {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"io/fs"
 	"os/user"
 	"slices"
@@ -11,25 +10,20 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
-	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/migrations"
 )
 
 // The command line's actions are recorded as the OS user's, on this host,
 // and `hub audit list` reads them back.
 func TestCLIActionsAreAudited(t *testing.T) {
-	pool, url := hubdb.Pool(t)
+	pool, _ := natsEnv(t)
 	// An entry of a command that died: the next command's first action
 	// marks it interrupted.
 	_, err := pool.Exec(t.Context(), `INSERT INTO audit_log (at, actor_kind, actor_name, actor_role, via, action, heartbeat_at)
 		VALUES (now() - interval '1 hour', 'cli', 'bob@ops-2', 'admin', 'cli', 'replay', now() - interval '10 minutes')`)
 	require.NoError(t, err)
-	n := hubtest.JetStream(t)
-	t.Setenv("HUB_DATABASE_URL", url)
-	t.Setenv("HUB_NATS_URL", n.URL())
 	t.Setenv("USER", "mallory") // the environment is not who runs the command
 	u, err := user.Current()
 	require.NoError(t, err)
@@ -48,12 +42,7 @@ func TestCLIActionsAreAudited(t *testing.T) {
 
 	code, stdout, stderr := cmd("audit", "list", "--json")
 	require.Zero(t, code, stderr)
-	var es []hub.AuditEntry
-	for line := range strings.Lines(stdout) {
-		var e hub.AuditEntry
-		require.NoError(t, json.Unmarshal([]byte(line), &e), line)
-		es = append(es, e)
-	}
+	es := jsonLines[hub.AuditEntry](t, stdout)
 	require.Len(t, es, 3)
 	require.Equal(t, "bob@ops-2", es[2].Actor.Name)
 	require.Equal(t, hub.AuditInterrupted, es[2].Outcome)
@@ -87,8 +76,7 @@ func TestCLIActionsAreAudited(t *testing.T) {
 // `hub migrate down` keeps the audit trail, every migration rolled back;
 // only --drop-audit drops it with the migration that made it.
 func TestMigrateDownKeepsTheAuditTrail(t *testing.T) {
-	pool, url := hubdb.Pool(t)
-	t.Setenv("HUB_DATABASE_URL", url)
+	pool := dbEnv(t, "")
 	files, err := fs.Glob(migrations.Files(), "*.sql")
 	require.NoError(t, err)
 	_, err = pool.Exec(t.Context(), `INSERT INTO audit_log (at, actor_kind, actor_name, actor_role, via, action)
@@ -129,8 +117,7 @@ func TestMigrateDownKeepsTheAuditTrail(t *testing.T) {
 // it, whether the command or its action refused it; a command that reads
 // records nothing.
 func TestCLIRefusalsAreAudited(t *testing.T) {
-	pool, url := hubdb.Pool(t)
-	t.Setenv("HUB_DATABASE_URL", url)
+	pool := dbEnv(t, "")
 	st := store.New(pool)
 	cases := []struct {
 		args   []string

@@ -53,11 +53,8 @@ func runBackfill(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	maxTime := fs.Duration("max-time", 0, "longest the run may take (0: HUB_BACKFILL_MAX_RUN_TIME)")
 	releaseLease := fs.Bool("release-lease", false, "take back the provider's lease from a run that was killed, and exit")
 	force := fs.Bool("force", false, "with --release-lease: release it even while its holder on another machine still renews it")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args, "backfill takes no arguments; the provider and the range are flags"); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr("backfill takes no arguments; the provider and the range are flags")
 	}
 	if *name == "" {
 		return usageErr("--provider is required (" + strings.Join(backfill.Providers(), ", ") + ")")

@@ -1,23 +1,25 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/backfill"
 	"github.com/hookhub/hookhub/hub/backfill/fakeapi"
-	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/ops"
 	"github.com/hookhub/hookhub/hub/provider"
 	"github.com/hookhub/hookhub/hub/provider/samples"
@@ -27,11 +29,8 @@ import (
 // `hub backfill` as an operator runs it: a wrong key names its variable
 // and exits 1, mistakes in flags exit 2, and a run prints its counts.
 func TestBackfillCommand(t *testing.T) {
-	_, url := hubdb.Pool(t)
 	const key = "sk_test_cli0000000000000000000000key"
-	fake := fakeapi.NewStripe(key)
-	srv := httptest.NewServer(fake)
-	t.Cleanup(srv.Close)
+	_, fake := stripeBackfill(t, key, "")
 	p, err := provider.New("stripe", []string{"whsec_cli"}, provider.Options{})
 	require.NoError(t, err)
 	for i := range 3 {
@@ -39,15 +38,8 @@ func TestBackfillCommand(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, fake.Add(body))
 	}
-	t.Setenv("HUB_DATABASE_URL", url)
-	t.Setenv("HUB_STRIPE_SECRETS", "whsec_cli")
-	t.Setenv("HUB_STRIPE_API_URL", srv.URL)
 
-	run1 := func(args ...string) (int, string, string) {
-		var stdout, stderr bytes.Buffer
-		code := run(context.Background(), args, &stdout, &stderr)
-		return code, stdout.String(), stderr.String()
-	}
+	run1 := func(args ...string) (int, string, string) { return runCmd(t, args...) }
 	code, _, stderr := run1("backfill", "--provider", "stripe")
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, "no API credentials for stripe: set HUB_STRIPE_API_KEY")
@@ -116,7 +108,7 @@ func TestBackfillCommand(t *testing.T) {
 // again (a dry run only lists them) and is refused for a provider that
 // cannot; without it the payloads are fetched and ingested.
 func TestBackfillCommandGitHub(t *testing.T) {
-	pool, url := hubdb.Pool(t)
+	pool := dbEnv(t, "")
 	fake := fakeapi.NewGitHub(t, fakeapi.GitHubOptions{Token: "ghp_cliToken0000000000"})
 	p, err := provider.New("github", []string{"gh_cli_secret"}, provider.Options{})
 	require.NoError(t, err)
@@ -129,14 +121,9 @@ func TestBackfillCommandGitHub(t *testing.T) {
 		fake.Add(fakeapi.GitHubDelivery{GUID: guid, DeliveredAt: at, Event: "issues", Payload: body})
 		guids = append(guids, guid)
 	}
-	t.Setenv("HUB_DATABASE_URL", url)
 	t.Setenv("HUB_GITHUB_SECRETS", "gh_cli_secret")
 	t.Setenv("HUB_GITHUB_API_URL", fake.URL)
-	run1 := func(args ...string) (int, string, string) {
-		var stdout, stderr bytes.Buffer
-		code := run(context.Background(), args, &stdout, &stderr)
-		return code, stdout.String(), stderr.String()
-	}
+	run1 := func(args ...string) (int, string, string) { return runCmd(t, args...) }
 
 	code, _, stderr := run1("backfill", "--provider", "github")
 	require.Equal(t, 1, code)
@@ -196,24 +183,14 @@ func TestBackfillCommandGitHub(t *testing.T) {
 // killed mid-way leaves its lease, which --release-lease takes back unless
 // its holder is known to be alive, saying who held it.
 func TestBackfillCommandFailuresAndLease(t *testing.T) {
-	pool, url := hubdb.Pool(t)
 	const key = "sk_test_cli0000000000000000000000key"
-	fake := fakeapi.NewStripe(key)
-	srv := httptest.NewServer(fake)
-	t.Cleanup(srv.Close)
+	pool, fake := stripeBackfill(t, key, "")
 	body, err := samples.Body("stripe", "evt_cli_good", "invoice.paid", nil, time.Now().Add(-time.Hour))
 	require.NoError(t, err)
 	require.NoError(t, fake.Add(body))
 	require.NoError(t, fake.Add([]byte(fmt.Sprintf(`{"id":"evt_cli_bad","object":"event","created":%d}`, time.Now().Add(-time.Hour).Unix()))))
-	t.Setenv("HUB_DATABASE_URL", url)
-	t.Setenv("HUB_STRIPE_SECRETS", "whsec_cli")
-	t.Setenv("HUB_STRIPE_API_URL", srv.URL)
 	t.Setenv("HUB_STRIPE_API_KEY", key)
-	run1 := func(args ...string) (int, string, string) {
-		var stdout, stderr bytes.Buffer
-		code := run(context.Background(), args, &stdout, &stderr)
-		return code, stdout.String(), stderr.String()
-	}
+	run1 := func(args ...string) (int, string, string) { return runCmd(t, args...) }
 
 	code, stdout, stderr := run1("backfill", "--provider", "stripe")
 	require.Equal(t, 1, code, stdout)
@@ -309,4 +286,75 @@ func run1Err(t *testing.T, run1 func(...string) (int, string, string), args ...s
 	code, _, stderr := run1(args...)
 	require.Equal(t, 2, code, stderr)
 	return stderr
+}
+
+// stripeBackfill is `hub backfill --provider stripe`'s world: a fresh
+// database, and a fake Stripe API taking key at HUB_STRIPE_API_URL (its
+// URL and path), with HUB_STRIPE_SECRETS set.
+func stripeBackfill(t *testing.T, key, path string) (*pgxpool.Pool, *fakeapi.StripeAPI) {
+	pool := dbEnv(t, "")
+	fake := fakeapi.NewStripe(key)
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	t.Setenv("HUB_STRIPE_SECRETS", "whsec_cli")
+	t.Setenv("HUB_STRIPE_API_URL", srv.URL+path)
+	return pool, fake
+}
+
+// `hub backfill` never prints the API key: not when a gateway echoes the
+// request's headers in its error page, not when the API redirects to
+// another port (which receives nothing); and a plain http:// API URL to
+// another host is refused naming its variable.
+func TestBackfillCommandHidesTheKey(t *testing.T) {
+	const key = "sk_test_cliKeys0000000000000000000key"
+	_, fake := stripeBackfill(t, key, "/v1")
+	sink := &fakeapi.Sink{}
+	sinkSrv := httptest.NewServer(sink)
+	t.Cleanup(sinkSrv.Close)
+	t.Setenv("HUB_STRIPE_API_KEY", key)
+	run1 := func(args ...string) (int, string) {
+		code, stdout, stderr := runCmd(t, args...)
+		return code, stdout + stderr
+	}
+
+	fake.EchoHeaders(1, http.StatusBadRequest)
+	code, out := run1("backfill", "--provider", "stripe")
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "answered 400")
+	require.Contains(t, out, "Bearer [redacted]")
+	require.NotContains(t, out, key)
+	require.False(t, strings.ContainsFunc(out, func(r rune) bool { return unicode.IsControl(r) && r != '\n' }), "%q", out)
+
+	fake.Redirect(2, http.StatusFound, sinkSrv.URL)
+	code, out = run1("backfill", "--provider", "stripe", "--json")
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "not followed")
+	require.NotContains(t, out, key)
+	require.Empty(t, sink.Requests())
+
+	code, out = run1("backfill", "--provider", "stripe", "--dry-run")
+	require.Equal(t, 0, code, out)
+	for _, hit := range fake.Hits() {
+		require.Equal(t, "/v1/events", hit.Path, "HUB_STRIPE_API_URL ending in /v1")
+	}
+
+	// An id the API made of the key (a hostile or broken gateway): the
+	// dry run's listing, its JSON and a real run's failure list (its type
+	// cannot form a subject) name the event with the key hidden.
+	created := strconv.FormatInt(time.Now().Add(-time.Hour).Unix(), 10)
+	require.NoError(t, fake.Add([]byte(`{"id":"evt_`+key+`","object":"event","created":`+created+`,"type":"bad type","data":{"object":{}}}`)))
+	for _, args := range [][]string{{"--dry-run"}, {"--dry-run", "--json"}, {}} {
+		code, out = run1(append([]string{"backfill", "--provider", "stripe"}, args...)...)
+		require.Contains(t, out, "evt_[redacted]", "%v: %s", args, out)
+		require.NotContains(t, out, key, "%v", args)
+	}
+	require.Equal(t, 1, code, "the event was archived FAILED: %s", out)
+	hits := len(fake.Hits())
+
+	t.Setenv("HUB_STRIPE_API_URL", "http://api.stripe.example")
+	code, out = run1("backfill", "--provider", "stripe")
+	require.NotEqual(t, 0, code)
+	require.Contains(t, out, "HUB_STRIPE_API_URL")
+	require.Contains(t, out, "plain http")
+	require.Len(t, fake.Hits(), hits)
 }

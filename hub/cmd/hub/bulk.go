@@ -49,11 +49,8 @@ first events.
 	wait := fs.Duration("wait", ops.DefaultReplayWait, fmt.Sprintf("replay: how long to wait for the subscriber to settle the copies (%s..%s)", ops.MinReplayWait, ops.MaxReplayWait))
 	fs.Int("sample", 10, fmt.Sprintf("the plan lists this many events (1..%d)", ops.MaxBulkSample))
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args, "bulk takes no arguments; the filter is flags"); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr("bulk takes no arguments; the filter is flags")
 	}
 	// A mistake is decided before connecting, and is one line on stderr.
 	// Now is taken once: "--since 7d" is exactly a payload filter's longest range.
@@ -64,19 +61,13 @@ first events.
 		return flagErr(err)
 	}
 	req.Wait = *wait
-	env, _, err := connectOps(ctx, natsRequired, stderr)
-	if err != nil {
-		return err
-	}
-	defer env.Close()
-	if !*asJSON && !*dryRun {
-		req.Progress = bulkProgress(env, stderr)
-	}
-	// audit: the CLI's bulk action (actor: the OS user) is recorded by ops.Bulk's markers.
-	res, err := env.ops.Bulk(ctx, req)
-	if !*asJSON {
-		env.announceUnlessMistake(stderr, err)
-	}
+	res, _, err := streamCall(ctx, natsRequired, stderr, *asJSON, func(env *opsEnv) (ops.BulkResult, error) {
+		if !*asJSON && !*dryRun {
+			req.Progress = bulkProgress(env, stderr)
+		}
+		// audit: the CLI's bulk action (actor: the OS user) is recorded by ops.Bulk's markers.
+		return env.ops.Bulk(ctx, req)
+	})
 	if *asJSON && (err == nil || res.Cancelled) {
 		if perr := printJSON(stdout, res); perr != nil {
 			return perr
@@ -84,7 +75,7 @@ first events.
 		return err
 	}
 	if err != nil && !res.Cancelled {
-		return env.explain(err)
+		return err
 	}
 	printBulk(stdout, res, *wait)
 	if err != nil {

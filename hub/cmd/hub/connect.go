@@ -49,6 +49,36 @@ func (e *opsEnv) Close() {
 	e.pool.Close()
 }
 
+// opsCall is an operator command's one operation: connect (NATS as mode
+// says, its problems to stderr), call the operation, close.
+func opsCall[T any](ctx context.Context, mode natsMode, stderr io.Writer, call func(*ops.Ops) (T, error)) (T, error) {
+	env, _, err := connectOps(ctx, mode, stderr)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	defer env.Close()
+	return call(env.ops)
+}
+
+// streamCall is opsCall for an operation on the stream: after it, the
+// banner (which NATS server and stream) on stderr unless quiet or the
+// operation found the operator's mistake; an error from the server says
+// what it lacks; and the NATS target, for --json.
+func streamCall[T any](ctx context.Context, mode natsMode, stderr io.Writer, quiet bool, call func(*opsEnv) (T, error)) (T, natsTarget, error) {
+	env, _, err := connectOps(ctx, mode, stderr)
+	if err != nil {
+		var zero T
+		return zero, natsTarget{}, err
+	}
+	defer env.Close()
+	res, err := call(env)
+	if !quiet {
+		env.announceUnlessMistake(stderr, err)
+	}
+	return res, env.nats, env.explain(err)
+}
+
 // natsMode is how much an operator command needs NATS.
 type natsMode int
 

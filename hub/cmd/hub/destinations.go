@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -51,23 +52,10 @@ recorded in HUB_DATA_DIR, or 127.0.0.1:4222): without NATS, list and status say 
 `
 
 func runDestinations(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	action, args, err := parseAction(args, destinationsUsage, "destinations needs list, status, pause, resume, retry-now or test", stdout, stderr)
-	if err != nil {
-		return err
-	}
-	switch action {
-	case "list":
-		return runDestinationsList(ctx, args, stdout, stderr)
-	case "status":
-		return runDestinationsStatus(ctx, args, stdout, stderr)
-	case "pause", "resume":
-		return runDestinationsSetState(ctx, action, args, stdout)
-	case "retry-now":
-		return runDestinationsRetryNow(ctx, args, stdout)
-	case "test":
-		return runDestinationsTest(ctx, args, stdout, stderr)
-	}
-	return usageErr(fmt.Sprintf("unknown destinations action %q: want list, status, pause, resume, retry-now or test", action))
+	return runAction(ctx, args, "destinations", destinationsUsage, []command{
+		{name: "list", run: runDestinationsList}, {name: "status", run: runDestinationsStatus},
+		{name: "pause", run: destinationsSetState("pause")}, {name: "resume", run: destinationsSetState("resume")},
+		{name: "retry-now", run: runDestinationsRetryNow}, {name: "test", run: runDestinationsTest}}, stdout, stderr)
 }
 
 // destinationView is a destination as list and status print it (--json:
@@ -263,8 +251,12 @@ func agoText(d time.Duration) string {
 	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
 }
 
-// destinationName reads the one NAME argument of an action.
-func destinationName(action string, pos []string) (string, error) {
+// destinationArg parses an action's flags and its one NAME argument.
+func destinationArg(fs *flag.FlagSet, args []string, action string) (string, error) {
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return "", err
+	}
 	if len(pos) != 1 {
 		return "", usageErr(fmt.Sprintf("destinations %s needs exactly one destination NAME (see `hub destinations list`)", action))
 	}
@@ -302,11 +294,7 @@ event; `+"`hub events show`"+` has one event's).
 `, stdout)
 	n := fs.Int("attempts", defaultStatusAttempts, fmt.Sprintf("show the last N attempts (0..%d)", maxStatusAttempts))
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return err
-	}
-	name, err := destinationName("status", pos)
+	name, err := destinationArg(fs, args, "status")
 	if err != nil {
 		return err
 	}
@@ -422,11 +410,7 @@ of each signature.
 `, stdout)
 	file := fs.String("file", "", "the destinations file (default: HUB_DESTINATIONS_FILE, else destinations.yaml)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return err
-	}
-	name, err := destinationName("test", pos)
+	name, err := destinationArg(fs, args, "test")
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,13 @@ type stateChange struct {
 	PreviousSince  time.Time `json:"previous_since,omitzero"`
 }
 
+// destinationsSetState is the run of destinations pause or resume, as action says.
+func destinationsSetState(action string) func(context.Context, []string, io.Writer, io.Writer) error {
+	return func(ctx context.Context, args []string, stdout, _ io.Writer) error {
+		return runDestinationsSetState(ctx, action, args, stdout)
+	}
+}
+
 func runDestinationsSetState(ctx context.Context, action string, args []string, stdout io.Writer) error {
 	usage := `Usage: hub destinations pause NAME [--reason TEXT] [--json]
 
@@ -49,11 +56,7 @@ process delivers the waiting events within seconds (it reads its state every ` +
 	fs := newFlags("destinations "+action, usage, stdout)
 	reason := fs.String("reason", "", fmt.Sprintf("why (shown by status; at most %d bytes)", maxReasonBytes))
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return err
-	}
-	name, err := destinationName(action, pos)
+	name, err := destinationArg(fs, args, action)
 	if err != nil {
 		return err
 	}
@@ -136,7 +139,7 @@ type retryNow struct {
 	Events int64 `json:"events"`
 }
 
-func runDestinationsRetryNow(ctx context.Context, args []string, stdout io.Writer) error {
+func runDestinationsRetryNow(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs := newFlags("destinations retry-now", `Usage: hub destinations retry-now NAME [--json]
 
 Ends the wait of the destination's waiting events (parked for a retry: a backoff, or a
@@ -145,11 +148,7 @@ receiver's Retry-After, capped by max_retry_after): its running process sends th
 event refused again waits again. Recorded in the audit trail.
 `, stdout)
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return err
-	}
-	name, err := destinationName("retry-now", pos)
+	name, err := destinationArg(fs, args, "retry-now")
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/subscribers/destination"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
@@ -18,9 +17,7 @@ import (
 // events; retry-now makes them due now, says how many, and is in the
 // audit trail as the OS user's.
 func TestDestinationsRetryNow(t *testing.T) {
-	pool, url := hubdb.Pool(t)
-	t.Setenv("HUB_DATABASE_URL", url)
-	t.Setenv("HUB_NATS_URL", "nats://"+closedAddr(t))
+	pool := dbEnv(t, "nats://"+closedAddr(t))
 	ctx := context.Background()
 	require.NoError(t, subscriber.Migrate(ctx, pool, "billing", destination.Migrations("billing")))
 	require.NoError(t, destination.Register(ctx, pool, "billing", "https://billing.internal/hooks", []string{"paddle.>"}))

@@ -26,9 +26,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
-	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/destination"
 	"github.com/hookhub/hookhub/subscribers/destination/deststate"
@@ -71,10 +69,7 @@ func runCases(t *testing.T, cases []cliCase) {
 // TestDestinationsCommands: list, status, pause and resume on real
 // Postgres and JetStream, as an operator calls them.
 func TestDestinationsCommands(t *testing.T) {
-	pool, url := hubdb.Pool(t)
-	n := hubtest.JetStream(t)
-	t.Setenv("HUB_DATABASE_URL", url)
-	t.Setenv("HUB_NATS_URL", n.URL())
+	pool, n := natsEnv(t)
 	ctx := context.Background()
 
 	// Two destinations' tables, as their runners create them, and the
@@ -415,9 +410,7 @@ func TestDestinationsSignaturePrefixes(t *testing.T) {
 // TestDestinationsEventsShow: `hub events show` prints each destination's
 // attempts of the event as a timeline.
 func TestDestinationsEventsShow(t *testing.T) {
-	pool, url := hubdb.Pool(t)
-	t.Setenv("HUB_DATABASE_URL", url)
-	t.Setenv("HUB_NATS_URL", "nats://"+closedAddr(t))
+	pool := dbEnv(t, "nats://"+closedAddr(t))
 	ctx := context.Background()
 	_, err := store.New(pool).Ingest(ctx, []hub.Delivery{{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle", EventID: "evt_tl",
 		EventType: "subscription.created", Body: []byte(`{"a":1}`), ReceivedAt: time.Now()}})

@@ -23,11 +23,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := newEnvFlags("dev", devUsage, stdout)
 	noSubscribers := fs.Bool("no-subscribers", false, "do not run the credits, email and downgrade subscribers (nor the destinations) in-process")
 	destFile := fs.String("destinations", defaultDestinationsFile(), "the destinations file to run when it exists (default: HUB_DESTINATIONS_FILE, else destinations.yaml)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args, "dev takes no arguments"); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr("dev takes no arguments")
 	}
 	cfg, err := loadConfig()
 	if err != nil {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"net"
@@ -19,15 +17,6 @@ import (
 	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/internal/hubtest"
 )
-
-// runCmd runs a hub command in-process and returns its exit code, stdout
-// and stderr.
-func runCmd(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), args, &stdout, &stderr)
-	return code, stdout.String(), stderr.String()
-}
 
 // hold4222 makes 127.0.0.1:4222 busy for the test: it listens there, or
 // something else already does (a system NATS). Either way `hub dev`

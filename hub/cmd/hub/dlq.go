@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/hookhub/hookhub/hub/ops"
@@ -49,16 +48,7 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if err != nil {
 			return err
 		}
-		if *asJSON {
-			return printJSONLines(stdout, dls)
-		}
-		if len(dls) == 0 {
-			fmt.Fprintf(stdout, "%s has no dead letters\n", *sub)
-			return nil
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tCREATED\tEVENT\tSUBJECT\tATTEMPTS\tSTATE\tERROR")
-		for _, r := range dls {
+		return printRows(stdout, *asJSON, dls, *sub+" has no dead letters", "ID\tCREATED\tEVENT\tSUBJECT\tATTEMPTS\tSTATE\tERROR", func(tw io.Writer, r ops.DeadLetter) {
 			state := "waiting"
 			switch {
 			case r.RedrivenAt != nil:
@@ -67,8 +57,7 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 				state = "redrive requested"
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%s:%s\t%s\t%d\t%s\t%s\n", r.ID, r.CreatedAt.UTC().Format(time.RFC3339), r.Provider, r.EventID, r.Subject, r.Attempts, state, oneLine(r.Error, 70))
-		}
-		return tw.Flush()
+		})
 	default: // redrive
 		reqs, err := ops.DecodeRedrive(flagValues(fs))
 		if err != nil {

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
-	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/store"
 )
 
@@ -21,9 +20,7 @@ import (
 // bidi controls, an error's CR are printed escaped, in every command's
 // text and JSON output, and the JSON still decodes to the archived text.
 func TestCLIEscapesArchivedText(t *testing.T) {
-	pool, url := hubdb.Pool(t)
-	t.Setenv("HUB_DATABASE_URL", url)
-	t.Setenv("HUB_NATS_URL", "nats://127.0.0.1:1") // nothing there: these commands work without NATS
+	pool := dbEnv(t, "nats://127.0.0.1:1") // nothing there: these commands work without NATS
 	sig := "t=1,v1=\x1b]0;pwned\x07\x1b[2J\x1b[H\rok\b\u009b31m\u202e"
 	body := "{\"note\":\"\u009b2J \u202eevil \u2066x\",\"n\":1}"
 	_, err := store.New(pool).Ingest(context.Background(), []hub.Delivery{

@@ -15,7 +15,7 @@ import (
 )
 
 func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	action, args, err := parseAction(args, `Usage: hub events list [flags]
+	return runAction(ctx, args, "events", `Usage: hub events list [flags]
        hub events show [--json] <archive-id | provider:event_id>
 
   list   the archive, newest first: one line per first delivery (add --status SKIPPED
@@ -24,20 +24,10 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
          headers, status, error, stream sequence, and what each subscriber did with it
 
 Run `+"`hub events list --help`"+` for the filters.
-`, "events needs list or show", stdout, stderr)
-	if err != nil {
-		return err
-	}
-	switch action {
-	case "list":
-		return runEventsList(ctx, args, stdout)
-	case "show":
-		return runEventsShow(ctx, args, stdout)
-	}
-	return usageErr(fmt.Sprintf("unknown events action %q: want list or show", action))
+`, []command{{name: "list", run: runEventsList}, {name: "show", run: runEventsShow}}, stdout, stderr)
 }
 
-func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {
+func runEventsList(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs := newFlags("events list", "Usage: hub events list [--provider P] [--type T] [--entity ID] [--status S] [--since T] [--until T] [--where PATH=VALUE]... [--limit N] [--before CURSOR] [--json]\n\nNewest first. Times are durations before now (90m, 36h, 7d) or times (2026-11-30, 2026-11-30T08:00:00Z).\nA full page ends with the --before cursor of the next one (with --json, every row has its \"cursor\").\n--where filters on the payload (data.object.customer=cus_1, items[0].id=x): it needs --since within 7d\nof --until (or now), and reads at most 20,000 archive rows a page; a page that stopped there says so.\n", stdout)
 	fs.String("provider", "", "only this provider")
 	fs.String("type", "", "only this event type, e.g. subscription.created")
@@ -50,11 +40,8 @@ func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {
 	asJSON := fs.Bool("json", false, "one JSON object per line")
 	var where whereFlag
 	fs.Var(&where, "where", fmt.Sprintf("PATH=VALUE: the payload's JSON value at PATH equals VALUE (repeatable, at most %d)", ops.MaxPayloadMatches))
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args, "events list takes no arguments; filters are flags"); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr("events list takes no arguments; filters are flags")
 	}
 	withOutcomes := flagGiven(fs, "entity")
 	if withOutcomes && *limit > ops.MaxTimelineLimit {
@@ -65,22 +52,18 @@ func runEventsList(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return flagErr(err)
 	}
-	env, _, err := connectOps(ctx, natsOptional, io.Discard)
-	if err != nil {
-		return err
-	}
-	defer env.Close()
-	page, err := env.ops.ListEventPage(ctx, f)
+	var outcomes []ops.TimelineEvent
+	page, err := opsCall(ctx, natsOptional, io.Discard, func(o *ops.Ops) (ops.EventPage, error) {
+		page, err := o.ListEventPage(ctx, f)
+		if err == nil && withOutcomes {
+			outcomes, err = o.EventOutcomes(ctx, page.Events)
+		}
+		return page, err
+	})
 	if err != nil {
 		return err
 	}
 	rows := page.Events
-	var outcomes []ops.TimelineEvent
-	if withOutcomes {
-		if outcomes, err = env.ops.EventOutcomes(ctx, rows); err != nil {
-			return err
-		}
-	}
 	if *asJSON {
 		var err error
 		if withOutcomes {
@@ -160,7 +143,7 @@ func (w *whereFlag) Set(s string) error {
 	return nil
 }
 
-func runEventsShow(ctx context.Context, args []string, stdout io.Writer) error {
+func runEventsShow(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs := newFlags("events show", "Usage: hub events show [--json] <archive-id | provider:event_id>\n", stdout)
 	asJSON := fs.Bool("json", false, "print the whole record as one JSON object")
 	pos, err := parseInterleaved(fs, args)
@@ -170,12 +153,7 @@ func runEventsShow(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(pos) != 1 {
 		return usageErr("events show needs exactly one archive id or provider:event_id")
 	}
-	env, _, err := connectOps(ctx, natsOptional, io.Discard)
-	if err != nil {
-		return err
-	}
-	defer env.Close()
-	d, err := env.ops.ShowEvent(ctx, pos[0])
+	d, err := opsCall(ctx, natsOptional, io.Discard, func(o *ops.Ops) (ops.EventDetail, error) { return o.ShowEvent(ctx, pos[0]) })
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,11 +18,13 @@ import (
 //		return err // --help: usage on stdout, exit 0; a bad flag: exit 2
 //	}
 //
-// then refuses bad input with usageErr, naming the flag (exit 2), prints
-// --json with printJSON or printJSONLines, and returns any other error
+// (parseNoArgs when it takes no arguments), then refuses bad input with
+// usageErr, naming the flag (exit 2), connects and calls its operation
+// with opsCall (streamCall on the stream), prints --json with printJSON
+// or printJSONLines (a list: printRows), and returns any other error
 // (exit 1). A command made of actions (hub events list, hub dlq redrive)
-// reads its action with parseAction first. run maps the errors to exit
-// codes, in one place.
+// reads its action with runAction or parseAction first. run maps the
+// errors to exit codes, in one place.
 
 // errUsage marks an error whose message already explains the usage; the
 // exit code is 2.
@@ -54,6 +57,18 @@ func newEnvFlags(name, usage string, stdout io.Writer) *flag.FlagSet {
 		printEnv(stdout)
 	}
 	return fs
+}
+
+// parseNoArgs is parseFlags for a command that takes no arguments: one
+// is the usage mistake msg.
+func parseNoArgs(fs *flag.FlagSet, args []string, msg string) error {
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErr(msg)
+	}
+	return nil
 }
 
 // parseFlags parses args into fs. --help prints the usage on stdout; a
@@ -116,4 +131,27 @@ func parseAction(args []string, usage, missing string, stdout, stderr io.Writer)
 		return "", nil, flag.ErrHelp
 	}
 	return args[0], args[1:], nil
+}
+
+// runAction runs the action of a command of actions (events list, events
+// show): the one args[0] names, or a usage error naming them all.
+func runAction(ctx context.Context, args []string, name, usage string, actions []command, stdout, stderr io.Writer) error {
+	names := make([]string, len(actions))
+	for i, a := range actions {
+		names[i] = a.name
+	}
+	want := names[0]
+	if n := len(names); n > 1 {
+		want = strings.Join(names[:n-1], ", ") + " or " + names[n-1]
+	}
+	action, args, err := parseAction(args, usage, name+" needs "+want, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	for _, a := range actions {
+		if a.name == action {
+			return a.run(ctx, args, stdout, stderr)
+		}
+	}
+	return usageErr(fmt.Sprintf("unknown %s action %q: want %s", name, action, want))
 }

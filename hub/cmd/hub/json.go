@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
+	"text/tabwriter"
 )
 
 // printJSON writes v as one JSON object on one line: a command's --json
@@ -20,4 +22,23 @@ func printJSONLines[T any](w io.Writer, items []T) error {
 		}
 	}
 	return nil
+}
+
+// printRows is a list command's output: one JSON object per row with
+// --json, else empty alone when there are no rows, else a table of header
+// and one line per row.
+func printRows[T any](w io.Writer, asJSON bool, rows []T, empty, header string, line func(io.Writer, T)) error {
+	if asJSON {
+		return printJSONLines(w, rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(w, empty)
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		line(tw, r)
+	}
+	return tw.Flush()
 }

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,12 +31,56 @@ func TestMain(m *testing.M) {
 // database and JetStream server, named by HUB_DATABASE_URL and
 // HUB_NATS_URL, with the hub's stream of Paddle events.
 func streamEnv(t *testing.T) (*pgxpool.Pool, *hubtest.NATS, jetstream.JetStream) {
-	pool, url := hubdb.Pool(t)
-	n := hubtest.JetStream(t)
+	pool, n := natsEnv(t)
 	_, js := n.Connect(t)
-	t.Setenv("HUB_DATABASE_URL", url)
-	t.Setenv("HUB_NATS_URL", n.URL())
 	_, err := relay.EnsureStream(t.Context(), js, relay.StreamConfig{Name: schema.DefaultStream, Providers: []string{"paddle"}, Replicas: 1, DuplicateWindow: time.Minute})
 	require.NoError(t, err)
 	return pool, n, js
+}
+
+// dbEnv is a fresh database named by HUB_DATABASE_URL, and natsURL by
+// HUB_NATS_URL unless it is empty (a closed port for the commands that
+// work without NATS).
+func dbEnv(t *testing.T, natsURL string) *pgxpool.Pool {
+	pool, url := hubdb.Pool(t)
+	t.Setenv("HUB_DATABASE_URL", url)
+	if natsURL != "" {
+		t.Setenv("HUB_NATS_URL", natsURL)
+	}
+	return pool
+}
+
+// runCmd runs the command line args in-process: its exit code, stdout and
+// stderr.
+func runCmd(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// jsonLines decodes a --json output of one object per line.
+func jsonLines[T any](t *testing.T, out string) []T {
+	t.Helper()
+	var all []T
+	for line := range strings.Lines(out) {
+		var v T
+		require.NoError(t, json.Unmarshal([]byte(line), &v), line)
+		all = append(all, v)
+	}
+	return all
+}
+
+// natsEnv is dbEnv with a fresh JetStream server at HUB_NATS_URL.
+func natsEnv(t *testing.T) (*pgxpool.Pool, *hubtest.NATS) {
+	n := hubtest.JetStream(t)
+	return dbEnv(t, n.URL()), n
+}
+
+// durable is the durable consumer of subscriber name on the hub's stream:
+// filter and the subscriber's replay subjects.
+func durable(t *testing.T, js jetstream.JetStream, name, filter string) {
+	_, err := js.CreateConsumer(t.Context(), schema.DefaultStream, jetstream.ConsumerConfig{Durable: name,
+		FilterSubjects: []string{filter, schema.ReplaySubject(name, ">")}, AckPolicy: jetstream.AckExplicitPolicy})
+	require.NoError(t, err)
 }

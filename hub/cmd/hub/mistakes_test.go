@@ -5,10 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -20,9 +18,7 @@ func TestMistakesAreOneLine(t *testing.T) {
 	ctx := context.Background()
 	pool, n, js := streamEnv(t)
 	require.NoError(t, subscriber.Migrate(ctx, pool, "flaky", nil))
-	_, err := js.CreateConsumer(ctx, schema.DefaultStream, jetstream.ConsumerConfig{Durable: "flaky",
-		FilterSubjects: []string{"paddle.>", schema.ReplaySubject("flaky", ">")}, AckPolicy: jetstream.AckExplicitPolicy})
-	require.NoError(t, err)
+	durable(t, js, "flaky", "paddle.>")
 
 	for _, tc := range []struct {
 		args []string

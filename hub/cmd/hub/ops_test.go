@@ -16,20 +16,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
-	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/ops/opstest"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
 // The operator commands, as an operator new to the project would call
 // them: clear errors and exit codes for mistakes, JSON lines on request.
 func TestOperatorCommands(t *testing.T) {
-	pool, url := hubdb.Pool(t)
-	n := hubtest.JetStream(t)
-	t.Setenv("HUB_DATABASE_URL", url)
-	t.Setenv("HUB_NATS_URL", n.URL())
+	pool, _ := natsEnv(t)
 	_, err := store.New(pool).Ingest(context.Background(), []hub.Delivery{
 		{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle", EventID: "evt_cli", EventType: "subscription.created", Body: []byte(`{"a":1}`), ReceivedAt: time.Now(),
 			Entities: []hub.Entity{{Kind: "customer", ID: "cus_cli"}}},

@@ -49,12 +49,7 @@ in batches. Without --yes it is a dry run: it counts what it would delete.
 	if err != nil {
 		return flagErr(err)
 	}
-	env, _, err := connectOps(ctx, natsOptional, stderr)
-	if err != nil {
-		return err
-	}
-	defer env.Close()
-	res, err := env.ops.Purge(ctx, req)
+	res, err := opsCall(ctx, natsOptional, stderr, func(o *ops.Ops) (ops.PurgeResult, error) { return o.Purge(ctx, req) })
 	if err != nil {
 		return err
 	}

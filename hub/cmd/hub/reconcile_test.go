@@ -29,9 +29,7 @@ func TestReconcileFindsEventsWhereNoSubscriberLooks(t *testing.T) {
 	pool, _, js := streamEnv(t)
 	st := store.New(pool)
 	// A subscriber of subscription.created only.
-	_, err := js.CreateConsumer(ctx, schema.DefaultStream, jetstream.ConsumerConfig{Durable: "credits",
-		FilterSubjects: []string{"paddle.subscription.created", schema.ReplaySubject("credits", ">")}, AckPolicy: jetstream.AckExplicitPolicy})
-	require.NoError(t, err)
+	durable(t, js, "credits", "paddle.subscription.created")
 	r, err := relay.New(st, js, relay.Config{Stream: schema.DefaultStream, DuplicateWindow: time.Minute})
 	require.NoError(t, err)
 	ingest := func(eventID, eventType string) {

@@ -33,11 +33,8 @@ the running `+"`hub dev`"+` recorded in HUB_DATA_DIR, or 127.0.0.1:4222 (it says
 	fs.Float64("rate", 0, fmt.Sprintf("at most N copies a second, %g..%g (default: unlimited)", ops.MinReplayRate, ops.MaxReplayRate))
 	wait := fs.Duration("wait", ops.DefaultReplayWait, fmt.Sprintf("how long to wait for the subscriber to settle the copies (%s..%s)", ops.MinReplayWait, ops.MaxReplayWait))
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args, "replay takes no arguments; the range and the subscriber are flags"); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr("replay takes no arguments; the range and the subscriber are flags")
 	}
 	if *sub == "" || *since == "" {
 		return usageErr("--subscriber and --since are required (see `hub replay --help`)")
@@ -48,23 +45,15 @@ the running `+"`hub dev`"+` recorded in HUB_DATA_DIR, or 127.0.0.1:4222 (it says
 		return flagErr(err)
 	}
 	req.Wait = *wait
-	env, _, err := connectOps(ctx, natsRequired, stderr)
+	res, nats, err := streamCall(ctx, natsRequired, stderr, *asJSON, func(env *opsEnv) (ops.ReplayResult, error) { return env.ops.Replay(ctx, req) })
 	if err != nil {
 		return err
-	}
-	defer env.Close()
-	res, err := env.ops.Replay(ctx, req)
-	if !*asJSON {
-		env.announceUnlessMistake(stderr, err)
-	}
-	if err != nil {
-		return env.explain(err)
 	}
 	if *asJSON {
 		return printJSON(stdout, struct {
 			ops.ReplayResult
 			NATS natsTarget `json:"nats"`
-		}{res, env.nats})
+		}{res, nats})
 	}
 	switch {
 	case res.DryRun && res.Destination:

@@ -25,11 +25,8 @@ skips what they already processed, so side effects stay single.
 	fs.String("event", "", "just this event")
 	dryRun := fs.Bool("dry-run", false, "count what would be published")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args, "republish takes no arguments; filters are flags"); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr("republish takes no arguments; filters are flags")
 	}
 	f, err := ops.DecodeRepublish(flagValues(fs), time.Now())
 	if err != nil {
@@ -39,23 +36,15 @@ skips what they already processed, so side effects stay single.
 	if *dryRun {
 		mode = natsOptional // a dry run counts in the database
 	}
-	env, _, err := connectOps(ctx, mode, stderr)
+	res, nats, err := streamCall(ctx, mode, stderr, *asJSON || *dryRun, func(env *opsEnv) (ops.RepublishResult, error) { return env.ops.Republish(ctx, f) })
 	if err != nil {
 		return err
-	}
-	defer env.Close()
-	res, err := env.ops.Republish(ctx, f)
-	if !*asJSON && !*dryRun {
-		env.announceUnlessMistake(stderr, err)
-	}
-	if err != nil {
-		return env.explain(err)
 	}
 	if *asJSON {
 		return printJSON(stdout, struct {
 			ops.RepublishResult
 			NATS natsTarget `json:"nats"`
-		}{res, env.nats})
+		}{res, nats})
 	}
 	if res.DryRun {
 		fmt.Fprintf(stdout, "would republish %d events\n", res.Matched)

@@ -20,11 +20,8 @@ embedded JetStream server whose store is under HUB_DATA_DIR.
 
 Environment:
 `, stdout)
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args, "serve takes no arguments"); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr("serve takes no arguments")
 	}
 	cfg, err := loadConfig()
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/hookhub/hookhub/hub"
@@ -29,62 +28,35 @@ configuration, or the OIDC role rules no longer match its operator.
 `
 
 func runSessions(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	action, args, err := parseAction(args, sessionsUsage, "sessions needs list or revoke", stdout, stderr)
-	if err != nil {
-		return err
-	}
-	switch action {
-	case "list":
-		return runSessionsList(ctx, args, stdout)
-	case "revoke":
-		return runSessionsRevoke(ctx, args, stdout)
-	}
-	return usageErr(fmt.Sprintf("unknown sessions action %q: want list or revoke", action))
+	return runAction(ctx, args, "sessions", sessionsUsage, []command{{name: "list", run: runSessionsList}, {name: "revoke", run: runSessionsRevoke}}, stdout, stderr)
 }
 
-func runSessionsList(ctx context.Context, args []string, stdout io.Writer) error {
+func runSessionsList(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs := newFlags("sessions list", sessionsUsage, stdout)
 	fs.String("name", "", `only the sessions of this name, exactly as listed ("alice@example.com", "token 1a2b3c4d")`)
 	fs.Int("limit", ops.DefaultSessionLimit, fmt.Sprintf("at most this many sessions (1..%d)", ops.MaxSessionLimit))
 	fs.String("before", "", "the next page: sessions after the one of this cursor (printed at the end of a full page)")
 	asJSON := fs.Bool("json", false, "one JSON object per line")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args, "sessions list takes no arguments; filters are flags"); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr("sessions list takes no arguments; filters are flags")
 	}
 	f, err := ops.DecodeSessions(flagValues(fs))
 	if err != nil {
 		return err
 	}
-	env, _, err := connectOps(ctx, natsOptional, io.Discard)
+	list, err := opsCall(ctx, natsOptional, io.Discard, func(o *ops.Ops) ([]hub.SessionInfo, error) { return o.ListSessions(ctx, f) })
 	if err != nil {
 		return err
 	}
-	defer env.Close()
-	list, err := env.ops.ListSessions(ctx, f)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSONLines(stdout, list)
-	}
-	if len(list) == 0 {
-		fmt.Fprintln(stdout, "no console sessions")
-		return nil
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tKIND\tNAME\tROLE\tSIGNED IN\tLAST SEEN\tEXPIRES")
-	for _, s := range list {
+	err = printRows(stdout, *asJSON, list, "no console sessions", "ID\tKIND\tNAME\tROLE\tSIGNED IN\tLAST SEEN\tEXPIRES", func(tw io.Writer, s hub.SessionInfo) {
 		id := s.ID
 		if !s.Bound {
 			id = "-" // an older hub's: ended at its next request; revoke it by name
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, s.Kind, oneLine(s.Name, 60), s.Role,
 			s.CreatedAt.UTC().Format(time.RFC3339), s.LastSeen.UTC().Format(time.RFC3339), s.ExpiresAt.UTC().Format(time.RFC3339))
-	}
-	if err := tw.Flush(); err != nil {
+	})
+	if err != nil || *asJSON || len(list) == 0 {
 		return err
 	}
 	if len(list) == f.Limit {
@@ -93,7 +65,7 @@ func runSessionsList(ctx context.Context, args []string, stdout io.Writer) error
 	return nil
 }
 
-func runSessionsRevoke(ctx context.Context, args []string, stdout io.Writer) error {
+func runSessionsRevoke(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fs := newFlags("sessions revoke", sessionsUsage, stdout)
 	id := fs.String("id", "", "the session of this id, as listed (or give it as the argument)")
 	name := fs.String("name", "", `every session of this name, exactly as listed ("alice@example.com", "token 1a2b3c4d")`)
@@ -113,12 +85,7 @@ func runSessionsRevoke(ctx context.Context, args []string, stdout io.Writer) err
 		}
 		sel.ID = pos[0]
 	}
-	env, _, err := connectOps(ctx, natsOptional, io.Discard)
-	if err != nil {
-		return err
-	}
-	defer env.Close()
-	res, err := env.ops.RevokeSessions(ctx, sel)
+	res, err := opsCall(ctx, natsOptional, io.Discard, func(o *ops.Ops) (ops.RevokeResult, error) { return o.RevokeSessions(ctx, sel) })
 	if err != nil {
 		return err
 	}

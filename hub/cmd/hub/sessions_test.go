@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
-	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/store"
 )
 
@@ -21,9 +18,7 @@ import (
 // ends one, a name's or all, each recorded in the audit trail as the OS
 // user's.
 func TestSessionsCommand(t *testing.T) {
-	pool, url := hubdb.Pool(t)
-	t.Setenv("HUB_DATABASE_URL", url)
-	t.Setenv("HUB_NATS_URL", "nats://127.0.0.1:1") // not needed
+	pool := dbEnv(t, "nats://127.0.0.1:1") // not needed
 	open := func(pool *pgxpool.Pool, i int, name string) string {
 		now := time.Now()
 		sum := sha256.Sum256([]byte{byte(i)})
@@ -42,12 +37,7 @@ func TestSessionsCommand(t *testing.T) {
 
 	code, stdout, stderr := cmd("sessions", "list", "--json")
 	require.Zero(t, code, stderr)
-	var ss []hub.SessionInfo
-	for line := range strings.Lines(stdout) {
-		var s hub.SessionInfo
-		require.NoError(t, json.Unmarshal([]byte(line), &s), line)
-		ss = append(ss, s)
-	}
+	ss := jsonLines[hub.SessionInfo](t, stdout)
 	require.Len(t, ss, 4)
 	require.Equal(t, last, ss[0].ID, "newest first")
 	code, stdout, _ = cmd("sessions", "list", "--name", "token 1a2b3c4d", "--limit", "1")
@@ -90,9 +80,7 @@ func TestSessionsCommand(t *testing.T) {
 	code, stdout, stderr = cmd("audit", "list", "--action", "session.revoke", "--json")
 	require.Zero(t, code, stderr)
 	var targets []string
-	for line := range strings.Lines(stdout) {
-		var e hub.AuditEntry
-		require.NoError(t, json.Unmarshal([]byte(line), &e), line)
+	for _, e := range jsonLines[hub.AuditEntry](t, stdout) {
 		require.Equal(t, cliActor(), e.Actor)
 		targets = append(targets, e.Outcome+" "+e.Target)
 	}

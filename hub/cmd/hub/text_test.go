@@ -8,37 +8,32 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// oneLine squeezes text onto a column; cleanLine (clean) also turns
+// control characters into spaces.
 func TestOneLine(t *testing.T) {
 	for _, tc := range []struct {
-		in   string
-		n    int
-		want string
+		clean bool
+		in    string
+		n     int
+		want  string
 	}{
-		{"", 10, "-"},
-		{"  a \n b\t", 10, "a b"},
-		{"abcdefghij", 10, "abcdefghij"},
-		{"abcdefghijk", 10, "abcdefghi…"},
-		{"abcdefgh€x", 10, "abcdefgh…"}, // € (3 bytes) would be cut in two
+		{false, "", 10, "-"},
+		{false, "  a \n b\t", 10, "a b"},
+		{false, "abcdefghij", 10, "abcdefghij"},
+		{false, "abcdefghijk", 10, "abcdefghi…"},
+		{false, "abcdefgh€x", 10, "abcdefgh…"}, // € (3 bytes) would be cut in two
+		{true, "", 10, "-"},
+		{true, "ok\x1b[2J\x1b]0;pwned\x07", 30, "ok [2J ]0;pwned"},
+		{true, "a\r\nb\x00c\xff", 10, "a b c\uFFFD"},
+		{true, "\u202eevil", 10, "evil"},
 	} {
-		got := oneLine(tc.in, tc.n)
+		line := oneLine
+		if tc.clean {
+			line = cleanLine
+		}
+		got := line(tc.in, tc.n)
 		require.Equal(t, tc.want, got, "%q", tc.in)
 		require.True(t, utf8.ValidString(got), "%q", got)
-	}
-}
-
-func TestCleanLine(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		n    int
-		want string
-	}{
-		{"", 10, "-"},
-		{"ok\x1b[2J\x1b]0;pwned\x07", 30, "ok [2J ]0;pwned"},
-		{"a\r\nb\x00c\xff", 10, "a b c\uFFFD"},
-		{"\u202eevil", 10, "evil"},
-	} {
-		got := cleanLine(tc.in, tc.n)
-		require.Equal(t, tc.want, got, "%q", tc.in)
 		require.NotContains(t, got, "\x1b")
 	}
 }
