@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hookhub/hookhub/internal/backoff"
-	"github.com/hookhub/hookhub/internal/poll"
+	"github.com/hookhub/hookhub/internal/startstop"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
@@ -51,7 +51,7 @@ type outbox struct {
 // progress when ctx is cancelled completes (it is bounded by the sender's
 // timeout): cutting it short could only widen the duplicate window.
 func (o *outbox) run(ctx context.Context) error {
-	poll.Loop(ctx, o.opts.SendInterval, func() (bool, error) { return o.sendOne(context.WithoutCancel(ctx)) },
+	startstop.Poll(ctx, o.opts.SendInterval, func() (bool, error) { return o.sendOne(context.WithoutCancel(ctx)) },
 		func(err error) { o.log.Warn("email outbox", "error", err) }, nil)
 	return nil
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/hookhub/hookhub/internal/poll"
+	"github.com/hookhub/hookhub/internal/startstop"
 	"github.com/hookhub/hookhub/schema"
 )
 
@@ -212,7 +212,7 @@ func dlError(subscriber string, err error) error {
 // runCtx is done; a redrive in progress finishes on workCtx. It also
 // forgets stuck messages gone for good (pruneStuck).
 func (s *Subscriber) redriveLoop(runCtx, workCtx context.Context) {
-	poll.Loop(runCtx, s.cfg.RedriveInterval, func() (bool, error) { return s.redriveOne(workCtx) },
+	startstop.Poll(runCtx, s.cfg.RedriveInterval, func() (bool, error) { return s.redriveOne(workCtx) },
 		func(err error) { s.log.Warn("redrive", "error", err) }, s.pruneStuck)
 }
 
