@@ -64,18 +64,24 @@ func ChartWindow(now time.Time, hours int) (from, until time.Time, step time.Dur
 	return until.Add(-steps * step), until, step
 }
 
+// Percentiles are of the latency from the hub's first acceptance of events
+// to the subscriber's processed rows, of Samples of them; 0 without
+// samples.
+type Percentiles struct {
+	Samples int           `json:"latency_samples"`
+	P50     time.Duration `json:"p50_ns"`
+	P95     time.Duration `json:"p95_ns"`
+	P99     time.Duration `json:"p99_ns"`
+}
+
 // ProcessingBucket is one step of a subscriber's chart.
 type ProcessingBucket struct {
 	Start        time.Time `json:"start"`
 	Processed    int64     `json:"processed"`
 	DeadLettered int64     `json:"dead_lettered"`
-	// Latency is from the hub's first acceptance of the event to the
-	// subscriber's processed row, from up to ChartSamplesPerStep of the
-	// step's processed events (Samples); 0 without samples.
-	Samples int           `json:"latency_samples"`
-	P50     time.Duration `json:"p50_ns"`
-	P95     time.Duration `json:"p95_ns"`
-	P99     time.Duration `json:"p99_ns"`
+	// Latency, of up to ChartSamplesPerStep of the step's processed
+	// events.
+	Percentiles
 	// A destination's HTTP attempts of the step.
 	Attempts       int64         `json:"attempts,omitempty"`
 	FailedAttempts int64         `json:"failed_attempts,omitempty"`
@@ -92,14 +98,11 @@ type SubscriberChart struct {
 	Buckets     []ProcessingBucket `json:"buckets"`
 	// Totals over the window; the latency percentiles are of all the
 	// samples.
-	Processed      int64         `json:"processed"`
-	DeadLettered   int64         `json:"dead_lettered"`
-	Attempts       int64         `json:"attempts,omitempty"`
-	FailedAttempts int64         `json:"failed_attempts,omitempty"`
-	Samples        int           `json:"latency_samples"`
-	P50            time.Duration `json:"p50_ns"`
-	P95            time.Duration `json:"p95_ns"`
-	P99            time.Duration `json:"p99_ns"`
+	Processed      int64 `json:"processed"`
+	DeadLettered   int64 `json:"dead_lettered"`
+	Attempts       int64 `json:"attempts,omitempty"`
+	FailedAttempts int64 `json:"failed_attempts,omitempty"`
+	Percentiles
 	// Partial: a table held more than MaxChartRows rows in the window;
 	// the oldest buckets undercount.
 	Partial bool `json:"partial,omitempty"`

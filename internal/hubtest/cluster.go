@@ -233,16 +233,7 @@ func (c *Cluster) Start(i int) {
 // it leads over to an up-to-date follower, so no election timeout passes.
 func (c *Cluster) Stop(i int) {
 	c.t.Helper()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := c.nodes[i]
-	if n.srv == nil {
-		return
-	}
-	n.srv.Shutdown()
-	n.srv.WaitForShutdown()
-	n.srv = nil
-	n.proxy.block()
+	c.halt(i, false)
 }
 
 // Crash stops node i as a crash would: it is first cut off from its peers
@@ -253,12 +244,35 @@ func (c *Cluster) Stop(i int) {
 // connections close. Its store stays on disk; Start restarts it.
 func (c *Cluster) Crash(i int) {
 	c.t.Helper()
+	c.halt(i, true)
+}
+
+// halt shuts node i down if it runs, and waits until it has stopped:
+// cut off from its peers first when crash is set (Crash), its proxy
+// blocked after otherwise (Stop).
+func (c *Cluster) halt(i int, crash bool) {
+	c.t.Helper()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := c.nodes[i]
 	if n.srv == nil {
 		return
 	}
+	if crash {
+		c.cutOff(i)
+	}
+	n.srv.Shutdown()
+	n.srv.WaitForShutdown()
+	n.srv = nil
+	if !crash {
+		n.proxy.block()
+	}
+}
+
+// cutOff closes every route connection to or from node i and refuses new
+// ones.
+func (c *Cluster) cutOff(i int) {
+	n := c.nodes[i]
 	// Routes into the node pass through its own proxy.
 	n.proxy.block()
 	// Routes it opened pass through its peers' proxies: keep there only
@@ -279,9 +293,6 @@ func (c *Cluster) Crash(i int) {
 		}
 		peer.proxy.cutExcept(keep)
 	}
-	n.srv.Shutdown()
-	n.srv.WaitForShutdown()
-	n.srv = nil
 }
 
 // MetaLeader is the index of the running node that leads the JetStream

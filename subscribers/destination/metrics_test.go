@@ -90,40 +90,19 @@ func TestMetrics(t *testing.T) {
 	require.Equal(t, want, series(t, reg))
 
 	// The histogram's buckets run from 5 ms to 30 s.
-	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP hookhub_destination_attempt_duration_seconds Duration of an HTTP attempt, from the request's start to the response body read (or the error).
-# TYPE hookhub_destination_attempt_duration_seconds histogram
-hookhub_destination_attempt_duration_seconds_bucket{destination="billing",le="0.005"} 0
-hookhub_destination_attempt_duration_seconds_bucket{destination="billing",le="0.01"} 0
-hookhub_destination_attempt_duration_seconds_bucket{destination="billing",le="0.025"} 0
-hookhub_destination_attempt_duration_seconds_bucket{destination="billing",le="0.05"} 4
-hookhub_destination_attempt_duration_seconds_bucket{destination="billing",le="0.1"} 4
-hookhub_destination_attempt_duration_seconds_bucket{destination="billing",le="0.25"} 4
-hookhub_destination_attempt_duration_seconds_bucket{destination="billing",le="0.5"} 4
-hookhub_destination_attempt_duration_seconds_bucket{destination="billing",le="1"} 4
-hookhub_destination_attempt_duration_seconds_bucket{destination="billing",le="2.5"} 4
-hookhub_destination_attempt_duration_seconds_bucket{destination="billing",le="5"} 4
-hookhub_destination_attempt_duration_seconds_bucket{destination="billing",le="10"} 8
-hookhub_destination_attempt_duration_seconds_bucket{destination="billing",le="30"} 8
-hookhub_destination_attempt_duration_seconds_bucket{destination="billing",le="+Inf"} 8
-hookhub_destination_attempt_duration_seconds_sum{destination="billing"} 32.125
-hookhub_destination_attempt_duration_seconds_count{destination="billing"} 8
-hookhub_destination_attempt_duration_seconds_bucket{destination="crm",le="0.005"} 0
-hookhub_destination_attempt_duration_seconds_bucket{destination="crm",le="0.01"} 0
-hookhub_destination_attempt_duration_seconds_bucket{destination="crm",le="0.025"} 0
-hookhub_destination_attempt_duration_seconds_bucket{destination="crm",le="0.05"} 4
-hookhub_destination_attempt_duration_seconds_bucket{destination="crm",le="0.1"} 4
-hookhub_destination_attempt_duration_seconds_bucket{destination="crm",le="0.25"} 4
-hookhub_destination_attempt_duration_seconds_bucket{destination="crm",le="0.5"} 4
-hookhub_destination_attempt_duration_seconds_bucket{destination="crm",le="1"} 4
-hookhub_destination_attempt_duration_seconds_bucket{destination="crm",le="2.5"} 4
-hookhub_destination_attempt_duration_seconds_bucket{destination="crm",le="5"} 4
-hookhub_destination_attempt_duration_seconds_bucket{destination="crm",le="10"} 8
-hookhub_destination_attempt_duration_seconds_bucket{destination="crm",le="30"} 8
-hookhub_destination_attempt_duration_seconds_bucket{destination="crm",le="+Inf"} 8
-hookhub_destination_attempt_duration_seconds_sum{destination="crm"} 32.125
-hookhub_destination_attempt_duration_seconds_count{destination="crm"} 8
-`), destination.MetricAttemptDuration))
+	const help = `# HELP hookhub_destination_attempt_duration_seconds Duration of an HTTP attempt, from the request's start to the response body read (or the error).`
+	hist := help + "\n# TYPE hookhub_destination_attempt_duration_seconds histogram\n"
+	for _, dest := range []string{"billing", "crm"} {
+		for _, b := range []struct {
+			le    string
+			count int
+		}{{"0.005", 0}, {"0.01", 0}, {"0.025", 0}, {"0.05", 4}, {"0.1", 4}, {"0.25", 4}, {"0.5", 4}, {"1", 4}, {"2.5", 4}, {"5", 4}, {"10", 8}, {"30", 8}, {"+Inf", 8}} {
+			hist += fmt.Sprintf("hookhub_destination_attempt_duration_seconds_bucket{destination=%q,le=%q} %d\n", dest, b.le, b.count)
+		}
+		hist += fmt.Sprintf("hookhub_destination_attempt_duration_seconds_sum{destination=%q} 32.125\n", dest)
+		hist += fmt.Sprintf("hookhub_destination_attempt_duration_seconds_count{destination=%q} 8\n", dest)
+	}
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(hist), destination.MetricAttemptDuration))
 
 	// A destination removed on reload stops being exported; the others stay.
 	m.Forget("crm")

@@ -62,6 +62,17 @@ func (f *fixture) waitSent(t *testing.T, n int) {
 	require.Eventually(t, func() bool { return f.env.Count(t, "SELECT count(*) FROM email.outbox WHERE sent_at IS NOT NULL") == n }, subtest.Timeout, subtest.Tick)
 }
 
+// givenUp waits until the email of eventID is given up and returns its
+// attempts and last error.
+func (f *fixture) givenUp(t *testing.T, eventID string) (attempts int, lastErr string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		return f.env.Count(t, "SELECT count(*) FROM email.outbox WHERE event_id = $1 AND failed_at IS NOT NULL", eventID) == 1
+	}, subtest.Timeout, subtest.Tick, eventID)
+	require.NoError(t, f.env.Pool.QueryRow(context.Background(), "SELECT attempts, last_error FROM email.outbox WHERE event_id = $1", eventID).Scan(&attempts, &lastErr))
+	return attempts, lastErr
+}
+
 func canceled(t *testing.T, eventID string, custom map[string]any) subtest.Message {
 	return subtest.PaddleSubscription(t, eventID, schema.PaddleSubscriptionCanceled, time.Now(), "sub_"+eventID, "ctm_"+eventID, custom)
 }
@@ -154,11 +165,7 @@ func TestSMTPFailures(t *testing.T) {
 
 	f.smtp.rejectNext("550 5.1.1 no such user")
 	f.env.Publish(t, canceled(t, "evt_reject", map[string]any{"email": "nobody@example.com"}))
-	require.Eventually(t, func() bool {
-		return f.env.Count(t, "SELECT count(*) FROM email.outbox WHERE event_id = 'evt_reject' AND failed_at IS NOT NULL") == 1
-	}, subtest.Timeout, subtest.Tick)
-	var lastErr string
-	require.NoError(t, f.env.Pool.QueryRow(context.Background(), "SELECT attempts, last_error FROM email.outbox WHERE event_id = 'evt_reject'").Scan(&attempts, &lastErr))
+	attempts, lastErr := f.givenUp(t, "evt_reject")
 	require.Equal(t, 1, attempts)
 	require.Contains(t, lastErr, "550")
 	require.Len(t, f.smtp.messages(), 1)

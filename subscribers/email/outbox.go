@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hookhub/hookhub/internal/backoff"
+	"github.com/hookhub/hookhub/internal/startstop"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
@@ -50,25 +51,9 @@ type outbox struct {
 // progress when ctx is cancelled completes (it is bounded by the sender's
 // timeout): cutting it short could only widen the duplicate window.
 func (o *outbox) run(ctx context.Context) error {
-	t := time.NewTicker(o.opts.SendInterval)
-	defer t.Stop()
-	for {
-		for ctx.Err() == nil {
-			more, err := o.sendOne(context.WithoutCancel(ctx))
-			if err != nil {
-				o.log.Warn("email outbox", "error", err)
-				break
-			}
-			if !more {
-				break
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	startstop.Poll(ctx, o.opts.SendInterval, func() (bool, error) { return o.sendOne(context.WithoutCancel(ctx)) },
+		func(err error) { o.log.Warn("email outbox", "error", err) }, nil)
+	return nil
 }
 
 // sendOne claims the oldest due email, sends it and records the result.

@@ -85,12 +85,7 @@ func TestPoisonSMTPReplies(t *testing.T) {
 	junk := "\x00bad\xff\xfe news " + strings.Repeat("é", 6000)
 	f.smtp.rejectNext("451 4.3.0 "+junk, "550 5.7.1 "+junk)
 	f.env.Publish(t, canceled(t, "evt_poison", map[string]any{"email": "poison@example.com"}))
-	require.Eventually(t, func() bool {
-		return f.env.Count(t, "SELECT count(*) FROM email.outbox WHERE event_id = 'evt_poison' AND failed_at IS NOT NULL") == 1
-	}, subtest.Timeout, subtest.Tick)
-	var attempts int
-	var lastErr string
-	require.NoError(t, f.env.Pool.QueryRow(context.Background(), "SELECT attempts, last_error FROM email.outbox WHERE event_id = 'evt_poison'").Scan(&attempts, &lastErr))
+	attempts, lastErr := f.givenUp(t, "evt_poison")
 	require.Equal(t, 2, attempts, "451 retried, 550 given up")
 	require.True(t, subscriber.Storable(lastErr))
 	require.LessOrEqual(t, len(lastErr), 8<<10)
@@ -99,10 +94,7 @@ func TestPoisonSMTPReplies(t *testing.T) {
 	f.env.Publish(t, canceled(t, "evt_raw", map[string]any{"email": "raw@example.com"}))
 	f.env.Publish(t, canceled(t, "evt_next", map[string]any{"email": "next@example.com"}))
 	f.waitSent(t, 1)
-	require.Eventually(t, func() bool {
-		return f.env.Count(t, "SELECT count(*) FROM email.outbox WHERE event_id = 'evt_raw' AND failed_at IS NOT NULL") == 1
-	}, subtest.Timeout, subtest.Tick)
-	require.NoError(t, f.env.Pool.QueryRow(context.Background(), "SELECT last_error FROM email.outbox WHERE event_id = 'evt_raw'").Scan(&lastErr))
+	_, lastErr = f.givenUp(t, "evt_raw")
 	require.True(t, strings.HasPrefix(lastErr, "\uFFFDraw\uFFFD €€€"), lastErr[:20])
 	require.True(t, strings.HasSuffix(lastErr, "€…"))
 	require.LessOrEqual(t, len(lastErr), 8<<10)
@@ -139,11 +131,8 @@ func TestSenderPanicIsAFailedSend(t *testing.T) {
 	f.env.Publish(t, canceled(t, "evt_panic", map[string]any{"email": "panic@example.com"}))
 	f.env.Publish(t, canceled(t, "evt_fine", map[string]any{"email": "fine@example.com"}))
 	f.waitSent(t, 1)
-	require.Eventually(t, func() bool {
-		return f.env.Count(t, "SELECT count(*) FROM email.outbox WHERE event_id = 'evt_panic' AND failed_at IS NOT NULL AND attempts = 3") == 1
-	}, subtest.Timeout, subtest.Tick)
-	var lastErr string
-	require.NoError(t, f.env.Pool.QueryRow(context.Background(), "SELECT last_error FROM email.outbox WHERE event_id = 'evt_panic'").Scan(&lastErr))
+	attempts, lastErr := f.givenUp(t, "evt_panic")
+	require.Equal(t, 3, attempts)
 	require.Equal(t, "sender panicked: sender bug \uFFFD for panic@example.com", lastErr)
 	require.EqualValues(t, 3, ps.panics.Load())
 	require.NoError(t, f.sub.Healthy())
@@ -202,12 +191,7 @@ func TestSenderBrokenErrorIsAFailedSend(t *testing.T) {
 	f.env.Publish(t, canceled(t, "evt_fine", map[string]any{"email": "fine@example.com"}))
 	f.waitSent(t, 1)
 	for _, tc := range cases {
-		require.Eventually(t, func() bool {
-			return f.env.Count(t, "SELECT count(*) FROM email.outbox WHERE event_id = $1 AND failed_at IS NOT NULL", tc.eventID) == 1
-		}, subtest.Timeout, subtest.Tick, tc.eventID)
-		var attempts int
-		var lastErr string
-		require.NoError(t, f.env.Pool.QueryRow(context.Background(), "SELECT attempts, last_error FROM email.outbox WHERE event_id = $1", tc.eventID).Scan(&attempts, &lastErr))
+		attempts, lastErr := f.givenUp(t, tc.eventID)
 		require.Equal(t, tc.attempts, attempts, tc.eventID)
 		require.Equal(t, tc.want, lastErr)
 	}

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -198,6 +199,10 @@ func (p Program) libraryVars() map[string]string {
 func (c Process) Logger(w io.Writer) *slog.Logger {
 	return logging.New(w, c.LogLevel, c.LogFormat)
 }
+
+// Exit runs the program as the process: with its arguments and standard
+// streams, exiting with Main's code.
+func Exit(p Program) { os.Exit(Main(p, os.Args[1:], os.Stdout, os.Stderr)) }
 
 // Main runs the program with the process arguments (without the program
 // name) and returns the exit code: 0 after a graceful shutdown on SIGTERM

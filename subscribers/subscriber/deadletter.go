@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/hookhub/hookhub/internal/startstop"
 	"github.com/hookhub/hookhub/schema"
 )
 
@@ -211,26 +212,8 @@ func dlError(subscriber string, err error) error {
 // runCtx is done; a redrive in progress finishes on workCtx. It also
 // forgets stuck messages gone for good (pruneStuck).
 func (s *Subscriber) redriveLoop(runCtx, workCtx context.Context) {
-	t := time.NewTicker(s.cfg.RedriveInterval)
-	defer t.Stop()
-	for {
-		for runCtx.Err() == nil {
-			more, err := s.redriveOne(workCtx)
-			if err != nil {
-				s.log.Warn("redrive", "error", err)
-				break
-			}
-			if !more {
-				break
-			}
-		}
-		select {
-		case <-runCtx.Done():
-			return
-		case <-t.C:
-		}
-		s.pruneStuck()
-	}
+	startstop.Poll(runCtx, s.cfg.RedriveInterval, func() (bool, error) { return s.redriveOne(workCtx) },
+		func(err error) { s.log.Warn("redrive", "error", err) }, s.pruneStuck)
 }
 
 // redriveOne claims one requested dead letter and processes it. It reports

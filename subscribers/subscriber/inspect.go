@@ -53,16 +53,27 @@ type DeadLetterState struct {
 // (Migrate creates them, in a schema named after the subscriber), sorted.
 // A schema whose name cannot name a subscriber (ValidName) is not one.
 func ListSubscribers(ctx context.Context, db DB) ([]string, error) {
-	rows, err := db.Query(ctx, `
-		SELECT p.table_schema::text FROM information_schema.tables p
-		JOIN information_schema.tables d ON d.table_schema = p.table_schema AND d.table_name = 'dead_letters'
-		WHERE p.table_name = 'processed_messages' ORDER BY 1`)
+	names, err := SchemasWith(ctx, db, "processed_messages", "dead_letters")
 	if err != nil {
 		return nil, fmt.Errorf("list subscribers: %w", err)
 	}
+	return names, nil
+}
+
+// SchemasWith lists the schemas in db that hold both a table named table
+// and one named other, sorted, leaving out those whose name cannot name a
+// subscriber (ValidName).
+func SchemasWith(ctx context.Context, db DB, table, other string) ([]string, error) {
+	rows, err := db.Query(ctx, `
+		SELECT a.table_schema::text FROM information_schema.tables a
+		JOIN information_schema.tables b ON b.table_schema = a.table_schema AND b.table_name = $2::text
+		WHERE a.table_name = $1::text ORDER BY 1`, table, other)
+	if err != nil {
+		return nil, err
+	}
 	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, fmt.Errorf("list subscribers: %w", err)
+		return nil, err
 	}
 	return slices.DeleteFunc(names, func(n string) bool { return !ValidName(n) }), nil
 }

@@ -143,54 +143,29 @@ func (m *metrics) observe(d time.Duration) { m.duration.Observe(d.Seconds()) }
 func (m *metrics) count(o outcome) {
 	switch o {
 	case outcomeProcessed:
-		m.processed.Inc()
-		m.stats.processed.Add(1)
+		inc(m.processed, &m.stats.processed)
 	case outcomeDuplicate:
-		m.duplicate.Inc()
-		m.stats.duplicate.Add(1)
+		inc(m.duplicate, &m.stats.duplicate)
 	case outcomeStale:
-		m.stale.Inc()
-		m.stats.stale.Add(1)
+		inc(m.stale, &m.stats.stale)
 	case outcomeResent:
-		m.resent.Inc()
-		m.stats.resent.Add(1)
+		inc(m.resent, &m.stats.resent)
 	}
 }
 
-func (m *metrics) countMarker() {
-	m.markers.Inc()
-	m.stats.markers.Add(1)
+// inc counts one in a metric and in its Stats twin.
+func inc(c prometheus.Counter, n *atomic.Uint64) {
+	c.Inc()
+	n.Add(1)
 }
 
-func (m *metrics) countFailed() {
-	m.failed.Inc()
-	m.stats.failed.Add(1)
-}
-
-func (m *metrics) countDead() {
-	m.dead.Inc()
-	m.stats.dead.Add(1)
-}
-
-func (m *metrics) countRedriven() {
-	m.redriven.Inc()
-	m.stats.redriven.Add(1)
-}
-
-func (m *metrics) countPanic() {
-	m.panics.Inc()
-	m.stats.panics.Add(1)
-}
-
-func (m *metrics) countCrashLoop() {
-	m.crashLoops.Inc()
-	m.stats.crashLoops.Add(1)
-}
-
-func (m *metrics) countDeadLetterError() {
-	m.deadLetterErrors.Inc()
-	m.stats.deadLetterErrors.Add(1)
-}
+func (m *metrics) countMarker()          { inc(m.markers, &m.stats.markers) }
+func (m *metrics) countFailed()          { inc(m.failed, &m.stats.failed) }
+func (m *metrics) countDead()            { inc(m.dead, &m.stats.dead) }
+func (m *metrics) countRedriven()        { inc(m.redriven, &m.stats.redriven) }
+func (m *metrics) countPanic()           { inc(m.panics, &m.stats.panics) }
+func (m *metrics) countCrashLoop()       { inc(m.crashLoops, &m.stats.crashLoops) }
+func (m *metrics) countDeadLetterError() { inc(m.deadLetterErrors, &m.stats.deadLetterErrors) }
 
 func (m *metrics) snapshot() Stats {
 	return Stats{

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -111,16 +110,9 @@ func RetryNow(ctx context.Context, db DB, name string) (int64, error) {
 // subscriber), sorted: one catalog query, no error for the schemas of
 // other subscribers.
 func Names(ctx context.Context, db DB) ([]string, error) {
-	rows, err := db.Query(ctx, `
-		SELECT s.table_schema::text FROM information_schema.tables s
-		JOIN information_schema.tables a ON a.table_schema = s.table_schema AND a.table_name = 'attempts'
-		WHERE s.table_name = 'destination_state' ORDER BY 1`)
+	names, err := subscriber.SchemasWith(ctx, db, "destination_state", "attempts")
 	if err != nil {
 		return nil, fmt.Errorf("list destinations: %w", err)
 	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("list destinations: %w", err)
-	}
-	return slices.DeleteFunc(names, func(n string) bool { return !subscriber.ValidName(n) }), nil
+	return names, nil
 }

@@ -4,13 +4,8 @@
 package main
 
 import (
-	"os"
-
 	"github.com/hookhub/hookhub/subscribers/credits"
 	"github.com/hookhub/hookhub/subscribers/service"
 )
 
-func main() {
-	var cfg credits.Config
-	os.Exit(service.Main(credits.Program(&cfg), os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { service.Exit(credits.Program(new(credits.Config))) }

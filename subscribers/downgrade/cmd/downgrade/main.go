@@ -4,13 +4,8 @@
 package main
 
 import (
-	"os"
-
 	"github.com/hookhub/hookhub/subscribers/downgrade"
 	"github.com/hookhub/hookhub/subscribers/service"
 )
 
-func main() {
-	var cfg downgrade.Config
-	os.Exit(service.Main(downgrade.Program(&cfg), os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { service.Exit(downgrade.Program(new(downgrade.Config))) }

@@ -5,13 +5,8 @@
 package main
 
 import (
-	"os"
-
 	"github.com/hookhub/hookhub/subscribers/email"
 	"github.com/hookhub/hookhub/subscribers/service"
 )
 
-func main() {
-	var cfg email.Config
-	os.Exit(service.Main(email.Program(&cfg), os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { service.Exit(email.Program(new(email.Config))) }
