@@ -286,6 +286,7 @@ func TestDecodeRedrive(t *testing.T) {
 		{v: ops.Values{"id": {"1"}, "ids": {"2"}}, err: "id: give exactly one"},
 		{v: ops.Values{"id": {"1"}, "all": {"true"}}, err: "id: give exactly one"},
 		{v: ops.Values{"id": {"x"}}, err: "id: must be a dead letter's id"},
+		{v: ops.Values{"id": {"-1"}, "all": {"true"}}, err: "id: must be a dead letter's id"},
 		{v: ops.Values{"all": {"yes"}}, err: "all: not true or false"},
 		{v: ops.Values{"ids": {"1,1"}}, err: "ids: 1 is given twice"},
 		{v: ops.Values{"ids": {"1,-2"}}, err: "ids: must be dead letter ids"},

@@ -199,8 +199,15 @@ func (d *decoder) whole(field string, def, max int) int {
 	return parse(d, field, def, strconv.Atoi, fmt.Sprintf("not a whole number (1..%d)", max))
 }
 
+// int64 reads a whole number that is not negative.
 func (d *decoder) int64(field, reason string) int64 {
-	return parse(d, field, 0, func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }, reason)
+	return parse(d, field, 0, func(s string) (int64, error) {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err == nil && n < 0 {
+			err = strconv.ErrRange
+		}
+		return n, err
+	}, reason)
 }
 
 func (d *decoder) bool(field string, def bool) bool {
