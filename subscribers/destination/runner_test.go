@@ -144,6 +144,16 @@ func TestDeliversEveryEvent(t *testing.T) {
 		}
 		got[r.ID] = r
 	}
+	// The attempt log is written after the receiver answered: wait for it.
+	eventually(t, "every attempt logged", func() bool {
+		for _, id := range ids {
+			prov, eventID, _ := strings.Cut(id, ":")
+			if as, err := deststate.AttemptsFor(context.Background(), h.env.Pool, "node_dest", prov, eventID, 10); err != nil || len(as) == 0 {
+				return false
+			}
+		}
+		return true
+	})
 	for _, id := range ids {
 		if _, ok := got[id]; !ok {
 			t.Errorf("%s never received", id)
