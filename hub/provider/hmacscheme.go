@@ -43,6 +43,21 @@ type timedHeader struct {
 	signedTS func(header string, unix int64) string
 }
 
+// newTimedHeader is the layout of header name: partSep-separated
+// key=value parts, the timestamp under tsKey and the signatures under
+// sigKey, signed as <ts><sep><body>, with the errors that name them.
+func newTimedHeader(name, partSep string, sep byte, tsKey, sigKey string) timedHeader {
+	return timedHeader{
+		name: name, partSep: partSep, sep: sep, tsKey: tsKey, sigKey: sigKey,
+		noHeader: errSig("missing " + name + " header"),
+		noTS:     errSig(name + " has no " + tsKey),
+		dupTS:    errSig(name + " has more than one " + tsKey),
+		badTS:    errSig(name + " " + tsKey + " is not a unix time"),
+		noSig:    errSig(name + " has no well-formed " + sigKey),
+		mismatch: errSig("no " + sigKey + " matches any secret"),
+	}
+}
+
 // newTimedHMAC builds the scheme for provider name: one key per secret,
 // used as bytes, and tolerance (def when 0). See NewPaddle for the rules.
 func newTimedHMAC(name string, secrets []string, tolerance, def time.Duration, h *timedHeader) (*timedHMAC, error) {

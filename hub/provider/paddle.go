@@ -50,15 +50,7 @@ func NewPaddle(secrets []string, o Options) (*Paddle, error) {
 
 // paddleLayout is the layout of the Paddle-Signature header, and its
 // errors.
-var paddleLayout = timedHeader{
-	name: PaddleSignatureHeader, partSep: ";", sep: ':', tsKey: "ts", sigKey: "h1",
-	noHeader: errSig("missing Paddle-Signature header"),
-	noTS:     errSig("Paddle-Signature has no ts"),
-	dupTS:    errSig("Paddle-Signature has more than one ts"),
-	badTS:    errSig("Paddle-Signature ts is not a unix time"),
-	noSig:    errSig("Paddle-Signature has no well-formed h1"),
-	mismatch: errSig("no h1 matches any secret"),
-}
+var paddleLayout = newTimedHeader(PaddleSignatureHeader, ";", ':', "ts", "h1")
 
 // Verify authenticates a Paddle notification and returns its event. The
 // signature is checked before the timestamp, so a forged delivery reports

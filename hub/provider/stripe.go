@@ -56,16 +56,11 @@ func NewStripe(secrets []string, o Options) (*Stripe, error) {
 
 // stripeLayout is the layout of the Stripe-Signature header, and its
 // errors. t is signed in its decimal form (canonicalStripeT).
-var stripeLayout = timedHeader{
-	name: StripeSignatureHeader, partSep: ",", sep: '.', tsKey: "t", sigKey: "v1",
-	noHeader: errSig("missing Stripe-Signature header"),
-	noTS:     errSig("Stripe-Signature has no t"),
-	dupTS:    errSig("Stripe-Signature has more than one t"),
-	badTS:    errSig("Stripe-Signature t is not a unix time"),
-	noSig:    errSig("Stripe-Signature has no well-formed v1"),
-	mismatch: errSig("no v1 matches any secret"),
-	signedTS: canonicalStripeT,
-}
+var stripeLayout = func() timedHeader {
+	h := newTimedHeader(StripeSignatureHeader, ",", '.', "t", "v1")
+	h.signedTS = canonicalStripeT
+	return h
+}()
 
 // Verify authenticates a Stripe event and returns it. The signature is
 // checked before the timestamp, so a forged delivery reports
