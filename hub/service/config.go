@@ -98,6 +98,10 @@ type BatchConfig struct {
 type RelayConfig struct {
 	RelayBatchSize int `envconfig:"HUB_RELAY_BATCH_SIZE" default:"256" desc:"Most rows one publish batch holds, fast path and relay alike; a fast-path pipeline has up to four batches in flight"`
 	RelayWorkers   int `envconfig:"HUB_RELAY_WORKERS" default:"1" desc:"Fast-path publish pipelines: each sends, settles and marks batches in parallel stages"`
+	// keeperInterval is how often the stream keeper checks the stream;
+	// zero (always, outside tests) is relay.DefaultKeeperInterval. Tests
+	// shorten it with SetKeeperInterval (export_test.go).
+	keeperInterval time.Duration `ignored:"true"`
 }
 
 // BackfillConfig is the backfill: each source's settings, the periodic

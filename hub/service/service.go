@@ -267,9 +267,10 @@ func (s *Service) newRelay(tracer trace.Tracer) error {
 			DuplicateWindow: s.cfg.DuplicateWindow,
 			MaxAge:          s.cfg.StreamMaxAge,
 		},
-		// Interval: relay.DefaultKeeperInterval (HUB_STREAM's description
-		// says 2 s); a publish failing as if the stream were gone checks it
-		// at once.
+		// Zero: relay.DefaultKeeperInterval (HUB_STREAM's description says
+		// 2 s); only tests set another. A publish failing as if the stream
+		// were gone checks it at once.
+		Interval:     s.cfg.keeperInterval,
 		MaxBodyBytes: s.cfg.MaxBodyBytes,
 		Logger:       s.log.With("component", "stream"),
 		Metrics:      s.metrics,

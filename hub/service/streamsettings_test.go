@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub/service"
 	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
@@ -20,8 +21,9 @@ import (
 // that this test also builds against a hub without the settings check).
 const keeperInterval = 2 * time.Second
 
-// readyzWithin waits at most one keeper interval (plus room for a loaded
-// machine) for /readyz to answer status with the stream state stream.
+// readyzWithin waits at most one default keeper interval (plus room for a
+// loaded machine) for /readyz to answer status with the stream state
+// stream.
 func (h *testHub) readyzWithin(status int, stream string) {
 	h.t.Helper()
 	var last string
@@ -69,9 +71,12 @@ func (h *testHub) bigDelivery(eventID string, size int) answer {
 // hub_stream_setting_broken; going back to good settings (or deleting the
 // stream where the server refuses to undo the setting) turns it ready
 // again. A max_msg_size below the body limit lowers the 413 bound to it.
+// The hub checks its stream every 200 ms instead of every 2 s: each step
+// waits for the next check, and what a check finds does not depend on
+// when it runs.
 func TestStreamSettingsTurnReadyzNotReady(t *testing.T) {
 	t.Parallel()
-	h := newTestHub(t)
+	h := newTestHub(t, func(c *service.Config) { service.SetKeeperInterval(c, 200*time.Millisecond) })
 	ctx := context.Background()
 	h.readyzWithin(http.StatusOK, "ok")
 	st, err := h.js.Stream(ctx, h.cfg.Stream)
