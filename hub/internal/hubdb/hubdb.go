@@ -22,13 +22,10 @@ func Schema() hubtest.Schema {
 }
 
 func migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	m, err := migrations.Hub(pool)
-	if err != nil {
+	if _, err := migrations.Up(ctx, pool); err != nil {
 		return fmt.Errorf("hub migrations: %w", err)
 	}
-	defer m.Close()
-	_, err = m.Up(ctx)
-	return err
+	return nil
 }
 
 // Pool creates a database with the hub's schema for the calling test
