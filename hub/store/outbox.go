@@ -52,12 +52,28 @@ func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration) ([]hu
 	if err != nil {
 		return nil, fmt.Errorf("claim outbox rows: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (hub.OutboxRow, error) {
+	out, err := pgx.CollectRows(rows, outboxRow(true))
+	if err != nil {
+		return nil, fmt.Errorf("claim outbox rows: %w", err)
+	}
+	return out, nil
+}
+
+// outboxRow reads an event to publish from the columns id, provider,
+// event_id, event_type, body, received_at, occurred_at, then (claimed: an
+// outbox row) its attempts and first attempt, then trace_parent and
+// entities.
+func outboxRow(claimed bool) pgx.RowToFunc[hub.OutboxRow] {
+	return func(r pgx.CollectableRow) (hub.OutboxRow, error) {
 		var p hub.OutboxRow
 		var occurred *time.Time
 		var traceParent *string
 		var entities []string
-		err := r.Scan(&p.ArchiveID, &p.Provider, &p.EventID, &p.EventType, &p.Body, &p.ReceivedAt, &occurred, &p.Attempts, &p.FirstAttemptAt, &traceParent, &entities)
+		dest := []any{&p.ArchiveID, &p.Provider, &p.EventID, &p.EventType, &p.Body, &p.ReceivedAt, &occurred}
+		if claimed {
+			dest = append(dest, &p.Attempts, &p.FirstAttemptAt)
+		}
+		err := r.Scan(append(dest, &traceParent, &entities)...)
 		p.Entities = parseEntities(entities)
 		if occurred != nil {
 			p.OccurredAt = *occurred
@@ -66,11 +82,7 @@ func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration) ([]hu
 			p.TraceParent = *traceParent
 		}
 		return p, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("claim outbox rows: %w", err)
 	}
-	return out, nil
 }
 
 // markPublishedSQL records acknowledged publishes: about a hundred bytes

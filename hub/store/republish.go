@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -68,21 +67,7 @@ ORDER BY v.created_at, v.id`
 	if err != nil {
 		return nil, fmt.Errorf("read published events: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (hub.OutboxRow, error) {
-		var row hub.OutboxRow
-		var occurred *time.Time
-		var traceParent *string
-		var entities []string
-		err := r.Scan(&row.ArchiveID, &row.Provider, &row.EventID, &row.EventType, &row.Body, &row.ReceivedAt, &occurred, &traceParent, &entities)
-		row.Entities = parseEntities(entities)
-		if occurred != nil {
-			row.OccurredAt = *occurred
-		}
-		if traceParent != nil {
-			row.TraceParent = *traceParent
-		}
-		return row, err
-	})
+	out, err := pgx.CollectRows(rows, outboxRow(false))
 	if err != nil {
 		return nil, fmt.Errorf("read published events: %w", err)
 	}
