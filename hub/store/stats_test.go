@@ -249,10 +249,7 @@ func purgeAll(t *testing.T, s *store.Store, cutoff time.Time, batch int, include
 }
 
 func TestPurgeStates(t *testing.T) {
-	t.Parallel()
-	s, pool := newStore(t)
-	ctx := context.Background()
-	archiveScenario(t, s, pool, time.Now().Add(-10*24*time.Hour))
+	ctx, s, pool, _ := newScenario(t, time.Now().Add(-10*24*time.Hour))
 	// Young rows, in every state a purge could delete.
 	insertStates(t, pool, stateRow{eventID: "young_older", status: hub.Processed, at: time.Now(), seq: 1})
 	young := delivery("young_new", `{}`)
