@@ -362,19 +362,13 @@ func TestPublishedRowsStates(t *testing.T) {
 	require.Equal(t, `{"older": true}`, string(rows[0].Body))
 
 	// A page at a time.
-	var paged []string
 	f := hub.PublishedFilter{Since: start, Limit: 3}
-	for {
-		page, err := s.PublishedRows(ctx, f)
-		require.NoError(t, err)
-		for _, r := range page {
-			paged = append(paged, r.EventID)
+	paged := pageIDs(t, f.Limit, func(last *hub.OutboxRow) ([]hub.OutboxRow, error) {
+		if last != nil {
+			f.After = hub.ArchiveCursor{ReceivedAt: last.ReceivedAt, ArchiveID: last.ArchiveID}
 		}
-		if len(page) < f.Limit {
-			break
-		}
-		f.After = hub.ArchiveCursor{ReceivedAt: page[len(page)-1].ReceivedAt, ArchiveID: page[len(page)-1].ArchiveID}
-	}
+		return s.PublishedRows(ctx, f)
+	}, func(r hub.OutboxRow) string { return r.EventID })
 	require.Equal(t, all, paged)
 
 	for _, c := range []struct {
