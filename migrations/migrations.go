@@ -35,6 +35,17 @@ func Hub(pool *pgxpool.Pool) (*migrate.Migrator, error) {
 	return migrate.New(pool, hubFS, HubVersionTable, "hub", migrate.WithPrecondition(refusePreRelease))
 }
 
+// Up applies the hub's pending migrations on pool (Hub's Migrator) and
+// returns those it applied.
+func Up(ctx context.Context, pool *pgxpool.Pool) ([]migrate.Result, error) {
+	m, err := Hub(pool)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	return m.Up(ctx)
+}
+
 // preReleaseSQL finds the mark of the pre-release schema: the archive row's
 // own publication columns (webhook_events.stream_seq), which the squashed
 // schema never had, in a database whose version table exists. It also

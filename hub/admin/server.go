@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -61,15 +62,11 @@ type Config struct {
 // WithDefaults returns a copy of c with every zero field that has a
 // default set to it. New calls it, then Validate.
 func (c Config) WithDefaults() Config {
-	if c.MaxConns == 0 {
-		c.MaxConns = DefaultMaxConns
-	}
+	c.MaxConns = cmp.Or(c.MaxConns, DefaultMaxConns)
 	if c.Bodies == nil {
 		c.Bodies = hubhttp.NewBudget(int64(max(c.MaxConns, 1))*MaxBodyBytes, nil)
 	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	return c
 }
 

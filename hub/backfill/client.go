@@ -1,6 +1,8 @@
 package backfill
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -142,19 +144,51 @@ type APIConfig struct {
 	Names Names
 }
 
-// lister is what a source listing a bearer-key API holds (Stripe,
-// Paddle): the API's client, the events a page asks for, the clock.
+// listing is how a bearer-key API lists its events (Stripe, Paddle): the
+// provider's name, the path, a page's query and the reading of an answer.
+type listing struct {
+	name  string
+	path  string
+	query func(q url.Values, pageSize int, since, until time.Time, cursor string)
+	parse func(data []byte, since, until, now time.Time) (Page, error)
+}
+
+// lister is what a source listing a bearer-key API holds: its listing, the
+// API's client, the events a page asks for, the clock.
 type lister struct {
+	listing
 	api      *api
 	pageSize int
 	now      func() time.Time
 }
 
-// newLister returns the lister of cfg (bearerAPI; the page size within
-// 1..most, most by default).
-func newLister(cfg APIConfig, what, defaultBase, appended string, most int) (lister, error) {
+// newSource returns the source of cfg listing as l says (bearerAPI; the
+// page size within 1..most, most by default), or bearerAPI's error.
+func newSource[S ~struct{ lister }](cfg APIConfig, l listing, what, defaultBase, appended string, most int) (*S, error) {
 	a, err := bearerAPI(cfg.Key, cfg.Names, what, cfg.BaseURL, defaultBase, appended, cfg.Client)
-	return lister{api: a, pageSize: pageSize(cfg.PageSize, most), now: nowOr(cfg.Now)}, err
+	if err != nil {
+		return nil, err
+	}
+	return &S{lister{listing: l, api: a, pageSize: pageSize(cfg.PageSize, most), now: nowOr(cfg.Now)}}, nil
+}
+
+// Provider returns the provider's name ("stripe", "paddle").
+func (l lister) Provider() string { return l.name }
+
+// List returns the page at cursor of the events in [since, until), as the
+// listing's query asks for them and its parse reads the answer.
+func (l lister) List(ctx context.Context, since, until time.Time, cursor string) (Page, error) {
+	q := url.Values{}
+	l.query(q, l.pageSize, since, until, cursor)
+	var raw json.RawMessage
+	if err := l.api.do(ctx, http.MethodGet, l.path+"?"+q.Encode(), nil, &raw); err != nil {
+		return Page{}, fmt.Errorf("%s: list events: %w", l.name, err)
+	}
+	page, err := l.parse(raw, since, until, l.now())
+	if err != nil {
+		return Page{}, l.api.scrub(fmt.Errorf("%s: list events: %w", l.name, err))
+	}
+	return page, nil
 }
 
 // bearerAPI returns the client of an API authenticated by a bearer key

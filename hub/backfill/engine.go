@@ -1,6 +1,7 @@
 package backfill
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -115,27 +116,15 @@ var ErrCursorCycle = errors.New("backfill: the api's cursors loop")
 // WithDefaults returns a copy of c with every zero field that has a
 // default set to it. New calls it, then Validate.
 func (c Config) WithDefaults() Config {
-	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = hub.DefaultMaxBodyBytes
-	}
-	if c.Lease == 0 {
-		c.Lease = DefaultLease
-	}
-	if c.MaxPages == 0 {
-		c.MaxPages = DefaultMaxPages
-	}
-	if c.MaxEvents == 0 {
-		c.MaxEvents = DefaultMaxEvents
-	}
-	if c.MaxRunTime == 0 {
-		c.MaxRunTime = DefaultMaxRunTime
-	}
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, hub.DefaultMaxBodyBytes)
+	c.Lease = cmp.Or(c.Lease, DefaultLease)
+	c.MaxPages = cmp.Or(c.MaxPages, DefaultMaxPages)
+	c.MaxEvents = cmp.Or(c.MaxEvents, DefaultMaxEvents)
+	c.MaxRunTime = cmp.Or(c.MaxRunTime, DefaultMaxRunTime)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	if c.Owner == "" {
 		host, _ := os.Hostname()
 		var b [4]byte

@@ -15,13 +15,22 @@ import (
 	"github.com/hookhub/hookhub/schema"
 )
 
-// splitGitHub sends the signed webhooks of the events that arrived and
-// returns the guids of all and of the missing ones.
-func splitGitHub(t *testing.T, h *hubEnv, evs []githubEvent, arrived func(int) bool) (all, missing []string) {
+// webhookArrived says which events of a githubScenario reached the hub
+// as signed webhooks: seven of every ten.
+func webhookArrived(i int) bool { return i%10 < 7 }
+
+// githubScenario runs t in parallel on a started hub, with n GitHub
+// deliveries whose webhooks that arrived (webhookArrived) it sends, and
+// returns their guids: all, and the missing ones.
+func githubScenario(t *testing.T, n int) (h *hubEnv, evs []githubEvent, all, missing []string) {
 	t.Helper()
+	t.Parallel()
+	h = newHubEnv(t)
+	h.start()
+	evs = h.githubEvents(n, webhookArrived)
 	for i, ev := range evs {
 		all = append(all, ev.guid)
-		if !arrived(i) {
+		if !webhookArrived(i) {
 			missing = append(missing, ev.guid)
 			continue
 		}
@@ -29,7 +38,7 @@ func splitGitHub(t *testing.T, h *hubEnv, evs []githubEvent, arrived func(int) b
 		require.Equal(t, 200, a.status, a.body)
 		require.Equal(t, false, a.body["idempotent"])
 	}
-	return all, missing
+	return h, evs, all, missing
 }
 
 // fetchedIDs returns the delivery ids the fake GitHub was asked for one by
@@ -56,12 +65,7 @@ func fetchedIDs(h *hubEnv) []int64 {
 // copies. A webhook of a backfilled event arriving later (the same
 // X-GitHub-Delivery) is a duplicate.
 func TestGitHubBackfillIngestsOnlyTheMissing(t *testing.T) {
-	t.Parallel()
-	h := newHubEnv(t)
-	h.start()
-	arrived := func(i int) bool { return i%10 < 7 }
-	evs := h.githubEvents(100, arrived)
-	all, missing := splitGitHub(t, h, evs, arrived)
+	h, evs, all, missing := githubScenario(t, 100)
 	require.Len(t, missing, 30)
 	// An earlier redelivery of a missing event, which failed as well: it
 	// is listed too (101 deliveries, two pages) but is the same event.
@@ -78,7 +82,7 @@ func TestGitHubBackfillIngestsOnlyTheMissing(t *testing.T) {
 	// deliveries; nothing redelivered.
 	var want []int64
 	for i, ev := range evs {
-		if !arrived(i) {
+		if !webhookArrived(i) {
 			want = append(want, ev.delivery.ID)
 		}
 	}
@@ -92,7 +96,7 @@ func TestGitHubBackfillIngestsOnlyTheMissing(t *testing.T) {
 	require.Equal(t, 70, h.count(`SELECT count(*) FROM webhook_events WHERE provider = 'github' AND origin = 'webhook' AND signature IS NOT NULL`))
 	require.Equal(t, 0, h.count(`SELECT count(*) FROM webhook_events WHERE provider = 'github' AND occurred_at IS NOT NULL`))
 	for i, ev := range evs {
-		if arrived(i) {
+		if webhookArrived(i) {
 			continue
 		}
 		var typ string
@@ -132,12 +136,7 @@ func TestGitHubBackfillIngestsOnlyTheMissing(t *testing.T) {
 // webhooks, and the stream holds each event once. A dry run only lists;
 // a source that cannot redeliver is refused.
 func TestGitHubBackfillRedeliver(t *testing.T) {
-	t.Parallel()
-	h := newHubEnv(t)
-	h.start()
-	arrived := func(i int) bool { return i%10 < 7 }
-	evs := h.githubEvents(20, arrived)
-	all, missing := splitGitHub(t, h, evs, arrived)
+	h, evs, all, missing := githubScenario(t, 20)
 	since := time.Now().Add(-72 * time.Hour)
 
 	dry, err := h.engine().Run(context.Background(), h.source("github", 0), backfill.Request{Since: since, Redeliver: true, DryRun: true})
@@ -153,7 +152,7 @@ func TestGitHubBackfillRedeliver(t *testing.T) {
 	require.True(t, res.Redeliver)
 	var want []int64
 	for i, ev := range evs {
-		if !arrived(i) {
+		if !webhookArrived(i) {
 			want = append(want, ev.delivery.ID)
 		}
 	}
@@ -170,7 +169,7 @@ func TestGitHubBackfillRedeliver(t *testing.T) {
 	// GitHub sends the redeliveries: signed webhooks with the original
 	// bytes and the same X-GitHub-Delivery.
 	for i, ev := range evs {
-		if arrived(i) {
+		if webhookArrived(i) {
 			continue
 		}
 		a := h.githubWebhook(ev.guid, ev.typ, ev.body)

@@ -1,10 +1,8 @@
 package backfill
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strconv"
 	"time"
@@ -33,39 +31,19 @@ type PaddleConfig = APIConfig
 // bytes as the API returned them in the data array.
 type Paddle struct{ lister }
 
-var _ Source = (*Paddle)(nil)
+// paddleQuery asks for a page newest first: Paddle cannot filter by time.
+func paddleQuery(q url.Values, pageSize int, _, _ time.Time, cursor string) {
+	q.Set("order_by", "id[DESC]")
+	q.Set("per_page", strconv.Itoa(pageSize))
+	if cursor != "" {
+		q.Set("after", cursor)
+	}
+}
 
 // NewPaddle returns a Paddle source; it fails when the key is empty or the
 // base URL is not an absolute http(s) URL.
 func NewPaddle(cfg PaddleConfig) (*Paddle, error) {
-	l, err := newLister(cfg, "a Paddle API key with the event.read permission", PaddleDefaultBaseURL, "", PaddleMaxPage)
-	if err != nil {
-		return nil, err
-	}
-	return &Paddle{l}, nil
-}
-
-// Provider returns "paddle".
-func (p *Paddle) Provider() string { return "paddle" }
-
-// List returns the page at cursor, newest first, of the events that
-// occurred in [since, until).
-func (p *Paddle) List(ctx context.Context, since, until time.Time, cursor string) (Page, error) {
-	q := url.Values{}
-	q.Set("order_by", "id[DESC]")
-	q.Set("per_page", strconv.Itoa(p.pageSize))
-	if cursor != "" {
-		q.Set("after", cursor)
-	}
-	var raw json.RawMessage
-	if err := p.api.do(ctx, http.MethodGet, "/events?"+q.Encode(), nil, &raw); err != nil {
-		return Page{}, fmt.Errorf("paddle: list events: %w", err)
-	}
-	page, err := parsePaddleList(raw, since, until, p.now())
-	if err != nil {
-		return Page{}, p.api.scrub(fmt.Errorf("paddle: list events: %w", err))
-	}
-	return page, nil
+	return newSource[Paddle](cfg, listing{"paddle", "/events", paddleQuery, parsePaddleList}, "a Paddle API key with the event.read permission", PaddleDefaultBaseURL, "", PaddleMaxPage)
 }
 
 // paddleList is a Paddle list answer.
@@ -108,12 +86,7 @@ func parsePaddleList(data []byte, since, until, now time.Time) (Page, error) {
 	var lastID string
 	ascending := false
 	for _, raw := range l.Data {
-		ev := Event{Body: []byte(raw)}
-		if pe, err := provider.PaddleEvent(raw); err == nil {
-			ev.ID, ev.Type, ev.OccurredAt, ev.Entities = pe.ID, pe.Type, plausible(pe.OccurredAt, now), pe.Entities
-		} else {
-			ev.ID, ev.Invalid = itemID(raw, "event_id"), err
-		}
+		ev := listedEvent(raw, provider.PaddleEvent, "event_id", now)
 		// Paddle's ids sort as they were created: asked id[DESC], each id
 		// is below the one before. One above it means the API listed
 		// oldest first (order_by ignored), and the stop rule below would

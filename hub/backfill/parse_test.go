@@ -10,25 +10,20 @@ import (
 	"github.com/hookhub/hookhub/hub/backfill"
 )
 
-func TestParseStripeList(t *testing.T) {
-	ev := `{"id":"evt_1","object":"event","created":1700000000,"type":"invoice.paid","data":{"object":{"id":"in_1","object":"invoice","customer":"cus_1"}}}`
-	cases := []struct {
-		name, in string
-		err      string
-		ids      []string
-		next     string
-	}{
-		{"page", `{"object":"list","data":[` + ev + `],"has_more":false}`, "", []string{"evt_1"}, ""},
-		{"more", `{"object":"list","data":[` + ev + `],"has_more":true}`, "", []string{"evt_1"}, "evt_1"},
-		{"event without id", `{"object":"list","data":[{"type":"x"}],"has_more":false}`, "", []string{""}, ""},
-		{"more, last without id", `{"object":"list","data":[{"type":"x"}],"has_more":true}`, "no usable id", nil, ""},
-		{"more without data", `{"object":"list","data":[],"has_more":true}`, "has_more without events", nil, ""},
-		{"an error object", `{"error":{"type":"api_error","message":"x"}}`, "not a list", nil, ""},
-		{"not json", `<html>`, "unexpected api answer", nil, ""},
-	}
+// listCase is an answer of a provider's list API and what its reading
+// gives: the error's words, or the events' ids and the next cursor.
+type listCase struct {
+	name, in string
+	err      string
+	ids      []string
+	next     string
+}
+
+func testListCases(t *testing.T, cases []listCase, parse func([]byte) (backfill.Page, error)) {
+	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p, err := backfill.ParseStripeList([]byte(c.in))
+			p, err := parse([]byte(c.in))
 			if c.err != "" {
 				require.ErrorIs(t, err, backfill.ErrBadAnswer)
 				require.ErrorContains(t, err, c.err)
@@ -42,6 +37,20 @@ func TestParseStripeList(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestParseStripeList(t *testing.T) {
+	ev := `{"id":"evt_1","object":"event","created":1700000000,"type":"invoice.paid","data":{"object":{"id":"in_1","object":"invoice","customer":"cus_1"}}}`
+	cases := []listCase{
+		{"page", `{"object":"list","data":[` + ev + `],"has_more":false}`, "", []string{"evt_1"}, ""},
+		{"more", `{"object":"list","data":[` + ev + `],"has_more":true}`, "", []string{"evt_1"}, "evt_1"},
+		{"event without id", `{"object":"list","data":[{"type":"x"}],"has_more":false}`, "", []string{""}, ""},
+		{"more, last without id", `{"object":"list","data":[{"type":"x"}],"has_more":true}`, "no usable id", nil, ""},
+		{"more without data", `{"object":"list","data":[],"has_more":true}`, "has_more without events", nil, ""},
+		{"an error object", `{"error":{"type":"api_error","message":"x"}}`, "not a list", nil, ""},
+		{"not json", `<html>`, "unexpected api answer", nil, ""},
+	}
+	testListCases(t, cases, backfill.ParseStripeList)
 	p, err := backfill.ParseStripeList([]byte(`{"object":"list","data":[` + ev + `]}`))
 	require.NoError(t, err)
 	require.Equal(t, ev, string(p.Events[0].Body), "the event object's exact bytes")
@@ -62,12 +71,7 @@ func TestParsePaddleList(t *testing.T) {
 		}
 		return `,"meta":{"request_id":"r","pagination":{"per_page":2,"next":"` + next + `","has_more":` + m + `,"estimated_total":9}}}`
 	}
-	cases := []struct {
-		name, in string
-		err      string
-		ids      []string
-		next     string
-	}{
+	cases := []listCase{
 		{"in the window", `{"data":[` + ev("evt_3", "2026-01-02T12:00:00Z") + `]` + meta(false, ""), "", []string{"evt_3"}, ""},
 		{"next from the URL", `{"data":[` + ev("evt_3", "2026-01-02T12:00:00Z") + `]` + meta(true, "https://api.paddle.com/events?after=evt_3&order_by=id%5BDESC%5D"), "", []string{"evt_3"}, "evt_3"},
 		{"next without a URL: the last id", `{"data":[` + ev("evt_3", "2026-01-02T12:00:00Z") + `]` + meta(true, ""), "", []string{"evt_3"}, "evt_3"},
@@ -81,22 +85,7 @@ func TestParsePaddleList(t *testing.T) {
 		{"bad cursor", `{"data":[` + ev("evt 3", "2026-01-02T12:00:00Z") + `]` + meta(true, ""), "no usable cursor", nil, ""},
 		{"an error object", `{"error":{"type":"request_error","code":"not_found","detail":"x"}}`, "no meta.pagination", nil, ""},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			p, err := backfill.ParsePaddleList([]byte(c.in), since, until)
-			if c.err != "" {
-				require.ErrorIs(t, err, backfill.ErrBadAnswer)
-				require.ErrorContains(t, err, c.err)
-				return
-			}
-			require.NoError(t, err)
-			require.Equal(t, c.next, p.Next)
-			require.Len(t, p.Events, len(c.ids))
-			for i, id := range c.ids {
-				require.Equal(t, id, p.Events[i].ID)
-			}
-		})
-	}
+	testListCases(t, cases, func(in []byte) (backfill.Page, error) { return backfill.ParsePaddleList(in, since, until) })
 }
 
 // The API answers are untrusted input: the parsers never panic, and what

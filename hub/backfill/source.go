@@ -93,6 +93,21 @@ var (
 	ErrNoRedeliver = errors.New("the provider cannot redeliver webhooks")
 )
 
+// listedEvent is an item of a listing (raw, its exact bytes) as an Event:
+// its id, type, entities and time (dropped when not plausible now) as read,
+// the provider verifier's reading of a webhook body, finds them; when read
+// refuses it, the id under idKey (itemID) and the reason, and the engine
+// counts the event failed.
+func listedEvent(raw []byte, read func([]byte) (provider.Event, error), idKey string, now time.Time) Event {
+	ev := Event{Body: raw}
+	if pe, err := read(raw); err == nil {
+		ev.ID, ev.Type, ev.OccurredAt, ev.Entities = pe.ID, pe.Type, plausible(pe.OccurredAt, now), pe.Entities
+	} else {
+		ev.ID, ev.Invalid = itemID(raw, idKey), err
+	}
+	return ev
+}
+
 // itemID reads the string member key of a JSON object the provider's own
 // reading refused (a malformed item), so the engine can name it: "" when
 // there is none, or it is not usable as an id.

@@ -1,11 +1,9 @@
 package backfill
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strconv"
 	"time"
@@ -32,27 +30,14 @@ type StripeConfig = APIConfig
 // data array.
 type Stripe struct{ lister }
 
-var _ Source = (*Stripe)(nil)
-
-// NewStripe returns a Stripe source; it fails when the key is empty or
-// the base URL is not an absolute http(s) URL.
-func NewStripe(cfg StripeConfig) (*Stripe, error) {
-	l, err := newLister(cfg, "a Stripe secret or restricted key with read access to events", StripeDefaultBaseURL, "/v1", StripeMaxPage)
-	if err != nil {
-		return nil, err
+// stripeQuery asks for the events created in [since, until). Stripe's
+// created is in whole seconds: the query covers the seconds the window
+// touches, and the engine keeps what lies inside it.
+func stripeQuery(q url.Values, pageSize int, since, until time.Time, cursor string) {
+	if cursor != "" {
+		q.Set("starting_after", cursor)
 	}
-	return &Stripe{l}, nil
-}
-
-// Provider returns "stripe".
-func (s *Stripe) Provider() string { return "stripe" }
-
-// List returns the page at cursor of the events created in [since, until).
-// Stripe's created is in whole seconds: the query covers the seconds the
-// window touches, and the engine keeps what lies inside it.
-func (s *Stripe) List(ctx context.Context, since, until time.Time, cursor string) (Page, error) {
-	q := url.Values{}
-	q.Set("limit", strconv.Itoa(s.pageSize))
+	q.Set("limit", strconv.Itoa(pageSize))
 	if !since.IsZero() {
 		q.Set("created[gte]", strconv.FormatInt(since.Unix(), 10))
 	}
@@ -63,18 +48,12 @@ func (s *Stripe) List(ctx context.Context, since, until time.Time, cursor string
 		}
 		q.Set("created[lt]", strconv.FormatInt(lt, 10))
 	}
-	if cursor != "" {
-		q.Set("starting_after", cursor)
-	}
-	var raw json.RawMessage
-	if err := s.api.do(ctx, http.MethodGet, "/v1/events?"+q.Encode(), nil, &raw); err != nil {
-		return Page{}, fmt.Errorf("stripe: list events: %w", err)
-	}
-	page, err := parseStripeList(raw, s.now())
-	if err != nil {
-		return Page{}, s.api.scrub(fmt.Errorf("stripe: list events: %w", err))
-	}
-	return page, nil
+}
+
+// NewStripe returns a Stripe source; it fails when the key is empty or
+// the base URL is not an absolute http(s) URL.
+func NewStripe(cfg StripeConfig) (*Stripe, error) {
+	return newSource[Stripe](cfg, listing{"stripe", "/v1/events", stripeQuery, parseStripeList}, "a Stripe secret or restricted key with read access to events", StripeDefaultBaseURL, "/v1", StripeMaxPage)
 }
 
 // stripeList is a Stripe list object.
@@ -95,9 +74,12 @@ var ErrBadAnswer = errors.New("unexpected api answer")
 // when they cannot be. An OccurredAt that is not plausible now is dropped,
 // as the webhook path drops it (plausible). Next is the last event's id
 // while has_more is true.
-func ParseStripeList(data []byte) (Page, error) { return parseStripeList(data, time.Now()) }
+func ParseStripeList(data []byte) (Page, error) {
+	return parseStripeList(data, time.Time{}, time.Time{}, time.Now())
+}
 
-func parseStripeList(data []byte, now time.Time) (Page, error) {
+// The listing asked Stripe for the window: parse keeps every event.
+func parseStripeList(data []byte, _, _, now time.Time) (Page, error) {
 	var l stripeList
 	if err := json.Unmarshal(data, &l); err != nil {
 		return Page{}, fmt.Errorf("%w: %w", ErrBadAnswer, err)
@@ -107,12 +89,7 @@ func parseStripeList(data []byte, now time.Time) (Page, error) {
 	}
 	page := Page{Events: make([]Event, 0, len(l.Data))}
 	for _, raw := range l.Data {
-		ev := Event{Body: []byte(raw)}
-		if pe, err := provider.StripeEvent(raw); err == nil {
-			ev.ID, ev.Type, ev.OccurredAt, ev.Entities = pe.ID, pe.Type, plausible(pe.OccurredAt, now), pe.Entities
-		} else {
-			ev.ID, ev.Invalid = itemID(raw, "id"), err
-		}
+		ev := listedEvent(raw, provider.StripeEvent, "id", now)
 		page.Events = append(page.Events, ev)
 	}
 	if l.HasMore {

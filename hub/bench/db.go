@@ -101,12 +101,7 @@ func migrate(ctx context.Context, url string) error {
 		return err
 	}
 	defer pool.Close()
-	m, err := migrations.Hub(pool)
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	if _, err := m.Up(ctx); err != nil {
+	if _, err := migrations.Up(ctx, pool); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil

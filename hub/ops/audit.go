@@ -11,11 +11,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/internal/startstop"
 )
 
 // AuditLog is where Ops records the actions it runs: hub/store's *Store.
@@ -205,27 +205,13 @@ func (o *Ops) runAlive(ctx context.Context, id int64, run func() (any, error)) (
 // heartbeat renews entry id's heartbeat every hub.AuditHeartbeat until
 // the returned stop is called (it waits for the renewing goroutine).
 func (o *Ops) heartbeat(ctx context.Context, id int64) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(hub.AuditHeartbeat)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-			hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditFinishTimeout)
-			if err := o.audit.HeartbeatAudit(hctx, id); err != nil {
-				o.log.Warn("audit: cannot renew a running entry's heartbeat", "audit_id", id, "err", err)
-			}
-			cancel()
+	return startstop.Every(hub.AuditHeartbeat, func() {
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditFinishTimeout)
+		defer cancel()
+		if err := o.audit.HeartbeatAudit(hctx, id); err != nil {
+			o.log.Warn("audit: cannot renew a running entry's heartbeat", "audit_id", id, "err", err)
 		}
-	}()
-	return func() { close(done); wg.Wait() }
+	})
 }
 
 // InterruptStaleAudit marks interrupted the running entries of processes

@@ -25,14 +25,7 @@ import (
 // as they are): an input out of bounds is an InputError naming the field,
 // never a database error or a panic.
 func TestOperationsRefuseInputsOutOfBounds(t *testing.T) {
-	t.Parallel()
-	pool, _ := hubdb.Pool(t)
-	n := hubtest.JetStream(t)
-	_, js := n.Connect(t)
-	ctx := context.Background()
-	_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: schema.DefaultStream, Subjects: []string{"paddle.>"}})
-	require.NoError(t, err)
-	o := newOps(t, pool, js)
+	ctx, _, _, _, o := newStreamOps(t)
 	hour := time.Now().Add(-time.Hour)
 	long := strings.Repeat("x", 300)
 
@@ -245,14 +238,8 @@ func TestPurgeMinimumAgeFollowsDuplicateWindow(t *testing.T) {
 // consumers with which replay and reconcile scan the stream are counted
 // apart, not shown as subscribers.
 func TestStatusListsDurableConsumersOnly(t *testing.T) {
-	t.Parallel()
-	pool, _ := hubdb.Pool(t)
-	n := hubtest.JetStream(t)
-	_, js := n.Connect(t)
-	ctx := context.Background()
-	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: schema.DefaultStream, Subjects: []string{"paddle.>"}})
-	require.NoError(t, err)
-	_, err = js.Publish(ctx, "paddle.subscription.created", []byte(`{}`))
+	ctx, _, js, st, o := newStreamOps(t)
+	_, err := js.Publish(ctx, "paddle.subscription.created", []byte(`{}`))
 	require.NoError(t, err)
 	_, err = st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "credits", AckPolicy: jetstream.AckExplicitPolicy})
 	require.NoError(t, err)
@@ -262,7 +249,7 @@ func TestStatusListsDurableConsumersOnly(t *testing.T) {
 	_, err = scan.Next(jetstream.FetchMaxWait(5 * time.Second))
 	require.NoError(t, err)
 
-	status, err := newOps(t, pool, js).Status(ctx)
+	status, err := o.Status(ctx)
 	require.NoError(t, err)
 	require.Len(t, status.Consumers, 1, "%+v", status.Consumers)
 	require.Equal(t, "credits", status.Consumers[0].Name)

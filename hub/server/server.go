@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -93,24 +94,16 @@ type Config struct {
 // WithDefaults returns a copy of c with every zero field that has a
 // default set to it. New calls it, then Validate.
 func (c Config) WithDefaults() Config {
-	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if c.CommitTimeout == 0 {
-		c.CommitTimeout = DefaultCommitTimeout
-	}
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, DefaultMaxBodyBytes)
+	c.CommitTimeout = cmp.Or(c.CommitTimeout, DefaultCommitTimeout)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	if c.NATSStatus == nil {
 		c.NATSStatus = func() string { return "unknown" }
 	}
-	if c.MaxInflight == 0 {
-		c.MaxInflight = DefaultMaxInflight
-	}
+	c.MaxInflight = cmp.Or(c.MaxInflight, DefaultMaxInflight)
 	if c.Traffic == nil {
 		c.Traffic = NewTraffic()
 	}

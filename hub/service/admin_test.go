@@ -195,16 +195,7 @@ func TestAdminPurge(t *testing.T) {
 	_, err = h.pool.Exec(ctx, `UPDATE processed_webhook_events SET next_attempt_at = now() + interval '1 day', stream_seq = NULL, published_at = NULL
 		WHERE event_id = 'evt_purge_2'`)
 	require.NoError(t, err)
-	statuses := func() map[string]int {
-		rows, err := h.pool.Query(ctx, `SELECT processing_status, count(*) FROM webhook_event_status GROUP BY 1`)
-		require.NoError(t, err)
-		out := map[string]int{}
-		var st string
-		var n int
-		_, err = pgx.ForEachRow(rows, []any{&st, &n}, func() error { out[st] = n; return nil })
-		require.NoError(t, err)
-		return out
-	}
+	statuses := func() map[string]int { return hubdb.StatusCounts(t, h.pool) }
 	all := map[string]int{"PROCESSED": 1, "SKIPPED": 1, "PENDING": 1, "FAILED": 1}
 	require.Equal(t, all, statuses())
 

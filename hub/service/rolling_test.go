@@ -11,7 +11,6 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/internal/hubdb"
@@ -133,12 +132,5 @@ func TestRollingDeployAcrossNextMigration(t *testing.T) {
 		require.Equal(t, 1, msgs["paddle:"+id], id)
 	}
 	require.Len(t, msgs, len(want))
-	rows, err := pool.Query(ctx, `SELECT processing_status, count(*) FROM webhook_event_status GROUP BY 1`)
-	require.NoError(t, err)
-	got := map[string]int{}
-	var st string
-	var c int
-	_, err = pgx.ForEachRow(rows, []any{&st, &c}, func() error { got[st] = c; return nil })
-	require.NoError(t, err)
-	require.Equal(t, map[string]int{"PROCESSED": len(want)}, got)
+	require.Equal(t, map[string]int{"PROCESSED": len(want)}, hubdb.StatusCounts(t, pool))
 }

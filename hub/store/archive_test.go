@@ -108,6 +108,15 @@ func archiveScenario(t *testing.T, s *store.Store, pool *pgxpool.Pool, start tim
 	return ids
 }
 
+// newScenario runs t in parallel on a store of its own holding
+// archiveScenario's rows from start.
+func newScenario(t *testing.T, start time.Time) (context.Context, *store.Store, *pgxpool.Pool, map[string]uuid.UUID) {
+	t.Helper()
+	t.Parallel()
+	s, pool := newStore(t)
+	return context.Background(), s, pool, archiveScenario(t, s, pool, start)
+}
+
 func eventIDs(ds []hub.ArchivedDelivery) []string {
 	out := make([]string, len(ds))
 	for i, d := range ds {
@@ -117,11 +126,8 @@ func eventIDs(ds []hub.ArchivedDelivery) []string {
 }
 
 func TestListArchiveStates(t *testing.T) {
-	t.Parallel()
-	s, pool := newStore(t)
-	ctx := context.Background()
 	start := time.Now().Add(-time.Hour).Truncate(time.Microsecond)
-	ids := archiveScenario(t, s, pool, start)
+	ctx, s, pool, ids := newScenario(t, start)
 
 	cases := []struct {
 		status hub.Status
@@ -251,11 +257,8 @@ func TestListArchivePagesTies(t *testing.T) {
 }
 
 func TestFindEventAndDeliveries(t *testing.T) {
-	t.Parallel()
-	s, pool := newStore(t)
-	ctx := context.Background()
 	start := time.Now().Add(-time.Hour).Truncate(time.Microsecond)
-	ids := archiveScenario(t, s, pool, start)
+	ctx, s, pool, ids := newScenario(t, start)
 
 	for _, c := range []struct {
 		id      uuid.UUID
@@ -331,11 +334,8 @@ func TestFindEventAndDeliveries(t *testing.T) {
 }
 
 func TestPublishedRowsStates(t *testing.T) {
-	t.Parallel()
-	s, pool := newStore(t)
-	ctx := context.Background()
 	start := time.Now().Add(-time.Hour).Truncate(time.Microsecond)
-	ids := archiveScenario(t, s, pool, start)
+	ctx, s, pool, ids := newScenario(t, start)
 	more := insertStates(t, pool, stateRow{eventID: "older_processed_2", status: hub.Processed, at: start.Add(10 * time.Minute), seq: 4343})
 	late := deliveryAt("new_published_2", start.Add(11*time.Minute))
 	late.TraceParent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -362,19 +362,13 @@ func TestPublishedRowsStates(t *testing.T) {
 	require.Equal(t, `{"older": true}`, string(rows[0].Body))
 
 	// A page at a time.
-	var paged []string
 	f := hub.PublishedFilter{Since: start, Limit: 3}
-	for {
-		page, err := s.PublishedRows(ctx, f)
-		require.NoError(t, err)
-		for _, r := range page {
-			paged = append(paged, r.EventID)
+	paged := pageIDs(t, f.Limit, func(last *hub.OutboxRow) ([]hub.OutboxRow, error) {
+		if last != nil {
+			f.After = hub.ArchiveCursor{ReceivedAt: last.ReceivedAt, ArchiveID: last.ArchiveID}
 		}
-		if len(page) < f.Limit {
-			break
-		}
-		f.After = hub.ArchiveCursor{ReceivedAt: page[len(page)-1].ReceivedAt, ArchiveID: page[len(page)-1].ArchiveID}
-	}
+		return s.PublishedRows(ctx, f)
+	}, func(r hub.OutboxRow) string { return r.EventID })
 	require.Equal(t, all, paged)
 
 	for _, c := range []struct {
@@ -407,10 +401,7 @@ func TestPublishedRowsStates(t *testing.T) {
 // listing of that status has whose payload matches, newest first; a
 // listing refuses payload conditions.
 func TestScanArchiveStatesAndMatches(t *testing.T) {
-	t.Parallel()
-	s, pool := newStore(t)
-	ctx := context.Background()
-	ids := archiveScenario(t, s, pool, time.Now().Add(-time.Hour).Truncate(time.Second))
+	ctx, s, _, ids := newScenario(t, time.Now().Add(-time.Hour).Truncate(time.Second))
 	// The older_* rows' payload is {"older": true}; every other row's is
 	// {"id": "<event id>"}.
 	older := map[uuid.UUID]bool{ids["older_processed"]: true, ids["older_pending"]: true, ids["older_failed"]: true}

@@ -99,19 +99,13 @@ func TestListArchiveByEntity(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.RecordPublished(ctx, []hub.PublishResult{{ArchiveID: ds[0].ArchiveID, Seq: 1}}))
 
-	var got []string
 	f := hub.ArchiveFilter{Entity: "cus_page", Limit: 3}
-	for page := 0; page < 10; page++ {
-		rows, err := s.ListArchive(ctx, f)
-		require.NoError(t, err)
-		for _, r := range rows {
-			got = append(got, r.EventID)
+	got := pageIDs(t, f.Limit, func(last *hub.ArchivedDelivery) ([]hub.ArchivedDelivery, error) {
+		if last != nil {
+			f.Before = last.Cursor()
 		}
-		if len(rows) < f.Limit {
-			break
-		}
-		f.Before = rows[len(rows)-1].Cursor()
-	}
+		return s.ListArchive(ctx, f)
+	}, func(r hub.ArchivedDelivery) string { return r.EventID })
 	want := []string{"evt_g", "evt_f", "evt_e", "evt_d", "evt_c", "evt_b", "evt_a"}
 	if ds[6].ArchiveID.String() < ds[5].ArchiveID.String() {
 		want[0], want[1] = want[1], want[0]

@@ -48,16 +48,28 @@ RETURNING p.id, p.provider, p.event_id, p.event_type, a.body, a.created_at, a.oc
 // due again before lease has passed, so the caller publishes them outside
 // any transaction and records the results with RecordPublished.
 func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration) ([]hub.OutboxRow, error) {
-	rows, err := s.pool.Query(ctx, claimSQL, limit, lease.Milliseconds())
+	return s.outboxRows(ctx, "claim outbox rows", true, claimSQL, limit, lease.Milliseconds())
+}
+
+// outboxRows runs sql and reads the events to publish it returns, from the
+// columns id, provider, event_id, event_type, body, received_at,
+// occurred_at, then (claimed: outbox rows) their attempts and first
+// attempt, then trace_parent and entities. Its errors say what it did.
+func (s *Store) outboxRows(ctx context.Context, what string, claimed bool, sql string, args ...any) ([]hub.OutboxRow, error) {
+	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
-		return nil, fmt.Errorf("claim outbox rows: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (hub.OutboxRow, error) {
 		var p hub.OutboxRow
 		var occurred *time.Time
 		var traceParent *string
 		var entities []string
-		err := r.Scan(&p.ArchiveID, &p.Provider, &p.EventID, &p.EventType, &p.Body, &p.ReceivedAt, &occurred, &p.Attempts, &p.FirstAttemptAt, &traceParent, &entities)
+		dest := []any{&p.ArchiveID, &p.Provider, &p.EventID, &p.EventType, &p.Body, &p.ReceivedAt, &occurred}
+		if claimed {
+			dest = append(dest, &p.Attempts, &p.FirstAttemptAt)
+		}
+		err := r.Scan(append(dest, &traceParent, &entities)...)
 		p.Entities = parseEntities(entities)
 		if occurred != nil {
 			p.OccurredAt = *occurred
@@ -68,7 +80,7 @@ func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration) ([]hu
 		return p, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("claim outbox rows: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return out, nil
 }

@@ -3,11 +3,7 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/hookhub/hookhub/hub"
 )
@@ -64,27 +60,5 @@ SELECT v.id, v.provider, v.event_id, v.event_type, v.body, v.created_at, v.occur
 FROM webhook_event_status v
 WHERE v.id IN (SELECT id FROM candidates) AND v.processing_status = 'PROCESSED'
 ORDER BY v.created_at, v.id`
-	rows, err := s.pool.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, fmt.Errorf("read published events: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (hub.OutboxRow, error) {
-		var row hub.OutboxRow
-		var occurred *time.Time
-		var traceParent *string
-		var entities []string
-		err := r.Scan(&row.ArchiveID, &row.Provider, &row.EventID, &row.EventType, &row.Body, &row.ReceivedAt, &occurred, &traceParent, &entities)
-		row.Entities = parseEntities(entities)
-		if occurred != nil {
-			row.OccurredAt = *occurred
-		}
-		if traceParent != nil {
-			row.TraceParent = *traceParent
-		}
-		return row, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read published events: %w", err)
-	}
-	return out, nil
+	return s.outboxRows(ctx, "read published events", false, sql, args...)
 }

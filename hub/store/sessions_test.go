@@ -121,19 +121,13 @@ func TestListAndRevokeConsoleSessions(t *testing.T) {
 	require.NoError(t, st.OpenConsoleSession(ctx, unbound, 100, now))
 	require.NoError(t, st.SetConsoleSessionRole(ctx, op.IDHash, "read-only"))
 
-	var seen []string
 	q := hub.SessionQuery{Now: now, Limit: 2}
-	for range 10 {
-		page, err := st.ListConsoleSessions(ctx, q)
-		require.NoError(t, err)
-		for _, s := range page {
-			seen = append(seen, s.ID)
+	seen := pageIDs(t, q.Limit, func(last *hub.SessionInfo) ([]hub.SessionInfo, error) {
+		if last != nil {
+			q.BeforeCreated, q.BeforeID = last.CreatedAt, last.ID
 		}
-		if len(page) < q.Limit {
-			break
-		}
-		q.BeforeCreated, q.BeforeID = page[len(page)-1].CreatedAt, page[len(page)-1].ID
-	}
+		return st.ListConsoleSessions(ctx, q)
+	}, func(s hub.SessionInfo) string { return s.ID })
 	require.Equal(t, []string{"refalice", "ref4", "ref3", "ref2", "ref1", "ref0", ""}, seen, "newest first, each once, the expired one left out")
 	all, err := st.ListConsoleSessions(ctx, hub.SessionQuery{Now: now, Limit: 100})
 	require.NoError(t, err)

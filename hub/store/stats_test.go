@@ -220,19 +220,6 @@ func statsMust[T any](v T, err error) T {
 	return v
 }
 
-// statusCounts counts the archive rows per status, as the view gives them.
-func statusCounts(t *testing.T, pool *pgxpool.Pool) map[string]int {
-	t.Helper()
-	rows, err := pool.Query(context.Background(), `SELECT processing_status, count(*) FROM webhook_event_status GROUP BY 1`)
-	require.NoError(t, err)
-	out := map[string]int{}
-	var st string
-	var n int
-	_, err = pgx.ForEachRow(rows, []any{&st, &n}, func() error { out[st] = n; return nil })
-	require.NoError(t, err)
-	return out
-}
-
 // purgeAll runs PurgeArchive batches until one examines fewer rows than
 // its limit, and returns the rows deleted and the batches run.
 func purgeAll(t *testing.T, s *store.Store, cutoff time.Time, batch int, includeFailed bool) (int64, int) {
@@ -249,10 +236,7 @@ func purgeAll(t *testing.T, s *store.Store, cutoff time.Time, batch int, include
 }
 
 func TestPurgeStates(t *testing.T) {
-	t.Parallel()
-	s, pool := newStore(t)
-	ctx := context.Background()
-	archiveScenario(t, s, pool, time.Now().Add(-10*24*time.Hour))
+	ctx, s, pool, _ := newScenario(t, time.Now().Add(-10*24*time.Hour))
 	// Young rows, in every state a purge could delete.
 	insertStates(t, pool, stateRow{eventID: "young_older", status: hub.Processed, at: time.Now(), seq: 1})
 	young := delivery("young_new", `{}`)
@@ -260,7 +244,7 @@ func TestPurgeStates(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.RecordPublished(ctx, []hub.PublishResult{{ArchiveID: young.ArchiveID, Seq: 99}}))
 	cutoff := time.Now().Add(-24 * time.Hour)
-	before := statusCounts(t, pool)
+	before := hubdb.StatusCounts(t, pool)
 	require.Equal(t, map[string]int{"PROCESSED": 4, "PENDING": 2, "FAILED": 3, "SKIPPED": 3}, before)
 
 	counts, err := s.PurgeCounts(ctx, cutoff)
@@ -272,7 +256,7 @@ func TestPurgeStates(t *testing.T) {
 	deleted, batches := purgeAll(t, s, cutoff, 2, false)
 	require.EqualValues(t, 4, deleted, "SKIPPED and PROCESSED")
 	require.Equal(t, 3, batches)
-	require.Equal(t, map[string]int{"PROCESSED": 2, "PENDING": 2, "FAILED": 3, "SKIPPED": 1}, statusCounts(t, pool),
+	require.Equal(t, map[string]int{"PROCESSED": 2, "PENDING": 2, "FAILED": 3, "SKIPPED": 1}, hubdb.StatusCounts(t, pool),
 		"the young rows, PENDING (both in the outbox) and FAILED (all three) remain")
 
 	counts, err = s.PurgeCounts(ctx, cutoff)
@@ -282,7 +266,7 @@ func TestPurgeStates(t *testing.T) {
 
 	deleted, _ = purgeAll(t, s, cutoff, 2, true)
 	require.EqualValues(t, 3, deleted, "FAILED when asked")
-	require.Equal(t, map[string]int{"PROCESSED": 2, "PENDING": 2, "SKIPPED": 1}, statusCounts(t, pool))
+	require.Equal(t, map[string]int{"PROCESSED": 2, "PENDING": 2, "SKIPPED": 1}, hubdb.StatusCounts(t, pool))
 	deleted, _ = purgeAll(t, s, cutoff, 2, true)
 	require.Zero(t, deleted, "the events waiting for JetStream are never purged")
 
@@ -318,7 +302,7 @@ func TestPurgeKeepsRequeuedEvents(t *testing.T) {
 	require.EqualValues(t, 2, n)
 	deleted, _ := purgeAll(t, s, cutoff, 10, true)
 	require.Zero(t, deleted)
-	require.Equal(t, map[string]int{"PENDING": 2}, statusCounts(t, pool))
+	require.Equal(t, map[string]int{"PENDING": 2}, hubdb.StatusCounts(t, pool))
 }
 
 // The race a purge must not lose: a restore puts a published event back
@@ -370,7 +354,7 @@ func TestPurgeWaitsForConcurrentRequeue(t *testing.T) {
 			r := <-done
 			require.NoError(t, r.err)
 			require.Zero(t, r.deleted, "the event is back in the outbox: its archive row stays")
-			require.Equal(t, 1, statusCounts(t, pool)["PENDING"])
+			require.Equal(t, 1, hubdb.StatusCounts(t, pool)["PENDING"])
 		})
 	}
 }

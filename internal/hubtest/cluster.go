@@ -448,17 +448,7 @@ func (c *Cluster) notReady() string {
 // 50ms apart) and its JetStream context, closed when the test ends.
 func (c *Cluster) Connect(t testing.TB, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	opts = append([]nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond)}, opts...)
-	nc, err := nats.Connect(c.URL(), opts...)
-	if err != nil {
-		t.Fatalf("hubtest: connect to the cluster: %v", err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatalf("hubtest: jetstream: %v", err)
-	}
-	return nc, js
+	return connect(t, c.URL(), opts...)
 }
 
 func (c *Cluster) shutdown() {

@@ -71,9 +71,18 @@ func (n *NATS) Start() {
 // the test ends.
 func (n *NATS) Connect(t testing.TB) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	nc, err := nats.Connect(n.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	return connect(t, n.URL())
+}
+
+// connect returns a client connection to url (reconnecting forever, 50ms
+// apart, unless opts say otherwise) and its JetStream context, closed when
+// the test ends.
+func connect(t testing.TB, url string, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	opts = append([]nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond)}, opts...)
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
-		t.Fatalf("hubtest: connect nats: %v", err)
+		t.Fatalf("hubtest: connect to %s: %v", url, err)
 	}
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)

@@ -2,6 +2,7 @@ package startstop
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -34,4 +35,24 @@ func Poll(stop context.Context, interval time.Duration, one func() (more bool, e
 			after()
 		}
 	}
+}
+
+// Every calls tick every interval, in a goroutine of its own, until the
+// returned stop is called; stop waits for a tick in progress to return.
+func Every(interval time.Duration, tick func()) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				tick()
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -88,4 +89,22 @@ func TestGroupStopErrorsNamed(t *testing.T) {
 	err := g.Stop(t.Context())
 	require.ErrorIs(t, err, boom)
 	require.ErrorContains(t, err, "stop relay")
+}
+
+// Every ticks until stopped, and stop waits for a tick in progress: no
+// tick starts or runs after it returns.
+func TestEvery(t *testing.T) {
+	var ticks, inTick atomic.Int32
+	stop := startstop.Every(time.Millisecond, func() {
+		inTick.Add(1)
+		ticks.Add(1)
+		time.Sleep(time.Millisecond)
+		inTick.Add(-1)
+	})
+	require.Eventually(t, func() bool { return ticks.Load() >= 3 }, 5*time.Second, time.Millisecond)
+	stop()
+	require.Zero(t, inTick.Load(), "stop returned during a tick")
+	after := ticks.Load()
+	time.Sleep(20 * time.Millisecond)
+	require.Equal(t, after, ticks.Load(), "a tick after stop")
 }

@@ -17,21 +17,16 @@ type Config struct {
 
 // Program is the credits service as a process (./subscribers/credits/cmd/credits).
 func Program(cfg *Config) service.Program {
-	return service.Program{
-		Name:     Name,
-		Config:   cfg,
-		Common:   &cfg.Common,
-		HTTPAddr: &cfg.HTTPAddr,
-		Validate: func() error {
-			if cfg.DefaultGrant < 0 {
-				return fmt.Errorf("CREDITS_DEFAULT_GRANT must not be negative, got %d", cfg.DefaultGrant)
-			}
-			return nil
-		},
-		Migrations: Migrations,
-		Setup: func(_ context.Context, d service.Deps) error {
-			Routes(d.Mux, d.Pool)
-			return Register(d.Subscriber, Options{DefaultGrant: cfg.DefaultGrant})
-		},
+	p := service.New(Name, cfg, &cfg.Common, &cfg.HTTPAddr, Migrations)
+	p.Validate = func() error {
+		if cfg.DefaultGrant < 0 {
+			return fmt.Errorf("CREDITS_DEFAULT_GRANT must not be negative, got %d", cfg.DefaultGrant)
+		}
+		return nil
 	}
+	p.Setup = func(_ context.Context, d service.Deps) error {
+		Routes(d.Mux, d.Pool)
+		return Register(d.Subscriber, Options{DefaultGrant: cfg.DefaultGrant})
+	}
+	return p
 }

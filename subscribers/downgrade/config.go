@@ -16,15 +16,10 @@ type Config struct {
 // Program is the downgrade service as a process
 // (./subscribers/downgrade/cmd/downgrade).
 func Program(cfg *Config) service.Program {
-	return service.Program{
-		Name:       Name,
-		Config:     cfg,
-		Common:     &cfg.Common,
-		HTTPAddr:   &cfg.HTTPAddr,
-		Migrations: Migrations,
-		Setup: func(_ context.Context, d service.Deps) error {
-			Routes(d.Mux, d.Pool)
-			return Register(d.Subscriber)
-		},
+	p := service.New(Name, cfg, &cfg.Common, &cfg.HTTPAddr, Migrations)
+	p.Setup = func(_ context.Context, d service.Deps) error {
+		Routes(d.Mux, d.Pool)
+		return Register(d.Subscriber)
 	}
+	return p
 }

@@ -23,40 +23,35 @@ type Config struct {
 
 // Program is the email service as a process (./subscribers/email/cmd/email).
 func Program(cfg *Config) service.Program {
-	return service.Program{
-		Name:     Name,
-		Config:   cfg,
-		Common:   &cfg.Common,
-		HTTPAddr: &cfg.HTTPAddr,
-		Validate: func() error {
-			if cfg.SMTPAddr != LogAddr {
-				if _, _, err := net.SplitHostPort(cfg.SMTPAddr); err != nil {
-					return fmt.Errorf("EMAIL_SMTP_ADDR must be host:port or %q, got %q", LogAddr, cfg.SMTPAddr)
-				}
+	p := service.New(Name, cfg, &cfg.Common, &cfg.HTTPAddr, Migrations)
+	p.Validate = func() error {
+		if cfg.SMTPAddr != LogAddr {
+			if _, _, err := net.SplitHostPort(cfg.SMTPAddr); err != nil {
+				return fmt.Errorf("EMAIL_SMTP_ADDR must be host:port or %q, got %q", LogAddr, cfg.SMTPAddr)
 			}
-			if _, err := mail.ParseAddress(cfg.From); err != nil {
-				return fmt.Errorf("EMAIL_FROM %q: %v", cfg.From, err)
-			}
-			if cfg.SendInterval <= 0 {
-				return fmt.Errorf("EMAIL_SEND_INTERVAL must be positive, got %s", cfg.SendInterval)
-			}
-			if cfg.MaxAttempts < 1 {
-				return fmt.Errorf("EMAIL_MAX_ATTEMPTS must be at least 1, got %d", cfg.MaxAttempts)
-			}
-			return nil
-		},
-		Migrations: Migrations,
-		Setup: func(_ context.Context, d service.Deps) error {
-			d.Logger.Info("email delivery", "smtp_addr", cfg.SMTPAddr, "from", cfg.From)
-			return Register(d.Subscriber, Options{
-				Sender:       NewSender(cfg.SMTPAddr, d.Logger),
-				From:         cfg.From,
-				SendInterval: cfg.SendInterval,
-				MaxAttempts:  cfg.MaxAttempts,
-				Pool:         d.Pool,
-				Logger:       d.Logger,
-				Registerer:   d.Registry,
-			})
-		},
+		}
+		if _, err := mail.ParseAddress(cfg.From); err != nil {
+			return fmt.Errorf("EMAIL_FROM %q: %v", cfg.From, err)
+		}
+		if cfg.SendInterval <= 0 {
+			return fmt.Errorf("EMAIL_SEND_INTERVAL must be positive, got %s", cfg.SendInterval)
+		}
+		if cfg.MaxAttempts < 1 {
+			return fmt.Errorf("EMAIL_MAX_ATTEMPTS must be at least 1, got %d", cfg.MaxAttempts)
+		}
+		return nil
 	}
+	p.Setup = func(_ context.Context, d service.Deps) error {
+		d.Logger.Info("email delivery", "smtp_addr", cfg.SMTPAddr, "from", cfg.From)
+		return Register(d.Subscriber, Options{
+			Sender:       NewSender(cfg.SMTPAddr, d.Logger),
+			From:         cfg.From,
+			SendInterval: cfg.SendInterval,
+			MaxAttempts:  cfg.MaxAttempts,
+			Pool:         d.Pool,
+			Logger:       d.Logger,
+			Registerer:   d.Registry,
+		})
+	}
+	return p
 }

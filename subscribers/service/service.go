@@ -81,6 +81,13 @@ type Program struct {
 	Setup func(ctx context.Context, d Deps) error
 }
 
+// New is the Program of the service name: its configuration struct cfg,
+// which embeds *common and holds the service's HTTP address at httpAddr,
+// and its own migrations. Validate and Setup are the service's to set.
+func New(name string, cfg any, common *Common, httpAddr *string, migrations fs.FS) Program {
+	return Program{Name: name, Config: cfg, Common: common, HTTPAddr: httpAddr, Migrations: migrations}
+}
+
 // Deps is what a Program's Setup gets.
 type Deps struct {
 	Pool       *pgxpool.Pool

@@ -19,10 +19,9 @@ type testConfig struct {
 }
 
 func program(cfg *testConfig) service.Program {
-	return service.Program{
-		Name: "demo", Config: cfg, Common: &cfg.Common, HTTPAddr: &cfg.HTTPAddr,
-		Setup: func(context.Context, service.Deps) error { return nil },
-	}
+	p := service.New("demo", cfg, &cfg.Common, &cfg.HTTPAddr, nil)
+	p.Setup = func(context.Context, service.Deps) error { return nil }
+	return p
 }
 
 // Variables are read with the service's prefix only: a bare DATABASE_URL

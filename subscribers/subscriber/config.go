@@ -1,6 +1,7 @@
 package subscriber
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -145,34 +146,18 @@ func ValidName(name string) bool {
 // WithDefaults returns a copy of c with every zero field that has a
 // default set to it (Backoff copied). New calls it, then Validate.
 func (c Config) WithDefaults() Config {
-	if c.Stream == "" {
-		c.Stream = DefaultStream
-	}
-	if c.Concurrency == 0 {
-		c.Concurrency = DefaultConcurrency
-	}
-	if c.MaxDeliver == 0 {
-		c.MaxDeliver = DefaultMaxDeliver
-	}
+	c.Stream = cmp.Or(c.Stream, DefaultStream)
+	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
+	c.MaxDeliver = cmp.Or(c.MaxDeliver, DefaultMaxDeliver)
 	if len(c.Backoff) == 0 {
 		c.Backoff = DefaultBackoff
 	}
 	c.Backoff = append([]time.Duration(nil), c.Backoff...)
-	if c.AckWait == 0 {
-		c.AckWait = DefaultAckWait
-	}
-	if c.MaxAckPending == 0 {
-		c.MaxAckPending = max(DefaultMaxAckPending, c.Concurrency)
-	}
-	if c.ShutdownTimeout == 0 {
-		c.ShutdownTimeout = DefaultShutdownTimeout
-	}
-	if c.RedriveInterval == 0 {
-		c.RedriveInterval = DefaultRedriveInterval
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.AckWait = cmp.Or(c.AckWait, DefaultAckWait)
+	c.MaxAckPending = cmp.Or(c.MaxAckPending, max(DefaultMaxAckPending, c.Concurrency))
+	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, DefaultShutdownTimeout)
+	c.RedriveInterval = cmp.Or(c.RedriveInterval, DefaultRedriveInterval)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	if c.Registerer == nil {
 		c.Registerer = prometheus.NewRegistry()
 	}

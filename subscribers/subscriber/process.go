@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/hookhub/hookhub/internal/startstop"
 	"github.com/hookhub/hookhub/schema"
 )
 
@@ -218,27 +219,11 @@ func (s *Subscriber) nak(msg jetstream.Msg, delay time.Duration, log interface{ 
 // keepAlive tells JetStream the message is being worked on every AckWait/3
 // until the returned function is called.
 func (s *Subscriber) keepAlive(msg jetstream.Msg) (stop func()) {
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		t := time.NewTicker(s.cfg.AckWait / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				if err := msg.InProgress(); err != nil {
-					s.log.Debug("in progress", "subject", msg.Subject(), "error", err)
-				}
-			}
+	return startstop.Every(s.cfg.AckWait/3, func() {
+		if err := msg.InProgress(); err != nil {
+			s.log.Debug("in progress", "subject", msg.Subject(), "error", err)
 		}
-	}()
-	return func() {
-		close(done)
-		<-stopped
-	}
+	})
 }
 
 // crashLimit is how many handler calls for one event may never return

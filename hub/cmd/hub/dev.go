@@ -234,12 +234,7 @@ func migrateUp(ctx context.Context, url string, stdout io.Writer) error {
 		return err
 	}
 	defer pool.Close()
-	m, err := migrations.Hub(pool)
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	rs, err := m.Up(ctx)
+	rs, err := migrations.Up(ctx, pool)
 	for _, r := range rs {
 		fmt.Fprintf(stdout, "dev: applied migration %d %s\n", r.Version, r.Name)
 	}

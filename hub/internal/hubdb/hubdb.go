@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookhub/hookhub/internal/hubtest"
@@ -22,13 +23,10 @@ func Schema() hubtest.Schema {
 }
 
 func migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	m, err := migrations.Hub(pool)
-	if err != nil {
+	if _, err := migrations.Up(ctx, pool); err != nil {
 		return fmt.Errorf("hub migrations: %w", err)
 	}
-	defer m.Close()
-	_, err = m.Up(ctx)
-	return err
+	return nil
 }
 
 // Pool creates a database with the hub's schema for the calling test
@@ -49,4 +47,21 @@ func Pool(t testing.TB) (*pgxpool.Pool, string) {
 func RuntimeRole(t testing.TB, ownerURL string) string {
 	t.Helper()
 	return hubtest.Role(t, ownerURL, migrations.GrantRuntime)
+}
+
+// StatusCounts counts the archive's rows per status, as the
+// webhook_event_status view gives them.
+func StatusCounts(t testing.TB, pool *pgxpool.Pool) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	var st string
+	var n int
+	rows, err := pool.Query(context.Background(), `SELECT processing_status, count(*) FROM webhook_event_status GROUP BY 1`)
+	if err == nil {
+		_, err = pgx.ForEachRow(rows, []any{&st, &n}, func() error { out[st] = n; return nil })
+	}
+	if err != nil {
+		t.Fatalf("count the archive's rows per status: %v", err)
+	}
+	return out
 }
