@@ -2,13 +2,16 @@ package ops_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub/ops"
+	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/subscribers/destination"
 	"github.com/hookhub/hookhub/subscribers/destination/deststate"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
@@ -89,9 +92,20 @@ func TestProcessingCharts(t *testing.T) {
 // others; none has data, and nothing is NaN or partial.
 func TestProcessingChartsBounded(t *testing.T) {
 	ctx, pool, o := newDBOps(t)
-	for i := range ops.MaxChartSubscribers + 2 {
-		require.NoError(t, subscriber.Migrate(ctx, pool, fmt.Sprintf("sub_%02d", i), nil))
+	// Setup: the subscribers' tables, created side by side (each schema
+	// has its own migration lock).
+	errs := make([]error, ops.MaxChartSubscribers+2)
+	slots := make(chan struct{}, hubtest.PoolMaxConns)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			errs[i] = subscriber.Migrate(ctx, pool, fmt.Sprintf("sub_%02d", i), nil)
+		})
 	}
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...))
 	pc, err := o.ProcessingCharts(ctx, 6)
 	require.NoError(t, err)
 	require.Len(t, pc.Subscribers, ops.MaxChartSubscribers)

@@ -82,9 +82,14 @@ func loadRangeOn(t *testing.T, n int, sc jetstream.StreamConfig, cfg func(*ops.C
 // A replay's range read under concurrent load (1 MB and small events,
 // several dry runs and runs at once) covers every event of the range, or
 // fails with an error: never a success for part of it.
+//
+// The short form reads 620 events (25 of them about 1 MB: each read takes
+// several fetches, each run several publish batches); the long form
+// (HOOKHUB_SOAK=1) reads 1,240, a heavier load to hunt a rarer
+// interleaving of the reads.
 func TestReplayRangeUnderLoadIsWholeOrAnError(t *testing.T) {
 	t.Parallel()
-	const events = 1240
+	events := hubtest.Scale(t, 620, 1240)
 	o, _, since := loadRange(t, events, func(c *ops.Config) { c.MaxConcurrentReplays = 8 })
 	ctx := context.Background()
 	var wg sync.WaitGroup

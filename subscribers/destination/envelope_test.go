@@ -356,6 +356,7 @@ func jsonType(v any, typ string) bool {
 
 // The validator itself refuses what the schema forbids.
 func TestEnvelopeSchemaRefuses(t *testing.T) {
+	t.Parallel()
 	sch := loadSchema(t, "jsonschema/destination-envelope.json")
 	for _, doc := range []string{
 		`{"type":"p.t","timestamp":"2026-01-02T03:04:05Z"}`,

@@ -213,6 +213,7 @@ func deadLetters(t *testing.T, h *harness, dest string) int64 {
 // showing the three failures then the delivery, every attempt under the
 // same webhook-id with a timestamp of its own time.
 func TestRetriesUntilAccepted(t *testing.T) {
+	t.Parallel()
 	rcv := receivertest.Go(t, testSecret)
 	rcv.Control(t, receivertest.Control{FailFirst: 3})
 	h := newHarness(t)
@@ -291,6 +292,7 @@ func TestRetriesUntilAccepted(t *testing.T) {
 // backlog drains, every event accepted once (in publish order for an
 // ordered destination, which never sends two requests at once).
 func TestOutageOpensCircuitWithoutDeadLetters(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name        string
 		extra       string
@@ -301,6 +303,7 @@ func TestOutageOpensCircuitWithoutDeadLetters(t *testing.T) {
 		{"ordered", "ordered: true\n", 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			rcv, ep := goEndpoint(t)
 			ep.fail.Store(http.StatusServiceUnavailable)
 			h := newHarness(t)
@@ -362,6 +365,7 @@ func TestOutageOpensCircuitWithoutDeadLetters(t *testing.T) {
 // sends nothing more and dead-letters nothing; resumed (what `hub
 // destinations resume` does) with the endpoint back → everything delivered.
 func TestGoneDisables(t *testing.T) {
+	t.Parallel()
 	rcv := receivertest.Go(t, testSecret)
 	// Slow enough that every worker has a request in flight when the
 	// first 410 arrives.
@@ -422,6 +426,7 @@ func TestGoneDisables(t *testing.T) {
 // within the destination's timeout, is recorded with a status or an error
 // and a short, clean response snippet, and the destination goes on.
 func TestEachAttemptIsBounded(t *testing.T) {
+	t.Parallel()
 	const timeout = time.Second
 	hugeHeaders := func(w http.ResponseWriter, _ *http.Request) {
 		big := strings.Repeat("h", 1<<20)
@@ -468,6 +473,7 @@ func TestEachAttemptIsBounded(t *testing.T) {
 		{"NUL and invalid UTF-8 body", receivertest.Control{Handler: garbage}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			rcv := receivertest.Go(t, testSecret)
 			rcv.Control(t, tc.c)
 			h := newHarness(t)
@@ -546,6 +552,7 @@ func processEnv(h *harness, file string) []string {
 // in flight → restarted, it delivers every event; the deliveries the
 // receiver saw twice carry the same webhook-id and verify.
 func TestKilledMidPOST(t *testing.T) {
+	t.Parallel()
 	bin := hubtest.Build(t, "./cmd/destinations")
 	rcv, ep := goEndpoint(t)
 	const blockAt = 8
@@ -616,6 +623,7 @@ func TestKilledMidPOST(t *testing.T) {
 // TestProcessSIGTERMExitsZero: the destinations process stops gracefully
 // on SIGTERM.
 func TestProcessSIGTERMExitsZero(t *testing.T) {
+	t.Parallel()
 	bin := hubtest.Build(t, "./cmd/destinations")
 	rcv := receivertest.Go(t, testSecret)
 	h := newHarness(t)
@@ -635,6 +643,7 @@ func TestProcessSIGTERMExitsZero(t *testing.T) {
 // TestProcessRefusesInvalidFile: an invalid destinations file → exit 2,
 // naming the destination and the field.
 func TestProcessRefusesInvalidFile(t *testing.T) {
+	t.Parallel()
 	bin := hubtest.Build(t, "./cmd/destinations")
 	file := destinationsFile(t, fmt.Sprintf("destinations:\n  - name: bad_dest\n    url: ftp://example.com/hooks\n    subjects: [\"paddle.>\"]\n    secret_env: %s\n", testSecretEnv))
 	p := hubtest.StartBinary(t, bin, []string{
@@ -657,6 +666,7 @@ func TestProcessRefusesInvalidFile(t *testing.T) {
 // destination A sends those four events to A again, under the same
 // webhook-ids, and nothing to B, which consumes the same subjects.
 func TestReplayResendsOnlyThatRange(t *testing.T) {
+	t.Parallel()
 	rcvA, rcvB := receivertest.Go(t, testSecret), receivertest.Go(t, testSecret)
 	h := newHarness(t)
 	h.start(t, spec(t, "replay_a", rcvA.URL()+"/hooks", ""), h.options(t))
@@ -697,6 +707,7 @@ func TestReplayResendsOnlyThatRange(t *testing.T) {
 // refuses a broken file (naming the destination and the field) while the
 // running set goes on delivering.
 func TestReloadAppliesTheFile(t *testing.T) {
+	t.Parallel()
 	rcvOne, rcvTwo, rcvNew := receivertest.Go(t, testSecret), receivertest.Go(t, testSecret), receivertest.Go(t, testSecret)
 	h := newHarness(t)
 	path := filepath.Join(t.TempDir(), "destinations.yaml")
@@ -788,6 +799,7 @@ func TestReloadAppliesTheFile(t *testing.T) {
 // while its workers wait idle for messages sends nothing more, even with
 // those workers admitted before the pause; resumed, it delivers.
 func TestPausedSendsNothing(t *testing.T) {
+	t.Parallel()
 	rcv := receivertest.Go(t, testSecret)
 	h := newHarness(t)
 	const name = "paused_dest"

@@ -64,6 +64,7 @@ func echoServer(t *testing.T, fails int) (*httptest.Server, *atomic.Int64) {
 // them, nor does the destination's registered URL; a row written before
 // the fix is redacted when read.
 func TestAttemptLogHidesCredentials(t *testing.T) {
+	t.Parallel()
 	srv, _ := echoServer(t, 1)
 	h := newHarness(t)
 	o := h.options(t)
@@ -138,6 +139,7 @@ func TestAttemptLogHidesCredentials(t *testing.T) {
 // link-local or metadata address is refused by the dialer (DNS may resolve
 // a public name to 169.254.169.254), unless allow_link_local.
 func TestLinkLocalRefusedAtConnect(t *testing.T) {
+	t.Parallel()
 	for _, target := range []string{"http://169.254.169.254:9/latest/meta-data", "http://[fe80::1%25lo]:9/x"} {
 		c := destination.NewClient(destination.ClientConfig{Timeout: 2 * time.Second, ConnectTimeout: 500 * time.Millisecond})
 		res := c.Do(context.Background(), target, nil, []byte("{}"))
@@ -161,6 +163,7 @@ func TestLinkLocalRefusedAtConnect(t *testing.T) {
 // only what is published after it starts; start: all receives the
 // history first.
 func TestStartNewAndAll(t *testing.T) {
+	t.Parallel()
 	rcvNew, rcvAll := receivertest.Go(t, testSecret), receivertest.Go(t, testSecret)
 	h := newHarness(t)
 	history := h.publish(t, "history", 3)
@@ -180,6 +183,7 @@ func TestStartNewAndAll(t *testing.T) {
 // shows, "*.>" included, starts (JetStream accepts its consumer) and
 // delivers the events it matches.
 func TestEveryDocumentedFilterDelivers(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	for i, tc := range []struct {
 		subjects []string
@@ -214,6 +218,7 @@ func TestEveryDocumentedFilterDelivers(t *testing.T) {
 // reported not ready, by Ready and hookhub_destination_ready, while the
 // process stays healthy and the other destination delivers.
 func TestOneBrokenDestinationLeavesTheOthers(t *testing.T) {
+	t.Parallel()
 	rcv := receivertest.Go(t, testSecret)
 	h := newHarness(t)
 	if _, err := h.env.Pool.Exec(context.Background(), `CREATE SCHEMA taken; CREATE TABLE taken.someone_elses (id int)`); err != nil {

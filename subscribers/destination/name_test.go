@@ -13,6 +13,7 @@ import (
 // subscriber of another kind does not start (it would share its consumer
 // and schema).
 func TestRefusesAnotherSubscribersName(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	// credits, email and downgrade are refused by the file's check

@@ -2,6 +2,7 @@ package destination_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/subscribers/destination"
 	"github.com/hookhub/hookhub/subscribers/destination/deststate"
 	"github.com/hookhub/hookhub/subscribers/destination/internal/receivertest"
@@ -116,7 +118,14 @@ func ackPending(t *testing.T, h *harness, dest string) int {
 // within seconds — on an ordered destination they wait, parked behind
 // the head in order, and follow it within seconds of `retry-now` —, and
 // the waiting ones on retry-now, once each, with their webhook-id.
+//
+// The unordered destination parks MaxWaitingRetries (1,000) events: had
+// they stayed unacknowledged they would fill its window. An ordered
+// destination's window is one message, which any two events fill; its
+// short form parks 200 (delivered one at a time, in order), its long
+// form (HOOKHUB_SOAK=1) 1,000 like the unordered one.
 func TestLongRetryAfterDoesNotHoldTheWindow(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		extra   string
@@ -126,6 +135,7 @@ func TestLongRetryAfterDoesNotHoldTheWindow(t *testing.T) {
 		{"ordered", "ordered: true\n", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			th, url := throttledReceiver(t, "86400", true)
 			h := newHarness(t)
 			o := h.options(t)
@@ -135,24 +145,27 @@ func TestLongRetryAfterDoesNotHoldTheWindow(t *testing.T) {
 			name := "wait_" + tc.name
 			h.start(t, spec(t, name, url, tc.extra), o)
 
-			const n = 1000
+			n := destination.MaxWaitingRetries
+			if tc.ordered {
+				n = hubtest.Scale(t, 200, destination.MaxWaitingRetries)
+			}
 			waitingIDs := h.publish(t, "wait", n)
-			eventuallyWithin(t, 3*subtest.Timeout, "1000 events parked", func() bool { return waiting(t, h, name).Events == n })
+			eventuallyWithin(t, 3*subtest.Timeout, fmt.Sprintf("%d events parked", n), func() bool { return waiting(t, h, name).Events == int64(n) })
 			eventually(t, "the consumer's window free", func() bool { return ackPending(t, h, name) == 0 })
 			w := waiting(t, h, name)
 			if d := time.Until(w.NextDue); d < 50*time.Minute || d > time.Hour+time.Minute {
 				t.Errorf("next due in %s, want about max_retry_after (1h), not Retry-After's 24h", d)
 			}
-			eventually(t, "the waiting gauge says 1000", func() bool {
-				return metric(t, h.reg, destination.MetricWaiting, map[string]string{"destination": name}) == n
+			eventually(t, fmt.Sprintf("the waiting gauge says %d", n), func() bool {
+				return metric(t, h.reg, destination.MetricWaiting, map[string]string{"destination": name}) == float64(n)
 			})
-			keys := []subscriber.EventKey{{Provider: "paddle", EventID: "wait-0"}, {Provider: "paddle", EventID: "wait-999"}, {Provider: "paddle", EventID: "other"}}
+			keys := []subscriber.EventKey{{Provider: "paddle", EventID: "wait-0"}, {Provider: "paddle", EventID: fmt.Sprintf("wait-%d", n-1)}, {Provider: "paddle", EventID: "other"}}
 			if got, err := deststate.ParkedOf(context.Background(), h.env.Pool, name, keys); err != nil || len(got) != 2 || !got[keys[0]] || !got[keys[1]] {
 				t.Errorf("ParkedOf = %v, %v; want the two waiting events", got, err)
 			}
 			st, err := destination.GetStatus(context.Background(), h.env.Pool, name)
-			if err != nil || st.Waiting.Events != n || st.State != destination.StateActive {
-				t.Errorf("status = %+v, %v; want active with 1000 waiting", st, err)
+			if err != nil || st.Waiting.Events != int64(n) || st.State != destination.StateActive {
+				t.Errorf("status = %+v, %v; want active with %d waiting", st, err, n)
 			}
 
 			th.throttle.Store(false)
@@ -161,7 +174,7 @@ func TestLongRetryAfterDoesNotHoldTheWindow(t *testing.T) {
 			if tc.ordered {
 				// Nothing overtakes the head: the new events are parked
 				// behind it (their messages acked all the same).
-				eventuallyWithin(t, 3*subtest.Timeout, "the new events parked behind the head", func() bool { return waiting(t, h, name).Events == n+5 })
+				eventuallyWithin(t, 3*subtest.Timeout, "the new events parked behind the head", func() bool { return waiting(t, h, name).Events == int64(n)+5 })
 				if c := th.acceptedCount(); c != 0 {
 					t.Fatalf("%d events delivered while the head waits", c)
 				}
@@ -179,15 +192,15 @@ func TestLongRetryAfterDoesNotHoldTheWindow(t *testing.T) {
 			t.Logf("%s: new events delivered %s after the receiver recovered (ordered: after retry-now)", tc.name, last.Sub(recovered).Round(time.Millisecond))
 
 			if !tc.ordered {
-				if c := th.acceptedCount(); c != 5 || waiting(t, h, name).Events != n {
+				if c := th.acceptedCount(); c != 5 || waiting(t, h, name).Events != int64(n) {
 					t.Fatalf("%d accepted, %d waiting: the waiting events wait for their time or retry-now", c, waiting(t, h, name).Events)
 				}
 				start := time.Now()
-				if got, err := deststate.RetryNow(context.Background(), h.env.Pool, name); err != nil || got != n {
+				if got, err := deststate.RetryNow(context.Background(), h.env.Pool, name); err != nil || got != int64(n) {
 					t.Fatalf("RetryNow = %d, %v; want %d", got, err, n)
 				}
 				eventuallyWithin(t, 3*subtest.Timeout, "the waiting events delivered", func() bool { _, ok := th.lastAccepted(waitingIDs); return ok })
-				t.Logf("%s: 1000 waiting events delivered %s after retry-now", tc.name, time.Since(start).Round(time.Millisecond))
+				t.Logf("%s: %d waiting events delivered %s after retry-now", tc.name, n, time.Since(start).Round(time.Millisecond))
 			}
 			eventuallyWithin(t, 3*subtest.Timeout, "nothing waits", func() bool { return waiting(t, h, name).Events == 0 })
 			if _, ok := th.lastAccepted(waitingIDs); !ok {
@@ -217,6 +230,7 @@ func TestLongRetryAfterDoesNotHoldTheWindow(t *testing.T) {
 // 24h waits 1m at most; the attempt at the horizon, refused again, dead-
 // letters the event (its row gone), and a redrive delivers it.
 func TestRetryAfterCappedByTheHorizon(t *testing.T) {
+	t.Parallel()
 	th, url := throttledReceiver(t, "86400", true)
 	h := newHarness(t)
 	o := h.options(t)
@@ -251,6 +265,7 @@ func TestRetryAfterCappedByTheHorizon(t *testing.T) {
 // rate), by the receiver's arrival times. Before, idle workers held
 // tokens before they held a message: 12-13 requests in the first 100 ms.
 func TestRateLimitFromTheFirstRequest(t *testing.T) {
+	t.Parallel()
 	th, url := throttledReceiver(t, "", false)
 	h := newHarness(t)
 	const name = "rate_dest"
@@ -291,6 +306,7 @@ func TestRateLimitFromTheFirstRequest(t *testing.T) {
 // backoff (an hour here) during an outage are sent as soon as a probe
 // finds the endpoint back (the circuit closes), not an hour later.
 func TestRecoveryShortensBackoffWaits(t *testing.T) {
+	t.Parallel()
 	rcv := receivertest.Go(t, testSecret)
 	e := newEndpoint()
 	e.fail.Store(http.StatusServiceUnavailable) // no Retry-After
@@ -324,6 +340,7 @@ func TestRecoveryShortensBackoffWaits(t *testing.T) {
 // event back) leaves it leased; once the lease ends another process sends
 // it, with the same webhook-id: nothing is lost.
 func TestParkedEventOutlivesACrashedScheduler(t *testing.T) {
+	t.Parallel()
 	rcv := receivertest.Go(t, testSecret)
 	e := newEndpoint()
 	var blocking atomic.Bool
@@ -381,6 +398,7 @@ func TestParkedEventOutlivesACrashedScheduler(t *testing.T) {
 // read back as an event (no hub headers) is dead-lettered with the
 // reason, not retried for ever, and the others are still sent.
 func TestUnreadableParkedEventIsDeadLettered(t *testing.T) {
+	t.Parallel()
 	th, url := throttledReceiver(t, "", false)
 	h := newHarness(t)
 	const name = "unreadable_dest"

@@ -19,6 +19,7 @@ import (
 // the events after them: more of them than the destination's concurrency
 // fail, and every other event is still delivered at once.
 func TestRefusedEventsDoNotHoldBackOthers(t *testing.T) {
+	t.Parallel()
 	rcv := receivertest.Go(t, testSecret)
 	var mu sync.Mutex
 	ok := map[string]bool{}

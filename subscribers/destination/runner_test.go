@@ -128,6 +128,7 @@ func eventuallyWithin(t testing.TB, d time.Duration, what string, cond func() bo
 // webhook-id "<provider>:<event_id>", the hub headers and a delivered
 // attempt on record.
 func TestDeliversEveryEvent(t *testing.T) {
+	t.Parallel()
 	rcv := receivertest.Node(t, testSecret)
 	h := newHarness(t)
 	d := spec(t, "node_dest", rcv.URL()+"/hooks", "concurrency: 8\n")

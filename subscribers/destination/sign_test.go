@@ -60,6 +60,7 @@ func TestParseSecret(t *testing.T) {
 // verifier written apart from it (receivertest.Verify): each secret of a rotation alone verifies the
 // header, and a changed id, timestamp or body does not.
 func TestSignVerifiesWithEverySecret(t *testing.T) {
+	t.Parallel()
 	cur, err := destination.ParseSecret(testSecret)
 	if err != nil {
 		t.Fatal(err)
@@ -180,6 +181,7 @@ func lastFor(t testing.TB, r receivertest.Receiver, id string) receivertest.Rece
 }
 
 func TestNodeReceiverVerifiesSignedSamples(t *testing.T) {
+	t.Parallel()
 	for _, rc := range receivers {
 		t.Run(rc.name, func(t *testing.T) {
 			r := rc.start(t, testSecret)
@@ -210,6 +212,7 @@ func TestNodeReceiverVerifiesSignedSamples(t *testing.T) {
 }
 
 func TestNodeReceiverRefusesForgeries(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	body := sampleEnvelope(t, "paddle", "subscription.created", []byte(`{"id":"sub_1"}`), now)
 	other := sampleEnvelope(t, "paddle", "subscription.updated", []byte(`{"id":"sub_2"}`), now)
@@ -269,6 +272,7 @@ func TestNodeReceiverRefusesForgeries(t *testing.T) {
 // TestNodeReceiverControl checks that both receivers follow Control alike:
 // failures per id, deduplication, gone.
 func TestNodeReceiverControl(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	for _, rc := range receivers {
 		t.Run(rc.name, func(t *testing.T) {

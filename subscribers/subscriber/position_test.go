@@ -59,7 +59,7 @@ func (h *handled) has(id string) bool {
 // decides what a new consumer receives of the history, and an existing
 // consumer keeps its position.
 func TestStartAndWildcardFilter(t *testing.T) {
-	env := subtest.New(t)
+	env := subtest.NewParallel(t)
 	old := event(t, "evt_history")
 	oldSeq := env.Publish(t, old)
 	st, err := env.JS.Stream(context.Background(), subtest.Stream)

@@ -198,6 +198,9 @@ func (e isBlocks) Is(target error) bool { <-e.block; return false }
 // A handler error whose errors.Is never returns is not asked anything
 // more (its As, its Error): one wait, one goroutine, a fixed text.
 func TestInspectHandlerErrorStopsAtFirstStuckMethod(t *testing.T) {
+	// Parallel: it waits methodTimeout; its abandoned call ends with it,
+	// and TestRunAbandonedBounded (not parallel) has run before.
+	t.Parallel()
 	block := make(chan struct{})
 	defer close(block)
 	var calls atomic.Int64
