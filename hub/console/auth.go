@@ -507,7 +507,7 @@ func (cn *Console) login(c *fiber.Ctx) error {
 	cn.signIns.add(addr)
 	cn.roleSignIns.add(role)
 	s, err := cn.openSession(c.UserContext(), grant{kind: sessionToken, name: "token " + fingerprint(form.Get("token")), role: role,
-		tokenSum: sum, capKey: sessionToken + ":" + role, max: MaxSessions})
+		tokenSum: sum, capKey: sessionToken + ":" + role, max: cn.maxSessions})
 	if err != nil {
 		return cn.failErr(c, nil, err)
 	}

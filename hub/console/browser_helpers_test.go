@@ -99,23 +99,54 @@ func missingBrowser(t *testing.T, why string) {
 	t.Skipf("browser test skipped: %s (set %s=1 to make this a failure)", why, envRequireBrowser)
 }
 
-// browserSuite is what the browser tests share: one hub (on one database
-// and JetStream server), the OpenID Connect provider its console signs
-// operators in with, and one headless Chromium process, started once by
-// TestBrowser. Each test opens its own tabs, each in a browser context of
-// its own (a fresh profile: no cookies), and starts on a hub reset to
-// empty (startHub); the ids of its events are its own.
+// browserSuite is what the browser tests share: one headless Chromium
+// process, started once by TestBrowser, and browserHubs hubs (each on its
+// own database and JetStream server, with the OpenID Connect provider its
+// console signs operators in with). The suite's tests run in browserHubs
+// lanes at once, each lane on a hub of its own, one test after another
+// (TestBrowser): never two tests on one hub. Each test opens its own tabs,
+// each in a browser context of its own (a fresh profile: no cookies), and
+// starts on its lane's hub reset to empty (startHub); the ids of its
+// events are its own.
 type browserSuite struct {
-	hub    *testhub.Hub
-	logs   *hubtest.SyncBuffer
 	chrome context.Context // the Chromium process's first tab
+	hubs   []*suiteHub
+	// The hub of the lane this copy was made for (on); nil in the suite
+	// itself.
+	*suiteHub
 }
 
-// newBrowserSuite starts Chromium, the provider and the hub for t and its
+// browserHubs is how many hubs the suite starts, so how many of its tests
+// run at once.
+const browserHubs = 2
+
+// suiteHub is one of the suite's hubs, with its log.
+type suiteHub struct {
+	hub  *testhub.Hub
+	logs *hubtest.SyncBuffer
+}
+
+// newBrowserSuite starts Chromium, then the suite's hubs, for t and its
 // subtests. Chromium first: without it the tests are skipped at once.
 func newBrowserSuite(t *testing.T) *browserSuite {
 	t.Helper()
-	s := &browserSuite{chrome: startChromium(t), logs: &hubtest.SyncBuffer{}}
+	s := &browserSuite{chrome: startChromium(t)}
+	for range browserHubs {
+		s.hubs = append(s.hubs, startSuiteHub(t))
+	}
+	return s
+}
+
+// on is the suite as the tests of a lane see it: on hub h.
+func (s *browserSuite) on(h *suiteHub) *browserSuite {
+	return &browserSuite{chrome: s.chrome, hubs: s.hubs, suiteHub: h}
+}
+
+// startSuiteHub starts one hub of the suite and the provider its console
+// signs operators in with.
+func startSuiteHub(t *testing.T) *suiteHub {
+	t.Helper()
+	s := &suiteHub{logs: &hubtest.SyncBuffer{}}
 	// The admin listener's address is fixed first: the provider must know
 	// the console's callback before the hub starts.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -265,7 +296,7 @@ func (b *browser) open(path string) *network.Response {
 func (b *browser) openOK(path string) {
 	b.t.Helper()
 	resp := b.open(path)
-	require.Equal(b.t, http.StatusOK, int(resp.Status), "GET %s (now at %s): %s", path, resp.URL, b.errorText())
+	b.status(http.StatusOK, resp, "GET %s (now at %s)", path, resp.URL)
 }
 
 // click clicks the first element sel matches, waits for the document the
@@ -279,7 +310,16 @@ func (b *browser) click(sel string) *network.Response {
 func (b *browser) clickOK(sel string) {
 	b.t.Helper()
 	resp := b.click(sel)
-	require.Equal(b.t, http.StatusOK, int(resp.Status), "click %s (now at %s): %s", sel, resp.URL, b.errorText())
+	b.status(http.StatusOK, resp, "click %s (now at %s)", sel, resp.URL)
+}
+
+// status requires a loaded document's status; the failure message ends
+// with the page's #error (read only then: it is one more browser step).
+func (b *browser) status(want int, resp *network.Response, msg string, args ...any) {
+	b.t.Helper()
+	if int(resp.Status) != want {
+		require.Equal(b.t, want, int(resp.Status), "%s: %s", fmt.Sprintf(msg, args...), b.errorText())
+	}
 }
 
 // setValue sets the value of an input or a select.
@@ -346,7 +386,7 @@ func (b *browser) location() string {
 func (b *browser) waitUntil(cond, msg string) {
 	b.t.Helper()
 	deadline := time.After(waitTimeout)
-	tick := time.NewTicker(250 * time.Millisecond)
+	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	var last error
 	for {
@@ -553,7 +593,8 @@ func (h *testHub) reset() {
 	h.t.Helper()
 	ctx := h.t.Context()
 	pool := h.Pool()
-	_, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+flaky+" CASCADE; DROP SCHEMA IF EXISTS "+timelineDestination+" CASCADE")
+	_, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+flaky+" CASCADE; DROP SCHEMA IF EXISTS "+bystander+" CASCADE; "+
+		"DROP SCHEMA IF EXISTS "+timelineDestination+" CASCADE")
 	require.NoError(h.t, err)
 	st, err := h.JetStream().Stream(ctx, h.Config.Stream)
 	require.NoError(h.t, err)

@@ -31,9 +31,9 @@ import (
 // Charts: webhooks from two providers (one refused for a bad signature)
 // and a subscriber that dead-letters one event; the charts page shows a
 // row and two charts per provider and for the subscriber, with their
-// figures, and the range links switch to 6 and 24 hours. It runs first in
-// the suite: the per-provider counts live in the hub's memory, which
-// startHub's reset does not clear.
+// figures, and the range links switch to 6 and 24 hours. It is the first
+// test of its lane, so on a hub no test has used: the per-provider counts
+// live in the hub's memory, which startHub's reset does not clear.
 func testBrowserCharts(t *testing.T, s *browserSuite) {
 	b := s.newBrowser(t)
 	h := s.startHub(t)
@@ -150,7 +150,7 @@ func testBrowserAudit(t *testing.T, s *browserSuite) {
 	b.setValue("#replay [name=since]", "1h")
 	b.clickOK("#dry-run")
 	resp := b.click("#confirm-replay")
-	require.Equal(t, http.StatusOK, int(resp.Status), b.errorText())
+	b.status(http.StatusOK, resp, "click")
 	b.waitUntil(`document.querySelector("#job") && document.querySelector("#job").dataset.state !== "running"`, "the replay job finishes")
 
 	// A republish of one event, from its page.
@@ -410,7 +410,7 @@ func testBrowserPayloadFilterBulkReplay(t *testing.T, s *browserSuite) {
 	require.Equal(t, msgs, h.StreamInfo().State.Msgs, "the plan published nothing")
 
 	resp := b.click("#confirm-bulk")
-	require.Equal(t, http.StatusOK, int(resp.Status), b.errorText())
+	b.status(http.StatusOK, resp, "click")
 	require.Contains(t, resp.URL, b.base+"/console/bulk/jobs/")
 	b.waitUntil(`document.querySelector("#job") && document.querySelector("#job").dataset.state === "done"`, "the bulk job finishes")
 	require.Equal(t, 3, b.number("#result-published"))
@@ -435,7 +435,7 @@ func testBrowserPayloadFilterBulkReplay(t *testing.T, s *browserSuite) {
 	b.openOK("/console/bulk?since=1h&where1=data.customer_id%3Dctm_bulk&action=replay&subscriber=flaky&rate=1")
 	require.Equal(t, 3, b.number("#plan-to-process"))
 	resp = b.click("#confirm-bulk")
-	require.Equal(t, http.StatusOK, int(resp.Status), b.errorText())
+	b.status(http.StatusOK, resp, "click")
 	b.clickOK("#cancel-bulk")
 	b.waitUntil(`document.querySelector("#job") && document.querySelector("#job").dataset.state === "cancelled"`, "the bulk job is cancelled")
 	require.Less(t, b.number("#result-published"), 3)

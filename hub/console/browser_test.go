@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,38 +28,58 @@ import (
 // republishButton is the republish plan's confirmation button.
 const republishButton = `#confirm-republish-button`
 
-// TestBrowser runs every browser test of the console on one hub and one
-// Chromium process (a browser suite): each test in its own browser
-// contexts, on the hub reset to empty, with event ids of its own. Run one
-// alone with -run 'TestBrowser/Replay'. The suite runs beside the
-// package's other tests; its own tests run one at a time.
+// TestBrowser runs every browser test of the console on one Chromium
+// process and browserHubs hubs (a browser suite): each test in its own
+// browser contexts, on a hub no other test is using, reset to empty, with
+// event ids of its own. Run one alone with -run 'TestBrowser/Replay'.
+// browserHubs lanes take the tests in the order below, each lane on its
+// own hub, one test at a time: Charts is the first test of its lane (see
+// testBrowserCharts). The suite runs beside the package's other tests.
 func TestBrowser(t *testing.T) {
 	t.Parallel()
 	s := newBrowserSuite(t)
-	for _, c := range []struct {
-		name string
-		test func(*testing.T, *browserSuite)
-	}{
-		{"Charts", testBrowserCharts}, // first: see testBrowserCharts
-		{"SignIn", testBrowserSignIn},
-		{"WrongToken", testBrowserWrongToken},
-		{"EventsFilter", testBrowserEventsFilter},
-		{"EventDeliveredTenTimes", testBrowserEventDeliveredTenTimes},
-		{"RedriveDeadLetter", testBrowserRedriveDeadLetter},
-		{"Replay", testBrowserReplay},
-		{"CSRF", testBrowserCSRF},
-		{"ReadOnly", testBrowserReadOnly},
-		{"EventsLayout", testBrowserEventsLayout},
-		{"ConfirmActions", testBrowserConfirmActions},
-		{"DestinationTimeline", testBrowserDestinationTimeline},
-		{"Sessions", testBrowserSessions},
-		{"Audit", testBrowserAudit},
-		{"BulkReplay", testBrowserPayloadFilterBulkReplay},
-		{"Entity", testBrowserEntity},
-		{"OIDC", testBrowserOIDC},
-	} {
-		t.Run(c.name, func(t *testing.T) { c.test(t, s) })
+	tests := make(chan browserTest, len(browserTests))
+	for _, c := range browserTests {
+		tests <- c
 	}
+	close(tests)
+	var lanes sync.WaitGroup
+	for _, h := range s.hubs {
+		lanes.Go(func() {
+			for c := range tests {
+				t.Run(c.name, func(t *testing.T) { c.test(t, s.on(h)) })
+			}
+		})
+	}
+	lanes.Wait()
+}
+
+// browserTest is a test of the browser suite.
+type browserTest struct {
+	name string
+	test func(*testing.T, *browserSuite)
+}
+
+// browserTests are the suite's tests, Charts first (see
+// testBrowserCharts), the longest next.
+var browserTests = []browserTest{
+	{"Charts", testBrowserCharts},
+	{"ReadOnly", testBrowserReadOnly},
+	{"OIDC", testBrowserOIDC},
+	{"EventsFilter", testBrowserEventsFilter},
+	{"BulkReplay", testBrowserPayloadFilterBulkReplay},
+	{"CSRF", testBrowserCSRF},
+	{"Audit", testBrowserAudit},
+	{"ConfirmActions", testBrowserConfirmActions},
+	{"Replay", testBrowserReplay},
+	{"RedriveDeadLetter", testBrowserRedriveDeadLetter},
+	{"WrongToken", testBrowserWrongToken},
+	{"Entity", testBrowserEntity},
+	{"SignIn", testBrowserSignIn},
+	{"EventsLayout", testBrowserEventsLayout},
+	{"EventDeliveredTenTimes", testBrowserEventDeliveredTenTimes},
+	{"DestinationTimeline", testBrowserDestinationTimeline},
+	{"Sessions", testBrowserSessions},
 }
 
 // Sign in with the admin token: a session cookie (HttpOnly,
@@ -82,7 +103,7 @@ func testBrowserSignIn(t *testing.T, s *browserSuite) {
 
 	b.setValue("#token", consoleAdminToken)
 	resp := b.click("#sign-in")
-	require.Equal(t, http.StatusOK, int(resp.Status), b.errorText())
+	b.status(http.StatusOK, resp, "click")
 	require.Equal(t, b.base+"/console/", resp.URL)
 	require.Equal(t, "admin", b.text("#who"))
 	for _, href := range []string{"/console/", "/console/events", "/console/dead-letters", "/console/replay"} {
@@ -131,7 +152,7 @@ func testBrowserWrongToken(t *testing.T, s *browserSuite) {
 		b.openOK("/console/login")
 		b.setValue("#token", token)
 		resp := b.click("#sign-in")
-		require.Equal(t, http.StatusUnauthorized, int(resp.Status), "token %q: %s", token, b.errorText())
+		b.status(http.StatusUnauthorized, resp, "token %q", token)
 		require.Contains(t, b.text("#error"), "wrong token", "token %q", token)
 		require.Equal(t, "alert", eval[string](b, `document.querySelector("#error").getAttribute("role")`))
 		require.Zero(t, b.count("#who"), "token %q: no session header", token)
@@ -388,7 +409,7 @@ func testBrowserReplay(t *testing.T, s *browserSuite) {
 	require.Equal(t, len(ids)-len(lost), h.Count(`SELECT count(*) FROM flaky.effects`))
 
 	resp := b.click("#confirm-replay")
-	require.Equal(t, http.StatusOK, int(resp.Status), b.errorText())
+	b.status(http.StatusOK, resp, "click")
 	require.Contains(t, resp.URL, b.base+"/console/replay/jobs/")
 	b.waitUntil(`document.querySelector("#job") && document.querySelector("#job").dataset.state === "done"`, "the replay job finishes")
 	require.Equal(t, 1, b.count("progress#progress"))
@@ -418,7 +439,7 @@ func testBrowserCSRF(t *testing.T, s *browserSuite) {
 	b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('#login input[name=csrf]').remove()`))
 	b.setValue("#token", consoleAdminToken)
 	resp := b.click("#sign-in")
-	require.Equal(t, http.StatusForbidden, int(resp.Status), "sign-in without CSRF: %s", b.errorText())
+	b.status(http.StatusForbidden, resp, "sign-in without CSRF")
 	require.Contains(t, b.text("#error"), "CSRF")
 	require.Nil(t, b.cookie("hookhub_session"), "no session")
 
@@ -433,7 +454,7 @@ func testBrowserCSRF(t *testing.T, s *browserSuite) {
 		b.openOK(plan)
 		b.do(chromedp.Evaluate[chromedp.Void](tamper))
 		resp := b.click(republishButton)
-		require.Equal(t, http.StatusForbidden, int(resp.Status), "%s: %s", tamper, b.errorText())
+		b.status(http.StatusForbidden, resp, "%s", tamper)
 		require.Contains(t, b.text("#error"), "CSRF", tamper)
 	}
 	// Forms a script on the page builds without the token are refused too.

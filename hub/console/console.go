@@ -155,6 +155,8 @@ type Console struct {
 	// tokens are the configured tokens a token session's credential is
 	// checked against at every request.
 	tokens []tokenGrant
+	// maxSessions is MaxSessions; a test may lower it (export_test.go).
+	maxSessions int
 }
 
 //go:embed templates/*.html
@@ -177,7 +179,8 @@ func New(cfg Config) (*Console, error) {
 	cn := &Console{cfg: cfg, log: cfg.Logger, css: cssFile, pages: map[string]*template.Template{},
 		failed:  newLimiter(cfg.Now, MaxFailedSignIns),
 		signIns: newLimiter(cfg.Now, MaxSignInsPerAddress), roleSignIns: newLimiter(cfg.Now, MaxSignInsPerRole),
-		oidcStarts: newLimiter(cfg.Now, MaxSignInsPerAddress), jobs: newJobs(), tokens: tokenGrants(cfg)}
+		oidcStarts: newLimiter(cfg.Now, MaxSignInsPerAddress), jobs: newJobs(), tokens: tokenGrants(cfg),
+		maxSessions: MaxSessions}
 	for _, name := range pageNames {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
