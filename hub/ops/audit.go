@@ -146,7 +146,10 @@ func (o *Ops) audited(ctx context.Context, action, target string, params any, ru
 	outcome, errText := hub.AuditOK, ""
 	switch {
 	case runErr == nil:
-	case errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded):
+	case errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded) || ctx.Err() != nil:
+		// A cancel that lands in a query or a publish ends the run with
+		// that call's error, which need not wrap ctx's: the run was
+		// cancelled all the same (as its job page says).
 		outcome, errText = hub.AuditCancelled, runErr.Error()
 		// Who or what cancelled it (hub.CancelledBy, a stopping hub).
 		if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
