@@ -221,12 +221,18 @@ func TestLeaseHeldRunIsSkipped(t *testing.T) {
 
 // A run renews its lease while it waits (here on 429s longer than the
 // lease): it keeps the checkpoint, which no other run can take meanwhile.
+// The lease is below MinLease (1.5 s, renewed every 0.5 s) so that three
+// 1 s Retry-Afters (the shortest the header says) outlast it.
 func TestLeaseRenewedWhileRunWaits(t *testing.T) {
 	t.Parallel()
 	h := newHubEnv(t)
 	h.stripeEvents(3)
-	h.stripe.Throttle(2*time.Second, 2*time.Second, 2*time.Second)
-	e, _ := h.boundedEngine(func(c *backfill.Config) { c.Lease = backfill.MinLease })
+	h.stripe.Throttle(time.Second, time.Second, time.Second)
+	const lease = 1500 * time.Millisecond
+	e, _ := h.boundedEngine(func(c *backfill.Config) {
+		backfill.SetMinLease(c, lease)
+		c.Lease = lease
+	})
 	done := make(chan error, 1)
 	var res backfill.Result
 	go func() {

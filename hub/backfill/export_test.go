@@ -17,6 +17,10 @@ func SetRetrySleep(src Source, sleep func(ctx context.Context, d time.Duration) 
 	}
 }
 
+// SetMinLease lowers the shortest lease c validates with, for a test that
+// waits through a lease's renewals.
+func SetMinLease(c *Config, d time.Duration) { c.minLease = d }
+
 // GitHubRefs returns how many deliveries a GitHub source remembers.
 func GitHubRefs(src Source) int {
 	g := src.(*GitHub)

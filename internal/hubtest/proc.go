@@ -2,6 +2,7 @@ package hubtest
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -85,6 +86,10 @@ var builds, buildDirs sync.Map // package path â†’ func() (string, error); dir â
 // the tests ran: a binary is shared by every test of the test binary, so
 // no test may remove it.
 func RemoveBuilds() {
+	builds.Range(func(_, f any) bool {
+		_, _ = f.(func() (string, error))() // a build BuildEarly started ends first
+		return true
+	})
 	buildDirs.Range(func(dir, _ any) bool {
 		_ = os.RemoveAll(dir.(string))
 		return true
@@ -98,6 +103,30 @@ func RemoveBuilds() {
 // such as -race) would distort.
 func Build(t testing.TB, pkg string) string {
 	t.Helper()
+	bin, err := buildOnce(pkg)()
+	if err != nil {
+		t.Fatalf("hubtest: %v", err)
+	}
+	return bin
+}
+
+// BuildEarly starts, in the background, the build Build(pkg) will wait
+// for, when the test binary runs every test of its package (no -run, no
+// -short), as CI does: the build then overlaps the tests that run before
+// the first that needs the binary. Call it from TestMain, with
+// RemoveBuilds after m.Run; Build reports a failed build.
+func BuildEarly(pkg string) {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	if testing.Short() || flag.Lookup("test.run").Value.String() != "" {
+		return
+	}
+	go func() { _, _ = buildOnce(pkg)() }()
+}
+
+// buildOnce returns pkg's build, made once per test binary run.
+func buildOnce(pkg string) func() (string, error) {
 	f, _ := builds.LoadOrStore(pkg, sync.OnceValues(func() (string, error) {
 		dir, err := os.MkdirTemp("", "hookhub-bin-")
 		if err != nil {
@@ -115,11 +144,7 @@ func Build(t testing.TB, pkg string) string {
 		}
 		return bin, nil
 	}))
-	bin, err := f.(func() (string, error))()
-	if err != nil {
-		t.Fatalf("hubtest: %v", err)
-	}
-	return bin
+	return f.(func() (string, error))
 }
 
 // Output is what the process wrote to stdout and stderr so far.

@@ -21,10 +21,14 @@ import (
 
 // TestMain clears the developer's HUB_* variables (and the subscribers'
 // that hub dev reads): the commands the tests run, in-process or as a
-// child process, see only what a test sets with t.Setenv.
+// child process, see only what a test sets with t.Setenv. The hub binary
+// (buildHub) is built while the in-process tests run.
 func TestMain(m *testing.M) {
 	hubtest.ClearEnv("EMAIL_", "CREDITS_", "DOWNGRADE_")
-	os.Exit(m.Run())
+	hubtest.BuildEarly(".")
+	code := m.Run()
+	hubtest.RemoveBuilds()
+	os.Exit(code)
 }
 
 // streamEnv is what the commands that read the stream run on: a fresh

@@ -93,6 +93,7 @@ func TestSIGKILLUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills the hub binary")
 	}
+	t.Parallel()
 	pool, dbURL := hubdb.Pool(t)
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
@@ -187,6 +188,7 @@ func TestSIGTERMExitsZero(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the hub binary")
 	}
+	t.Parallel()
 	pool, dbURL := hubdb.Pool(t)
 	n := hubtest.JetStream(t)
 	p, err := provider.New("paddle", []string{testPaddleSecret}, provider.Options{})
@@ -208,6 +210,7 @@ func TestServeRefusesPendingMigrations(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the hub binary")
 	}
+	t.Parallel()
 	dbURL := hubtest.DatabaseURL(t) // empty: not migrated
 	p := hubtest.StartBinary(t, buildHub(t), processEnv(dbURL, "nats://127.0.0.1:1"), "serve")
 	require.NotZero(t, p.ExitCode(t))
@@ -225,6 +228,7 @@ func TestBenchSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the hub binary")
 	}
+	t.Parallel()
 	hubtest.Slot(t)
 	rep, err := bench.Run(context.Background(), bench.Config{
 		AdminURL: hubtest.AdminURL(), HubCommand: []string{buildHub(t)},
