@@ -174,12 +174,3 @@ func jsonDigits(raw []byte) (string, bool) {
 	}
 	return string(raw), true
 }
-
-// jsonID returns raw as an id: a string (jsonString), or the digits of a
-// plain integer (jsonDigits).
-func jsonID(raw []byte) (string, bool) {
-	if len(raw) > 0 && raw[0] == '"' {
-		return jsonString(raw)
-	}
-	return jsonDigits(raw)
-}

@@ -157,13 +157,6 @@ func shopifyGID(kind string, gid, id []byte) string {
 	return string(b)
 }
 
-// parseShopifyHmac decodes an X-Shopify-Hmac-Sha256 value, the canonical
-// padded standard base64 of 32 bytes, into dst. Hex, URL-safe or unpadded
-// encodings fail.
-func parseShopifyHmac(dst *[macSize]byte, header string) bool {
-	return decodeB64MAC(dst, header)
-}
-
 // shopifyTopic maps a hub event type to a Shopify topic: "orders.create"
 // becomes "orders/create".
 func shopifyTopic(eventType string) string { return strings.ReplaceAll(eventType, ".", "/") }
