@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -155,15 +156,7 @@ var metadataAddrs = []netip.Addr{
 // allow_link_local: true.
 func Forbidden(ip netip.Addr) bool {
 	ip = ip.Unmap()
-	if ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() {
-		return true
-	}
-	for _, m := range metadataAddrs {
-		if ip == m {
-			return true
-		}
-	}
-	return false
+	return ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || slices.Contains(metadataAddrs, ip)
 }
 
 // ErrForbiddenAddress is wrapped by an attempt's error when the URL's
