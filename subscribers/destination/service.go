@@ -3,6 +3,7 @@ package destination
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -212,10 +213,5 @@ func (s *Service) keepRunning(ctx context.Context, run *running) {
 func (s *Service) Names() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	names := make([]string, 0, len(s.running))
-	for n := range s.running {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
+	return slices.Sorted(maps.Keys(s.running))
 }
