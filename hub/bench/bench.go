@@ -176,9 +176,7 @@ type Ratios struct {
 
 // Run runs the benchmark.
 func Run(ctx context.Context, cfg Config) (Report, error) {
-	if cfg.Log == nil {
-		cfg.Log = io.Discard
-	}
+	cfg.Log = cmp.Or(cfg.Log, io.Discard)
 	sizes := cfg.Preload
 	if len(sizes) == 0 {
 		sizes = []int{0}

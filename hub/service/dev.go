@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,9 +25,7 @@ func (c *Config) WithDevSecrets() []string {
 			filled = append(filled, spec.Name)
 		}
 	}
-	if c.PublicURL == "" {
-		c.PublicURL = "http://" + DisplayAddr(c.HTTPAddr)
-	}
+	c.PublicURL = cmp.Or(c.PublicURL, "http://"+DisplayAddr(c.HTTPAddr))
 	slices.Sort(filled)
 	return filled
 }

@@ -1,6 +1,7 @@
 package destination
 
 import (
+	"cmp"
 	"encoding/base64"
 	"fmt"
 	"net"
@@ -98,9 +99,7 @@ func validateMore(s Spec, d *Destination, bad func(field, format string, args ..
 	if _, err := ParseStart(s.Start); err != nil {
 		bad("start", "%v", err)
 	}
-	if d.Start == "" {
-		d.Start = DefaultStart
-	}
+	d.Start = cmp.Or(d.Start, DefaultStart)
 	if s.AllowLinkLocal {
 		return
 	}

@@ -19,6 +19,7 @@
 package downgrade
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -101,9 +102,7 @@ func apply(ctx context.Context, tx pgx.Tx, ev subscriber.Event) error {
 	}
 
 	plan := s.CustomData.Plan
-	if plan == "" {
-		plan = PlanDefault
-	}
+	plan = cmp.Or(plan, PlanDefault)
 	canceled := ev.EventType == schema.PaddleSubscriptionCanceled || s.Status == "canceled"
 	if canceled {
 		plan = PlanFree

@@ -1,6 +1,7 @@
 package email
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -37,9 +38,7 @@ type LogSender struct{ Logger *slog.Logger }
 // Send logs m.
 func (s LogSender) Send(_ context.Context, m Message) error {
 	l := s.Logger
-	if l == nil {
-		l = slog.Default()
-	}
+	l = cmp.Or(l, slog.Default())
 	l.Info("email (logged, not sent)", "to", m.To, "subject", m.Subject, "message_id", m.MessageID, "event", m.EventRef, "body", m.Body)
 	return nil
 }
@@ -91,9 +90,7 @@ func (s *SMTPSender) Send(ctx context.Context, m Message) (err error) {
 	}
 	defer c.Close()
 	hello := s.HelloName
-	if hello == "" {
-		hello = "localhost"
-	}
+	hello = cmp.Or(hello, "localhost")
 	if err := c.Hello(hello); err != nil {
 		return classify(s.Addr, err)
 	}

@@ -205,9 +205,7 @@ func failuresText(res backfill.Result) string {
 	var b strings.Builder
 	for _, f := range res.Failures {
 		id := f.EventID
-		if id == "" {
-			id = "(no usable id)"
-		}
+		id = cmp.Or(id, "(no usable id)")
 		fmt.Fprintf(&b, "\n  %s:%s  %s", res.Provider, id, f.Reason)
 	}
 	if n := res.Failed - int64(len(res.Failures)); n > 0 {

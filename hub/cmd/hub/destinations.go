@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -108,9 +109,7 @@ func newBacklogReader(env *opsEnv) backlogReader {
 	switch {
 	case env.nc == nil || !env.nats.StreamFound:
 		b.problem = env.nats.Problem
-		if b.problem == "" {
-			b.problem = "NATS not reached"
-		}
+		b.problem = cmp.Or(b.problem, "NATS not reached")
 	default:
 		js, err := jetstream.New(env.nc)
 		if err != nil {
@@ -415,9 +414,7 @@ of each signature.
 		return err
 	}
 	path := *file
-	if path == "" {
-		path = defaultDestinationsFile()
-	}
+	path = cmp.Or(path, defaultDestinationsFile())
 	d, warning, err := loadDestination(path, name)
 	if err != nil {
 		return err
@@ -442,9 +439,7 @@ of each signature.
 	res := client.Do(ctx, d.URL, h, body)
 
 	payload := string(d.Payload)
-	if payload == "" {
-		payload = string(destination.PayloadEnvelope)
-	}
+	payload = cmp.Or(payload, string(destination.PayloadEnvelope))
 	out := testResult{Destination: name, File: path, URL: destination.RedactURL(d.URL), WebhookID: ev.MsgID, Type: ev.Provider + "." + ev.EventType,
 		Payload: payload, BodyBytes: len(body), Signatures: signaturePrefixes(h.Get(destination.HeaderWebhookSignature)),
 		OK: res.OK(), Status: res.Status, LatencyMS: float64(res.Latency.Microseconds()) / 1000,
@@ -507,9 +502,7 @@ func loadDestination(path, name string) (destination.Destination, string, error)
 		names = append(names, d.Name)
 	}
 	known := strings.Join(names, ", ")
-	if known == "" {
-		known = "none"
-	}
+	known = cmp.Or(known, "none")
 	return destination.Destination{}, "", fmt.Errorf("%w %q in %s (its destinations: %s)", destination.ErrUnknownDestination, name, path, known)
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -50,9 +51,7 @@ func runDevSubscribers(ctx context.Context, dbURL, natsURL, stream string, dests
 		return nil, err
 	}
 	smtp := os.Getenv("EMAIL_SMTP_ADDR")
-	if smtp == "" {
-		smtp = email.LogAddr
-	}
+	smtp = cmp.Or(smtp, email.LogAddr)
 	reg := prometheus.NewRegistry()
 	subs := make([]*subscriber.Subscriber, 0, 3)
 	for _, s := range []struct {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -85,9 +86,7 @@ generic object: pass --data for those.
 		*eventID = newEventID(name)
 	}
 	base := *url
-	if base == "" {
-		base = "http://" + service.DisplayAddr(cfg.HTTPAddr)
-	}
+	base = cmp.Or(base, "http://"+service.DisplayAddr(cfg.HTTPAddr))
 	base = strings.TrimRight(base, "/")
 	body, err := samples.Body(sender.Name(), *eventID, eventType, dataBytes, time.Now())
 	if err != nil {
