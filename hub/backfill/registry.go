@@ -144,10 +144,7 @@ func Providers() []string {
 // Configured reports whether settings (by key) hold every credential of
 // the source.
 func (s SourceSpec) Configured(settings map[string]string) bool {
-	for _, set := range s.Settings {
-		if set.Credential && strings.TrimSpace(settings[set.Key]) == "" {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(s.Settings, func(set Setting) bool {
+		return set.Credential && strings.TrimSpace(settings[set.Key]) == ""
+	})
 }
