@@ -33,8 +33,7 @@ func secretEnvs(data []byte) (map[string][]string, error) {
 	}
 	out := map[string][]string{}
 	for i, d := range f.Destinations {
-		name := d.Name
-		name = cmp.Or(name, fmt.Sprintf("#%d", i+1))
+		name := cmp.Or(d.Name, fmt.Sprintf("#%d", i+1))
 		var one string
 		var list []string
 		switch {

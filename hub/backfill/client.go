@@ -76,8 +76,7 @@ func baseURL(raw, def, variable, appended string) (string, error) {
 // origin is a URL's scheme, host and port (the scheme's default when
 // absent), lowercased: what a redirect must keep.
 func origin(u *url.URL) string {
-	port := u.Port()
-	port = cmp.Or(port, map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)])
+	port := cmp.Or(u.Port(), map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)])
 	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(net.JoinHostPort(u.Hostname(), port))
 }
 

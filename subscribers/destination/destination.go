@@ -468,8 +468,7 @@ func (r *Runner) watchState(ctx context.Context) error {
 
 // watchBacklog keeps the backlog gauge and the circuit gauge current.
 func (r *Runner) watchBacklog(ctx context.Context) error {
-	stream := r.o.Stream
-	stream = cmp.Or(stream, subscriber.DefaultStream)
+	stream := cmp.Or(r.o.Stream, subscriber.DefaultStream)
 	for {
 		r.o.Metrics.SetCircuitOpen(r.d.Name, r.circuit.State() != CircuitClosed)
 		ictx, cancel := context.WithTimeout(ctx, BacklogPollInterval)

@@ -101,8 +101,7 @@ func apply(ctx context.Context, tx pgx.Tx, ev subscriber.Event) error {
 		return subscriber.ErrStale
 	}
 
-	plan := s.CustomData.Plan
-	plan = cmp.Or(plan, PlanDefault)
+	plan := cmp.Or(s.CustomData.Plan, PlanDefault)
 	canceled := ev.EventType == schema.PaddleSubscriptionCanceled || s.Status == "canceled"
 	if canceled {
 		plan = PlanFree

@@ -173,8 +173,7 @@ func (h *handlers) userCreated(ctx context.Context, tx pgx.Tx, ev subscriber.Eve
 	}
 	// Text from the payload is sanitized (a NUL byte would make the
 	// outbox insert fail) and bounded.
-	name := subscriber.SanitizeText(strings.TrimSpace(u.FirstName), maxNameLen)
-	name = cmp.Or(name, "there")
+	name := cmp.Or(subscriber.SanitizeText(strings.TrimSpace(u.FirstName), maxNameLen), "there")
 	body := fmt.Sprintf("Hi %s,\n\nWelcome aboard! Your account is ready.\n\nIf you did not sign up, you can ignore this email.\n", name)
 	return h.enqueue(ctx, tx, ev, KindWelcome, to, "Welcome!", body)
 }

@@ -37,8 +37,7 @@ type LogSender struct{ Logger *slog.Logger }
 
 // Send logs m.
 func (s LogSender) Send(_ context.Context, m Message) error {
-	l := s.Logger
-	l = cmp.Or(l, slog.Default())
+	l := cmp.Or(s.Logger, slog.Default())
 	l.Info("email (logged, not sent)", "to", m.To, "subject", m.Subject, "message_id", m.MessageID, "event", m.EventRef, "body", m.Body)
 	return nil
 }
@@ -89,8 +88,7 @@ func (s *SMTPSender) Send(ctx context.Context, m Message) (err error) {
 		return classify(s.Addr, err)
 	}
 	defer c.Close()
-	hello := s.HelloName
-	hello = cmp.Or(hello, "localhost")
+	hello := cmp.Or(s.HelloName, "localhost")
 	if err := c.Hello(hello); err != nil {
 		return classify(s.Addr, err)
 	}

@@ -50,8 +50,7 @@ func runDevSubscribers(ctx context.Context, dbURL, natsURL, stream string, dests
 		pool.Close()
 		return nil, err
 	}
-	smtp := os.Getenv("EMAIL_SMTP_ADDR")
-	smtp = cmp.Or(smtp, email.LogAddr)
+	smtp := cmp.Or(os.Getenv("EMAIL_SMTP_ADDR"), email.LogAddr)
 	reg := prometheus.NewRegistry()
 	subs := make([]*subscriber.Subscriber, 0, 3)
 	for _, s := range []struct {
