@@ -1,6 +1,7 @@
 package backfill
 
 import (
+	"cmp"
 	"net/http"
 	"slices"
 	"strings"
@@ -84,10 +85,7 @@ type Names map[string]string
 
 // of returns the name of the setting key.
 func (n Names) of(key string) string {
-	if name := n[key]; name != "" {
-		return name
-	}
-	return key
+	return cmp.Or(n[key], key)
 }
 
 // Sources returns every registered source, one line each, in the order of

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"cmp"
 	"encoding/base64"
 	"errors"
 	"net/http"
@@ -73,10 +74,7 @@ var (
 // shopifyGet returns the classic X-Shopify-<name> header, or else the
 // unprefixed shopify-<name> one.
 func shopifyGet(h Header, classic, unprefixed string) string {
-	if v := h.Get(classic); v != "" {
-		return v
-	}
-	return h.Get(unprefixed)
+	return cmp.Or(h.Get(classic), h.Get(unprefixed))
 }
 
 // Verify authenticates a Shopify delivery and returns its event.

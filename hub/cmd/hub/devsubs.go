@@ -114,10 +114,7 @@ type devDestinations struct {
 // defaultDestinationsFile is the destinations file `hub dev` and `hub
 // destinations test` read: HUB_DESTINATIONS_FILE, else destinations.yaml.
 func defaultDestinationsFile() string {
-	if f := os.Getenv("HUB_DESTINATIONS_FILE"); f != "" {
-		return f
-	}
-	return "destinations.yaml"
+	return cmp.Or(os.Getenv("HUB_DESTINATIONS_FILE"), "destinations.yaml")
 }
 
 // loadDevDestinations loads file if it exists: nil and no error when it
