@@ -80,9 +80,7 @@ func ParseEntity(v string) (Entity, bool) {
 // header is damaged is still the event. Nil when there are none.
 func Entities(h nats.Header) []Entity {
 	values := h.Values(HeaderEntity)
-	if len(values) > maxEntityValues {
-		values = values[:maxEntityValues]
-	}
+	values = values[:min(len(values), maxEntityValues)]
 	var out []Entity
 	for _, v := range values {
 		if len(out) == MaxEntities {

@@ -598,10 +598,7 @@ func signaturePrefixes(v string) []string {
 	var out []string
 	for _, s := range strings.Fields(v) {
 		version, sig, _ := strings.Cut(s, ",")
-		if len(sig) > 6 {
-			sig = sig[:6]
-		}
-		out = append(out, version+","+sig+"…")
+		out = append(out, version+","+sig[:min(len(sig), 6)]+"…")
 	}
 	return out
 }
