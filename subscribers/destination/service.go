@@ -54,8 +54,7 @@ func NewService(o Options, load func() ([]Destination, error)) *Service {
 	reloads := prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricReloads,
 		Help: "Loads of the destinations file by result: ok (applied) or error (refused; the running set stays)."}, []string{"result"})
 	if err := reg.Register(reloads); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
+		if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
 			reloads = are.ExistingCollector.(*prometheus.CounterVec)
 		}
 	}

@@ -120,8 +120,7 @@ func (s *SMTPSender) Send(ctx context.Context, m Message) (err error) {
 }
 
 func classify(addr string, err error) error {
-	var te *textproto.Error
-	if errors.As(err, &te) && te.Code >= 500 {
+	if te, ok := errors.AsType[*textproto.Error](err); ok && te.Code >= 500 {
 		return &PermanentError{fmt.Errorf("smtp %s: %w", addr, err)}
 	}
 	return fmt.Errorf("smtp %s: %w", addr, err)

@@ -254,8 +254,7 @@ func (s *Subscriber) redriveOne(ctx context.Context) (bool, error) {
 		return true, nil
 	}
 	_ = tx.Rollback(ctx)
-	var unsettled *unsettledError
-	if errors.As(perr, &unsettled) {
+	if _, ok := errors.AsType[*unsettledError](perr); ok {
 		s.m.countCrashLoop()
 		// A later request starts counting afresh.
 		if _, err := s.cfg.Pool.Exec(ctx, s.q.clearAttempts, ev.Provider, ev.EventID); err != nil {

@@ -134,8 +134,7 @@ func (s *Subscriber) handleMessage(ctx context.Context, msg jetstream.Msg) {
 // or permanent failure is dead-lettered, a retry naks with the handler's
 // delay or the backoff, past MaxDeliver it is dead-lettered.
 func (s *Subscriber) settleFailure(ctx context.Context, msg jetstream.Msg, ev Event, err error, span *processSpan, log *slog.Logger) {
-	var unsettled *unsettledError
-	if errors.As(err, &unsettled) {
+	if unsettled, ok := errors.AsType[*unsettledError](err); ok {
 		// The handler was not called: not a failed attempt.
 		s.m.countCrashLoop()
 		log.Error("earlier handler calls for this event never returned; dead-lettering it without calling the handler", "unfinished_calls", unsettled.unfinished)

@@ -471,8 +471,7 @@ func (s *Subscriber) ensureConsumer(ctx context.Context) (jetstream.Consumer, er
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && apiErr.ErrorCode != jetstream.JSErrCodeStreamNotFound {
+		if apiErr, ok := errors.AsType[*jetstream.APIError](err); ok && apiErr.ErrorCode != jetstream.JSErrCodeStreamNotFound {
 			return nil, fmt.Errorf("subscriber %s: create consumer on stream %s: %w", s.cfg.Name, s.cfg.Stream, err)
 		}
 		if errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, jetstream.ErrConnectionClosed) {
