@@ -68,8 +68,7 @@ func CreateDatabase(ctx context.Context, url string) (bool, error) {
 		return false, nil
 	}
 	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42P04" { // created meanwhile
+	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == "42P04" { // created meanwhile
 		return false, nil
 	}
 	if err != nil {

@@ -30,8 +30,7 @@ func newReadyGauge(reg prometheus.Registerer) *prometheus.GaugeVec {
 	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricReady,
 		Help: "1 while the destination consumes, 0 while it cannot start or stopped on an error (see /readyz)."}, []string{"destination"})
 	if err := reg.Register(g); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
+		if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
 			if existing, ok := are.ExistingCollector.(*prometheus.GaugeVec); ok {
 				return existing
 			}

@@ -201,8 +201,7 @@ func deadLetterTable(subscriber string) (string, error) {
 }
 
 func dlError(subscriber string, err error) error {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000") { // undefined_table, invalid_schema_name
+	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && (pgErr.Code == "42P01" || pgErr.Code == "3F000") { // undefined_table, invalid_schema_name
 		return fmt.Errorf("%w: %s (no dead-letter table)", ErrUnknownSubscriber, subscriber)
 	}
 	return fmt.Errorf("dead letters of %s: %w", subscriber, err)

@@ -381,8 +381,7 @@ func (s *Subscriber) processIn(ctx context.Context, tx pgx.Tx, ev Event, h Handl
 			return 0, fmt.Errorf("roll back stale event's writes: %w", err)
 		}
 	case herr != nil:
-		var pe *PanicError
-		if errors.As(herr, &pe) { // the library's own (inspectHandlerError)
+		if pe, ok := errors.AsType[*PanicError](herr); ok { // the library's own (inspectHandlerError)
 			s.m.countPanic()
 			s.log.Error("handler panicked", "subject", ev.Subject, "provider", ev.Provider, "event_id", ev.EventID, "attempt", ev.NumDelivered, "panic", pe.Value(), "stack", pe.Stack())
 		}
