@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -79,16 +80,14 @@ func ParseEntity(v string) (Entity, bool) {
 // header is damaged is still the event. Nil when there are none.
 func Entities(h nats.Header) []Entity {
 	values := h.Values(HeaderEntity)
-	if len(values) > maxEntityValues {
-		values = values[:maxEntityValues]
-	}
+	values = values[:min(len(values), maxEntityValues)]
 	var out []Entity
 	for _, v := range values {
 		if len(out) == MaxEntities {
 			break
 		}
 		e, ok := ParseEntity(v)
-		if ok && !containsEntity(out, e) {
+		if ok && !slices.Contains(out, e) {
 			out = append(out, e)
 		}
 	}
@@ -104,20 +103,11 @@ func AddEntities(h nats.Header, list []Entity) {
 		if len(written) == MaxEntities {
 			return
 		}
-		if ValidEntity(e) && !containsEntity(written, e) {
+		if ValidEntity(e) && !slices.Contains(written, e) {
 			written = append(written, e)
 			h.Add(HeaderEntity, FormatEntity(e.Kind, e.ID))
 		}
 	}
-}
-
-func containsEntity(list []Entity, e Entity) bool {
-	for _, x := range list {
-		if x == e {
-			return true
-		}
-	}
-	return false
 }
 
 // Entity returns the id of the first entity of kind ("customer"), or ""

@@ -3,6 +3,7 @@ package schema
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -110,7 +111,7 @@ func FuzzEntities(f *testing.F) {
 			t.Fatalf("%d entities", len(got))
 		}
 		for i, e := range got {
-			if !ValidEntity(e) || containsEntity(got[:i], e) {
+			if !ValidEntity(e) || slices.Contains(got[:i], e) {
 				t.Fatalf("bad or repeated entity %+v", e)
 			}
 			for j := 0; j < len(e.Kind); j++ {

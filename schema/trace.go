@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/nats-io/nats.go"
@@ -33,10 +34,5 @@ func (c HeaderCarrier) Set(key, value string) { nats.Header(c).Set(key, value) }
 
 // Keys returns the header names, sorted.
 func (c HeaderCarrier) Keys() []string {
-	keys := make([]string, 0, len(c))
-	for k := range c {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
+	return slices.Sorted(maps.Keys(c))
 }

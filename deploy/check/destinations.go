@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,10 +33,7 @@ func secretEnvs(data []byte) (map[string][]string, error) {
 	}
 	out := map[string][]string{}
 	for i, d := range f.Destinations {
-		name := d.Name
-		if name == "" {
-			name = fmt.Sprintf("#%d", i+1)
-		}
+		name := cmp.Or(d.Name, fmt.Sprintf("#%d", i+1))
 		var one string
 		var list []string
 		switch {

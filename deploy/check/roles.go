@@ -1,9 +1,9 @@
 package main
 
 import (
+	"maps"
 	"net/url"
 	"slices"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -92,12 +92,7 @@ func checkComposeRoles(p *problems, f *composeFile) {
 	if owner == "" || owner == runtime {
 		p.add("compose", "the migration's user %q must be the owner, distinct from the runtime role %q", owner, runtime)
 	}
-	names := make([]string, 0, len(f.Services))
-	for n := range f.Services {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(f.Services)) {
 		s := f.Services[name]
 		if binaryOf(s.Image) == "" {
 			continue

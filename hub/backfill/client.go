@@ -1,6 +1,7 @@
 package backfill
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,9 +55,7 @@ func CheckAPIURL(raw, variable string) error {
 // otherwise request /v1/v1/events). A mistake names the variable (and
 // never shows a password).
 func baseURL(raw, def, variable, appended string) (string, error) {
-	if raw == "" {
-		raw = def
-	}
+	raw = cmp.Or(raw, def)
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "", fmt.Errorf("%s must be an absolute https URL without credentials or query, e.g. %s: %w", variable, def, err)
@@ -77,10 +76,7 @@ func baseURL(raw, def, variable, appended string) (string, error) {
 // origin is a URL's scheme, host and port (the scheme's default when
 // absent), lowercased: what a redirect must keep.
 func origin(u *url.URL) string {
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
-	}
+	port := cmp.Or(u.Port(), map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)])
 	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(net.JoinHostPort(u.Hostname(), port))
 }
 

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -496,15 +497,9 @@ func (e *Engine) save(ctx context.Context, cp *hub.BackfillCheckpoint, pc Counts
 // (and the page has some): a newest-first listing has nothing more inside
 // the window.
 func pastWindow(page Page, since time.Time) bool {
-	if len(page.Events) == 0 {
-		return false
-	}
-	for _, ev := range page.Events {
-		if ev.OccurredAt.IsZero() || !ev.OccurredAt.Before(since) {
-			return false
-		}
-	}
-	return true
+	return len(page.Events) > 0 && !slices.ContainsFunc(page.Events, func(ev Event) bool {
+		return ev.OccurredAt.IsZero() || !ev.OccurredAt.Before(since)
+	})
 }
 
 // acquire takes the provider's checkpoint for the run: the unfinished run

@@ -2,6 +2,7 @@ package backfill
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -517,10 +518,7 @@ func (h githubRequestHeader) Get(name string) string {
 	case strings.EqualFold(name, provider.GitHubDeliveryHeader):
 		return h.d.GUID
 	case strings.EqualFold(name, provider.GitHubEventHeader):
-		if v := h.d.header(name); v != "" {
-			return v
-		}
-		return h.d.Event
+		return cmp.Or(h.d.header(name), h.d.Event)
 	}
 	return h.d.header(name)
 }

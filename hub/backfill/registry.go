@@ -1,6 +1,7 @@
 package backfill
 
 import (
+	"cmp"
 	"net/http"
 	"slices"
 	"strings"
@@ -84,10 +85,7 @@ type Names map[string]string
 
 // of returns the name of the setting key.
 func (n Names) of(key string) string {
-	if name := n[key]; name != "" {
-		return name
-	}
-	return key
+	return cmp.Or(n[key], key)
 }
 
 // Sources returns every registered source, one line each, in the order of
@@ -144,10 +142,7 @@ func Providers() []string {
 // Configured reports whether settings (by key) hold every credential of
 // the source.
 func (s SourceSpec) Configured(settings map[string]string) bool {
-	for _, set := range s.Settings {
-		if set.Credential && strings.TrimSpace(settings[set.Key]) == "" {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(s.Settings, func(set Setting) bool {
+		return set.Credential && strings.TrimSpace(settings[set.Key]) == ""
+	})
 }

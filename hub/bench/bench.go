@@ -176,9 +176,7 @@ type Ratios struct {
 
 // Run runs the benchmark.
 func Run(ctx context.Context, cfg Config) (Report, error) {
-	if cfg.Log == nil {
-		cfg.Log = io.Discard
-	}
+	cfg.Log = cmp.Or(cfg.Log, io.Discard)
 	sizes := cfg.Preload
 	if len(sizes) == 0 {
 		sizes = []int{0}
@@ -374,21 +372,21 @@ func roundRatios(cfg Config, runs []Result, perSize, i int) Ratios {
 	at := runs[i*perSize : (i+1)*perSize]
 	r := Ratios{PreloadRows: at[0].PreloadRows}
 	if cfg.Baseline {
-		r.VsUnbatched = ratio(at[0].PerSecond, at[1].PerSecond)
+		r.VsUnbatched = Ratio(at[0].PerSecond, at[1].PerSecond)
 	}
 	if cfg.Ceiling {
-		r.VsCeiling = ratio(at[0].PerSecond, at[len(at)-1].PerSecond)
+		r.VsCeiling = Ratio(at[0].PerSecond, at[len(at)-1].PerSecond)
 	}
 	if i > 0 {
-		r.ThroughputVsFirst = ratio(at[0].PerSecond, runs[0].PerSecond)
-		r.PostgresCPUVsFirst = ratio(at[0].PostgresCPUus, runs[0].PostgresCPUus)
+		r.ThroughputVsFirst = Ratio(at[0].PerSecond, runs[0].PerSecond)
+		r.PostgresCPUVsFirst = Ratio(at[0].PostgresCPUus, runs[0].PostgresCPUus)
 	}
 	return r
 }
 
-// ratio is a/b, or 0 when b is 0 (a run without a single 2xx): JSON has no
+// Ratio is a/b, or 0 when b is 0 (a run without a single 2xx): JSON has no
 // infinity.
-func ratio(a, b float64) float64 {
+func Ratio(a, b float64) float64 {
 	if b == 0 {
 		return 0
 	}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -156,9 +157,7 @@ const maxLatencyEvents = 1_000_000
 // events, a fixed-rate run for the latency, and the hub at a fixed ingest
 // rate without and with destinations.
 func Destinations(ctx context.Context, cfg DestinationsConfig) (rep DestinationsReport, err error) {
-	if cfg.Log == nil {
-		cfg.Log = io.Discard
-	}
+	cfg.Log = cmp.Or(cfg.Log, io.Discard)
 	if cfg.Concurrency <= 0 || cfg.Preload < 2 || len(cfg.DestinationsCommand) == 0 {
 		return DestinationsReport{}, errors.New("destinations bench: concurrency, a preload of at least 2 events and the destinations command are required")
 	}

@@ -15,7 +15,7 @@ func (rep *DestinationsReport) medianRound() {
 	for i := range order {
 		order[i] = i
 	}
-	roundRatio := func(i int) float64 { return ratio(rep.IngestRounds[i][1].P99ms, rep.IngestRounds[i][0].P99ms) }
+	roundRatio := func(i int) float64 { return Ratio(rep.IngestRounds[i][1].P99ms, rep.IngestRounds[i][0].P99ms) }
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(roundRatio(a), roundRatio(b)) })
 	m := order[(len(order)-1)/2]
 	rep.Ingest = slices.Clone(rep.IngestRounds[m])

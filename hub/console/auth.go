@@ -269,13 +269,6 @@ func (l *limiter) add(key string) {
 	w.n++
 }
 
-// keys is the number of keys tracked.
-func (l *limiter) keys() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.m)
-}
-
 // fingerprint names a token in logs: the first 8 hex digits of its
 // SHA-256.
 func fingerprint(token string) string {

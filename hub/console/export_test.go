@@ -6,3 +6,10 @@ package console
 func SetMaxSessions(cn *Console, n int) {
 	cn.maxSessions = n
 }
+
+// keys is the number of keys tracked.
+func (l *limiter) keys() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.m)
+}

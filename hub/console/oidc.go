@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -148,9 +149,7 @@ type oidcClient struct {
 }
 
 func newOIDCClient(cfg OIDCConfig, now func() time.Time, log *slog.Logger) *oidcClient {
-	if cfg.GroupsClaim == "" {
-		cfg.GroupsClaim = "groups"
-	}
+	cfg.GroupsClaim = cmp.Or(cfg.GroupsClaim, "groups")
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second}
 	}

@@ -230,9 +230,7 @@ func (cn *Console) events(c *fiber.Ctx, s *session) error {
 		return cn.eventsError(c, s, v, err)
 	}
 	more := len(rows) > limit || (f.Limit == limit && len(rows) == limit)
-	if len(rows) > limit {
-		rows = rows[:limit]
-	}
+	rows = rows[:min(len(rows), limit)]
 	v.Rows = rows
 	if more && len(rows) > 0 {
 		next := in.Values()

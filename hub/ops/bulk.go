@@ -166,24 +166,18 @@ func (req *BulkRequest) check(now time.Time) error {
 	if _, err := f.checkWhere(now); err != nil {
 		return err
 	}
-	if req.Rate == 0 {
-		req.Rate = DefaultBulkRate
-	}
+	req.Rate = cmp.Or(req.Rate, DefaultBulkRate)
 	if req.Rate < MinReplayRate || req.Rate > MaxBulkRate || req.Rate != req.Rate {
 		return inputErr("rate", "must be within %g..%g events a second (0: %g), got %g", MinReplayRate, MaxBulkRate, DefaultBulkRate, req.Rate)
 	}
-	if req.Wait == 0 {
-		req.Wait = DefaultReplayWait
-	}
+	req.Wait = cmp.Or(req.Wait, DefaultReplayWait)
 	if req.Wait < MinReplayWait || req.Wait > MaxReplayWait {
 		return inputErr("wait", "must be within %s..%s, got %s", MinReplayWait, MaxReplayWait, req.Wait)
 	}
 	if req.Sample < 0 || req.Sample > MaxBulkSample {
 		return inputErr("sample", "must be within 0..%d, got %d", MaxBulkSample, req.Sample)
 	}
-	if req.Sample == 0 {
-		req.Sample = DefaultBulkSample
-	}
+	req.Sample = cmp.Or(req.Sample, DefaultBulkSample)
 	return nil
 }
 

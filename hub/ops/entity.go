@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -63,9 +64,7 @@ func (o *Ops) EntityTimeline(ctx context.Context, q TimelineQuery) (Timeline, er
 	if err := CheckEntity(q.Entity); err != nil {
 		return Timeline{}, err
 	}
-	if q.Limit == 0 {
-		q.Limit = DefaultTimelineLimit
-	}
+	q.Limit = cmp.Or(q.Limit, DefaultTimelineLimit)
 	if q.Limit < 1 || q.Limit > MaxTimelineLimit {
 		return Timeline{}, inputErr("limit", "must be within 1..%d, got %d", MaxTimelineLimit, q.Limit)
 	}

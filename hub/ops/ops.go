@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -268,10 +269,7 @@ func (o *Ops) checkSubscriber(ctx context.Context, name string) error {
 		return err
 	}
 	if !slices.Contains(names, name) {
-		known := strings.Join(names, ", ")
-		if known == "" {
-			known = "none yet: a subscriber creates its tables when it first runs"
-		}
+		known := cmp.Or(strings.Join(names, ", "), "none yet: a subscriber creates its tables when it first runs")
 		return fmt.Errorf("%w %s (known: %s)", ErrUnknownSubscriber, quote(name), known)
 	}
 	return nil

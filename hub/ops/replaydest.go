@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"time"
 
@@ -40,10 +41,7 @@ func (o *Ops) isDestination(ctx context.Context, sub string) (bool, error) {
 // again since began: an attempt of theirs delivered since then (its
 // attempts table), in look-ups of deststate.MaxLastAttemptsKeys.
 func (o *Ops) resent(ctx context.Context, dest string, before map[subscriber.EventKey]bool, began time.Time) (int, error) {
-	ks := make([]subscriber.EventKey, 0, len(before))
-	for k := range before {
-		ks = append(ks, k)
-	}
+	ks := slices.Collect(maps.Keys(before))
 	n := 0
 	for chunk := range slices.Chunk(ks, deststate.MaxLastAttemptsKeys) {
 		last, err := deststate.LastAttempts(ctx, o.subs, dest, chunk)

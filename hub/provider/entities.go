@@ -3,6 +3,7 @@ package provider
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/hookhub/hookhub/hub"
@@ -31,7 +32,7 @@ import (
 func CleanEntities(list []hub.Entity) []hub.Entity {
 	clean := true
 	for i, e := range list {
-		if i >= hub.MaxEntities || !validEntity(e.Kind, e.ID) || containsEntity(list[:i], e) {
+		if i >= hub.MaxEntities || !validEntity(e.Kind, e.ID) || slices.Contains(list[:i], e) {
 			clean = false
 			break
 		}
@@ -53,22 +54,13 @@ func CleanEntities(list []hub.Entity) []hub.Entity {
 // (see CleanEntities) and dst has room; otherwise it returns dst as is.
 func addEntity(dst []hub.Entity, kind, id string) []hub.Entity {
 	e := hub.Entity{Kind: kind, ID: id}
-	if len(dst) >= hub.MaxEntities || !validEntity(kind, id) || containsEntity(dst, e) {
+	if len(dst) >= hub.MaxEntities || !validEntity(kind, id) || slices.Contains(dst, e) {
 		return dst
 	}
 	if dst == nil {
 		dst = make([]hub.Entity, 0, 4)
 	}
 	return append(dst, e)
-}
-
-func containsEntity(list []hub.Entity, e hub.Entity) bool {
-	for _, x := range list {
-		if x == e {
-			return true
-		}
-	}
-	return false
 }
 
 // validEntity reports whether kind is [a-z_]{1,32} and id passes the
@@ -173,13 +165,4 @@ func jsonDigits(raw []byte) (string, bool) {
 		}
 	}
 	return string(raw), true
-}
-
-// jsonID returns raw as an id: a string (jsonString), or the digits of a
-// plain integer (jsonDigits).
-func jsonID(raw []byte) (string, bool) {
-	if len(raw) > 0 && raw[0] == '"' {
-		return jsonString(raw)
-	}
-	return jsonDigits(raw)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/provider/samples"
+	"github.com/hookhub/hookhub/internal/jsontext"
 )
 
 // entityKindRE is the rule on an entity's kind, written independently of
@@ -356,8 +357,8 @@ func FuzzSkipFast(f *testing.F) {
 		if !json.Valid(data) {
 			return
 		}
-		i := skipSpace(data, 0)
-		want, _ := skipValue(data, i, 1)
+		i := jsontext.SkipSpace(data, 0)
+		want, _ := jsontext.SkipValue(data, i, 1)
 		if end, ok := skipFast(data, i); !ok || end != want {
 			t.Fatalf("skipFast = %d, %v; skipValue = %d on %q", end, ok, want, data)
 		}

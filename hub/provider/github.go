@@ -199,12 +199,6 @@ func githubAction(payload []byte) (string, error) {
 // githubSigPrefix starts an X-Hub-Signature-256 value.
 const githubSigPrefix = "sha256="
 
-// parseGitHubSignature decodes an X-Hub-Signature-256 value, exactly
-// "sha256=" and 64 hex digits (either case), into dst.
-func parseGitHubSignature(dst *[macSize]byte, header string) bool {
-	return (&bodyHMAC{hexPrefix: githubSigPrefix}).decode(dst, header)
-}
-
 // githubPayload returns the JSON of a GitHub body: the body itself, or the
 // payload field of a form-encoded body (one whose first non-space byte is
 // not '{').

@@ -20,11 +20,11 @@ type objectScanner struct {
 
 // open reads the object's '{' (and a '}' right after: closed).
 func (s *objectScanner) open() bool {
-	i := skipSpace(s.data, 0)
+	i := jsontext.SkipSpace(s.data, 0)
 	if i == len(s.data) || s.data[i] != '{' {
 		return false
 	}
-	s.i = skipSpace(s.data, i+1)
+	s.i = jsontext.SkipSpace(s.data, i+1)
 	if s.i < len(s.data) && s.data[s.i] == '}' {
 		s.i, s.closed = s.i+1, true
 	}
@@ -39,7 +39,7 @@ func (s *objectScanner) name() (key []byte, plain, ok bool) {
 		return nil, false, false
 	}
 	if s.strict {
-		end, plain, ok = scanString(d, s.i)
+		end, plain, ok = jsontext.ScanString(d, s.i)
 	} else {
 		end, ok = skipStringFast(d, s.i)
 	}
@@ -47,11 +47,11 @@ func (s *objectScanner) name() (key []byte, plain, ok bool) {
 		return nil, false, false
 	}
 	key = d[s.i+1 : end-1]
-	i := skipSpace(d, end)
+	i := jsontext.SkipSpace(d, end)
 	if i == len(d) || d[i] != ':' {
 		return nil, false, false
 	}
-	s.i = skipSpace(d, i+1)
+	s.i = jsontext.SkipSpace(d, i+1)
 	return key, plain, true
 }
 
@@ -59,7 +59,7 @@ func (s *objectScanner) name() (key []byte, plain, ok bool) {
 func (s *objectScanner) value() ([]byte, bool) {
 	start, end, ok := s.i, 0, false
 	if s.strict {
-		end, ok = skipValue(s.data, start, 1)
+		end, ok = jsontext.SkipValue(s.data, start, 1)
 	} else {
 		end, ok = skipFast(s.data, start)
 	}
@@ -72,12 +72,12 @@ func (s *objectScanner) value() ([]byte, bool) {
 
 // next reads the ',' or the '}' (closed) after a value.
 func (s *objectScanner) next() bool {
-	i := skipSpace(s.data, s.i)
+	i := jsontext.SkipSpace(s.data, s.i)
 	switch {
 	case i == len(s.data):
 		return false
 	case s.data[i] == ',':
-		s.i = skipSpace(s.data, i+1)
+		s.i = jsontext.SkipSpace(s.data, i+1)
 	case s.data[i] == '}':
 		s.i, s.closed = i+1, true
 	default:
@@ -131,7 +131,7 @@ func topLevelMembers(data []byte, names []string, raw [][]byte) bool {
 			return false
 		}
 	}
-	return skipSpace(data, s.i) == len(data)
+	return jsontext.SkipSpace(data, s.i) == len(data)
 }
 
 // jsonMembers reads the members named names of the JSON object starting
@@ -275,15 +275,6 @@ func equalFoldASCII(b []byte, s string) bool {
 	}
 	return true
 }
-
-// The grammar is internal/jsontext's, the one JSON scanner.
-func skipSpace(data []byte, i int) int { return jsontext.SkipSpace(data, i) }
-
-func skipValue(data []byte, i, depth int) (int, bool) { return jsontext.SkipValue(data, i, depth) }
-
-func scanString(data []byte, i int) (end int, plain, ok bool) { return jsontext.ScanString(data, i) }
-
-const maxJSONDepth = jsontext.MaxDepth
 
 // jsonValue trims what follows a value that jsonMember or jsonPath
 // returned: the value alone, or nil when it is not JSON.

@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"github.com/hookhub/hookhub/hub/provider/samples"
+	"github.com/hookhub/hookhub/internal/jsontext"
 )
 
 // validJSON is topLevelMembers' validator on its own: data is one JSON
 // value and nothing else but whitespace.
 func validJSON(data []byte) bool {
-	end, ok := skipValue(data, skipSpace(data, 0), 0)
-	return ok && skipSpace(data, end) == len(data)
+	end, ok := jsontext.SkipValue(data, jsontext.SkipSpace(data, 0), 0)
+	return ok && jsontext.SkipSpace(data, end) == len(data)
 }
 
 func TestTopLevelMembers(t *testing.T) {
@@ -30,8 +31,8 @@ func TestTopLevelMembers(t *testing.T) {
 		{"empty object", `{}`, true, []string{"", ""}},
 		{"other members skipped", `{"data":{"x":[1,-2.5e+3,true,false,null,{"y":"\u00e9\n"}]},"event_id":null}`, true, []string{`null`, ""}},
 		{"non-string value kept raw", `{"event_id":12,"event_type":{"a":[]}}`, true, []string{`12`, `{"a":[]}`}},
-		{"nesting at the limit", deep(maxJSONDepth), true, []string{"", ""}},
-		{"nesting past the limit", deep(maxJSONDepth + 1), false, nil},
+		{"nesting at the limit", deep(jsontext.MaxDepth), true, []string{"", ""}},
+		{"nesting past the limit", deep(jsontext.MaxDepth + 1), false, nil},
 		{"wanted name twice", `{"event_id":"a","event_id":"b"}`, false, nil},
 		{"wanted name in another case", `{"Event_ID":"a"}`, false, nil},
 		{"escaped member name", `{"event\u005fid":"a"}`, false, nil},

@@ -58,15 +58,6 @@ var paddleLayout = newTimedHeader(PaddleSignatureHeader, ";", ':', "ts", "h1")
 // ErrTimestamp.
 func (p *Paddle) Verify(r Request) (Event, error) { return p.verify(r, parsePaddleBody) }
 
-// parsePaddleSignature parses a Paddle-Signature header value:
-// ';'-separated key=value parts (timedHeader.parse). It returns the ts
-// value exactly as written and every well-formed h1 decoded, appended to
-// dst; unknown keys and malformed h1 entries are skipped.
-func parsePaddleSignature(header string, dst [][macSize]byte) (ts string, sigs [][macSize]byte, err error) {
-	ts, _, sigs, err = paddleLayout.parse(header, dst)
-	return ts, sigs, err
-}
-
 // paddleBody is the part of a Paddle notification the hub reads.
 type paddleBody struct {
 	EventID    string         `json:"event_id"`

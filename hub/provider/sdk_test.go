@@ -2,6 +2,7 @@ package provider
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -157,9 +158,9 @@ func TestOfficialSDKs(t *testing.T) {
 		}
 		// Each header spelling and mix: the hub's verdict is the svix
 		// library's, for both of the hub's Svix-scheme providers.
-		id := firstNonEmpty(d.Header.Get("svix-id"), d.Header.Get("webhook-id"))
-		ts := firstNonEmpty(d.Header.Get("svix-timestamp"), d.Header.Get("webhook-timestamp"))
-		sig := firstNonEmpty(d.Header.Get("svix-signature"), d.Header.Get("webhook-signature"))
+		id := cmp.Or(d.Header.Get("svix-id"), d.Header.Get("webhook-id"))
+		ts := cmp.Or(d.Header.Get("svix-timestamp"), d.Header.Get("webhook-timestamp"))
+		sig := cmp.Or(d.Header.Get("svix-signature"), d.Header.Get("webhook-signature"))
 		wrongSig := "v1," + strings.Repeat("A", 43) + "="
 		for _, v := range []struct {
 			name    string
@@ -232,7 +233,7 @@ func TestOfficialSDKs(t *testing.T) {
 		add(sdkCase{ID: "twilio validates the hub's signature: " + form.name, SDK: "twilio", Op: "verify",
 			Secret: twilioSecret, Body: form.body, Headers: lowerHeaders(h), URL: testPublicURL + target, JSON: isJSON, check: sdkAccepts})
 		for _, alg := range []string{"", "HMAC_SHA256"} {
-			add(sdkCase{ID: "twilio signs (" + firstNonEmpty(alg, "HMAC_SHA1") + "), the hub verifies: " + form.name, SDK: "twilio", Op: "sign",
+			add(sdkCase{ID: "twilio signs (" + cmp.Or(alg, "HMAC_SHA1") + "), the hub verifies: " + form.name, SDK: "twilio", Op: "sign",
 				Secret: twilioSecret, Body: form.body, URL: testPublicURL + target, JSON: isJSON, Algorithm: alg,
 				check: func(t *testing.T, r sdkResult) {
 					sdkAccepts(t, r)

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"cmp"
 	"encoding/base64"
 	"errors"
 	"net/http"
@@ -73,10 +74,7 @@ var (
 // shopifyGet returns the classic X-Shopify-<name> header, or else the
 // unprefixed shopify-<name> one.
 func shopifyGet(h Header, classic, unprefixed string) string {
-	if v := h.Get(classic); v != "" {
-		return v
-	}
-	return h.Get(unprefixed)
+	return cmp.Or(h.Get(classic), h.Get(unprefixed))
 }
 
 // Verify authenticates a Shopify delivery and returns its event.
@@ -155,13 +153,6 @@ func shopifyGID(kind string, gid, id []byte) string {
 	b = append(b, '/')
 	b = append(b, n...)
 	return string(b)
-}
-
-// parseShopifyHmac decodes an X-Shopify-Hmac-Sha256 value, the canonical
-// padded standard base64 of 32 bytes, into dst. Hex, URL-safe or unpadded
-// encodings fail.
-func parseShopifyHmac(dst *[macSize]byte, header string) bool {
-	return decodeB64MAC(dst, header)
 }
 
 // shopifyTopic maps a hub event type to a Shopify topic: "orders.create"

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"time"
@@ -64,10 +65,7 @@ var (
 // valid base64 or decodes to an empty key (the error names the secret's
 // index, never its value), or the tolerance is negative.
 func NewStandardWebhooks(secrets []string, o Options) (*StandardWebhooks, error) {
-	name := o.Name
-	if name == "" {
-		name = StandardWebhooksName
-	}
+	name := cmp.Or(o.Name, StandardWebhooksName)
 	if !ValidName(name) {
 		return nil, fmt.Errorf("standard webhooks: invalid provider name %q: want 1 to 32 of [a-z0-9_-], starting with a letter or digit", name)
 	}

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -58,7 +59,7 @@ func TestStandardWebhooksVerify(t *testing.T) {
 			require.Equal(t, Event{
 				ID:         standardMsgID,
 				Type:       "contact.created",
-				Signature:  firstNonEmpty(tt.header.Get("svix-signature"), tt.header.Get("webhook-signature")),
+				Signature:  cmp.Or(tt.header.Get("svix-signature"), tt.header.Get("webhook-signature")),
 				SignedAt:   signedAt,
 				OccurredAt: time.Date(2022, 11, 3, 20, 26, 10, 344522000, time.UTC),
 			}, ev)

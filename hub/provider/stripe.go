@@ -81,15 +81,6 @@ func canonicalStripeT(header string, unix int64) string {
 	return string(pat[2:])
 }
 
-// parseStripeSignature parses a Stripe-Signature header value:
-// ','-separated key=value pairs (timedHeader.parse). It returns t and
-// every well-formed v1 decoded, appended to dst; v0, unknown keys and
-// malformed v1 entries are skipped.
-func parseStripeSignature(header string, dst [][macSize]byte) (unix int64, sigs [][macSize]byte, err error) {
-	_, unix, sigs, err = stripeLayout.parse(header, dst)
-	return unix, sigs, err
-}
-
 // stripeBody is the part of a Stripe event the hub reads.
 type stripeBody struct {
 	ID      string        `json:"id"`

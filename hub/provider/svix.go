@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"cmp"
 	"encoding/base64"
 	"fmt"
 	"net/http"
@@ -66,10 +67,7 @@ var (
 // firstSvixHeader returns the value of the first of names present (non-empty)
 // in h.
 func firstSvixHeader(h Header, names [2]string) string {
-	if v := h.Get(names[0]); v != "" {
-		return v
-	}
-	return h.Get(names[1])
+	return cmp.Or(h.Get(names[0]), h.Get(names[1]))
 }
 
 // Static errors of the Svix scheme, naming both spellings.

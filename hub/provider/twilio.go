@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"cmp"
 	"crypto/hmac"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -511,8 +512,8 @@ func twilioEvent(h Header, typ string, form url.Values) (Event, error) {
 	sid, status, kind := "", "", ""
 	switch {
 	case form.Get("MessageSid") != "" || form.Get("SmsSid") != "":
-		sid, kind = firstNonEmpty(form.Get("MessageSid"), form.Get("SmsSid")), "message"
-		status = firstNonEmpty(form.Get("MessageStatus"), form.Get("SmsStatus"))
+		sid, kind = cmp.Or(form.Get("MessageSid"), form.Get("SmsSid")), "message"
+		status = cmp.Or(form.Get("MessageStatus"), form.Get("SmsStatus"))
 	case form.Get("CallSid") != "":
 		sid, kind, status = form.Get("CallSid"), "call", form.Get("CallStatus")
 	}
@@ -565,16 +566,8 @@ func twilioEvent(h Header, typ string, form url.Values) (Event, error) {
 // authenticated claim.
 func twilioEntities(form url.Values) []hub.Entity {
 	var out []hub.Entity
-	out = addEntity(out, "message", firstNonEmpty(form.Get("MessageSid"), form.Get("SmsSid")))
+	out = addEntity(out, "message", cmp.Or(form.Get("MessageSid"), form.Get("SmsSid")))
 	return addEntity(out, "call", form.Get("CallSid"))
-}
-
-// firstNonEmpty returns the first of a and b that is not empty.
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // PayloadJSON returns the JSON view of a body Verify accepted, for

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"cmp"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -36,11 +37,7 @@ func twilioFirstNameOK(form url.Values) bool {
 // twilio-python agrees but for that order (it sorts by code point);
 // twilio-go signs only the first value, which would let unsigned values in.
 func appendTwilioParams(dst []byte, form url.Values) []byte {
-	names := make([]string, 0, len(form))
-	for name := range form {
-		names = append(names, name)
-	}
-	slices.SortFunc(names, compareUTF16)
+	names := slices.SortedFunc(maps.Keys(form), compareUTF16)
 	for _, name := range names {
 		values := form[name]
 		if len(values) > 1 {

@@ -198,8 +198,7 @@ func decodeBody[B any, P interface {
 // jsonPayloadError turns a json.Unmarshal error into an ErrPayload with a
 // precise message.
 func jsonPayloadError(err error) error {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
 		if te.Field == "" {
 			return fmt.Errorf("%w: body is a JSON %s, not an object", ErrPayload, te.Value)
 		}

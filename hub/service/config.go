@@ -155,6 +155,13 @@ func (p *problems) add(name, format string, args ...any) {
 	*p = append(*p, fmt.Errorf("%s_%s %s", EnvPrefix, name, fmt.Sprintf(format, args...)))
 }
 
+// between records a mistake of HUB_<name> unless lo <= v <= hi.
+func (p *problems) between(name string, v, lo, hi int) {
+	if v < lo || v > hi {
+		p.add(name, "must be between %d and %d, got %d", lo, hi, v)
+	}
+}
+
 // Validate checks the configuration, group by group and then across
 // groups, and names the variable at fault.
 func (c *Config) Validate() error {
@@ -190,9 +197,7 @@ func (c *StreamConfig) validate(p *problems) {
 	if !schema.ValidStreamName(c.Stream) {
 		p.add("STREAM", "must be a JetStream stream name without spaces, '.', '*', '>', '/' or '\\', got %q", c.Stream)
 	}
-	if c.StreamReplicas < 1 || c.StreamReplicas > 5 {
-		p.add("STREAM_REPLICAS", "must be between 1 and 5, got %d", c.StreamReplicas)
-	}
+	p.between("STREAM_REPLICAS", c.StreamReplicas, 1, 5)
 	if c.StreamMaxAge < 0 || (c.StreamMaxAge > 0 && c.StreamMaxAge < c.DuplicateWindow) {
 		p.add("STREAM_MAX_AGE", "must be 0 (no limit) or at least HUB_DUPLICATE_WINDOW (%s), got %s", c.DuplicateWindow, c.StreamMaxAge)
 	}
@@ -249,12 +254,8 @@ func (c *IngestConfig) validate(p *problems) {
 	if c.MaxBodyBytes < 1024 {
 		p.add("MAX_BODY_BYTES", "must be at least 1024, got %d", c.MaxBodyBytes)
 	}
-	if c.MaxInflight < 1 || c.MaxInflight > 100000 {
-		p.add("MAX_INFLIGHT", "must be between 1 and 100000, got %d", c.MaxInflight)
-	}
-	if c.MaxConns < 16 || c.MaxConns > 1000000 {
-		p.add("MAX_CONNS", "must be between 16 and 1000000, got %d", c.MaxConns)
-	}
+	p.between("MAX_INFLIGHT", c.MaxInflight, 1, 100000)
+	p.between("MAX_CONNS", c.MaxConns, 16, 1000000)
 	if c.ShutdownTimeout <= 0 {
 		p.add("SHUTDOWN_TIMEOUT", "must be positive, got %s", c.ShutdownTimeout)
 	}
@@ -264,21 +265,13 @@ func (c *IngestConfig) validate(p *problems) {
 }
 
 func (c *BatchConfig) validate(p *problems) {
-	if c.BatchMax < 1 || c.BatchMax > 10000 {
-		p.add("BATCH_MAX", "must be between 1 and 10000, got %d", c.BatchMax)
-	}
-	if c.BatchCommitters < 1 || c.BatchCommitters > 64 {
-		p.add("BATCH_COMMITTERS", "must be between 1 and 64, got %d", c.BatchCommitters)
-	}
+	p.between("BATCH_MAX", c.BatchMax, 1, 10000)
+	p.between("BATCH_COMMITTERS", c.BatchCommitters, 1, 64)
 }
 
 func (c *RelayConfig) validate(p *problems) {
-	if c.RelayWorkers < 1 || c.RelayWorkers > 64 {
-		p.add("RELAY_WORKERS", "must be between 1 and 64, got %d", c.RelayWorkers)
-	}
-	if c.RelayBatchSize < 1 || c.RelayBatchSize > 10000 {
-		p.add("RELAY_BATCH_SIZE", "must be between 1 and 10000, got %d", c.RelayBatchSize)
-	}
+	p.between("RELAY_WORKERS", c.RelayWorkers, 1, 64)
+	p.between("RELAY_BATCH_SIZE", c.RelayBatchSize, 1, 10000)
 }
 
 func (c *BackfillConfig) validate(p *problems) {
@@ -351,15 +344,9 @@ func (c *AdminConfig) validate(p *problems) {
 		}
 	}
 	c.validateOIDC(p)
-	if c.AdminMaxConns < 16 || c.AdminMaxConns > 100000 {
-		p.add("ADMIN_MAX_CONNS", "must be between 16 and 100000, got %d", c.AdminMaxConns)
-	}
-	if c.ReadMaxAtOnce < 1 || c.ReadMaxAtOnce > 64 {
-		p.add("READ_MAX_AT_ONCE", "must be between 1 and 64, got %d", c.ReadMaxAtOnce)
-	}
-	if c.ReadRowsPerSecond < 1000 || c.ReadRowsPerSecond > 10_000_000 {
-		p.add("READ_ROWS_PER_SECOND", "must be between 1000 and 10000000, got %d", c.ReadRowsPerSecond)
-	}
+	p.between("ADMIN_MAX_CONNS", c.AdminMaxConns, 16, 100000)
+	p.between("READ_MAX_AT_ONCE", c.ReadMaxAtOnce, 1, 64)
+	p.between("READ_ROWS_PER_SECOND", c.ReadRowsPerSecond, 1000, 10_000_000)
 }
 
 func (c *AdminConfig) validateOIDC(p *problems) {

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,9 +25,7 @@ func (c *Config) WithDevSecrets() []string {
 			filled = append(filled, spec.Name)
 		}
 	}
-	if c.PublicURL == "" {
-		c.PublicURL = "http://" + DisplayAddr(c.HTTPAddr)
-	}
+	c.PublicURL = cmp.Or(c.PublicURL, "http://"+DisplayAddr(c.HTTPAddr))
 	slices.Sort(filled)
 	return filled
 }
@@ -69,8 +68,7 @@ func CreateDatabase(ctx context.Context, url string) (bool, error) {
 		return false, nil
 	}
 	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42P04" { // created meanwhile
+	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == "42P04" { // created meanwhile
 		return false, nil
 	}
 	if err != nil {

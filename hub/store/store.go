@@ -317,10 +317,7 @@ func textSafe(b []byte) bool {
 // changes a delivery's bytes once read, and pgx only reads the string
 // while it encodes the statement.
 func bytesString(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(&b[0], len(b))
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // cleanText makes s storable in a text column: valid UTF-8 without NUL.

@@ -8,6 +8,7 @@
 package natsembed
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -52,15 +53,9 @@ func Start(o Options) (*Server, error) {
 	if o.StoreDir == "" {
 		return nil, errors.New("natsembed: StoreDir is required")
 	}
-	if o.Host == "" {
-		o.Host = "127.0.0.1"
-	}
-	if o.ServerName == "" {
-		o.ServerName = "hookhub-embedded"
-	}
-	if o.MaxStore == 0 {
-		o.MaxStore = 1 << 30
-	}
+	o.Host = cmp.Or(o.Host, "127.0.0.1")
+	o.ServerName = cmp.Or(o.ServerName, "hookhub-embedded")
+	o.MaxStore = cmp.Or(o.MaxStore, 1<<30)
 	port := o.Port
 	if port == 0 {
 		port = DefaultPort

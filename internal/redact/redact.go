@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -96,12 +97,7 @@ func text(s string, secrets []string, escaped []*regexp.Regexp) string {
 
 // containsAny reports whether s contains one of words.
 func containsAny(s string, words ...string) bool {
-	for _, w := range words {
-		if strings.Contains(s, w) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(words, func(w string) bool { return strings.Contains(s, w) })
 }
 
 // jsonEscaped matches sec as a JSON string may spell it: any of its ASCII

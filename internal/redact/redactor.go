@@ -54,14 +54,6 @@ func NewRedactor(secrets ...string) *Redactor {
 	return &Redactor{secrets: keep, escaped: escaped}
 }
 
-// With returns a Redactor hiding r's secrets and more.
-func (r *Redactor) With(more ...string) *Redactor {
-	if r == nil {
-		return NewRedactor(more...)
-	}
-	return NewRedactor(append(slices.Clone(r.secrets), more...)...)
-}
-
 // Text returns s with r's secrets, what Text hides, signatures and the
 // tokens of URLs (URL) replaced.
 func (r *Redactor) Text(s string) string {

@@ -70,12 +70,6 @@ func (t *TerminalWriter) Flush() error {
 	return err
 }
 
-// TerminalText returns s escaped as Terminal writes it.
-func TerminalText(s string) string {
-	out, _ := AppendTerminal(nil, []byte(s), true)
-	return string(out)
-}
-
 // AppendTerminal appends p escaped (see Terminal) to dst. Unless final,
 // an incomplete rune at the end of p is not appended but returned as
 // rest, for the next call.

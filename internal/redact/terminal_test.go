@@ -88,3 +88,9 @@ func FuzzTerminal(f *testing.F) {
 		}
 	})
 }
+
+// TerminalText returns s escaped as Terminal writes it.
+func TerminalText(s string) string {
+	out, _ := AppendTerminal(nil, []byte(s), true)
+	return string(out)
+}

@@ -10,6 +10,7 @@
 package credits
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -52,9 +53,7 @@ func Register(sub *subscriber.Subscriber, opts Options) error {
 	if sub.Name() != Name {
 		return fmt.Errorf("credits: the subscriber must be named %q (its tables live in that schema), got %q", Name, sub.Name())
 	}
-	if opts.DefaultGrant == 0 {
-		opts.DefaultGrant = DefaultGrant
-	}
+	opts.DefaultGrant = cmp.Or(opts.DefaultGrant, DefaultGrant)
 	if opts.DefaultGrant < 0 {
 		return fmt.Errorf("credits: negative default grant %d", opts.DefaultGrant)
 	}

@@ -1,6 +1,7 @@
 package destination
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
@@ -529,9 +530,7 @@ func validateHeaders(h map[string]string, bad func(field, format string, args ..
 		case lower[l] != "":
 			bad(field, "is also written as %s: header names are case-insensitive", quote(lower[l]))
 		}
-		if lower[l] == "" {
-			lower[l] = name
-		}
+		lower[l] = cmp.Or(lower[l], name)
 		if !validHeaderValue(value) {
 			// The value is never quoted: it may be a credential.
 			bad(field, "the value holds a control character (CR, LF, NUL, ...)")

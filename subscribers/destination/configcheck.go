@@ -1,11 +1,13 @@
 package destination
 
 import (
+	"cmp"
 	"encoding/base64"
 	"fmt"
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -97,9 +99,7 @@ func validateMore(s Spec, d *Destination, bad func(field, format string, args ..
 	if _, err := ParseStart(s.Start); err != nil {
 		bad("start", "%v", err)
 	}
-	if d.Start == "" {
-		d.Start = DefaultStart
-	}
+	d.Start = cmp.Or(d.Start, DefaultStart)
 	if s.AllowLinkLocal {
 		return
 	}
@@ -155,15 +155,7 @@ var metadataAddrs = []netip.Addr{
 // allow_link_local: true.
 func Forbidden(ip netip.Addr) bool {
 	ip = ip.Unmap()
-	if ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() {
-		return true
-	}
-	for _, m := range metadataAddrs {
-		if ip == m {
-			return true
-		}
-	}
-	return false
+	return ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || slices.Contains(metadataAddrs, ip)
 }
 
 // ErrForbiddenAddress is wrapped by an attempt's error when the URL's

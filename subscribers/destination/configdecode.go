@@ -90,8 +90,7 @@ func decodeFile(data []byte) (specs []Spec, bad map[int]map[string]bool, errs []
 		if len(es) > 0 {
 			bad[i] = map[string]bool{}
 			for _, e := range es {
-				var fe *FieldError
-				if errors.As(e, &fe) {
+				if fe, ok := errors.AsType[*FieldError](e); ok {
 					bad[i][fe.Field] = true
 				}
 			}

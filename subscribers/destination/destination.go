@@ -126,15 +126,11 @@ func New(d Destination, o Options) (*Runner, error) {
 	if o.Metrics == nil {
 		return nil, errors.New("destination: Options.Metrics is required")
 	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o.Logger = cmp.Or(o.Logger, slog.Default())
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.AttemptRetention == 0 {
-		o.AttemptRetention = DefaultAttemptRetention
-	}
+	o.AttemptRetention = cmp.Or(o.AttemptRetention, DefaultAttemptRetention)
 	if o.AttemptRetention < time.Duration(d.RetryFor) {
 		return nil, fmt.Errorf("destination %s: the attempt retention (%s) is shorter than retry_for (%s): the first attempt would be forgotten before the horizon", d.Name, o.AttemptRetention, time.Duration(d.RetryFor))
 	}
@@ -472,10 +468,7 @@ func (r *Runner) watchState(ctx context.Context) error {
 
 // watchBacklog keeps the backlog gauge and the circuit gauge current.
 func (r *Runner) watchBacklog(ctx context.Context) error {
-	stream := r.o.Stream
-	if stream == "" {
-		stream = subscriber.DefaultStream
-	}
+	stream := cmp.Or(r.o.Stream, subscriber.DefaultStream)
 	for {
 		r.o.Metrics.SetCircuitOpen(r.d.Name, r.circuit.State() != CircuitClosed)
 		ictx, cancel := context.WithTimeout(ctx, BacklogPollInterval)

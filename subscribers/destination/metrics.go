@@ -84,8 +84,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 // under the same description if any; an error is appended to errs.
 func must[T prometheus.Collector](reg prometheus.Registerer, c T, errs *[]error) T {
 	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
+		if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
 			if existing, ok := are.ExistingCollector.(T); ok {
 				return existing
 			}

@@ -227,8 +227,7 @@ func GetWaiting(ctx context.Context, db DB, name string) (Waiting, error) {
 	// The rows of an ordered destination parked behind its head, unsent
 	// (no attempt), are due at once but wait for it: not the next due.
 	err = db.QueryRow(ctx, `SELECT count(*), COALESCE(min(due_at) FILTER (WHERE attempts > 0), min(due_at)) FROM `+t).Scan(&w.Events, &next)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table
+	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == "42P01" { // undefined_table
 		return Waiting{}, nil
 	}
 	if err != nil {

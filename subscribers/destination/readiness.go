@@ -29,15 +29,7 @@ type Readiness struct {
 func newReadyGauge(reg prometheus.Registerer) *prometheus.GaugeVec {
 	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricReady,
 		Help: "1 while the destination consumes, 0 while it cannot start or stopped on an error (see /readyz)."}, []string{"destination"})
-	if err := reg.Register(g); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(*prometheus.GaugeVec); ok {
-				return existing
-			}
-		}
-	}
-	return g
+	return must(reg, g, new([]error)) // an error other than a duplicate is ignored
 }
 
 // Readiness reports every destination of the set: running ones, and those

@@ -167,8 +167,7 @@ func attemptError(ctx context.Context, what string, err error) error {
 
 // stripURL unwraps a *url.Error, whose text holds the URL.
 func stripURL(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) && ue.Err != nil {
+	if ue, ok := errors.AsType[*url.Error](err); ok && ue.Err != nil {
 		return ue.Err
 	}
 	return err

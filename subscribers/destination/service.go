@@ -3,6 +3,7 @@ package destination
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -53,8 +54,7 @@ func NewService(o Options, load func() ([]Destination, error)) *Service {
 	reloads := prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricReloads,
 		Help: "Loads of the destinations file by result: ok (applied) or error (refused; the running set stays)."}, []string{"result"})
 	if err := reg.Register(reloads); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
+		if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
 			reloads = are.ExistingCollector.(*prometheus.CounterVec)
 		}
 	}
@@ -212,10 +212,5 @@ func (s *Service) keepRunning(ctx context.Context, run *running) {
 func (s *Service) Names() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	names := make([]string, 0, len(s.running))
-	for n := range s.running {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
+	return slices.Sorted(maps.Keys(s.running))
 }

@@ -62,16 +62,12 @@ func ParseSecret(s string) (Secret, error) {
 // either secret verifies it). ts is sent as Unix seconds.
 func Sign(id string, ts time.Time, body []byte, secrets []Secret) string {
 	prefix := id + "." + strconv.FormatInt(ts.Unix(), 10) + "."
-	var b strings.Builder
+	sigs := make([]string, len(secrets))
 	for i, key := range secrets {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
 		mac := hmac.New(sha256.New, key)
 		mac.Write([]byte(prefix))
 		mac.Write(body)
-		b.WriteString("v1,")
-		b.WriteString(base64.StdEncoding.EncodeToString(mac.Sum(nil)))
+		sigs[i] = "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
 	}
-	return b.String()
+	return strings.Join(sigs, " ")
 }

@@ -19,6 +19,7 @@
 package downgrade
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -100,10 +101,7 @@ func apply(ctx context.Context, tx pgx.Tx, ev subscriber.Event) error {
 		return subscriber.ErrStale
 	}
 
-	plan := s.CustomData.Plan
-	if plan == "" {
-		plan = PlanDefault
-	}
+	plan := cmp.Or(s.CustomData.Plan, PlanDefault)
 	canceled := ev.EventType == schema.PaddleSubscriptionCanceled || s.Status == "canceled"
 	if canceled {
 		plan = PlanFree

@@ -35,6 +35,7 @@
 package email
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -123,9 +124,7 @@ func Register(sub *subscriber.Subscriber, opts Options) error {
 	if opts.Pool == nil {
 		return errors.New("email: Options.Pool is required")
 	}
-	if opts.From == "" {
-		opts.From = DefaultFrom
-	}
+	opts.From = cmp.Or(opts.From, DefaultFrom)
 	if _, err := mail.ParseAddress(opts.From); err != nil {
 		return fmt.Errorf("email: From %q: %w", opts.From, err)
 	}
@@ -138,9 +137,7 @@ func Register(sub *subscriber.Subscriber, opts Options) error {
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = DefaultMaxAttempts
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
+	opts.Logger = cmp.Or(opts.Logger, slog.Default())
 	if opts.Registerer == nil {
 		opts.Registerer = prometheus.NewRegistry()
 	}
@@ -176,10 +173,7 @@ func (h *handlers) userCreated(ctx context.Context, tx pgx.Tx, ev subscriber.Eve
 	}
 	// Text from the payload is sanitized (a NUL byte would make the
 	// outbox insert fail) and bounded.
-	name := subscriber.SanitizeText(strings.TrimSpace(u.FirstName), maxNameLen)
-	if name == "" {
-		name = "there"
-	}
+	name := cmp.Or(subscriber.SanitizeText(strings.TrimSpace(u.FirstName), maxNameLen), "there")
 	body := fmt.Sprintf("Hi %s,\n\nWelcome aboard! Your account is ready.\n\nIf you did not sign up, you can ignore this email.\n", name)
 	return h.enqueue(ctx, tx, ev, KindWelcome, to, "Welcome!", body)
 }

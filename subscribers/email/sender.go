@@ -1,6 +1,7 @@
 package email
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -36,10 +37,7 @@ type LogSender struct{ Logger *slog.Logger }
 
 // Send logs m.
 func (s LogSender) Send(_ context.Context, m Message) error {
-	l := s.Logger
-	if l == nil {
-		l = slog.Default()
-	}
+	l := cmp.Or(s.Logger, slog.Default())
 	l.Info("email (logged, not sent)", "to", m.To, "subject", m.Subject, "message_id", m.MessageID, "event", m.EventRef, "body", m.Body)
 	return nil
 }
@@ -90,10 +88,7 @@ func (s *SMTPSender) Send(ctx context.Context, m Message) (err error) {
 		return classify(s.Addr, err)
 	}
 	defer c.Close()
-	hello := s.HelloName
-	if hello == "" {
-		hello = "localhost"
-	}
+	hello := cmp.Or(s.HelloName, "localhost")
 	if err := c.Hello(hello); err != nil {
 		return classify(s.Addr, err)
 	}
@@ -125,8 +120,7 @@ func (s *SMTPSender) Send(ctx context.Context, m Message) (err error) {
 }
 
 func classify(addr string, err error) error {
-	var te *textproto.Error
-	if errors.As(err, &te) && te.Code >= 500 {
+	if te, ok := errors.AsType[*textproto.Error](err); ok && te.Code >= 500 {
 		return &PermanentError{fmt.Errorf("smtp %s: %w", addr, err)}
 	}
 	return fmt.Errorf("smtp %s: %w", addr, err)

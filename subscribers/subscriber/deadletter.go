@@ -201,8 +201,7 @@ func deadLetterTable(subscriber string) (string, error) {
 }
 
 func dlError(subscriber string, err error) error {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000") { // undefined_table, invalid_schema_name
+	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && (pgErr.Code == "42P01" || pgErr.Code == "3F000") { // undefined_table, invalid_schema_name
 		return fmt.Errorf("%w: %s (no dead-letter table)", ErrUnknownSubscriber, subscriber)
 	}
 	return fmt.Errorf("dead letters of %s: %w", subscriber, err)
@@ -254,8 +253,7 @@ func (s *Subscriber) redriveOne(ctx context.Context) (bool, error) {
 		return true, nil
 	}
 	_ = tx.Rollback(ctx)
-	var unsettled *unsettledError
-	if errors.As(perr, &unsettled) {
+	if _, ok := errors.AsType[*unsettledError](perr); ok {
 		s.m.countCrashLoop()
 		// A later request starts counting afresh.
 		if _, err := s.cfg.Pool.Exec(ctx, s.q.clearAttempts, ev.Provider, ev.EventID); err != nil {

@@ -178,8 +178,7 @@ func (s *Subscriber) runEffect(ctx context.Context, ev Event, fn EffectFunc) (st
 	if stale {
 		return true, nil, nil
 	}
-	var pe *PanicError
-	if errors.As(err, &pe) {
+	if pe, ok := errors.AsType[*PanicError](err); ok {
 		s.m.countPanic()
 		s.log.Error("handler panicked", "subject", ev.Subject, "provider", ev.Provider, "event_id", ev.EventID, "attempt", ev.NumDelivered, "panic", pe.Value(), "stack", pe.Stack())
 	}

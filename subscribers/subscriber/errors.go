@@ -114,8 +114,7 @@ func clampRetryAfter(d time.Duration) time.Duration {
 // RetryError (see inspectHandlerError), for the errors handleMessage
 // settles.
 func retryAfter(err error) (time.Duration, bool) {
-	var he *handlerError
-	if errors.As(err, &he) && he.retry {
+	if he, ok := errors.AsType[*handlerError](err); ok && he.retry {
 		return he.retryAfter, true
 	}
 	return 0, false
@@ -124,8 +123,7 @@ func retryAfter(err error) (time.Duration, bool) {
 // isPermanent is IsPermanent for the errors handleMessage settles, which
 // are the library's own: a handler's failure says so itself.
 func isPermanent(err error) bool {
-	var he *handlerError
-	if errors.As(err, &he) {
+	if he, ok := errors.AsType[*handlerError](err); ok {
 		return he.permanent
 	}
 	return IsPermanent(err)

@@ -178,8 +178,7 @@ func DeadLettersOf(ctx context.Context, db DB, subscriber string, keys []EventKe
 }
 
 func processedError(subscriber string, err error) error {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000") { // undefined_table, invalid_schema_name
+	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && (pgErr.Code == "42P01" || pgErr.Code == "3F000") { // undefined_table, invalid_schema_name
 		return fmt.Errorf("%w: %s (no processed_messages table)", ErrUnknownSubscriber, subscriber)
 	}
 	return fmt.Errorf("processed messages of %s: %w", subscriber, err)

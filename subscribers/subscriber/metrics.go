@@ -126,8 +126,7 @@ func newMetrics(reg prometheus.Registerer, name string) (*metrics, error) {
 // can share one registry.
 func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
 	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
+		if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
 			if existing, ok := are.ExistingCollector.(T); ok {
 				return existing, nil
 			}

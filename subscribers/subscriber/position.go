@@ -114,7 +114,7 @@ func narrow(p, ss string) (string, bool) {
 		}
 		return first + "." + prest, true
 	}
-	if !strings.ContainsAny(ss, "*>") && matches(p, ss) {
+	if !strings.ContainsAny(ss, "*>") && schema.MatchSubject(p, ss) {
 		return ss, true
 	}
 	if strings.ContainsAny(ss, "*>") && schema.SubjectsOverlap(p, ss) {

@@ -134,8 +134,7 @@ func (s *Subscriber) handleMessage(ctx context.Context, msg jetstream.Msg) {
 // or permanent failure is dead-lettered, a retry naks with the handler's
 // delay or the backoff, past MaxDeliver it is dead-lettered.
 func (s *Subscriber) settleFailure(ctx context.Context, msg jetstream.Msg, ev Event, err error, span *processSpan, log *slog.Logger) {
-	var unsettled *unsettledError
-	if errors.As(err, &unsettled) {
+	if unsettled, ok := errors.AsType[*unsettledError](err); ok {
 		// The handler was not called: not a failed attempt.
 		s.m.countCrashLoop()
 		log.Error("earlier handler calls for this event never returned; dead-lettering it without calling the handler", "unfinished_calls", unsettled.unfinished)
@@ -382,8 +381,7 @@ func (s *Subscriber) processIn(ctx context.Context, tx pgx.Tx, ev Event, h Handl
 			return 0, fmt.Errorf("roll back stale event's writes: %w", err)
 		}
 	case herr != nil:
-		var pe *PanicError
-		if errors.As(herr, &pe) { // the library's own (inspectHandlerError)
+		if pe, ok := errors.AsType[*PanicError](herr); ok { // the library's own (inspectHandlerError)
 			s.m.countPanic()
 			s.log.Error("handler panicked", "subject", ev.Subject, "provider", ev.Provider, "event_id", ev.EventID, "attempt", ev.NumDelivered, "panic", pe.Value(), "stack", pe.Stack())
 		}

@@ -28,10 +28,3 @@ func validPattern(p string) error {
 	}
 	return nil
 }
-
-// matches reports whether subject (no wildcards) matches pattern.
-func matches(pattern, subject string) bool { return schema.MatchSubject(pattern, subject) }
-
-// overlaps reports whether some subject matches both patterns. JetStream
-// rejects a consumer whose filter subjects overlap.
-func overlaps(a, b string) bool { return schema.SubjectsOverlap(a, b) }

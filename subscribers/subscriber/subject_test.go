@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookhub/hookhub/schema"
 	"github.com/stretchr/testify/require"
 )
 
@@ -53,7 +54,7 @@ func TestMatches(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.pattern+"~"+c.subject, func(t *testing.T) {
-			require.Equal(t, c.want, matches(c.pattern, c.subject))
+			require.Equal(t, c.want, schema.MatchSubject(c.pattern, c.subject))
 		})
 	}
 }
@@ -75,8 +76,8 @@ func TestOverlaps(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.a+"~"+c.b, func(t *testing.T) {
-			require.Equal(t, c.want, overlaps(c.a, c.b))
-			require.Equal(t, c.want, overlaps(c.b, c.a))
+			require.Equal(t, c.want, schema.SubjectsOverlap(c.a, c.b))
+			require.Equal(t, c.want, schema.SubjectsOverlap(c.b, c.a))
 		})
 	}
 }

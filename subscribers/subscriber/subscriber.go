@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookhub/hookhub/internal/backoff"
+	"github.com/hookhub/hookhub/schema"
 )
 
 // Subscriber consumes the hub's stream with one durable consumer and hands
@@ -138,7 +139,7 @@ func (s *Subscriber) add(caller string, r route) {
 		panic("subscriber: " + err.Error())
 	}
 	for _, other := range s.subjects {
-		if overlaps(subject, other) {
+		if schema.SubjectsOverlap(subject, other) {
 			panic(fmt.Sprintf("subscriber: subject %q overlaps %q (consumer filter subjects must not overlap)", subject, other))
 		}
 	}
@@ -191,7 +192,7 @@ func (s *Subscriber) route(subject string) (route, bool) {
 		return r, true
 	}
 	for _, r := range s.patterns {
-		if matches(r.pattern, subject) {
+		if schema.MatchSubject(r.pattern, subject) {
 			return r, true
 		}
 	}
@@ -471,8 +472,7 @@ func (s *Subscriber) ensureConsumer(ctx context.Context) (jetstream.Consumer, er
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && apiErr.ErrorCode != jetstream.JSErrCodeStreamNotFound {
+		if apiErr, ok := errors.AsType[*jetstream.APIError](err); ok && apiErr.ErrorCode != jetstream.JSErrCodeStreamNotFound {
 			return nil, fmt.Errorf("subscriber %s: create consumer on stream %s: %w", s.cfg.Name, s.cfg.Stream, err)
 		}
 		if errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, jetstream.ErrConnectionClosed) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -28,9 +29,7 @@ func cliActor() hub.Actor {
 	if u, err := user.Current(); err == nil {
 		name = u.Username
 	}
-	if name == "" {
-		name = "uid " + strconv.Itoa(os.Getuid())
-	}
+	name = cmp.Or(name, "uid "+strconv.Itoa(os.Getuid()))
 	host, err := os.Hostname()
 	if err != nil || host == "" {
 		host = "unknown-host"

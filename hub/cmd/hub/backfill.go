@@ -204,10 +204,7 @@ func failuresText(res backfill.Result) string {
 	}
 	var b strings.Builder
 	for _, f := range res.Failures {
-		id := f.EventID
-		if id == "" {
-			id = "(no usable id)"
-		}
+		id := cmp.Or(f.EventID, "(no usable id)")
 		fmt.Fprintf(&b, "\n  %s:%s  %s", res.Provider, id, f.Reason)
 	}
 	if n := res.Failed - int64(len(res.Failures)); n > 0 {

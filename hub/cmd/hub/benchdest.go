@@ -166,7 +166,7 @@ func printDestinationsReport(w io.Writer, rep bench.DestinationsReport) {
 			if n+1 == rep.IngestMedianRound {
 				mark = "  (the median)"
 			}
-			fmt.Fprintf(w, "round %d: ingest p99 %.1f ms without, %.1f ms with destinations: %.2fx%s\n", n+1, round[0].P99ms, round[1].P99ms, ratioOf(round[1].P99ms, round[0].P99ms), mark)
+			fmt.Fprintf(w, "round %d: ingest p99 %.1f ms without, %.1f ms with destinations: %.2fx%s\n", n+1, round[0].P99ms, round[1].P99ms, bench.Ratio(round[1].P99ms, round[0].P99ms), mark)
 		}
 	}
 	fmt.Fprintln(w, "\nagainst the targets:")
@@ -186,11 +186,4 @@ func printDestinationsReport(w io.Writer, rep bench.DestinationsReport) {
 			destTargetRatio, rep.IngestP99Ratio, verdict(rep.IngestP99Ratio <= destTargetRatio), rep.Ingest[1].P99ms, rep.Ingest[0].P99ms)
 	}
 	fmt.Fprintf(w, "nothing lost: %t\n", rep.NothingLost)
-}
-
-func ratioOf(a, b float64) float64 {
-	if b == 0 {
-		return 0
-	}
-	return a / b
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -107,10 +108,7 @@ func newBacklogReader(env *opsEnv) backlogReader {
 	b := backlogReader{stream: env.nats.Stream}
 	switch {
 	case env.nc == nil || !env.nats.StreamFound:
-		b.problem = env.nats.Problem
-		if b.problem == "" {
-			b.problem = "NATS not reached"
-		}
+		b.problem = cmp.Or(env.nats.Problem, "NATS not reached")
 	default:
 		js, err := jetstream.New(env.nc)
 		if err != nil {
@@ -414,10 +412,7 @@ of each signature.
 	if err != nil {
 		return err
 	}
-	path := *file
-	if path == "" {
-		path = defaultDestinationsFile()
-	}
+	path := cmp.Or(*file, defaultDestinationsFile())
 	d, warning, err := loadDestination(path, name)
 	if err != nil {
 		return err
@@ -441,10 +436,7 @@ of each signature.
 	defer client.Close()
 	res := client.Do(ctx, d.URL, h, body)
 
-	payload := string(d.Payload)
-	if payload == "" {
-		payload = string(destination.PayloadEnvelope)
-	}
+	payload := cmp.Or(string(d.Payload), string(destination.PayloadEnvelope))
 	out := testResult{Destination: name, File: path, URL: destination.RedactURL(d.URL), WebhookID: ev.MsgID, Type: ev.Provider + "." + ev.EventType,
 		Payload: payload, BodyBytes: len(body), Signatures: signaturePrefixes(h.Get(destination.HeaderWebhookSignature)),
 		OK: res.OK(), Status: res.Status, LatencyMS: float64(res.Latency.Microseconds()) / 1000,
@@ -506,10 +498,7 @@ func loadDestination(path, name string) (destination.Destination, string, error)
 		}
 		names = append(names, d.Name)
 	}
-	known := strings.Join(names, ", ")
-	if known == "" {
-		known = "none"
-	}
+	known := cmp.Or(strings.Join(names, ", "), "none")
 	return destination.Destination{}, "", fmt.Errorf("%w %q in %s (its destinations: %s)", destination.ErrUnknownDestination, name, path, known)
 }
 
@@ -609,10 +598,7 @@ func signaturePrefixes(v string) []string {
 	var out []string
 	for _, s := range strings.Fields(v) {
 		version, sig, _ := strings.Cut(s, ",")
-		if len(sig) > 6 {
-			sig = sig[:6]
-		}
-		out = append(out, version+","+sig+"…")
+		out = append(out, version+","+sig[:min(len(sig), 6)]+"…")
 	}
 	return out
 }

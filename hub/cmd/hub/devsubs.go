@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,10 +50,7 @@ func runDevSubscribers(ctx context.Context, dbURL, natsURL, stream string, dests
 		pool.Close()
 		return nil, err
 	}
-	smtp := os.Getenv("EMAIL_SMTP_ADDR")
-	if smtp == "" {
-		smtp = email.LogAddr
-	}
+	smtp := cmp.Or(os.Getenv("EMAIL_SMTP_ADDR"), email.LogAddr)
 	reg := prometheus.NewRegistry()
 	subs := make([]*subscriber.Subscriber, 0, 3)
 	for _, s := range []struct {
@@ -116,10 +114,7 @@ type devDestinations struct {
 // defaultDestinationsFile is the destinations file `hub dev` and `hub
 // destinations test` read: HUB_DESTINATIONS_FILE, else destinations.yaml.
 func defaultDestinationsFile() string {
-	if f := os.Getenv("HUB_DESTINATIONS_FILE"); f != "" {
-		return f
-	}
-	return "destinations.yaml"
+	return cmp.Or(os.Getenv("HUB_DESTINATIONS_FILE"), "destinations.yaml")
 }
 
 // loadDevDestinations loads file if it exists: nil and no error when it

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -84,10 +85,7 @@ generic object: pass --data for those.
 	if *eventID == "" {
 		*eventID = newEventID(name)
 	}
-	base := *url
-	if base == "" {
-		base = "http://" + service.DisplayAddr(cfg.HTTPAddr)
-	}
+	base := cmp.Or(*url, "http://"+service.DisplayAddr(cfg.HTTPAddr))
 	base = strings.TrimRight(base, "/")
 	body, err := samples.Body(sender.Name(), *eventID, eventType, dataBytes, time.Now())
 	if err != nil {

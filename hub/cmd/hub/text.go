@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"strings"
 
 	"github.com/hookhub/hookhub/internal/redact"
@@ -13,19 +14,11 @@ func oneLine(s string, n int) string {
 	if len(s) > n {
 		return redact.Truncate(s, n-1) // on a rune boundary
 	}
-	if s == "" {
-		return "-"
-	}
-	return s
+	return cmp.Or(s, "-")
 }
 
 // orDash is s, or "-" when s is empty.
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
+func orDash(s string) string { return cmp.Or(s, "-") }
 
 // cleanLine is oneLine for text from outside (an endpoint's answer, a
 // transport error quoting it): control characters, escape sequences

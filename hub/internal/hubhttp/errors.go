@@ -51,8 +51,7 @@ func ErrorStatus(err error) (status int, message string) {
 		}
 		return fiber.StatusServiceUnavailable, err.Error()
 	}
-	var fe *fiber.Error
-	if errors.As(err, &fe) {
+	if fe, ok := errors.AsType[*fiber.Error](err); ok {
 		switch fe.Code {
 		case fiber.StatusRequestEntityTooLarge:
 			return fe.Code, ErrTooLarge.Error()

@@ -7,30 +7,21 @@ import (
 	"time"
 )
 
-// builder returns the body builder of the built-in provider name, or nil:
+// builders are the body builders of the built-in providers, by name:
 // Standard Webhooks providers, mounted under names of the operator's
 // choice, are every other name.
-func builder(name string) func(eventID, eventType string, data []byte, now time.Time) ([]byte, error) {
-	switch name {
-	case "paddle":
-		return paddle
-	case "clerk":
-		return clerk
-	case "stripe":
-		return stripe
-	case "github":
-		return github
-	case "shopify":
-		return shopify
-	case "twilio":
-		return twilio
-	}
-	return nil
+var builders = map[string]func(eventID, eventType string, data []byte, now time.Time) ([]byte, error){
+	"paddle":  paddle,
+	"clerk":   clerk,
+	"stripe":  stripe,
+	"github":  github,
+	"shopify": shopify,
+	"twilio":  twilio,
 }
 
 // Has reports whether the provider named name has a builder of its own;
 // any other name gets Standard Webhooks bodies.
-func Has(name string) bool { return builder(name) != nil }
+func Has(name string) bool { return builders[name] != nil }
 
 // Body returns a request body for an event of eventType with id eventID,
 // as the provider named name sends it at now; any name without a builder
@@ -39,7 +30,7 @@ func Has(name string) bool { return builder(name) != nil }
 // be valid JSON, a JSON object for GitHub and Twilio); nil builds a
 // realistic one for the type.
 func Body(name, eventID, eventType string, data []byte, now time.Time) ([]byte, error) {
-	if b := builder(name); b != nil {
+	if b := builders[name]; b != nil {
 		return b(eventID, eventType, data, now)
 	}
 	return standard(name, eventID, eventType, data, now)

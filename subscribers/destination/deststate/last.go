@@ -64,8 +64,7 @@ func ParkedOf(ctx context.Context, db DB, dest string, keys []subscriber.EventKe
 	providers, ids := lookupKeys(keys)
 	rows, err := db.Query(ctx, `SELECT p.provider, p.event_id FROM `+t+` p
 		JOIN unnest($1::text[], $2::text[]) AS k(provider, event_id) ON p.provider = k.provider AND p.event_id = k.event_id`, providers, ids)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table
+	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == "42P01" { // undefined_table
 		return nil, nil
 	}
 	if err != nil {

@@ -39,8 +39,7 @@ func Table(dest, name string) (string, error) {
 // DBError wraps err from a statement on dest's tables: a missing table or
 // schema is ErrUnknownDestination.
 func DBError(op, dest string, err error) error {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000") { // undefined_table, invalid_schema_name
+	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && (pgErr.Code == "42P01" || pgErr.Code == "3F000") { // undefined_table, invalid_schema_name
 		return fmt.Errorf("%s: %w: %s (no destination tables)", op, ErrUnknownDestination, dest)
 	}
 	return fmt.Errorf("%s of %s: %w", op, dest, err)
