@@ -49,7 +49,7 @@ func TestEndlessAPIEndsWithinBounds(t *testing.T) {
 		name  string
 		mod   func(*backfill.Config)
 		bound string
-		pages int64 // exact, or 0: at least 2
+		pages int64 // exact, or 0: as many as the time allowed
 	}{
 		{"pages", func(c *backfill.Config) { c.MaxPages = 5 }, "max pages", 5},
 		{"events", func(c *backfill.Config) { c.MaxEvents = 25 }, "max events", 3},
@@ -68,7 +68,11 @@ func TestEndlessAPIEndsWithinBounds(t *testing.T) {
 				require.Equal(t, c.pages, res.Pages)
 				require.Len(t, h.stripe.Hits(), int(c.pages), "no page past the bound was asked for")
 			} else {
-				require.GreaterOrEqual(t, res.Pages, int64(1))
+				// How many pages fit in the run time depends on the
+				// machine (none, on one loaded enough): every page
+				// counted was asked for, and what follows holds for any.
+				require.LessOrEqual(t, res.Pages, int64(len(h.stripe.Hits())))
+				t.Logf("%d pages within %s", res.Pages, time.Duration(300*time.Millisecond))
 			}
 			require.Equal(t, 1.0, runs(m, "stripe", metrics.BackfillBounded))
 			require.Zero(t, runs(m, "stripe", metrics.BackfillError))
@@ -331,4 +335,37 @@ func TestBodyOverPublishLimitIsNotCommitted(t *testing.T) {
 	res, err = e.Run(context.Background(), h.source("stripe", 0), backfill.Request{Since: time.Now().Add(-time.Hour)})
 	require.NoError(t, err)
 	require.Equal(t, int64(len(ids)), res.Ingested)
+}
+
+// lostAnswerStore takes the lease for real, then loses the answer: it
+// returns only when the run's context ends, with its error.
+type lostAnswerStore struct{ *store.Store }
+
+func (s lostAnswerStore) AcquireBackfill(ctx context.Context, provider, owner string, since, until time.Time, restart bool, lease time.Duration) (hub.BackfillCheckpoint, error) {
+	cp, err := s.Store.AcquireBackfill(context.WithoutCancel(ctx), provider, owner, since, until, restart, lease)
+	if err != nil {
+		return cp, err
+	}
+	<-ctx.Done()
+	return hub.BackfillCheckpoint{}, ctx.Err()
+}
+
+// A run whose time runs out while it takes the lease (the statement
+// committed, its answer lost to the deadline) gives the lease back: the
+// next run is not refused as busy until the lease expires.
+func TestLeaseTakenAsTheRunEndsIsReleased(t *testing.T) {
+	t.Parallel()
+	h := newHubEnv(t)
+	e, m := h.boundedEngine(func(c *backfill.Config) {
+		c.Store = lostAnswerStore{store.New(h.pool)}
+		c.MaxRunTime = 200 * time.Millisecond
+		c.Lease = time.Hour
+	})
+	_, err := e.Run(context.Background(), h.source("stripe", 10), backfill.Request{Since: time.Now().Add(-time.Hour)})
+	require.ErrorIs(t, err, backfill.ErrBound)
+	require.Equal(t, 1.0, runs(m, "stripe", metrics.BackfillBounded))
+	cp, found, err := store.New(h.pool).BackfillCheckpoint(context.Background(), "stripe")
+	require.NoError(t, err)
+	require.True(t, found, "the lease was taken")
+	require.True(t, cp.LeaseUntil.Before(time.Now()), "the lease was released, not left for an hour")
 }

@@ -390,23 +390,34 @@ func (e *Engine) Run(ctx context.Context, src Source, req Request) (res Result, 
 		cp, err = e.acquire(runCtx, name, &res, req)
 		if err != nil {
 			skipped = errors.Is(err, hub.ErrBackfillBusy)
+			if !skipped && runCtx.Err() != nil {
+				// The lease may be taken (the statement committed) though
+				// its answer was lost to the run's end: give it back, or
+				// the next run is refused as busy until it expires.
+				e.release(ctx, name)
+			}
 			return res, err
 		}
 		heartbeat := e.heartbeat(runCtx, name, stop)
 		defer func() {
 			heartbeat()
-			if cp.Done() {
-				return // saving the last page released the lease
-			}
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			if rerr := e.cfg.Store.ReleaseBackfill(rctx, name, e.cfg.Owner); rerr != nil {
-				e.cfg.Logger.Warn("backfill: release checkpoint", "provider", name, "err", rerr)
+			if !cp.Done() { // saving the last page released the lease
+				e.release(ctx, name)
 			}
 		}()
 	}
 	err = e.list(runCtx, src, req, &res, &cp)
 	return e.finish(res, cp), err
+}
+
+// release gives back the provider's lease if this engine's owner holds
+// it, within 5 s of its own (ctx may be done: the run ended).
+func (e *Engine) release(ctx context.Context, name string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := e.cfg.Store.ReleaseBackfill(rctx, name, e.cfg.Owner); err != nil {
+		e.cfg.Logger.Warn("backfill: release checkpoint", "provider", name, "err", err)
+	}
 }
 
 // list is Run's listing: page after page from cp's cursor, each ingested
