@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"cmp"
 	"encoding/base64"
 	"errors"
 	"net/http"
@@ -71,24 +70,18 @@ var (
 	errShopifyMismatch  = errSig("X-Shopify-Hmac-Sha256 matches no secret")
 )
 
-// shopifyGet returns the classic X-Shopify-<name> header, or else the
-// unprefixed shopify-<name> one.
-func shopifyGet(h Header, classic, unprefixed string) string {
-	return cmp.Or(h.Get(classic), h.Get(unprefixed))
-}
-
 // Verify authenticates a Shopify delivery and returns its event.
 func (s *Shopify) Verify(r Request) (Event, error) {
 	h, body := r.Header, r.Body
-	header := shopifyGet(h, ShopifyHmacHeader, "Shopify-Hmac-Sha256")
+	header := firstHeader(h, ShopifyHmacHeader, "Shopify-Hmac-Sha256")
 	if err := s.verify(header, body); err != nil {
 		return Event{}, err
 	}
-	id := shopifyGet(h, ShopifyWebhookIDHeader, "Shopify-Webhook-Id")
+	id := firstHeader(h, ShopifyWebhookIDHeader, "Shopify-Webhook-Id")
 	if err := checkText("missing X-Shopify-Webhook-Id header", "X-Shopify-Webhook-Id", id, maxEventIDLen); err != nil {
 		return Event{}, err
 	}
-	topic := shopifyGet(h, ShopifyTopicHeader, "Shopify-Topic")
+	topic := firstHeader(h, ShopifyTopicHeader, "Shopify-Topic")
 	if err := checkText("missing X-Shopify-Topic header", "X-Shopify-Topic", topic, maxEventTypeLen); err != nil {
 		return Event{}, err
 	}

@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"cmp"
 	"encoding/base64"
 	"fmt"
 	"net/http"
@@ -57,17 +56,21 @@ func (s *svixScheme) Name() string { return s.name }
 func (s *svixScheme) Tolerance() time.Duration { return s.tolerance }
 
 // The header names Verify reads, in canonical form: for each header, the
-// svix- spelling first, then the webhook- one (firstSvixHeader).
+// svix- spelling first, then the webhook- one (firstHeader).
 var (
 	svixIDHeaders  = [2]string{"Svix-Id", "Webhook-Id"}
 	svixTSHeaders  = [2]string{"Svix-Timestamp", "Webhook-Timestamp"}
 	svixSigHeaders = [2]string{"Svix-Signature", "Webhook-Signature"}
 )
 
-// firstSvixHeader returns the value of the first of names present (non-empty)
-// in h.
-func firstSvixHeader(h Header, names [2]string) string {
-	return cmp.Or(h.Get(names[0]), h.Get(names[1]))
+// firstHeader returns h's value of name, or else of other (the Svix and
+// Standard Webhooks spellings, Shopify's classic and unprefixed names).
+// It looks other up only when name is absent: it runs on every delivery.
+func firstHeader(h Header, name, other string) string {
+	if v := h.Get(name); v != "" {
+		return v
+	}
+	return h.Get(other)
 }
 
 // Static errors of the Svix scheme, naming both spellings.
@@ -124,9 +127,9 @@ func newSvixScheme(name, label string, secrets []string, tolerance time.Duration
 // entities, when not nil, reads the event's entities from the
 // authenticated body, given its type.
 func (s *svixScheme) verify(h Header, body []byte, now time.Time, occurred func(svixTime) time.Time, entities func(typ string, body []byte) []hub.Entity) (Event, error) {
-	id := firstSvixHeader(h, svixIDHeaders)
-	ts := firstSvixHeader(h, svixTSHeaders)
-	header := firstSvixHeader(h, svixSigHeaders)
+	id := firstHeader(h, svixIDHeaders[0], svixIDHeaders[1])
+	ts := firstHeader(h, svixTSHeaders[0], svixTSHeaders[1])
+	header := firstHeader(h, svixSigHeaders[0], svixSigHeaders[1])
 	switch {
 	case id == "":
 		return Event{}, errSvixNoID
