@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -149,6 +150,39 @@ func TestWireWritesWhatPgxWrote(t *testing.T) {
 			for i := range got {
 				require.True(t, got[i] == wantRows[i], "row %d differs:\n%.300s\n%.300s", i, got[i], wantRows[i])
 			}
+		})
+	}
+}
+
+// TestExecWireEncodes: arguments reach the server as pgx would send them,
+// NULL apart from empty, and result rows come back in binary.
+func TestExecWireEncodes(t *testing.T) {
+	t.Parallel()
+	pool, _ := hubdb.Pool(t)
+	s := New(pool)
+	cases := []struct {
+		name string
+		sql  string
+		args []any
+		want string
+	}{
+		{"NULL and empty text", `SELECT format('%s %s %s', $1::text IS NULL, $2::text IS NULL, length($2))`, []any{nil, ""}, "t f 0"},
+		{"empty and NULL arrays", `SELECT format('%s %s', cardinality($1::text[]), $2::text[] IS NULL)`, []any{[]string{}, []string(nil)}, "0 t"},
+		{"NULL and empty array elements", `SELECT format('%s %s', array_to_string(array(SELECT coalesce(encode(b, 'hex'), 'null') FROM unnest($1::bytea[]) b), ','), $2::text)`,
+			[]any{pgtype.FlatArray[[]byte]{nil, {}, {0, 0xff}}, "x"}, "null,,00ff x"},
+		{"non-ASCII text", `SELECT $1::text || '|' || octet_length($1::text)`, []any{"Zoë ☃ 𝄞"}, "Zoë ☃ 𝄞|13"},
+		{"numbers and times", `SELECT format('%s %s %s', $1::bigint, $2::timestamptz = 'epoch', $3::timestamptz AT TIME ZONE 'UTC')`,
+			[]any{int64(-42), time.Unix(0, 0), time.Time{}}, "-42 t 0001-01-01 00:00:00"},
+		{"uuids", `SELECT array_to_string($1::uuid[], ',')`, []any{[][16]byte{uuid.MustParse("0af76519-16cd-43dd-8448-eb211c80319c")}}, "0af76519-16cd-43dd-8448-eb211c80319c"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			require.NoError(t, s.execWire(context.Background(), tc.sql, tc.args, 1, func(row [][]byte) error {
+				got = append(got, string(row[0]))
+				return nil
+			}))
+			require.Equal(t, []string{tc.want}, got)
 		})
 	}
 }
