@@ -31,7 +31,7 @@ type Store struct {
 
 // New returns a Store on pool. The pool's database must be migrated.
 func New(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool}
+	return &Store{pool: pool, wire: make(wireBufs, keptWireBufs)}
 }
 
 // HoldNew leaves each PENDING event committed from now on to the process

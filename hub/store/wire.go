@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -31,28 +30,41 @@ import (
 // keeps (Conn.Prepare).
 
 // maxKeptWireBuf is the largest statement buffer kept for the next
-// statement: a batch of heavy bodies does not leave its megabytes behind.
-const maxKeptWireBuf = 4 << 20
+// statement, and keptWireBufs how many are kept (one per statement under
+// way: the committers, a heavy delivery's commit, a backfill): a batch of
+// heavy bodies does not leave its megabytes behind.
+const (
+	maxKeptWireBuf = 1 << 20
+	keptWireBufs   = 4
+)
 
 // maxWireNotices bounds the messages other than rows (notices, parameter
 // statuses) one statement's answer may have.
 const maxWireNotices = 64
 
-// wireBufs hands out statement buffers: one per statement under way.
-type wireBufs struct{ pool sync.Pool }
+// wireBufs keeps statement buffers for the next statements. Unlike a
+// sync.Pool's, they outlive garbage collections: a buffer is grown once,
+// not after every other collection.
+type wireBufs chan *[]byte
 
-func (w *wireBufs) get() *[]byte {
-	if b, ok := w.pool.Get().(*[]byte); ok {
+func (w wireBufs) get() *[]byte {
+	select {
+	case b := <-w:
 		return b
+	default:
+		b := make([]byte, 0, 64<<10)
+		return &b
 	}
-	b := make([]byte, 0, 64<<10)
-	return &b
 }
 
-func (w *wireBufs) put(b *[]byte) {
-	if cap(*b) <= maxKeptWireBuf {
-		*b = (*b)[:0]
-		w.pool.Put(b)
+func (w wireBufs) put(b *[]byte) {
+	if cap(*b) > maxKeptWireBuf {
+		return
+	}
+	*b = (*b)[:0]
+	select {
+	case w <- b:
+	default:
 	}
 }
 

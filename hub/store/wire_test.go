@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -304,11 +305,12 @@ func TestSendWireInterrupted(t *testing.T) {
 }
 
 // BenchmarkIngestStatement commits batches of 32 deliveries of the bench's
-// ~2 KB Paddle body, new events each time, through pgx's Query (before)
-// and through execWire (now), and reports the bytes allocated per
-// delivery.
+// ~2 KB Paddle body, new events each time, alternately through pgx's
+// Query (before) and through execWire (now), and reports for each the
+// bytes allocated and this process's CPU time (the hub's side: encoding,
+// I/O, GC; not Postgres's) per delivery.
 //
-//	go test -run XXX -bench IngestStatement -benchmem ./hub/store/
+//	go test -run XXX -bench IngestStatement -benchtime 300x ./hub/store/
 func BenchmarkIngestStatement(b *testing.B) {
 	pool, _ := hubdb.Pool(b)
 	s := New(pool)
@@ -328,31 +330,53 @@ func BenchmarkIngestStatement(b *testing.B) {
 		}
 		return ds
 	}
-	for _, via := range []string{"pgx", "wire"} {
-		b.Run(via, func(b *testing.B) {
-			var allocated uint64
-			var m0, m1 runtime.MemStats
-			for b.Loop() {
-				b.StopTimer()
-				ds := next()
-				payloads, bodies := views(ds)
-				runtime.ReadMemStats(&m0)
-				b.StartTimer()
-				var err error
-				if via == "pgx" {
-					_, err = s.ingestViaPgx(ctx, ds, payloads, bodies)
-				} else {
-					_, err = s.ingest(ctx, ds, payloads, bodies)
-				}
-				b.StopTimer()
-				runtime.ReadMemStats(&m1)
-				allocated += m1.TotalAlloc - m0.TotalAlloc
-				b.StartTimer()
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(allocated)/float64(b.N*batch), "B/delivery")
-		})
+	ways := []struct {
+		name   string
+		ingest func(ds []hub.Delivery, payloads []string, bodies [][]byte) error
+	}{
+		{"pgx", func(ds []hub.Delivery, payloads []string, bodies [][]byte) error {
+			_, err := s.ingestViaPgx(ctx, ds, payloads, bodies)
+			return err
+		}},
+		{"wire", func(ds []hub.Delivery, payloads []string, bodies [][]byte) error {
+			_, err := s.ingest(ctx, ds, payloads, bodies)
+			return err
+		}},
 	}
+	allocated, cpu := make([]uint64, len(ways)), make([]time.Duration, len(ways))
+	var m0, m1 runtime.MemStats
+	b.ReportAllocs()
+	for b.Loop() {
+		for k, way := range ways {
+			b.StopTimer()
+			ds := next()
+			payloads, bodies := views(ds)
+			runtime.ReadMemStats(&m0)
+			cpu0 := goCPU()
+			b.StartTimer()
+			err := way.ingest(ds, payloads, bodies)
+			b.StopTimer()
+			cpu[k] += goCPU() - cpu0
+			runtime.ReadMemStats(&m1)
+			allocated[k] += m1.TotalAlloc - m0.TotalAlloc
+			b.StartTimer()
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	deliveries := float64(b.N * batch)
+	for k, way := range ways {
+		b.ReportMetric(float64(allocated[k])/deliveries, way.name+"_B/delivery")
+		b.ReportMetric(float64(cpu[k].Microseconds())/deliveries, way.name+"_cpu_µs/delivery")
+	}
+	b.ReportMetric(float64(allocated[1])/float64(allocated[0]), "wire/pgx_B")
+	b.ReportMetric(float64(cpu[1])/float64(cpu[0]), "wire/pgx_cpu")
+}
+
+// goCPU is this process's CPU time (user + system).
+func goCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
