@@ -27,7 +27,9 @@ import (
 // it reuses, with pgx's own encoders (the connection's pgtype.Map), sends
 // them in one write and reads the answer message by message, on a
 // connection acquired from the pool and a statement pgx prepared and
-// keeps (Conn.Prepare).
+// keeps (Conn.Prepare). The statement is a named prepared statement
+// whatever default_query_exec_mode the database URL sets, as pgx's
+// default mode would make it.
 
 // maxKeptWireBuf is the largest statement buffer kept for the next
 // statement, and keptWireBufs how many are kept (one per statement under
