@@ -22,6 +22,7 @@ package bench
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -114,6 +115,10 @@ type Result struct {
 	// as the CPU figures). It is the whole server's WAL: anything else
 	// writing to it meanwhile counts too.
 	WALBytes float64 `json:"wal_bytes_per_delivery"`
+	// HubAllocBytes is what the hub allocated on its heap per accepted
+	// delivery during the load (go_memstats_alloc_bytes_total on its
+	// /metrics, before and after).
+	HubAllocBytes float64 `json:"hub_alloc_bytes_per_delivery,omitempty"`
 	// MeanCommitBatch is the hub's mean deliveries per group-commit
 	// transaction during the measured load (hub_commit_batch_deliveries);
 	// 1 without batching.
@@ -452,9 +457,11 @@ func runHub(ctx context.Context, cfg Config, srv *server, w *workload, natsURL s
 		stopProfile = cfg.Profile(name)
 	}
 	measuredFrom := time.Now().UnixNano()
+	alloc0, alloc0Err := hubAllocated(adminBase)
 	cpu0 := markCPU(pid)
 	lat, non2xx, elapsed := load(ctx, base, w, cfg.Concurrency, w.warmup, len(w.bodies), noteSent)
 	cpu := cpu0.since(pid)
+	alloc1, alloc1Err := hubAllocated(adminBase)
 	stopProfile()
 	wal1, err := srv.walPosition(ctx)
 	if err != nil {
@@ -469,6 +476,11 @@ func runHub(ctx context.Context, cfg Config, srv *server, w *workload, natsURL s
 	if n := len(lat); n > 0 {
 		res.HubCPUus, res.PostgresCPUus, res.SelfCPUus = perDelivery(cpu.proc, n), perDelivery(cpu.pg, n), perDelivery(cpu.self, n)
 		res.WALBytes = float64(wal1-wal0) / float64(n)
+		if err := errors.Join(alloc0Err, alloc1Err); err != nil {
+			fmt.Fprintf(cfg.Log, "hub allocation: %v\n", err)
+		} else {
+			res.HubAllocBytes = (alloc1 - alloc0) / float64(n)
+		}
 	}
 	if batchMax == 1 {
 		res.MeanCommitBatch = 1

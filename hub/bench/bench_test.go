@@ -267,6 +267,34 @@ func TestCommitBatches(t *testing.T) {
 	require.Error(t, err)
 }
 
+func TestHubAllocated(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, metrics string
+		want          float64
+		wantErr       bool
+	}{
+		{"present", "# TYPE go_memstats_alloc_bytes_total counter\ngo_memstats_alloc_bytes_total 2.14241608e+08\ngo_memstats_alloc_bytes 5e+06\n", 2.14241608e+08, false},
+		{"absent", "go_memstats_alloc_bytes 5e+06\n", 0, true},
+		{"unreadable", "go_memstats_alloc_bytes_total many\n", 0, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				fmt.Fprint(w, tc.metrics)
+			}))
+			defer srv.Close()
+			got, err := hubAllocated(srv.URL)
+			if tc.wantErr {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
 // buildHub compiles the hub binary once per test binary run.
 func buildHub(t *testing.T) string { return hubtest.Build(t, "../cmd/hub") }
 

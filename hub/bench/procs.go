@@ -129,6 +129,26 @@ func commitBatches(adminBase string) (sum, count float64, err error) {
 	return sum, count, nil
 }
 
+// hubAllocated reads the bytes the hub has allocated on its heap since it
+// started (go_memstats_alloc_bytes_total on its /metrics).
+func hubAllocated(adminBase string) (float64, error) {
+	resp, err := probe.Get(adminBase + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "go_memstats_alloc_bytes_total "); ok {
+			return strconv.ParseFloat(v, 64)
+		}
+	}
+	return 0, errors.New("no go_memstats_alloc_bytes_total in /metrics")
+}
+
 // probe is the client of the bench's requests to a hub other than the
 // deliveries: a hub that stops answering fails them instead of hanging the
 // bench.

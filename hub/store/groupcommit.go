@@ -208,6 +208,11 @@ func (g *GroupCommitter) commit(batch []*ingestRequest) {
 	if len(live) == 1 {
 		all = live[0].ds
 	} else {
+		n := 0
+		for _, r := range live {
+			n += len(r.ds)
+		}
+		all = make([]hub.Delivery, 0, n) // one allocation, not one per doubling
 		for _, r := range live {
 			all = append(all, r.ds...)
 		}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/hookhub/hookhub/hub"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -26,11 +25,13 @@ type Store struct {
 	// holdNew is how long a new PENDING event is left to the process that
 	// committed it (HoldNew), in nanoseconds.
 	holdNew atomic.Int64
+	// wire holds the buffers Ingest writes its statement into (execWire).
+	wire wireBufs
 }
 
 // New returns a Store on pool. The pool's database must be migrated.
 func New(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool}
+	return &Store{pool: pool, wire: make(wireBufs, keptWireBufs)}
 }
 
 // HoldNew leaves each PENDING event committed from now on to the process
@@ -175,6 +176,30 @@ func (s *Store) Ingest(ctx context.Context, ds []hub.Delivery) ([]hub.Outcome, e
 
 func (s *Store) ingest(ctx context.Context, ds []hub.Delivery, payloads []string, bodies [][]byte) ([]hub.Outcome, error) {
 	n := len(ds)
+	sql, args := s.ingestStatement(ds, payloads, bodies)
+	statuses := make(map[uuid.UUID]hub.Status, n)
+	if err := s.execWire(ctx, sql, args, n, func(row [][]byte) error {
+		id, st, err := ingestedRow(row)
+		statuses[id] = st
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	out := make([]hub.Outcome, n)
+	for i := range ds {
+		st, ok := statuses[ds[i].ArchiveID]
+		if !ok {
+			return nil, fmt.Errorf("ingest: no row returned for archive id %s", ds[i].ArchiveID)
+		}
+		out[i] = hub.Outcome{Status: st, Duplicate: st == hub.Skipped}
+	}
+	return out, nil
+}
+
+// ingestStatement returns the statement that ingests ds (ingestSQL or
+// ingestEntitiesSQL) and its arguments.
+func (s *Store) ingestStatement(ds []hub.Delivery, payloads []string, bodies [][]byte) (string, []any) {
+	n := len(ds)
 	ids := make([][16]byte, n)
 	providers := make([]string, n)
 	eventIDs := make([]string, n)
@@ -215,30 +240,10 @@ func (s *Store) ingest(ctx context.Context, ds []hub.Delivery, payloads []string
 	if len(entities) > 0 {
 		sql = ingestEntitiesSQL
 	}
-	rows, err := s.pool.Query(ctx, sql, ids, providers, eventIDs, types, payloads,
+	args := []any{ids, providers, eventIDs, types, payloads,
 		pgtype.FlatArray[[]byte](bodies), sigs, signedAt, occurredAt, receivedAt, errs,
-		time.Duration(s.holdNew.Load()).Milliseconds(), time.Time{}, traceParents, origins, entities, entityIDs)
-	if err != nil {
-		return nil, err
-	}
-	statuses := make(map[uuid.UUID]hub.Status, n)
-	var id uuid.UUID
-	var st string
-	if _, err := pgx.ForEachRow(rows, []any{&id, &st}, func() error {
-		statuses[id] = hub.Status(st)
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	out := make([]hub.Outcome, n)
-	for i := range ds {
-		st, ok := statuses[ds[i].ArchiveID]
-		if !ok {
-			return nil, fmt.Errorf("ingest: no row returned for archive id %s", ds[i].ArchiveID)
-		}
-		out[i] = hub.Outcome{Status: st, Duplicate: st == hub.Skipped}
-	}
-	return out, nil
+		time.Duration(s.holdNew.Load()).Milliseconds(), time.Time{}, traceParents, origins, entities, entityIDs}
+	return sql, args
 }
 
 // entityTexts returns an event's entities as ingestSQL takes them: the

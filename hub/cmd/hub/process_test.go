@@ -255,6 +255,7 @@ func TestBenchSmall(t *testing.T) {
 	require.Equal(t, rep.Runs[0].Events, rep.Runs[0].StreamMsgs)
 	require.GreaterOrEqual(t, rep.Runs[0].MeanCommitBatch, 1.0, "read from the hub's /metrics")
 	require.Equal(t, 1.0, rep.Runs[1].MeanCommitBatch)
+	require.Greater(t, rep.Runs[0].HubAllocBytes, 0.0, "read from the hub's /metrics")
 	require.Greater(t, rep.VsUnbatched, 0.0)
 	require.Greater(t, rep.VsCeiling, 0.0)
 }
