@@ -109,6 +109,9 @@ type Result struct {
 	// own process (load generator and embedded NATS server).
 	PostgresCPUus float64 `json:"postgres_cpu_us_per_delivery,omitempty"`
 	SelfCPUus     float64 `json:"bench_cpu_us_per_delivery,omitempty"`
+	// PostgresDBCPUus is the run database's backends alone (the hub's
+	// connections): not what else the server runs meanwhile.
+	PostgresDBCPUus float64 `json:"postgres_database_cpu_us_per_delivery,omitempty"`
 	// WALBytes is the WAL the Postgres server wrote per accepted delivery
 	// during the load (pg_current_wal_lsn before and after; the same window
 	// as the CPU figures). It is the whole server's WAL: anything else
@@ -452,9 +455,11 @@ func runHub(ctx context.Context, cfg Config, srv *server, w *workload, natsURL s
 		stopProfile = cfg.Profile(name)
 	}
 	measuredFrom := time.Now().UnixNano()
+	backends0, _, _ := srv.databaseActivity(ctx, db.name)
 	cpu0 := markCPU(pid)
 	lat, non2xx, elapsed := load(ctx, base, w, cfg.Concurrency, w.warmup, len(w.bodies), noteSent)
 	cpu := cpu0.since(pid)
+	backends1, _, _ := srv.databaseActivity(ctx, db.name)
 	stopProfile()
 	wal1, err := srv.walPosition(ctx)
 	if err != nil {
@@ -469,6 +474,7 @@ func runHub(ctx context.Context, cfg Config, srv *server, w *workload, natsURL s
 	if n := len(lat); n > 0 {
 		res.HubCPUus, res.PostgresCPUus, res.SelfCPUus = perDelivery(cpu.proc, n), perDelivery(cpu.pg, n), perDelivery(cpu.self, n)
 		res.WALBytes = float64(wal1-wal0) / float64(n)
+		res.PostgresDBCPUus = perDelivery(backendsCPU(backends0, backends1), n)
 	}
 	if batchMax == 1 {
 		res.MeanCommitBatch = 1

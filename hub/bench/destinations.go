@@ -47,7 +47,10 @@ type DestinationsConfig struct {
 	IngestClients int
 	// Rounds repeats the hub runs (without, then with destinations; the
 	// other way round in every other round, so drift affects both alike).
-	Rounds   int
+	Rounds int
+	// IdleFor is how long the idle run measures the hub and a
+	// destinations process with no traffic; 0 skips it.
+	IdleFor  time.Duration
 	Keep     bool     // keep the bench databases
 	ExtraEnv []string // more HUB_* variables for the hubs
 	Log      io.Writer
@@ -81,6 +84,8 @@ type DestinationsReport struct {
 	// of CPUs, something else competed with the measured processes.
 	LoadBefore float64 `json:"load_average_before"`
 	LoadAfter  float64 `json:"load_average_after"`
+	// Idle is the hub and a destinations process with no traffic.
+	Idle *IdleRun `json:"idle,omitempty"`
 }
 
 // DestinationRun is the destinations process delivering events published
@@ -132,10 +137,14 @@ type IngestRun struct {
 	HubCPUus      float64 `json:"hub_cpu_us_per_delivery"`
 	DestCPUus     float64 `json:"destinations_cpu_us_per_delivery,omitempty"`
 	PostgresCPUus float64 `json:"postgres_cpu_us_per_delivery"`
-	BenchCPUus    float64 `json:"bench_cpu_us_per_delivery"`
-	HubPeakRSSMB  float64 `json:"hub_peak_rss_mb"`
-	DestPeakRSSMB float64 `json:"destinations_peak_rss_mb,omitempty"`
-	Non2xx        int     `json:"non_2xx"`
+	// PostgresDBCPUus is the run database's backends alone (the hub's and
+	// the destinations process's connections): unlike PostgresCPUus, not
+	// what else the server runs meanwhile.
+	PostgresDBCPUus float64 `json:"postgres_database_cpu_us_per_delivery"`
+	BenchCPUus      float64 `json:"bench_cpu_us_per_delivery"`
+	HubPeakRSSMB    float64 `json:"hub_peak_rss_mb"`
+	DestPeakRSSMB   float64 `json:"destinations_peak_rss_mb,omitempty"`
+	Non2xx          int     `json:"non_2xx"`
 	// Lost counts events missing from the stream or the hub's tables, or,
 	// with destinations, never received.
 	Lost int `json:"lost"`
@@ -181,6 +190,13 @@ func Destinations(ctx context.Context, cfg DestinationsConfig) (rep Destinations
 
 	if err := destinationRuns(ctx, cfg, srv, ns.ClientURL(), dir, &rep); err != nil {
 		return rep, err
+	}
+	if cfg.IdleFor > 0 {
+		idle, err := runIdle(ctx, cfg, srv, ns.ClientURL(), dir)
+		if err != nil {
+			return rep, fmt.Errorf("idle: %w", err)
+		}
+		rep.Idle = &idle
 	}
 	if cfg.IngestFor <= 0 {
 		return rep, nil
@@ -441,10 +457,12 @@ func runIngest(ctx context.Context, cfg DestinationsConfig, srv *server, natsURL
 	hubPid := hp.cmd.Process.Pid
 	var cpu0 cpuMark
 	var dest0 time.Duration
+	var backends0 map[int]time.Duration
 	snapshot := func() {
 		if cpu0 = markCPU(hubPid); dp != nil {
 			dest0 = cpuTime(dp.pid())
 		}
+		backends0, _, _ = srv.databaseActivity(ctx, db.name)
 	}
 	start, lat, non2xx := paced(ctx, hp.base, w, cfg.IngestRate, cfg.IngestClients, snapshot)
 	interval := time.Second / time.Duration(cfg.IngestRate)
@@ -456,6 +474,9 @@ func runIngest(ctx context.Context, cfg DestinationsConfig, srv *server, natsURL
 	cpu := cpu0.since(hubPid)
 	res.Seconds = time.Since(start.Add(time.Duration(w.warmup) * interval)).Seconds()
 	n := max(1, res.Deliveries)
+	if backends1, _, err := srv.databaseActivity(ctx, db.name); err == nil {
+		res.PostgresDBCPUus = perDelivery(backendsCPU(backends0, backends1), n)
+	}
 	res.HubCPUus, res.PostgresCPUus, res.BenchCPUus = perDelivery(cpu.proc, n), perDelivery(cpu.pg, n), perDelivery(cpu.self, n)
 	res.HubPeakRSSMB = peakRSS(hubPid)
 	res.Non2xx = non2xx
