@@ -141,10 +141,15 @@ type IngestRun struct {
 	// the destinations process's connections): unlike PostgresCPUus, not
 	// what else the server runs meanwhile.
 	PostgresDBCPUus float64 `json:"postgres_database_cpu_us_per_delivery"`
-	BenchCPUus      float64 `json:"bench_cpu_us_per_delivery"`
-	HubPeakRSSMB    float64 `json:"hub_peak_rss_mb"`
-	DestPeakRSSMB   float64 `json:"destinations_peak_rss_mb,omitempty"`
-	Non2xx          int     `json:"non_2xx"`
+	// MeanCommitBatch is the hub's deliveries per group commit, and
+	// TransactionsPerDelivery the run database's commits and rollbacks
+	// (pg_stat_database, every process's) per delivery, over the window.
+	MeanCommitBatch         float64 `json:"mean_commit_batch"`
+	TransactionsPerDelivery float64 `json:"transactions_per_delivery"`
+	BenchCPUus              float64 `json:"bench_cpu_us_per_delivery"`
+	HubPeakRSSMB            float64 `json:"hub_peak_rss_mb"`
+	DestPeakRSSMB           float64 `json:"destinations_peak_rss_mb,omitempty"`
+	Non2xx                  int     `json:"non_2xx"`
 	// Lost counts events missing from the stream or the hub's tables, or,
 	// with destinations, never received.
 	Lost int `json:"lost"`
@@ -455,15 +460,8 @@ func runIngest(ctx context.Context, cfg DestinationsConfig, srv *server, natsURL
 	defer pool.Close()
 
 	hubPid := hp.cmd.Process.Pid
-	var cpu0 cpuMark
-	var dest0 time.Duration
-	var backends0 map[int]time.Duration
-	snapshot := func() {
-		if cpu0 = markCPU(hubPid); dp != nil {
-			dest0 = cpuTime(dp.pid())
-		}
-		backends0, _, _ = srv.databaseActivity(ctx, db.name)
-	}
+	var m0 ingestMark
+	snapshot := func() { m0 = markIngest(ctx, srv, db.name, hp, dp) }
 	start, lat, non2xx := paced(ctx, hp.base, w, cfg.IngestRate, cfg.IngestClients, snapshot)
 	interval := time.Second / time.Duration(cfg.IngestRate)
 	if rc != nil {
@@ -471,18 +469,13 @@ func runIngest(ctx context.Context, cfg DestinationsConfig, srv *server, natsURL
 			fmt.Fprintf(cfg.Log, "destination: %v\n", err)
 		}
 	}
-	cpu := cpu0.since(hubPid)
 	res.Seconds = time.Since(start.Add(time.Duration(w.warmup) * interval)).Seconds()
 	n := max(1, res.Deliveries)
-	if backends1, _, err := srv.databaseActivity(ctx, db.name); err == nil {
-		res.PostgresDBCPUus = perDelivery(backendsCPU(backends0, backends1), n)
-	}
-	res.HubCPUus, res.PostgresCPUus, res.BenchCPUus = perDelivery(cpu.proc, n), perDelivery(cpu.pg, n), perDelivery(cpu.self, n)
+	m0.since(ctx, srv, db.name, hp, dp, &res, n)
 	res.HubPeakRSSMB = peakRSS(hubPid)
 	res.Non2xx = non2xx
 	res.P50ms, res.P99ms, res.MaxMs = percentiles(lat)
 	if dp != nil {
-		res.DestCPUus = perDelivery(cpuTime(dp.pid())-dest0, n)
 		res.DestPeakRSSMB = peakRSS(dp.pid())
 		res.Forwarded = rc.distinct(0, w.events)
 		res.Lost += w.events - res.Forwarded
@@ -504,8 +497,44 @@ func runIngest(ctx context.Context, cfg DestinationsConfig, srv *server, natsURL
 		return res, err
 	}
 	res.Lost += check.Lost + check.Duplicated
-	fmt.Fprintf(cfg.Log, "ingest 2xx p50 %.1f ms, p99 %.1f ms, max %.1f ms; hub %.0f µs/delivery\n", res.P50ms, res.P99ms, res.MaxMs, res.HubCPUus)
+	fmt.Fprintf(cfg.Log, "ingest 2xx p50 %.1f ms, p99 %.1f ms, max %.1f ms; hub %.0f µs/delivery; %.1f deliveries per group commit\n", res.P50ms, res.P99ms, res.MaxMs, res.HubCPUus, res.MeanCommitBatch)
 	return res, nil
+}
+
+// ingestMark is what an ingest run reads when its measured window starts.
+type ingestMark struct {
+	cpu               cpuMark       // the hub's, Postgres's, the bench's
+	dest              time.Duration // the destinations process's, if any
+	backends          map[int]time.Duration
+	xact              int64
+	batchSum, batches float64
+}
+
+func markIngest(ctx context.Context, srv *server, dbName string, hp *hubProcess, dp *destProcess) ingestMark {
+	m := ingestMark{cpu: markCPU(hp.cmd.Process.Pid)}
+	if dp != nil {
+		m.dest = cpuTime(dp.pid())
+	}
+	m.backends, m.xact, _ = srv.databaseActivity(ctx, dbName)
+	m.batchSum, m.batches, _ = commitBatches(hp.adminBase)
+	return m
+}
+
+// since sets res's CPU and commit figures for the n deliveries measured
+// since m.
+func (m ingestMark) since(ctx context.Context, srv *server, dbName string, hp *hubProcess, dp *destProcess, res *IngestRun, n int) {
+	cpu := m.cpu.since(hp.cmd.Process.Pid)
+	res.HubCPUus, res.PostgresCPUus, res.BenchCPUus = perDelivery(cpu.proc, n), perDelivery(cpu.pg, n), perDelivery(cpu.self, n)
+	if dp != nil {
+		res.DestCPUus = perDelivery(cpuTime(dp.pid())-m.dest, n)
+	}
+	if backends, xact, err := srv.databaseActivity(ctx, dbName); err == nil {
+		res.PostgresDBCPUus = perDelivery(backendsCPU(m.backends, backends), n)
+		res.TransactionsPerDelivery = float64(xact-m.xact) / float64(n)
+	}
+	if sum, count, err := commitBatches(hp.adminBase); err == nil && count > m.batches {
+		res.MeanCommitBatch = (sum - m.batchSum) / (count - m.batches)
+	}
 }
 
 // paced sends w's deliveries at rate per second, open loop: delivery i is
