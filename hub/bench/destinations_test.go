@@ -74,6 +74,8 @@ func TestDestinationsBench(t *testing.T) {
 		require.False(t, round[0].Destinations, "round %d", n)
 		require.True(t, round[1].Destinations, "round %d", n)
 		require.Greater(t, round[0].PostgresDBCPUus, 0.0, "round %d: the database's backends did the commits", n)
+		require.GreaterOrEqual(t, round[0].MeanCommitBatch, 1.0, "round %d", n)
+		require.Greater(t, round[0].TransactionsPerDelivery, 0.0, "round %d", n)
 	}
 
 	require.NotNil(t, rep.Idle)
