@@ -50,8 +50,9 @@ arrived and answers 204; it verifies nothing).
            transactions/s.
 
 Every run reports the CPU time per delivery of each process (the hub, the
-destinations process, every postgres process, and the bench process:
-receiver, publisher or load generator, embedded NATS server) from /proc,
+destinations process, every postgres process, for the ingest runs the run
+database's backends alone, and the bench process: receiver, publisher or
+load generator, embedded NATS server) from /proc,
 and the destinations process's peak RSS (VmHWM). CPU counts the whole
 machine's Postgres: run it where nothing else runs. The last line is JSON.
 
