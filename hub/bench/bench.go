@@ -110,6 +110,9 @@ type Result struct {
 	// own process (load generator and embedded NATS server).
 	PostgresCPUus float64 `json:"postgres_cpu_us_per_delivery,omitempty"`
 	SelfCPUus     float64 `json:"bench_cpu_us_per_delivery,omitempty"`
+	// PostgresDBCPUus is the run database's backends alone (the hub's
+	// connections): not what else the server runs meanwhile.
+	PostgresDBCPUus float64 `json:"postgres_database_cpu_us_per_delivery,omitempty"`
 	// WALBytes is the WAL the Postgres server wrote per accepted delivery
 	// during the load (pg_current_wal_lsn before and after; the same window
 	// as the CPU figures). It is the whole server's WAL: anything else
@@ -458,9 +461,11 @@ func runHub(ctx context.Context, cfg Config, srv *server, w *workload, natsURL s
 	}
 	measuredFrom := time.Now().UnixNano()
 	alloc0, alloc0Err := hubAllocated(adminBase)
+	backends0, _, _ := srv.databaseActivity(ctx, db.name)
 	cpu0 := markCPU(pid)
 	lat, non2xx, elapsed := load(ctx, base, w, cfg.Concurrency, w.warmup, len(w.bodies), noteSent)
 	cpu := cpu0.since(pid)
+	backends1, _, _ := srv.databaseActivity(ctx, db.name)
 	alloc1, alloc1Err := hubAllocated(adminBase)
 	stopProfile()
 	wal1, err := srv.walPosition(ctx)
@@ -476,11 +481,8 @@ func runHub(ctx context.Context, cfg Config, srv *server, w *workload, natsURL s
 	if n := len(lat); n > 0 {
 		res.HubCPUus, res.PostgresCPUus, res.SelfCPUus = perDelivery(cpu.proc, n), perDelivery(cpu.pg, n), perDelivery(cpu.self, n)
 		res.WALBytes = float64(wal1-wal0) / float64(n)
-		if err := errors.Join(alloc0Err, alloc1Err); err != nil {
-			fmt.Fprintf(cfg.Log, "hub allocation: %v\n", err)
-		} else {
-			res.HubAllocBytes = (alloc1 - alloc0) / float64(n)
-		}
+		res.PostgresDBCPUus = perDelivery(backendsCPU(backends0, backends1), n)
+		res.HubAllocBytes = allocPerDelivery(cfg.Log, alloc1-alloc0, errors.Join(alloc0Err, alloc1Err), n)
 	}
 	if batchMax == 1 {
 		res.MeanCommitBatch = 1
@@ -562,4 +564,14 @@ func verify(ctx context.Context, r *Result, st *store.Store, since time.Time, js
 		r.Lost += int(max(c.Pending, c.DedupRows-c.Published))
 	}
 	return nil
+}
+
+// allocPerDelivery is the hub's allocation per delivery over the measured
+// load, or 0 (and a note in log) when its /metrics could not be read.
+func allocPerDelivery(log io.Writer, bytes float64, err error, n int) float64 {
+	if err != nil {
+		fmt.Fprintf(log, "hub allocation: %v\n", err)
+		return 0
+	}
+	return bytes / float64(n)
 }

@@ -47,7 +47,10 @@ type DestinationsConfig struct {
 	IngestClients int
 	// Rounds repeats the hub runs (without, then with destinations; the
 	// other way round in every other round, so drift affects both alike).
-	Rounds   int
+	Rounds int
+	// IdleFor is how long the idle run measures the hub and a
+	// destinations process with no traffic; 0 skips it.
+	IdleFor  time.Duration
 	Keep     bool     // keep the bench databases
 	ExtraEnv []string // more HUB_* variables for the hubs
 	Log      io.Writer
@@ -81,6 +84,8 @@ type DestinationsReport struct {
 	// of CPUs, something else competed with the measured processes.
 	LoadBefore float64 `json:"load_average_before"`
 	LoadAfter  float64 `json:"load_average_after"`
+	// Idle is the hub and a destinations process with no traffic.
+	Idle *IdleRun `json:"idle,omitempty"`
 }
 
 // DestinationRun is the destinations process delivering events published
@@ -132,10 +137,19 @@ type IngestRun struct {
 	HubCPUus      float64 `json:"hub_cpu_us_per_delivery"`
 	DestCPUus     float64 `json:"destinations_cpu_us_per_delivery,omitempty"`
 	PostgresCPUus float64 `json:"postgres_cpu_us_per_delivery"`
-	BenchCPUus    float64 `json:"bench_cpu_us_per_delivery"`
-	HubPeakRSSMB  float64 `json:"hub_peak_rss_mb"`
-	DestPeakRSSMB float64 `json:"destinations_peak_rss_mb,omitempty"`
-	Non2xx        int     `json:"non_2xx"`
+	// PostgresDBCPUus is the run database's backends alone (the hub's and
+	// the destinations process's connections): unlike PostgresCPUus, not
+	// what else the server runs meanwhile.
+	PostgresDBCPUus float64 `json:"postgres_database_cpu_us_per_delivery"`
+	// MeanCommitBatch is the hub's deliveries per group commit, and
+	// TransactionsPerDelivery the run database's commits and rollbacks
+	// (pg_stat_database, every process's) per delivery, over the window.
+	MeanCommitBatch         float64 `json:"mean_commit_batch"`
+	TransactionsPerDelivery float64 `json:"transactions_per_delivery"`
+	BenchCPUus              float64 `json:"bench_cpu_us_per_delivery"`
+	HubPeakRSSMB            float64 `json:"hub_peak_rss_mb"`
+	DestPeakRSSMB           float64 `json:"destinations_peak_rss_mb,omitempty"`
+	Non2xx                  int     `json:"non_2xx"`
 	// Lost counts events missing from the stream or the hub's tables, or,
 	// with destinations, never received.
 	Lost int `json:"lost"`
@@ -181,6 +195,13 @@ func Destinations(ctx context.Context, cfg DestinationsConfig) (rep Destinations
 
 	if err := destinationRuns(ctx, cfg, srv, ns.ClientURL(), dir, &rep); err != nil {
 		return rep, err
+	}
+	if cfg.IdleFor > 0 {
+		idle, err := runIdle(ctx, cfg, srv, ns.ClientURL(), dir)
+		if err != nil {
+			return rep, fmt.Errorf("idle: %w", err)
+		}
+		rep.Idle = &idle
 	}
 	if cfg.IngestFor <= 0 {
 		return rep, nil
@@ -439,13 +460,8 @@ func runIngest(ctx context.Context, cfg DestinationsConfig, srv *server, natsURL
 	defer pool.Close()
 
 	hubPid := hp.cmd.Process.Pid
-	var cpu0 cpuMark
-	var dest0 time.Duration
-	snapshot := func() {
-		if cpu0 = markCPU(hubPid); dp != nil {
-			dest0 = cpuTime(dp.pid())
-		}
-	}
+	var m0 ingestMark
+	snapshot := func() { m0 = markIngest(ctx, srv, db.name, hp, dp) }
 	start, lat, non2xx := paced(ctx, hp.base, w, cfg.IngestRate, cfg.IngestClients, snapshot)
 	interval := time.Second / time.Duration(cfg.IngestRate)
 	if rc != nil {
@@ -453,15 +469,13 @@ func runIngest(ctx context.Context, cfg DestinationsConfig, srv *server, natsURL
 			fmt.Fprintf(cfg.Log, "destination: %v\n", err)
 		}
 	}
-	cpu := cpu0.since(hubPid)
 	res.Seconds = time.Since(start.Add(time.Duration(w.warmup) * interval)).Seconds()
 	n := max(1, res.Deliveries)
-	res.HubCPUus, res.PostgresCPUus, res.BenchCPUus = perDelivery(cpu.proc, n), perDelivery(cpu.pg, n), perDelivery(cpu.self, n)
+	m0.since(ctx, srv, db.name, hp, dp, &res, n)
 	res.HubPeakRSSMB = peakRSS(hubPid)
 	res.Non2xx = non2xx
 	res.P50ms, res.P99ms, res.MaxMs = percentiles(lat)
 	if dp != nil {
-		res.DestCPUus = perDelivery(cpuTime(dp.pid())-dest0, n)
 		res.DestPeakRSSMB = peakRSS(dp.pid())
 		res.Forwarded = rc.distinct(0, w.events)
 		res.Lost += w.events - res.Forwarded
@@ -483,8 +497,44 @@ func runIngest(ctx context.Context, cfg DestinationsConfig, srv *server, natsURL
 		return res, err
 	}
 	res.Lost += check.Lost + check.Duplicated
-	fmt.Fprintf(cfg.Log, "ingest 2xx p50 %.1f ms, p99 %.1f ms, max %.1f ms; hub %.0f µs/delivery\n", res.P50ms, res.P99ms, res.MaxMs, res.HubCPUus)
+	fmt.Fprintf(cfg.Log, "ingest 2xx p50 %.1f ms, p99 %.1f ms, max %.1f ms; hub %.0f µs/delivery; %.1f deliveries per group commit\n", res.P50ms, res.P99ms, res.MaxMs, res.HubCPUus, res.MeanCommitBatch)
 	return res, nil
+}
+
+// ingestMark is what an ingest run reads when its measured window starts.
+type ingestMark struct {
+	cpu               cpuMark       // the hub's, Postgres's, the bench's
+	dest              time.Duration // the destinations process's, if any
+	backends          map[int]time.Duration
+	xact              int64
+	batchSum, batches float64
+}
+
+func markIngest(ctx context.Context, srv *server, dbName string, hp *hubProcess, dp *destProcess) ingestMark {
+	m := ingestMark{cpu: markCPU(hp.cmd.Process.Pid)}
+	if dp != nil {
+		m.dest = cpuTime(dp.pid())
+	}
+	m.backends, m.xact, _ = srv.databaseActivity(ctx, dbName)
+	m.batchSum, m.batches, _ = commitBatches(hp.adminBase)
+	return m
+}
+
+// since sets res's CPU and commit figures for the n deliveries measured
+// since m.
+func (m ingestMark) since(ctx context.Context, srv *server, dbName string, hp *hubProcess, dp *destProcess, res *IngestRun, n int) {
+	cpu := m.cpu.since(hp.cmd.Process.Pid)
+	res.HubCPUus, res.PostgresCPUus, res.BenchCPUus = perDelivery(cpu.proc, n), perDelivery(cpu.pg, n), perDelivery(cpu.self, n)
+	if dp != nil {
+		res.DestCPUus = perDelivery(cpuTime(dp.pid())-m.dest, n)
+	}
+	if backends, xact, err := srv.databaseActivity(ctx, dbName); err == nil {
+		res.PostgresDBCPUus = perDelivery(backendsCPU(m.backends, backends), n)
+		res.TransactionsPerDelivery = float64(xact-m.xact) / float64(n)
+	}
+	if sum, count, err := commitBatches(hp.adminBase); err == nil && count > m.batches {
+		res.MeanCommitBatch = (sum - m.batchSum) / (count - m.batches)
+	}
 }
 
 // paced sends w's deliveries at rate per second, open loop: delivery i is

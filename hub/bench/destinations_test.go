@@ -32,7 +32,7 @@ func TestDestinationsBench(t *testing.T) {
 		AdminURL: hubtest.AdminURL(), HubCommand: []string{hubBin}, DestinationsCommand: []string{destBin},
 		Concurrency: 4, Preload: 300, LatencyFor: time.Second, LatencyRate: 100,
 		IngestRate: 100, IngestFor: 2 * time.Second, IngestWarmup: 500 * time.Millisecond, IngestClients: 4,
-		Rounds: 2, Log: testWriter{t},
+		Rounds: 2, IdleFor: 2 * time.Second, Log: testWriter{t},
 	})
 	require.NoError(t, err)
 	require.True(t, rep.NothingLost, "%+v", rep)
@@ -73,6 +73,34 @@ func TestDestinationsBench(t *testing.T) {
 	for n, round := range rep.IngestRounds {
 		require.False(t, round[0].Destinations, "round %d", n)
 		require.True(t, round[1].Destinations, "round %d", n)
+		require.Greater(t, round[0].PostgresDBCPUus, 0.0, "round %d: the database's backends did the commits", n)
+		require.GreaterOrEqual(t, round[0].MeanCommitBatch, 1.0, "round %d", n)
+		require.Greater(t, round[0].TransactionsPerDelivery, 0.0, "round %d", n)
+	}
+
+	require.NotNil(t, rep.Idle)
+	i := rep.Idle
+	require.GreaterOrEqual(t, i.Seconds, 2.0)
+	for _, v := range []float64{i.HubCPU, i.DestCPU, i.PostgresDB, i.Postgres, i.TransactionsPerSecond} {
+		require.GreaterOrEqual(t, v, 0.0)
+	}
+	require.InDelta(t, i.HubCPU+i.DestCPU+i.Postgres, i.Total, 1e-9)
+}
+
+// backendsCPU counts each backend's time between the two reads, all of it
+// for one born in between, none for one gone.
+func TestBackendsCPU(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		before, after map[int]time.Duration
+		want          time.Duration
+	}{
+		{"none", nil, nil, 0},
+		{"the same backends", map[int]time.Duration{1: time.Second, 2: 0}, map[int]time.Duration{1: 3 * time.Second, 2: time.Second}, 3 * time.Second},
+		{"one born in between", map[int]time.Duration{1: time.Second}, map[int]time.Duration{1: time.Second, 7: 500 * time.Millisecond}, 500 * time.Millisecond},
+		{"one gone", map[int]time.Duration{1: time.Second, 2: time.Hour}, map[int]time.Duration{1: 2 * time.Second}, time.Second},
+	} {
+		require.Equal(t, tc.want, backendsCPU(tc.before, tc.after), tc.name)
 	}
 }
 

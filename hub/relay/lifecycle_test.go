@@ -2,6 +2,7 @@ package relay_test
 
 import (
 	"context"
+	"maps"
 	"strconv"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/relay"
+	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/internal/startstop"
 	"github.com/hookhub/hookhub/schema"
@@ -130,4 +132,55 @@ func TestKeeperStartStop(t *testing.T) {
 	require.NoError(t, k.Start(ctx), "a second start does nothing")
 	require.NoError(t, k.Stop(ctx))
 	require.NoError(t, k.Stop(ctx), "a second stop does nothing")
+}
+
+// A hub that died leaves two kinds of unpublished events: committed and
+// held for its fast path (it died before publishing), and claimed by its
+// relay (it died holding the lease). Another hub's relay, woken by nothing
+// but its poll, publishes both, once each, within the dead hub's grace or
+// lease plus one poll interval (and a margin for a loaded machine).
+func TestRelayPublishesWhatADeadHubLeft(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, time.Minute)
+	const grace, lease = time.Second, 2 * time.Second
+
+	// The dead hub: its relay never started (New holds what its store
+	// commits for its fast path); it claimed a batch and died.
+	dead := store.New(b.store.Pool())
+	_, err := relay.New(dead, b.js, relay.Config{Stream: schema.DefaultStream, DuplicateWindow: time.Minute, Grace: grace})
+	require.NoError(t, err)
+	claimed := make([]hub.Delivery, 3)
+	for i := range claimed {
+		claimed[i] = hub.Delivery{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle",
+			EventID: "evt_dead_claimed_" + strconv.Itoa(i), EventType: "subscription.created", Body: []byte(`{}`), ReceivedAt: time.Now()}
+	}
+	_, err = b.store.Ingest(ctx, claimed) // not held: due at once, then claimed
+	require.NoError(t, err)
+	rows, err := dead.Claim(ctx, 10, lease)
+	require.NoError(t, err)
+	require.Len(t, rows, len(claimed))
+	held := make([]hub.Delivery, 3)
+	for i := range held {
+		held[i] = hub.Delivery{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle",
+			EventID: "evt_dead_held_" + strconv.Itoa(i), EventType: "subscription.created", Body: []byte(`{}`), ReceivedAt: time.Now()}
+	}
+	_, err = dead.Ingest(ctx, held)
+	require.NoError(t, err)
+	died := time.Now()
+
+	// The other hub, with the default poll interval.
+	r, err := relay.New(b.store, b.js, relay.Config{Stream: schema.DefaultStream, DuplicateWindow: time.Minute})
+	require.NoError(t, err)
+	require.NoError(t, r.Start(ctx))
+	t.Cleanup(func() { _ = r.Stop(ctx) })
+	bound := max(grace, lease) + relay.DefaultPollInterval + 10*time.Second
+	want := msgIDs(claimed, held)
+	for !maps.Equal(want, b.streamIDs(t)) {
+		require.Less(t, time.Since(died), bound, "not all published within %s: %v", bound, b.streamIDs(t))
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("published %s after the hub died", time.Since(died).Round(time.Millisecond))
+	require.Eventually(t, func() bool { return b.pending(t) == 0 }, 10*time.Second, 50*time.Millisecond, "the results are recorded")
+	require.Equal(t, want, b.streamIDs(t), "each once")
 }

@@ -90,8 +90,9 @@ type IngestConfig struct {
 
 // BatchConfig is the group commit of accepted webhooks.
 type BatchConfig struct {
-	BatchMax        int `envconfig:"HUB_BATCH_MAX" default:"64" desc:"Group commit: most deliveries that share one transaction; 1 disables batching (one transaction per request)"`
-	BatchCommitters int `envconfig:"HUB_BATCH_COMMITTERS" default:"1" desc:"Group commit: transactions committing concurrently; one makes the largest batches, the cheapest for Postgres"`
+	BatchMax        int           `envconfig:"HUB_BATCH_MAX" default:"64" desc:"Group commit: most deliveries that share one transaction; 1 disables batching (one transaction per request)"`
+	BatchCommitters int           `envconfig:"HUB_BATCH_COMMITTERS" default:"1" desc:"Group commit: transactions committing concurrently; one makes the largest batches, the cheapest for Postgres"`
+	BatchLinger     time.Duration `envconfig:"HUB_BATCH_LINGER" default:"2ms" desc:"Group commit: longest a small batch (under an eighth of HUB_BATCH_MAX) waits for more deliveries before it commits; 0 commits at once"`
 }
 
 // RelayConfig is the outbox relay that publishes to the stream.
@@ -267,6 +268,9 @@ func (c *IngestConfig) validate(p *problems) {
 func (c *BatchConfig) validate(p *problems) {
 	p.between("BATCH_MAX", c.BatchMax, 1, 10000)
 	p.between("BATCH_COMMITTERS", c.BatchCommitters, 1, 64)
+	if c.BatchLinger < 0 || c.BatchLinger > 100*time.Millisecond {
+		p.add("BATCH_LINGER", "must be within 0..100ms, got %s", c.BatchLinger)
+	}
 }
 
 func (c *RelayConfig) validate(p *problems) {

@@ -50,6 +50,8 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 		{"HUB_SIGNATURE_TOLERANCE", func(c *service.Config) { c.SignatureTolerance = 0 }},
 		{"HUB_MAX_BODY_BYTES", func(c *service.Config) { c.MaxBodyBytes = 10 }},
 		{"HUB_SHUTDOWN_TIMEOUT", func(c *service.Config) { c.ShutdownTimeout = -time.Second }},
+		{"HUB_BATCH_LINGER", func(c *service.Config) { c.BatchLinger = -time.Millisecond }},
+		{"HUB_BATCH_LINGER", func(c *service.Config) { c.BatchLinger = time.Second }},
 		{"HUB_ADMIN_MAX_CONNS", func(c *service.Config) { c.AdminMaxConns = 0 }},
 		{"HUB_ADMIN_MAX_CONNS", func(c *service.Config) { c.AdminMaxConns = 1000001 }},
 		{"HUB_READ_MAX_AT_ONCE", func(c *service.Config) { c.ReadMaxAtOnce = 0 }},

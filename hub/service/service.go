@@ -192,7 +192,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 	var ingester server.Ingester = s.store
 	if cfg.BatchMax > 1 {
 		s.batcher = s.store.GroupCommitter(cfg.BatchMax, cfg.BatchCommitters, cfg.CommitTimeout,
-			store.OnCommit(func(n int) { s.metrics.CommitBatch.Observe(float64(n)) }))
+			store.OnCommit(func(n int) { s.metrics.CommitBatch.Observe(float64(n)) }), store.Linger(cfg.BatchLinger))
 		ingester = s.batcher
 		s.add("group committer", s.batcher)
 	}

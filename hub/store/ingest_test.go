@@ -349,3 +349,66 @@ func TestGroupCommitterCommitsHeavyBodiesAlone(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, `SELECT jsonb_array_length(payload) FROM webhook_events WHERE event_id = 'evt_heavy'`).Scan(&n))
 	require.Equal(t, store.MaxSharedValues, n)
 }
+
+// A small batch waits up to the linger for company and commits as soon as
+// it is small no longer; without a linger each delivery arriving alone is
+// committed alone; Stop ends the wait at once, committing what waited.
+func TestGroupCommitterLinger(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		linger  time.Duration
+		callers int  // each 100 ms after the previous one
+		stop    bool // Stop while the first caller waits
+		sizes   []int
+	}{
+		{"no linger: each alone", 0, 2, false, []int{1, 1}},
+		{"a small batch waits for company, then commits at once", time.Minute, 2, false, []int{2}},
+		{"a lone delivery commits when the linger ends", 200 * time.Millisecond, 1, false, []int{1}},
+		{"Stop ends the wait", time.Minute, 1, true, []int{1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			pool, _ := hubdb.Pool(t)
+			ctx := context.Background()
+			var mu sync.Mutex
+			var sizes []int
+			// 16 deliveries at most: a batch under 2 is small.
+			g := store.New(pool).GroupCommitter(16, 1, 10*time.Second, store.Linger(tc.linger), store.OnCommit(func(n int) {
+				mu.Lock()
+				sizes = append(sizes, n)
+				mu.Unlock()
+			}))
+			require.NoError(t, g.Start(ctx))
+			t.Cleanup(func() { _ = g.Stop(ctx) })
+			errs := make(chan error, tc.callers)
+			for i := range tc.callers {
+				if i > 0 {
+					time.Sleep(100 * time.Millisecond)
+				}
+				go func() {
+					_, err := g.Ingest(ctx, []hub.Delivery{delivery(fmt.Sprintf("evt_linger_%d", i), `{}`)})
+					errs <- err
+				}()
+			}
+			if tc.stop {
+				time.Sleep(100 * time.Millisecond)
+				require.NoError(t, g.Stop(ctx))
+			}
+			for range tc.callers {
+				select {
+				case err := <-errs:
+					require.NoError(t, err)
+				case <-time.After(20 * time.Second):
+					t.Fatal("a caller still waits: the linger held its batch")
+				}
+			}
+			var dedup int
+			require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM processed_webhook_events`).Scan(&dedup))
+			require.Equal(t, tc.callers, dedup)
+			mu.Lock()
+			defer mu.Unlock()
+			require.Equal(t, tc.sizes, sizes)
+		})
+	}
+}

@@ -18,6 +18,7 @@ const (
 	destTargetP99ms     = 50
 	destTargetRSSMB     = 100
 	destTargetRatio     = 1.5
+	idleTargetPercent   = 2.0
 )
 
 // benchDestUsage is the help of `hub bench destinations`.
@@ -42,10 +43,16 @@ arrived and answers 204; it verifies nothing).
            from the time the request was due, and their ratio. --rounds
            repeats the pair, alternating its order; the round of the median ratio
            is reported (both its runs, as the verdict judges), and every round's.
+  idle     with --idle: the hub and a destinations process on a fresh
+           database, no traffic; after 5 s of start-up, the CPU of each, of
+           the database's Postgres backends and of every postgres process
+           over --idle, in percent of one core, and the database's
+           transactions/s.
 
 Every run reports the CPU time per delivery of each process (the hub, the
-destinations process, every postgres process, and the bench process:
-receiver, publisher or load generator, embedded NATS server) from /proc,
+destinations process, every postgres process, for the ingest runs the run
+database's backends alone, and the bench process: receiver, publisher or
+load generator, embedded NATS server) from /proc,
 and the destinations process's peak RSS (VmHWM). CPU counts the whole
 machine's Postgres: run it where nothing else runs. The last line is JSON.
 
@@ -65,6 +72,7 @@ func runBenchDestinations(ctx context.Context, args []string, stdout, stderr io.
 	ingestWarmup := fs.Duration("ingest-warmup", 3*time.Second, "deliveries at the same rate before each ingest run's measured ones, left out of the figures")
 	clients := fs.Int("clients", 64, "connections the ingest runs send over")
 	rounds := fs.Int("rounds", 2, "ingest rounds (each: without and with destinations, the order alternating)")
+	idle := fs.Duration("idle", 0, "measure the hub and a destinations process with no traffic for this long (e.g. 60s); 0 skips it")
 	keep := fs.Bool("keep", false, "keep the bench databases")
 	asJSON := fs.Bool("json", false, "print only the final JSON report on stdout (progress goes to stderr)")
 	if err := parseFlags(fs, args); err != nil {
@@ -93,7 +101,7 @@ func runBenchDestinations(ctx context.Context, args []string, stdout, stderr io.
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"--latency-for", *latencyFor}, {"--ingest-for", *ingestFor}, {"--ingest-warmup", *ingestWarmup}} {
+	}{{"--latency-for", *latencyFor}, {"--ingest-for", *ingestFor}, {"--ingest-warmup", *ingestWarmup}, {"--idle", *idle}} {
 		if d.v < 0 || d.v > time.Hour {
 			return usageErr(fmt.Sprintf("%s must be within 0..1h, got %s", d.name, d.v))
 		}
@@ -121,7 +129,7 @@ func runBenchDestinations(ctx context.Context, args []string, stdout, stderr io.
 		AdminURL: cfg.DatabaseURL, HubCommand: []string{self}, DestinationsCommand: []string{destCmd},
 		Concurrency: *concurrency, Preload: *preload, LatencyFor: *latencyFor, LatencyRate: *latencyRate,
 		IngestRate: *ingestRate, IngestFor: *ingestFor, IngestWarmup: *ingestWarmup, IngestClients: *clients,
-		Rounds: *rounds, Keep: *keep, Log: logw,
+		Rounds: *rounds, IdleFor: *idle, Keep: *keep, Log: logw,
 	})
 	if err != nil {
 		return err
@@ -152,10 +160,10 @@ func printDestinationsReport(w io.Writer, rep bench.DestinationsReport) {
 	if len(rep.Ingest) == 2 {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "ingest run\trate/s\t2xx p50 ms\tp99 ms\tmax ms\tforward p50 ms\tforward p99 ms\tCPU µs/dlv hub\tdestinations\tpostgres\tbench\thub RSS MB\tdest RSS MB\tnon-2xx\tlost\t")
+		fmt.Fprintln(tw, "ingest run\trate/s\t2xx p50 ms\tp99 ms\tmax ms\tforward p50 ms\tforward p99 ms\tCPU µs/dlv hub\tdestinations\tpostgres\tits backends\tbench\thub RSS MB\tdest RSS MB\tnon-2xx\tlost\t")
 		for _, r := range rep.Ingest {
-			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%d\t\n",
-				r.Name, r.Rate, r.P50ms, r.P99ms, r.MaxMs, r.ForwardP50ms, r.ForwardP99ms, r.HubCPUus, r.DestCPUus, r.PostgresCPUus, r.BenchCPUus, r.HubPeakRSSMB, r.DestPeakRSSMB, r.Non2xx, r.Lost)
+			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%d\t\n",
+				r.Name, r.Rate, r.P50ms, r.P99ms, r.MaxMs, r.ForwardP50ms, r.ForwardP99ms, r.HubCPUus, r.DestCPUus, r.PostgresCPUus, r.PostgresDBCPUus, r.BenchCPUus, r.HubPeakRSSMB, r.DestPeakRSSMB, r.Non2xx, r.Lost)
 		}
 		_ = tw.Flush()
 		if len(rep.IngestRounds) > 1 {
@@ -168,6 +176,10 @@ func printDestinationsReport(w io.Writer, rep bench.DestinationsReport) {
 			}
 			fmt.Fprintf(w, "round %d: ingest p99 %.1f ms without, %.1f ms with destinations: %.2fx%s\n", n+1, round[0].P99ms, round[1].P99ms, bench.Ratio(round[1].P99ms, round[0].P99ms), mark)
 		}
+	}
+	if i := rep.Idle; i != nil {
+		fmt.Fprintf(w, "\nidle for %.0f s, %% of one core: hub %.2f, destinations %.2f, postgres %.2f (the database's backends %.2f); total %.2f; %.1f transactions/s\n",
+			i.Seconds, i.HubCPU, i.DestCPU, i.Postgres, i.PostgresDB, i.Total, i.TransactionsPerSecond)
 	}
 	fmt.Fprintln(w, "\nagainst the targets:")
 	verdict := func(ok bool) string {
@@ -184,6 +196,10 @@ func printDestinationsReport(w io.Writer, rep bench.DestinationsReport) {
 	if len(rep.Ingest) == 2 {
 		fmt.Fprintf(w, "  ingest 2xx p99 with destinations ≤ %.1fx without: %.2fx (%s; %.1f / %.1f ms, the ingest runs above: the median round)\n",
 			destTargetRatio, rep.IngestP99Ratio, verdict(rep.IngestP99Ratio <= destTargetRatio), rep.Ingest[1].P99ms, rep.Ingest[0].P99ms)
+	}
+	if i := rep.Idle; i != nil {
+		fmt.Fprintf(w, "  idle: hub + destinations + postgres ≤ %.0f %% of one core: %.2f %% (%s; every postgres process on the machine)\n",
+			idleTargetPercent, i.Total, verdict(i.Total <= idleTargetPercent))
 	}
 	fmt.Fprintf(w, "nothing lost: %t\n", rep.NothingLost)
 }
