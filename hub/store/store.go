@@ -141,6 +141,13 @@ const entitiesCTE = `, entity_rows AS (
 // surrogate, a number beyond numeric's range) does not fail the batch: that
 // delivery's payload column records why, and its exact body is kept.
 func (s *Store) Ingest(ctx context.Context, ds []hub.Delivery) ([]hub.Outcome, error) {
+	return s.ingestCarrying(ctx, ds, nil)
+}
+
+// ingestCarrying is Ingest whose statement also records the publish marks
+// m (marksCTE), in the same transaction: they are recorded if and only if
+// it returns no error.
+func (s *Store) ingestCarrying(ctx context.Context, ds []hub.Delivery, m *markArgs) ([]hub.Outcome, error) {
 	if len(ds) == 0 {
 		return nil, nil
 	}
@@ -156,7 +163,7 @@ func (s *Store) Ingest(ctx context.Context, ds []hub.Delivery) ([]hub.Outcome, e
 			payloads[i], bodies[i] = bytesString(d.Body), d.Body
 		}
 	}
-	out, err := s.ingest(ctx, ds, payloads, bodies)
+	out, err := s.ingest(ctx, ds, payloads, bodies, m)
 	var pgErr *pgconn.PgError
 	if err != nil && errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22") {
 		// A data exception: some payload is JSON that Postgres's jsonb
@@ -165,7 +172,7 @@ func (s *Store) Ingest(ctx context.Context, ds []hub.Delivery) ([]hub.Outcome, e
 		if fixErr := s.replaceUnstorable(ctx, ds, payloads, bodies); fixErr != nil {
 			return nil, fmt.Errorf("%w: %w", hub.ErrUnavailable, fixErr)
 		}
-		out, err = s.ingest(ctx, ds, payloads, bodies)
+		out, err = s.ingest(ctx, ds, payloads, bodies, m)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", hub.ErrUnavailable, err)
@@ -173,7 +180,7 @@ func (s *Store) Ingest(ctx context.Context, ds []hub.Delivery) ([]hub.Outcome, e
 	return out, nil
 }
 
-func (s *Store) ingest(ctx context.Context, ds []hub.Delivery, payloads []string, bodies [][]byte) ([]hub.Outcome, error) {
+func (s *Store) ingest(ctx context.Context, ds []hub.Delivery, payloads []string, bodies [][]byte, m *markArgs) ([]hub.Outcome, error) {
 	n := len(ds)
 	ids := make([][16]byte, n)
 	providers := make([]string, n)
@@ -215,9 +222,9 @@ func (s *Store) ingest(ctx context.Context, ds []hub.Delivery, payloads []string
 	if len(entities) > 0 {
 		sql = ingestEntitiesSQL
 	}
-	rows, err := s.pool.Query(ctx, sql, ids, providers, eventIDs, types, payloads,
+	rows, err := s.pool.Query(ctx, m.carrying(sql), m.withArgs(ids, providers, eventIDs, types, payloads,
 		pgtype.FlatArray[[]byte](bodies), sigs, signedAt, occurredAt, receivedAt, errs,
-		time.Duration(s.holdNew.Load()).Milliseconds(), time.Time{}, traceParents, origins, entities, entityIDs)
+		time.Duration(s.holdNew.Load()).Milliseconds(), time.Time{}, traceParents, origins, entities, entityIDs)...)
 	if err != nil {
 		return nil, err
 	}
