@@ -74,6 +74,13 @@ func TestGroupCommitterRecordsPublishMarks(t *testing.T) {
 	}{
 		{"rides the next ingest", time.Hour, func(t *testing.T, g *store.GroupCommitter) *hub.Delivery {
 			d := delivery("evt_carrier", `{}`)
+			d.Entities = []hub.Entity{{Kind: "customer", ID: "ctm_1"}} // the statement with entities
+			_, err := g.Ingest(context.Background(), []hub.Delivery{d})
+			require.NoError(t, err)
+			return &d
+		}},
+		{"rides the next ingest without entities", time.Hour, func(t *testing.T, g *store.GroupCommitter) *hub.Delivery {
+			d := delivery("evt_plain_carrier", `{}`)
 			_, err := g.Ingest(context.Background(), []hub.Delivery{d})
 			require.NoError(t, err)
 			return &d
