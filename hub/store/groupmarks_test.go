@@ -173,3 +173,43 @@ func TestGroupCommitterRecordsMarksWhenNotRunning(t *testing.T) {
 	require.NoError(t, <-recordAsync(g, after, 2))
 	require.False(t, readMarked(t, pool, after).inOutbox)
 }
+
+// Under concurrent ingest and marks, with two committers, every mark is
+// recorded exactly once, whichever statement carries it, and every
+// caller is answered.
+func TestGroupCommitterMarksUnderLoad(t *testing.T) {
+	t.Parallel()
+	s, pool := newStore(t)
+	s.HoldNew(time.Hour)
+	ctx := context.Background()
+	g := s.GroupCommitter(16, 2, 10*time.Second, store.MarkDelay(5*time.Millisecond))
+	require.NoError(t, g.Start(ctx))
+	const workers, each = 16, 15
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*workers*each)
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				d := delivery(fmt.Sprintf("evt_load_%d_%d", w, i), `{}`)
+				if _, err := g.Ingest(ctx, []hub.Delivery{d}); err != nil {
+					errs <- err
+					continue
+				}
+				errs <- g.RecordPublished(ctx, []hub.PublishResult{{ArchiveID: d.ArchiveID, Seq: uint64(1 + w*each + i)}})
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, g.Stop(ctx))
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	var rows, pending, attempts, seqs int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE next_attempt_at IS NOT NULL),
+		sum(publish_attempts), count(DISTINCT stream_seq) FROM processed_webhook_events`).Scan(&rows, &pending, &attempts, &seqs))
+	require.Equal(t, workers*each, rows)
+	require.Zero(t, pending)
+	require.Equal(t, rows, attempts, "each mark recorded once")
+	require.Equal(t, rows, seqs)
+}
