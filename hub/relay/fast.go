@@ -135,10 +135,12 @@ type markJob struct {
 }
 
 // recordFast records the fast path's results until settled is closed.
-// Each row costs Postgres a new version of its archive row whenever it is
+// Each row costs Postgres a new version of its dedup row whenever it is
 // marked, but each statement and commit costs as much as dozens of rows:
 // results are gathered for up to MarkDelay, or until there are MarkBatch
-// of them, and recorded in one statement. The statement runs in its own
+// of them, and recorded with one Outbox.RecordPublished (in the service,
+// the group committer's next ingest statement carries them: one commit for
+// both; store.GroupCommitter.RecordPublished). The statement runs in its own
 // goroutine and results keep being gathered meanwhile, so a slow statement
 // never holds up the settling, hence the sending, of publishes: the
 // messages are on the stream already, only the archive's status waits.

@@ -186,14 +186,16 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 		return nil, err
 	}
 	s.store = store.New(s.pool)
-	if err := s.newRelay(tracer); err != nil {
-		return nil, err
-	}
 	var ingester server.Ingester = s.store
 	if cfg.BatchMax > 1 {
 		s.batcher = s.store.GroupCommitter(cfg.BatchMax, cfg.BatchCommitters, cfg.CommitTimeout,
 			store.OnCommit(func(n int) { s.metrics.CommitBatch.Observe(float64(n)) }), store.Linger(cfg.BatchLinger))
 		ingester = s.batcher
+	}
+	if err := s.newRelay(tracer); err != nil {
+		return nil, err
+	}
+	if s.batcher != nil {
 		s.add("group committer", s.batcher)
 	}
 	if err := s.newBackfill(ingester); err != nil {
@@ -241,8 +243,12 @@ func (s *Service) startTracing(ctx context.Context, tp trace.TracerProvider) (tr
 // newRelay builds the relay (the outbox to JetStream) and the keeper of
 // its stream.
 func (s *Service) newRelay(tracer trace.Tracer) error {
+	var outbox relay.Outbox = s.store
+	if s.batcher != nil {
+		outbox = markingOutbox{Store: s.store, batcher: s.batcher}
+	}
 	var err error
-	s.relay, err = relay.New(s.store, s.js, relay.Config{
+	s.relay, err = relay.New(outbox, s.js, relay.Config{
 		Stream:          s.cfg.Stream,
 		DuplicateWindow: s.cfg.DuplicateWindow,
 		BatchSize:       s.cfg.RelayBatchSize,
@@ -282,6 +288,18 @@ func (s *Service) newRelay(tracer trace.Tracer) error {
 	s.add("stream keeper", s.keeper)
 	s.add("relay", s.relay)
 	return nil
+}
+
+// markingOutbox is the store as the relay's outbox, but for the publishes
+// it records: they ride the group commit (GroupCommitter.RecordPublished).
+type markingOutbox struct {
+	*store.Store
+	batcher *store.GroupCommitter
+}
+
+// RecordPublished records results through the group committer.
+func (o markingOutbox) RecordPublished(ctx context.Context, results []hub.PublishResult) error {
+	return o.batcher.RecordPublished(ctx, results)
 }
 
 // newConsole builds, when an admin token is set, the operations behind

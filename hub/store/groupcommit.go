@@ -54,6 +54,8 @@ type GroupCommitter struct {
 	// shareHeavy lets heavy deliveries join shared commits, as they did
 	// before: only for the benchmark's comparison (BenchmarkHeavyBody).
 	shareHeavy bool
+	// marks are the publish marks waiting for a commit (groupmarks.go).
+	marks markQueue
 }
 
 // GroupOption configures a GroupCommitter.
@@ -95,6 +97,7 @@ func (s *Store) GroupCommitter(maxBatch, committers int, timeout time.Duration, 
 		reqs:       make(chan *ingestRequest, max(1, maxBatch)*max(1, committers)),
 		alone:      make(chan struct{}, 1),
 		heavy:      make(chan struct{}, 1+MaxHeavyWaiting),
+		marks:      markQueue{queued: make(chan struct{}, 1), delay: DefaultMarkDelay},
 	}
 	for _, o := range opts {
 		o(g)
@@ -117,12 +120,13 @@ func (g *GroupCommitter) Start(ctx context.Context) error {
 	for range g.committers {
 		g.Go(func() { g.run(runCtx) })
 	}
+	g.Go(func() { g.runMarks(runCtx) })
 	g.running = true
 	return nil
 }
 
-// Stop commits what is queued, then stops the committers and waits for
-// them. Ingest calls after Stop fail with ErrClosed. Committing what is
+// Stop commits what is queued (publish marks too), then stops the
+// committers and waits for them. Ingest calls after Stop fail with ErrClosed. Committing what is
 // queued is not bounded by ctx: each queued caller's own context and the
 // commit timeout bound it. Idempotent; safe when never started.
 func (g *GroupCommitter) Stop(context.Context) error {
@@ -263,9 +267,13 @@ func (g *GroupCommitter) commit(batch []*ingestRequest) {
 		g.onCommit(len(all))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
-	outs, err := g.store.Ingest(ctx, all)
+	marks := g.takeMarks()
+	outs, err := g.store.ingestCarrying(ctx, all, marks.marks())
 	cancel()
 	if err == nil {
+		if marks != nil {
+			marks.settle(nil)
+		}
 		off := 0
 		for _, r := range live {
 			r.outs = outs[off : off+len(r.ds)]
@@ -274,6 +282,9 @@ func (g *GroupCommitter) commit(batch []*ingestRequest) {
 		}
 		return
 	}
+	// The marks were rolled back with the shared transaction: they are
+	// recorded on their own once its callers are answered.
+	defer g.markAlone(marks)
 	var pgErr *pgconn.PgError
 	if len(live) == 1 || !errors.As(err, &pgErr) {
 		// Postgres is unreachable or too slow: every caller gets the error

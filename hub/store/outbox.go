@@ -112,20 +112,19 @@ WHERE p.id = u.id AND p.next_attempt_at IS NOT NULL`
 // again after their backoff (or FAILED when the failure is permanent).
 // Events no longer in the outbox (recorded meanwhile by another publisher)
 // are left as they are. The fast path and the claiming relay both record
-// through it.
+// through it, or through GroupCommitter.RecordPublished, which has the
+// acknowledged ones ride the next group commit.
 func (s *Store) RecordPublished(ctx context.Context, results []hub.PublishResult) error {
 	// [16]byte rather than uuid.UUID: pgx encodes it without reflection
 	// or a detour through uuid's driver.Valuer.
-	var okIDs, failIDs [][16]byte
-	var seqs, retryMS []int64
-	var publishedAt []time.Time
+	var ok markArgs
+	var failIDs [][16]byte
+	var retryMS []int64
 	var errs []string
 	var permanent []bool
 	for _, r := range results {
 		if r.Seq > 0 {
-			okIDs = append(okIDs, r.ArchiveID)
-			seqs = append(seqs, int64(r.Seq))
-			publishedAt = append(publishedAt, r.PublishedAt)
+			ok.add(r)
 			continue
 		}
 		failIDs = append(failIDs, r.ArchiveID)
@@ -133,10 +132,8 @@ func (s *Store) RecordPublished(ctx context.Context, results []hub.PublishResult
 		errs = append(errs, cleanText(r.Err))
 		permanent = append(permanent, r.Permanent)
 	}
-	if len(okIDs) > 0 {
-		if _, err := s.pool.Exec(ctx, markPublishedSQL, okIDs, seqs, publishedAt, time.Time{}); err != nil {
-			return fmt.Errorf("mark published: %w", err)
-		}
+	if err := s.markPublished(ctx, &ok); err != nil {
+		return err
 	}
 	if len(failIDs) > 0 {
 		if _, err := s.pool.Exec(ctx, markFailedSQL, failIDs, retryMS, errs, permanent); err != nil {

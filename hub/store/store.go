@@ -142,6 +142,13 @@ const entitiesCTE = `, entity_rows AS (
 // surrogate, a number beyond numeric's range) does not fail the batch: that
 // delivery's payload column records why, and its exact body is kept.
 func (s *Store) Ingest(ctx context.Context, ds []hub.Delivery) ([]hub.Outcome, error) {
+	return s.ingestCarrying(ctx, ds, nil)
+}
+
+// ingestCarrying is Ingest whose statement also records the publish marks
+// m (marksCTE), in the same transaction: they are recorded if and only if
+// it returns no error.
+func (s *Store) ingestCarrying(ctx context.Context, ds []hub.Delivery, m *markArgs) ([]hub.Outcome, error) {
 	if len(ds) == 0 {
 		return nil, nil
 	}
@@ -157,7 +164,7 @@ func (s *Store) Ingest(ctx context.Context, ds []hub.Delivery) ([]hub.Outcome, e
 			payloads[i], bodies[i] = bytesString(d.Body), d.Body
 		}
 	}
-	out, err := s.ingest(ctx, ds, payloads, bodies)
+	out, err := s.ingest(ctx, ds, payloads, bodies, m)
 	var pgErr *pgconn.PgError
 	if err != nil && errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22") {
 		// A data exception: some payload is JSON that Postgres's jsonb
@@ -166,7 +173,7 @@ func (s *Store) Ingest(ctx context.Context, ds []hub.Delivery) ([]hub.Outcome, e
 		if fixErr := s.replaceUnstorable(ctx, ds, payloads, bodies); fixErr != nil {
 			return nil, fmt.Errorf("%w: %w", hub.ErrUnavailable, fixErr)
 		}
-		out, err = s.ingest(ctx, ds, payloads, bodies)
+		out, err = s.ingest(ctx, ds, payloads, bodies, m)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", hub.ErrUnavailable, err)
@@ -174,9 +181,10 @@ func (s *Store) Ingest(ctx context.Context, ds []hub.Delivery) ([]hub.Outcome, e
 	return out, nil
 }
 
-func (s *Store) ingest(ctx context.Context, ds []hub.Delivery, payloads []string, bodies [][]byte) ([]hub.Outcome, error) {
+func (s *Store) ingest(ctx context.Context, ds []hub.Delivery, payloads []string, bodies [][]byte, m *markArgs) ([]hub.Outcome, error) {
 	n := len(ds)
 	sql, args := s.ingestStatement(ds, payloads, bodies)
+	sql, args = m.carrying(sql), m.withArgs(args...)
 	statuses := make(map[uuid.UUID]hub.Status, n)
 	if err := s.execWire(ctx, sql, args, n, func(row [][]byte) error {
 		id, st, err := ingestedRow(row)

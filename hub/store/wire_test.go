@@ -339,7 +339,7 @@ func BenchmarkIngestStatement(b *testing.B) {
 			return err
 		}},
 		{"wire", func(ds []hub.Delivery, payloads []string, bodies [][]byte) error {
-			_, err := s.ingest(ctx, ds, payloads, bodies)
+			_, err := s.ingest(ctx, ds, payloads, bodies, nil)
 			return err
 		}},
 	}
