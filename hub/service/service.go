@@ -186,6 +186,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 		return nil, err
 	}
 	s.store = store.New(s.pool)
+	s.store.KeepEntities(cfg.Entities)
 	if err := s.newRelay(tracer); err != nil {
 		return nil, err
 	}

@@ -25,12 +25,12 @@ func withEntities(d hub.Delivery, es ...hub.Entity) hub.Delivery {
 	return d
 }
 
+// entityIndex is how many archive rows the entity look-up finds for id.
 func entityIndex(t *testing.T, s *store.Store, id string) int {
 	t.Helper()
-	var n int
-	require.NoError(t, s.Pool().QueryRow(context.Background(),
-		`SELECT count(*) FROM webhook_event_entities WHERE entity_id = $1`, id).Scan(&n))
-	return n
+	rows, err := s.ListArchive(context.Background(), hub.ArchiveFilter{Entity: id, Limit: 1000})
+	require.NoError(t, err)
+	return len(rows)
 }
 
 // Ingest archives each delivery's entities and indexes those of first
@@ -133,7 +133,7 @@ func TestListArchiveByEntity(t *testing.T) {
 	}
 }
 
-// A purge deletes the entity index's rows of the archive rows it deletes,
+// A purge deletes the archive rows it deletes from the entity look-up,
 // and only those.
 func TestPurgeDeletesEntityRows(t *testing.T) {
 	t.Parallel()
@@ -175,6 +175,100 @@ func TestImportPublishedEntities(t *testing.T) {
 	require.Len(t, rows, 1)
 	require.Equal(t, hub.Processed, rows[0].Status)
 	require.Equal(t, []hub.Entity{cus, {Kind: "user", ID: "cus_imp"}}, rows[0].Entities)
+}
+
+// legacyIndex writes the rows a hub of the previous release (migration
+// 00002's layout) writes in webhook_event_entities beside d's archive row:
+// one per distinct entity id.
+func legacyIndex(t *testing.T, pool *pgxpool.Pool, d hub.Delivery) {
+	t.Helper()
+	for _, e := range d.Entities {
+		_, err := pool.Exec(context.Background(), `INSERT INTO webhook_event_entities (entity_id, created_at, archive_id)
+			VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, e.ID, d.ReceivedAt, d.ArchiveID)
+		require.NoError(t, err)
+	}
+}
+
+// During a rolling deploy the archive holds events written by hubs of
+// the previous release (their entities on the archive row and in
+// webhook_event_entities) beside this release's (on the archive row only):
+// the look-up finds each once, in the archive's order, across pages and
+// filters, and a purge deletes the archive rows of both with the previous
+// release's index rows, and only those.
+func TestEntityLookupMixedLayouts(t *testing.T) {
+	t.Parallel()
+	s, pool := newStore(t)
+	ctx := context.Background()
+	start := time.Now().Add(-72 * time.Hour).Truncate(time.Millisecond)
+	cus := hub.Entity{Kind: "customer", ID: "cus_mixed"}
+	var ds []hub.Delivery
+	for i := range 8 {
+		d := withEntities(deliveryAt(fmt.Sprintf("evt_%d", i), start.Add(time.Duration(i)*time.Hour)), cus,
+			hub.Entity{Kind: "user", ID: "cus_mixed"}, hub.Entity{Kind: "subscription", ID: fmt.Sprintf("sub_%d", i%2)})
+		ds = append(ds, d)
+	}
+	_, err := s.Ingest(ctx, ds)
+	require.NoError(t, err)
+	for i := 0; i < len(ds); i += 2 { // the previous release's hubs wrote the even ones
+		legacyIndex(t, pool, ds[i])
+	}
+	f := hub.ArchiveFilter{Entity: "cus_mixed", Limit: 3}
+	got := pageIDs(t, f.Limit, func(last *hub.ArchivedDelivery) ([]hub.ArchivedDelivery, error) {
+		if last != nil {
+			f.Before = last.Cursor()
+		}
+		return s.ListArchive(ctx, f)
+	}, func(r hub.ArchivedDelivery) string { return r.EventID })
+	require.Equal(t, []string{"evt_7", "evt_6", "evt_5", "evt_4", "evt_3", "evt_2", "evt_1", "evt_0"}, got)
+	require.Equal(t, 4, entityIndex(t, s, "sub_1"))
+
+	// Published, then purged up to evt_3: both layouts' rows go.
+	var published []hub.PublishResult
+	for i, d := range ds {
+		published = append(published, hub.PublishResult{ArchiveID: d.ArchiveID, Seq: uint64(i + 1)})
+	}
+	require.NoError(t, s.RecordPublished(ctx, published))
+	deleted, _ := purgeAll(t, s, start.Add(3*time.Hour+time.Minute), 2, false)
+	require.Equal(t, int64(4), deleted)
+	require.Equal(t, 4, entityIndex(t, s, "cus_mixed"))
+	require.Equal(t, 2, entityIndex(t, s, "sub_0"))
+	var legacy []string
+	rows, err := pool.Query(ctx, `SELECT DISTINCT a.event_id FROM webhook_event_entities x JOIN webhook_events a ON a.id = x.archive_id ORDER BY 1`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var id string
+		require.NoError(t, rows.Scan(&id))
+		legacy = append(legacy, id)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{"evt_4", "evt_6"}, legacy)
+	var orphans int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_event_entities x
+		WHERE NOT EXISTS (SELECT 1 FROM webhook_events a WHERE a.id = x.archive_id)`).Scan(&orphans))
+	require.Zero(t, orphans, "the purged rows' index rows are deleted with them")
+}
+
+// With KeepEntities(false) (HUB_ENTITIES=false) deliveries are archived
+// without their entities and the look-up finds none of them; turned on
+// again, the next deliveries keep theirs.
+func TestKeepEntitiesOff(t *testing.T) {
+	t.Parallel()
+	s, pool := newStore(t)
+	ctx := context.Background()
+	cus := hub.Entity{Kind: "customer", ID: "cus_off"}
+	off := withEntities(delivery("evt_off", `{}`), cus)
+	s.KeepEntities(false)
+	_, err := s.Ingest(ctx, []hub.Delivery{off})
+	require.NoError(t, err)
+	var none []string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT entities FROM webhook_events WHERE id = $1`, off.ArchiveID).Scan(&none))
+	require.Nil(t, none)
+	require.Zero(t, entityIndex(t, s, "cus_off"))
+	s.KeepEntities(true)
+	on := withEntities(delivery("evt_on", `{}`), cus)
+	_, err = s.Ingest(ctx, []hub.Delivery{on})
+	require.NoError(t, err)
+	require.Equal(t, 1, entityIndex(t, s, "cus_off"))
 }
 
 // backendCPU is the CPU time (user + system) Postgres backend pid has

@@ -26,6 +26,8 @@ type Store struct {
 	// holdNew is how long a new PENDING event is left to the process that
 	// committed it (HoldNew), in nanoseconds.
 	holdNew atomic.Int64
+	// noEntities drops every delivery's entities at ingest (KeepEntities).
+	noEntities atomic.Bool
 }
 
 // New returns a Store on pool. The pool's database must be migrated.
@@ -41,6 +43,12 @@ func New(pool *pgxpool.Pool) *Store {
 // finish (a crash, a NATS outage). Default 0: a store without a relay
 // (`hub backfill`) has its events due at once.
 func (s *Store) HoldNew(d time.Duration) { s.holdNew.Store(int64(d)) }
+
+// KeepEntities sets whether Ingest keeps each delivery's entities on its
+// archive row, where the entity look-up finds them (HUB_ENTITIES).
+// Default true; false archives every delivery without its entities, as
+// if its provider named none.
+func (s *Store) KeepEntities(on bool) { s.noEntities.Store(!on) }
 
 // Pool returns the store's pool.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
@@ -66,9 +74,11 @@ func (s *Store) Ping(ctx context.Context) error {
 // shorter array with NULLs. Origins ($15) travel the same way: an empty
 // array when every delivery is a webhook (the column's default), one entry
 // per delivery when a backfill ingests events read from an API. Entities
-// travel the same way, two texts per delivery joined by newlines (which
-// entity kinds and ids cannot contain): $16 the archive's "<kind>:<id>"
-// strings, $17 the distinct ids entitiesCTE indexes.
+// ($16) travel the same way, one text per delivery: the archive's
+// "<kind>:<id>" strings joined by newlines (which entity kinds and ids
+// cannot contain). The archive row is their index (migrations
+// 00007_entity_slots.sql: one partial expression index per slot of
+// webhook_events.entities), so no other row is written for them.
 //
 // The archive row is written once and never changed (DESIGN invariant 8):
 // a duplicate is SKIPPED, an event whose type cannot form a subject FAILED,
@@ -78,17 +88,14 @@ func (s *Store) Ping(ctx context.Context) error {
 // status each delivery has now.
 const ingestSQL = ingestHead + ingestTail
 
-// ingestEntitiesSQL is ingestSQL that also indexes entities (entitiesCTE).
-const ingestEntitiesSQL = ingestHead + entitiesCTE + ingestTail
-
 const ingestHead = `
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[],
                          $7::text[], $8::timestamptz[], $9::timestamptz[], $10::timestamptz[], $11::text[],
-                         $14::text[], $15::text[], $16::text[], $17::text[])
+                         $14::text[], $15::text[], $16::text[])
         WITH ORDINALITY AS t(id, provider, event_id, event_type, payload, body,
                              signature, signed_at, occurred_at, received_at, error_message, trace_parent,
-                             origin, entities, entity_ids, ord)
+                             origin, entities, ord)
 ), dedup AS (
     INSERT INTO processed_webhook_events (id, provider, event_id, event_type, processed_at, next_attempt_at)
     -- Sorted by key, so concurrent batches take row locks in one order and
@@ -115,19 +122,6 @@ SELECT i.id, i.provider, i.event_id, i.event_type, i.payload::jsonb, NULLIF(i.si
 FROM input i LEFT JOIN dedup d ON d.id = i.id
 ORDER BY i.ord
 RETURNING id, COALESCE(processing_status, 'PENDING')`
-
-// entitiesCTE indexes the entities of the batch's first deliveries (those
-// dedup inserted): one webhook_event_entities row per distinct entity id
-// ($17: each delivery's ids, deduplicated, joined by newlines, which
-// entity ids cannot contain). It is part of ingestEntitiesSQL only: a
-// batch without entities runs ingestSQL, which has no such insert to plan
-// or run.
-const entitiesCTE = `, entity_rows AS (
-    INSERT INTO webhook_event_entities (entity_id, created_at, archive_id)
-    SELECT e.entity_id, i.received_at, i.id
-    FROM input i JOIN dedup d ON d.id = i.id,
-         unnest(string_to_array(NULLIF(i.entity_ids, ''), E'\n')) AS e(entity_id)
-)`
 
 // Ingest archives deliveries and records their dedup rows in one
 // transaction, and commits it. It returns one hub.Outcome per delivery, in
@@ -186,7 +180,8 @@ func (s *Store) ingest(ctx context.Context, ds []hub.Delivery, payloads []string
 	errs := make([]string, n)
 	traceParents := []string{} // not nil: pgx would send NULL
 	origins := []string{}
-	entities, entityIDs := []string{}, []string{}
+	entities := []string{}
+	noEntities := s.noEntities.Load()
 	for i := range ds {
 		d := &ds[i]
 		ids[i], providers[i], eventIDs[i], types[i] = d.ArchiveID, d.Provider, d.EventID, d.EventType
@@ -204,20 +199,16 @@ func (s *Store) ingest(ctx context.Context, ds []hub.Delivery, payloads []string
 		if len(origins) > 0 {
 			origins[i] = string(d.Origin)
 		}
-		if len(d.Entities) > 0 {
+		if len(d.Entities) > 0 && !noEntities {
 			if len(entities) == 0 {
-				entities, entityIDs = make([]string, n), make([]string, n)
+				entities = make([]string, n)
 			}
-			entities[i], entityIDs[i] = entityTexts(d.Entities)
+			entities[i] = entityTexts(d.Entities)
 		}
 	}
-	sql := ingestSQL
-	if len(entities) > 0 {
-		sql = ingestEntitiesSQL
-	}
-	rows, err := s.pool.Query(ctx, sql, ids, providers, eventIDs, types, payloads,
+	rows, err := s.pool.Query(ctx, ingestSQL, ids, providers, eventIDs, types, payloads,
 		pgtype.FlatArray[[]byte](bodies), sigs, signedAt, occurredAt, receivedAt, errs,
-		time.Duration(s.holdNew.Load()).Milliseconds(), time.Time{}, traceParents, origins, entities, entityIDs)
+		time.Duration(s.holdNew.Load()).Milliseconds(), time.Time{}, traceParents, origins, entities)
 	if err != nil {
 		return nil, err
 	}
@@ -242,13 +233,15 @@ func (s *Store) ingest(ctx context.Context, ds []hub.Delivery, payloads []string
 }
 
 // entityTexts returns an event's entities as ingestSQL takes them: the
-// archive's "<kind>:<id>" strings and the distinct ids, each joined by
-// newlines. An entity that breaks the rules (hub.Entity: a kind of
-// [a-z_]{1,32}, an id CheckEntityID accepts), repeats one already listed,
-// or comes past hub.MaxEntities is left out: providers extract only valid
-// ones, and a stray one must not fail the delivery.
-func entityTexts(es []hub.Entity) (archive, ids string) {
-	var a, x strings.Builder
+// archive's "<kind>:<id>" strings joined by newlines. An entity that
+// breaks the rules (hub.Entity: a kind of [a-z_]{1,32}, an id
+// CheckEntityID accepts), repeats one already listed, or comes past
+// hub.MaxEntities is left out: providers extract only valid ones, and a
+// stray one must not fail the delivery. Each kept entity has its slot in
+// the archive row, and each slot its index, so an id listed under two
+// kinds is found twice by the look-up, which keeps it once.
+func entityTexts(es []hub.Entity) string {
+	var a strings.Builder
 	kept := 0
 	for i, e := range es {
 		if kept == hub.MaxEntities {
@@ -264,15 +257,8 @@ func entityTexts(es []hub.Entity) (archive, ids string) {
 		a.WriteByte(':')
 		a.WriteString(e.ID)
 		kept++
-		if slices.ContainsFunc(es[:i], func(o hub.Entity) bool { return o.ID == e.ID && validKind(o.Kind) }) {
-			continue // the id is indexed once
-		}
-		if x.Len() > 0 {
-			x.WriteByte('\n')
-		}
-		x.WriteString(e.ID)
 	}
-	return a.String(), x.String()
+	return a.String()
 }
 
 // validKind reports whether k is an entity kind: [a-z_]{1,hub.MaxEntityKindLen}.
