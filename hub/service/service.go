@@ -186,7 +186,6 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 		return nil, err
 	}
 	s.store = store.New(s.pool)
-	s.store.KeepEntities(cfg.Entities)
 	if err := s.newRelay(tracer); err != nil {
 		return nil, err
 	}
@@ -196,6 +195,9 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 			store.OnCommit(func(n int) { s.metrics.CommitBatch.Observe(float64(n)) }))
 		ingester = s.batcher
 		s.add("group committer", s.batcher)
+	}
+	if !cfg.Entities {
+		ingester = withoutEntities{ingester}
 	}
 	if err := s.newBackfill(ingester); err != nil {
 		return nil, err

@@ -248,29 +248,6 @@ func TestEntityLookupMixedLayouts(t *testing.T) {
 	require.Zero(t, orphans, "the purged rows' index rows are deleted with them")
 }
 
-// With KeepEntities(false) (HUB_ENTITIES=false) deliveries are archived
-// without their entities and the look-up finds none of them; turned on
-// again, the next deliveries keep theirs.
-func TestKeepEntitiesOff(t *testing.T) {
-	t.Parallel()
-	s, pool := newStore(t)
-	ctx := context.Background()
-	cus := hub.Entity{Kind: "customer", ID: "cus_off"}
-	off := withEntities(delivery("evt_off", `{}`), cus)
-	s.KeepEntities(false)
-	_, err := s.Ingest(ctx, []hub.Delivery{off})
-	require.NoError(t, err)
-	var none []string
-	require.NoError(t, pool.QueryRow(ctx, `SELECT entities FROM webhook_events WHERE id = $1`, off.ArchiveID).Scan(&none))
-	require.Nil(t, none)
-	require.Zero(t, entityIndex(t, s, "cus_off"))
-	s.KeepEntities(true)
-	on := withEntities(delivery("evt_on", `{}`), cus)
-	_, err = s.Ingest(ctx, []hub.Delivery{on})
-	require.NoError(t, err)
-	require.Equal(t, 1, entityIndex(t, s, "cus_off"))
-}
-
 // backendCPU is the CPU time Postgres backend pid has used, read from
 // /proc (Postgres on this machine): its scheduler's run time, in
 // nanoseconds (/proc/<pid>/stat counts 10 ms ticks, too coarse for a

@@ -26,8 +26,6 @@ type Store struct {
 	// holdNew is how long a new PENDING event is left to the process that
 	// committed it (HoldNew), in nanoseconds.
 	holdNew atomic.Int64
-	// noEntities drops every delivery's entities at ingest (KeepEntities).
-	noEntities atomic.Bool
 }
 
 // New returns a Store on pool. The pool's database must be migrated.
@@ -43,12 +41,6 @@ func New(pool *pgxpool.Pool) *Store {
 // finish (a crash, a NATS outage). Default 0: a store without a relay
 // (`hub backfill`) has its events due at once.
 func (s *Store) HoldNew(d time.Duration) { s.holdNew.Store(int64(d)) }
-
-// KeepEntities sets whether Ingest keeps each delivery's entities on its
-// archive row, where the entity look-up finds them (HUB_ENTITIES).
-// Default true; false archives every delivery without its entities, as
-// if its provider named none.
-func (s *Store) KeepEntities(on bool) { s.noEntities.Store(!on) }
 
 // Pool returns the store's pool.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
@@ -181,7 +173,6 @@ func (s *Store) ingest(ctx context.Context, ds []hub.Delivery, payloads []string
 	traceParents := []string{} // not nil: pgx would send NULL
 	origins := []string{}
 	entities := []string{}
-	noEntities := s.noEntities.Load()
 	for i := range ds {
 		d := &ds[i]
 		ids[i], providers[i], eventIDs[i], types[i] = d.ArchiveID, d.Provider, d.EventID, d.EventType
@@ -199,7 +190,7 @@ func (s *Store) ingest(ctx context.Context, ds []hub.Delivery, payloads []string
 		if len(origins) > 0 {
 			origins[i] = string(d.Origin)
 		}
-		if len(d.Entities) > 0 && !noEntities {
+		if len(d.Entities) > 0 {
 			if len(entities) == 0 {
 				entities = make([]string, n)
 			}
