@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -246,6 +247,36 @@ func TestEntityLookupMixedLayouts(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_event_entities x
 		WHERE NOT EXISTS (SELECT 1 FROM webhook_events a WHERE a.id = x.archive_id)`).Scan(&orphans))
 	require.Zero(t, orphans, "the purged rows' index rows are deleted with them")
+}
+
+// A payload scan by entity (ScanArchive) keeps the first deliveries that
+// name the entity in any slot, under any kind, and no duplicate.
+func TestScanArchiveByEntity(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t)
+	ctx := context.Background()
+	other := hub.Entity{Kind: "subscription", ID: "sub_scan"}
+	a := withEntities(delivery("evt_a", `{"x":1}`), other, hub.Entity{Kind: "customer", ID: "cus_scan"})
+	b := withEntities(delivery("evt_b", `{"x":2}`), hub.Entity{Kind: "user", ID: "cus_scan"})
+	c := withEntities(delivery("evt_c", `{"x":1}`), other)
+	aDup := withEntities(delivery("evt_a", `{"x":1}`), hub.Entity{Kind: "customer", ID: "cus_scan"})
+	d := withEntities(delivery("evt_d", `{"x":1}`), hub.Entity{Kind: "user", ID: "cus_scan"})
+	_, err := s.Ingest(ctx, []hub.Delivery{a, b, c, aDup, d})
+	require.NoError(t, err)
+	x1 := []hub.PayloadMatch{{Path: []string{"x"}, Any: []json.RawMessage{json.RawMessage(`1`)}}}
+	for _, st := range []hub.Status{"", hub.Pending, hub.Skipped} {
+		scan, err := s.ScanArchive(ctx, hub.ArchiveFilter{Entity: "cus_scan", Status: st, Limit: 100, MaxScan: 1000, Where: x1})
+		require.NoError(t, err)
+		var got []string
+		for _, r := range scan.Rows {
+			got = append(got, r.EventID)
+		}
+		want := []string{"evt_d", "evt_a"}
+		if st == hub.Skipped {
+			want = nil
+		}
+		require.Equal(t, want, got, st)
+	}
 }
 
 // backendCPU is the CPU time Postgres backend pid has used, read from
