@@ -279,6 +279,15 @@ func TestScanArchiveByEntity(t *testing.T) {
 	}
 }
 
+// spread scrambles n (a SplitMix64 step): distinct n give distinct
+// values spread over the whole range.
+func spread(n int) uint64 {
+	z := uint64(n) + 0x9e3779b97f4a7c15
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
+}
+
 // backendCPU is the CPU time Postgres backend pid has used, read from
 // /proc (Postgres on this machine): its scheduler's run time, in
 // nanoseconds (/proc/<pid>/stat counts 10 ms ticks, too coarse for a
@@ -330,8 +339,10 @@ func BenchmarkIngestEntityCost(b *testing.B) {
 			ds[i] = hub.Delivery{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle", EventID: id, EventType: "subscription.updated",
 				Body: []byte(fmt.Sprintf(body, id)), Signature: "ts=1;h1=" + strings.Repeat("ab", 32), ReceivedAt: time.Now()}
 			if entities {
-				ds[i].Entities = []hub.Entity{{Kind: "subscription", ID: fmt.Sprintf("sub_%07d", n%100_000)},
-					{Kind: "customer", ID: fmt.Sprintf("ctm_%07d", n%50_000)}, {Kind: "address", ID: fmt.Sprintf("add_%07d", n%50_000)}}
+				// Ids spread over the key space, as providers' are (a
+				// counter's would land next to each other in the index).
+				ds[i].Entities = []hub.Entity{{Kind: "subscription", ID: fmt.Sprintf("sub_%016x", spread(n%100_000))},
+					{Kind: "customer", ID: fmt.Sprintf("ctm_%016x", spread(n%50_000))}, {Kind: "address", ID: fmt.Sprintf("add_%016x", spread(n%50_000+1<<40))}}
 			}
 		}
 		return ds
