@@ -10,11 +10,15 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/hub"
+	"github.com/hookhub/hookhub/hub/store"
 	"github.com/hookhub/hookhub/internal/migrate"
 	"github.com/hookhub/hookhub/migrations"
 )
@@ -70,6 +74,152 @@ UPDATE audit_log SET outcome = $2, result = $3::jsonb, error = NULLIF($4, ''), d
 WHERE id = $1`, id, "ok", `{"matched":3}`, "", 12)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, tag.RowsAffected())
+}
+
+// ingest00002 is the ingest statement of the release that brought
+// migration 00002, with entities (hub/store/store.go: ingestHead,
+// entitiesCTE, ingestTail), verbatim.
+const ingest00002 = `
+WITH input AS (
+    SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[],
+                         $7::text[], $8::timestamptz[], $9::timestamptz[], $10::timestamptz[], $11::text[],
+                         $14::text[], $15::text[], $16::text[], $17::text[])
+        WITH ORDINALITY AS t(id, provider, event_id, event_type, payload, body,
+                             signature, signed_at, occurred_at, received_at, error_message, trace_parent,
+                             origin, entities, entity_ids, ord)
+), dedup AS (
+    INSERT INTO processed_webhook_events (id, provider, event_id, event_type, processed_at, next_attempt_at)
+    -- Sorted by key, so concurrent batches take row locks in one order and
+    -- never deadlock; within a key the earliest delivery wins.
+    SELECT id, provider, event_id, event_type, received_at,
+           CASE WHEN error_message = '' THEN now() + $12 * interval '1 millisecond' END
+    FROM input ORDER BY provider, event_id, ord
+    ON CONFLICT ON CONSTRAINT uq_processed_webhook_events_provider_event_id DO NOTHING
+    RETURNING id
+), entity_rows AS (
+    INSERT INTO webhook_event_entities (entity_id, created_at, archive_id)
+    SELECT e.entity_id, i.received_at, i.id
+    FROM input i JOIN dedup d ON d.id = i.id,
+         unnest(string_to_array(NULLIF(i.entity_ids, ''), E'\n')) AS e(entity_id)
+)
+INSERT INTO webhook_events (id, provider, event_id, event_type, payload, signature, processing_status,
+                            error_message, created_at, body, signed_at, occurred_at, trace_parent, origin,
+                            entities)
+SELECT i.id, i.provider, i.event_id, i.event_type, i.payload::jsonb, NULLIF(i.signature, ''),
+       CASE WHEN d.id IS NULL THEN 'SKIPPED' WHEN i.error_message <> '' THEN 'FAILED' END,
+       CASE WHEN d.id IS NULL THEN NULL ELSE NULLIF(i.error_message, '') END,
+       i.received_at,
+       CASE WHEN d.id IS NULL THEN NULL ELSE COALESCE(i.body, convert_to(i.payload, 'UTF8')) END,
+       NULLIF(i.signed_at, $13), NULLIF(i.occurred_at, $13),
+       NULLIF(i.trace_parent, ''), COALESCE(NULLIF(i.origin, ''), 'webhook'),
+       string_to_array(NULLIF(i.entities, ''), E'\n')
+FROM input i LEFT JOIN dedup d ON d.id = i.id
+ORDER BY i.ord
+RETURNING id, COALESCE(processing_status, 'PENDING')`
+
+// rollingEntity is the entity id the rolling-deploy cases of 00007 write
+// and look up.
+const rollingEntity = "ctm_rolling"
+
+// entityEvents counts the archive's first deliveries about rollingEntity,
+// read from their rows (no index).
+func entityEvents(t *testing.T, ctx context.Context, pool *pgxpool.Pool) int {
+	t.Helper()
+	var n int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_events
+		WHERE processing_status IS DISTINCT FROM 'SKIPPED' AND $1 = ANY (entities)`, "customer:"+rollingEntity).Scan(&n))
+	return n
+}
+
+// entities00002 are the entity statements of the release that brought
+// migration 00002 (hub/store): ingest a first delivery and its duplicate
+// about rollingEntity (under two kinds: indexed once), look the entity up
+// (ListArchive's entity candidates), which finds every first delivery
+// about it, and purge (nothing is old enough).
+func entities00002(t *testing.T, ctx context.Context, pool *pgxpool.Pool) {
+	t.Helper()
+	evt := uuid.NewString()
+	for range 2 {
+		now := time.Now()
+		_, err := pool.Exec(ctx, ingest00002, [][16]byte{uuid.Must(uuid.NewV7())}, []string{"paddle"}, []string{evt},
+			[]string{"subscription.created"}, []string{`{}`}, [][]byte{nil}, []string{"ts=1;h1=ab"},
+			[]time.Time{{}}, []time.Time{{}}, []time.Time{now}, []string{""}, 0, time.Time{}, []string{}, []string{},
+			[]string{"customer:" + rollingEntity + "\nsubscription:sub_" + evt + "\nuser:" + rollingEntity},
+			[]string{rollingEntity + "\nsub_" + evt})
+		require.NoError(t, err)
+	}
+	var n int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT a.id FROM webhook_event_entities x
+    JOIN webhook_events a ON a.id = x.archive_id
+    LEFT JOIN processed_webhook_events p ON p.id = a.id AND a.processing_status IS NULL
+    WHERE x.entity_id = $1 AND TRUE AND TRUE
+    ORDER BY x.created_at DESC, x.archive_id DESC LIMIT $2) c`, rollingEntity, 1000).Scan(&n))
+	require.Equal(t, entityEvents(t, ctx, pool), n, "the previous release's look-up finds every event about the entity")
+	_, err := pool.Exec(ctx, purge00002, time.Now().Add(-24*time.Hour), 100, false)
+	require.NoError(t, err)
+}
+
+// purge00002 is the purge statement of the release that brought
+// migration 00002 (hub/store/purge.go: purgeSQL), verbatim.
+const purge00002 = `
+WITH candidates AS (
+    SELECT a.id, a.processing_status IS NOT NULL AS stored
+    FROM webhook_events a
+    LEFT JOIN processed_webhook_events p ON p.id = a.id AND a.processing_status IS NULL
+    WHERE a.created_at < $1
+      AND (a.processing_status = 'SKIPPED'
+           OR ($3 AND a.processing_status = 'FAILED')
+           OR (a.processing_status IS NULL AND p.next_attempt_at IS NULL
+               AND (p.stream_seq IS NOT NULL OR ($3 AND p.publish_error IS NOT NULL))))
+    ORDER BY a.created_at
+    LIMIT $2
+), published AS (
+    SELECT p.id FROM processed_webhook_events p
+    WHERE p.id IN (SELECT id FROM candidates WHERE NOT stored)
+      AND p.next_attempt_at IS NULL AND (p.stream_seq IS NOT NULL OR ($3 AND p.publish_error IS NOT NULL))
+    FOR SHARE
+), doomed AS (
+    SELECT id, true AS stored FROM candidates WHERE stored
+    UNION ALL
+    SELECT id, false FROM published
+), deleted AS (
+    DELETE FROM webhook_events a USING doomed d
+    WHERE a.id = d.id
+      AND CASE WHEN d.stored THEN a.processing_status = 'SKIPPED' OR ($3 AND a.processing_status = 'FAILED')
+               ELSE a.processing_status IS NULL END
+    RETURNING a.id, a.created_at, a.entities, a.processing_status
+), unindexed AS (
+    -- The entity index's rows of the deleted first deliveries, by their
+    -- exact key (SKIPPED rows were never indexed).
+    DELETE FROM webhook_event_entities x
+    WHERE (x.entity_id, x.created_at, x.archive_id) IN (
+        SELECT substr(e, strpos(e, ':') + 1), d.created_at, d.id
+        FROM deleted d CROSS JOIN unnest(d.entities) AS e
+        WHERE d.entities IS NOT NULL AND d.processing_status IS DISTINCT FROM 'SKIPPED')
+)
+SELECT (SELECT count(*) FROM candidates), (SELECT count(*) FROM deleted)`
+
+// entities00007 are the entity statements of the release that brought
+// migration 00007 (hub/store itself): ingest a first delivery and its
+// duplicate about rollingEntity, and look it up, which finds every first
+// delivery about it once, whichever release wrote it: before the
+// migration (carried over), or after it, by this release or the
+// previous one.
+func entities00007(t *testing.T, ctx context.Context, pool *pgxpool.Pool) {
+	t.Helper()
+	s := store.New(pool)
+	evt := uuid.NewString()
+	for range 2 {
+		_, err := s.Ingest(ctx, []hub.Delivery{{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle", EventID: evt,
+			EventType: "subscription.created", Body: []byte(`{}`), ReceivedAt: time.Now(),
+			Entities: []hub.Entity{{Kind: "customer", ID: rollingEntity}, {Kind: "user", ID: rollingEntity}}}})
+		require.NoError(t, err)
+	}
+	rows, err := s.ListArchive(ctx, hub.ArchiveFilter{Entity: rollingEntity, Limit: 1000})
+	require.NoError(t, err)
+	require.Len(t, rows, entityEvents(t, ctx, pool), "the look-up finds every event about the entity, once")
+	_, _, err = s.PurgeArchive(ctx, time.Now().Add(-24*time.Hour), 100, false)
+	require.NoError(t, err)
 }
 
 // columns describes every column of the hub's schema, "table.column" to
@@ -130,6 +280,7 @@ var rollingCases = []rollingCase{
 		changed: []string{"audit_log.params", "audit_log.result"}, old: audit00004},
 	{version: 6, added: []string{"console_sessions.ref", "console_sessions.token_sum", "console_sessions.identity"},
 		old: sessions00003},
+	{version: 7, old: entities00002, new: entities00007},
 }
 
 // A rolling deploy across each migration (docs/migrations.md): the hubs of

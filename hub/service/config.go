@@ -86,6 +86,7 @@ type IngestConfig struct {
 	MaxConns        int           `envconfig:"HUB_MAX_CONNS" default:"4096" desc:"Open connections on HUB_HTTP_ADDR; past it a new connection is answered 503 with Retry-After and closed"`
 	CommitTimeout   time.Duration `envconfig:"HUB_COMMIT_TIMEOUT" default:"10s" desc:"Longest wait for Postgres to commit a delivery before answering 503"`
 	ShutdownTimeout time.Duration `envconfig:"HUB_SHUTDOWN_TIMEOUT" default:"25s" desc:"On SIGTERM, time allowed for in-flight requests and the relay to finish"`
+	Entities        bool          `envconfig:"HUB_ENTITIES" default:"true" desc:"Keep each event's entities (the business objects its provider names) on its archive row, for the entity look-up, and on its message (Hookhub-Entity headers); false keeps them on neither (the providers still read them from the body)"`
 }
 
 // BatchConfig is the group commit of accepted webhooks.

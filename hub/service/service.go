@@ -198,6 +198,9 @@ func New(ctx context.Context, cfg Config, deps Deps) (_ *Service, err error) {
 	if s.batcher != nil {
 		s.add("group committer", s.batcher)
 	}
+	if !cfg.Entities {
+		ingester = withoutEntities{ingester}
+	}
 	if err := s.newBackfill(ingester); err != nil {
 		return nil, err
 	}

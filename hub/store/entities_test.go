@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -25,12 +26,12 @@ func withEntities(d hub.Delivery, es ...hub.Entity) hub.Delivery {
 	return d
 }
 
+// entityIndex is how many archive rows the entity look-up finds for id.
 func entityIndex(t *testing.T, s *store.Store, id string) int {
 	t.Helper()
-	var n int
-	require.NoError(t, s.Pool().QueryRow(context.Background(),
-		`SELECT count(*) FROM webhook_event_entities WHERE entity_id = $1`, id).Scan(&n))
-	return n
+	rows, err := s.ListArchive(context.Background(), hub.ArchiveFilter{Entity: id, Limit: 1000})
+	require.NoError(t, err)
+	return len(rows)
 }
 
 // Ingest archives each delivery's entities and indexes those of first
@@ -133,7 +134,7 @@ func TestListArchiveByEntity(t *testing.T) {
 	}
 }
 
-// A purge deletes the entity index's rows of the archive rows it deletes,
+// A purge deletes the archive rows it deletes from the entity look-up,
 // and only those.
 func TestPurgeDeletesEntityRows(t *testing.T) {
 	t.Parallel()
@@ -177,15 +178,126 @@ func TestImportPublishedEntities(t *testing.T) {
 	require.Equal(t, []hub.Entity{cus, {Kind: "user", ID: "cus_imp"}}, rows[0].Entities)
 }
 
-// backendCPU is the CPU time (user + system) Postgres backend pid has
-// used, read from /proc (Postgres on this machine).
+// legacyIndex writes the rows a hub of the previous release (migration
+// 00002's layout) writes in webhook_event_entities beside d's archive row:
+// one per distinct entity id.
+func legacyIndex(t *testing.T, pool *pgxpool.Pool, d hub.Delivery) {
+	t.Helper()
+	for _, e := range d.Entities {
+		_, err := pool.Exec(context.Background(), `INSERT INTO webhook_event_entities (entity_id, created_at, archive_id)
+			VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, e.ID, d.ReceivedAt, d.ArchiveID)
+		require.NoError(t, err)
+	}
+}
+
+// During a rolling deploy the archive holds events written by hubs of
+// the previous release (their entities on the archive row and in
+// webhook_event_entities) beside this release's (on the archive row only):
+// the look-up finds each once, in the archive's order, across pages and
+// filters, and a purge deletes the archive rows of both with the previous
+// release's index rows, and only those.
+func TestEntityLookupMixedLayouts(t *testing.T) {
+	t.Parallel()
+	s, pool := newStore(t)
+	ctx := context.Background()
+	start := time.Now().Add(-72 * time.Hour).Truncate(time.Millisecond)
+	cus := hub.Entity{Kind: "customer", ID: "cus_mixed"}
+	var ds []hub.Delivery
+	for i := range 8 {
+		d := withEntities(deliveryAt(fmt.Sprintf("evt_%d", i), start.Add(time.Duration(i)*time.Hour)), cus,
+			hub.Entity{Kind: "user", ID: "cus_mixed"}, hub.Entity{Kind: "subscription", ID: fmt.Sprintf("sub_%d", i%2)})
+		ds = append(ds, d)
+	}
+	_, err := s.Ingest(ctx, ds)
+	require.NoError(t, err)
+	for i := 0; i < len(ds); i += 2 { // the previous release's hubs wrote the even ones
+		legacyIndex(t, pool, ds[i])
+	}
+	f := hub.ArchiveFilter{Entity: "cus_mixed", Limit: 3}
+	got := pageIDs(t, f.Limit, func(last *hub.ArchivedDelivery) ([]hub.ArchivedDelivery, error) {
+		if last != nil {
+			f.Before = last.Cursor()
+		}
+		return s.ListArchive(ctx, f)
+	}, func(r hub.ArchivedDelivery) string { return r.EventID })
+	require.Equal(t, []string{"evt_7", "evt_6", "evt_5", "evt_4", "evt_3", "evt_2", "evt_1", "evt_0"}, got)
+	require.Equal(t, 4, entityIndex(t, s, "sub_1"))
+
+	// Published, then purged up to evt_3: both layouts' rows go.
+	var published []hub.PublishResult
+	for i, d := range ds {
+		published = append(published, hub.PublishResult{ArchiveID: d.ArchiveID, Seq: uint64(i + 1)})
+	}
+	require.NoError(t, s.RecordPublished(ctx, published))
+	deleted, _ := purgeAll(t, s, start.Add(3*time.Hour+time.Minute), 2, false)
+	require.Equal(t, int64(4), deleted)
+	require.Equal(t, 4, entityIndex(t, s, "cus_mixed"))
+	require.Equal(t, 2, entityIndex(t, s, "sub_0"))
+	var legacy []string
+	rows, err := pool.Query(ctx, `SELECT DISTINCT a.event_id FROM webhook_event_entities x JOIN webhook_events a ON a.id = x.archive_id ORDER BY 1`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var id string
+		require.NoError(t, rows.Scan(&id))
+		legacy = append(legacy, id)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{"evt_4", "evt_6"}, legacy)
+	var orphans int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_event_entities x
+		WHERE NOT EXISTS (SELECT 1 FROM webhook_events a WHERE a.id = x.archive_id)`).Scan(&orphans))
+	require.Zero(t, orphans, "the purged rows' index rows are deleted with them")
+}
+
+// A payload scan by entity (ScanArchive) keeps the first deliveries that
+// name the entity in any slot, under any kind, and no duplicate.
+func TestScanArchiveByEntity(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t)
+	ctx := context.Background()
+	other := hub.Entity{Kind: "subscription", ID: "sub_scan"}
+	a := withEntities(delivery("evt_a", `{"x":1}`), other, hub.Entity{Kind: "customer", ID: "cus_scan"})
+	b := withEntities(delivery("evt_b", `{"x":2}`), hub.Entity{Kind: "user", ID: "cus_scan"})
+	c := withEntities(delivery("evt_c", `{"x":1}`), other)
+	aDup := withEntities(delivery("evt_a", `{"x":1}`), hub.Entity{Kind: "customer", ID: "cus_scan"})
+	d := withEntities(delivery("evt_d", `{"x":1}`), hub.Entity{Kind: "user", ID: "cus_scan"})
+	_, err := s.Ingest(ctx, []hub.Delivery{a, b, c, aDup, d})
+	require.NoError(t, err)
+	x1 := []hub.PayloadMatch{{Path: []string{"x"}, Any: []json.RawMessage{json.RawMessage(`1`)}}}
+	for _, st := range []hub.Status{"", hub.Pending, hub.Skipped} {
+		scan, err := s.ScanArchive(ctx, hub.ArchiveFilter{Entity: "cus_scan", Status: st, Limit: 100, MaxScan: 1000, Where: x1})
+		require.NoError(t, err)
+		var got []string
+		for _, r := range scan.Rows {
+			got = append(got, r.EventID)
+		}
+		want := []string{"evt_d", "evt_a"}
+		if st == hub.Skipped {
+			want = nil
+		}
+		require.Equal(t, want, got, st)
+	}
+}
+
+// spread scrambles n (a SplitMix64 step): distinct n give distinct
+// values spread over the whole range.
+func spread(n int) uint64 {
+	z := uint64(n) + 0x9e3779b97f4a7c15
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
+}
+
+// backendCPU is the CPU time Postgres backend pid has used, read from
+// /proc (Postgres on this machine): its scheduler's run time, in
+// nanoseconds (/proc/<pid>/stat counts 10 ms ticks, too coarse for a
+// batch of a few milliseconds).
 func backendCPU(b *testing.B, pid int) time.Duration {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
 	require.NoError(b, err)
-	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * (time.Second / 100) // USER_HZ
+	ns, err := strconv.ParseInt(strings.Fields(string(raw))[0], 10, 64)
+	require.NoError(b, err)
+	return time.Duration(ns)
 }
 
 // selfCPU is this process's CPU time.
@@ -227,8 +339,10 @@ func BenchmarkIngestEntityCost(b *testing.B) {
 			ds[i] = hub.Delivery{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle", EventID: id, EventType: "subscription.updated",
 				Body: []byte(fmt.Sprintf(body, id)), Signature: "ts=1;h1=" + strings.Repeat("ab", 32), ReceivedAt: time.Now()}
 			if entities {
-				ds[i].Entities = []hub.Entity{{Kind: "subscription", ID: fmt.Sprintf("sub_%07d", n%100_000)},
-					{Kind: "customer", ID: fmt.Sprintf("ctm_%07d", n%50_000)}, {Kind: "address", ID: fmt.Sprintf("add_%07d", n%50_000)}}
+				// Ids spread over the key space, as providers' are (a
+				// counter's would land next to each other in the index).
+				ds[i].Entities = []hub.Entity{{Kind: "subscription", ID: fmt.Sprintf("sub_%016x", spread(n%100_000))},
+					{Kind: "customer", ID: fmt.Sprintf("ctm_%016x", spread(n%50_000))}, {Kind: "address", ID: fmt.Sprintf("add_%016x", spread(n%50_000+1<<40))}}
 			}
 		}
 		return ds

@@ -96,14 +96,10 @@ func (s *Store) ListArchive(ctx context.Context, f hub.ArchiveFilter) ([]hub.Arc
 		return nil, errors.New("list archive: a payload filter (Where) is read by ScanArchive")
 	}
 	var args queryArgs
-	// With an entity, the rows are walked on the entity index (alias x),
-	// whose key carries the archive's order: the time bounds and the
-	// cursor go on it, so that they bound its range scan.
-	at, aid := "a.created_at", "a.id"
-	if f.Entity != "" {
-		at, aid = "x.created_at", "x.archive_id"
-	}
-	where := archiveConds(f, &args, at, aid)
+	// With an entity, the rows are walked on the entity's slot indexes,
+	// whose keys carry the archive's order (a.created_at, a.id): the time
+	// bounds and the cursor bound their range scans.
+	where := archiveConds(f, &args, "a.created_at", "a.id")
 	limit := args.add(f.Limit)
 
 	// The rows are chosen on the tables themselves (the view's status is
@@ -147,10 +143,11 @@ func listCandidates(f hub.ArchiveFilter, args *queryArgs, where, limit string) (
 	var candidates string
 	switch {
 	case f.Entity != "":
-		// The entity index holds first deliveries only, newest first per
-		// id: walked backwards from the cursor, each entry joined to its
-		// archive row (and dedup row, for the status) by primary key,
-		// until a page matches. The status is the view's, on the tables.
+		// The entity's slot indexes hold first deliveries only, newest
+		// first per id: each walked backwards from the cursor, its rows
+		// joined to their dedup rows (for the status) by primary key,
+		// until a page matches (entityCandidates). The status is the
+		// view's, on the tables.
 		entity := args.add(f.Entity)
 		statusExpr := `TRUE`
 		if f.Status != "" {
@@ -159,11 +156,7 @@ func listCandidates(f hub.ArchiveFilter, args *queryArgs, where, limit string) (
                      WHEN p.next_attempt_at IS NULL AND p.publish_error IS NOT NULL THEN 'FAILED'
                      ELSE 'PENDING' END) = ` + args.add(string(f.Status))
 		}
-		candidates = `SELECT a.id FROM webhook_event_entities x
-    JOIN webhook_events a ON a.id = x.archive_id
-    LEFT JOIN processed_webhook_events p ON p.id = a.id AND a.processing_status IS NULL
-    WHERE x.entity_id = ` + entity + ` AND ` + statusExpr + ` AND ` + where + `
-    ORDER BY x.created_at DESC, x.archive_id DESC LIMIT ` + limit
+		candidates = entityCandidates(entity, statusExpr+` AND `+where, limit)
 	case !validStatus(f.Status):
 		return "", fmt.Errorf("list archive: unknown status %q", f.Status)
 	}

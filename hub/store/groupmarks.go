@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -36,7 +35,7 @@ func MarkDelay(d time.Duration) GroupOption {
 }
 
 // marksCTE records the acknowledged publishes an ingest statement carries
-// ($18 archive ids, $19 stream sequences, $20 PubAck times, the zero time
+// ($17 archive ids, $18 stream sequences, $19 PubAck times, the zero time
 // $13 meaning the time of the statement): markPublishedSQL as a CTE, on
 // rows committed by earlier statements (an event is published only once
 // committed), so it never meets a row the statement inserts. No query
@@ -48,14 +47,12 @@ const marksCTE = `, marks AS (
     SET stream_seq = u.seq, published_at = COALESCE(NULLIF(u.at, $13), clock_timestamp()),
         publish_attempts = p.publish_attempts + 1, next_attempt_at = NULL, first_attempt_at = NULL,
         publish_error = NULL
-    FROM unnest($18::uuid[], $19::bigint[], $20::timestamptz[]) AS u(id, seq, at)
+    FROM unnest($17::uuid[], $18::bigint[], $19::timestamptz[]) AS u(id, seq, at)
     WHERE p.id = u.id AND p.next_attempt_at IS NOT NULL
 )`
 
-const (
-	ingestMarksSQL         = ingestHead + marksCTE + ingestTail
-	ingestEntitiesMarksSQL = ingestHead + entitiesCTE + marksCTE + ingestTail
-)
+// ingestMarksSQL is ingestSQL carrying publish marks.
+const ingestMarksSQL = ingestHead + marksCTE + ingestTail
 
 // markArgs are acknowledged publishes as markPublishedSQL and marksCTE
 // take them. [16]byte rather than uuid.UUID: pgx encodes it without
@@ -74,24 +71,13 @@ func (m *markArgs) add(r hub.PublishResult) {
 
 func (m *markArgs) empty() bool { return m == nil || len(m.ids) == 0 }
 
-// carrying returns the ingest statement sql carrying m (with marksCTE).
-func (m *markArgs) carrying(sql string) string {
+// statement returns the ingest statement: ingestSQL, carrying m
+// (marksCTE) when it holds marks.
+func (m *markArgs) statement() string {
 	if m.empty() {
-		return sql
+		return ingestSQL
 	}
-	switch sql {
-	case ingestSQL:
-		return ingestMarksSQL
-	case ingestEntitiesSQL:
-		return ingestEntitiesMarksSQL
-	}
-	head, ok := strings.CutSuffix(sql, ingestTail)
-	if !ok {
-		// A programming error, caught by any test that carries marks:
-		// recording them as committed when they were not would be worse.
-		panic("store: an ingest statement that does not end with ingestTail cannot carry marks")
-	}
-	return head + marksCTE + ingestTail
+	return ingestMarksSQL
 }
 
 // withArgs returns the ingest statement's arguments followed by m's.

@@ -119,9 +119,8 @@ WHERE v.id = ANY ($1::uuid[]) ORDER BY v.created_at DESC, v.id DESC`, ids)
 func scanConds(f hub.ArchiveFilter, args *queryArgs) (where, join, hit string, err error) {
 	where = archiveConds(f, args, "a.created_at", "a.id")
 	if f.Entity != "" {
-		// The entity's index row of each row read, by its primary key.
-		where += ` AND EXISTS (SELECT 1 FROM webhook_event_entities x
-        WHERE x.entity_id = ` + args.add(f.Entity) + ` AND x.created_at = a.created_at AND x.archive_id = a.id)`
+		// The entity on each row read, in any of its slots.
+		where += ` AND ` + entityRow(args.add(f.Entity))
 	}
 	var matches []string
 	for _, m := range f.Where {

@@ -203,7 +203,7 @@ func importChunkRows(ctx context.Context, tx pgx.Tx, events []ImportedEvent) (ar
 			values[8], values[9], values[10], values[11] = body, nullTime(d.SignedAt), nullTime(d.OccurredAt), nullText(d.TraceParent)
 			values[12] = nil
 			if len(d.Entities) > 0 {
-				if a, _ := entityTexts(d.Entities); a != "" {
+				if a := entityTexts(d.Entities); a != "" {
 					values[12] = strings.Split(a, "\n")
 				}
 			}
@@ -211,26 +211,6 @@ func importChunkRows(ctx context.Context, tx pgx.Tx, events []ImportedEvent) (ar
 		}))
 	if err != nil {
 		return 0, 0, fmt.Errorf("import archive rows: %w", err)
-	}
-	// The entity index's rows of the first deliveries.
-	var index [][]any
-	for i := range events {
-		d := &events[i].First
-		if len(d.Entities) == 0 {
-			continue
-		}
-		_, ids := entityTexts(d.Entities)
-		for id := range strings.SplitSeq(ids, "\n") {
-			if id != "" {
-				index = append(index, []any{id, d.ReceivedAt, [16]byte(d.ArchiveID)})
-			}
-		}
-	}
-	if len(index) > 0 {
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"webhook_event_entities"}, []string{"entity_id", "created_at", "archive_id"},
-			pgx.CopyFromRows(index)); err != nil {
-			return 0, 0, fmt.Errorf("import entity index rows: %w", err)
-		}
 	}
 	dvalues := make([]any, len(importDedupColumns))
 	recorded, err = tx.CopyFrom(ctx, pgx.Identifier{"processed_webhook_events"}, importDedupColumns,

@@ -67,9 +67,11 @@ func (s *Store) Ping(ctx context.Context) error {
 // shorter array with NULLs. Origins ($15) travel the same way: an empty
 // array when every delivery is a webhook (the column's default), one entry
 // per delivery when a backfill ingests events read from an API. Entities
-// travel the same way, two texts per delivery joined by newlines (which
-// entity kinds and ids cannot contain): $16 the archive's "<kind>:<id>"
-// strings, $17 the distinct ids entitiesCTE indexes.
+// ($16) travel the same way, one text per delivery: the archive's
+// "<kind>:<id>" strings joined by newlines (which entity kinds and ids
+// cannot contain). The archive row is their index (migrations
+// 00007_entity_slots.sql: one partial expression index per slot of
+// webhook_events.entities), so no other row is written for them.
 //
 // The archive row is written once and never changed (DESIGN invariant 8):
 // a duplicate is SKIPPED, an event whose type cannot form a subject FAILED,
@@ -79,17 +81,14 @@ func (s *Store) Ping(ctx context.Context) error {
 // status each delivery has now.
 const ingestSQL = ingestHead + ingestTail
 
-// ingestEntitiesSQL is ingestSQL that also indexes entities (entitiesCTE).
-const ingestEntitiesSQL = ingestHead + entitiesCTE + ingestTail
-
 const ingestHead = `
 WITH input AS (
     SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[],
                          $7::text[], $8::timestamptz[], $9::timestamptz[], $10::timestamptz[], $11::text[],
-                         $14::text[], $15::text[], $16::text[], $17::text[])
+                         $14::text[], $15::text[], $16::text[])
         WITH ORDINALITY AS t(id, provider, event_id, event_type, payload, body,
                              signature, signed_at, occurred_at, received_at, error_message, trace_parent,
-                             origin, entities, entity_ids, ord)
+                             origin, entities, ord)
 ), dedup AS (
     INSERT INTO processed_webhook_events (id, provider, event_id, event_type, processed_at, next_attempt_at)
     -- Sorted by key, so concurrent batches take row locks in one order and
@@ -116,19 +115,6 @@ SELECT i.id, i.provider, i.event_id, i.event_type, i.payload::jsonb, NULLIF(i.si
 FROM input i LEFT JOIN dedup d ON d.id = i.id
 ORDER BY i.ord
 RETURNING id, COALESCE(processing_status, 'PENDING')`
-
-// entitiesCTE indexes the entities of the batch's first deliveries (those
-// dedup inserted): one webhook_event_entities row per distinct entity id
-// ($17: each delivery's ids, deduplicated, joined by newlines, which
-// entity ids cannot contain). It is part of ingestEntitiesSQL only: a
-// batch without entities runs ingestSQL, which has no such insert to plan
-// or run.
-const entitiesCTE = `, entity_rows AS (
-    INSERT INTO webhook_event_entities (entity_id, created_at, archive_id)
-    SELECT e.entity_id, i.received_at, i.id
-    FROM input i JOIN dedup d ON d.id = i.id,
-         unnest(string_to_array(NULLIF(i.entity_ids, ''), E'\n')) AS e(entity_id)
-)`
 
 // Ingest archives deliveries and records their dedup rows in one
 // transaction, and commits it. It returns one hub.Outcome per delivery, in
@@ -183,8 +169,7 @@ func (s *Store) ingestCarrying(ctx context.Context, ds []hub.Delivery, m *markAr
 
 func (s *Store) ingest(ctx context.Context, ds []hub.Delivery, payloads []string, bodies [][]byte, m *markArgs) ([]hub.Outcome, error) {
 	n := len(ds)
-	sql, args := s.ingestStatement(ds, payloads, bodies)
-	sql, args = m.carrying(sql), m.withArgs(args...)
+	sql, args := m.statement(), m.withArgs(s.ingestArgs(ds, payloads, bodies)...)
 	statuses := make(map[uuid.UUID]hub.Status, n)
 	if err := s.execWire(ctx, sql, args, n, func(row [][]byte) error {
 		id, st, err := ingestedRow(row)
@@ -204,9 +189,8 @@ func (s *Store) ingest(ctx context.Context, ds []hub.Delivery, payloads []string
 	return out, nil
 }
 
-// ingestStatement returns the statement that ingests ds (ingestSQL or
-// ingestEntitiesSQL) and its arguments.
-func (s *Store) ingestStatement(ds []hub.Delivery, payloads []string, bodies [][]byte) (string, []any) {
+// ingestArgs returns ingestSQL's arguments for ds.
+func (s *Store) ingestArgs(ds []hub.Delivery, payloads []string, bodies [][]byte) []any {
 	n := len(ds)
 	ids := make([][16]byte, n)
 	providers := make([]string, n)
@@ -219,7 +203,7 @@ func (s *Store) ingestStatement(ds []hub.Delivery, payloads []string, bodies [][
 	errs := make([]string, n)
 	traceParents := []string{} // not nil: pgx would send NULL
 	origins := []string{}
-	entities, entityIDs := []string{}, []string{}
+	entities := []string{}
 	for i := range ds {
 		d := &ds[i]
 		ids[i], providers[i], eventIDs[i], types[i] = d.ArchiveID, d.Provider, d.EventID, d.EventType
@@ -239,29 +223,26 @@ func (s *Store) ingestStatement(ds []hub.Delivery, payloads []string, bodies [][
 		}
 		if len(d.Entities) > 0 {
 			if len(entities) == 0 {
-				entities, entityIDs = make([]string, n), make([]string, n)
+				entities = make([]string, n)
 			}
-			entities[i], entityIDs[i] = entityTexts(d.Entities)
+			entities[i] = entityTexts(d.Entities)
 		}
 	}
-	sql := ingestSQL
-	if len(entities) > 0 {
-		sql = ingestEntitiesSQL
-	}
-	args := []any{ids, providers, eventIDs, types, payloads,
+	return []any{ids, providers, eventIDs, types, payloads,
 		pgtype.FlatArray[[]byte](bodies), sigs, signedAt, occurredAt, receivedAt, errs,
-		time.Duration(s.holdNew.Load()).Milliseconds(), time.Time{}, traceParents, origins, entities, entityIDs}
-	return sql, args
+		time.Duration(s.holdNew.Load()).Milliseconds(), time.Time{}, traceParents, origins, entities}
 }
 
 // entityTexts returns an event's entities as ingestSQL takes them: the
-// archive's "<kind>:<id>" strings and the distinct ids, each joined by
-// newlines. An entity that breaks the rules (hub.Entity: a kind of
-// [a-z_]{1,32}, an id CheckEntityID accepts), repeats one already listed,
-// or comes past hub.MaxEntities is left out: providers extract only valid
-// ones, and a stray one must not fail the delivery.
-func entityTexts(es []hub.Entity) (archive, ids string) {
-	var a, x strings.Builder
+// archive's "<kind>:<id>" strings joined by newlines. An entity that
+// breaks the rules (hub.Entity: a kind of [a-z_]{1,32}, an id
+// CheckEntityID accepts), repeats one already listed, or comes past
+// hub.MaxEntities is left out: providers extract only valid ones, and a
+// stray one must not fail the delivery. Each kept entity has its slot in
+// the archive row, and each slot its index, so an id listed under two
+// kinds is found twice by the look-up, which keeps it once.
+func entityTexts(es []hub.Entity) string {
+	var a strings.Builder
 	kept := 0
 	for i, e := range es {
 		if kept == hub.MaxEntities {
@@ -277,15 +258,8 @@ func entityTexts(es []hub.Entity) (archive, ids string) {
 		a.WriteByte(':')
 		a.WriteString(e.ID)
 		kept++
-		if slices.ContainsFunc(es[:i], func(o hub.Entity) bool { return o.ID == e.ID && validKind(o.Kind) }) {
-			continue // the id is indexed once
-		}
-		if x.Len() > 0 {
-			x.WriteByte('\n')
-		}
-		x.WriteString(e.ID)
 	}
-	return a.String(), x.String()
+	return a.String()
 }
 
 // validKind reports whether k is an entity kind: [a-z_]{1,hub.MaxEntityKindLen}.

@@ -25,8 +25,7 @@ import (
 // ingestViaPgx runs ingestSQL as ingest did before execWire: through
 // pgx's Query, which encodes the arguments itself.
 func (s *Store) ingestViaPgx(ctx context.Context, ds []hub.Delivery, payloads []string, bodies [][]byte) (map[uuid.UUID]hub.Status, error) {
-	sql, args := s.ingestStatement(ds, payloads, bodies)
-	rows, err := s.pool.Query(ctx, sql, args...)
+	rows, err := s.pool.Query(ctx, ingestSQL, s.ingestArgs(ds, payloads, bodies)...)
 	if err != nil {
 		return nil, err
 	}
