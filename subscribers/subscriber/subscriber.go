@@ -47,6 +47,9 @@ type Subscriber struct {
 	// committer: at 0 nothing more can join a batch, which is written at
 	// once.
 	effBusy atomic.Int64
+	// readQ carries the workers' "processed already?" questions to the
+	// group reader (readProcessed); nil without effects.
+	readQ chan readReq
 
 	state  atomic.Int32
 	health health
@@ -294,15 +297,21 @@ func (s *Subscriber) startWork(runCtx, workCtx context.Context, stop context.Can
 	var workers, others sync.WaitGroup
 	// The group committer of effects outlives the workers: it writes
 	// what they queued, then stops (see done below).
-	committed := make(chan struct{})
+	committed, read := make(chan struct{}), make(chan struct{})
 	if s.effects {
 		s.effQ = make(chan effectItem, effectQueue)
 		go func() {
 			defer close(committed)
 			s.commitEffects(workCtx, s.effQ)
 		}()
+		s.readQ = make(chan readReq, s.cfg.Concurrency)
+		go func() {
+			defer close(read)
+			s.readProcessed(workCtx, s.readQ)
+		}()
 	} else {
 		close(committed)
+		close(read)
 	}
 	for range s.cfg.Concurrency {
 		workers.Go(func() {
@@ -342,8 +351,10 @@ func (s *Subscriber) startWork(runCtx, workCtx context.Context, stop context.Can
 			workers.Wait()
 			if s.effQ != nil {
 				close(s.effQ)
+				close(s.readQ)
 			}
 			<-committed
+			<-read
 			others.Wait()
 			close(done)
 		}()
