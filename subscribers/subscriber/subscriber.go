@@ -410,7 +410,7 @@ func (s *Subscriber) runTask(ctx context.Context, t task) error {
 
 // admit waits until Config.Admit lets this worker take a message (at once
 // without one) and reports whether it did; false means ctx is done. Admit
-// is user code: it runs through run on a goroutine of its own, a panic is
+// is user code: it runs through runUntil on a goroutine of its own, a panic is
 // logged with its stack and treated as an error, and a call still running
 // when ctx is done is abandoned (its result dropped).
 func (s *Subscriber) admit(ctx context.Context) bool {
@@ -421,25 +421,15 @@ func (s *Subscriber) admit(ctx context.Context) bool {
 	defer s.m.waiting.Dec()
 	delays := backoff.New(100*time.Millisecond, 5*time.Second)
 	for ctx.Err() == nil {
-		done := make(chan error, 1)
-		go func() {
-			err, f := run(0, func() error { return s.cfg.Admit(ctx) })
-			if f != nil {
-				err = f.err("admit")
-			}
-			done <- err
-		}()
-		var err error
-		select {
-		case err = <-done:
-		case <-ctx.Done():
-			return false
-		}
-		if err == nil {
-			return ctx.Err() == nil
-		}
+		err, f := runUntil(ctx, 0, func() error { return s.cfg.Admit(ctx) })
 		if ctx.Err() != nil {
 			return false
+		}
+		if f != nil {
+			err = f.err("admit")
+		}
+		if err == nil {
+			return true
 		}
 		delay := delays.Next()
 		if pe, ok := err.(*PanicError); ok {
