@@ -37,22 +37,29 @@ func Poll(stop context.Context, interval time.Duration, one func() (more bool, e
 	}
 }
 
-// Every calls tick every interval, in a goroutine of its own, until the
-// returned stop is called; stop waits for a tick in progress to return.
+// Every calls tick every interval, on a goroutine of its own (a timer's),
+// until the returned stop is called; stop waits for a tick in progress to
+// return. Until the first tick it costs a timer and no goroutine: it is
+// started and stopped around each message a subscriber handles.
 func Every(interval time.Duration, tick func()) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				tick()
-			}
+	var mu sync.Mutex // held by a tick, so stop waits for it
+	stopped := false
+	mu.Lock()
+	defer mu.Unlock()
+	var t *time.Timer
+	t = time.AfterFunc(interval, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
 		}
+		tick()
+		t.Reset(interval)
 	})
-	return func() { close(done); wg.Wait() }
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		t.Stop()
+	}
 }

@@ -117,7 +117,11 @@
 //
 //  1. Skip if processed: one SELECT on processed_messages (on a
 //     redelivery, the crash-loop count's statement below answers it),
-//     ack, count skipped_duplicate. A replay copy with
+//     ack, count skipped_duplicate. The workers' questions go to one
+//     group reader, which asks once for the questions that come within
+//     2 ms of the first (no wait once every worker has asked, nor with
+//     one worker): a read serves several events at a moderate rate and
+//     every worker in a backlog. A replay copy with
 //     Config.ResendReplays is not skipped (counted as resent).
 //  2. Call the effect (recovered, with HandlerTimeout, its error read as
 //     a handler's). An error follows step 4 of One message exactly
@@ -125,9 +129,10 @@
 //     the event as skipped_stale.
 //  3. On success the event and the record the effect returned go to the
 //     subscriber's committer, and the worker takes its next message. The
-//     committer collects up to 64 events, waiting at most 5 ms after the
-//     first (not at all with one worker and none queued: an ordered
-//     subscriber), then in one transaction inserts
+//     committer collects up to 64 events, waiting at most 20 ms after
+//     the first (not at all with one worker and none queued: an ordered
+//     subscriber; the wait delays the ack, not the effect), then in one
+//     transaction inserts
 //     their processed rows (ON CONFLICT DO NOTHING), clears their
 //     crash-loop counts and hands the records to Config.RecordBatch
 //     (one multi-row INSERT for the batch); COMMIT; then each message is

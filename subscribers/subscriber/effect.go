@@ -26,7 +26,7 @@ type EffectFunc func(ctx context.Context, ev Event) (record any, err error)
 // effectBatchMax events, or effectBatchWait after its first one.
 const (
 	effectBatchMax  = 64
-	effectBatchWait = 5 * time.Millisecond
+	effectBatchWait = 20 * time.Millisecond
 	// effectQueue bounds the events waiting for their batch: a worker
 	// whose effect succeeded waits when it is full.
 	effectQueue = 2 * effectBatchMax
@@ -133,19 +133,6 @@ func (s *Subscriber) callEffect(ctx context.Context, ev Event, fn EffectFunc) (o
 		out = outcomeStale
 	}
 	return out, record, tracked, nil
-}
-
-// wasProcessed reports whether ev has a processed row.
-func (s *Subscriber) wasProcessed(ctx context.Context, ev Event) (bool, error) {
-	var one int
-	err := s.cfg.Pool.QueryRow(ctx, s.q.isProcessed, s.cfg.Name, ev.Provider, ev.EventID).Scan(&one)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return false, nil
-	case err != nil:
-		return false, infra("check processed message: %w", err)
-	}
-	return true, nil
 }
 
 // runEffect calls fn recovered (as callHandler does a handler), with the

@@ -10,10 +10,10 @@ import (
 // filled in.
 type queries struct {
 	insertProcessed string
-	// insertProcessedBatch, isProcessed and clearAttemptsBatch serve
+	// insertProcessedBatch, processedOf and clearAttemptsBatch serve
 	// effects (HandleEffect).
 	insertProcessedBatch string
-	isProcessed          string
+	processedOf          string
 	clearAttemptsBatch   string
 	markStale            string
 	insertDeadLetter     string
@@ -45,9 +45,16 @@ INSERT INTO __SCHEMA__.processed_messages
 SELECT $1::text, p, e, s, NULLIF(q, 0), $2::timestamptz, o
 FROM unnest($3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[]) AS t(p, e, s, q, o)
 ON CONFLICT (subscriber, provider, event_id) DO NOTHING`),
-		isProcessed: r.Replace(`
-SELECT 1 FROM __SCHEMA__.processed_messages
-WHERE subscriber = $1 AND provider = $2 AND event_id = $3`),
+		// processedOf returns the positions (from 1) of the events of a
+		// batch that have a processed row: one index probe each (the
+		// LATERAL ... LIMIT 1 keeps the planner from hashing the whole
+		// table for a few keys).
+		processedOf: r.Replace(`
+SELECT t.i FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS t(p, e, i)
+CROSS JOIN LATERAL (
+    SELECT 1 FROM __SCHEMA__.processed_messages m
+    WHERE m.subscriber = $1 AND m.provider = t.p AND m.event_id = t.e
+    LIMIT 1) AS found`),
 		clearAttemptsBatch: r.Replace(`
 DELETE FROM __SCHEMA__.handler_attempts
 WHERE (provider, event_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`),

@@ -47,6 +47,9 @@ type Subscriber struct {
 	// committer: at 0 nothing more can join a batch, which is written at
 	// once.
 	effBusy atomic.Int64
+	// readQ carries the workers' "processed already?" questions to the
+	// group reader (readProcessed); nil without effects.
+	readQ chan readReq
 
 	state  atomic.Int32
 	health health
@@ -294,15 +297,21 @@ func (s *Subscriber) startWork(runCtx, workCtx context.Context, stop context.Can
 	var workers, others sync.WaitGroup
 	// The group committer of effects outlives the workers: it writes
 	// what they queued, then stops (see done below).
-	committed := make(chan struct{})
+	committed, read := make(chan struct{}), make(chan struct{})
 	if s.effects {
 		s.effQ = make(chan effectItem, effectQueue)
 		go func() {
 			defer close(committed)
 			s.commitEffects(workCtx, s.effQ)
 		}()
+		s.readQ = make(chan readReq, s.cfg.Concurrency)
+		go func() {
+			defer close(read)
+			s.readProcessed(workCtx, s.readQ)
+		}()
 	} else {
 		close(committed)
+		close(read)
 	}
 	for range s.cfg.Concurrency {
 		workers.Go(func() {
@@ -342,8 +351,10 @@ func (s *Subscriber) startWork(runCtx, workCtx context.Context, stop context.Can
 			workers.Wait()
 			if s.effQ != nil {
 				close(s.effQ)
+				close(s.readQ)
 			}
 			<-committed
+			<-read
 			others.Wait()
 			close(done)
 		}()
@@ -399,7 +410,7 @@ func (s *Subscriber) runTask(ctx context.Context, t task) error {
 
 // admit waits until Config.Admit lets this worker take a message (at once
 // without one) and reports whether it did; false means ctx is done. Admit
-// is user code: it runs through run on a goroutine of its own, a panic is
+// is user code: it runs through runUntil on a goroutine of its own, a panic is
 // logged with its stack and treated as an error, and a call still running
 // when ctx is done is abandoned (its result dropped).
 func (s *Subscriber) admit(ctx context.Context) bool {
@@ -410,25 +421,15 @@ func (s *Subscriber) admit(ctx context.Context) bool {
 	defer s.m.waiting.Dec()
 	delays := backoff.New(100*time.Millisecond, 5*time.Second)
 	for ctx.Err() == nil {
-		done := make(chan error, 1)
-		go func() {
-			err, f := run(0, func() error { return s.cfg.Admit(ctx) })
-			if f != nil {
-				err = f.err("admit")
-			}
-			done <- err
-		}()
-		var err error
-		select {
-		case err = <-done:
-		case <-ctx.Done():
-			return false
-		}
-		if err == nil {
-			return ctx.Err() == nil
-		}
+		err, f := runUntil(ctx, 0, func() error { return s.cfg.Admit(ctx) })
 		if ctx.Err() != nil {
 			return false
+		}
+		if f != nil {
+			err = f.err("admit")
+		}
+		if err == nil {
+			return true
 		}
 		delay := delays.Next()
 		if pe, ok := err.(*PanicError); ok {

@@ -1,6 +1,7 @@
 package subscriber
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"runtime/debug"
@@ -97,6 +98,12 @@ func (e *PanicError) Stack() string { return SanitizeText(string(e.stack), maxSt
 // 0 and maxAbandoned calls abandoned already, fn is not called: the fault
 // says so.
 func run[T any](wait time.Duration, fn func() T) (T, *fault) {
+	return runUntil(context.Background(), wait, fn)
+}
+
+// runUntil is run that also stops waiting when ctx is done (the fault
+// then says it did not return in time).
+func runUntil[T any](ctx context.Context, wait time.Duration, fn func() T) (T, *fault) {
 	type result struct {
 		v T
 		f *fault
@@ -131,23 +138,28 @@ func run[T any](wait time.Duration, fn func() T) (T, *fault) {
 		returned = true
 		done <- result{v: v}
 	}()
-	if wait <= 0 {
+	if wait <= 0 && ctx.Done() == nil {
 		r := <-done
 		return r.v, r.f
 	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
+	var expired <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		expired = t.C
+	}
 	select {
 	case r := <-done:
 		return r.v, r.f
-	case <-t.C:
-		if !state.CompareAndSwap(0, 2) {
-			r := <-done // it has just ended
-			return r.v, r.f
-		}
-		abandoned.Add(1)
-		return zero, &fault{timeout: true}
+	case <-expired:
+	case <-ctx.Done():
 	}
+	if !state.CompareAndSwap(0, 2) {
+		r := <-done // it has just ended
+		return r.v, r.f
+	}
+	abandoned.Add(1)
+	return zero, &fault{timeout: true}
 }
 
 // panicText is a panic value as text: sanitized and bounded. Printing it

@@ -1,6 +1,7 @@
 package subscriber
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -210,5 +211,47 @@ func TestInspectHandlerErrorStopsAtFirstStuckMethod(t *testing.T) {
 	}
 	if n := calls.Load(); n != 0 {
 		t.Fatalf("Error called %d times after Is did not return", n)
+	}
+}
+
+// runUntil stops waiting when its context is done, as run does past its
+// wait: a call that returns, panics or calls runtime.Goexit first is
+// answered as run answers it; one still running is abandoned (counted
+// until it returns).
+func TestRunUntilContext(t *testing.T) {
+	cases := []struct {
+		name        string
+		fn          func(release <-chan struct{}) int
+		cancelFirst bool
+		want        int
+		fault       func(*fault) bool
+	}{
+		{"returns", func(<-chan struct{}) int { return 7 }, false, 7, func(f *fault) bool { return f == nil }},
+		{"panics", func(<-chan struct{}) int { panic("boom") }, false, 0, func(f *fault) bool { return f != nil && f.value == "boom" }},
+		{"goexit", func(<-chan struct{}) int { runtime.Goexit(); return 0 }, false, 0, func(f *fault) bool { return f != nil && f.goexit }},
+		{"blocks past the context", func(release <-chan struct{}) int { <-release; return 1 }, true, 0, func(f *fault) bool { return f != nil && f.timeout }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := abandoned.Load()
+			release := make(chan struct{})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.cancelFirst {
+				time.AfterFunc(10*time.Millisecond, cancel)
+			}
+			v, f := runUntil(ctx, 0, func() int { return tc.fn(release) })
+			close(release)
+			if v != tc.want || !tc.fault(f) {
+				t.Fatalf("got %d, %+v", v, f)
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for abandoned.Load() != before {
+				if time.Now().After(deadline) {
+					t.Fatalf("abandoned stays %d, want %d once the call returned", abandoned.Load(), before)
+				}
+				time.Sleep(time.Millisecond)
+			}
+		})
 	}
 }
