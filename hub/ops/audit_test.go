@@ -50,6 +50,7 @@ func TestActionsAreAudited(t *testing.T) {
 	s.Eventually(func() bool {
 		return s.Count(`SELECT count(*) FROM flaky.dead_letters`) == 1 && s.Count(`SELECT count(*) FROM flaky.processed_messages`) == 1
 	}, "flaky settled")
+	s.waitPublished(2) // the republish below takes only events whose publication is recorded
 	s.broken.Store(false)
 	alice := hub.Actor{Kind: hub.ActorOperator, Name: "alice@example.com", Role: "admin", Via: "console"}
 	ctx := hub.WithActor(context.Background(), alice)
