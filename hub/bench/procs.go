@@ -51,6 +51,41 @@ type hubProcess struct {
 	base, adminBase string // http://host:port of its webhook and admin listeners
 }
 
+// hubRun is a hub started by startHubRun, with the JetStream connection
+// a run reads its stream through.
+type hubRun struct {
+	*hubProcess
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	stream jetstream.Stream
+}
+
+// startHubRun connects to the NATS server natsURL (connectJS), starts the
+// hub on the database dbURL (startHub) and waits for its stream. close
+// stops the hub, then closes the connection.
+func startHubRun(ctx context.Context, cfg Config, dbURL, natsURL string, batchMax int) (*hubRun, error) {
+	nc, js, err := connectJS(ctx, natsURL)
+	if err != nil {
+		return nil, err
+	}
+	hp, err := startHub(ctx, cfg, dbURL, natsURL, batchMax)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	r := &hubRun{hubProcess: hp, nc: nc, js: js}
+	if r.stream, err = waitStream(ctx, js, 30*time.Second); err != nil {
+		r.close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *hubRun) close() {
+	r.stop()
+	r.nc.Close()
+}
+
 // startHub starts the hub (cfg.HubCommand serve) on the database dbURL and
 // the NATS server natsURL, and waits until its webhook and admin listeners
 // are ready. stop interrupts it and waits for it to exit.
