@@ -13,12 +13,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/store"
+	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 func withEntities(d hub.Delivery, es ...hub.Entity) hub.Delivery {
@@ -32,6 +34,19 @@ func entityIndex(t *testing.T, s *store.Store, id string) int {
 	rows, err := s.ListArchive(context.Background(), hub.ArchiveFilter{Entity: id, Limit: 1000})
 	require.NoError(t, err)
 	return len(rows)
+}
+
+// entityPages reads the archive's events of entity, newest first, limit a
+// page, each page after the last row of the one before.
+func entityPages(t *testing.T, s *store.Store, entity string, limit int) []string {
+	t.Helper()
+	f := hub.ArchiveFilter{Entity: entity, Limit: limit}
+	return pageIDs(t, f.Limit, func(last *hub.ArchivedDelivery) ([]hub.ArchivedDelivery, error) {
+		if last != nil {
+			f.Before = last.Cursor()
+		}
+		return s.ListArchive(context.Background(), f)
+	}, func(r hub.ArchivedDelivery) string { return r.EventID })
 }
 
 // Ingest archives each delivery's entities and indexes those of first
@@ -100,13 +115,7 @@ func TestListArchiveByEntity(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.RecordPublished(ctx, []hub.PublishResult{{ArchiveID: ds[0].ArchiveID, Seq: 1}}))
 
-	f := hub.ArchiveFilter{Entity: "cus_page", Limit: 3}
-	got := pageIDs(t, f.Limit, func(last *hub.ArchivedDelivery) ([]hub.ArchivedDelivery, error) {
-		if last != nil {
-			f.Before = last.Cursor()
-		}
-		return s.ListArchive(ctx, f)
-	}, func(r hub.ArchivedDelivery) string { return r.EventID })
+	got := entityPages(t, s, "cus_page", 3)
 	want := []string{"evt_g", "evt_f", "evt_e", "evt_d", "evt_c", "evt_b", "evt_a"}
 	if ds[6].ArchiveID.String() < ds[5].ArchiveID.String() {
 		want[0], want[1] = want[1], want[0]
@@ -213,13 +222,7 @@ func TestEntityLookupMixedLayouts(t *testing.T) {
 	for i := 0; i < len(ds); i += 2 { // the previous release's hubs wrote the even ones
 		legacyIndex(t, pool, ds[i])
 	}
-	f := hub.ArchiveFilter{Entity: "cus_mixed", Limit: 3}
-	got := pageIDs(t, f.Limit, func(last *hub.ArchivedDelivery) ([]hub.ArchivedDelivery, error) {
-		if last != nil {
-			f.Before = last.Cursor()
-		}
-		return s.ListArchive(ctx, f)
-	}, func(r hub.ArchivedDelivery) string { return r.EventID })
+	got := entityPages(t, s, "cus_mixed", 3)
 	require.Equal(t, []string{"evt_7", "evt_6", "evt_5", "evt_4", "evt_3", "evt_2", "evt_1", "evt_0"}, got)
 	require.Equal(t, 4, entityIndex(t, s, "sub_1"))
 
@@ -233,15 +236,10 @@ func TestEntityLookupMixedLayouts(t *testing.T) {
 	require.Equal(t, int64(4), deleted)
 	require.Equal(t, 4, entityIndex(t, s, "cus_mixed"))
 	require.Equal(t, 2, entityIndex(t, s, "sub_0"))
-	var legacy []string
 	rows, err := pool.Query(ctx, `SELECT DISTINCT a.event_id FROM webhook_event_entities x JOIN webhook_events a ON a.id = x.archive_id ORDER BY 1`)
 	require.NoError(t, err)
-	for rows.Next() {
-		var id string
-		require.NoError(t, rows.Scan(&id))
-		legacy = append(legacy, id)
-	}
-	require.NoError(t, rows.Err())
+	legacy, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
 	require.Equal(t, []string{"evt_4", "evt_6"}, legacy)
 	var orphans int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_event_entities x
@@ -318,12 +316,7 @@ func selfCPU() time.Duration {
 //	go test -run '^$' -bench IngestEntityCost -benchtime 300x ./hub/store/
 func BenchmarkIngestEntityCost(b *testing.B) {
 	_, url := hubdb.Pool(b)
-	cfg, err := pgxpool.ParseConfig(url)
-	require.NoError(b, err)
-	cfg.MaxConns = 1
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	require.NoError(b, err)
-	b.Cleanup(pool.Close)
+	pool := hubtest.NewPoolOf(b, url, 1)
 	ctx := context.Background()
 	var pid int
 	require.NoError(b, pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid))

@@ -20,6 +20,7 @@ import (
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/provider/samples"
+	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
 // ingestViaPgx runs ingestSQL as ingest did before execWire: through
@@ -42,7 +43,7 @@ func (s *Store) ingestViaPgx(ctx context.Context, ds []hub.Delivery, payloads []
 // ingestAllViaPgx is Ingest as it was before execWire, unstorable
 // payloads included.
 func (s *Store) ingestAllViaPgx(ctx context.Context, ds []hub.Delivery) (map[uuid.UUID]hub.Status, error) {
-	payloads, bodies := views(ds)
+	payloads, bodies := payloadViews(ds)
 	out, err := s.ingestViaPgx(ctx, ds, payloads, bodies)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22") {
@@ -52,22 +53,6 @@ func (s *Store) ingestAllViaPgx(ctx context.Context, ds []hub.Delivery) (map[uui
 		out, err = s.ingestViaPgx(ctx, ds, payloads, bodies)
 	}
 	return out, err
-}
-
-// views returns ds's payload and body views as Ingest makes them.
-func views(ds []hub.Delivery) ([]string, [][]byte) {
-	payloads, bodies := make([]string, len(ds)), make([][]byte, len(ds))
-	for i, d := range ds {
-		switch {
-		case d.Payload != nil:
-			payloads[i], bodies[i] = bytesString(d.Payload), d.Body
-		case textSafe(d.Body):
-			payloads[i] = bytesString(d.Body)
-		default:
-			payloads[i], bodies[i] = bytesString(d.Body), d.Body
-		}
-	}
-	return payloads, bodies
 }
 
 func wireDelivery(eventID, body string) hub.Delivery {
@@ -191,13 +176,7 @@ func TestExecWireEncodes(t *testing.T) {
 func singleConn(t *testing.T) *pgxpool.Pool {
 	t.Helper()
 	_, url := hubdb.Pool(t)
-	cfg, err := pgxpool.ParseConfig(url)
-	require.NoError(t, err)
-	cfg.MaxConns = 1
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	return pool
+	return hubtest.NewPoolOf(t, url, 1)
 }
 
 // backendPID runs execWire and returns the server process that answered.
@@ -349,7 +328,7 @@ func BenchmarkIngestStatement(b *testing.B) {
 		for k, way := range ways {
 			b.StopTimer()
 			ds := next()
-			payloads, bodies := views(ds)
+			payloads, bodies := payloadViews(ds)
 			runtime.ReadMemStats(&m0)
 			cpu0 := goCPU()
 			b.StartTimer()
