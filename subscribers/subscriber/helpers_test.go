@@ -91,6 +91,28 @@ func event(t *testing.T, id string) subtest.Message {
 	return subtest.PaddleSubscription(t, id, schema.PaddleSubscriptionCreated, time.Now(), "sub_"+id, "ctm_"+id, nil)
 }
 
+// publishEvents publishes n events, prefix_0 to prefix_<n-1>, and returns
+// them.
+func publishEvents(t *testing.T, env *subtest.Env, prefix string, n int) []subtest.Message {
+	t.Helper()
+	msgs := make([]subtest.Message, n)
+	for i := range msgs {
+		msgs[i] = event(t, fmt.Sprintf("%s_%d", prefix, i))
+		env.Publish(t, msgs[i])
+	}
+	return msgs
+}
+
+// requireOnce fails unless the handler (counted by c) ran once for each
+// of msgs and left one effect row.
+func requireOnce(t *testing.T, env *subtest.Env, name string, c *calls, msgs []subtest.Message) {
+	t.Helper()
+	for _, m := range msgs {
+		require.Equal(t, 1, c.get(m.EventID), m.EventID)
+		require.Equal(t, 1, effects(t, env, name, m.EventID), m.EventID)
+	}
+}
+
 // eventually is require.Eventually with the suite's generous timeout.
 func eventually(t *testing.T, cond func() bool, msgAndArgs ...any) {
 	t.Helper()
