@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/internal/subtest"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
@@ -138,20 +139,5 @@ func newRegistry() *prometheus.Registry { return prometheus.NewRegistry() }
 // gauge returns the value of the gauge name for subscriber sub in reg.
 func gauge(t *testing.T, reg *prometheus.Registry, name, sub string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == "subscriber" && lp.GetValue() == sub {
-					return m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	t.Fatalf("no gauge %s{subscriber=%q}", name, sub)
-	return 0
+	return hubtest.RequireMetric(t, reg, name, map[string]string{"subscriber": sub})
 }
