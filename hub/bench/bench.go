@@ -428,22 +428,14 @@ func runHub(ctx context.Context, cfg Config, srv *server, w *workload, natsURL s
 	}
 	defer pool.Close()
 	st := store.New(pool)
-	nc, js, err := connectJS(ctx, natsURL)
-	if err != nil {
-		return Result{}, err
-	}
-	defer nc.Close()
 
-	hp, err := startHub(ctx, cfg, db.url, natsURL, batchMax)
+	hp, err := startHubRun(ctx, cfg, db.url, natsURL, batchMax)
 	if err != nil {
 		return Result{}, err
 	}
-	defer hp.stop()
+	defer hp.close()
 	pid, base, adminBase := hp.cmd.Process.Pid, hp.base, hp.adminBase
-	stream, err := waitStream(ctx, js, 30*time.Second)
-	if err != nil {
-		return Result{}, err
-	}
+	js, stream := hp.js, hp.stream
 
 	firstSent := make([]int64, w.events)
 	noteSent := func(i int, at time.Time) {

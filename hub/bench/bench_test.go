@@ -249,49 +249,51 @@ func TestHubEnv(t *testing.T) {
 	}
 }
 
-func TestCommitBatches(t *testing.T) {
-	t.Parallel()
+// metricsServer serves text as /metrics until the test ends, and returns
+// its URL.
+func metricsServer(t *testing.T, text string) string {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/metrics" {
 			http.NotFound(w, r)
 			return
 		}
-		fmt.Fprint(w, "# HELP hub_commit_batch_deliveries x\nhub_commit_batch_deliveries_bucket{le=\"1\"} 3\nhub_commit_batch_deliveries_sum 120\nhub_commit_batch_deliveries_count 4\n")
+		fmt.Fprint(w, text)
 	}))
-	defer srv.Close()
-	sum, n, err := commitBatches(srv.URL)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func TestCommitBatches(t *testing.T) {
+	t.Parallel()
+	base := metricsServer(t, "# HELP hub_commit_batch_deliveries x\nhub_commit_batch_deliveries_bucket{le=\"1\"} 3\nhub_commit_batch_deliveries_sum 120\nhub_commit_batch_deliveries_count 4\n")
+	sum, n, err := commitBatches(base)
 	require.NoError(t, err)
 	require.Equal(t, 120.0, sum)
 	require.Equal(t, 4.0, n)
-	_, _, err = commitBatches(srv.URL + "/elsewhere")
+	_, _, err = commitBatches(base + "/elsewhere")
 	require.Error(t, err)
+	_, _, err = commitBatches(metricsServer(t, "hub_commit_batch_deliveries_count many\n"))
+	require.Error(t, err, "unreadable")
 }
 
 func TestHubAllocated(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name, metrics string
-		want          float64
-		wantErr       bool
+		want          float64 // 0: an error
 	}{
-		{"present", "# TYPE go_memstats_alloc_bytes_total counter\ngo_memstats_alloc_bytes_total 2.14241608e+08\ngo_memstats_alloc_bytes 5e+06\n", 2.14241608e+08, false},
-		{"absent", "go_memstats_alloc_bytes 5e+06\n", 0, true},
-		{"unreadable", "go_memstats_alloc_bytes_total many\n", 0, true},
+		{"present", "# TYPE go_memstats_alloc_bytes_total counter\ngo_memstats_alloc_bytes_total 2.14241608e+08\ngo_memstats_alloc_bytes 5e+06\n", 2.14241608e+08},
+		{"absent", "go_memstats_alloc_bytes 5e+06\n", 0},
+		{"unreadable", "go_memstats_alloc_bytes_total many\n", 0},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				fmt.Fprint(w, tc.metrics)
-			}))
-			defer srv.Close()
-			got, err := hubAllocated(srv.URL)
-			if tc.wantErr {
-				require.Error(t, err)
-				return
-			}
-			require.NoError(t, err)
-			require.Equal(t, tc.want, got)
-		})
+		got, err := hubAllocated(metricsServer(t, tc.metrics))
+		if tc.want == 0 {
+			require.Error(t, err, tc.name)
+		} else {
+			require.NoError(t, err, tc.name)
+			require.Equal(t, tc.want, got, tc.name)
+		}
 	}
 }
 

@@ -56,6 +56,11 @@ type DestinationsConfig struct {
 	Log      io.Writer
 }
 
+// hubConfig is what startHub needs of cfg.
+func (cfg DestinationsConfig) hubConfig() Config {
+	return Config{HubCommand: cfg.HubCommand, ExtraEnv: cfg.ExtraEnv, Log: cfg.Log}
+}
+
 // DestinationsReport is the result of Destinations.
 type DestinationsReport struct {
 	Concurrency int `json:"destination_concurrency"`
@@ -422,20 +427,11 @@ func runIngest(ctx context.Context, cfg DestinationsConfig, srv *server, natsURL
 	if err := w.sign(since); err != nil {
 		return res, err
 	}
-	nc, js, err := connectJS(ctx, natsURL)
+	hp, err := startHubRun(ctx, cfg.hubConfig(), db.url, natsURL, 64)
 	if err != nil {
 		return res, err
 	}
-	defer nc.Close()
-	hp, err := startHub(ctx, Config{HubCommand: cfg.HubCommand, ExtraEnv: cfg.ExtraEnv, Log: cfg.Log}, db.url, natsURL, 64)
-	if err != nil {
-		return res, err
-	}
-	defer hp.stop()
-	stream, err := waitStream(ctx, js, 30*time.Second)
-	if err != nil {
-		return res, err
-	}
+	defer hp.close()
 	var rc *receiver
 	var dp *destProcess
 	if withDest {
@@ -449,7 +445,7 @@ func runIngest(ctx context.Context, cfg DestinationsConfig, srv *server, natsURL
 		defer dp.stop()
 		// The consumer exists before the first delivery: the warm-up goes
 		// through the destination too.
-		if err := waitConsumer(ctx, js, destName, 30*time.Second); err != nil {
+		if err := waitConsumer(ctx, hp.js, destName, 30*time.Second); err != nil {
 			return res, err
 		}
 	}
@@ -461,7 +457,7 @@ func runIngest(ctx context.Context, cfg DestinationsConfig, srv *server, natsURL
 
 	hubPid := hp.cmd.Process.Pid
 	var m0 ingestMark
-	snapshot := func() { m0 = markIngest(ctx, srv, db.name, hp, dp) }
+	snapshot := func() { m0 = markIngest(ctx, srv, db.name, hp.hubProcess, dp) }
 	start, lat, non2xx := paced(ctx, hp.base, w, cfg.IngestRate, cfg.IngestClients, snapshot)
 	interval := time.Second / time.Duration(cfg.IngestRate)
 	if rc != nil {
@@ -471,7 +467,7 @@ func runIngest(ctx context.Context, cfg DestinationsConfig, srv *server, natsURL
 	}
 	res.Seconds = time.Since(start.Add(time.Duration(w.warmup) * interval)).Seconds()
 	n := max(1, res.Deliveries)
-	m0.since(ctx, srv, db.name, hp, dp, &res, n)
+	m0.since(ctx, srv, db.name, hp.hubProcess, dp, &res, n)
 	res.HubPeakRSSMB = peakRSS(hubPid)
 	res.Non2xx = non2xx
 	res.P50ms, res.P99ms, res.MaxMs = percentiles(lat)
@@ -491,9 +487,9 @@ func runIngest(ctx context.Context, cfg DestinationsConfig, srv *server, natsURL
 
 	// Nothing lost by the hub: every event on the stream once, recorded
 	// once, none left in the outbox.
-	waitDrained(ctx, stream, store.New(pool), w.events)
+	waitDrained(ctx, hp.stream, store.New(pool), w.events)
 	check := Result{Events: w.events}
-	if err := verify(ctx, &check, store.New(pool), since.Add(-time.Minute), js, nil); err != nil {
+	if err := verify(ctx, &check, store.New(pool), since.Add(-time.Minute), hp.js, nil); err != nil {
 		return res, err
 	}
 	res.Lost += check.Lost + check.Duplicated

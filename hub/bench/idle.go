@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/hookhub/hookhub/internal/backoff"
 )
 
 // idleSettle is how long the idle run lets the hub and the destinations
@@ -43,19 +45,11 @@ func runIdle(ctx context.Context, cfg DestinationsConfig, srv *server, natsURL, 
 	if !cfg.Keep {
 		defer srv.drop(db.name)
 	}
-	nc, js, err := connectJS(ctx, natsURL)
+	hp, err := startHubRun(ctx, cfg.hubConfig(), db.url, natsURL, 64)
 	if err != nil {
 		return res, err
 	}
-	defer nc.Close()
-	hp, err := startHub(ctx, Config{HubCommand: cfg.HubCommand, ExtraEnv: cfg.ExtraEnv, Log: cfg.Log}, db.url, natsURL, 64)
-	if err != nil {
-		return res, err
-	}
-	defer hp.stop()
-	if _, err := waitStream(ctx, js, 30*time.Second); err != nil {
-		return res, err
-	}
+	defer hp.close()
 	rc, err := startReceiver(1)
 	if err != nil {
 		return res, err
@@ -66,11 +60,11 @@ func runIdle(ctx context.Context, cfg DestinationsConfig, srv *server, natsURL, 
 		return res, err
 	}
 	defer dp.stop()
-	if err := waitConsumer(ctx, js, destName, 30*time.Second); err != nil {
+	if err := waitConsumer(ctx, hp.js, destName, 30*time.Second); err != nil {
 		return res, err
 	}
 	fmt.Fprintf(cfg.Log, "idle: hub pid %d, destinations pid %d; measuring %s after %s …\n", hp.cmd.Process.Pid, dp.pid(), cfg.IdleFor, idleSettle)
-	if err := sleepCtx(ctx, idleSettle); err != nil {
+	if err := backoff.Sleep(ctx, idleSettle); err != nil {
 		return res, err
 	}
 	hubPid, destPid := hp.cmd.Process.Pid, dp.pid()
@@ -80,7 +74,7 @@ func runIdle(ctx context.Context, cfg DestinationsConfig, srv *server, natsURL, 
 		return res, err
 	}
 	start := time.Now()
-	if err := sleepCtx(ctx, cfg.IdleFor); err != nil {
+	if err := backoff.Sleep(ctx, cfg.IdleFor); err != nil {
 		return res, err
 	}
 	hub, dest, pg := cpuTime(hubPid)-hub0, cpuTime(destPid)-dest0, postgresCPU()-pg0
@@ -139,16 +133,4 @@ func backendsCPU(before, after map[int]time.Duration) time.Duration {
 		d += t - before[pid]
 	}
 	return d
-}
-
-// sleepCtx sleeps for d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -51,6 +51,41 @@ type hubProcess struct {
 	base, adminBase string // http://host:port of its webhook and admin listeners
 }
 
+// hubRun is a hub started by startHubRun, with the JetStream connection
+// a run reads its stream through.
+type hubRun struct {
+	*hubProcess
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	stream jetstream.Stream
+}
+
+// startHubRun connects to the NATS server natsURL (connectJS), starts the
+// hub on the database dbURL (startHub) and waits for its stream. close
+// stops the hub, then closes the connection.
+func startHubRun(ctx context.Context, cfg Config, dbURL, natsURL string, batchMax int) (*hubRun, error) {
+	nc, js, err := connectJS(ctx, natsURL)
+	if err != nil {
+		return nil, err
+	}
+	hp, err := startHub(ctx, cfg, dbURL, natsURL, batchMax)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	r := &hubRun{hubProcess: hp, nc: nc, js: js}
+	if r.stream, err = waitStream(ctx, js, 30*time.Second); err != nil {
+		r.close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *hubRun) close() {
+	r.stop()
+	r.nc.Close()
+}
+
 // startHub starts the hub (cfg.HubCommand serve) on the database dbURL and
 // the NATS server natsURL, and waits until its webhook and admin listeners
 // are ready. stop interrupts it and waits for it to exit.
@@ -102,51 +137,56 @@ func freeAddr() (string, error) {
 // hub's admin listener (adminBase): the deliveries and the transactions so
 // far.
 func commitBatches(adminBase string) (sum, count float64, err error) {
-	resp, err := probe.Get(adminBase + "/metrics")
+	const sumName, countName = "hub_commit_batch_deliveries_sum", "hub_commit_batch_deliveries_count"
+	v, err := metricValues(adminBase, sumName, countName)
 	if err != nil {
 		return 0, 0, err
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, 0, err
-	}
-	found := false
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "hub_commit_batch_deliveries_sum "); ok {
-			sum, err = strconv.ParseFloat(v, 64)
-		} else if v, ok := strings.CutPrefix(line, "hub_commit_batch_deliveries_count "); ok {
-			count, err = strconv.ParseFloat(v, 64)
-			found = true
-		}
-		if err != nil {
-			return 0, 0, fmt.Errorf("parse %q: %w", line, err)
-		}
-	}
+	count, found := v[countName]
 	if !found {
 		return 0, 0, errors.New("no hub_commit_batch_deliveries in /metrics")
 	}
-	return sum, count, nil
+	return v[sumName], count, nil
 }
 
 // hubAllocated reads the bytes the hub has allocated on its heap since it
 // started (go_memstats_alloc_bytes_total on its /metrics).
 func hubAllocated(adminBase string) (float64, error) {
-	resp, err := probe.Get(adminBase + "/metrics")
+	const name = "go_memstats_alloc_bytes_total"
+	v, err := metricValues(adminBase, name)
 	if err != nil {
 		return 0, err
+	}
+	alloc, found := v[name]
+	if !found {
+		return 0, errors.New("no go_memstats_alloc_bytes_total in /metrics")
+	}
+	return alloc, nil
+}
+
+// metricValues reads /metrics on the hub's admin listener (adminBase) and
+// returns the values of the samples of names (without labels) it holds.
+func metricValues(adminBase string, names ...string) (map[string]float64, error) {
+	resp, err := probe.Get(adminBase + "/metrics")
+	if err != nil {
+		return nil, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
+	values := map[string]float64{}
 	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "go_memstats_alloc_bytes_total "); ok {
-			return strconv.ParseFloat(v, 64)
+		name, v, ok := strings.Cut(line, " ")
+		if !ok || !slices.Contains(names, name) {
+			continue
+		}
+		if values[name], err = strconv.ParseFloat(v, 64); err != nil {
+			return nil, fmt.Errorf("parse %q: %w", line, err)
 		}
 	}
-	return 0, errors.New("no go_memstats_alloc_bytes_total in /metrics")
+	return values, nil
 }
 
 // probe is the client of the bench's requests to a hub other than the

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/hookhub/hookhub/internal/backoff"
 )
 
 // job runs what a replay, a bulk replay and a bulk republish share, the
@@ -66,14 +68,7 @@ func (j *job[R]) wait(ctx context.Context, k int) error {
 	if j.limit == nil {
 		return ctx.Err()
 	}
-	t := time.NewTimer(j.limit.ReserveN(time.Now(), k).Delay())
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return backoff.Sleep(ctx, j.limit.ReserveN(time.Now(), k).Delay())
 }
 
 // auditedResult runs run under one audit record of action on target with

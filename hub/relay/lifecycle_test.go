@@ -184,3 +184,110 @@ func TestRelayPublishesWhatADeadHubLeft(t *testing.T) {
 	require.Eventually(t, func() bool { return b.pending(t) == 0 }, 10*time.Second, 50*time.Millisecond, "the results are recorded")
 	require.Equal(t, want, b.streamIDs(t), "each once")
 }
+
+// groupOutbox is the store as the service wires it for the relay: the
+// publishes it records ride the group commit.
+type groupOutbox struct {
+	*store.Store
+	g *store.GroupCommitter
+}
+
+func (o groupOutbox) RecordPublished(ctx context.Context, results []hub.PublishResult) error {
+	return o.g.RecordPublished(ctx, results)
+}
+
+// groupFast is a relay's fast path alone whose publishes a group
+// committer records, their marks waiting an hour for an ingest statement
+// to carry them, fed the deliveries newGroupFast committed.
+type groupFast struct {
+	*bundle
+	g    *store.GroupCommitter
+	ids  []uuid.UUID // the committed deliveries' archive ids
+	stop func()      // returns once the fast path handed g what it sent
+}
+
+func newGroupFast(t *testing.T, prefix string, n int) groupFast {
+	t.Helper()
+	b := setup(t, time.Minute)
+	g := b.store.GroupCommitter(64, 1, 10*time.Second, store.MarkDelay(time.Hour))
+	require.NoError(t, g.Start(context.Background()))
+	r, err := relay.New(groupOutbox{Store: b.store, g: g}, b.js, relay.Config{Stream: schema.DefaultStream,
+		DuplicateWindow: time.Minute, BatchSize: 50, MarkDelay: time.Millisecond})
+	require.NoError(t, err)
+	ds := b.commit(t, prefix, n)
+	ids := make([]uuid.UUID, len(ds))
+	for i, d := range ds {
+		ids[i] = d.ArchiveID
+	}
+	return groupFast{bundle: b, g: g, ids: ids, stop: feedFast(r, ds)}
+}
+
+// outbox is how many of f's rows are still PENDING, and the total of
+// their publish attempts.
+func (f groupFast) outbox(t *testing.T) (pending, attempts int) {
+	t.Helper()
+	require.NoError(t, f.store.Pool().QueryRow(context.Background(), `
+		SELECT count(*) FILTER (WHERE next_attempt_at IS NOT NULL), coalesce(sum(publish_attempts), 0)
+		FROM processed_webhook_events WHERE id = ANY($1)`, f.ids).Scan(&pending, &attempts))
+	return pending, attempts
+}
+
+// The fast path's marks, handed to the group committer, ride later ingest
+// statements: the published rows leave the outbox while deliveries keep
+// coming, with no statement of their own (the mark delay is an hour).
+func TestFastPathMarksRideTheGroupCommit(t *testing.T) {
+	t.Parallel()
+	const rows = 200
+	ctx := context.Background()
+	f := newGroupFast(t, "evt_fast", rows)
+
+	carriers := 0
+	require.Eventually(t, func() bool {
+		carriers++
+		_, err := f.g.Ingest(ctx, []hub.Delivery{{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle",
+			EventID: "evt_carrier_" + strconv.Itoa(carriers), EventType: "subscription.created",
+			Body: []byte(`{}`), ReceivedAt: time.Now()}})
+		require.NoError(t, err)
+		pending, _ := f.outbox(t)
+		return pending == 0
+	}, 20*time.Second, 20*time.Millisecond)
+	_, attempts := f.outbox(t)
+	require.Equal(t, rows, attempts, "each row recorded once")
+	require.EqualValues(t, rows, f.msgs(t))
+	require.NoError(t, f.g.Stop(ctx))
+	f.stop()
+}
+
+// A crash after the publish but before its deferred mark is recorded
+// loses nothing and stores nothing twice: the rows stay PENDING, the next
+// relay publishes them again (JetStream answers each as a duplicate with
+// the stored message's sequence) and records them; the marks recorded
+// late (here by the first committer's Stop) change nothing.
+func TestPublishedButUnmarkedIsRecordedByTheNextRelay(t *testing.T) {
+	t.Parallel()
+	const rows = 120
+	ctx := context.Background()
+	f := newGroupFast(t, "evt_unmarked", rows)
+	require.Eventually(t, func() bool { return f.msgs(t) == rows }, 10*time.Second, 10*time.Millisecond)
+	// The "crash": the marks wait in the committer, nothing carries them.
+	pending, attempts := f.outbox(t)
+	require.Equal(t, rows, pending, "published, not yet marked")
+	require.Zero(t, attempts)
+
+	next, err := relay.New(f.store, f.js, relay.Config{Stream: schema.DefaultStream, DuplicateWindow: time.Minute})
+	require.NoError(t, err)
+	require.NoError(t, next.Drain(ctx))
+	pending, attempts = f.outbox(t)
+	require.Zero(t, pending)
+	require.Equal(t, rows, attempts)
+	require.EqualValues(t, rows, f.msgs(t), "nothing stored twice")
+	var seqs int
+	require.NoError(t, f.store.Pool().QueryRow(ctx, `SELECT count(DISTINCT stream_seq) FROM processed_webhook_events
+		WHERE id = ANY($1) AND stream_seq BETWEEN 1 AND $2`, f.ids, rows).Scan(&seqs))
+	require.Equal(t, rows, seqs, "each row has its stored message's sequence")
+
+	require.NoError(t, f.g.Stop(ctx)) // records the late marks
+	f.stop()
+	_, attempts = f.outbox(t)
+	require.Equal(t, rows, attempts, "the late marks changed nothing")
+}

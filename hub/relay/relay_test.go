@@ -211,7 +211,12 @@ func (b *bundle) runFast(t *testing.T, r *relay.Relay, n int) (stop func()) {
 // returns once the fast path recorded what it sent.
 func (b *bundle) fastOnly(t *testing.T, r *relay.Relay, n int) (stop func()) {
 	t.Helper()
-	ds := b.commit(t, "evt_fast", n)
+	return feedFast(r, b.commit(t, "evt_fast", n))
+}
+
+// feedFast runs r's fast path alone and hands it ds. stop returns once
+// the fast path recorded what it sent.
+func feedFast(r *relay.Relay, ds []hub.Delivery) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -196,6 +196,17 @@ func (h *testHub) streamMsgIDs() map[string]int {
 	return testhub.StreamMsgIDs(h.t, h.js, h.cfg.Stream)
 }
 
+// streamMsg reads the stream's message seq.
+func (h *testHub) streamMsg(seq uint64) *jetstream.RawStreamMsg {
+	h.t.Helper()
+	ctx := context.Background()
+	st, err := h.js.Stream(ctx, h.cfg.Stream)
+	require.NoError(h.t, err)
+	m, err := st.GetMsg(ctx, seq)
+	require.NoError(h.t, err)
+	return m
+}
+
 // waitPublished waits until no archive row is PENDING.
 func (h *testHub) waitPublished() {
 	h.t.Helper()
@@ -268,18 +279,11 @@ func TestConcurrentDuplicates(t *testing.T) {
 func TestMessageShape(t *testing.T) {
 	t.Parallel()
 	h := newTestHub(t)
-	body, err := samples.Body(h.paddle.Name(), "evt_shape", "subscription.created", nil, time.Now())
-	require.NoError(t, err)
-	hdr, _, err := h.paddle.Sign("evt_shape", "", body, time.Now())
-	require.NoError(t, err)
+	hdr, body := h.signedPaddle("evt_shape")
 	require.Equal(t, http.StatusOK, h.post("paddle", hdr, body).status)
 	h.waitPublished()
 
-	ctx := context.Background()
-	st, err := h.js.Stream(ctx, schema.DefaultStream)
-	require.NoError(t, err)
-	m, err := st.GetMsg(ctx, 1)
-	require.NoError(t, err)
+	m := h.streamMsg(1)
 	require.Equal(t, "paddle.subscription.created", m.Subject)
 	require.Equal(t, body, m.Data, "message data must be the exact request body")
 	md, err := schema.ParseMetadata(m.Header)
@@ -293,7 +297,7 @@ func TestMessageShape(t *testing.T) {
 
 	var seq int64
 	var archiveID string
-	require.NoError(t, h.pool.QueryRow(ctx, `SELECT stream_seq, id::text FROM webhook_event_status WHERE event_id = 'evt_shape'`).Scan(&seq, &archiveID))
+	require.NoError(t, h.pool.QueryRow(context.Background(), `SELECT stream_seq, id::text FROM webhook_event_status WHERE event_id = 'evt_shape'`).Scan(&seq, &archiveID))
 	require.EqualValues(t, 1, seq)
 	require.Equal(t, archiveID, md.ArchiveID)
 }

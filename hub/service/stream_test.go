@@ -430,20 +430,7 @@ func (w *readyzWatch) transitions(origin time.Time) string {
 // gathered is the value of an unlabelled counter or gauge in reg.
 func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		m := mf.GetMetric()[0]
-		if m.GetCounter() != nil {
-			return m.GetCounter().GetValue()
-		}
-		return m.GetGauge().GetValue()
-	}
-	t.Fatalf("metric %s not registered", name)
-	return 0
+	return hubtest.RequireMetric(t, reg, name, nil)
 }
 
 // count counts the log records with message msg.

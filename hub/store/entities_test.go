@@ -4,20 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
-	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/store"
 )
 
@@ -32,6 +27,19 @@ func entityIndex(t *testing.T, s *store.Store, id string) int {
 	rows, err := s.ListArchive(context.Background(), hub.ArchiveFilter{Entity: id, Limit: 1000})
 	require.NoError(t, err)
 	return len(rows)
+}
+
+// entityPages reads the archive's events of entity, newest first, limit a
+// page, each page after the last row of the one before.
+func entityPages(t *testing.T, s *store.Store, entity string, limit int) []string {
+	t.Helper()
+	f := hub.ArchiveFilter{Entity: entity, Limit: limit}
+	return pageIDs(t, f.Limit, func(last *hub.ArchivedDelivery) ([]hub.ArchivedDelivery, error) {
+		if last != nil {
+			f.Before = last.Cursor()
+		}
+		return s.ListArchive(context.Background(), f)
+	}, func(r hub.ArchivedDelivery) string { return r.EventID })
 }
 
 // Ingest archives each delivery's entities and indexes those of first
@@ -100,13 +108,7 @@ func TestListArchiveByEntity(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.RecordPublished(ctx, []hub.PublishResult{{ArchiveID: ds[0].ArchiveID, Seq: 1}}))
 
-	f := hub.ArchiveFilter{Entity: "cus_page", Limit: 3}
-	got := pageIDs(t, f.Limit, func(last *hub.ArchivedDelivery) ([]hub.ArchivedDelivery, error) {
-		if last != nil {
-			f.Before = last.Cursor()
-		}
-		return s.ListArchive(ctx, f)
-	}, func(r hub.ArchivedDelivery) string { return r.EventID })
+	got := entityPages(t, s, "cus_page", 3)
 	want := []string{"evt_g", "evt_f", "evt_e", "evt_d", "evt_c", "evt_b", "evt_a"}
 	if ds[6].ArchiveID.String() < ds[5].ArchiveID.String() {
 		want[0], want[1] = want[1], want[0]
@@ -213,13 +215,7 @@ func TestEntityLookupMixedLayouts(t *testing.T) {
 	for i := 0; i < len(ds); i += 2 { // the previous release's hubs wrote the even ones
 		legacyIndex(t, pool, ds[i])
 	}
-	f := hub.ArchiveFilter{Entity: "cus_mixed", Limit: 3}
-	got := pageIDs(t, f.Limit, func(last *hub.ArchivedDelivery) ([]hub.ArchivedDelivery, error) {
-		if last != nil {
-			f.Before = last.Cursor()
-		}
-		return s.ListArchive(ctx, f)
-	}, func(r hub.ArchivedDelivery) string { return r.EventID })
+	got := entityPages(t, s, "cus_mixed", 3)
 	require.Equal(t, []string{"evt_7", "evt_6", "evt_5", "evt_4", "evt_3", "evt_2", "evt_1", "evt_0"}, got)
 	require.Equal(t, 4, entityIndex(t, s, "sub_1"))
 
@@ -233,15 +229,10 @@ func TestEntityLookupMixedLayouts(t *testing.T) {
 	require.Equal(t, int64(4), deleted)
 	require.Equal(t, 4, entityIndex(t, s, "cus_mixed"))
 	require.Equal(t, 2, entityIndex(t, s, "sub_0"))
-	var legacy []string
 	rows, err := pool.Query(ctx, `SELECT DISTINCT a.event_id FROM webhook_event_entities x JOIN webhook_events a ON a.id = x.archive_id ORDER BY 1`)
 	require.NoError(t, err)
-	for rows.Next() {
-		var id string
-		require.NoError(t, rows.Scan(&id))
-		legacy = append(legacy, id)
-	}
-	require.NoError(t, rows.Err())
+	legacy, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
 	require.Equal(t, []string{"evt_4", "evt_6"}, legacy)
 	var orphans int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_event_entities x
@@ -277,102 +268,4 @@ func TestScanArchiveByEntity(t *testing.T) {
 		}
 		require.Equal(t, want, got, st)
 	}
-}
-
-// spread scrambles n (a SplitMix64 step): distinct n give distinct
-// values spread over the whole range.
-func spread(n int) uint64 {
-	z := uint64(n) + 0x9e3779b97f4a7c15
-	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-	z = (z ^ z>>27) * 0x94d049bb133111eb
-	return z ^ z>>31
-}
-
-// backendCPU is the CPU time Postgres backend pid has used, read from
-// /proc (Postgres on this machine): its scheduler's run time, in
-// nanoseconds (/proc/<pid>/stat counts 10 ms ticks, too coarse for a
-// batch of a few milliseconds).
-func backendCPU(b *testing.B, pid int) time.Duration {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
-	require.NoError(b, err)
-	ns, err := strconv.ParseInt(strings.Fields(string(raw))[0], 10, 64)
-	require.NoError(b, err)
-	return time.Duration(ns)
-}
-
-// selfCPU is this process's CPU time.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// BenchmarkIngestEntityCost measures what entities add to the ingest
-// statement: batches of 64 first deliveries (a 1 KB body) without
-// entities and with three, interleaved on one connection, each batch's
-// CPU counted for the Go side (this process: encoding, the hub's half) and
-// for its Postgres backend (/proc: the statement's execution; the WAL
-// writer's and checkpointer's work is not counted). It reports µs per
-// delivery of each and the ratio with/without.
-//
-//	go test -run '^$' -bench IngestEntityCost -benchtime 300x ./hub/store/
-func BenchmarkIngestEntityCost(b *testing.B) {
-	_, url := hubdb.Pool(b)
-	cfg, err := pgxpool.ParseConfig(url)
-	require.NoError(b, err)
-	cfg.MaxConns = 1
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	require.NoError(b, err)
-	b.Cleanup(pool.Close)
-	ctx := context.Background()
-	var pid int
-	require.NoError(b, pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid))
-	s := store.New(pool)
-	body := `{"event_id":"%s","event_type":"subscription.updated","occurred_at":"2026-11-30T08:00:00Z","data":{"id":"sub_01hv8x","status":"active","customer_id":"ctm_01hv8y","address_id":"add_01hv8z","business_id":null,"currency_code":"USD","items":[{"status":"active","quantity":1,"recurring":true,"price":{"id":"pri_01gsz8x8sawmvhz1pv30nge1ke","description":"Monthly","product_id":"pro_01gsz4t5hdjse780zja8vvr7jg","billing_cycle":{"interval":"month","frequency":1},"unit_price":{"amount":"3000","currency_code":"USD"}}}],"custom_data":{"plan":"pro"},"collection_mode":"automatic","current_billing_period":{"starts_at":"2026-11-30T08:00:00Z","ends_at":"2026-12-30T08:00:00Z"}},"notification_id":"ntf_01hv8x"}`
-	const batch = 64
-	n := 0
-	mk := func(entities bool) []hub.Delivery {
-		ds := make([]hub.Delivery, batch)
-		for i := range ds {
-			n++
-			id := fmt.Sprintf("evt_cost_%09d", n)
-			ds[i] = hub.Delivery{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle", EventID: id, EventType: "subscription.updated",
-				Body: []byte(fmt.Sprintf(body, id)), Signature: "ts=1;h1=" + strings.Repeat("ab", 32), ReceivedAt: time.Now()}
-			if entities {
-				// Ids spread over the key space, as providers' are (a
-				// counter's would land next to each other in the index).
-				ds[i].Entities = []hub.Entity{{Kind: "subscription", ID: fmt.Sprintf("sub_%016x", spread(n%100_000))},
-					{Kind: "customer", ID: fmt.Sprintf("ctm_%016x", spread(n%50_000))}, {Kind: "address", ID: fmt.Sprintf("add_%016x", spread(n%50_000+1<<40))}}
-			}
-		}
-		return ds
-	}
-	var goCPU, pgCPU [2]time.Duration
-	var wall [2]time.Duration
-	for range 20 { // warm-up: plans, caches
-		for _, with := range []bool{false, true} {
-			_, err := s.Ingest(ctx, mk(with))
-			require.NoError(b, err)
-		}
-	}
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		for _, k := range []int{i % 2, 1 - i%2} { // alternate which goes first
-			ds := mk(k == 1)
-			g0, p0, t0 := selfCPU(), backendCPU(b, pid), time.Now()
-			if _, err := s.Ingest(ctx, ds); err != nil {
-				b.Fatal(err)
-			}
-			wall[k] += time.Since(t0)
-			goCPU[k] += selfCPU() - g0
-			pgCPU[k] += backendCPU(b, pid) - p0
-		}
-	}
-	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N*batch) }
-	b.ReportMetric(per(goCPU[0]), "go-µs/delivery")
-	b.ReportMetric(per(pgCPU[0]), "pg-µs/delivery")
-	b.ReportMetric(per(goCPU[1]), "go-µs/delivery(3-entities)")
-	b.ReportMetric(per(pgCPU[1]), "pg-µs/delivery(3-entities)")
-	b.ReportMetric(float64(goCPU[1]+pgCPU[1])/float64(goCPU[0]+pgCPU[0]), "cpu-ratio")
-	b.ReportMetric(float64(wall[1])/float64(wall[0]), "wall-ratio")
 }

@@ -138,18 +138,7 @@ func (s *Store) ingestCarrying(ctx context.Context, ds []hub.Delivery, m *markAr
 	if len(ds) == 0 {
 		return nil, nil
 	}
-	payloads := make([]string, len(ds))
-	bodies := make([][]byte, len(ds)) // nil: the payload's bytes
-	for i := range ds {
-		switch d := &ds[i]; {
-		case d.Payload != nil:
-			payloads[i], bodies[i] = bytesString(d.Payload), d.Body
-		case textSafe(d.Body):
-			payloads[i] = bytesString(d.Body)
-		default:
-			payloads[i], bodies[i] = bytesString(d.Body), d.Body
-		}
-	}
+	payloads, bodies := payloadViews(ds)
 	out, err := s.ingest(ctx, ds, payloads, bodies, m)
 	var pgErr *pgconn.PgError
 	if err != nil && errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22") {
@@ -165,6 +154,25 @@ func (s *Store) ingestCarrying(ctx context.Context, ds []hub.Delivery, m *markAr
 		return nil, fmt.Errorf("%w: %w", hub.ErrUnavailable, err)
 	}
 	return out, nil
+}
+
+// payloadViews are the payload and body views ingest stores of each of
+// ds: the payload as text, and the body when it differs from the
+// payload's bytes (nil when it does not).
+func payloadViews(ds []hub.Delivery) ([]string, [][]byte) {
+	payloads := make([]string, len(ds))
+	bodies := make([][]byte, len(ds)) // nil: the payload's bytes
+	for i := range ds {
+		switch d := &ds[i]; {
+		case d.Payload != nil:
+			payloads[i], bodies[i] = bytesString(d.Payload), d.Body
+		case textSafe(d.Body):
+			payloads[i] = bytesString(d.Body)
+		default:
+			payloads[i], bodies[i] = bytesString(d.Body), d.Body
+		}
+	}
+	return payloads, bodies
 }
 
 func (s *Store) ingest(ctx context.Context, ds []hub.Delivery, payloads []string, bodies [][]byte, m *markArgs) ([]hub.Outcome, error) {

@@ -11,6 +11,25 @@ import (
 // there is none.
 func MetricValue(t testing.TB, reg prometheus.Gatherer, name string, labels map[string]string) float64 {
 	t.Helper()
+	v, _ := metricSeries(t, reg, name, labels)
+	return v
+}
+
+// RequireMetric is MetricValue for a series that must exist: it fails the
+// test when reg has none.
+func RequireMetric(t testing.TB, reg prometheus.Gatherer, name string, labels map[string]string) float64 {
+	t.Helper()
+	v, ok := metricSeries(t, reg, name, labels)
+	if !ok {
+		t.Fatalf("no metric %s%v", name, labels)
+	}
+	return v
+}
+
+// metricSeries is the value of the first series of the counter or gauge
+// name in reg whose labels include labels, and whether there is one.
+func metricSeries(t testing.TB, reg prometheus.Gatherer, name string, labels map[string]string) (float64, bool) {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatalf("gather metrics: %v", err)
@@ -26,8 +45,8 @@ func MetricValue(t testing.TB, reg prometheus.Gatherer, name string, labels map[
 					continue series
 				}
 			}
-			return m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			return m.GetCounter().GetValue() + m.GetGauge().GetValue(), true
 		}
 	}
-	return 0
+	return 0, false
 }

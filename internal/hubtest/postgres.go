@@ -109,11 +109,18 @@ func Slot(t testing.TB) {
 // when the test ends.
 func NewPool(t testing.TB, url string) *pgxpool.Pool {
 	t.Helper()
+	return NewPoolOf(t, url, PoolMaxConns)
+}
+
+// NewPoolOf opens a pool of at most maxConns connections on url, closed
+// when the test ends.
+func NewPoolOf(t testing.TB, url string, maxConns int32) *pgxpool.Pool {
+	t.Helper()
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		t.Fatalf("hubtest: pool: %v", err)
 	}
-	cfg.MaxConns = PoolMaxConns
+	cfg.MaxConns = maxConns
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("hubtest: pool: %v", err)

@@ -67,11 +67,7 @@ func TestEffectOnceInBatches(t *testing.T) {
 	})
 	subtest.Start(t, sub)
 
-	msgs := make([]subtest.Message, events)
-	for i := range msgs {
-		msgs[i] = event(t, fmt.Sprintf("evt_%d", i))
-		env.Publish(t, msgs[i])
-	}
+	msgs := publishEvents(t, env, "evt", events)
 	eventually(t, func() bool { return sub.Stats().Processed == events })
 	env.WaitAllAcked(t, name)
 	// The copies come once the events are recorded: copies handled at the
@@ -89,10 +85,7 @@ func TestEffectOnceInBatches(t *testing.T) {
 	require.EqualValues(t, events, s.Processed)
 	require.EqualValues(t, 9*events, s.SkippedDuplicate)
 	require.Zero(t, s.Failed)
-	for _, m := range msgs {
-		require.Equal(t, 1, c.get(m.EventID), m.EventID)
-		require.Equal(t, 1, effects(t, env, name, m.EventID), m.EventID)
-	}
+	requireOnce(t, env, name, &c, msgs)
 	require.Equal(t, events, env.Count(t, "SELECT count(*) FROM "+name+".processed_messages WHERE outcome = 'processed'"))
 	// A batch's rows share their processed_at.
 	largest := env.Count(t, "SELECT max(n) FROM (SELECT count(*) AS n FROM "+name+".processed_messages GROUP BY processed_at) b")
@@ -228,9 +221,7 @@ func TestEffectBatchCommitFails(t *testing.T) {
 	})
 	sub.HandleEffect("paddle.subscription.created", countingEffect(&c))
 	subtest.Start(t, sub)
-	for i := range events {
-		env.Publish(t, event(t, fmt.Sprintf("evt_%d", i)))
-	}
+	publishEvents(t, env, "evt", events)
 	eventually(t, func() bool { return sub.Stats().Processed == events })
 	env.WaitAllAcked(t, name)
 	s := sub.Stats()
@@ -273,9 +264,7 @@ func TestEffectShutdownFlushes(t *testing.T) {
 		return countingEffect(&c)(ctx, ev)
 	})
 	r := subtest.Start(t, sub)
-	for i := range events {
-		env.Publish(t, event(t, fmt.Sprintf("evt_%d", i)))
-	}
+	publishEvents(t, env, "evt", events)
 	<-entered
 	// The first batch is held; the other effects queue behind it.
 	eventually(t, func() bool { return called.Load() == events })
@@ -319,4 +308,78 @@ func TestEffectRedrive(t *testing.T) {
 	require.Equal(t, 2, c.get(m.EventID))
 	require.Equal(t, 1, effects(t, env, name, m.EventID))
 	require.Equal(t, 1, env.Count(t, "SELECT count(*) FROM "+name+".processed_messages WHERE dead_letter_id = $1", dls[0].ID))
+}
+
+// Copies of processed events and new events arriving together: the
+// "processed already?" reads that serve many workers at once (the group
+// reader) answer each event right, so every new event's effect runs once
+// and no copy's runs, with many workers and with one (no waiting).
+func TestEffectReadsAnswerEachEvent(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		concurrency int
+	}{
+		{"many_workers", 16},
+		{"one_worker", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := subtest.NewParallel(t)
+			name := "effect_reads_" + tc.name
+			const events = 24
+			var c calls
+			sub := newSub(t, env, name, func(cfg *subscriber.Config) {
+				cfg.Concurrency = tc.concurrency
+				cfg.RecordBatch = recordEffects(name)
+			})
+			sub.HandleEffect("paddle.subscription.created", countingEffect(&c))
+			subtest.Start(t, sub)
+			old := publishEvents(t, env, "old", events)
+			eventually(t, func() bool { return sub.Stats().Processed == events })
+			env.WaitAllAcked(t, name)
+			// Interleaved: each copy of a processed event next to a new one.
+			fresh := make([]subtest.Message, events)
+			for i := range old {
+				env.Republish(t, old[i], 1)
+				fresh[i] = event(t, fmt.Sprintf("new_%d", i))
+				env.Publish(t, fresh[i])
+			}
+			eventually(t, func() bool { s := sub.Stats(); return s.Processed == 2*events && s.SkippedDuplicate == events })
+			env.WaitAllAcked(t, name)
+			require.Zero(t, sub.Stats().Failed)
+			requireOnce(t, env, name, &c, old)
+			requireOnce(t, env, name, &c, fresh)
+		})
+	}
+}
+
+// While the "processed already?" read fails (the table is gone), no
+// effect runs: the events are retried with the backoff, never
+// dead-lettered, and once the read works each effect runs once.
+func TestEffectReadFails(t *testing.T) {
+	env := subtest.NewParallel(t)
+	const name, events = "effect_read_fails", 8
+	var c calls
+	sub := newSub(t, env, name, func(cfg *subscriber.Config) {
+		cfg.Concurrency = 4
+		cfg.RecordBatch = recordEffects(name)
+	})
+	sub.HandleEffect("paddle.subscription.created", countingEffect(&c))
+	subtest.Start(t, sub)
+	ctx := context.Background()
+	eventually(t, func() bool {
+		return env.Count(t, "SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename = 'processed_messages'", name) == 1
+	})
+	_, err := env.Pool.Exec(ctx, "ALTER TABLE "+name+".processed_messages RENAME TO processed_messages_away")
+	require.NoError(t, err)
+	msgs := publishEvents(t, env, "evt", events)
+	eventually(t, func() bool { return sub.Stats().Failed >= events })
+	for _, m := range msgs {
+		require.Zero(t, c.get(m.EventID), "an effect ran without its read")
+	}
+	_, err = env.Pool.Exec(ctx, "ALTER TABLE "+name+".processed_messages_away RENAME TO processed_messages")
+	require.NoError(t, err)
+	eventually(t, func() bool { return sub.Stats().Processed == events })
+	env.WaitAllAcked(t, name)
+	require.Zero(t, sub.Stats().DeadLettered)
+	requireOnce(t, env, name, &c, msgs)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/internal/subtest"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
@@ -91,6 +92,28 @@ func event(t *testing.T, id string) subtest.Message {
 	return subtest.PaddleSubscription(t, id, schema.PaddleSubscriptionCreated, time.Now(), "sub_"+id, "ctm_"+id, nil)
 }
 
+// publishEvents publishes n events, prefix_0 to prefix_<n-1>, and returns
+// them.
+func publishEvents(t *testing.T, env *subtest.Env, prefix string, n int) []subtest.Message {
+	t.Helper()
+	msgs := make([]subtest.Message, n)
+	for i := range msgs {
+		msgs[i] = event(t, fmt.Sprintf("%s_%d", prefix, i))
+		env.Publish(t, msgs[i])
+	}
+	return msgs
+}
+
+// requireOnce fails unless the handler (counted by c) ran once for each
+// of msgs and left one effect row.
+func requireOnce(t *testing.T, env *subtest.Env, name string, c *calls, msgs []subtest.Message) {
+	t.Helper()
+	for _, m := range msgs {
+		require.Equal(t, 1, c.get(m.EventID), m.EventID)
+		require.Equal(t, 1, effects(t, env, name, m.EventID), m.EventID)
+	}
+}
+
 // eventually is require.Eventually with the suite's generous timeout.
 func eventually(t *testing.T, cond func() bool, msgAndArgs ...any) {
 	t.Helper()
@@ -116,20 +139,5 @@ func newRegistry() *prometheus.Registry { return prometheus.NewRegistry() }
 // gauge returns the value of the gauge name for subscriber sub in reg.
 func gauge(t *testing.T, reg *prometheus.Registry, name, sub string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == "subscriber" && lp.GetValue() == sub {
-					return m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	t.Fatalf("no gauge %s{subscriber=%q}", name, sub)
-	return 0
+	return hubtest.RequireMetric(t, reg, name, map[string]string{"subscriber": sub})
 }

@@ -42,11 +42,7 @@ func TestEachEventProcessedOnce(t *testing.T) {
 		subtest.Start(t, r)
 	}
 
-	msgs := make([]subtest.Message, events)
-	for i := range msgs {
-		msgs[i] = event(t, fmt.Sprintf("evt_%d", i))
-		env.Publish(t, msgs[i])
-	}
+	msgs := publishEvents(t, env, "evt", events)
 	for _, m := range msgs {
 		env.Republish(t, m, 4)
 	}
@@ -63,10 +59,7 @@ func TestEachEventProcessedOnce(t *testing.T) {
 	require.EqualValues(t, events*10+1-events, s.SkippedDuplicate)
 	require.Zero(t, s.Failed)
 	require.True(t, dropped.Load())
-	for _, m := range msgs {
-		require.Equal(t, 1, c.get(m.EventID), m.EventID)
-		require.Equal(t, 1, effects(t, env, name, m.EventID), m.EventID)
-	}
+	requireOnce(t, env, name, &c, msgs)
 	require.Equal(t, events, env.Count(t, "SELECT count(*) FROM once.processed_messages WHERE outcome = 'processed' AND subscriber = 'once'"))
 }
 
@@ -159,11 +152,7 @@ func TestDeadLetterAndRedrive(t *testing.T) {
 
 	bad, bad2 := event(t, "evt_bad"), event(t, "evt_bad2")
 	env.Publish(t, bad)
-	good := make([]subtest.Message, 5)
-	for i := range good {
-		good[i] = event(t, fmt.Sprintf("evt_good_%d", i))
-		env.Publish(t, good[i])
-	}
+	good := publishEvents(t, env, "evt_good", 5)
 	env.Publish(t, bad2)
 	eventually(t, func() bool { return sub.Stats().DeadLettered == 2 })
 	env.WaitAllAcked(t, name)

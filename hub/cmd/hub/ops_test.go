@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"slices"
 	"strconv"
@@ -13,11 +14,15 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookhub/hookhub/hub"
 	"github.com/hookhub/hookhub/hub/ops/opstest"
+	"github.com/hookhub/hookhub/hub/relay"
+	"github.com/hookhub/hookhub/hub/service/testhub"
 	"github.com/hookhub/hookhub/hub/store"
+	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/subscriber"
 )
 
@@ -238,4 +243,170 @@ func TestCLIDecodesAsEveryFace(t *testing.T) {
 			require.Equal(t, want, got)
 		})
 	}
+}
+
+// A usage mistake is one line on stderr, its message: no "hub: NATS …"
+// banner before it, whether the mistake is a flag's value (decided before
+// connecting), an unknown subscriber or nothing matched. An operation
+// that runs prints the banner.
+func TestMistakesAreOneLine(t *testing.T) {
+	ctx := context.Background()
+	pool, n, js := streamEnv(t)
+	require.NoError(t, subscriber.Migrate(ctx, pool, "flaky", nil))
+	durable(t, js, "flaky", "paddle.>")
+
+	for _, tc := range []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"replay", "--subscriber", "nobody", "--since", "1h"}, 1, "hub replay: unknown subscriber"},
+		{[]string{"replay", "--subscriber", "flaky", "--since", "yesterday"}, 2, "hub replay: usage: --since"},
+		{[]string{"replay", "--subscriber", "flaky", "--since", "1h", "--rate", "-1"}, 2, "hub replay: --rate"},
+		{[]string{"replay", "--subscriber", "flaky", "--since", "1h"}, 1, "hub replay: nothing matched"},
+		{[]string{"bulk", "replay", "--subscriber", "nobody", "--since", "1h"}, 1, "hub bulk: unknown subscriber"},
+		{[]string{"bulk", "replay", "--subscriber", "flaky", "--since", "1h", "--status", "DONE"}, 2, "hub bulk: --status"},
+		{[]string{"bulk", "replay", "--subscriber", "flaky", "--since", "1h"}, 1, "hub bulk: nothing matched"},
+		{[]string{"republish", "--since", "1h"}, 1, "hub republish: nothing matched"},
+		{[]string{"republish", "--since", "soon"}, 2, "hub republish: usage: --since"},
+		{[]string{"reconcile", "--since", "soon"}, 2, "hub reconcile: usage: --since"},
+		{[]string{"events", "list", "--since", "soon"}, 2, "hub events: usage: --since"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, _, stderr := runCmd(t, tc.args...)
+			require.Equal(t, tc.code, code, stderr)
+			require.True(t, strings.HasPrefix(stderr, tc.err), "%q", stderr)
+			require.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
+		})
+	}
+	// An operation that runs says which server it works on.
+	code, _, stderr := runCmd(t, "reconcile", "--since", "1h")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stderr, "hub: NATS "+n.URL()+" (from HUB_NATS_URL), stream WEBHOOKS")
+}
+
+// `hub replay` to a destination says what will be and was sent: every
+// event, those it delivered before again. Before, the dry run said "0 to
+// process" and the run "6 skipped as already processed", while the
+// endpoint received all 6 again.
+func TestReplayToADestinationSaysWhatIsSent(t *testing.T) {
+	ctx := context.Background()
+	pool, _, js := streamEnv(t)
+	received := testhub.StartDestination(t, pool, js, "billing")
+
+	st := store.New(pool)
+	const events = 6
+	for i := range events {
+		_, err := st.Ingest(ctx, []hub.Delivery{{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle", EventID: fmt.Sprintf("evt_rd_%d", i),
+			EventType: "subscription.created", Body: []byte(`{"a":1}`), ReceivedAt: time.Now()}})
+		require.NoError(t, err)
+	}
+	rl, err := relay.New(st, js, relay.Config{Stream: schema.DefaultStream, DuplicateWindow: time.Minute})
+	require.NoError(t, err)
+	require.NoError(t, rl.Drain(ctx))
+	require.Eventually(t, func() bool { return received.Load() == events }, 30*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool {
+		var n int
+		return pool.QueryRow(ctx, `SELECT count(*) FROM billing.processed_messages`).Scan(&n) == nil && n == events
+	}, 30*time.Second, 20*time.Millisecond)
+
+	code, stdout, stderr := runCmd(t, "replay", "--subscriber", "billing", "--since", "1h", "--dry-run")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "to the destination billing: 6 to send, 6 of them already delivered (a destination sends them again)")
+	code, stdout, stderr = runCmd(t, "replay", "--subscriber", "billing", "--since", "1h", "--wait", "60s")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "6 sent: 0 not delivered before, 6 already delivered (sent again); 0 dead-lettered")
+	require.EqualValues(t, 2*events, received.Load())
+}
+
+// A subject transform on the stream: the relay's publishes are
+// acknowledged and stored under other subjects, the events marked
+// PROCESSED. `hub reconcile` finds them (and says "0 missing" no more),
+// names the setting, counts the events on a subject no subscriber's
+// durable matches, refuses to republish into the same transform, and once
+// the transform is gone republishes them to their own subjects.
+func TestReconcileFindsEventsWhereNoSubscriberLooks(t *testing.T) {
+	ctx := context.Background()
+	pool, _, js := streamEnv(t)
+	st := store.New(pool)
+	// A subscriber of subscription.created only.
+	durable(t, js, "credits", "paddle.subscription.created")
+	r, err := relay.New(st, js, relay.Config{Stream: schema.DefaultStream, DuplicateWindow: time.Minute})
+	require.NoError(t, err)
+	ingest := func(eventID, eventType string) {
+		_, err := st.Ingest(ctx, []hub.Delivery{{ArchiveID: uuid.Must(uuid.NewV7()), Provider: "paddle", EventID: eventID,
+			EventType: eventType, Body: []byte(`{"id":"` + eventID + `"}`), ReceivedAt: time.Now()}})
+		require.NoError(t, err)
+	}
+	ingest("evt_unwatched", "transaction.completed")
+	require.NoError(t, r.Drain(ctx))
+
+	transform := func(tr *jetstream.SubjectTransformConfig) {
+		s, err := js.Stream(ctx, schema.DefaultStream)
+		require.NoError(t, err)
+		c := s.CachedInfo().Config
+		c.SubjectTransform = tr
+		_, err = js.UpdateStream(ctx, c)
+		require.NoError(t, err)
+	}
+	transform(&jetstream.SubjectTransformConfig{Source: "paddle.>", Destination: "moved.paddle.>"})
+	ingest("evt_moved_1", "subscription.created")
+	ingest("evt_moved_2", "subscription.created")
+	require.NoError(t, r.Drain(ctx))
+	var processed int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM webhook_event_status WHERE processing_status = 'PROCESSED'`).Scan(&processed))
+	require.Equal(t, 3, processed, "acknowledged, so marked published")
+
+	reconcile := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(ctx, append([]string{"reconcile", "--since", "1h"}, args...), &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	code, out, errOut := reconcile()
+	require.Equal(t, 1, code, "%s%s", out, errOut)
+	require.Contains(t, out, "0 missing from the stream, 2 stored under another subject")
+	require.Contains(t, out, "paddle:evt_moved_1")
+	require.Contains(t, out, "on moved.paddle.subscription.created, not paddle.subscription.created")
+	require.Contains(t, out, "paddle.transaction.completed  1 events")
+	require.Contains(t, out, "subject_transform: ")
+	require.Contains(t, errOut, "break delivery (subject_transform)")
+	var status, statusErr bytes.Buffer
+	require.Equal(t, 0, run(ctx, []string{"status"}, &status, &statusErr), statusErr.String())
+	require.Contains(t, status.String(), "setting breaks delivery: subject_transform: ")
+
+	code, out, _ = reconcile("--json")
+	require.Equal(t, 1, code)
+	kinds := map[string]int{}
+	for line := range strings.Lines(out) {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &m), line)
+		switch {
+		case m["want_subject"] == "paddle.subscription.created":
+			require.Equal(t, "moved.paddle.subscription.created", m["subject"])
+			kinds["astray"]++
+		case m["unwatched_subject"] == "paddle.transaction.completed":
+			require.EqualValues(t, 1, m["events"])
+			kinds["unwatched"]++
+		case m["setting"] == "subject_transform":
+			kinds["setting"]++
+		default:
+			t.Fatalf("unexpected line %s", line)
+		}
+	}
+	require.Equal(t, map[string]int{"astray": 2, "unwatched": 1, "setting": 1}, kinds)
+
+	// Republishing into the same transform would divert the copies too.
+	code, _, errOut = reconcile("--republish")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "fix them first")
+	require.NotContains(t, errOut, "republished")
+
+	transform(nil)
+	code, out, errOut = reconcile("--republish")
+	require.Equal(t, 0, code, "%s%s", out, errOut)
+	require.Contains(t, errOut, "republished 2 of 2")
+	code, out, errOut = reconcile()
+	require.Equal(t, 0, code, "%s%s", out, errOut)
+	require.Contains(t, out, "0 missing from the stream, 0 stored under another subject")
+	require.Contains(t, out, "paddle.transaction.completed  1 events", "still no subscriber for it: told, not an error")
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hookhub/hookhub/hub/internal/hubdb"
 	"github.com/hookhub/hookhub/hub/provider"
+	"github.com/hookhub/hookhub/internal/backoff"
 	"github.com/hookhub/hookhub/internal/hubtest"
 )
 
@@ -104,7 +105,7 @@ func TestThousandsOfSlowConnections(t *testing.T) {
 					d := net.Dialer{Timeout: 5 * time.Second}
 					c, err := d.DialContext(ctx, "tcp", addr)
 					if err != nil {
-						if !sleepCtx(ctx, 100*time.Millisecond) {
+						if backoff.Sleep(ctx, 100*time.Millisecond) != nil {
 							return
 						}
 						continue
@@ -116,7 +117,7 @@ func TestThousandsOfSlowConnections(t *testing.T) {
 					open.Add(1)
 					_ = c.SetWriteDeadline(time.Now().Add(20 * time.Second))
 					if k.open(c) == nil {
-						for sleepCtx(ctx, time.Second) && k.trickle(c) == nil {
+						for backoff.Sleep(ctx, time.Second) == nil && k.trickle(c) == nil {
 						}
 					}
 					c.Close()
@@ -140,7 +141,7 @@ func TestThousandsOfSlowConnections(t *testing.T) {
 		if code == http.StatusOK {
 			accepted = append(accepted, id)
 		}
-		sleepCtx(ctx, 200*time.Millisecond)
+		_ = backoff.Sleep(ctx, 200*time.Millisecond)
 	}
 	stop()
 	wg.Wait()
@@ -164,18 +165,6 @@ func TestThousandsOfSlowConnections(t *testing.T) {
 	require.NoError(t, pool.QueryRow(context.Background(),
 		`SELECT count(DISTINCT event_id) FROM webhook_event_status WHERE event_id = ANY($1)`, accepted).Scan(&archived))
 	require.Equal(t, len(accepted), archived, "every delivery answered 200 is archived")
-}
-
-// sleepCtx waits d or until ctx is done; it reports whether d elapsed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // TestAdminHeaderOnlyFloodRSS runs the real binary and opens 1,000
