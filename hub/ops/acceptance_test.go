@@ -230,6 +230,7 @@ func TestShowEventDeliveredTenTimes(t *testing.T) {
 	s.Eventually(func() bool {
 		return s.Count(`SELECT count(*) FROM credits.processed_messages`) == 1 && s.Count(`SELECT count(*) FROM flaky.dead_letters`) == 1
 	}, "both subscribers settled")
+	s.waitPublished(1) // its publication is recorded shortly after the subscribers may have it
 	d, err := s.ops.ShowEvent(context.Background(), "paddle:evt_ops_1")
 	require.NoError(t, err)
 	require.Len(t, d.Deliveries, 10)

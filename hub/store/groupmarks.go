@@ -24,8 +24,12 @@ import (
 // once its callers are answered.
 
 // DefaultMarkDelay is how long publish marks wait for an ingest statement
-// to carry them before they are committed on their own (MarkDelay).
-const DefaultMarkDelay = 50 * time.Millisecond
+// to carry them before they are committed on their own (MarkDelay). The
+// relay has gathered them for its own MarkDelay already; this wait only
+// has to catch the next ingest commit, which comes every few milliseconds
+// at any rate worth saving commits at (100/s and up), and it is part of
+// how long a processed event still shows PENDING.
+const DefaultMarkDelay = 10 * time.Millisecond
 
 // MarkDelay sets how long publish marks handed to the group committer
 // (RecordPublished) wait for a shared commit to carry them before they are
