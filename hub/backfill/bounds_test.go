@@ -338,7 +338,8 @@ func TestBodyOverPublishLimitIsNotCommitted(t *testing.T) {
 }
 
 // lostAnswerStore takes the lease for real, then loses the answer: it
-// returns only when the run's context ends, with its error.
+// returns only when its context ends (the lease statement's timeout),
+// with its error.
 type lostAnswerStore struct{ *store.Store }
 
 func (s lostAnswerStore) AcquireBackfill(ctx context.Context, provider, owner string, since, until time.Time, restart bool, lease time.Duration) (hub.BackfillCheckpoint, error) {
@@ -350,9 +351,10 @@ func (s lostAnswerStore) AcquireBackfill(ctx context.Context, provider, owner st
 	return hub.BackfillCheckpoint{}, ctx.Err()
 }
 
-// A run whose time runs out while it takes the lease (the statement
-// committed, its answer lost to the deadline) gives the lease back: the
-// next run is not refused as busy until the lease expires.
+// A run whose lease statement committed but whose answer was lost (to
+// the statement's timeout; the run's time ran out meanwhile) gives the
+// lease back: the next run is not refused as busy until the lease
+// expires.
 func TestLeaseTakenAsTheRunEndsIsReleased(t *testing.T) {
 	t.Parallel()
 	h := newHubEnv(t)
@@ -360,6 +362,7 @@ func TestLeaseTakenAsTheRunEndsIsReleased(t *testing.T) {
 		c.Store = lostAnswerStore{store.New(h.pool)}
 		c.MaxRunTime = 200 * time.Millisecond
 		c.Lease = time.Hour
+		backfill.SetAcquireTimeout(c, 300*time.Millisecond)
 	})
 	_, err := e.Run(context.Background(), h.source("stripe", 10), backfill.Request{Since: time.Now().Add(-time.Hour)})
 	require.ErrorIs(t, err, backfill.ErrBound)

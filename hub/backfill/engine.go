@@ -84,6 +84,10 @@ type Config struct {
 	// tests only (export_test.go), for a lease whose renewals a test
 	// waits through.
 	minLease time.Duration
+	// acquireTimeout, when positive, replaces AcquireTimeout: set by
+	// tests only (export_test.go), for a lease statement whose answer is
+	// lost.
+	acquireTimeout time.Duration
 }
 
 // Config's defaults.
@@ -387,13 +391,21 @@ func (e *Engine) Run(ctx context.Context, src Source, req Request) (res Result, 
 	}()
 	var cp hub.BackfillCheckpoint
 	if !req.DryRun {
-		cp, err = e.acquire(runCtx, name, &res, req)
+		// Taking the lease is bounded by AcquireTimeout, not by the run
+		// time: cut off by the run's end, the statement could still commit
+		// after the release below had run, and leave the lease taken (seen
+		// beside a second suite). A run whose time is up by then ends at
+		// its first page, and gives the lease back.
+		actx, cancel := context.WithTimeout(ctx, cmp.Or(e.cfg.acquireTimeout, AcquireTimeout))
+		cp, err = e.acquire(actx, name, &res, req)
+		cancel()
 		if err != nil {
 			skipped = errors.Is(err, hub.ErrBackfillBusy)
-			if !skipped && runCtx.Err() != nil {
+			if !skipped && actx.Err() != nil {
 				// The lease may be taken (the statement committed) though
-				// its answer was lost to the run's end: give it back, or
-				// the next run is refused as busy until it expires.
+				// its answer was lost to the timeout or the caller's end:
+				// give it back, or the next run is refused as busy until it
+				// expires.
 				e.release(ctx, name)
 			}
 			return res, err
@@ -409,6 +421,11 @@ func (e *Engine) Run(ctx context.Context, src Source, req Request) (res Result, 
 	err = e.list(runCtx, src, req, &res, &cp)
 	return e.finish(res, cp), err
 }
+
+// AcquireTimeout bounds taking a provider's lease at the start of a run:
+// a database that does not answer within it ends the run (and the lease,
+// if it was taken all the same, is given back).
+const AcquireTimeout = 10 * time.Second
 
 // release gives back the provider's lease if this engine's owner holds
 // it, within 5 s of its own (ctx may be done: the run ended).

@@ -21,6 +21,10 @@ func SetRetrySleep(src Source, sleep func(ctx context.Context, d time.Duration) 
 // waits through a lease's renewals.
 func SetMinLease(c *Config, d time.Duration) { c.minLease = d }
 
+// SetAcquireTimeout lowers how long a run waits to take its lease, for a
+// test whose lease statement never answers.
+func SetAcquireTimeout(c *Config, d time.Duration) { c.acquireTimeout = d }
+
 // GitHubRefs returns how many deliveries a GitHub source remembers.
 func GitHubRefs(src Source) int {
 	g := src.(*GitHub)
