@@ -266,7 +266,10 @@ func (p *PostgresPair) startPrimary(ctx context.Context, n *pgNode) error {
 		"wal_level = replica\nmax_wal_senders = 8\nmax_replication_slots = 8\nhot_standby = on\n" +
 		"wal_keep_size = 256MB\nmax_connections = 60\nshared_buffers = 32MB\nfsync = on\n" +
 		"dynamic_shared_memory_type = mmap\nlogging_collector = off\n" +
-		"log_line_prefix = '%m [%p] '\nlog_connections = off\nwal_receiver_status_interval = 1s\n" + sync
+		"log_line_prefix = '%m [%p] '\nlog_connections = off\nwal_receiver_status_interval = 1s\n" +
+		// The standby retries its primary every 5 s by default, and a
+		// promotion waits for the retry: 5 s more to every failover.
+		"wal_retrieve_retry_interval = 200ms\n" + sync
 	f, err := os.OpenFile(filepath.Join(n.data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err == nil {
 		_, err = f.WriteString(conf)
@@ -610,10 +613,10 @@ type FailoverTimes struct {
 // primary as the new standby, and measures each step from the kill.
 func (p *PostgresPair) Failover(ctx context.Context) (FailoverTimes, error) {
 	var ft FailoverTimes
+	killed := time.Now()
 	if err := p.KillPrimary(ctx); err != nil {
 		return ft, err
 	}
-	killed := time.Now()
 	if err := p.Promote(ctx); err != nil {
 		return ft, err
 	}
