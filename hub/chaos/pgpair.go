@@ -91,8 +91,7 @@ type pgNode struct {
 	proc  *pgProc // nil when not running
 }
 
-// pgProc is a running postmaster, the leader of its own process group
-// (which its children share).
+// pgProc is a running postmaster, leader of its children's process group.
 type pgProc struct {
 	cmd  *exec.Cmd
 	done chan struct{} // closed once Wait returned
@@ -267,8 +266,7 @@ func (p *PostgresPair) startPrimary(ctx context.Context, n *pgNode) error {
 		"wal_keep_size = 256MB\nmax_connections = 60\nshared_buffers = 32MB\nfsync = on\n" +
 		"dynamic_shared_memory_type = mmap\nlogging_collector = off\n" +
 		"log_line_prefix = '%m [%p] '\nlog_connections = off\nwal_receiver_status_interval = 1s\n" +
-		// The standby retries its primary every 5 s by default, and a
-		// promotion waits for the retry: 5 s more to every failover.
+		// Not 5 s: a promotion waits for the standby's retry of its primary.
 		"wal_retrieve_retry_interval = 200ms\n" + sync
 	f, err := os.OpenFile(filepath.Join(n.data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err == nil {
@@ -294,10 +292,12 @@ func (p *PostgresPair) addStandby(ctx context.Context, n, primary *pgNode) error
 	}
 	conninfo := fmt.Sprintf("host=127.0.0.1 port=%d user=%s application_name=pg%d connect_timeout=5",
 		primary.port, pgSuperuser, n.index)
-	// --no-sync: a node is killed, never its machine, so the page cache
-	// keeps what was written; the WAL the standby receives next is fsynced.
+	// --no-sync: a node is killed, never its machine: the page cache keeps
+	// what was written. --no-slot: through a slot, pg_basebackup reports a
+	// flush position and '*' counts it a synchronous standby: commits would
+	// return with their WAL in an unfinished copy (wal_keep_size it is).
 	if err := p.run(ctx, "pg_basebackup", "-D", n.data, "-R", "-X", "stream", "--checkpoint=fast",
-		"--no-sync", "-d", conninfo); err != nil {
+		"--no-sync", "--no-slot", "-d", conninfo); err != nil {
 		return err
 	}
 	if err := p.start(ctx, n); err != nil {

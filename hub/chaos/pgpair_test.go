@@ -134,18 +134,24 @@ func TestPostgresPairFailover(t *testing.T) {
 			require.Equal(t, 20, countRows(t, p, addrs[1]), "the promoted standby has every commit")
 
 			// Before the rebuild, a commit waits for a standby when
-			// synchronous, and returns when not.
-			wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
-			err = insert(wctx, url, 1)
-			wcancel()
-			if tc.synchronous {
-				require.ErrorIs(t, err, context.DeadlineExceeded, "a commit must wait for a standby")
-			} else {
-				require.NoError(t, err)
+			// synchronous, and returns when not. The standby is the
+			// rebuilt node, not pg_basebackup's WAL stream: when the
+			// commit returns, the node is running.
+			committed := make(chan bool, 1) // whether node 0 ran when the commit returned
+			go func() {
+				err := insert(ctx, url, 1)
+				committed <- err == nil && p.running(p.nodes[0])
+			}()
+			select {
+			case <-committed:
+				require.False(t, tc.synchronous, "a synchronous commit returned without a standby")
+			case <-time.After(2 * time.Second):
+				require.True(t, tc.synchronous, "an asynchronous commit waited")
 			}
 			require.NoError(t, p.Rebuild(ctx))
-			// The commit cut off while waiting committed locally, and
-			// has reached the rebuilt standby.
+			if tc.synchronous {
+				require.True(t, <-committed, "the commit returned before the rebuilt standby ran")
+			}
 			require.NoError(t, insert(ctx, url, 20))
 			require.Equal(t, 41, countRows(t, p, addrs[1]))
 			require.Eventually(t, func() bool { return countRows(t, p, addrs[0]) == 41 }, 10*time.Second, 20*time.Millisecond,

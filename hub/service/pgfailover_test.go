@@ -122,6 +122,9 @@ func runPGFailover(t *testing.T, synchronous bool, rate int) pgFailoverRun {
 	res := load.results()
 	r.sent, r.acked, r.idempotentRetry = res.sent, len(res.acked), res.idempotent
 	r.gap, r.gapFrom = res.longestGap(killedAt)
+	between, firstSent := res.answeredIn(killedAt.Add(r.times.Promoted), killedAt.Add(r.times.Rebuilt))
+	logs.mark("answers", "%d answered 2xx between the promotion and the rebuild, sent from %+.2fs after the kill",
+		between, firstSent.Sub(killedAt).Seconds())
 	r.readiness = probe.changes(killedAt)
 	hubtest.Eventually(t, 120*time.Second, "the outbox drains on the new primary", func() bool {
 		var n int
@@ -219,7 +222,7 @@ type retryLoad struct {
 	sent       int
 	acked      map[string]bool
 	idempotent int
-	oks        []time.Time // when each 2xx answer came
+	oks        []okAnswer
 	inflight   int
 }
 
@@ -229,11 +232,27 @@ const (
 	retryMaxInflight = 2000 // events being retried at once; past it the tick sends nothing
 )
 
+// okAnswer is a 2xx answer: when its request was sent, and answered.
+type okAnswer struct{ sent, at time.Time }
+
+// answeredIn counts the 2xx answers that came within [from, to), and
+// gives the earliest time one of them was sent.
+func (r retryLoadResults) answeredIn(from, to time.Time) (n int, firstSent time.Time) {
+	for _, ok := range r.oks {
+		if !ok.at.Before(from) && ok.at.Before(to) {
+			if n++; firstSent.IsZero() || ok.sent.Before(firstSent) {
+				firstSent = ok.sent
+			}
+		}
+	}
+	return n, firstSent
+}
+
 type retryLoadResults struct {
 	sent       int
 	acked      map[string]bool
 	idempotent int
-	oks        []time.Time // sorted
+	oks        []okAnswer // by answer time
 }
 
 func startRetryLoad(h *testHub, rate int) *retryLoad {
@@ -281,7 +300,7 @@ func (l *retryLoad) deliver(id string) {
 		if a.failure == "" || a.idempotent {
 			l.mu.Lock()
 			l.acked[id] = true
-			l.oks = append(l.oks, a.at.Add(a.latency))
+			l.oks = append(l.oks, okAnswer{sent: a.at, at: a.at.Add(a.latency)})
 			if a.idempotent {
 				l.idempotent++
 			}
@@ -308,9 +327,9 @@ func (l *retryLoad) lastOK() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var last time.Time
-	for _, t := range l.oks {
-		if t.After(last) {
-			last = t
+	for _, ok := range l.oks {
+		if ok.at.After(last) {
+			last = ok.at
 		}
 	}
 	return last
@@ -329,15 +348,15 @@ func (l *retryLoad) stop() {
 func (l *retryLoad) results() retryLoadResults {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return retryLoadResults{sent: l.sent, acked: l.acked, idempotent: l.idempotent, oks: slices.SortedFunc(slices.Values(l.oks), time.Time.Compare)}
+	return retryLoadResults{sent: l.sent, acked: l.acked, idempotent: l.idempotent, oks: slices.SortedFunc(slices.Values(l.oks), func(a, b okAnswer) int { return a.at.Compare(b.at) })}
 }
 
 // longestGap is the longest interval without a 2xx answer, between two
 // 2xx answers, and its start from origin.
 func (r retryLoadResults) longestGap(origin time.Time) (gap, from time.Duration) {
 	for i := 1; i < len(r.oks); i++ {
-		if d := r.oks[i].Sub(r.oks[i-1]); d > gap {
-			gap, from = d, r.oks[i-1].Sub(origin)
+		if d := r.oks[i].at.Sub(r.oks[i-1].at); d > gap {
+			gap, from = d, r.oks[i-1].at.Sub(origin)
 		}
 	}
 	return gap, from
