@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,7 +58,17 @@ func TestPostgresFailover(t *testing.T) {
 		t.Skip("postgres failover under load: about 40 s")
 	}
 	t.Run("synchronous", func(t *testing.T) {
-		r := runPGFailover(t, true, 50)
+		r := runPGFailover(t, true, 50, false)
+		require.Empty(t, r.notArchived, "acknowledged events missing from the new primary's archive")
+		require.Empty(t, r.notOnStream, "acknowledged events missing from the stream")
+		require.Empty(t, r.onStreamTwice, "events on the stream more than once")
+	})
+	// The primary's host stops answering (a proxy in front of each node
+	// drops every byte and keeps the connections open: no RST, as when a
+	// machine dies), and it stays so: the hub's connections to it hang,
+	// and each new one waits connect_timeout there before the next host.
+	t.Run("primary unreachable", func(t *testing.T) {
+		r := runPGFailover(t, true, 50, true)
 		require.Empty(t, r.notArchived, "acknowledged events missing from the new primary's archive")
 		require.Empty(t, r.notOnStream, "acknowledged events missing from the stream")
 		require.Empty(t, r.onStreamTwice, "events on the stream more than once")
@@ -66,7 +78,7 @@ func TestPostgresFailover(t *testing.T) {
 			t.Skip("a measurement: HOOKHUB_ASYNC_LOSS=1")
 		}
 		for i := range 3 {
-			r := runPGFailover(t, false, 200)
+			r := runPGFailover(t, false, 200, false)
 			t.Logf("asynchronous run %d: %d acknowledged, %d not archived, %d not on the stream, %d on it twice",
 				i+1, r.acked, len(r.notArchived), len(r.notOnStream), len(r.onStreamTwice))
 		}
@@ -74,8 +86,10 @@ func TestPostgresFailover(t *testing.T) {
 }
 
 // runPGFailover starts the pair, the hub and the load, fails the primary
-// over under load and checks the outcome against the new primary.
-func runPGFailover(t *testing.T, synchronous bool, rate int) pgFailoverRun {
+// over under load and checks the outcome against the new primary. With
+// unreachable, the hub reaches each node through a proxy, and the
+// primary's stops answering just before the kill.
+func runPGFailover(t *testing.T, synchronous bool, rate int, unreachable bool) pgFailoverRun {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -90,7 +104,12 @@ func runPGFailover(t *testing.T, synchronous bool, rate int) pgFailoverRun {
 
 	n := hubtest.JetStream(t)
 	_, js := n.Connect(t)
-	cfg := newTestConfig(t, pair.URL("hookhub"), n.URL())
+	dbURL, proxies := pair.URL("hookhub"), []*blackhole{}
+	if unreachable {
+		proxies = []*blackhole{startBlackhole(t, pair.Addrs()[0]), startBlackhole(t, pair.Addrs()[1])}
+		dbURL = pair.URL("hookhub", proxies[0].addr(), proxies[1].addr())
+	}
+	cfg := newTestConfig(t, dbURL, n.URL())
 	h := &testHub{t: t, cfg: cfg, pool: pool, nats: n, js: js,
 		paddle: mustSender(t, "paddle", paddleSecret), clerk: mustSender(t, "clerk", clerkSecret)}
 	h.startWithDeps(service.Deps{Logger: slog.New(logs.handler("hub"))})
@@ -105,6 +124,9 @@ func runPGFailover(t *testing.T, synchronous bool, rate int) pgFailoverRun {
 
 	logs.mark("failover", "killing the primary, node %d", pair.Primary())
 	killedAt := time.Now()
+	if unreachable {
+		proxies[pair.Primary()].cut()
+	}
 	var r pgFailoverRun
 	r.times, err = pair.Failover(ctx)
 	require.NoError(t, err)
@@ -123,8 +145,10 @@ func runPGFailover(t *testing.T, synchronous bool, rate int) pgFailoverRun {
 	r.sent, r.acked, r.idempotentRetry = res.sent, len(res.acked), res.idempotent
 	r.gap, r.gapFrom = res.longestGap(killedAt)
 	between, firstSent := res.answeredIn(killedAt.Add(r.times.Promoted), killedAt.Add(r.times.Rebuilt))
-	logs.mark("answers", "%d answered 2xx between the promotion and the rebuild, sent from %+.2fs after the kill",
-		between, firstSent.Sub(killedAt).Seconds())
+	logs.mark("answers", "%d answered 2xx between the promotion and the rebuild", between)
+	if between > 0 {
+		logs.mark("answers", "the first of them sent %+.2fs after the kill", firstSent.Sub(killedAt).Seconds())
+	}
 	r.readiness = probe.changes(killedAt)
 	hubtest.Eventually(t, 120*time.Second, "the outbox drains on the new primary", func() bool {
 		var n int
@@ -417,4 +441,100 @@ func (p *readyProbe) changes(origin time.Time) []string {
 		out = append(out, fmt.Sprintf("%s from %+.2fs", c.status, c.at.Sub(origin).Seconds()))
 	}
 	return out
+}
+
+// blackhole is a TCP proxy to a Postgres node that can stop answering
+// without closing anything, like a host that died: once cut, it drops
+// every byte either way on its connections, and accepts new ones only to
+// leave them silent. Its connections close when the test ends.
+type blackhole struct {
+	ln     net.Listener
+	target string
+	down   atomic.Bool
+	mu     sync.Mutex
+	conns  []net.Conn
+	closed bool
+}
+
+func startBlackhole(t *testing.T, target string) *blackhole {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	b := &blackhole{ln: ln, target: target}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if b.track(c) && !b.down.Load() {
+				wg.Go(func() { b.forward(c) })
+			}
+		}
+	})
+	t.Cleanup(func() {
+		_ = ln.Close()
+		b.mu.Lock()
+		for _, c := range b.conns {
+			_ = c.Close()
+		}
+		b.conns, b.closed = nil, true // track refuses the connections still being made
+		b.mu.Unlock()
+		wg.Wait()
+	})
+	return b
+}
+
+func (b *blackhole) addr() string { return b.ln.Addr().String() }
+
+// cut makes the proxy stop answering.
+func (b *blackhole) cut() { b.down.Store(true) }
+
+// track records c to close it when the test ends; false (and c closed)
+// once it has ended.
+func (b *blackhole) track(c net.Conn) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		_ = c.Close()
+		return false
+	}
+	b.conns = append(b.conns, c)
+	return true
+}
+
+// forward connects c to the target and copies both ways until either side
+// closes, dropping what it reads once the proxy is cut.
+func (b *blackhole) forward(c net.Conn) {
+	up, err := net.DialTimeout("tcp", b.target, 2*time.Second)
+	if err != nil {
+		_ = c.Close()
+		return
+	}
+	if !b.track(up) {
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { b.copy(up, c) })
+	b.copy(c, up)
+	wg.Wait()
+}
+
+func (b *blackhole) copy(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !b.down.Load() {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			if !b.down.Load() {
+				_ = dst.Close()
+			}
+			return
+		}
+	}
 }
