@@ -14,7 +14,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -126,8 +126,7 @@ func StartPostgres(ctx context.Context, o PostgresOptions) (_ *PostgresPair, err
 	begin := time.Now()
 	if err := p.startPrimary(ctx, p.nodes[0]); err != nil {
 		return nil, err
-	}
-	if err := p.addStandby(ctx, p.nodes[1], p.nodes[0]); err != nil {
+	} else if err := p.addStandby(ctx, p.nodes[1], p.nodes[0]); err != nil {
 		return nil, err
 	}
 	p.log.Info("postgres pair started", "primary", p.nodes[0].addr(), "standby", p.nodes[1].addr(),
@@ -140,18 +139,13 @@ func StartPostgres(ctx context.Context, o PostgresOptions) (_ *PostgresPair, err
 func binDir(ctx context.Context, dir string) (string, error) {
 	if dir == "" {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		out, err := exec.CommandContext(ctx, "pg_config", "--bindir").Output()
+		out, _ := exec.CommandContext(ctx, "pg_config", "--bindir").Output()
 		cancel()
-		if err == nil {
-			dir = strings.TrimSpace(string(out))
-		}
+		dir = strings.TrimSpace(string(out))
 	}
-	if dir == "" {
-		dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-		sort.Slice(dirs, func(i, j int) bool { return pgMajor(dirs[i]) < pgMajor(dirs[j]) })
-		if len(dirs) > 0 {
-			dir = dirs[len(dirs)-1]
-		}
+	if dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin"); dir == "" && len(dirs) > 0 {
+		major := func(d string) float64 { v, _ := strconv.ParseFloat(filepath.Base(filepath.Dir(d)), 64); return v }
+		dir = slices.MaxFunc(dirs, func(a, b string) int { return cmp.Compare(major(a), major(b)) })
 	}
 	if dir == "" {
 		return "", errors.New("postgres pair: no PostgreSQL binaries: pg_config is not on PATH and /usr/lib/postgresql/*/bin is empty; set BinDir")
@@ -162,12 +156,6 @@ func binDir(ctx context.Context, dir string) (string, error) {
 		}
 	}
 	return dir, nil
-}
-
-// pgMajor is the version in /usr/lib/postgresql/<version>/bin.
-func pgMajor(bin string) float64 {
-	v, _ := strconv.ParseFloat(filepath.Base(filepath.Dir(bin)), 64)
-	return v
 }
 
 // pgCredential is the postgres OS user's when running as root (Postgres
@@ -523,10 +511,26 @@ func (p *PostgresPair) kill(ctx context.Context, n *pgNode, sig syscall.Signal) 
 	if err != nil {
 		return fmt.Errorf("postgres pair: node %d: %w", n.index, err)
 	}
+	if sig == syscall.SIGKILL {
+		removeShm(n)
+	}
 	p.mu.Lock()
 	n.proc = nil
 	p.mu.Unlock()
 	return nil
+}
+
+// removeShm removes the System V segment of n's killed postmaster (a
+// shutdown removes its own): its key comes from the data directory, which
+// Rebuild replaces, so no later start would reuse it.
+func removeShm(n *pgNode) {
+	b, _ := os.ReadFile(filepath.Join(n.data, "postmaster.pid"))
+	var key, id int
+	if lines := strings.Split(string(b), "\n"); len(lines) > 6 { // line 7: key, id
+		if k, _ := fmt.Sscan(lines[6], &key, &id); k == 2 {
+			_, _, _ = syscall.Syscall(syscall.SYS_SHMCTL, uintptr(id), 0 /* IPC_RMID */, 0)
+		}
+	}
 }
 
 // groupAlive reports whether a process of group pgid other than a zombie
@@ -675,9 +679,6 @@ func (p *PostgresPair) running(n *pgNode) bool {
 
 // logTail is the last lines of n's log.
 func (n *pgNode) logTail() string {
-	if n == nil {
-		return ""
-	}
 	f, err := os.Open(n.logPath())
 	if err != nil {
 		return "(no log: " + err.Error() + ")"

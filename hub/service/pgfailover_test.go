@@ -55,7 +55,7 @@ type pgFailoverRun struct {
 // lose what it likes).
 func TestPostgresFailover(t *testing.T) {
 	if testing.Short() {
-		t.Skip("postgres failover under load: about 40 s")
+		t.Skip("postgres failover under load: one to two minutes")
 	}
 	t.Run("synchronous", func(t *testing.T) {
 		r := runPGFailover(t, true, 50, false)
