@@ -439,6 +439,13 @@ func (s *Service) openDatabase(ctx context.Context) error {
 		return fmt.Errorf("HUB_DATABASE_URL: %w", err)
 	}
 	pcfg.MaxConns = s.cfg.DatabaseMaxConns
+	if pcfg.PingTimeout == 0 { // unless pool_ping_timeout says otherwise
+		// The pool pings a connection idle for over a second before handing
+		// it out: one to a host that died (no RST) would hang that ping for
+		// the caller's whole deadline, or for ever without one; bounded, the
+		// pool drops the connection and opens another, to the new primary.
+		pcfg.PingTimeout = 2 * time.Second
+	}
 	s.pool, err = pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return fmt.Errorf("connect to database: %w", err)

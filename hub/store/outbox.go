@@ -48,8 +48,18 @@ RETURNING p.id, p.provider, p.event_id, p.event_type, a.body, a.created_at, a.oc
 // due again before lease has passed, so the caller publishes them outside
 // any transaction and records the results with RecordPublished.
 func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration) ([]hub.OutboxRow, error) {
+	ctx, cancel := context.WithTimeout(ctx, relayQueryTimeout)
+	defer cancel()
 	return s.outboxRows(ctx, "claim outbox rows", true, claimSQL, limit, lease.Milliseconds())
 }
+
+// relayQueryTimeout bounds the statements the relay runs with its
+// long-lived context (Claim, RetryNow, OutboxBacklog). Without a deadline,
+// a statement on a connection whose server stopped answering (its host
+// died, the network is partitioned) waits until TCP gives up, minutes, or
+// for ever behind a proxy that keeps the connection open: the relay would
+// stop publishing while the pool's new connections reach the new primary.
+const relayQueryTimeout = 10 * time.Second
 
 // outboxRows runs sql and reads the events to publish it returns, from the
 // columns id, provider, event_id, event_type, body, received_at,
@@ -147,6 +157,8 @@ func (s *Store) RecordPublished(ctx context.Context, results []hub.PublishResult
 // back after an outage, so the backlog drains without waiting out each
 // event's backoff.
 func (s *Store) RetryNow(ctx context.Context) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, relayQueryTimeout)
+	defer cancel()
 	tag, err := s.pool.Exec(ctx, `UPDATE processed_webhook_events SET next_attempt_at = now()
 		WHERE next_attempt_at > now()`)
 	if err != nil {
@@ -158,6 +170,8 @@ func (s *Store) RetryNow(ctx context.Context) (int64, error) {
 // OutboxBacklog counts the events waiting for JetStream and finds when the
 // oldest was received.
 func (s *Store) OutboxBacklog(ctx context.Context) (hub.Backlog, error) {
+	ctx, cancel := context.WithTimeout(ctx, relayQueryTimeout)
+	defer cancel()
 	var b hub.Backlog
 	var oldest *time.Time
 	err := s.pool.QueryRow(ctx, `
