@@ -1,0 +1,2 @@
+// Package chaos proves the hub's promise under faults.
+package chaos
