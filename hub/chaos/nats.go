@@ -69,6 +69,7 @@ type NATSCluster struct {
 	env    []string
 	logger *slog.Logger
 	nodes  []*natsNode
+	http   *http.Client // to the nodes' monitoring ports
 
 	mu      sync.Mutex // serializes Kill, Start and Stop
 	stopped bool
@@ -112,6 +113,7 @@ func StartNATS(ctx context.Context, o NATSOptions) (*NATSCluster, error) {
 		args:   slices.Clone(o.Args),
 		env:    slices.Clone(o.Env),
 		logger: cmp.Or(o.Logger, slog.New(slog.DiscardHandler)),
+		http:   &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}},
 	}
 	for i := range size {
 		n := &natsNode{
@@ -278,6 +280,7 @@ func (c *NATSCluster) Stop(ctx context.Context) error {
 			n.proc = nil
 		}
 	}
+	defer c.http.CloseIdleConnections()
 	var errs []error
 	for _, p := range running {
 		select {
@@ -400,8 +403,9 @@ func freePorts(n int) ([]int, error) {
 
 // StreamLeader is the index of the node that leads stream (of the default
 // account), asked with $JS.API.STREAM.INFO through a client connection:
-// -1 when the stream has no leader or no node answered within a few
-// seconds; an error when ctx ends or JetStream answers one.
+// -1 when the stream has no leader or no node answered within a second
+// (during an election nobody answers: poll it); an error when ctx ends or
+// JetStream answers one.
 func (c *NATSCluster) StreamLeader(ctx context.Context, stream string) (int, error) {
 	nc, err := nats.Connect(c.URL(), nats.Timeout(2*time.Second), nats.Name("hookhub-chaos"))
 	if err != nil {
@@ -411,7 +415,7 @@ func (c *NATSCluster) StreamLeader(ctx context.Context, stream string) (int, err
 		return -1, nil
 	}
 	defer nc.Close()
-	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	rctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	msg, err := nc.RequestWithContext(rctx, "$JS.API.STREAM.INFO."+stream, nil)
 	if err != nil {
@@ -461,7 +465,7 @@ func (c *NATSCluster) monitorGet(ctx context.Context, i int, path string, v any)
 	if err != nil {
 		return 0, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.http.Do(req)
 	if err != nil {
 		return 0, err
 	}
@@ -483,8 +487,12 @@ func (c *NATSCluster) waitUntil(ctx context.Context, i int, cond func(context.Co
 				return fmt.Errorf("chaos: nats: node %s exited while starting: %v", n.name, n.proc.err)
 			}
 		}
+		was := why
 		if why = cond(ctx); why == "" {
 			return nil
+		}
+		if why != was {
+			c.logger.Debug("chaos: nats: waiting", "why", why)
 		}
 		select {
 		case <-ctx.Done():

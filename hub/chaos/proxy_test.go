@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"runtime"
 	"strings"
 	"sync"
@@ -414,6 +415,42 @@ func TestProxyControlHandlerOverHTTP(t *testing.T) {
 	if resp.StatusCode != 200 || p.State() != StateOpen {
 		t.Fatalf("after odd requests: %d, state %s", resp.StatusCode, p.State())
 	}
+}
+
+// FuzzProxyControlHandler: no method, path or body makes the handler
+// panic or answer anything but JSON with a known code.
+func FuzzProxyControlHandler(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"GET", "/"}, {"POST", "/cut"}, {"POST", "/heal"}, {"POST", "/partition"},
+		{"DELETE", "/heal"}, {"", ""}, {"GET", "/../cut"}, {"POST", "/cut\x00"},
+	} {
+		f.Add(seed[0], seed[1], []byte("{}"))
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	p, err := NewProxy("127.0.0.1:0", addr)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { _ = p.Close() })
+	h := p.ControlHandler()
+	f.Fuzz(func(t *testing.T, method, path string, body []byte) {
+		req := &http.Request{Method: method, URL: &url.URL{Path: path}, Header: http.Header{}, Body: io.NopCloser(bytes.NewReader(body))}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		switch rec.Code {
+		case 200, 404, 405:
+		default:
+			t.Fatalf("%q %q: code %d", method, path, rec.Code)
+		}
+		if !json.Valid(rec.Body.Bytes()) {
+			t.Fatalf("%q %q: body %q is not JSON", method, path, rec.Body)
+		}
+	})
 }
 
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
