@@ -103,6 +103,9 @@ func StartNATS(ctx context.Context, o NATSOptions) (*NATSCluster, error) {
 		return nil, errors.New("chaos: nats: Dir and Exe are required")
 	}
 	size := cmp.Or(o.Size, 3)
+	if size < 1 {
+		return nil, fmt.Errorf("chaos: nats: size %d", size)
+	}
 	ports, err := freePorts(3 * size)
 	if err != nil {
 		return nil, fmt.Errorf("chaos: nats: %w", err)
@@ -226,9 +229,10 @@ func (c *NATSCluster) kill(i int) error {
 	return nil
 }
 
-// Start starts node i, which must not run, on its ports and store, and
-// waits until it runs and has rejoined the cluster: it follows the
-// JetStream meta leader and the leader has it current.
+// Start starts node i, which must not run (killed, or exited on its own),
+// on its ports and store, and waits until it runs and has rejoined the
+// cluster: it follows the JetStream meta leader and the leader has it
+// current. Kill, Start and Stop are serialized: one waits for another.
 func (c *NATSCluster) Start(ctx context.Context, i int) error {
 	if i < 0 || i >= len(c.nodes) {
 		return fmt.Errorf("chaos: nats: no node %d", i)
@@ -240,7 +244,7 @@ func (c *NATSCluster) Start(ctx context.Context, i int) error {
 	if c.stopped {
 		return errors.New("chaos: nats: cluster stopped")
 	}
-	if c.nodes[i].proc != nil {
+	if p := c.nodes[i].proc; p != nil && !p.exited() {
 		return fmt.Errorf("chaos: nats: node %s already runs", c.nodes[i].name)
 	}
 	began := time.Now()

@@ -276,6 +276,31 @@ func checkExactlyOnce(t *testing.T, js jetstream.JetStream, stream string, total
 	}
 }
 
+func TestStartNATSFails(t *testing.T) {
+	tests := []struct {
+		name string
+		o    NATSOptions
+		want string
+	}{
+		{"no dir", NATSOptions{Exe: os.Args[0]}, "Dir and Exe are required"},
+		{"no exe", NATSOptions{Dir: t.TempDir()}, "Dir and Exe are required"},
+		{"negative size", NATSOptions{Dir: t.TempDir(), Exe: os.Args[0], Size: -1}, "size -1"},
+		{"missing executable", NATSOptions{Dir: t.TempDir(), Exe: "/nonexistent/hub"}, "start node n0"},
+		{"nodes exit at once", NATSOptions{Dir: t.TempDir(), Exe: os.Args[0], Args: []string{"-bogus"}, Env: []string{nodeEnv + "=1"}}, "exited while starting"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := StartNATS(t.Context(), tt.o)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				if c != nil {
+					_ = c.Stop(context.Background())
+				}
+				t.Fatalf("StartNATS = %v, want an error with %q", err, tt.want)
+			}
+		})
+	}
+}
+
 func TestRunNodeFlags(t *testing.T) {
 	tests := []struct {
 		name string
