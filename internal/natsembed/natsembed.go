@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -40,6 +41,23 @@ type Options struct {
 	// Logger receives the server's notices, warnings and errors. Nil
 	// silences it.
 	Logger *slog.Logger
+	// MonitorPort, when positive, serves nats-server's HTTP monitoring
+	// endpoints (/healthz, /jsz, /routez, ...) on Host.
+	MonitorPort int
+	// Cluster, when set, makes the server a node of a JetStream cluster.
+	Cluster *ClusterOptions
+}
+
+// ClusterOptions make an embedded server a node of a JetStream cluster.
+type ClusterOptions struct {
+	// Name of the cluster, the same on every node.
+	Name string
+	// Port the node accepts route connections on, on Options.Host.
+	Port int
+	// Routes are the nats-route:// URLs of the cluster's nodes; listing
+	// the node itself too lets the meta group expect every peer from the
+	// start.
+	Routes []string
 }
 
 // Server is a running embedded nats-server.
@@ -76,6 +94,18 @@ func Start(o Options) (*Server, error) {
 		// Room for the hub's largest accepted body (HUB_MAX_BODY_BYTES,
 		// 1 MiB by default) plus headers; nats-server's default is 1 MB.
 		MaxPayload: 8 << 20,
+		HTTPHost:   o.Host,
+		HTTPPort:   max(o.MonitorPort, 0),
+	}
+	if c := o.Cluster; c != nil {
+		opts.Cluster = server.ClusterOpts{
+			Name: c.Name,
+			Host: o.Host,
+			Port: c.Port,
+			// Loopback peers: compression would only cost CPU.
+			Compression: server.CompressionOpts{Mode: server.CompressionOff},
+		}
+		opts.Routes = server.RoutesFromStr(strings.Join(c.Routes, ","))
 	}
 	return start(opts, o.Logger)
 }
