@@ -29,9 +29,13 @@ func (l *Local) Faults(names []string) ([]Fault, error) {
 		case "nats-kill":
 			f = l.natsKill
 		case "partition-pg":
-			f = func(ctx context.Context) error { return l.partition(ctx, func(h *hubProc) []*Proxy { return h.pgProxy }) }
+			f = func(ctx context.Context) error {
+				return l.partition(ctx, func(h *hubProc) []*Proxy { return h.pgProxy })
+			}
 		case "partition-nats":
-			f = func(ctx context.Context) error { return l.partition(ctx, func(h *hubProc) []*Proxy { return h.natProxy }) }
+			f = func(ctx context.Context) error {
+				return l.partition(ctx, func(h *hubProc) []*Proxy { return h.natProxy })
+			}
 		default:
 			return nil, fmt.Errorf("chaos: unknown fault %q (known: %s, all)", n, strings.Join(FaultNames, ", "))
 		}
