@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/schema"
 	"github.com/hookhub/hookhub/subscribers/credits"
 	"github.com/hookhub/hookhub/subscribers/downgrade"
@@ -220,8 +220,9 @@ func effects(ctx context.Context, pool *pgxpool.Pool, table string, events []Eve
 }
 
 // readStream counts the messages of the run's events in stream from
-// sequence from, by Nats-Msg-Id: it reads headers only, up to the last
-// sequence the stream had when the read began, and within a time bound.
+// sequence from, by Nats-Msg-Id (republished copies apart): it reads
+// headers only, with the hub's one stream scanner (relay.Scan), up to the
+// last sequence the stream had when the read began.
 func readStream(ctx context.Context, js jetstream.JetStream, stream string, from uint64, events []Event) (map[string]int, error) {
 	want := make(map[string]bool, len(events))
 	var subjects []string
@@ -232,59 +233,21 @@ func readStream(ctx context.Context, js jetstream.JetStream, stream string, from
 		}
 	}
 	out := map[string]int{}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	s, err := js.Stream(ctx, stream)
-	if err != nil {
-		return nil, fmt.Errorf("chaos: stream %s: %w", stream, err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("chaos: stream %s: %w", stream, err)
-	}
-	last := info.State.LastSeq
-	if last < from || len(subjects) == 0 {
+	if len(subjects) == 0 {
 		return out, nil
 	}
-	c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: subjects,
-		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: max(from, 1), HeadersOnly: true})
+	scan := relay.Scan{Stream: stream, Subjects: subjects, StartSeq: max(from, 1), HeadersOnly: true}
+	_, err := scan.Run(ctx, js, func(m relay.ScanMsg) error {
+		h := m.Msg.Headers()
+		if id := h.Get(schema.HeaderMsgID); want[id] && h.Get(schema.HeaderRepublish) == "" {
+			out[id]++
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("chaos: read stream %s: %w", stream, err)
+		return nil, fmt.Errorf("chaos: %w", err)
 	}
-	for {
-		batch, err := c.FetchNoWait(1000)
-		if err != nil {
-			return nil, fmt.Errorf("chaos: read stream %s: %w", stream, err)
-		}
-		n := 0
-		var seq uint64
-		for msg := range batch.Messages() {
-			n++
-			if id := msg.Headers().Get(schema.HeaderMsgID); want[id] && msg.Headers().Get(schema.HeaderRepublish) == "" {
-				out[id]++
-			}
-			if md, err := msg.Metadata(); err == nil {
-				seq = md.Sequence.Stream
-			}
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			return nil, fmt.Errorf("chaos: read stream %s: %w", stream, err)
-		}
-		if seq >= last {
-			return out, nil
-		}
-		if n == 0 {
-			// Nothing came: done when the consumer has nothing pending
-			// (the rest of the stream is other subjects), else ask again
-			// until the time bound.
-			if ci, err := c.Info(ctx); err == nil && ci.NumPending == 0 {
-				return out, nil
-			}
-			if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
-				return out, fmt.Errorf("chaos: read stream %s up to %d: %w", stream, last, err)
-			}
-		}
-	}
+	return out, nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
