@@ -60,6 +60,11 @@ Faults: `+strings.Join(chaos.FaultNames, ", ")+` (or all)
 	var cfg service.Config
 	cfg.SignatureTolerance = 5 * time.Minute
 	cfg.WithDevSecrets() // public development secrets: the hubs listen on 127.0.0.1 only
+	for name := range cfg.Secrets {
+		if !slices.ContainsFunc(chaos.DefaultMix, func(k chaos.Kind) bool { return k.Provider == name }) {
+			delete(cfg.Secrets, name) // the providers the load does not send to stay unmounted
+		}
+	}
 	signers, err := signersOf(&cfg, chaos.DefaultMix)
 	if err != nil {
 		return err
