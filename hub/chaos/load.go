@@ -225,7 +225,9 @@ func StartLoad(ctx context.Context, o LoadOptions) (*Load, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	l := &Load{o: o, start: time.Now(), ctx: ctx, cancel: cancel,
 		client:  &http.Client{Timeout: o.AttemptTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: o.Workers, DisableCompression: true}},
-		work:    make(chan *task, o.Workers),
+		// Room for every event: a provider keeps sending new events while
+		// earlier ones wait for their retries, whatever the hub answers.
+		work:    make(chan *task, o.Events),
 		sending: make(chan struct{})}
 	l.lastAck = l.start
 	for range o.Workers {
