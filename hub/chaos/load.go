@@ -224,7 +224,7 @@ func StartLoad(ctx context.Context, o LoadOptions) (*Load, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	l := &Load{o: o, start: time.Now(), ctx: ctx, cancel: cancel,
-		client:  &http.Client{Timeout: o.AttemptTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: o.Workers, DisableCompression: true}},
+		client: &http.Client{Timeout: o.AttemptTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: o.Workers, DisableCompression: true}},
 		// Room for every event: a provider keeps sending new events while
 		// earlier ones wait for their retries, whatever the hub answers.
 		work:    make(chan *task, o.Events),
