@@ -40,10 +40,11 @@
 //   - hub/console: the operator web console under /console/ (server-rendered pages, sessions, CSRF).
 //   - hub/internal/hubhttp: what both HTTP listeners share: the one table of error codes (hub.ErrorCode) to statuses, connection and body limits, panic recovery.
 //   - hub/bench: `hub bench`: the whole path measured end to end against batching disabled and the raw ceiling; `hub bench destinations`: the destinations process.
+//   - hub/chaos: `hub chaos`: the failover proof: signed load retried as providers retry, faults (a hub, the Postgres primary, a JetStream node killed; partitions through its proxies), and the check that every acknowledged event is archived, on the stream once and processed once; a local topology of a Postgres primary and standby, three JetStream nodes and hubs behind a load balancer.
 //   - hub/service: wiring, configuration (HUB_*), startup in order and graceful shutdown.
 //   - hub/service/testhub: a whole hub in-process for a test: the one way a test runs a hub.
 //   - hub/internal/hubdb: a test's database with the hub's schema (a copy of a migrated template) and a role with its run-time privileges.
-//   - hub/cmd/hub: the hub command: serve, dev, migrate, send, the operator commands, bench, version.
+//   - hub/cmd/hub: the hub command: serve, dev, migrate, send, the operator commands, bench, chaos, version.
 //
 // The contract, the schema, and the subscriber side:
 //

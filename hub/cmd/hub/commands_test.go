@@ -19,6 +19,9 @@ func TestCommandsFlagIdiom(t *testing.T) {
 			if c.name == "events" || c.name == "dlq" || c.name == "destinations" || c.name == "audit" || c.name == "sessions" {
 				pre = append(pre, "list") // the flags are the action's
 			}
+			if c.name == "chaos" {
+				pre = append(pre, "local")
+			}
 			if c.name == "bulk" {
 				pre = append(pre, "replay")
 			}

@@ -70,6 +70,7 @@ func commands() []command {
 		{"audit", "the audit trail: who replayed, republished, redrove, purged, paused what, and when", runAudit},
 		{"status", "stream, consumers, outbox backlog and dead letters at a glance", runStatus},
 		{"backfill", "ingest the events a provider's API lists but whose webhooks never arrived", runBackfill},
+		{"chaos", "prove nothing is lost or duplicated under faults: a local topology, or a deployment you name", runChaos},
 		{"bench", "measure throughput and latency end to end, against batching disabled and the raw ceiling", runBench},
 		{"version", "print the version", runVersion},
 	}
