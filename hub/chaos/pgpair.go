@@ -461,12 +461,12 @@ func (p *PostgresPair) roles() (primary, other *pgNode) {
 // URL is a multi-host URL of database on addrs (default Addrs(); the
 // chaos topology passes proxies in front of each node), for the
 // superuser, that connects to whichever is read-write:
-// postgres://postgres@a,b/database?target_session_attrs=read-write&connect_timeout=2.
+// postgres://postgres@a,b/database?target_session_attrs=read-write&connect_timeout=2&sslmode=disable.
 func (p *PostgresPair) URL(database string, addrs ...string) string {
 	if len(addrs) == 0 {
 		addrs = p.Addrs()
 	}
-	return fmt.Sprintf("postgres://%s@%s/%s?target_session_attrs=read-write&connect_timeout=2",
+	return fmt.Sprintf("postgres://%s@%s/%s?target_session_attrs=read-write&connect_timeout=2&sslmode=disable",
 		pgSuperuser, strings.Join(addrs, ","), url.PathEscape(database))
 }
 
