@@ -73,7 +73,7 @@ func countRows(t *testing.T, p *PostgresPair, addr string) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := pgx.Connect(ctx, "postgres://postgres@"+addr+"/postgres?connect_timeout=2")
+	c, err := pgx.Connect(ctx, "postgres://postgres@"+addr+"/postgres?connect_timeout=2&sslmode=disable")
 	require.NoError(t, err)
 	defer c.Close(ctx)
 	var n int
@@ -118,8 +118,8 @@ func TestPostgresPairFailover(t *testing.T) {
 			require.NotEqual(t, addrs[0], addrs[1])
 			require.Equal(t, 0, p.Primary())
 			url := p.URL("postgres")
-			require.Equal(t, fmt.Sprintf("postgres://postgres@%s,%s/postgres?target_session_attrs=read-write&connect_timeout=2", addrs[0], addrs[1]), url)
-			require.Equal(t, "postgres://postgres@x:1,y:2/d%20b?target_session_attrs=read-write&connect_timeout=2", p.URL("d b", "x:1", "y:2"))
+			require.Equal(t, fmt.Sprintf("postgres://postgres@%s,%s/postgres?target_session_attrs=read-write&connect_timeout=2&sslmode=disable", addrs[0], addrs[1]), url)
+			require.Equal(t, "postgres://postgres@x:1,y:2/d%20b?target_session_attrs=read-write&connect_timeout=2&sslmode=disable", p.URL("d b", "x:1", "y:2"))
 
 			_, err := connect(t, url).Exec(ctx, `CREATE TABLE t1 (id bigserial PRIMARY KEY)`)
 			require.NoError(t, err)

@@ -144,7 +144,7 @@ func TestChaosRunAgainstDeployment(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the hub binary")
 	}
-	t.Parallel()
+	// Not parallel: it sets the environment the command reads.
 	_, dbURL := hubdb.Pool(t)
 	n := hubtest.JetStream(t)
 	bin := buildHub(t)
