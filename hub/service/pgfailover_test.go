@@ -54,9 +54,11 @@ type pgFailoverRun struct {
 // each failover lost: a measurement, not a test (an async failover may
 // lose what it likes).
 func TestPostgresFailover(t *testing.T) {
-	if testing.Short() {
-		t.Skip("postgres failover under load: one to two minutes")
-	}
+	// One to two minutes a subtest, mostly waiting: the default run proves
+	// the same end to end with hub chaos (TestChaosLocal's pg-failover and
+	// partitions) and the relay's bound alone
+	// (TestRelayStatementsEndWhenTheServerStopsAnswering, hub/store).
+	hubtest.Soak(t)
 	t.Run("synchronous", func(t *testing.T) {
 		r := runPGFailover(t, true, 50, false)
 		require.Empty(t, r.notArchived, "acknowledged events missing from the new primary's archive")
