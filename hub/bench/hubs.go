@@ -218,14 +218,16 @@ func startJetStream(ctx context.Context, cfg Config, dir string) (*jetStreamServ
 	if err != nil {
 		return nil, err
 	}
-	// As startNATS configures the embedded one.
-	conf := fmt.Sprintf("server_name: hub-bench\nlisten: %q\nmax_payload: 8MB\njetstream {\n  store_dir: %q\n  max_memory_store: 64MB\n  max_file_store: 4GB\n}\n", addr, dir)
+	// As startNATS configures the embedded one; its log (every start and
+	// stop) in the store's directory, out of the bench's progress.
+	conf := fmt.Sprintf("server_name: hub-bench\nlisten: %q\nmax_payload: 8MB\nlog_file: %q\njetstream {\n  store_dir: %q\n  max_memory_store: 64MB\n  max_file_store: 4GB\n}\n",
+		addr, filepath.Join(dir, "nats-server.log"), dir)
 	confPath := filepath.Join(dir, "nats.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, cfg.NATSServer, "-c", confPath)
-	cmd.Stdout, cmd.Stderr = cfg.Log, cfg.Log
+	cmd.Stderr = cfg.Log // what it says before it opens its log file
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", cfg.NATSServer, err)
 	}
