@@ -15,7 +15,8 @@ func printHubShares(stdout io.Writer, rep bench.Report) {
 		if len(r.Hubs) < 2 && r.NATSCPUus == 0 {
 			continue
 		}
-		fmt.Fprintf(stdout, "%s: %.0f deliveries/s; CPU µs per delivery: hubs %.0f (summed), postgres %.0f", r.Name, r.PerSecond, r.HubCPUus, r.PostgresCPUus)
+		fmt.Fprintf(stdout, "%s: %.0f deliveries/s; CPU µs per delivery: hubs %.0f (summed), postgres %.0f (the run database's backends %.0f)",
+			r.Name, r.PerSecond, r.HubCPUus, r.PostgresCPUus, r.PostgresDBCPUus)
 		if r.NATSCPUus > 0 {
 			fmt.Fprintf(stdout, ", nats-server %.0f, load generator %.0f", r.NATSCPUus, r.SelfCPUus)
 		} else {
