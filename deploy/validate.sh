@@ -13,7 +13,8 @@
 #                                CloudNativePG Cluster fields, NATS Helm values and
 #                                hookhub's own rules (probes, grace periods, env names,
 #                                the NetworkPolicy of the hub's admin port, distinct
-#                                owner and runtime database roles)
+#                                owner and runtime database roles, a synchronous
+#                                standby in the Postgres Cluster)
 #   deploy/prometheus            promtool check config/rules + promtool test rules
 #   deploy/grafana               deploy/check promql (structure, metric names) and
 #                                promtool check rules on every dashboard query
@@ -228,6 +229,34 @@ expect_fail "an egress NetworkPolicy without DNS" \
 awk 'BEGIN { RS = "---\n"; ORS = "---\n" } !(/\nkind: NetworkPolicy\n/ && /\n  name: destinations\n/)' "$tmp/production.yaml" >"$tmp/bad.yaml"
 expect_fail "destinations without an egress NetworkPolicy" \
   "$check" k8s -production -env-dir "$tmp/env" -nats-values deploy/nats/values.yaml -extra "$extra" "$tmp/bad.yaml"
+
+# The Cluster must require a synchronous standby (deploy/check cnpg.go): each
+# edited copy is refused, with the message that names the setting.
+bad_cluster() { # DESCRIPTION MESSAGE COMMAND...: the command edits cluster.yaml
+  local what=$1 msg=$2
+  shift 2
+  "$@" deploy/postgres/cluster.yaml >"$tmp/bad-cluster.yaml"
+  if cmp -s deploy/postgres/cluster.yaml "$tmp/bad-cluster.yaml"; then fail "self-test ($what): the edit changed nothing"; fi
+  expect_fail "$what" "$check" k8s -production -env-dir "$tmp/env" -nats-values deploy/nats/values.yaml \
+    -extra "$tmp/bad-cluster.yaml,deploy/k8s/base/secret.template.yaml" "$tmp/production.yaml"
+  grep -qF -- "$msg" "$tmp/expect_fail.out" || {
+    cat "$tmp/expect_fail.out" >&2
+    fail "self-test ($what): refused, but not with \"$msg\""
+  }
+}
+bad_cluster "a Cluster without synchronous replication" "no postgresql.synchronous" \
+  grep -v -e '^    synchronous:$' -e '^      method: any$' -e '^      number: 1$' -e '^      dataDurability: required$'
+bad_cluster "no synchronous standby (number 0)" "synchronous.number 0" sed 's/^      number: 1$/      number: 0/'
+bad_cluster "dataDurability preferred" "dataDurability preferred" \
+  sed 's/^      dataDurability: required$/      dataDurability: preferred/'
+bad_cluster "a single instance" "instances 1" sed 's/^  instances: [0-9]*$/  instances: 1/'
+for sc in local off; do
+  bad_cluster "synchronous_commit $sc" "synchronous_commit \"$sc\"" \
+    sed "s/^    parameters:\$/    parameters:\\n      synchronous_commit: \"$sc\"/"
+done
+bad_cluster "the deprecated, self-healing minSyncReplicas/maxSyncReplicas" "minSyncReplicas/maxSyncReplicas are deprecated" \
+  sed -e '/^    synchronous:$/,/^      dataDurability: required$/d' \
+  -e 's/^  instances: \([0-9]*\)$/  instances: \1\n  minSyncReplicas: 1\n  maxSyncReplicas: 1/'
 
 # --- Prometheus and Grafana ---------------------------------------------------
 step "promtool (config, rules, rule unit tests) and the dashboard"

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -21,7 +22,11 @@ type cnpgCluster struct {
 	Kind       string            `json:"kind"`
 	Metadata   metav1.ObjectMeta `json:"metadata"`
 	Spec       struct {
-		Instances             int    `json:"instances"`
+		Instances int `json:"instances"`
+		// The deprecated quorum settings (before .postgresql.synchronous),
+		// mirrored so that using them gets a clear message.
+		MinSyncReplicas       *int   `json:"minSyncReplicas,omitempty"`
+		MaxSyncReplicas       *int   `json:"maxSyncReplicas,omitempty"`
 		ImageName             string `json:"imageName,omitempty"`
 		PrimaryUpdateStrategy string `json:"primaryUpdateStrategy,omitempty"`
 		PrimaryUpdateMethod   string `json:"primaryUpdateMethod,omitempty"`
@@ -39,11 +44,7 @@ type cnpgCluster struct {
 		} `json:"bootstrap,omitempty"`
 		PostgreSQL *struct {
 			Parameters  map[string]string `json:"parameters,omitempty"`
-			Synchronous *struct {
-				Method         string `json:"method"`
-				Number         int    `json:"number"`
-				DataDurability string `json:"dataDurability,omitempty"`
-			} `json:"synchronous,omitempty"`
+			Synchronous *cnpgSynchronous  `json:"synchronous,omitempty"`
 		} `json:"postgresql,omitempty"`
 		// Managed roles: the runtime role the hub and the subscribers
 		// connect as (roles.go).
@@ -61,6 +62,14 @@ type cnpgCluster struct {
 	} `json:"spec"`
 }
 
+// cnpgSynchronous is .spec.postgresql.synchronous (CloudNativePG >= 1.24;
+// dataDurability >= 1.25, "required" when unset).
+type cnpgSynchronous struct {
+	Method         string `json:"method"`
+	Number         int    `json:"number"`
+	DataDurability string `json:"dataDurability,omitempty"`
+}
+
 type cnpgStorage struct {
 	Size         string  `json:"size"`
 	StorageClass *string `json:"storageClass,omitempty"`
@@ -76,7 +85,7 @@ func decodeCNPGCluster(js []byte) (*cnpgCluster, error) {
 	return &cl, nil
 }
 
-func checkCNPGCluster(p *problems, cl *cnpgCluster, production bool) {
+func checkCNPGCluster(p *problems, cl *cnpgCluster) {
 	where := "Cluster " + cl.Metadata.Name
 	s := &cl.Spec
 	p.check(where, rule{s.Instances < 2, fmt.Sprintf("instances %d: want a primary and at least one standby", s.Instances)})
@@ -90,16 +99,7 @@ func checkCNPGCluster(p *problems, cl *cnpgCluster, production bool) {
 	if s.Bootstrap == nil || s.Bootstrap.InitDB == nil || s.Bootstrap.InitDB.Database == "" || s.Bootstrap.InitDB.Owner == "" {
 		p.add(where, "bootstrap.initdb needs database and owner (the app secret's user owns the database)")
 	}
-	if pg := s.PostgreSQL; pg != nil && pg.Synchronous != nil {
-		sy := pg.Synchronous
-		oneOf("postgresql.synchronous.method", sy.Method, "any", "first")
-		oneOf("postgresql.synchronous.dataDurability", sy.DataDurability, "required", "preferred")
-		if sy.Number < 1 || sy.Number >= s.Instances {
-			p.add(where, "postgresql.synchronous.number %d must be between 1 and instances-1 (%d)", sy.Number, s.Instances-1)
-		}
-	} else if production {
-		p.add(where, "no synchronous replication: a failover could lose commits the hub already answered 2xx for")
-	}
+	checkCNPGDurability(p, where, cl)
 	for name, st := range map[string]*cnpgStorage{"storage": &s.Storage, "walStorage": s.WalStorage} {
 		if st == nil {
 			continue
@@ -113,5 +113,47 @@ func checkCNPGCluster(p *problems, cl *cnpgCluster, production bool) {
 	}
 	if cl.APIVersion != "postgresql.cnpg.io/v1" || cl.Kind != "Cluster" {
 		p.add(where, "unexpected %s %s", cl.APIVersion, cl.Kind)
+	}
+}
+
+// checkCNPGDurability holds the Cluster to the hub's promise: no 2xx without
+// a durable commit, and a failover must not lose one. A commit is durable
+// only once a standby has it, so the Cluster must require a synchronous
+// standby (.spec.postgresql.synchronous, CloudNativePG >= 1.24, with
+// dataDurability "required", the default) and no parameter may let a commit
+// return before that (synchronous_commit off or local).
+func checkCNPGDurability(p *problems, where string, cl *cnpgCluster) {
+	s := &cl.Spec
+	if s.MinSyncReplicas != nil || s.MaxSyncReplicas != nil {
+		p.add(where, "minSyncReplicas/maxSyncReplicas are deprecated and self-healing (the operator drops to asynchronous "+
+			"replication when no standby is ready): use postgresql.synchronous with dataDurability required")
+	}
+	var sy *cnpgSynchronous
+	var params map[string]string
+	if pg := s.PostgreSQL; pg != nil {
+		sy, params = pg.Synchronous, pg.Parameters
+	}
+	if sy == nil {
+		p.add(where, "no postgresql.synchronous: replication is asynchronous and a failover can lose commits the hub already answered 2xx for")
+		return
+	}
+	if !slices.Contains([]string{"any", "first"}, sy.Method) {
+		p.add(where, "postgresql.synchronous.method %q: one of [any first]", sy.Method)
+	}
+	if sy.Number < 1 || sy.Number >= s.Instances {
+		p.add(where, "postgresql.synchronous.number %d must be between 1 and instances-1 (%d): a commit must wait for a standby", sy.Number, s.Instances-1)
+	}
+	switch sy.DataDurability {
+	case "", "required":
+	case "preferred":
+		p.add(where, "postgresql.synchronous.dataDurability preferred: commits stop waiting for a standby when none is ready, "+
+			"and a failover then loses commits the hub answered 2xx for; want required")
+	default:
+		p.add(where, "postgresql.synchronous.dataDurability %q: want required", sy.DataDurability)
+	}
+	for k, v := range params {
+		if strings.EqualFold(k, "synchronous_commit") && !slices.Contains([]string{"on", "remote_write", "remote_apply"}, strings.ToLower(v)) {
+			p.add(where, "postgresql.parameters.synchronous_commit %q: a commit would return before a standby has it; want on (or remove it)", v)
+		}
 	}
 }

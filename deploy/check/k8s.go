@@ -222,7 +222,7 @@ func (c *k8sChecker) run() {
 		c.hpa(h)
 	}
 	for _, cl := range c.m.clusters {
-		checkCNPGCluster(c.p, cl, c.production)
+		checkCNPGCluster(c.p, cl)
 	}
 	c.databaseRoles()
 	if c.production {

@@ -22,7 +22,6 @@ package bench
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -34,7 +33,6 @@ import (
 
 	"github.com/hookhub/hookhub/hub/relay"
 	"github.com/hookhub/hookhub/hub/store"
-	"github.com/hookhub/hookhub/internal/natsembed"
 	"github.com/hookhub/hookhub/schema"
 )
 
@@ -66,6 +64,15 @@ type Config struct {
 	// the hubs get this one.
 	HubAdminAddr string
 	ExtraEnv     []string // more HUB_* variables for the hub runs
+	// Hubs is how many hub processes each hub run starts on its database
+	// and the JetStream server (1..MaxHubs; 0 means 1). The load generator
+	// sends delivery i to hub i mod Hubs, with the same Concurrency in all.
+	Hubs int
+	// NATSServer, when set, is a nats-server binary: the JetStream server
+	// then runs as a process of its own, and the runs report its CPU per
+	// delivery apart from the bench's (NATSCPUus). Empty: embedded in the
+	// bench's process.
+	NATSServer string
 	// Rounds repeats the runs, interleaved (batched, unbatched, ceiling,
 	// batched, …), so a machine whose speed drifts affects all alike; the
 	// report keeps each run's median round and the median of the rounds'
@@ -110,6 +117,12 @@ type Result struct {
 	// own process (load generator and embedded NATS server).
 	PostgresCPUus float64 `json:"postgres_cpu_us_per_delivery,omitempty"`
 	SelfCPUus     float64 `json:"bench_cpu_us_per_delivery,omitempty"`
+	// NATSCPUus is the nats-server process's (Config.NATSServer); without
+	// it the embedded server's CPU is in SelfCPUus.
+	NATSCPUus float64 `json:"nats_cpu_us_per_delivery,omitempty"`
+	// Hubs is each hub's share (hub runs); HubCPUus, PeakRSSMB (the
+	// largest), HubAllocBytes and MeanCommitBatch are of all of them.
+	Hubs []HubResult `json:"hubs,omitempty"`
 	// PostgresDBCPUus is the run database's backends alone (the hub's
 	// connections): not what else the server runs meanwhile.
 	PostgresDBCPUus float64 `json:"postgres_database_cpu_us_per_delivery,omitempty"`
@@ -154,6 +167,7 @@ type Report struct {
 	BodyBytes      int       `json:"body_bytes"`
 	Warmup         int       `json:"warmup_deliveries"`
 	Concurrency    int       `json:"concurrency"`
+	Hubs           int       `json:"hubs"`
 	DuplicateShare float64   `json:"duplicate_share"`
 	// VsUnbatched and VsCeiling are at the first archive size; Preloads
 	// has them for every size.
@@ -189,6 +203,9 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	if len(sizes) == 0 {
 		sizes = []int{0}
 	}
+	if cfg.Hubs < 0 || cfg.Hubs > MaxHubs {
+		return Report{}, fmt.Errorf("hubs %d: want 1..%d", cfg.Hubs, MaxHubs)
+	}
 	preloading := false
 	for _, n := range sizes {
 		if n < 0 {
@@ -201,9 +218,9 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		return Report{}, err
 	}
 	w.warmup = cfg.Warmup
-	rep := Report{BodyBytes: w.bodyBytes, Concurrency: cfg.Concurrency, DuplicateShare: cfg.Duplicates, Warmup: cfg.Warmup}
-	fmt.Fprintf(cfg.Log, "workload: %d deliveries (after %d of warm-up) of %d events, ~%d-byte bodies, concurrency %d\n",
-		cfg.Count, cfg.Warmup, w.events, w.bodyBytes, cfg.Concurrency)
+	rep := Report{BodyBytes: w.bodyBytes, Concurrency: cfg.Concurrency, Hubs: max(1, cfg.Hubs), DuplicateShare: cfg.Duplicates, Warmup: cfg.Warmup}
+	fmt.Fprintf(cfg.Log, "workload: %d deliveries (after %d of warm-up) of %d events, ~%d-byte bodies, concurrency %d over %d hub(s)\n",
+		cfg.Count, cfg.Warmup, w.events, w.bodyBytes, cfg.Concurrency, rep.Hubs)
 
 	srv, err := connectServer(ctx, cfg.AdminURL)
 	if err != nil {
@@ -221,14 +238,11 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		return rep, err
 	}
 	defer os.RemoveAll(dir)
-	var ns *natsembed.Server
-	labelled("nats-server", func() {
-		ns, err = natsembed.Start(natsembed.Options{Port: -1, StoreDir: dir, MaxStore: 4 << 30})
-	})
+	jsrv, err := startJetStream(ctx, cfg, dir)
 	if err != nil {
 		return rep, err
 	}
-	defer ns.Shutdown()
+	defer jsrv.stop()
 
 	var runs []benchRun
 	for i := range sizes {
@@ -238,11 +252,11 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 			suffix = fmt.Sprintf(", archive %d", sizes[i])
 		}
 		runs = append(runs, benchRun{fmt.Sprintf("hub (batch %d)", cfg.BatchMax) + suffix, func(name string) (Result, error) {
-			return runHub(ctx, cfg, srv, w, ns.ClientURL(), cfg.BatchMax, pl, name)
+			return runHub(ctx, cfg, srv, w, jsrv, cfg.BatchMax, pl, name)
 		}})
 		if cfg.Baseline {
 			runs = append(runs, benchRun{"hub (batch 1)" + suffix, func(name string) (Result, error) {
-				return runHub(ctx, cfg, srv, w, ns.ClientURL(), 1, pl, name)
+				return runHub(ctx, cfg, srv, w, jsrv, 1, pl, name)
 			}})
 		}
 		if cfg.Ceiling {
@@ -411,7 +425,7 @@ func medianOf(rounds []Round, f func(Round) float64) float64 {
 	return vs[len(vs)/2]
 }
 
-func runHub(ctx context.Context, cfg Config, srv *server, w *workload, natsURL string, batchMax int, pl *Preload, name string) (Result, error) {
+func runHub(ctx context.Context, cfg Config, srv *server, w *workload, jsrv *jetStreamServer, batchMax int, pl *Preload, name string) (Result, error) {
 	db, err := srv.create(ctx, fmt.Sprintf("b%d", batchMax), pl.template)
 	if err != nil {
 		return Result{}, err
@@ -429,20 +443,19 @@ func runHub(ctx context.Context, cfg Config, srv *server, w *workload, natsURL s
 	defer pool.Close()
 	st := store.New(pool)
 
-	hp, err := startHubRun(ctx, cfg, db.url, natsURL, batchMax)
+	hs, err := startHubSet(ctx, cfg, db.url, jsrv.url, batchMax, max(1, cfg.Hubs))
 	if err != nil {
 		return Result{}, err
 	}
-	defer hp.close()
-	pid, base, adminBase := hp.cmd.Process.Pid, hp.base, hp.adminBase
-	js, stream := hp.js, hp.stream
+	defer hs.close()
+	bases := hs.bases()
 
 	firstSent := make([]int64, w.events)
 	noteSent := func(i int, at time.Time) {
 		atomic.CompareAndSwapInt64(&firstSent[w.eventOf[i]], 0, at.UnixNano())
 	}
-	_, warmNon2xx, _ := load(ctx, base, w, cfg.Concurrency, 0, w.warmup, noteSent)
-	batchSum0, batches0, _ := commitBatches(adminBase)
+	_, warmNon2xx, _, _ := load(ctx, bases, w, cfg.Concurrency, 0, w.warmup, noteSent)
+	win := hubsWindow{batchMax: batchMax, natsPID: jsrv.pid, before: hs.metrics()}
 	wal0, err := srv.walPosition(ctx)
 	if err != nil {
 		return Result{}, err
@@ -452,42 +465,31 @@ func runHub(ctx context.Context, cfg Config, srv *server, w *workload, natsURL s
 		stopProfile = cfg.Profile(name)
 	}
 	measuredFrom := time.Now().UnixNano()
-	alloc0, alloc0Err := hubAllocated(adminBase)
 	backends0, _, _ := srv.databaseActivity(ctx, db.name)
-	cpu0 := markCPU(pid)
-	lat, non2xx, elapsed := load(ctx, base, w, cfg.Concurrency, w.warmup, len(w.bodies), noteSent)
-	cpu := cpu0.since(pid)
+	win.cpu0 = hs.markCPU(jsrv.pid)
+	lat, non2xx, elapsed, answered := load(ctx, bases, w, cfg.Concurrency, w.warmup, len(w.bodies), noteSent)
+	win.cpu1 = hs.markCPU(jsrv.pid)
 	backends1, _, _ := srv.databaseActivity(ctx, db.name)
-	alloc1, alloc1Err := hubAllocated(adminBase)
+	win.after, win.answered, win.elapsed = hs.metrics(), answered, elapsed
 	stopProfile()
 	wal1, err := srv.walPosition(ctx)
 	if err != nil {
 		return Result{}, err
 	}
-	peak := peakRSS(pid)
-	waitDrained(ctx, stream, st, w.events)
+	waitDrained(ctx, hs.stream, st, w.events)
 	res := summarize(lat, elapsed, len(w.bodies)-w.warmup, w.events)
 	res.PreloadRows, res.CopySeconds = pl.ArchiveRows, db.copySeconds
 	res.Non2xx = warmNon2xx + non2xx
-	res.PeakRSSMB = peak
+	hs.figures(cfg.Log, &res, win)
 	if n := len(lat); n > 0 {
-		res.HubCPUus, res.PostgresCPUus, res.SelfCPUus = perDelivery(cpu.proc, n), perDelivery(cpu.pg, n), perDelivery(cpu.self, n)
 		res.WALBytes = float64(wal1-wal0) / float64(n)
 		res.PostgresDBCPUus = perDelivery(backendsCPU(backends0, backends1), n)
-		res.HubAllocBytes = allocPerDelivery(cfg.Log, alloc1-alloc0, errors.Join(alloc0Err, alloc1Err), n)
-	}
-	if batchMax == 1 {
-		res.MeanCommitBatch = 1
-	} else if sum, n, err := commitBatches(adminBase); err != nil {
-		fmt.Fprintf(cfg.Log, "mean commit batch: %v\n", err)
-	} else if n > batches0 {
-		res.MeanCommitBatch = (sum - batchSum0) / (n - batches0)
 	}
 	// End-to-end: from the first time an event was sent until JetStream
 	// stored it (the message's timestamp; the server runs in this process,
 	// on the same clock), for the events first sent after the warm-up.
 	stored := make([]int64, w.events) // unix nanos
-	if err := verify(ctx, &res, st, pl.since, js, stored); err != nil {
+	if err := verify(ctx, &res, st, pl.since, hs.js, stored); err != nil {
 		return res, err
 	}
 	var e2e []time.Duration
@@ -556,14 +558,4 @@ func verify(ctx context.Context, r *Result, st *store.Store, since time.Time, js
 		r.Lost += int(max(c.Pending, c.DedupRows-c.Published))
 	}
 	return nil
-}
-
-// allocPerDelivery is the hub's allocation per delivery over the measured
-// load, or 0 (and a note in log) when its /metrics could not be read.
-func allocPerDelivery(log io.Writer, bytes float64, err error, n int) float64 {
-	if err != nil {
-		fmt.Fprintf(log, "hub allocation: %v\n", err)
-		return 0
-	}
-	return bytes / float64(n)
 }

@@ -276,25 +276,27 @@ func TestCommitBatches(t *testing.T) {
 	require.Error(t, err, "unreadable")
 }
 
-func TestHubAllocated(t *testing.T) {
+func TestReadHubMetrics(t *testing.T) {
 	t.Parallel()
+	const batches = "hub_commit_batch_deliveries_sum 120\nhub_commit_batch_deliveries_count 4\n"
 	cases := []struct {
 		name, metrics string
-		want          float64 // 0: an error
+		want          hubMetrics
 	}{
-		{"present", "# TYPE go_memstats_alloc_bytes_total counter\ngo_memstats_alloc_bytes_total 2.14241608e+08\ngo_memstats_alloc_bytes 5e+06\n", 2.14241608e+08},
-		{"absent", "go_memstats_alloc_bytes 5e+06\n", 0},
-		{"unreadable", "go_memstats_alloc_bytes_total many\n", 0},
+		{"present", "# TYPE go_memstats_alloc_bytes_total counter\ngo_memstats_alloc_bytes_total 2.14241608e+08\ngo_memstats_alloc_bytes 5e+06\n" + batches,
+			hubMetrics{batchSum: 120, batches: 4, alloc: 2.14241608e+08, ok: true}},
+		{"no allocation", "go_memstats_alloc_bytes 5e+06\n" + batches, hubMetrics{batchSum: 120, batches: 4}},
+		{"no batches", "go_memstats_alloc_bytes_total 7\n", hubMetrics{alloc: 7}},
+		{"unreadable", "go_memstats_alloc_bytes_total many\n" + batches, hubMetrics{}},
 	}
 	for _, tc := range cases {
-		got, err := hubAllocated(metricsServer(t, tc.metrics))
-		if tc.want == 0 {
-			require.Error(t, err, tc.name)
-		} else {
-			require.NoError(t, err, tc.name)
+		got := readHubMetrics(metricsServer(t, tc.metrics))
+		require.Equal(t, tc.want.ok, got.ok, tc.name)
+		if tc.want.ok {
 			require.Equal(t, tc.want, got, tc.name)
 		}
 	}
+	require.False(t, readHubMetrics(metricsServer(t, batches)+"/elsewhere").ok, "no /metrics")
 }
 
 // buildHub compiles the hub binary once per test binary run.
@@ -355,6 +357,46 @@ func TestRunPreloadedWhateverTheEnvironment(t *testing.T) {
 		require.Equal(t, rep.Runs[k].Events, rep.Runs[k].StreamMsgs)
 		require.Greater(t, rep.Runs[k].E2EP99ms, 0.0)
 	}
+}
+
+// TestRunHubs runs the bench with two hubs on one database and a
+// nats-server process of its own: the load is spread round robin (each
+// hub answers half), both hubs' figures are reported, and the NATS
+// server's CPU apart from the bench's.
+func TestRunHubs(t *testing.T) {
+	hubtest.Soak(t) // a benchmark run of the built binaries
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	bin, natsBin := buildHub(t), hubtest.Build(t, "github.com/nats-io/nats-server/v2")
+	hubtest.Slot(t)
+	const count, warmup = 2000, 200
+	rep, err := Run(context.Background(), Config{
+		AdminURL: hubtest.AdminURL(), HubCommand: []string{bin}, NATSServer: natsBin,
+		Count: count, Warmup: warmup, Concurrency: 8, BatchMax: 64, Hubs: 2,
+	})
+	require.NoError(t, err)
+	require.True(t, rep.NothingLostOrDuped, "%+v", rep.Runs)
+	require.Equal(t, 2, rep.Hubs)
+	require.Len(t, rep.Runs, 1)
+	r := rep.Runs[0]
+	require.Len(t, r.Hubs, 2)
+	require.Equal(t, r.Events, r.StreamMsgs)
+	var cpu float64
+	for k, h := range r.Hubs {
+		require.Equal(t, count/2, h.Deliveries, "hub %d: every other delivery", k+1)
+		require.Greater(t, h.PerSecond, 0.0, "hub %d", k+1)
+		require.Greater(t, h.MeanCommitBatch, 0.0, "hub %d: its own /metrics", k+1)
+		require.Greater(t, h.PeakRSSMB, 0.0, "hub %d", k+1)
+		cpu += h.CPUus * float64(h.Deliveries)
+	}
+	require.Greater(t, r.HubCPUus, 0.0)
+	require.InDelta(t, r.HubCPUus, cpu/count, 1, "the hubs' CPU summed, per delivery")
+	require.Greater(t, r.NATSCPUus, 0.0, "the nats-server process's CPU")
+	require.Greater(t, r.MeanCommitBatch, 0.0)
+
+	_, err = Run(context.Background(), Config{AdminURL: hubtest.AdminURL(), HubCommand: []string{bin}, Count: 1, Hubs: MaxHubs + 1})
+	require.ErrorContains(t, err, "want 1..8")
 }
 
 // A workload's signatures age like real ones: past the hub's tolerance

@@ -545,7 +545,7 @@ func paced(ctx context.Context, base string, w *workload, rate, clients int, mea
 	due := make(chan int, len(w.bodies))
 	var non2xx atomic.Int64
 	start := time.Now().Add(10 * time.Millisecond)
-	cs := startClients(base, w, clients, func(post func(i int, sending func()) bool) (lat []time.Duration) {
+	cs := startClients([]string{base}, w, clients, func(post func(i int, sending func()) bool) (lat []time.Duration) {
 		for i := range due {
 			if !post(i, nil) {
 				if i >= w.warmup {

@@ -149,21 +149,6 @@ func commitBatches(adminBase string) (sum, count float64, err error) {
 	return v[sumName], count, nil
 }
 
-// hubAllocated reads the bytes the hub has allocated on its heap since it
-// started (go_memstats_alloc_bytes_total on its /metrics).
-func hubAllocated(adminBase string) (float64, error) {
-	const name = "go_memstats_alloc_bytes_total"
-	v, err := metricValues(adminBase, name)
-	if err != nil {
-		return 0, err
-	}
-	alloc, found := v[name]
-	if !found {
-		return 0, errors.New("no go_memstats_alloc_bytes_total in /metrics")
-	}
-	return alloc, nil
-}
-
 // metricValues reads /metrics on the hub's admin listener (adminBase) and
 // returns the values of the samples of names (without labels) it holds.
 func metricValues(adminBase string, names ...string) (map[string]float64, error) {

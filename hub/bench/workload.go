@@ -99,18 +99,21 @@ func eventIndex(msgID string) (int, bool) {
 }
 
 // load sends deliveries [from, to) of w with concurrency clients over
-// keep-alive connections and returns the latencies of the 2xx answers,
-// each from writing the request until its whole answer is read. It uses
-// fasthttp's client, and each client builds its request once and changes
-// only the signature and the body from one delivery to the next: the load
-// generator shares the machine with the hub, Postgres and NATS, and the
-// lighter it is the more the figures say about the hub.
-func load(ctx context.Context, base string, w *workload, concurrency, from, to int, sent func(i int, at time.Time)) ([]time.Duration, int, time.Duration) {
+// keep-alive connections, delivery i to the hub at bases[i mod
+// len(bases)], and returns the latencies of the 2xx answers, each from
+// writing the request until its whole answer is read, and the measured
+// 2xx by hub. It uses fasthttp's client, and each client builds its
+// request once and changes only the signature and the body from one
+// delivery to the next: the load generator shares the machine with the
+// hub, Postgres and NATS, and the lighter it is the more the figures say
+// about the hub.
+func load(ctx context.Context, bases []string, w *workload, concurrency, from, to int, sent func(i int, at time.Time)) ([]time.Duration, int, time.Duration, []int) {
 	var next atomic.Int64
 	next.Store(int64(from))
 	var non2xx atomic.Int64
+	answered := make([]atomic.Int64, len(bases))
 	start := time.Now()
-	cs := startClients(base, w, concurrency, func(post func(i int, sending func()) bool) (lat []time.Duration) {
+	cs := startClients(bases, w, concurrency, func(post func(i int, sending func()) bool) (lat []time.Duration) {
 		lat = make([]time.Duration, 0, (to-from)/concurrency+1)
 		for ctx.Err() == nil {
 			i := int(next.Add(1) - 1)
@@ -123,34 +126,44 @@ func load(ctx context.Context, base string, w *workload, concurrency, from, to i
 				continue
 			}
 			lat = append(lat, time.Since(t0))
+			answered[i%len(bases)].Add(1)
 		}
 		return lat
 	})
 	cs.wg.Wait()
 	elapsed := time.Since(start)
-	return cs.latencies(), int(non2xx.Load()), elapsed
+	byHub := make([]int, len(bases))
+	for k := range answered {
+		byHub[k] = int(answered[k].Load())
+	}
+	return cs.latencies(), int(non2xx.Load()), elapsed, byHub
 }
 
-// clients post w's deliveries to the hub over keep-alive connections.
+// clients post w's deliveries to the hubs over keep-alive connections:
+// one fasthttp client per hub.
 type clients struct {
-	client *fasthttp.HostClient
-	wg     sync.WaitGroup // the clients running
-	lats   [][]time.Duration
+	hubs []*fasthttp.HostClient
+	wg   sync.WaitGroup // the clients running
+	lats [][]time.Duration
 }
 
-// startClients starts n clients posting w's deliveries to the hub at base:
-// each runs send with post, which builds the request of delivery i, calls
-// sending (when not nil) right before it writes it, and reports whether
-// it was answered 2xx; the clients keep the latencies send returns.
-func startClients(base string, w *workload, n int, send func(post func(i int, sending func()) bool) []time.Duration) *clients {
-	cs := &clients{lats: make([][]time.Duration, n), client: &fasthttp.HostClient{
-		Addr:               strings.TrimPrefix(base, "http://"),
-		MaxConns:           n,
-		ReadTimeout:        30 * time.Second,
-		WriteTimeout:       30 * time.Second,
-		MaxConnWaitTimeout: 30 * time.Second,
-	}}
-	url := base + "/webhooks/paddle"
+// startClients starts n clients posting w's deliveries to the hubs at
+// bases, delivery i to bases[i mod len(bases)] (round robin, as a load
+// balancer would): each runs send with post, which builds the request of
+// delivery i, calls sending (when not nil) right before it writes it, and
+// reports whether it was answered 2xx; the clients keep the latencies
+// send returns.
+func startClients(bases []string, w *workload, n int, send func(post func(i int, sending func()) bool) []time.Duration) *clients {
+	cs := &clients{lats: make([][]time.Duration, n)}
+	for _, base := range bases {
+		cs.hubs = append(cs.hubs, &fasthttp.HostClient{
+			Addr:               strings.TrimPrefix(base, "http://"),
+			MaxConns:           n,
+			ReadTimeout:        30 * time.Second,
+			WriteTimeout:       30 * time.Second,
+			MaxConnWaitTimeout: 30 * time.Second,
+		})
+	}
 	for c := range n {
 		labelled("loadgen", func() {
 			cs.wg.Go(func() {
@@ -158,16 +171,21 @@ func startClients(base string, w *workload, n int, send func(post func(i int, se
 				resp := fasthttp.AcquireResponse()
 				defer fasthttp.ReleaseRequest(req)
 				defer fasthttp.ReleaseResponse(resp)
-				req.SetRequestURI(url)
 				req.Header.SetMethod(http.MethodPost)
 				req.Header.SetContentType("application/json")
+				last := -1 // the hub req is addressed to
 				cs.lats[c] = send(func(i int, sending func()) bool {
+					k := i % len(bases)
+					if k != last {
+						req.SetRequestURI(bases[k] + "/webhooks/paddle")
+						last = k
+					}
 					req.Header.SetBytesV(provider.PaddleSignatureHeader, w.signatures[i])
 					req.SetBodyRaw(w.bodies[i])
 					if sending != nil {
 						sending()
 					}
-					err := cs.client.Do(req, resp)
+					err := cs.hubs[k].Do(req, resp)
 					return err == nil && resp.StatusCode()/100 == 2
 				})
 			})
@@ -179,7 +197,9 @@ func startClients(base string, w *workload, n int, send func(post func(i int, se
 // latencies closes the connections of clients that have ended and
 // returns their latencies, sorted.
 func (cs *clients) latencies() []time.Duration {
-	cs.client.CloseIdleConnections()
+	for _, c := range cs.hubs {
+		c.CloseIdleConnections()
+	}
 	all := slices.Concat(cs.lats...)
 	slices.Sort(all)
 	return all

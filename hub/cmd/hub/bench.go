@@ -34,11 +34,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	rounds := fs.Int("rounds", 1, "repeat the runs, interleaved, and report each run's median round and the median ratios")
 	preload := fs.String("preload", "0", "archive sizes to measure with, comma-separated (e.g. 0,2000000): each run's fresh database first holds that many archive rows of published past deliveries, copied from a template filled once")
 	hubAdminAddr := fs.String("hub-admin-addr", "", "HUB_ADMIN_ADDR of the measured hubs (/metrics, /debug/pprof/); empty picks a free port for each hub and prints it")
+	hubs := fs.Int("hubs", 1, "hub processes on the same database and JetStream server (1..8); the load generator sends the deliveries round robin over them, with the same --concurrency in all")
+	natsServer := fs.String("nats-server", "", "a nats-server binary: run the JetStream server as a process of its own and report its CPU per delivery apart (default: embedded in the bench's process)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the benchmark process (load generator and embedded NATS server, pprof label \"bench\") during each hub run's measured load: this file for the first run, then name.2.ext, name.3.ext, …")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := checkBenchFlags(*count, *warmup, *concurrency, *batchMax, *rounds, *dups); err != nil {
+	if err := checkBenchFlags(*count, *warmup, *concurrency, *batchMax, *rounds, *hubs, *dups); err != nil {
 		return err
 	}
 	sizes, err := bench.ParsePreload(*preload)
@@ -69,13 +71,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		AdminURL: cfg.DatabaseURL, HubCommand: []string{self},
 		Count: *count, Warmup: *warmup, Concurrency: *concurrency, Duplicates: *dups, BatchMax: *batchMax,
 		Baseline: *baseline, Ceiling: *ceiling, Keep: *keep, Log: logw, Rounds: *rounds,
-		Preload: sizes, HubAdminAddr: *hubAdminAddr, Profile: profile,
+		Preload: sizes, HubAdminAddr: *hubAdminAddr, Profile: profile, Hubs: *hubs, NATSServer: *natsServer,
 	})
 	if err != nil {
 		return err
 	}
 	if !*asJSON {
 		printBenchReport(stdout, rep)
+		printHubShares(stdout, rep)
 	}
 	if !*asJSON { // with --json, JSON lines only
 		fmt.Fprint(stdout, "BENCH ")
@@ -125,6 +128,14 @@ JetStream server is a single node), secrets and database are the bench's
 own, and they run no periodic backfill. Each hub serves /metrics, where the bench reads the commit
 batches, and /debug/pprof/ on its own admin listener: --hub-admin-addr, or
 a free port printed for each run.
+
+--hubs N starts N hub processes on each run's database and the one
+JetStream server; the load generator sends delivery i to hub i mod N (the
+same --concurrency in all), and the report gives the hubs' CPU per delivery
+summed and each hub's share. --nats-server runs the JetStream server as a
+process of its own (a nats-server binary, e.g. go build -o nats-server
+github.com/nats-io/nats-server/v2), so that its CPU per delivery is
+reported apart from the load generator's.
 `
 
 // benchSetup is what both benchmarks need: the configuration (for the
@@ -158,7 +169,11 @@ func printBenchReport(stdout io.Writer, rep bench.Report) {
 	}
 	fmt.Fprintln(stdout)
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "run\tdeliveries/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\te2e p50\te2e p99\tpeak RSS MB\tbatch\tCPU µs/dlv hub\tpostgres\tbench+nats\tWAL B/dlv\thub alloc B/dlv\tnon-2xx\tlost\tduplicated\t")
+	self := "bench+nats"
+	if len(rep.Runs) > 0 && rep.Runs[0].NATSCPUus > 0 {
+		self = "bench" // the nats-server process's is printed below the table
+	}
+	fmt.Fprintln(tw, "run\tdeliveries/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\te2e p50\te2e p99\tpeak RSS MB\tbatch\tCPU µs/dlv hub\tpostgres\t"+self+"\tWAL B/dlv\thub alloc B/dlv\tnon-2xx\tlost\tduplicated\t")
 	for _, r := range rep.Runs {
 		fmt.Fprintf(tw, "%s\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%.1f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%d\t%d\t\n",
 			r.Name, r.PerSecond, r.P50ms, r.P90ms, r.P99ms, r.MaxMs, r.E2EP50ms, r.E2EP99ms, r.PeakRSSMB, r.MeanCommitBatch, r.HubCPUus, r.PostgresCPUus, r.SelfCPUus, r.WALBytes, r.HubAllocBytes, r.Non2xx, r.Lost, r.Duplicated)
@@ -224,7 +239,7 @@ const (
 
 // checkBenchFlags refuses a flag out of its range, naming it. NaN fails
 // every comparison, so ranges are written as "not within".
-func checkBenchFlags(count, warmup, concurrency, batchMax, rounds int, dups float64) error {
+func checkBenchFlags(count, warmup, concurrency, batchMax, rounds, hubs int, dups float64) error {
 	for _, f := range []struct {
 		name      string
 		v, lo, hi int
@@ -234,6 +249,7 @@ func checkBenchFlags(count, warmup, concurrency, batchMax, rounds int, dups floa
 		{"--concurrency", concurrency, 1, maxBenchConcurrency},
 		{"--batch-max", batchMax, 1, maxBenchBatch},
 		{"--rounds", rounds, 1, maxBenchRounds},
+		{"--hubs", hubs, 1, bench.MaxHubs},
 	} {
 		if f.v < f.lo || f.v > f.hi {
 			return usageErr(fmt.Sprintf("%s must be within %d..%d, got %d", f.name, f.lo, f.hi, f.v))
