@@ -250,17 +250,6 @@ func readStream(ctx context.Context, js jetstream.JetStream, stream string, from
 	return out, nil
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // idList keeps the first few ids of a list for a report.
 type idList struct {
 	IDs []string `json:"ids,omitempty"`

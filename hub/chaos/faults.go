@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/hookhub/hookhub/internal/backoff"
 )
 
 // Fault is one fault a run injects under load. Inject does the whole
@@ -55,13 +57,13 @@ func Schedule(ctx context.Context, faults []Fault, start time.Time, every, stagg
 			progress(recs[i], true)
 		}
 	}
-	if err := sleepCtx(ctx, every); err != nil {
+	if err := backoff.Sleep(ctx, every); err != nil {
 		return markUnrun(recs, faults, err)
 	}
 	if together {
 		var wg sync.WaitGroup
 		for i := range faults {
-			if i > 0 && sleepCtx(ctx, stagger) != nil {
+			if i > 0 && backoff.Sleep(ctx, stagger) != nil {
 				break
 			}
 			wg.Add(1)
@@ -72,7 +74,7 @@ func Schedule(ctx context.Context, faults []Fault, start time.Time, every, stagg
 	}
 	for i := range faults {
 		if i > 0 {
-			if err := sleepCtx(ctx, every); err != nil {
+			if err := backoff.Sleep(ctx, every); err != nil {
 				return markUnrun(recs, faults, err)
 			}
 		}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -187,10 +186,11 @@ func (l *Local) migrate(ctx context.Context) error {
 
 // newHub sets up hub i's proxies and environment.
 func (l *Local) newHub(i int) (*hubProc, error) {
-	addr, err := freeAddr()
+	ports, err := freePorts(1)
 	if err != nil {
 		return nil, err
 	}
+	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
 	h := &hubProc{i: i, addr: addr, logPath: filepath.Join(l.o.Dir, "hub"+strconv.Itoa(i)+".log")}
 	var pgAddrs, natsURLs []string
 	for _, a := range l.PG.Addrs() {
@@ -220,15 +220,6 @@ func (l *Local) newHub(i int) (*hubProc, error) {
 		"HUB_LOG_FORMAT=text",
 	}, l.o.HubEnv...)
 	return h, nil
-}
-
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
 
 // startHub starts h's process and waits until /readyz answers 200.
@@ -269,32 +260,28 @@ func waitReady(ctx context.Context, url string, exited <-chan struct{}, timeout 
 		}
 		select {
 		case <-exited:
-			return fmt.Errorf("chaos: %s: the process exited; its log: %s\n%s", url, logPath, tail(logPath, 20))
+			return fmt.Errorf("chaos: %s: the process exited; its log: %s\n%s", url, logPath, fileTail(logPath, 20))
 		case <-ctx.Done():
-			return fmt.Errorf("chaos: %s not ready: %w; log: %s\n%s", url, ctx.Err(), logPath, tail(logPath, 20))
+			return fmt.Errorf("chaos: %s not ready: %w; log: %s\n%s", url, ctx.Err(), logPath, fileTail(logPath, 20))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
 
-// tail returns the last n lines of the file at path (at most 64 KiB read).
-func tail(path string, n int) string {
+// fileTail returns the last n lines of the file at path (at most its
+// last 64 KiB), for an error message.
+func fileTail(path string, n int) string {
 	f, err := os.Open(path)
 	if err != nil {
-		return ""
+		return "(no log: " + err.Error() + ")"
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return ""
+	const most = 64 << 10
+	if fi, err := f.Stat(); err == nil && fi.Size() > most {
+		_, _ = f.Seek(fi.Size()-most, io.SeekStart)
 	}
-	off := max(st.Size()-64<<10, 0)
-	b := make([]byte, st.Size()-off)
-	if _, err := f.ReadAt(b, off); err != nil && !errors.Is(err, io.EOF) {
-		return ""
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
+	b, _ := io.ReadAll(io.LimitReader(f, most))
+	return lastLines(b, n)
 }
 
 // killHub SIGKILLs hub h (its process group) and waits until it is gone.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/hookhub/hookhub/internal/backoff"
 )
 
 // FaultNames are the faults a local topology injects, in the order of
@@ -59,7 +61,7 @@ func (l *Local) killHubFault(ctx context.Context) error {
 	h := l.nextHub()
 	killHub(h)
 	l.log.Info("hub killed", "hub", h.i)
-	if err := sleepCtx(ctx, time.Second); err != nil {
+	if err := backoff.Sleep(ctx, time.Second); err != nil {
 		return err
 	}
 	return l.startHub(ctx, h)
@@ -84,7 +86,7 @@ func (l *Local) natsKill(ctx context.Context) error {
 		return err
 	}
 	l.log.Info("nats node killed", "node", i)
-	if err := sleepCtx(ctx, 2*time.Second); err != nil {
+	if err := backoff.Sleep(ctx, 2*time.Second); err != nil {
 		return err
 	}
 	return l.NATS.Start(ctx, i)
@@ -98,7 +100,7 @@ func (l *Local) partition(ctx context.Context, of func(*hubProc) []*Proxy) error
 		p.Partition()
 	}
 	l.log.Info("hub partitioned", "hub", h.i)
-	err := sleepCtx(ctx, l.o.PartitionFor)
+	err := backoff.Sleep(ctx, l.o.PartitionFor)
 	for _, p := range of(h) {
 		p.Heal()
 	}
@@ -116,7 +118,7 @@ func (l *Local) Repair(ctx context.Context) error {
 		}
 		select {
 		case <-h.done:
-			errs = append(errs, fmt.Errorf("hub %d exited by itself; log %s:\n%s", h.i, h.logPath, tail(h.logPath, 20)))
+			errs = append(errs, fmt.Errorf("hub %d exited by itself; log %s:\n%s", h.i, h.logPath, fileTail(h.logPath, 20)))
 			if err := l.startHub(ctx, h); err != nil {
 				errs = append(errs, err)
 			}

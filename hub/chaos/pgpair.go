@@ -6,9 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -192,11 +190,11 @@ func (p *PostgresPair) makeDirs() error {
 				return fmt.Errorf("postgres pair: %w", err)
 			}
 		}
-		port, err := freePort()
+		ports, err := freePorts(1)
 		if err != nil {
 			return err
 		}
-		p.nodes[i] = &pgNode{index: i, dir: dir, data: filepath.Join(dir, "data"), port: port}
+		p.nodes[i] = &pgNode{index: i, dir: dir, data: filepath.Join(dir, "data"), port: ports[0]}
 	}
 	if p.cred == nil {
 		return nil
@@ -226,16 +224,6 @@ func traversable(dir string, uid uint32) error {
 		}
 	}
 	return nil
-}
-
-// freePort is a TCP port on 127.0.0.1 free now.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("postgres pair: pick a port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // startPrimary runs initdb for n, writes its configuration (which
@@ -678,19 +666,7 @@ func (p *PostgresPair) running(n *pgNode) bool {
 }
 
 // logTail is the last lines of n's log.
-func (n *pgNode) logTail() string {
-	f, err := os.Open(n.logPath())
-	if err != nil {
-		return "(no log: " + err.Error() + ")"
-	}
-	defer f.Close()
-	const max = 8 << 10
-	if fi, err := f.Stat(); err == nil && fi.Size() > max {
-		_, _ = f.Seek(fi.Size()-max, io.SeekStart)
-	}
-	b, _ := io.ReadAll(io.LimitReader(f, max))
-	return lastLines(b, 20)
-}
+func (n *pgNode) logTail() string { return fileTail(n.logPath(), 20) }
 
 // lastLines is the last n lines of b.
 func lastLines(b []byte, n int) string {
