@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/hookhub/hookhub/internal/backoff"
 )
 
 // PurgeRequest selects the archive rows a purge deletes.
@@ -131,14 +133,7 @@ const purgeMaxRest = 5 * time.Second
 // ingest beside it keeps its latency. It ends early, with ctx's error,
 // when ctx is done.
 func purgeRest(ctx context.Context, took time.Duration) error {
-	t := time.NewTimer(min(took, purgeMaxRest))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return backoff.Sleep(ctx, min(took, purgeMaxRest))
 }
 
 // minPurgeAge is MinPurgeAge, or the stream's duplicate window when the
