@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/hookhub/hookhub/internal/backoff"
 )
 
 // PurgeRequest selects the archive rows a purge deletes.
@@ -105,6 +107,7 @@ func (o *Ops) purge(ctx context.Context, req PurgeRequest) (PurgeResult, error) 
 		return res, nil
 	}
 	for {
+		began := time.Now()
 		examined, deleted, err := o.archive.PurgeArchive(ctx, res.Cutoff, req.BatchSize, req.IncludeFailed)
 		if err != nil {
 			return res, fmt.Errorf("purge (after %d rows): %w", res.Rows, err)
@@ -114,7 +117,23 @@ func (o *Ops) purge(ctx context.Context, req PurgeRequest) (PurgeResult, error) 
 		if examined < int64(req.BatchSize) {
 			return res, nil
 		}
+		if err := purgeRest(ctx, time.Since(began)); err != nil {
+			return res, fmt.Errorf("purge (after %d rows): %w", res.Rows, err)
+		}
 	}
+}
+
+// purgeMaxRest bounds the pause after one purge batch.
+const purgeMaxRest = 5 * time.Second
+
+// purgeRest pauses after a batch that took took, as long again (at most
+// purgeMaxRest): a purge takes at most half of the time of one Postgres
+// backend and of the disk's writes, and leaves more when the database is
+// busy (a batch that takes longer is followed by a longer pause), so the
+// ingest beside it keeps its latency. It ends early, with ctx's error,
+// when ctx is done.
+func purgeRest(ctx context.Context, took time.Duration) error {
+	return backoff.Sleep(ctx, min(took, purgeMaxRest))
 }
 
 // minPurgeAge is MinPurgeAge, or the stream's duplicate window when the

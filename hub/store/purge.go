@@ -79,13 +79,20 @@ WITH candidates AS (
                ELSE a.processing_status IS NULL END
     RETURNING a.id, a.created_at, a.entities, a.processing_status
 ), unindexed AS (
-    -- The entity index's rows of the deleted first deliveries, by their
-    -- exact key (SKIPPED rows were never indexed).
+    -- The entity index's rows of the deleted first deliveries (SKIPPED
+    -- rows were never indexed), each looked up by its exact key on the
+    -- primary key: LIMIT 1 keeps the look-up a subquery run per key, so
+    -- no estimate turns it into a scan of the whole table (a hash join
+    -- reads every row of a table that rolling upgrades filled).
     DELETE FROM webhook_event_entities x
-    WHERE (x.entity_id, x.created_at, x.archive_id) IN (
-        SELECT substr(e, strpos(e, ':') + 1), d.created_at, d.id
+    WHERE x.ctid = ANY (ARRAY(
+        SELECT k.ctid
         FROM deleted d CROSS JOIN unnest(d.entities) AS e
-        WHERE d.entities IS NOT NULL AND d.processing_status IS DISTINCT FROM 'SKIPPED')
+        CROSS JOIN LATERAL (SELECT y.ctid FROM webhook_event_entities y
+                            WHERE y.entity_id = substr(e, strpos(e, ':') + 1)
+                              AND y.created_at = d.created_at AND y.archive_id = d.id
+                            LIMIT 1) k
+        WHERE d.entities IS NOT NULL AND d.processing_status IS DISTINCT FROM 'SKIPPED'))
 )
 SELECT (SELECT count(*) FROM candidates), (SELECT count(*) FROM deleted)`
 

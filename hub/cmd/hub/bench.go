@@ -21,6 +21,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(args) > 0 && args[0] == "destinations" {
 		return runBenchDestinations(ctx, args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "purge" {
+		return runBenchPurge(ctx, args[1:], stdout, stderr)
+	}
 	fs := newFlags("bench", benchUsage, stdout)
 	count := fs.Int("count", 20000, "measured deliveries per run")
 	warmup := fs.Int("warmup", 2000, "deliveries sent to each fresh hub (and database) before the measured ones, left out of the figures but checked for loss")
@@ -93,6 +96,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // benchUsage is the help of `hub bench`.
 const benchUsage = `Usage: hub bench [flags]
        hub bench destinations [flags]   (the destinations process; see its --help)
+       hub bench purge [flags]          (ingest while a purge runs; see its --help)
 
 Measures the hub end to end on this machine. It starts this binary's
 ` + "`hub serve`" + ` against a fresh database (created next to HUB_DATABASE_URL,

@@ -14,7 +14,9 @@ func runPurge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newFlags("purge", fmt.Sprintf(`Usage: hub purge --older-than AGE [--include-failed] [--yes] [--batch N] [--json]
 
 Deletes archive rows (one per delivery) received more than AGE ago (e.g. 90d),
-in batches. Without --yes it is a dry run: it counts what it would delete.
+in batches, each followed by a pause as long as it took (at most 5 s), so that
+ingest beside it keeps its latency. Without --yes it is a dry run: it counts
+what it would delete.
 
   - AGE is at least %s (or the stream's duplicate window, if longer): the archive
     is the only source for repairing a stream that lost messages (hub reconcile
