@@ -53,7 +53,7 @@ func startLiveLoad(ctx context.Context, base string, rate, clients, maxDeliverie
 		done: make([]atomic.Int64, maxDeliveries), due: make(chan int, maxDeliveries), finished: make(chan struct{}),
 	}
 	l.start = time.Now().Add(10 * time.Millisecond)
-	l.cs = startClients(base, l.w, clients, func(post func(i int, sending func()) bool) []time.Duration {
+	l.cs = startClients([]string{base}, l.w, clients, func(post func(i int, sending func()) bool) []time.Duration {
 		for i := range l.due {
 			if post(i, nil) {
 				l.done[i].Store(time.Now().UnixNano())
@@ -100,7 +100,9 @@ func (l *liveLoad) stop() {
 	l.stopped.Store(true)
 	<-l.finished
 	l.cs.wg.Wait()
-	l.cs.client.CloseIdleConnections()
+	for _, c := range l.cs.hubs {
+		c.CloseIdleConnections()
+	}
 }
 
 // PhaseLoad is the load's figures over one phase of a purge bench: the
