@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -141,7 +142,11 @@ func (p *publisher) run(ctx context.Context, js jetstream.JetStream, n int) erro
 // up, and that every message is on the stream exactly once; then it
 // restarts a follower and checks that a node killed behind the cluster's
 // back is reported.
+//
+// A soak test: the default run proves the same end to end with hub chaos
+// (TestChaosLocal's nats-kill, hub/cmd/hub).
 func TestNATSKillStreamLeader(t *testing.T) {
+	hubtest.Soak(t)
 	c := startTestNATS(t)
 	ctx := t.Context()
 	nc, err := nats.Connect(c.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))

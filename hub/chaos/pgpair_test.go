@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookhub/hookhub/internal/hubtest"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
@@ -107,8 +108,8 @@ func TestPostgresPairFailover(t *testing.T) {
 		synchronous bool
 	}{{"synchronous", true}, {"asynchronous", false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			if testing.Short() && !tc.synchronous {
-				t.Skip("the synchronous pair is the one the hub's promise needs: about 20 s each")
+			if !tc.synchronous {
+				hubtest.Soak(t) // the synchronous pair is the one the hub's promise needs: about 20 s each
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()

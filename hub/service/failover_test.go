@@ -66,9 +66,11 @@ const (
 // once, and nothing else, and processed by credits exactly once. The test
 // logs the publish stalls and latencies it measured.
 func TestClusterFailover(t *testing.T) {
-	if testing.Short() {
-		t.Skip("cluster failover: about a minute")
-	}
+	// A soak test (about a minute, and not parallel): the default run
+	// proves a JetStream node's crash under load end to end with hub chaos
+	// (TestChaosLocal's nats-kill: the stream leader's node SIGKILLed
+	// under three hubs, hub/cmd/hub).
+	hubtest.Soak(t)
 	// Not parallel: it measures stalls, and a whole-package run then gives
 	// it the machine (parallel tests wait until the sequential ones end).
 	logs := &logRecorder{start: time.Now()}

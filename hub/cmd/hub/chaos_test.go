@@ -97,8 +97,8 @@ func TestChaosLocal(t *testing.T) {
 		t.Skip("starts Postgres, NATS and three hubs: about a minute")
 	}
 	t.Parallel()
-	r := chaosLocal(t, "--faults", "all", "--rate", "40", "--events", "1500", "--duration", "30s",
-		"--every", "2s", "--partition-for", "2s")
+	r := chaosLocal(t, "--faults", "all", "--rate", "25", "--events", "1000", "--duration", "20s",
+		"--every", "1500ms", "--partition-for", "2s")
 	require.Len(t, r.Faults, 5)
 }
 
