@@ -375,11 +375,12 @@ func (l *Load) later(t *task, d time.Duration) {
 // on every attempt; the signature is made anew, as providers do.
 func (l *Load) post(ev *Event) (int, error) {
 	s := l.o.Signers[ev.Provider]
-	d, err := samples.New(s, ev.ID, ev.Type, nil, ev.created)
+	body, err := samples.Body(s.Name(), ev.ID, ev.Type, nil, ev.created)
 	if err != nil {
 		return 0, err
 	}
-	if d, err = samples.Sign(s, ev.ID, ev.Type, d.Body, time.Now()); err != nil {
+	d, err := samples.Sign(s, ev.ID, ev.Type, body, time.Now())
+	if err != nil {
 		return 0, err
 	}
 	req, err := http.NewRequestWithContext(l.ctx, http.MethodPost, l.o.Target+d.Target, bytes.NewReader(d.Body))

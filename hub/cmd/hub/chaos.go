@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -60,12 +61,7 @@ type chaosFlags struct {
 	asJSON   *bool
 }
 
-func addChaosFlags(fs interface {
-	Float64(string, float64, string) *float64
-	Int(string, int, string) *int
-	Duration(string, time.Duration, string) *time.Duration
-	Bool(string, bool, string) *bool
-}) chaosFlags {
+func addChaosFlags(fs *flag.FlagSet) chaosFlags {
 	return chaosFlags{
 		rate:     fs.Float64("rate", 50, fmt.Sprintf("new events a second (0.1..%d)", chaos.MaxRate)),
 		events:   fs.Int("events", 1500, fmt.Sprintf("most events sent (1..%d)", chaos.MaxEvents)),
